@@ -1,0 +1,288 @@
+//! Where each region of a segment lies, and the checks that make a hostile header harmless.
+//!
+//! The writer builds a [`Geometry`] from its capacities; a reader builds one from the
+//! static header it found, and [`Geometry::validate`] checks every number against the
+//! mapping before any region is touched: offsets 8-aligned, records at least as large as
+//! this ABI major's, capacities bounded, every region inside the segment (with checked
+//! arithmetic). After that, slicing a region can never go out of bounds.
+
+use std::mem::size_of;
+use std::sync::atomic::AtomicU64;
+
+use crate::error::Error;
+use crate::layout::{
+    GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
+    GENERATION_OFFSET, GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, SLOT_ALIGN, STATUS_OFFSET,
+};
+
+/// Validated offsets and sizes of a segment's regions, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Total size.
+    pub segment_size: usize,
+    /// Offset of the generation word.
+    pub generation_offset: usize,
+    /// Offset of the status record.
+    pub status_offset: usize,
+    /// Size of the status record.
+    pub status_size: usize,
+    /// Offset of the GPU table.
+    pub gpu_table_offset: usize,
+    /// Size of one GPU slot.
+    pub gpu_record_size: usize,
+    /// Number of GPU slots.
+    pub gpu_capacity: usize,
+    /// Offset of the process table head.
+    pub proc_table_offset: usize,
+    /// Size of one process slot.
+    pub proc_record_size: usize,
+    /// Number of process slots.
+    pub proc_capacity: usize,
+}
+
+fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+impl Geometry {
+    /// The layout this ABI version writes for the given capacities.
+    pub fn for_capacities(gpu_capacity: u32, proc_capacity: u32) -> Self {
+        let gpu_record_size = round_up(size_of::<GpuRecord>(), SLOT_ALIGN);
+        let proc_table_offset = GPU_TABLE_OFFSET + gpu_record_size * gpu_capacity as usize;
+        let proc_end = proc_table_offset
+            + size_of::<ProcTableHead>()
+            + size_of::<ProcRecord>() * proc_capacity as usize;
+        Geometry {
+            segment_size: round_up(proc_end, SLOT_ALIGN),
+            generation_offset: GENERATION_OFFSET,
+            status_offset: STATUS_OFFSET,
+            status_size: size_of::<StatusRecord>(),
+            gpu_table_offset: GPU_TABLE_OFFSET,
+            gpu_record_size,
+            gpu_capacity: gpu_capacity as usize,
+            proc_table_offset,
+            proc_record_size: size_of::<ProcRecord>(),
+            proc_capacity: proc_capacity as usize,
+        }
+    }
+
+    /// The static header describing this geometry (magic included).
+    pub fn static_header(&self, epoch: u64, writer_pid: u32) -> StaticHeader {
+        StaticHeader {
+            magic: MAGIC,
+            abi_major: ABI_MAJOR,
+            abi_minor: ABI_MINOR,
+            segment_size_bytes: self.segment_size as u64,
+            epoch,
+            writer_pid,
+            status_size_bytes: self.status_size as u32,
+            status_offset: self.status_offset as u64,
+            gpu_table_offset: self.gpu_table_offset as u64,
+            gpu_record_size_bytes: self.gpu_record_size as u32,
+            gpu_capacity: self.gpu_capacity as u32,
+            proc_table_offset: self.proc_table_offset as u64,
+            proc_record_size_bytes: self.proc_record_size as u32,
+            proc_capacity: self.proc_capacity as u32,
+            generation_offset: self.generation_offset as u64,
+            reserved: [0; 5],
+        }
+    }
+
+    /// Checks a header found in a mapping of `mapped_len` bytes and returns its geometry.
+    pub fn validate(name: &str, h: &StaticHeader, mapped_len: usize) -> Result<Self, Error> {
+        if h.magic == 0 {
+            return Err(Error::NotReady {
+                name: name.to_owned(),
+            });
+        }
+        if h.magic != MAGIC {
+            return Err(Error::corrupt(name, "bad magic: not a gpupeek segment"));
+        }
+        if h.abi_major != ABI_MAJOR {
+            return Err(Error::AbiMismatch {
+                name: name.to_owned(),
+                found: (h.abi_major, h.abi_minor),
+                ours: (ABI_MAJOR, ABI_MINOR),
+            });
+        }
+        let bad = |what: String| Err(Error::corrupt(name, what));
+        if h.segment_size_bytes != mapped_len as u64 {
+            return bad(format!(
+                "header says {} bytes but the object has {mapped_len}",
+                h.segment_size_bytes
+            ));
+        }
+        if h.gpu_capacity > MAX_CAPACITY || h.proc_capacity > MAX_CAPACITY {
+            return bad("capacity out of range".into());
+        }
+        let g = Geometry {
+            segment_size: mapped_len,
+            generation_offset: to_usize(h.generation_offset),
+            status_offset: to_usize(h.status_offset),
+            status_size: h.status_size_bytes as usize,
+            gpu_table_offset: to_usize(h.gpu_table_offset),
+            gpu_record_size: h.gpu_record_size_bytes as usize,
+            gpu_capacity: h.gpu_capacity as usize,
+            proc_table_offset: to_usize(h.proc_table_offset),
+            proc_record_size: h.proc_record_size_bytes as usize,
+            proc_capacity: h.proc_capacity as usize,
+        };
+        let regions = [
+            ("generation word", g.generation_offset, 8, 1, 8),
+            ("status record", g.status_offset, g.status_size, 1, 48),
+            // A GPU record must at least reach `state` and the identity strings.
+            (
+                "GPU table",
+                g.gpu_table_offset,
+                g.gpu_record_size,
+                g.gpu_capacity,
+                256,
+            ),
+            (
+                "process table head",
+                g.proc_table_offset,
+                size_of::<ProcTableHead>(),
+                1,
+                16,
+            ),
+            (
+                "process table",
+                g.proc_table_offset
+                    .saturating_add(size_of::<ProcTableHead>()),
+                g.proc_record_size,
+                g.proc_capacity,
+                size_of::<ProcRecord>(),
+            ),
+        ];
+        for (what, offset, size, count, min_size) in regions {
+            if offset % 8 != 0 || size % 8 != 0 || size < min_size {
+                return bad(format!("{what}: misaligned or too small"));
+            }
+            let end = size
+                .checked_mul(count)
+                .and_then(|len| len.checked_add(offset));
+            if end.is_none_or(|end| end > mapped_len) {
+                return bad(format!("{what} lies outside the segment"));
+            }
+        }
+        if g.status_offset < size_of::<StaticHeader>() {
+            return bad("status record overlaps the static header".into());
+        }
+        Ok(g)
+    }
+
+    /// The generation word.
+    pub fn generation<'a>(&self, words: &'a [AtomicU64]) -> &'a AtomicU64 {
+        &words[self.generation_offset / 8]
+    }
+
+    /// The status record's block (sequence word first).
+    pub fn status<'a>(&self, words: &'a [AtomicU64]) -> &'a [AtomicU64] {
+        region(words, self.status_offset, self.status_size)
+    }
+
+    /// GPU slot `slot`'s block. Panics if `slot >= gpu_capacity` (callers bound it).
+    pub fn gpu<'a>(&self, words: &'a [AtomicU64], slot: usize) -> &'a [AtomicU64] {
+        assert!(slot < self.gpu_capacity, "GPU slot {slot} out of range");
+        let offset = self.gpu_table_offset + slot * self.gpu_record_size;
+        region(words, offset, self.gpu_record_size)
+    }
+
+    /// The process table head (its first word is the table's sequence).
+    pub fn proc_head<'a>(&self, words: &'a [AtomicU64]) -> &'a [AtomicU64] {
+        region(words, self.proc_table_offset, size_of::<ProcTableHead>())
+    }
+
+    /// Process slot `slot`. Panics if `slot >= proc_capacity` (callers bound it).
+    pub fn proc_slot<'a>(&self, words: &'a [AtomicU64], slot: usize) -> &'a [AtomicU64] {
+        assert!(
+            slot < self.proc_capacity,
+            "process slot {slot} out of range"
+        );
+        let offset =
+            self.proc_table_offset + size_of::<ProcTableHead>() + slot * self.proc_record_size;
+        region(words, offset, self.proc_record_size)
+    }
+}
+
+fn to_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+fn region(words: &[AtomicU64], offset: usize, size: usize) -> &[AtomicU64] {
+    &words[offset / 8..(offset + size) / 8]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> (Geometry, StaticHeader) {
+        let g = Geometry::for_capacities(8, 16);
+        (g, g.static_header(1, 2))
+    }
+
+    #[test]
+    fn writer_geometry_validates_as_itself() {
+        let (g, h) = header();
+        assert_eq!(Geometry::validate("t", &h, g.segment_size), Ok(g));
+        assert_eq!(g.segment_size % SLOT_ALIGN, 0);
+        assert_eq!(g.proc_table_offset % SLOT_ALIGN, 0);
+    }
+
+    #[test]
+    fn header_claiming_more_than_the_mapping_is_corrupt() {
+        let (g, h) = header();
+        let err = Geometry::validate("t", &h, g.segment_size - 128).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn region_past_the_end_is_corrupt_even_with_overflowing_numbers() {
+        let (g, mut h) = header();
+        h.gpu_table_offset = u64::MAX - 7;
+        assert!(matches!(
+            Geometry::validate("t", &h, g.segment_size),
+            Err(Error::Corrupt { .. })
+        ));
+        let (_, mut h) = header();
+        h.proc_capacity = 1000;
+        assert!(matches!(
+            Geometry::validate("t", &h, g.segment_size),
+            Err(Error::Corrupt { .. })
+        ));
+        let (_, mut h) = header();
+        h.gpu_record_size_bytes = 12;
+        assert!(matches!(
+            Geometry::validate("t", &h, g.segment_size),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_major_is_an_abi_mismatch_naming_both_versions() {
+        let (g, mut h) = header();
+        h.abi_major = 2;
+        h.abi_minor = 7;
+        let err = Geometry::validate("t", &h, g.segment_size).unwrap_err();
+        assert!(err.to_string().contains("2.7"), "{err}");
+        assert!(err
+            .to_string()
+            .contains(&format!("{ABI_MAJOR}.{ABI_MINOR}")));
+    }
+
+    #[test]
+    fn zero_magic_means_not_ready_and_other_magic_is_corrupt() {
+        let (g, mut h) = header();
+        h.magic = 0;
+        assert!(matches!(
+            Geometry::validate("t", &h, g.segment_size),
+            Err(Error::NotReady { .. })
+        ));
+        h.magic = 42;
+        assert!(matches!(
+            Geometry::validate("t", &h, g.segment_size),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+}

@@ -1,0 +1,392 @@
+//! The segment's records: `#[repr(C)]`, every field a fixed-width integer or byte array,
+//! no implicit padding, units in every field name.
+//!
+//! The segment is laid out as:
+//!
+//! | region      | offset (ABI 1.0) | size                        | protected by              |
+//! |-------------|------------------|-----------------------------|---------------------------|
+//! | [`StaticHeader`] | 0           | 128                         | written once before `magic` |
+//! | generation word  | 128         | 8 (on its own 128-byte line) | single atomic word        |
+//! | [`StatusRecord`] | 256         | 256                         | its own seqlock (`seq`)   |
+//! | GPU table   | 512              | `gpu_capacity` × [`GpuRecord`] | one seqlock per record |
+//! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
+//!
+//! Readers never hard-code these offsets: every one of them is in the static header and is
+//! checked against the mapping before use. Strings are NUL-padded UTF-8 byte arrays; an
+//! optional value whose validity bit is clear is "not available", never zero.
+//! Sentinels: `u32::MAX` for a MIG instance id means "none".
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// `b"GPUPEEK\0"` read as a little-endian `u64`; the first word of every segment.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
+/// ABI major version: a reader refuses any other major.
+pub const ABI_MAJOR: u32 = 1;
+/// ABI minor version: fields added at the end of a record bump it.
+pub const ABI_MINOR: u32 = 0;
+/// Alignment of every region and record slot, in bytes (two cache lines).
+pub const SLOT_ALIGN: usize = 128;
+/// Offset of the generation word.
+pub const GENERATION_OFFSET: usize = 128;
+/// Offset of the status record.
+pub const STATUS_OFFSET: usize = 256;
+/// Offset of the GPU table.
+pub const GPU_TABLE_OFFSET: usize = 512;
+/// Default number of GPU slots.
+pub const DEFAULT_GPU_CAPACITY: u32 = 64;
+/// Default number of process slots.
+pub const DEFAULT_PROC_CAPACITY: u32 = 1024;
+/// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.
+pub const MAX_CAPACITY: u32 = 65536;
+
+/// What the daemon is doing; `StatusRecord::state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum DaemonState {
+    /// Segment created, nothing published yet.
+    Starting = 0,
+    /// Publishing every period.
+    Live = 1,
+    /// NVML failed (to load or initialise); see `nvml_error_code` / `error_message`.
+    NvmlError = 2,
+    /// The daemon shut down cleanly.
+    Stopped = 3,
+}
+
+impl DaemonState {
+    /// Decodes the raw word; unknown values are `None`.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            0 => Self::Starting,
+            1 => Self::Live,
+            2 => Self::NvmlError,
+            3 => Self::Stopped,
+            _ => return None,
+        })
+    }
+}
+
+/// The health of one GPU; `GpuRecord::state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum GpuState {
+    /// Unused slot.
+    Empty = 0,
+    /// Sampled normally this tick.
+    Ok = 1,
+    /// NVML reports the GPU as lost (fell off the bus); values are not current.
+    Lost = 2,
+    /// The GPU could not be sampled (e.g. its handle failed); see `nvml_error_code`.
+    Error = 3,
+    /// Runtime-suspended: not queried so it can sleep; values are not current.
+    Suspended = 4,
+}
+
+impl GpuState {
+    /// Decodes the raw word; unknown values are `None`.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            0 => Self::Empty,
+            1 => Self::Ok,
+            2 => Self::Lost,
+            3 => Self::Error,
+            4 => Self::Suspended,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name used in JSON and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Empty => "empty",
+            Self::Ok => "ok",
+            Self::Lost => "lost",
+            Self::Error => "error",
+            Self::Suspended => "suspended",
+        }
+    }
+}
+
+/// Written once by the daemon when it (re)initialises the segment, `magic` last.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct StaticHeader {
+    /// [`MAGIC`]; zero while the daemon is still initialising the segment.
+    pub magic: u64,
+    /// [`ABI_MAJOR`] of the writer.
+    pub abi_major: u32,
+    /// [`ABI_MINOR`] of the writer.
+    pub abi_minor: u32,
+    /// Total size of the segment in bytes; must equal the object's size.
+    pub segment_size_bytes: u64,
+    /// Random value chosen at each daemon start; changes when a daemon restarts.
+    pub epoch: u64,
+    /// Process id of the writing daemon (in its own pid namespace).
+    pub writer_pid: u32,
+    /// Size of the status record in bytes.
+    pub status_size_bytes: u32,
+    /// Offset of the status record.
+    pub status_offset: u64,
+    /// Offset of the GPU table.
+    pub gpu_table_offset: u64,
+    /// Size of one GPU slot in bytes (a multiple of 128).
+    pub gpu_record_size_bytes: u32,
+    /// Number of GPU slots.
+    pub gpu_capacity: u32,
+    /// Offset of the process table (its head record).
+    pub proc_table_offset: u64,
+    /// Size of one process slot in bytes.
+    pub proc_record_size_bytes: u32,
+    /// Number of process slots.
+    pub proc_capacity: u32,
+    /// Offset of the generation word.
+    pub generation_offset: u64,
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 5],
+}
+
+/// Validity bits of [`StatusRecord::valid`].
+pub mod status_valid {
+    /// `driver_version` is set.
+    pub const DRIVER_VERSION: u64 = 1 << 0;
+    /// `nvml_version` is set.
+    pub const NVML_VERSION: u64 = 1 << 1;
+    /// `cuda_driver_version` is set.
+    pub const CUDA_DRIVER_VERSION: u64 = 1 << 2;
+}
+
+/// The daemon's state, heartbeat and versions, under its own seqlock.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct StatusRecord {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// [`DaemonState`] as a raw value.
+    pub state: u32,
+    /// NVML return code of the last failure (0 when none).
+    pub nvml_error_code: i32,
+    /// `CLOCK_MONOTONIC` time of the last publish (or state change), in ns.
+    pub heartbeat_mono_ns: u64,
+    /// Sampling period, in ns.
+    pub period_ns: u64,
+    /// Wall-clock time (Unix epoch) of the last publish, in ns.
+    pub published_unix_ns: u64,
+    /// Number of GPU slots in use (`0..gpu_count`).
+    pub gpu_count: u32,
+    /// CUDA driver version as NVML reports it (e.g. 12040 for 12.4).
+    pub cuda_driver_version: i32,
+    /// Bits from [`status_valid`].
+    pub valid: u64,
+    /// Driver version string, e.g. "550.54.15".
+    pub driver_version: [u8; 32],
+    /// NVML library version string.
+    pub nvml_version: [u8; 32],
+    /// Human-readable message for `NvmlError` (empty otherwise).
+    pub error_message: [u8; 128],
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 1],
+}
+
+/// Validity bits of [`GpuRecord::valid`]: one per optional field.
+pub mod gpu_valid {
+    /// `name`.
+    pub const NAME: u64 = 1 << 0;
+    /// `uuid`.
+    pub const UUID: u64 = 1 << 1;
+    /// `pci_bus_id`.
+    pub const PCI_BUS_ID: u64 = 1 << 2;
+    /// `mem_total_bytes`, `mem_used_bytes`, `mem_free_bytes`.
+    pub const MEMORY: u64 = 1 << 3;
+    /// `mem_reserved_bytes`.
+    pub const MEM_RESERVED: u64 = 1 << 4;
+    /// `util_gpu_pct` and `util_mem_pct`.
+    pub const UTILIZATION: u64 = 1 << 5;
+    /// `util_enc_pct`.
+    pub const UTIL_ENC: u64 = 1 << 6;
+    /// `util_dec_pct`.
+    pub const UTIL_DEC: u64 = 1 << 7;
+    /// `temp_gpu_c`.
+    pub const TEMPERATURE: u64 = 1 << 8;
+    /// `fan_speed_pct`.
+    pub const FAN_SPEED: u64 = 1 << 9;
+    /// `power_draw_mw`.
+    pub const POWER_DRAW: u64 = 1 << 10;
+    /// `power_limit_mw`.
+    pub const POWER_LIMIT: u64 = 1 << 11;
+    /// `energy_mj`.
+    pub const ENERGY: u64 = 1 << 12;
+    /// `clock_graphics_mhz`.
+    pub const CLOCK_GRAPHICS: u64 = 1 << 13;
+    /// `clock_sm_mhz`.
+    pub const CLOCK_SM: u64 = 1 << 14;
+    /// `clock_mem_mhz`.
+    pub const CLOCK_MEM: u64 = 1 << 15;
+    /// `clock_graphics_max_mhz`.
+    pub const CLOCK_GRAPHICS_MAX: u64 = 1 << 16;
+    /// `clock_sm_max_mhz`.
+    pub const CLOCK_SM_MAX: u64 = 1 << 17;
+    /// `clock_mem_max_mhz`.
+    pub const CLOCK_MEM_MAX: u64 = 1 << 18;
+    /// `pstate`.
+    pub const PSTATE: u64 = 1 << 19;
+    /// `clock_event_reasons`.
+    pub const CLOCK_EVENT_REASONS: u64 = 1 << 20;
+    /// `pcie_tx_kbytes_per_s`.
+    pub const PCIE_TX: u64 = 1 << 21;
+    /// `pcie_rx_kbytes_per_s`.
+    pub const PCIE_RX: u64 = 1 << 22;
+    /// `pcie_link_gen`.
+    pub const PCIE_LINK_GEN: u64 = 1 << 23;
+    /// `pcie_link_width`.
+    pub const PCIE_LINK_WIDTH: u64 = 1 << 24;
+    /// `ecc_corrected_volatile_count`.
+    pub const ECC_CORRECTED: u64 = 1 << 25;
+    /// `ecc_uncorrected_volatile_count`.
+    pub const ECC_UNCORRECTED: u64 = 1 << 26;
+    /// `process_count` and this GPU's process slots (the process list was readable).
+    pub const PROCESSES: u64 = 1 << 27;
+}
+
+/// One GPU, under its own seqlock. Static identity and dynamic values together.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct GpuRecord {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Bits from [`gpu_valid`].
+    pub valid: u64,
+    /// NVML device index.
+    pub index: u32,
+    /// [`GpuState`] as a raw value.
+    pub state: u32,
+    /// NVML return code of the last failure on this GPU (0 when none).
+    pub nvml_error_code: i32,
+    /// Performance state, 0 (P0, fastest) to 15.
+    pub pstate: u32,
+    /// UUID string, e.g. "GPU-8f6c...".
+    pub uuid: [u8; 96],
+    /// Product name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: [u8; 96],
+    /// PCI bus id, e.g. "00000000:18:00.0".
+    pub pci_bus_id: [u8; 32],
+    /// Total memory visible to the driver, bytes.
+    pub mem_total_bytes: u64,
+    /// Memory in use, bytes.
+    pub mem_used_bytes: u64,
+    /// Free memory, bytes.
+    pub mem_free_bytes: u64,
+    /// Memory reserved by the driver, bytes.
+    pub mem_reserved_bytes: u64,
+    /// Energy since the driver was loaded, millijoules.
+    pub energy_mj: u64,
+    /// NVML clock event (throttle) reason bits.
+    pub clock_event_reasons: u64,
+    /// Corrected ECC errors since the driver was loaded.
+    pub ecc_corrected_volatile_count: u64,
+    /// Uncorrected ECC errors since the driver was loaded.
+    pub ecc_uncorrected_volatile_count: u64,
+    /// `CLOCK_MONOTONIC` time this record was sampled, ns.
+    pub sample_mono_ns: u64,
+    /// GPU (SM) utilisation over NVML's sample window, percent.
+    pub util_gpu_pct: u32,
+    /// Memory controller utilisation, percent.
+    pub util_mem_pct: u32,
+    /// Encoder utilisation, percent.
+    pub util_enc_pct: u32,
+    /// Decoder utilisation, percent.
+    pub util_dec_pct: u32,
+    /// GPU core temperature, degrees Celsius.
+    pub temp_gpu_c: i32,
+    /// Fan 0 speed, percent of maximum.
+    pub fan_speed_pct: u32,
+    /// Power draw, milliwatts.
+    pub power_draw_mw: u32,
+    /// Enforced power limit, milliwatts.
+    pub power_limit_mw: u32,
+    /// Graphics clock, MHz.
+    pub clock_graphics_mhz: u32,
+    /// SM clock, MHz.
+    pub clock_sm_mhz: u32,
+    /// Memory clock, MHz.
+    pub clock_mem_mhz: u32,
+    /// Maximum graphics clock, MHz.
+    pub clock_graphics_max_mhz: u32,
+    /// Maximum SM clock, MHz.
+    pub clock_sm_max_mhz: u32,
+    /// Maximum memory clock, MHz.
+    pub clock_mem_max_mhz: u32,
+    /// PCIe transmit throughput, KB/s.
+    pub pcie_tx_kbytes_per_s: u32,
+    /// PCIe receive throughput, KB/s.
+    pub pcie_rx_kbytes_per_s: u32,
+    /// Current PCIe link generation.
+    pub pcie_link_gen: u32,
+    /// Current PCIe link width (lanes).
+    pub pcie_link_width: u32,
+    /// Processes NVML listed on this GPU, including any that did not fit the table.
+    pub process_count: u32,
+    /// Zero.
+    pub reserved0: u32,
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 13],
+}
+
+/// Head of the process table; its seqlock covers the head and every slot.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct ProcTableHead {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Slots in use (`0..count`).
+    pub count: u32,
+    /// Processes that did not fit and were left out (shown as "+N more").
+    pub overflow: u32,
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 14],
+}
+
+/// Process kinds of [`ProcRecord::kind`] (bit set).
+pub mod proc_kind {
+    /// Listed by NVML as a compute process.
+    pub const COMPUTE: u32 = 1;
+    /// Listed by NVML as a graphics process.
+    pub const GRAPHICS: u32 = 2;
+}
+
+/// Validity bits of [`ProcRecord::valid`].
+pub mod proc_valid {
+    /// `gpu_mem_bytes`.
+    pub const GPU_MEMORY: u64 = 1 << 0;
+    /// `uid` and `user`.
+    pub const USER: u64 = 1 << 1;
+    /// `command`.
+    pub const COMMAND: u64 = 1 << 2;
+}
+
+/// One process on one GPU (a process on two GPUs has two slots).
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct ProcRecord {
+    /// NVML index of the GPU.
+    pub gpu_index: u32,
+    /// Host process id.
+    pub pid: u32,
+    /// Owner's user id.
+    pub uid: u32,
+    /// Bits from [`proc_kind`].
+    pub kind: u32,
+    /// Bits from [`proc_valid`].
+    pub valid: u64,
+    /// GPU memory used by the process, bytes.
+    pub gpu_mem_bytes: u64,
+    /// MIG GPU instance id, `u32::MAX` when none.
+    pub gpu_instance_id: u32,
+    /// MIG compute instance id, `u32::MAX` when none.
+    pub compute_instance_id: u32,
+    /// Owner's user name.
+    pub user: [u8; 32],
+    /// Command name (`/proc/PID/comm`).
+    pub command: [u8; 32],
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 3],
+}

@@ -1,0 +1,61 @@
+//! The gpupeek shared-memory ABI: what the daemon publishes and how anyone reads it.
+//!
+//! `gpupeekd` writes fixed-layout records ([`layout`]) into one POSIX shared-memory
+//! object, each record under a seqlock ([`seqlock`]). Readers map the object read-only,
+//! check that it can be trusted and that its header is sane ([`reader`]), and copy
+//! consistent snapshots out of it without any system call per read. This crate knows
+//! nothing of NVML or terminals; it is the only crate a third-party reader needs.
+//!
+//! ```no_run
+//! let segment = gpupeek_shm::Segment::open(gpupeek_shm::DEFAULT_NAME)?;
+//! let snapshot = segment.snapshot()?;
+//! for gpu in &snapshot.gpus {
+//!     println!("{} {} MiB used", gpupeek_shm::text::decode(&gpu.name), gpu.mem_used_bytes >> 20);
+//! }
+//! # Ok::<(), gpupeek_shm::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod geometry;
+pub mod layout;
+pub mod mapping;
+pub mod pin;
+pub mod reader;
+pub mod seqlock;
+pub mod text;
+pub mod writer;
+
+pub use error::{Error, Untrusted};
+pub use geometry::Geometry;
+pub use layout::{
+    DaemonState, GpuRecord, GpuState, ProcRecord, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
+};
+pub use reader::{Liveness, Segment, Snapshot};
+pub use writer::Publisher;
+
+/// Segment name used when neither `--shm` nor `GPUPEEK_SHM` says otherwise.
+pub const DEFAULT_NAME: &str = "gpupeek";
+
+/// Environment variable naming the segment, for every binary.
+pub const ENV_NAME: &str = "GPUPEEK_SHM";
+
+/// The segment name to use: the flag if given, else `$GPUPEEK_SHM` if set and non-empty,
+/// else [`DEFAULT_NAME`].
+pub fn resolve_name(flag: Option<&str>) -> String {
+    if let Some(name) = flag {
+        return name.to_owned();
+    }
+    match std::env::var(ENV_NAME) {
+        Ok(name) if !name.is_empty() => name,
+        _ => DEFAULT_NAME.to_owned(),
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, in ns: the clock of every heartbeat in the segment.
+pub fn mono_now_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("CLOCK_MONOTONIC is always available on Linux");
+    (ts.tv_sec() as u64) * 1_000_000_000 + ts.tv_nsec() as u64
+}

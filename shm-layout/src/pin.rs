@@ -1,0 +1,97 @@
+//! Compile-time pins of the ABI: the size of every record and the offset of every field.
+//!
+//! `pin_layout!` turns each listed offset into a `const` assertion, and checks that the
+//! listed fields' sizes add up to the record's size, so a field added, removed, resized or
+//! moved without updating this file fails to compile. The same table, rendered by
+//! [`describe`], is compared with a golden file in the tests and documents the layout.
+
+use crate::layout::{GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord};
+
+/// Size of the type a field accessor returns; used to size fields in `const` context.
+const fn size_of_field<T, F>(_accessor: fn(&T) -> &F) -> usize {
+    core::mem::size_of::<F>()
+}
+
+macro_rules! pin_layout {
+    ($ty:ident, size = $size:expr, { $($field:ident : $off:expr),* $(,)? }) => {
+        const _: () = assert!(core::mem::size_of::<$ty>() == $size);
+        const _: () = assert!(core::mem::size_of::<$ty>() % 8 == 0);
+        $( const _: () = assert!(core::mem::offset_of!($ty, $field) == $off); )*
+        const _: () = assert!(0 $(+ size_of_field(|r: &$ty| &r.$field))* == $size);
+        impl $ty {
+            /// Every field as (name, offset in bytes, size in bytes), in memory order.
+            pub const FIELDS: &'static [Field] =
+                &[$((stringify!($field), $off, size_of_field(|r: &$ty| &r.$field))),*];
+        }
+    };
+}
+
+pin_layout!(StaticHeader, size = 128, {
+    magic: 0, abi_major: 8, abi_minor: 12, segment_size_bytes: 16, epoch: 24,
+    writer_pid: 32, status_size_bytes: 36, status_offset: 40, gpu_table_offset: 48,
+    gpu_record_size_bytes: 56, gpu_capacity: 60, proc_table_offset: 64,
+    proc_record_size_bytes: 72, proc_capacity: 76, generation_offset: 80, reserved: 88,
+});
+
+pin_layout!(StatusRecord, size = 256, {
+    seq: 0, state: 8, nvml_error_code: 12, heartbeat_mono_ns: 16, period_ns: 24,
+    published_unix_ns: 32, gpu_count: 40, cuda_driver_version: 44, valid: 48,
+    driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
+});
+
+pin_layout!(GpuRecord, size = 512, {
+    seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
+    uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
+    mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
+    ecc_corrected_volatile_count: 304, ecc_uncorrected_volatile_count: 312,
+    sample_mono_ns: 320, util_gpu_pct: 328, util_mem_pct: 332, util_enc_pct: 336,
+    util_dec_pct: 340, temp_gpu_c: 344, fan_speed_pct: 348, power_draw_mw: 352,
+    power_limit_mw: 356, clock_graphics_mhz: 360, clock_sm_mhz: 364, clock_mem_mhz: 368,
+    clock_graphics_max_mhz: 372, clock_sm_max_mhz: 376, clock_mem_max_mhz: 380,
+    pcie_tx_kbytes_per_s: 384, pcie_rx_kbytes_per_s: 388, pcie_link_gen: 392,
+    pcie_link_width: 396, process_count: 400, reserved0: 404, reserved: 408,
+});
+
+pin_layout!(ProcTableHead, size = 128, {
+    seq: 0, count: 8, overflow: 12, reserved: 16,
+});
+
+pin_layout!(ProcRecord, size = 128, {
+    gpu_index: 0, pid: 4, uid: 8, kind: 12, valid: 16, gpu_mem_bytes: 24,
+    gpu_instance_id: 32, compute_instance_id: 36, user: 40, command: 72, reserved: 104,
+});
+
+/// A field as (name, offset in bytes, size in bytes).
+pub type Field = (&'static str, usize, usize);
+
+/// The whole ABI as text: one block per record, one `offset size name` line per field.
+/// The golden test compares this with `tests/layout-v1.golden`; the man page shows it.
+pub fn describe() -> String {
+    let records: [(&str, usize, &[Field]); 5] = [
+        (
+            "StaticHeader",
+            size_of::<StaticHeader>(),
+            StaticHeader::FIELDS,
+        ),
+        (
+            "StatusRecord",
+            size_of::<StatusRecord>(),
+            StatusRecord::FIELDS,
+        ),
+        ("GpuRecord", size_of::<GpuRecord>(), GpuRecord::FIELDS),
+        (
+            "ProcTableHead",
+            size_of::<ProcTableHead>(),
+            ProcTableHead::FIELDS,
+        ),
+        ("ProcRecord", size_of::<ProcRecord>(), ProcRecord::FIELDS),
+    ];
+    let mut out = String::new();
+    for (name, size, fields) in records {
+        out.push_str(&format!("{name} size={size}\n"));
+        for (field, offset, len) in fields {
+            out.push_str(&format!("  {offset:4} {len:3} {field}\n"));
+        }
+    }
+    out
+}

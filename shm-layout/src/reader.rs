@@ -1,0 +1,278 @@
+//! The read side: open a segment read-only, check that it can be trusted, and take
+//! consistent snapshots of it.
+//!
+//! A reader opens the object `O_RDONLY`, checks owner, mode and type on the descriptor,
+//! checks the size before mapping (so a truncated object cannot `SIGBUS` it), maps it
+//! `PROT_READ`, and validates every header number. A [`Snapshot`] is a private copy taken
+//! under the seqlocks; it is consistent across records when the generation word did not
+//! move while it was taken.
+
+use std::mem::size_of;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+use zerocopy::FromZeros;
+
+use crate::error::Error;
+use crate::geometry::Geometry;
+use crate::layout::{
+    DaemonState, GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+};
+use crate::mapping::{self, Mapping};
+use crate::seqlock::{self, Stale};
+
+/// Largest object a reader maps: far above any real capacity, so a hostile size cannot
+/// make a reader map gigabytes.
+pub const MAX_SEGMENT_BYTES: usize = 256 << 20;
+
+/// How many times a snapshot is retaken when a publish happened while it was taken.
+const SNAPSHOT_ATTEMPTS: u32 = 8;
+
+/// An open, trusted, validated segment.
+#[derive(Debug)]
+pub struct Segment {
+    name: String,
+    map: Mapping,
+    geometry: Geometry,
+    header: StaticHeader,
+}
+
+impl Segment {
+    /// Opens segment `name` for reading, as the calling user.
+    pub fn open(name: &str) -> Result<Self, Error> {
+        Self::open_as(name, nix::unistd::geteuid().as_raw())
+    }
+
+    /// Opens segment `name` for reading, trusting objects owned by root or `euid`.
+    pub fn open_as(name: &str, euid: u32) -> Result<Self, Error> {
+        let fd = mapping::open(name, OFlag::O_RDONLY, Mode::empty())?;
+        let st = mapping::fstat(name, &fd)?;
+        mapping::check_trusted(name, &st, euid)?;
+        let len = usize::try_from(st.st_size).unwrap_or(usize::MAX);
+        if len < size_of::<StaticHeader>() {
+            return Err(Error::NotReady {
+                name: name.to_owned(),
+            });
+        }
+        if len > MAX_SEGMENT_BYTES || len % 8 != 0 {
+            return Err(Error::corrupt(name, format!("implausible size {len}")));
+        }
+        let map = Mapping::new(name, &fd, len, false)?;
+        let header = read_static_header(map.words());
+        let geometry = Geometry::validate(name, &header, map.len())?;
+        Ok(Segment {
+            name: name.to_owned(),
+            map,
+            geometry,
+            header,
+        })
+    }
+
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The static header as validated at open time.
+    pub fn header(&self) -> &StaticHeader {
+        &self.header
+    }
+
+    /// The validated geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The generation word: bumped after each complete publish.
+    pub fn generation(&self) -> u64 {
+        let g = self
+            .geometry
+            .generation(self.map.words())
+            .load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        g
+    }
+
+    /// The status record alone (cheap liveness check).
+    pub fn status(&self) -> Result<StatusRecord, Error> {
+        let mut status = StatusRecord::new_zeroed();
+        seqlock::read(self.geometry.status(self.map.words()), &mut status)
+            .map_err(|Stale| self.stale("status record"))?;
+        Ok(status)
+    }
+
+    /// Takes a snapshot of everything published. Retried while a publish interleaves;
+    /// `consistent` says whether all records came from one publish.
+    pub fn snapshot(&self) -> Result<Snapshot, Error> {
+        let mut snap = Snapshot {
+            header: self.header,
+            status: StatusRecord::new_zeroed(),
+            gpus: Vec::new(),
+            processes: Vec::new(),
+            proc_overflow: 0,
+            generation: 0,
+            consistent: false,
+        };
+        for _ in 0..SNAPSHOT_ATTEMPTS {
+            let before = self.generation();
+            self.fill(&mut snap)?;
+            fence(Ordering::Acquire);
+            let after = self
+                .geometry
+                .generation(self.map.words())
+                .load(Ordering::Relaxed);
+            snap.generation = before;
+            if before == after {
+                snap.consistent = true;
+                break;
+            }
+        }
+        Ok(snap)
+    }
+
+    fn fill(&self, snap: &mut Snapshot) -> Result<(), Error> {
+        let words = self.map.words();
+        snap.status = self.status()?;
+        let count = snap.status.gpu_count as usize;
+        if count > self.geometry.gpu_capacity {
+            return Err(Error::corrupt(&self.name, "GPU count exceeds capacity"));
+        }
+        snap.gpus.clear();
+        for slot in 0..count {
+            let mut rec = GpuRecord::new_zeroed();
+            seqlock::read(self.geometry.gpu(words, slot), &mut rec)
+                .map_err(|Stale| self.stale("GPU record"))?;
+            snap.gpus.push(rec);
+        }
+        let head_block = self.geometry.proc_head(words);
+        let (_, result) = seqlock::read_with(&head_block[0], || {
+            self.load_processes(words, head_block, &mut snap.processes)
+        })
+        .map_err(|Stale| self.stale("process table"))?;
+        snap.proc_overflow = result?;
+        Ok(())
+    }
+
+    /// Loads the process table head and its used slots; returns the overflow count.
+    /// Runs inside a seqlock attempt: it may see a torn image, which the caller rejects.
+    fn load_processes(
+        &self,
+        words: &[AtomicU64],
+        head_block: &[AtomicU64],
+        out: &mut Vec<ProcRecord>,
+    ) -> Result<u32, Error> {
+        let mut head = ProcTableHead::new_zeroed();
+        seqlock::load_words(
+            &head_block[1..],
+            &mut zerocopy::IntoBytes::as_mut_bytes(&mut head)[8..],
+        );
+        out.clear();
+        if head.count as usize > self.geometry.proc_capacity {
+            return Err(Error::corrupt(&self.name, "process count exceeds capacity"));
+        }
+        for slot in 0..head.count as usize {
+            let mut rec = ProcRecord::new_zeroed();
+            seqlock::load_words(
+                self.geometry.proc_slot(words, slot),
+                zerocopy::IntoBytes::as_mut_bytes(&mut rec),
+            );
+            out.push(rec);
+        }
+        Ok(head.overflow)
+    }
+
+    fn stale(&self, what: &str) -> Error {
+        Error::corrupt(
+            &self.name,
+            format!("{what} stayed mid-write: the writer died while publishing"),
+        )
+    }
+}
+
+fn read_static_header(words: &[AtomicU64]) -> StaticHeader {
+    let mut header = StaticHeader::new_zeroed();
+    let magic = words[0].load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    let bytes = zerocopy::IntoBytes::as_mut_bytes(&mut header);
+    bytes[..8].copy_from_slice(&magic.to_ne_bytes());
+    seqlock::load_words(&words[1..size_of::<StaticHeader>() / 8], &mut bytes[8..]);
+    header
+}
+
+/// A private copy of everything a daemon published.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The static header.
+    pub header: StaticHeader,
+    /// Daemon state, heartbeat and versions.
+    pub status: StatusRecord,
+    /// GPU records `0..status.gpu_count`.
+    pub gpus: Vec<GpuRecord>,
+    /// Used process slots.
+    pub processes: Vec<ProcRecord>,
+    /// Processes left out of the table for lack of slots.
+    pub proc_overflow: u32,
+    /// Generation the snapshot was taken at.
+    pub generation: u64,
+    /// All records come from the same publish.
+    pub consistent: bool,
+}
+
+/// What a snapshot says about its daemon, as a client should report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Liveness {
+    /// Published within the last three periods.
+    Live,
+    /// Has not published yet.
+    Starting,
+    /// Shut down cleanly.
+    Stopped,
+    /// NVML failed; the daemon keeps retrying.
+    NvmlError {
+        /// NVML return code.
+        code: i32,
+        /// The daemon's message.
+        message: String,
+    },
+    /// No heartbeat for more than three periods: the daemon died or hangs.
+    Stale {
+        /// Age of the last heartbeat, ns.
+        age_ns: u64,
+    },
+}
+
+/// Heartbeats older than this many periods mean the daemon is stale.
+pub const STALE_PERIODS: u64 = 3;
+
+impl Snapshot {
+    /// Judges the daemon at monotonic time `now_mono_ns` (see [`crate::mono_now_ns`]).
+    pub fn liveness(&self, now_mono_ns: u64) -> Liveness {
+        let s = &self.status;
+        let state = DaemonState::from_raw(s.state);
+        if state == Some(DaemonState::Stopped) {
+            return Liveness::Stopped;
+        }
+        let age_ns = now_mono_ns.saturating_sub(s.heartbeat_mono_ns);
+        // At least 1 s of grace, so a daemon at 10 ms is not called stale by scheduling noise.
+        let limit = s.period_ns.saturating_mul(STALE_PERIODS).max(1_000_000_000);
+        if age_ns > limit {
+            return Liveness::Stale { age_ns };
+        }
+        match state {
+            Some(DaemonState::Live) => Liveness::Live,
+            Some(DaemonState::NvmlError) => Liveness::NvmlError {
+                code: s.nvml_error_code,
+                message: crate::text::decode(&s.error_message),
+            },
+            _ => Liveness::Starting,
+        }
+    }
+
+    /// Processes on the GPU with NVML index `gpu_index`.
+    pub fn processes_on(&self, gpu_index: u32) -> impl Iterator<Item = &ProcRecord> {
+        self.processes
+            .iter()
+            .filter(move |p| p.gpu_index == gpu_index)
+    }
+}

@@ -1,0 +1,200 @@
+//! Real segments in /dev/shm: creation, trust checks, validation and takeover.
+
+use std::os::unix::fs::PermissionsExt;
+
+use gpupeek_shm::layout::{gpu_valid, DaemonState};
+use gpupeek_shm::{
+    text, Error, GpuRecord, ProcRecord, Publisher, Segment, StatusRecord, Untrusted,
+};
+use zerocopy::FromZeros;
+
+/// A unique segment name that is unlinked when dropped.
+struct TempName(String);
+
+impl TempName {
+    fn new(tag: &str) -> Self {
+        TempName(format!("gpupeek-test-{tag}-{}", std::process::id()))
+    }
+    fn path(&self) -> String {
+        format!("/dev/shm/{}", self.0)
+    }
+}
+
+impl Drop for TempName {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path());
+    }
+}
+
+fn live_status(gpus: u32) -> StatusRecord {
+    let mut s = StatusRecord::new_zeroed();
+    s.state = DaemonState::Live as u32;
+    s.gpu_count = gpus;
+    s.period_ns = 1_000_000_000;
+    s.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
+    s
+}
+
+#[test]
+fn layout_matches_the_golden_file() {
+    let golden = include_str!("layout-v1.golden");
+    assert_eq!(gpupeek_shm::pin::describe(), golden);
+}
+
+#[test]
+fn published_records_read_back_in_a_snapshot() {
+    let name = TempName::new("roundtrip");
+    let publisher = Publisher::create(&name.0, 4, 8, 77, std::process::id()).unwrap();
+    let mut gpu = GpuRecord::new_zeroed();
+    gpu.index = 0;
+    gpu.valid = gpu_valid::NAME | gpu_valid::MEMORY;
+    text::encode(&mut gpu.name, "NVIDIA H100");
+    gpu.mem_used_bytes = 5 << 30;
+    publisher.write_gpu(0, &gpu);
+    let mut p = ProcRecord::new_zeroed();
+    p.pid = 42;
+    publisher.write_processes(&[p; 10], 0);
+    publisher.set_status(&live_status(1));
+    publisher.bump_generation();
+
+    let segment = Segment::open(&name.0).unwrap();
+    assert_eq!(segment.header().epoch, 77);
+    let snap = segment.snapshot().unwrap();
+    assert!(snap.consistent);
+    assert_eq!(snap.generation, 1);
+    assert_eq!(snap.gpus.len(), 1);
+    assert_eq!(text::decode(&snap.gpus[0].name), "NVIDIA H100");
+    assert_eq!(snap.gpus[0].mem_used_bytes, 5 << 30);
+    assert_eq!(snap.processes.len(), 8, "capacity bounds the table");
+    assert_eq!(
+        snap.proc_overflow, 2,
+        "the rest is counted, not dropped silently"
+    );
+    assert_eq!(
+        snap.liveness(gpupeek_shm::mono_now_ns()),
+        gpupeek_shm::Liveness::Live
+    );
+}
+
+#[test]
+fn segment_is_created_mode_0644() {
+    let name = TempName::new("mode");
+    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    let mode = std::fs::metadata(name.path()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o644);
+}
+
+#[test]
+fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
+    let name = TempName::new("second");
+    let _first = Publisher::create(&name.0, 1, 1, 1, 4242).unwrap();
+    match Publisher::create(&name.0, 1, 1, 2, 1) {
+        Err(Error::AlreadyRunning { pid, .. }) => assert_eq!(pid, Some(4242)),
+        other => panic!("expected AlreadyRunning, got {other:?}"),
+    }
+    // The first one's header is untouched.
+    assert_eq!(Segment::open(&name.0).unwrap().header().epoch, 1);
+}
+
+#[test]
+fn a_dead_publishers_segment_is_taken_over_in_place_and_old_readers_see_the_new_epoch() {
+    let name = TempName::new("takeover");
+    let first = Publisher::create(&name.0, 2, 2, 1, 1).unwrap();
+    let reader = Segment::open(&name.0).unwrap();
+    drop(first);
+    let second = Publisher::create(&name.0, 2, 2, 2, 1).unwrap();
+    second.set_status(&live_status(0));
+    assert_eq!(Segment::open(&name.0).unwrap().header().epoch, 2);
+    assert!(reader.status().is_ok(), "an old mapping stays valid");
+}
+
+#[test]
+fn a_segment_with_other_capacities_is_replaced_not_resized_under_readers() {
+    let name = TempName::new("resize");
+    drop(Publisher::create(&name.0, 2, 2, 1, 1).unwrap());
+    let reader = Segment::open(&name.0).unwrap();
+    let _second = Publisher::create(&name.0, 4, 4, 2, 1).unwrap();
+    assert!(
+        reader.status().is_ok(),
+        "the old object is still mapped, not truncated"
+    );
+    assert_eq!(Segment::open(&name.0).unwrap().geometry().gpu_capacity, 4);
+}
+
+#[test]
+fn reader_rejects_a_world_writable_segment() {
+    let name = TempName::new("writable");
+    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    std::fs::set_permissions(name.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    match Segment::open(&name.0) {
+        Err(Error::Untrusted {
+            why: Untrusted::Writable { mode },
+            ..
+        }) => assert_eq!(mode, 0o666),
+        other => panic!("expected Untrusted, got {other:?}"),
+    }
+}
+
+#[test]
+fn reader_rejects_a_segment_owned_by_another_user() {
+    let name = TempName::new("owner");
+    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        // Root-owned segments are trusted by everyone: hand this one to a squatter.
+        std::os::unix::fs::chown(name.path(), Some(54321), None).unwrap();
+    }
+    let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(name.path()).unwrap());
+    // A reader who is neither root nor the owner runs exactly this check.
+    let stranger = owner.wrapping_add(1).max(1);
+    match Segment::open_as(&name.0, stranger) {
+        Err(Error::Untrusted {
+            why: Untrusted::Owner { uid },
+            ..
+        }) => assert_eq!(uid, owner),
+        other => panic!("expected Untrusted owner, got {other:?}"),
+    }
+}
+
+#[test]
+fn reader_rejects_a_symlink_in_place_of_the_segment() {
+    let name = TempName::new("symlink");
+    std::os::unix::fs::symlink("/etc/passwd", name.path()).unwrap();
+    match Segment::open(&name.0) {
+        Err(Error::Untrusted {
+            why: Untrusted::Symlink,
+            ..
+        }) => {}
+        other => panic!("expected Untrusted symlink, got {other:?}"),
+    }
+}
+
+#[test]
+fn truncated_or_garbage_segments_are_errors_not_crashes() {
+    let name = TempName::new("garbage");
+    std::fs::write(name.path(), b"short").unwrap();
+    std::fs::set_permissions(name.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(matches!(
+        Segment::open(&name.0),
+        Err(Error::NotReady { .. })
+    ));
+    std::fs::write(name.path(), vec![0xabu8; 4096]).unwrap();
+    assert!(matches!(Segment::open(&name.0), Err(Error::Corrupt { .. })));
+    std::fs::write(name.path(), vec![0u8; 4096]).unwrap();
+    assert!(matches!(
+        Segment::open(&name.0),
+        Err(Error::NotReady { .. })
+    ));
+}
+
+#[test]
+fn missing_segment_and_bad_names_are_reported_as_such() {
+    assert!(matches!(
+        Segment::open("gpupeek-test-does-not-exist"),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        Segment::open("a/b"),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(Segment::open(""), Err(Error::InvalidName { .. })));
+}
