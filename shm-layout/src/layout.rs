@@ -390,3 +390,22 @@ pub struct ProcRecord {
     /// Zero; room for later minor versions.
     pub reserved: [u64; 3],
 }
+
+macro_rules! zeroed_default {
+    ($($ty:ident),*) => {$(
+        impl Default for $ty {
+            /// All zero: no validity bits set, every slot empty.
+            fn default() -> Self {
+                zerocopy::FromZeros::new_zeroed()
+            }
+        }
+    )*};
+}
+
+zeroed_default!(
+    StaticHeader,
+    StatusRecord,
+    GpuRecord,
+    ProcTableHead,
+    ProcRecord
+);

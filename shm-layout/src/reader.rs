@@ -182,6 +182,15 @@ impl Segment {
         Ok(head.overflow)
     }
 
+    /// GPU slot `slot` copied with no sequence check at all: the control reader of the
+    /// seqlock stress test, which must see torn records. Never use it for real data.
+    #[doc(hidden)]
+    pub fn gpu_unchecked(&self, slot: usize) -> GpuRecord {
+        let mut rec = GpuRecord::default();
+        seqlock::read_unchecked(self.geometry.gpu(self.map.words(), slot), &mut rec);
+        rec
+    }
+
     fn stale(&self, what: &str) -> Error {
         Error::corrupt(
             &self.name,

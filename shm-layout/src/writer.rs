@@ -83,9 +83,10 @@ impl Publisher {
             let offset = std::mem::offset_of!(StaticHeader, epoch) / 8;
             seqlock::store_words(&words[offset..offset + 2], &header.as_bytes()[24..40]);
         }
-        let mut status: StatusRecord = zerocopy::FromZeros::new_zeroed();
-        status.heartbeat_mono_ns = crate::mono_now_ns();
-        publisher.set_status(&status);
+        publisher.set_status(&StatusRecord {
+            heartbeat_mono_ns: crate::mono_now_ns(),
+            ..Default::default()
+        });
         Ok(publisher)
     }
 
@@ -101,9 +102,12 @@ impl Publisher {
 
     /// Records the daemon's pid (after it detached into the background).
     pub fn set_writer_pid(&self, pid: u32) {
+        // `writer_pid` shares its word with `status_size_bytes`; rebuild it in memory order.
         let word = &self.map.words()[std::mem::offset_of!(StaticHeader, writer_pid) / 8];
-        let status_size = self.geometry.status_size as u64;
-        word.store(u64::from(pid) | (status_size << 32), Ordering::Relaxed);
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&pid.to_ne_bytes());
+        bytes[4..].copy_from_slice(&(self.geometry.status_size as u32).to_ne_bytes());
+        word.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
     }
 
     /// Publishes the status record.
@@ -206,7 +210,7 @@ fn same_geometry(name: &str, fd: &OwnedFd, geometry: &Geometry) -> bool {
     let Ok(map) = Mapping::new(name, fd, geometry.segment_size, false) else {
         return false;
     };
-    let mut old = StaticHeader::default_zeroed();
+    let mut old = StaticHeader::default();
     seqlock::load_words(&map.words()[..16], old.as_mut_bytes());
     Geometry::validate(name, &old, map.len()).ok() == Some(*geometry)
 }
@@ -242,15 +246,5 @@ pub fn unlink(name: &str) -> Result<(), Error> {
     match nix::sys::mman::shm_unlink(path.as_str()) {
         Ok(()) | Err(Errno::ENOENT) => Ok(()),
         Err(e) => Err(Error::os(name, "shm_unlink", e)),
-    }
-}
-
-trait DefaultZeroed {
-    fn default_zeroed() -> Self;
-}
-
-impl DefaultZeroed for StaticHeader {
-    fn default_zeroed() -> Self {
-        zerocopy::FromZeros::new_zeroed()
     }
 }
