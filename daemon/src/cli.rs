@@ -1,0 +1,92 @@
+//! Command-line flags of `gpupeekd`, and the duration syntax they accept.
+
+use std::time::Duration;
+
+use argh::FromArgs;
+
+/// Shortest sampling period accepted.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+/// Longest sampling period accepted.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// gpupeekd: sample NVIDIA GPUs through NVML and publish them in shared memory, so that
+/// any number of readers (gpupeek, status bars, exporters) see them without driver calls.
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek", i.e. /dev/shm/gpupeek)
+    #[argh(option)]
+    pub shm: Option<String>,
+
+    /// sampling period, e.g. 250ms, 1s, 1.5s, 60s (default 1s, at least 10ms)
+    #[argh(
+        option,
+        default = "Duration::from_secs(1)",
+        from_str_fn(parse_interval)
+    )]
+    pub interval: Duration,
+
+    /// path of the NVML library to load (default: libnvidia-ml.so.1 from the loader path)
+    #[argh(option)]
+    pub nvml_lib: Option<String>,
+
+    /// stay in the foreground and log to stderr (default: detach and log to syslog)
+    #[argh(switch)]
+    pub foreground: bool,
+
+    /// print the version and exit
+    #[argh(switch)]
+    pub version: bool,
+}
+
+/// Parses `250ms`, `1s`, `1.5s`, `2m` or a bare number of seconds, within the limits.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_INTERVAL || d > MAX_INTERVAL {
+        return Err(format!("interval {s} is outside 10ms..1h"));
+    }
+    Ok(d)
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration {s:?}: use e.g. 250ms, 1s, 1.5s or 2m");
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let scale = match unit {
+        "ms" => 1e-3,
+        "s" | "" => 1.0,
+        "m" | "min" => 60.0,
+        _ => return Err(bad()),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_accepts_the_documented_forms() {
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_interval("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_interval("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval("10ms"), Ok(MIN_INTERVAL));
+    }
+
+    #[test]
+    fn interval_rejects_garbage_and_out_of_range_values() {
+        for bad in [
+            "", "s", "1h", "-1s", "abc", "1.2.3s", "9ms", "2h", "1e400", "NaN",
+        ] {
+            assert!(parse_interval(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `gpupeekd`: the only process that talks to NVML. It creates the shared-memory segment,
+//! samples every GPU each period and publishes the records for any number of readers.
+//!
+//! Exit status: 0 after a clean stop, 1 on an internal error (or a second stop signal),
+//! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
+//! be created.
+
+mod cli;
+mod clock_events;
+mod logging;
+mod procfs;
+mod run;
+mod sampler;
+
+use std::process::ExitCode;
+
+use gpupeek_shm::layout::{DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY};
+use gpupeek_shm::{Error, Publisher};
+
+const EXIT_INTERNAL: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+const EXIT_ALREADY_RUNNING: u8 = 3;
+const EXIT_SEGMENT: u8 = 4;
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
+    if args.version {
+        println!("gpupeekd {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
+    let publisher = match Publisher::create(
+        &name,
+        DEFAULT_GPU_CAPACITY,
+        DEFAULT_PROC_CAPACITY,
+        epoch,
+        std::process::id(),
+    ) {
+        Ok(publisher) => publisher,
+        Err(e) => {
+            eprintln!("gpupeekd: {e}");
+            return ExitCode::from(match e {
+                Error::AlreadyRunning { .. } => EXIT_ALREADY_RUNNING,
+                Error::InvalidName { .. } => EXIT_USAGE,
+                _ => EXIT_SEGMENT,
+            });
+        }
+    };
+    if args.foreground {
+        logging::to_stderr();
+    } else {
+        if let Err(e) = nix::unistd::daemon(false, false) {
+            eprintln!("gpupeekd: cannot detach: {}", e.desc());
+            return ExitCode::from(EXIT_INTERNAL);
+        }
+        logging::to_syslog();
+        publisher.set_writer_pid(std::process::id());
+    }
+    log::info!("publishing to segment '{name}' every {:?}", args.interval);
+    let config = run::Config {
+        interval: args.interval,
+        nvml_lib: args.nvml_lib,
+    };
+    match run::run(config, publisher) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("event loop failed: {e}");
+            ExitCode::from(EXIT_INTERNAL)
+        }
+    }
+}
+
+/// Parses the command line; on `--help` or an error, prints and returns the exit code.
+fn parse_args() -> Result<cli::Args, ExitCode> {
+    let argv: Vec<String> = std::env::args().collect();
+    let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (cmd, rest) = strs
+        .split_first()
+        .map_or(("gpupeekd", &[][..]), |(c, r)| (*c, r));
+    let cmd = std::path::Path::new(cmd)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("gpupeekd");
+    <cli::Args as argh::FromArgs>::from_args(&[cmd], rest).map_err(|exit| match exit.status {
+        Ok(()) => {
+            print!("{}", exit.output);
+            ExitCode::SUCCESS
+        }
+        Err(()) => {
+            eprintln!("gpupeekd: {}", exit.output.trim_end());
+            ExitCode::from(EXIT_USAGE)
+        }
+    })
+}

@@ -1,0 +1,387 @@
+//! NVML sampling: one [`GpuRecord`] per GPU per tick, plus its processes.
+//!
+//! Every optional value sets its validity bit only when NVML returned it; "not
+//! supported" (or a function the driver does not have) leaves the bit clear, never a
+//! zero. A GPU that reports `GPU_IS_LOST` is marked lost and not queried further this
+//! tick; any other failure is remembered in the record's `nvml_error_code` and the other
+//! fields and GPUs carry on. Static identity (name, UUID, PCI bus id, maximum clocks) is
+//! read once per NVML session and kept for GPUs that later fail, so clients can still
+//! say which GPU is in trouble.
+
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
+};
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, Nvml};
+
+use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
+use gpupeek_shm::{text, GpuRecord};
+
+use crate::clock_events;
+
+/// An NVML failure as it is published: return code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// NVML return code (12 when the library itself could not be loaded).
+    pub code: i32,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl From<NvmlError> for Failure {
+    fn from(e: NvmlError) -> Self {
+        let message = e.to_string();
+        let code = match e {
+            NvmlError::LibloadingError(_) => 12,
+            NvmlError::FailedToLoadSymbol(_) => 13,
+            other => nvml_wrapper_sys::bindings::nvmlReturn_t::from(other) as i32,
+        };
+        Failure { code, message }
+    }
+}
+
+/// Driver-wide facts, each `None` when NVML could not say.
+#[derive(Debug, Default)]
+pub struct SystemInfo {
+    /// e.g. "550.54.15".
+    pub driver_version: Option<String>,
+    /// e.g. "12.550.54.15".
+    pub nvml_version: Option<String>,
+    /// e.g. 12040.
+    pub cuda_driver_version: Option<i32>,
+}
+
+/// A process as NVML listed it, before `/proc` resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuProcess {
+    /// NVML index of its GPU.
+    pub gpu_index: u32,
+    /// Host pid.
+    pub pid: u32,
+    /// Bits from `proc_kind`.
+    pub kind: u32,
+    /// GPU memory in bytes, when NVML knows it.
+    pub gpu_mem_bytes: Option<u64>,
+    /// MIG GPU instance id.
+    pub gpu_instance_id: Option<u32>,
+    /// MIG compute instance id.
+    pub compute_instance_id: Option<u32>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Identity {
+    name: Option<String>,
+    uuid: Option<String>,
+    pci_bus_id: Option<String>,
+    max_clocks_mhz: [Option<u32>; 3],
+}
+
+/// An initialised NVML session.
+pub struct Sampler {
+    nvml: Nvml,
+    identities: Vec<Option<Identity>>,
+}
+
+impl Sampler {
+    /// Loads NVML (from `lib`, or the system's `libnvidia-ml.so.1`) and initialises it.
+    pub fn init(lib: Option<&str>) -> Result<Self, Failure> {
+        let mut builder = Nvml::builder();
+        if let Some(path) = lib {
+            builder.lib_path(path.as_ref());
+        }
+        let nvml = builder.init()?;
+        Ok(Sampler {
+            nvml,
+            identities: Vec::new(),
+        })
+    }
+
+    /// Driver, NVML and CUDA versions.
+    pub fn system_info(&self) -> SystemInfo {
+        SystemInfo {
+            driver_version: self.nvml.sys_driver_version().ok(),
+            nvml_version: self.nvml.sys_nvml_version().ok(),
+            cuda_driver_version: self.nvml.sys_cuda_driver_version().ok(),
+        }
+    }
+
+    /// Number of GPUs NVML sees.
+    pub fn device_count(&self) -> Result<u32, Failure> {
+        Ok(self.nvml.device_count()?)
+    }
+
+    /// Fills `rec` for GPU `index` and appends its processes to `procs`.
+    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: &mut Vec<GpuProcess>) {
+        *rec = Default::default();
+        rec.index = index;
+        rec.state = GpuState::Ok as u32;
+        rec.sample_mono_ns = gpupeek_shm::mono_now_ns();
+        let slot = index as usize;
+        if self.identities.len() <= slot {
+            self.identities.resize(slot + 1, None);
+        }
+        let device = match self.nvml.device_by_index(index) {
+            Ok(device) => device,
+            Err(e) => {
+                let lost = matches!(e, NvmlError::GpuLost);
+                let failure = Failure::from(e);
+                rec.state = if lost {
+                    GpuState::Lost
+                } else {
+                    GpuState::Error
+                } as u32;
+                rec.nvml_error_code = failure.code;
+                if let Some(id) = &self.identities[slot] {
+                    put_identity(rec, id);
+                }
+                return;
+            }
+        };
+        let mut fill = Fill { rec, lost: false };
+        if self.identities[slot].is_none() {
+            self.identities[slot] = Some(read_identity(&device, &mut fill));
+        }
+        if let Some(id) = &self.identities[slot] {
+            put_identity(fill.rec, id);
+        }
+        sample_dynamic(&self.nvml, &device, &mut fill);
+        sample_processes(&device, &mut fill, index, procs);
+        if fill.lost {
+            fill.rec.state = GpuState::Lost as u32;
+            fill.rec.nvml_error_code = Failure::from(NvmlError::GpuLost).code;
+        }
+    }
+}
+
+/// Applies NVML results to a record, tracking validity bits and errors.
+struct Fill<'a> {
+    rec: &'a mut GpuRecord,
+    lost: bool,
+}
+
+impl Fill<'_> {
+    /// Calls `get` unless the GPU is already lost; on success stores the value with
+    /// `set` and sets `bit`. Returns whether a value was stored.
+    fn field<T>(
+        &mut self,
+        bit: u64,
+        get: impl FnOnce() -> Result<T, NvmlError>,
+        set: impl FnOnce(&mut GpuRecord, T),
+    ) -> bool {
+        match self.call(get) {
+            Some(value) => {
+                set(self.rec, value);
+                self.rec.valid |= bit;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn call<T>(&mut self, get: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
+        if self.lost {
+            return None;
+        }
+        match get() {
+            Ok(value) => Some(value),
+            Err(
+                NvmlError::NotSupported
+                | NvmlError::FunctionNotFound
+                | NvmlError::FailedToLoadSymbol(_),
+            ) => None,
+            Err(NvmlError::GpuLost) => {
+                self.lost = true;
+                None
+            }
+            Err(e) => {
+                if self.rec.nvml_error_code == 0 {
+                    self.rec.nvml_error_code = Failure::from(e).code;
+                }
+                None
+            }
+        }
+    }
+}
+
+fn read_identity(device: &Device, fill: &mut Fill) -> Identity {
+    Identity {
+        name: fill.call(|| device.name()),
+        uuid: fill.call(|| device.uuid()),
+        pci_bus_id: fill.call(|| device.pci_info()).map(|p| p.bus_id),
+        max_clocks_mhz: [Clock::Graphics, Clock::SM, Clock::Memory]
+            .map(|clock| fill.call(|| device.max_clock_info(clock))),
+    }
+}
+
+fn put_identity(rec: &mut GpuRecord, id: &Identity) {
+    let strings = [
+        (&id.name, &mut rec.name[..], v::NAME),
+        (&id.uuid, &mut rec.uuid[..], v::UUID),
+        (&id.pci_bus_id, &mut rec.pci_bus_id[..], v::PCI_BUS_ID),
+    ];
+    let mut valid = 0;
+    for (value, field, bit) in strings {
+        if let Some(value) = value {
+            text::encode(field, value);
+            valid |= bit;
+        }
+    }
+    let clocks = [
+        (&mut rec.clock_graphics_max_mhz, v::CLOCK_GRAPHICS_MAX),
+        (&mut rec.clock_sm_max_mhz, v::CLOCK_SM_MAX),
+        (&mut rec.clock_mem_max_mhz, v::CLOCK_MEM_MAX),
+    ];
+    for ((field, bit), value) in clocks.into_iter().zip(id.max_clocks_mhz) {
+        if let Some(mhz) = value {
+            *field = mhz;
+            valid |= bit;
+        }
+    }
+    rec.valid |= valid;
+}
+
+fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
+    f.field(
+        v::MEMORY,
+        || d.memory_info(),
+        |r, m| {
+            r.mem_total_bytes = m.total;
+            r.mem_used_bytes = m.used;
+            r.mem_free_bytes = m.free;
+            r.mem_reserved_bytes = m.reserved;
+            r.valid |= v::MEM_RESERVED;
+        },
+    );
+    f.field(
+        v::UTILIZATION,
+        || d.utilization_rates(),
+        |r, u| {
+            r.util_gpu_pct = u.gpu;
+            r.util_mem_pct = u.memory;
+        },
+    );
+    f.field(
+        v::UTIL_ENC,
+        || d.encoder_utilization(),
+        |r, u| r.util_enc_pct = u.utilization,
+    );
+    f.field(
+        v::UTIL_DEC,
+        || d.decoder_utilization(),
+        |r, u| r.util_dec_pct = u.utilization,
+    );
+    f.field(
+        v::TEMPERATURE,
+        || d.temperature(TemperatureSensor::Gpu),
+        |r, t| r.temp_gpu_c = i32::try_from(t).unwrap_or(i32::MAX),
+    );
+    f.field(v::FAN_SPEED, || d.fan_speed(0), |r, s| r.fan_speed_pct = s);
+    f.field(
+        v::POWER_DRAW,
+        || d.power_usage(),
+        |r, p| r.power_draw_mw = p,
+    );
+    f.field(
+        v::POWER_LIMIT,
+        || d.enforced_power_limit(),
+        |r, p| r.power_limit_mw = p,
+    );
+    f.field(
+        v::ENERGY,
+        || d.total_energy_consumption(),
+        |r, e| r.energy_mj = e,
+    );
+    f.field(
+        v::CLOCK_GRAPHICS,
+        || d.clock_info(Clock::Graphics),
+        |r, c| r.clock_graphics_mhz = c,
+    );
+    f.field(
+        v::CLOCK_SM,
+        || d.clock_info(Clock::SM),
+        |r, c| r.clock_sm_mhz = c,
+    );
+    f.field(
+        v::CLOCK_MEM,
+        || d.clock_info(Clock::Memory),
+        |r, c| r.clock_mem_mhz = c,
+    );
+    f.field(
+        v::PSTATE,
+        || d.performance_state(),
+        |r, p| r.pstate = p as u32,
+    );
+    f.field(
+        v::CLOCK_EVENT_REASONS,
+        || clock_events::current(nvml, d),
+        |r, c| r.clock_event_reasons = c,
+    );
+    f.field(
+        v::PCIE_TX,
+        || d.pcie_throughput(PcieUtilCounter::Send),
+        |r, t| r.pcie_tx_kbytes_per_s = t,
+    );
+    f.field(
+        v::PCIE_RX,
+        || d.pcie_throughput(PcieUtilCounter::Receive),
+        |r, t| r.pcie_rx_kbytes_per_s = t,
+    );
+    f.field(
+        v::PCIE_LINK_GEN,
+        || d.current_pcie_link_gen(),
+        |r, g| r.pcie_link_gen = g,
+    );
+    f.field(
+        v::PCIE_LINK_WIDTH,
+        || d.current_pcie_link_width(),
+        |r, w| r.pcie_link_width = w,
+    );
+    f.field(
+        v::ECC_CORRECTED,
+        || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
+        |r, n| r.ecc_corrected_volatile_count = n,
+    );
+    f.field(
+        v::ECC_UNCORRECTED,
+        || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
+        |r, n| r.ecc_uncorrected_volatile_count = n,
+    );
+}
+
+/// Merges the compute and graphics lists (a pid in both is one process of both kinds).
+fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuProcess>) {
+    let compute = f.call(|| d.running_compute_processes());
+    let graphics = f.call(|| d.running_graphics_processes());
+    if compute.is_none() && graphics.is_none() {
+        return;
+    }
+    let first = out.len();
+    let lists = [
+        (compute, proc_kind::COMPUTE),
+        (graphics, proc_kind::GRAPHICS),
+    ];
+    for (list, kind) in lists {
+        for p in list.into_iter().flatten() {
+            let mem = match p.used_gpu_memory {
+                UsedGpuMemory::Used(bytes) => Some(bytes),
+                UsedGpuMemory::Unavailable => None,
+            };
+            if let Some(existing) = out[first..].iter_mut().find(|e| e.pid == p.pid) {
+                existing.kind |= kind;
+                existing.gpu_mem_bytes = existing.gpu_mem_bytes.max(mem);
+                continue;
+            }
+            out.push(GpuProcess {
+                gpu_index,
+                pid: p.pid,
+                kind,
+                gpu_mem_bytes: mem,
+                gpu_instance_id: p.gpu_instance_id,
+                compute_instance_id: p.compute_instance_id,
+            });
+        }
+    }
+    f.rec.process_count = (out.len() - first) as u32;
+    f.rec.valid |= v::PROCESSES;
+}
