@@ -1,0 +1,230 @@
+//! Command-line flags of `gpupeek`, following gpustat's where gpustat has one.
+//!
+//! argh parses the flags; [`normalize`] first rewrites the gpustat habits argh does not
+//! know: bundled short switches (`-cup`) and the optional values of `-e`/`--show-codec`
+//! and `-P`/`--show-power` (a bare `-P` means `draw,limit`).
+
+use argh::FromArgs;
+
+/// gpupeek: show NVIDIA GPU status from gpupeekd's shared memory, gpustat-style, without
+/// a single driver call.
+#[derive(FromArgs, Debug, Default)]
+pub struct Args {
+    /// show the command name of each process
+    #[argh(switch, short = 'c')]
+    pub show_cmd: bool,
+
+    /// show the user name of each process
+    #[argh(switch, short = 'u')]
+    pub show_user: bool,
+
+    /// show the pid of each process
+    #[argh(switch, short = 'p')]
+    pub show_pid: bool,
+
+    /// show fan speed
+    #[argh(switch, short = 'F')]
+    pub show_fan_speed: bool,
+
+    /// show encoder/decoder utilisation: "enc", "dec" or "enc,dec" (bare -e: both)
+    #[argh(option, short = 'e', from_str_fn(parse_codec))]
+    pub show_codec: Option<Codec>,
+
+    /// show power draw, and the limit: "draw" or "draw,limit" (bare -P: both)
+    #[argh(option, short = 'P', from_str_fn(parse_power))]
+    pub show_power: Option<Power>,
+
+    /// show everything: -c -u -p -e -P
+    #[argh(switch, short = 'a')]
+    pub show_all: bool,
+
+    /// only these GPUs, by index, in this order, e.g. --id 0,2
+    #[argh(option, from_str_fn(parse_ids))]
+    pub id: Option<Vec<u32>>,
+
+    /// do not print the header line
+    #[argh(switch)]
+    pub no_header: bool,
+
+    /// do not print processes
+    #[argh(switch)]
+    pub no_processes: bool,
+
+    /// print gpustat-compatible JSON
+    #[argh(switch)]
+    pub json: bool,
+
+    /// width of the GPU name column (default: the longest name)
+    #[argh(option)]
+    pub gpuname_width: Option<usize>,
+
+    /// force colour even when stdout is not a terminal
+    #[argh(switch)]
+    pub color: bool,
+
+    /// same as --color (gpustat's spelling)
+    #[argh(switch)]
+    pub force_color: bool,
+
+    /// never colour
+    #[argh(switch)]
+    pub no_color: bool,
+
+    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
+    #[argh(option)]
+    pub shm: Option<String>,
+
+    /// print the version and exit
+    #[argh(switch, short = 'v')]
+    pub version: bool,
+}
+
+/// Which codec columns to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Codec {
+    /// Encoder.
+    pub enc: bool,
+    /// Decoder.
+    pub dec: bool,
+}
+
+/// Which power columns to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Power {
+    /// Draw only.
+    Draw,
+    /// Draw and limit.
+    DrawLimit,
+}
+
+fn parse_codec(s: &str) -> Result<Codec, String> {
+    let mut codec = Codec::default();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part {
+            "enc" => codec.enc = true,
+            "dec" => codec.dec = true,
+            _ => return Err(format!("bad codec {part:?}: use enc, dec or enc,dec")),
+        }
+    }
+    Ok(codec)
+}
+
+fn parse_power(s: &str) -> Result<Power, String> {
+    let mut limit = false;
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part {
+            "draw" => {}
+            "limit" => limit = true,
+            _ => return Err(format!("bad power field {part:?}: use draw or draw,limit")),
+        }
+    }
+    Ok(if limit { Power::DrawLimit } else { Power::Draw })
+}
+
+fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
+    s.split(',')
+        .map(|id| {
+            id.trim()
+                .parse()
+                .map_err(|_| format!("bad GPU index {id:?} in --id"))
+        })
+        .collect()
+}
+
+/// Short switches that may be bundled (`-cup`).
+const BUNDLEABLE: &str = "cupFav";
+
+/// Rewrites gpustat-style arguments into the form argh parses.
+pub fn normalize(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut iter = args.iter().peekable();
+    while let Some(arg) = iter.next() {
+        let optional = match arg.as_str() {
+            "-e" | "--show-codec" => Some(("enc,dec", is_codec_value as fn(&str) -> bool)),
+            "-P" | "--show-power" => Some(("draw,limit", is_power_value as fn(&str) -> bool)),
+            _ => None,
+        };
+        if let Some((default, accepts)) = optional {
+            out.push(arg.clone());
+            if !iter.peek().is_some_and(|next| accepts(next)) {
+                out.push(default.to_owned());
+            }
+            continue;
+        }
+        let bundle = arg.strip_prefix('-').filter(|rest| {
+            rest.len() > 1 && !rest.starts_with('-') && rest.chars().all(|c| BUNDLEABLE.contains(c))
+        });
+        match bundle {
+            Some(letters) => out.extend(letters.chars().map(|c| format!("-{c}"))),
+            None => out.push(arg.clone()),
+        }
+        if arg == "--" {
+            out.extend(iter.cloned());
+            break;
+        }
+    }
+    out
+}
+
+fn is_codec_value(s: &str) -> bool {
+    !s.starts_with('-') && parse_codec(s).is_ok()
+}
+
+fn is_power_value(s: &str) -> bool {
+    !s.starts_with('-') && parse_power(s).is_ok()
+}
+
+impl Args {
+    /// Applies `-a`.
+    pub fn expand_show_all(&mut self) {
+        if self.show_all {
+            self.show_cmd = true;
+            self.show_user = true;
+            self.show_pid = true;
+            self.show_codec = Some(Codec {
+                enc: true,
+                dec: true,
+            });
+            self.show_power = Some(Power::DrawLimit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(args: &[&str]) -> Vec<String> {
+        normalize(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn bundled_short_switches_are_split() {
+        assert_eq!(norm(&["-cup"]), ["-c", "-u", "-p"]);
+        assert_eq!(
+            norm(&["-cupF", "--json"]),
+            ["-c", "-u", "-p", "-F", "--json"]
+        );
+    }
+
+    #[test]
+    fn unknown_letters_are_left_for_argh_to_reject() {
+        assert_eq!(norm(&["-cx"]), ["-cx"]);
+    }
+
+    #[test]
+    fn codec_and_power_values_are_optional() {
+        assert_eq!(norm(&["-e"]), ["-e", "enc,dec"]);
+        assert_eq!(norm(&["-e", "dec"]), ["-e", "dec"]);
+        assert_eq!(norm(&["-P", "-c"]), ["-P", "draw,limit", "-c"]);
+        assert_eq!(norm(&["--show-power", "draw"]), ["--show-power", "draw"]);
+    }
+
+    #[test]
+    fn value_parsers_reject_garbage_with_a_message() {
+        assert!(parse_codec("mp4").unwrap_err().contains("mp4"));
+        assert_eq!(parse_power("limit,draw"), Ok(Power::DrawLimit));
+        assert_eq!(parse_ids("0, 2"), Ok(vec![0, 2]));
+        assert!(parse_ids("0,x").is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! gpustat's `--json` schema: the same keys, order and units (MiB, whole watts), so tools
+//! written for `gpustat --json` read ours. Values gpupeek does not know are `null`, never
+//! invented: `full_command`, `cpu_percent` and `cpu_memory_usage` until the daemon
+//! publishes them.
+
+use serde::Serialize;
+
+use crate::view::{GpuView, ProcView, View};
+
+#[derive(Serialize)]
+struct Document<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    gpus: Vec<Gpu<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Gpu<'a> {
+    Healthy(HealthyGpu<'a>),
+    Invalid {
+        index: u32,
+        name: &'static str,
+        processes: Option<()>,
+    },
+}
+
+#[derive(Serialize)]
+struct HealthyGpu<'a> {
+    index: u32,
+    uuid: Option<&'a str>,
+    name: Option<&'a str>,
+    #[serde(rename = "temperature.gpu")]
+    temperature_gpu: Option<i32>,
+    #[serde(rename = "fan.speed")]
+    fan_speed: Option<u32>,
+    #[serde(rename = "utilization.gpu")]
+    utilization_gpu: Option<u32>,
+    #[serde(rename = "utilization.enc")]
+    utilization_enc: Option<u32>,
+    #[serde(rename = "utilization.dec")]
+    utilization_dec: Option<u32>,
+    #[serde(rename = "power.draw")]
+    power_draw: Option<u32>,
+    #[serde(rename = "enforced.power.limit")]
+    enforced_power_limit: Option<u32>,
+    #[serde(rename = "memory.used")]
+    memory_used: Option<u64>,
+    #[serde(rename = "memory.total")]
+    memory_total: Option<u64>,
+    processes: Option<Vec<Process<'a>>>,
+}
+
+#[derive(Serialize)]
+struct Process<'a> {
+    username: Option<&'a str>,
+    command: Option<&'a str>,
+    full_command: Option<Vec<&'a str>>,
+    gpu_memory_usage: Option<u64>,
+    cpu_percent: Option<f64>,
+    cpu_memory_usage: Option<u64>,
+    pid: u32,
+}
+
+/// The JSON document, indented by four spaces like gpustat's, with a final newline.
+pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
+    let doc = Document {
+        hostname,
+        driver_version: view.driver_version.as_deref(),
+        query_time,
+        gpus: view.gpus.iter().map(gpu).collect(),
+    };
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    doc.serialize(&mut ser)
+        .expect("serialising plain structs into a Vec cannot fail");
+    let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
+    text.push('\n');
+    text
+}
+
+fn gpu(g: &GpuView) -> Gpu<'_> {
+    if let Some(problem) = g.problem() {
+        return Gpu::Invalid {
+            index: g.index,
+            name: problem,
+            processes: None,
+        };
+    }
+    Gpu::Healthy(HealthyGpu {
+        index: g.index,
+        uuid: g.uuid.as_deref(),
+        name: g.name.as_deref(),
+        temperature_gpu: g.temperature_c,
+        fan_speed: g.fan_pct,
+        utilization_gpu: g.util_pct,
+        utilization_enc: g.enc_pct,
+        utilization_dec: g.dec_pct,
+        power_draw: g.power_draw_w,
+        enforced_power_limit: g.power_limit_w,
+        memory_used: g.mem_used_mib,
+        memory_total: g.mem_total_mib,
+        processes: g
+            .processes
+            .as_ref()
+            .map(|list| list.iter().map(process).collect()),
+    })
+}
+
+fn process(p: &ProcView) -> Process<'_> {
+    Process {
+        username: p.user.as_deref(),
+        command: p.command.as_deref(),
+        full_command: None,
+        gpu_memory_usage: p.gpu_mem_mib,
+        cpu_percent: None,
+        cpu_memory_usage: None,
+        pid: p.pid,
+    }
+}

@@ -1,0 +1,187 @@
+//! `gpupeek`: a one-shot, gpustat-compatible view of the GPUs, read from gpupeekd's
+//! shared-memory segment. It makes no driver call and does not talk to the daemon: it
+//! maps the segment read-only, copies a consistent snapshot and renders it.
+//!
+//! Exit status (see gpupeek(1)): 0 ok, 1 internal error, 2 bad usage, 3 no daemon (no
+//! segment, daemon starting or stopped), 4 stale daemon, 5 NVML error reported by the
+//! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
+//! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
+
+mod cli;
+mod json;
+mod style;
+mod table;
+mod view;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use chrono::{DateTime, Local, Timelike};
+use gpupeek_shm::{Error, Liveness, Segment};
+
+const EXIT_INTERNAL: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+const EXIT_NO_DAEMON: u8 = 3;
+const EXIT_STALE: u8 = 4;
+const EXIT_NVML: u8 = 5;
+const EXIT_ABI: u8 = 6;
+const EXIT_UNTRUSTED: u8 = 7;
+const EXIT_CORRUPT: u8 = 8;
+const EXIT_OS: u8 = 9;
+
+/// A reason to stop: the exit status and the line to print (none when empty).
+struct Exit {
+    code: u8,
+    message: String,
+}
+
+impl Exit {
+    fn new(code: u8, message: impl Into<String>) -> Self {
+        Exit {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Exit {
+    fn from(e: Error) -> Self {
+        let code = match e {
+            Error::NotFound { .. } | Error::NotReady { .. } => EXIT_NO_DAEMON,
+            Error::InvalidName { .. } => EXIT_USAGE,
+            Error::Untrusted { .. } => EXIT_UNTRUSTED,
+            Error::AbiMismatch { .. } => EXIT_ABI,
+            Error::Corrupt { .. } => EXIT_CORRUPT,
+            Error::AlreadyRunning { .. } => EXIT_INTERNAL,
+            Error::Os { .. } => EXIT_OS,
+        };
+        Exit::new(code, e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(exit) => {
+            if !exit.message.is_empty() {
+                eprintln!("gpupeek: {}", exit.message);
+            }
+            ExitCode::from(exit.code)
+        }
+    }
+}
+
+fn run() -> Result<(), Exit> {
+    let mut args = parse_args()?;
+    if args.version {
+        return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
+    }
+    args.expand_show_all();
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let segment = Segment::open(&name)?;
+    let snapshot = segment.snapshot()?;
+    check_live(
+        &name,
+        snapshot.liveness(gpupeek_shm::mono_now_ns()),
+        snapshot.status.period_ns,
+    )?;
+    let view = view::View::new(&snapshot, args.id.as_deref()).map_err(|id| {
+        let have = snapshot
+            .gpus
+            .iter()
+            .map(|g| g.index.to_string())
+            .collect::<Vec<_>>();
+        Exit::new(
+            EXIT_USAGE,
+            format!("no GPU with index {id} (GPUs: {})", have.join(",")),
+        )
+    })?;
+    let hostname = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let published = published_time(view.published_unix_ns);
+    let out = if args.json {
+        json::render(&view, &hostname, &iso_time(&published))
+    } else {
+        let painter = style::Painter::new(
+            args.color || args.force_color,
+            args.no_color,
+            std::io::stdout().is_terminal(),
+        );
+        let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
+        table::render(&view, &args, painter, &hostname, &time)
+    };
+    write_stdout(&out)
+}
+
+/// Turns a daemon that is not live into the matching exit.
+fn check_live(name: &str, liveness: Liveness, period_ns: u64) -> Result<(), Exit> {
+    match liveness {
+        Liveness::Live => Ok(()),
+        Liveness::Starting => Err(Exit::new(
+            EXIT_NO_DAEMON,
+            format!("gpupeekd on segment '{name}' is starting and has not published yet"),
+        )),
+        Liveness::Stopped => Err(Exit::new(
+            EXIT_NO_DAEMON,
+            format!("gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"),
+        )),
+        Liveness::Stale { age_ns } => Err(Exit::new(
+            EXIT_STALE,
+            format!(
+                "gpupeekd on segment '{name}' is not responding: last update {:.1}s ago, period {:.3}s",
+                age_ns as f64 / 1e9,
+                period_ns as f64 / 1e9
+            ),
+        )),
+        Liveness::NvmlError { code, message } => Err(Exit::new(
+            EXIT_NVML,
+            format!("gpupeekd cannot use NVML: {message} (NVML error {code})"),
+        )),
+    }
+}
+
+fn published_time(unix_ns: u64) -> DateTime<Local> {
+    let secs = (unix_ns / 1_000_000_000) as i64;
+    let nanos = (unix_ns % 1_000_000_000) as u32;
+    DateTime::from_timestamp(secs, nanos)
+        .unwrap_or_default()
+        .with_timezone(&Local)
+}
+
+/// Python's `datetime.isoformat()`: microseconds only when non-zero.
+fn iso_time(t: &DateTime<Local>) -> String {
+    if t.nanosecond() / 1000 == 0 {
+        t.format("%Y-%m-%dT%H:%M:%S").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+    }
+}
+
+fn parse_args() -> Result<cli::Args, Exit> {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv = cli::normalize(&argv);
+    let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
+        match exit.status {
+            Ok(()) => match write_stdout(&exit.output) {
+                Ok(()) => Exit::new(0, ""),
+                Err(e) => e,
+            },
+            Err(()) => Exit::new(EXIT_USAGE, exit.output.trim_end()),
+        }
+    })
+}
+
+/// Writes everything to stdout; a closed pipe (`gpupeek | head -1`) is a quiet success.
+fn write_stdout(text: &str) -> Result<(), Exit> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Exit::new(0, "")),
+        Err(e) => Err(Exit::new(EXIT_OS, format!("cannot write output: {e}"))),
+    }
+}

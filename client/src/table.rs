@@ -1,0 +1,219 @@
+//! gpustat's default text output, column for column: a header line (host, time,
+//! driver), then one line per GPU: `[index] name | temp, util | used / total MB | procs`.
+//! Unknown values print as `??`; a GPU that cannot be sampled prints as gpustat's
+//! "invalid GPU" (`((GPU is lost))` and `?` everywhere).
+
+use std::fmt::Write;
+
+use crate::cli::{Args, Power};
+use crate::style::{self as s, Painter};
+use crate::view::{GpuView, ProcView, View};
+
+/// Name column width when none is known (gpustat's default).
+const DEFAULT_NAME_WIDTH: usize = 16;
+
+/// Renders the table; `hostname` and `time` come from the caller so tests are exact.
+pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &str) -> String {
+    let name_width = args.gpuname_width.unwrap_or_else(|| {
+        view.gpus
+            .iter()
+            .map(|g| display_name(g).chars().count())
+            .max()
+            .unwrap_or(0)
+    });
+    let mut out = String::new();
+    if !args.no_header {
+        let width = if name_width == 0 {
+            DEFAULT_NAME_WIDTH
+        } else {
+            name_width
+        } + 3;
+        let host = paint.paint(s::BOLD_WHITE, format!("{hostname:width$}"));
+        let driver = paint.paint(
+            s::BOLD_BLACK,
+            view.driver_version.as_deref().unwrap_or("None"),
+        );
+        out.push_str(format!("{host}  {time}  {driver}").trim());
+        out.push('\n');
+    }
+    if view.gpus.is_empty() {
+        out.push_str(&paint.paint(s::YELLOW, "(No GPUs are available)"));
+        out.push('\n');
+    }
+    for gpu in &view.gpus {
+        gpu_line(&mut out, gpu, args, paint, name_width);
+        out.push('\n');
+    }
+    out
+}
+
+fn display_name(g: &GpuView) -> &str {
+    g.problem().or(g.name.as_deref()).unwrap_or("??")
+}
+
+/// A value, `??` when unknown, or `?` on a GPU that could not be sampled.
+fn val<T: ToString>(g: &GpuView, v: Option<T>) -> String {
+    match v {
+        _ if !g.is_healthy() => "?".into(),
+        Some(v) => v.to_string(),
+        None => "??".into(),
+    }
+}
+
+/// `high` when `v >= threshold`, `low` below it, grey when unknown.
+fn level(
+    g: &GpuView,
+    v: Option<f64>,
+    threshold: f64,
+    low: &'static str,
+    high: &'static str,
+) -> &'static str {
+    match v {
+        Some(v) if g.is_healthy() => {
+            if v < threshold {
+                low
+            } else {
+                high
+            }
+        }
+        _ => s::BOLD_BLACK,
+    }
+}
+
+fn gpu_line(out: &mut String, g: &GpuView, args: &Args, p: Painter, name_width: usize) {
+    let f = |v: Option<u32>| v.map(f64::from);
+    let _ = write!(out, "{} ", p.paint(s::CYAN, format!("[{}]", g.index)));
+    if name_width != 0 {
+        let name_style = if g.is_healthy() { s::BLUE } else { s::RED };
+        let name = shorten_left(display_name(g), name_width);
+        let _ = write!(
+            out,
+            "{} |",
+            p.paint(name_style, format!("{name:name_width$}"))
+        );
+    }
+    let temp = level(g, g.temperature_c.map(f64::from), 50.0, s::RED, s::BOLD_RED);
+    let _ = write!(
+        out,
+        "{}, ",
+        p.paint(temp, format!("{:>3}°C", val(g, g.temperature_c)))
+    );
+    if args.show_fan_speed {
+        let fan = level(g, f(g.fan_pct), 30.0, s::CYAN, s::BOLD_CYAN);
+        let _ = write!(
+            out,
+            "{}, ",
+            p.paint(fan, format!("{:>3} %", val(g, g.fan_pct)))
+        );
+    }
+    let util = level(g, f(g.util_pct), 30.0, s::GREEN, s::BOLD_GREEN);
+    let _ = write!(
+        out,
+        "{}",
+        p.paint(util, format!("{:>3} %", val(g, g.util_pct)))
+    );
+    if let Some(codec) = args.show_codec.filter(|c| c.enc || c.dec) {
+        let mut parts = Vec::new();
+        for (on, label, value) in [(codec.enc, "E: ", g.enc_pct), (codec.dec, "D: ", g.dec_pct)] {
+            if on {
+                let style = level(g, f(value), 50.0, s::GREEN, s::BOLD_GREEN);
+                let shown = p.paint(style, format!("{:>3} %", val(g, value)));
+                parts.push(format!("{}{shown}", p.paint(s::BOLD, label)));
+            }
+        }
+        let _ = write!(out, " ({})", parts.join("  "));
+    }
+    if let Some(power) = args.show_power {
+        power_columns(out, g, power, p);
+    }
+    let (used_style, total_style) = if g.is_healthy() {
+        (s::BOLD_YELLOW, s::YELLOW)
+    } else {
+        (s::BOLD_BLACK, s::BOLD_BLACK)
+    };
+    let used = p.paint(used_style, format!("{:>5}", val(g, g.mem_used_mib)));
+    let total = p.paint(total_style, format!("{:>5}", val(g, g.mem_total_mib)));
+    let _ = write!(out, " | {used} / {total} MB");
+    if !args.no_processes {
+        out.push_str(" |");
+        processes(out, g, args, p);
+    }
+}
+
+fn power_columns(out: &mut String, g: &GpuView, power: Power, p: Painter) {
+    let draw_style = match (g.power_draw_w, g.power_limit_w) {
+        _ if !g.is_healthy() => s::BOLD_BLACK,
+        (Some(draw), Some(limit)) if limit > 0 && f64::from(draw) / f64::from(limit) < 0.4 => {
+            s::MAGENTA
+        }
+        (None, Some(_)) => s::BOLD_BLACK,
+        _ => s::BOLD_MAGENTA,
+    };
+    let _ = write!(
+        out,
+        ",  {} ",
+        p.paint(draw_style, format!("{:>3}", val(g, g.power_draw_w)))
+    );
+    match power {
+        Power::DrawLimit => {
+            let limit = p.paint(s::MAGENTA, format!("{:>3}", val(g, g.power_limit_w)));
+            let _ = write!(out, "/ {limit} {}", p.paint(s::MAGENTA, "W"));
+        }
+        Power::Draw => out.push_str(&p.paint(draw_style, "W")),
+    }
+}
+
+fn processes(out: &mut String, g: &GpuView, args: &Args, p: Painter) {
+    let Some(list) = g.processes.as_ref().filter(|_| g.is_healthy()) else {
+        out.push_str(" (Not Supported)");
+        return;
+    };
+    for proc in list {
+        out.push(' ');
+        out.push_str(&process(proc, args, p));
+    }
+    if g.processes_not_shown > 0 {
+        let _ = write!(out, " +{} more", g.processes_not_shown);
+    }
+}
+
+fn process(proc: &ProcView, args: &Args, p: Painter) -> String {
+    let mut r = String::new();
+    if !args.show_cmd || args.show_user {
+        r.push_str(&p.paint(s::BOLD_BLACK, proc.user.as_deref().unwrap_or("--")));
+    }
+    if args.show_cmd {
+        if !r.is_empty() {
+            r.push(':');
+        }
+        r.push_str(&p.paint(s::CYAN, proc.command.as_deref().unwrap_or("--")));
+    }
+    if args.show_pid {
+        let _ = write!(r, "/{}", proc.pid);
+    }
+    let mem = proc.gpu_mem_mib.map_or("?".to_owned(), |m| m.to_string());
+    let _ = write!(r, "({})", p.paint(s::YELLOW, format!("{mem}M")));
+    r
+}
+
+/// gpustat's `shorten_left`: keep the end of a name that does not fit, marked with `…`.
+fn shorten_left(name: &str, width: usize) -> String {
+    let len = name.chars().count();
+    if len <= width {
+        return name.to_owned();
+    }
+    let keep: String = name.chars().skip(len - (width - 1)).collect();
+    format!("…{keep}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_keep_their_end() {
+        assert_eq!(shorten_left("NVIDIA H100 80GB HBM3", 8), "…GB HBM3");
+        assert_eq!(shorten_left("A100", 8), "A100");
+        assert_eq!(shorten_left("A100", 1), "…");
+    }
+}
