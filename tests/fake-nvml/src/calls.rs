@@ -1,0 +1,83 @@
+//! Call counting: after every exported call, when `$FAKE_NVML_CALLS_DIR` is
+//! set, `<dir>/<pid>.calls` is atomically rewritten with the counts so far.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Environment variable naming the directory for call-count files.
+pub const CALLS_DIR_ENV: &str = "FAKE_NVML_CALLS_DIR";
+
+struct Counts {
+    total: u64,
+    by_function: BTreeMap<&'static str, u64>,
+}
+
+static COUNTS: Mutex<Counts> = Mutex::new(Counts {
+    total: 0,
+    by_function: BTreeMap::new(),
+});
+
+/// Counts one call of `function` and, if enabled, rewrites the calls file.
+/// `open_handles` is asked for while the count lock is held, so the last
+/// file written always carries the latest value.
+pub fn record(function: &'static str, open_handles: impl FnOnce() -> u64) {
+    let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    counts.total = counts.total.saturating_add(1);
+    let n = counts.by_function.entry(function).or_insert(0);
+    *n = n.saturating_add(1);
+
+    let Some(dir) = std::env::var_os(CALLS_DIR_ENV) else {
+        return;
+    };
+    let text = render(counts.total, open_handles(), &counts.by_function);
+    if let Err(e) = write_atomically(Path::new(&dir), std::process::id(), &text) {
+        eprintln!("fake-nvml: cannot write call counts to {dir:?}: {e}");
+    }
+}
+
+/// The calls file's text: `total N`, `open_handles K`, then one
+/// `NAME COUNT` line per function, sorted by name.
+fn render(total: u64, open_handles: u64, by_function: &BTreeMap<&'static str, u64>) -> String {
+    let mut text = format!("total {total}\nopen_handles {open_handles}\n");
+    for (name, count) in by_function {
+        // Writing to a String cannot fail.
+        let _ = writeln!(text, "{name} {count}");
+    }
+    text
+}
+
+fn write_atomically(dir: &Path, pid: u32, text: &str) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{pid}.calls.tmp"));
+    let dest = dir.join(format!("{pid}.calls"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_sorted_counts() {
+        let mut m = BTreeMap::new();
+        m.insert("nvmlShutdown", 1);
+        m.insert("nvmlInit_v2", 2);
+        assert_eq!(
+            render(3, 1, &m),
+            "total 3\nopen_handles 1\nnvmlInit_v2 2\nnvmlShutdown 1\n"
+        );
+    }
+
+    #[test]
+    fn writes_file_atomically() {
+        let dir = std::env::temp_dir().join(format!("fake-nvml-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_atomically(&dir, 42, "total 0\nopen_handles 0\n").unwrap();
+        let got = std::fs::read_to_string(dir.join("42.calls")).unwrap();
+        assert_eq!(got, "total 0\nopen_handles 0\n");
+        assert!(!dir.join("42.calls.tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,179 @@
+//! Plumbing shared by the exported functions: the common prologue (scenario
+//! check, latency, init check, forced errors, call counting, panic guard),
+//! device handle encoding, and writing results through caller pointers.
+
+use std::os::raw::{c_char, c_uint};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use nvml_wrapper_sys::bindings::{nvmlDevice_t, nvmlReturn_t};
+
+use crate::codes::{
+    INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS, UNINITIALIZED, UNKNOWN,
+};
+use crate::scenario::{Gpu, Scenario};
+use crate::{calls, state};
+
+/// Runs `body` without letting a panic cross the FFI boundary (a panic
+/// yields `fallback`), then counts the call.
+pub fn guarded<R>(name: &'static str, fallback: R, body: impl FnOnce() -> R) -> R {
+    let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback);
+    // Counting must not unwind into C either; a failure there is ignored.
+    let _ = catch_unwind(|| calls::record(name, state::open_handles));
+    result
+}
+
+/// Sleeps as long as the scenario asks for `name`.
+pub fn simulate_latency(scenario: &Scenario, name: &str) {
+    let us = scenario
+        .latency_us_by_function
+        .get(name)
+        .copied()
+        .unwrap_or(scenario.latency_us);
+    if us > 0 {
+        std::thread::sleep(Duration::from_micros(us));
+    }
+}
+
+/// Prologue for every function that needs an initialized library: scenario
+/// check, latency, `UNINITIALIZED` check, then the scenario's top-level
+/// forced error for `name`, if any.
+pub fn system_call(
+    name: &'static str,
+    body: impl FnOnce(&Scenario) -> nvmlReturn_t,
+) -> nvmlReturn_t {
+    guarded(name, UNKNOWN, || {
+        let snap = state::refresh();
+        if let Some(scenario) = &snap.scenario {
+            simulate_latency(scenario, name);
+        }
+        if !snap.initialized {
+            return UNINITIALIZED;
+        }
+        let Some(scenario) = snap.scenario else {
+            return UNKNOWN;
+        };
+        if let Some(code) = scenario.errors.get(name) {
+            return code.0;
+        }
+        body(&scenario)
+    })
+}
+
+/// Prologue for functions taking a device handle: [`system_call`], then
+/// handle validation, then the GPU's forced error for `name` or `"*"`.
+pub fn device_call(
+    name: &'static str,
+    device: nvmlDevice_t,
+    body: impl FnOnce(&Gpu, u32) -> nvmlReturn_t,
+) -> nvmlReturn_t {
+    system_call(name, |scenario| {
+        let Some((index, gpu)) = lookup(scenario, device) else {
+            return INVALID_ARGUMENT;
+        };
+        if let Some(code) = gpu.errors.get(name).or_else(|| gpu.errors.get("*")) {
+            return code.0;
+        }
+        body(gpu, index)
+    })
+}
+
+/// The opaque handle for GPU `index`: `index + 1` as a pointer, never null.
+/// It is never dereferenced, by us or (per the NVML contract) by callers.
+pub fn encode_handle(index: u32) -> nvmlDevice_t {
+    (index as usize + 1) as nvmlDevice_t
+}
+
+/// The GPU index a handle stands for, if it is one [`encode_handle`] made.
+pub fn decode_handle(device: nvmlDevice_t) -> Option<u32> {
+    let raw = device as usize;
+    raw.checked_sub(1).and_then(|i| u32::try_from(i).ok())
+}
+
+fn lookup(scenario: &Scenario, device: nvmlDevice_t) -> Option<(u32, &Gpu)> {
+    let index = decode_handle(device)?;
+    let gpu = scenario.gpus.get(usize::try_from(index).ok()?)?;
+    Some((index, gpu))
+}
+
+/// Writes `value` through `out`: `INVALID_ARGUMENT` if `out` is null,
+/// `NOT_SUPPORTED` if there is no value, else `SUCCESS`.
+///
+/// # Safety
+///
+/// `out` must be null or valid for writing one `T`.
+pub unsafe fn put<T>(out: *mut T, value: Option<T>) -> nvmlReturn_t {
+    if out.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    let Some(value) = value else {
+        return NOT_SUPPORTED;
+    };
+    // SAFETY: `out` is non-null and the caller guarantees it is valid for a
+    // write of one `T`; unaligned writes tolerate sloppy callers.
+    unsafe { out.write_unaligned(value) };
+    SUCCESS
+}
+
+/// Copies `value` and a NUL into the C buffer `buf` of `length` bytes:
+/// `INVALID_ARGUMENT` if `buf` is null, `NOT_SUPPORTED` if there is no
+/// value, `INSUFFICIENT_SIZE` if it does not fit (nothing is written then).
+///
+/// # Safety
+///
+/// `buf` must be null or valid for writing `length` bytes.
+pub unsafe fn put_str(buf: *mut c_char, length: c_uint, value: Option<&str>) -> nvmlReturn_t {
+    if buf.is_null() {
+        return INVALID_ARGUMENT;
+    }
+    let Some(value) = value else {
+        return NOT_SUPPORTED;
+    };
+    let bytes = value.as_bytes();
+    let fits = usize::try_from(length).is_ok_and(|len| bytes.len() < len);
+    if !fits {
+        return INSUFFICIENT_SIZE;
+    }
+    // SAFETY: `buf` is non-null and valid for `length` bytes (caller's
+    // promise); we write `bytes.len() + 1 <= length` bytes, and a Rust string
+    // cannot overlap a buffer the caller handed us for writing.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
+        buf.add(bytes.len()).write(0);
+    }
+    SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_and_null_is_invalid() {
+        for i in [0, 1, 7] {
+            let h = encode_handle(i);
+            assert!(!h.is_null());
+            assert_eq!(decode_handle(h), Some(i));
+        }
+        assert_eq!(decode_handle(std::ptr::null_mut()), None);
+    }
+
+    #[test]
+    fn put_str_checks_size() {
+        let mut buf = [0x7f as c_char; 4];
+        // SAFETY: `buf` is a live 4-byte buffer.
+        unsafe {
+            assert_eq!(
+                put_str(buf.as_mut_ptr(), 4, Some("abcd")),
+                INSUFFICIENT_SIZE
+            );
+            assert_eq!(put_str(buf.as_mut_ptr(), 4, Some("abc")), SUCCESS);
+            assert_eq!(put_str(buf.as_mut_ptr(), 4, None), NOT_SUPPORTED);
+            assert_eq!(
+                put_str(std::ptr::null_mut(), 4, Some("a")),
+                INVALID_ARGUMENT
+            );
+        }
+        assert_eq!(buf.map(|c| c as u8), *b"abc\0");
+    }
+}

@@ -1,0 +1,126 @@
+//! `fake-nvml`: a stand-in for `libnvidia-ml.so`, built as a `cdylib`
+//! (`libfake_nvml.so`) for gpupeek's tests.
+//!
+//! It exports the subset of the NVML C API the daemon uses, with the exact C
+//! signatures, so `nvml-wrapper` can load it via
+//! `Nvml::builder().lib_path(..)`. What it reports comes from a JSON
+//! scenario file named by `$FAKE_NVML_SCENARIO` (see [`scenario`]), re-read
+//! whenever the file changes, so a test can change the "hardware" while the
+//! daemon runs. Forced errors, per-call latency, and "not supported" values
+//! are all expressed in the scenario.
+//!
+//! If `$FAKE_NVML_CALLS_DIR` is set, every exported call rewrites
+//! `$FAKE_NVML_CALLS_DIR/<pid>.calls` with per-function call counts and the
+//! number of open init references (see [`calls`]).
+//!
+//! Like real NVML, init/shutdown are reference counted and every other call
+//! (except `nvmlErrorString`) returns `NVML_ERROR_UNINITIALIZED` while no
+//! reference is held. Device handles are opaque: `index + 1` cast to a
+//! pointer, validated on every use.
+
+// The exported `unsafe extern "C"` functions are NVML's C API; their safety
+// contract is NVML's (valid, writable output pointers of the documented
+// types and sizes, or null), stated once here instead of on each function.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod calls;
+pub mod codes;
+pub mod device;
+mod ffi;
+pub mod scenario;
+pub mod state;
+pub mod system;
+
+/// Every exported NVML function, by C name. Scenario keys (`errors`,
+/// `latency_us_by_function`) must be one of these.
+pub const EXPORTED: &[&str] = &[
+    "nvmlInit_v2",
+    "nvmlInitWithFlags",
+    "nvmlShutdown",
+    "nvmlErrorString",
+    "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetNVMLVersion",
+    "nvmlSystemGetCudaDriverVersion",
+    "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlDeviceGetCount_v2",
+    "nvmlDeviceGetHandleByIndex_v2",
+    "nvmlDeviceGetIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPciInfo_v3",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetEnforcedPowerLimit",
+    "nvmlDeviceGetTotalEnergyConsumption",
+    "nvmlDeviceGetFanSpeed",
+    "nvmlDeviceGetFanSpeed_v2",
+    "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetMaxClockInfo",
+    "nvmlDeviceGetPerformanceState",
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetEncoderUtilization",
+    "nvmlDeviceGetDecoderUtilization",
+    "nvmlDeviceGetPcieThroughput",
+    "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetTotalEccErrors",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::EXPORTED;
+
+    /// Names of the functions defined in `src`, either directly or via the
+    /// `scalar_getter!` macro.
+    fn defined(src: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut lines = src.lines().peekable();
+        while let Some(line) = lines.next() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("pub unsafe extern \"C\" fn ") {
+                if let Some(name) = rest.split('(').next().filter(|n| n.starts_with("nvml")) {
+                    names.push(name.to_owned());
+                }
+            }
+            if line.starts_with("scalar_getter!(") {
+                let args = lines.by_ref().find(|l| !l.trim().starts_with("///"));
+                if let Some(name) = args.and_then(|l| l.trim().split(',').next()) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn exported_list_matches_the_code() {
+        let mut found = defined(include_str!("system.rs"));
+        found.extend(defined(include_str!("device.rs")));
+        for name in &found {
+            assert!(
+                EXPORTED.contains(&name.as_str()),
+                "{name} missing from EXPORTED"
+            );
+        }
+        for name in EXPORTED {
+            assert!(found.iter().any(|f| f == name), "{name} is not defined");
+        }
+        assert_eq!(found.len(), EXPORTED.len());
+        // Each function counts itself under its own name.
+        let sources = [include_str!("system.rs"), include_str!("device.rs")].concat();
+        for name in EXPORTED {
+            let quoted = format!("\"{name}\"");
+            let via_macro = sources.contains(&format!("{name}, "));
+            assert!(
+                sources.contains(&quoted) || via_macro,
+                "{name} does not record calls under its own name"
+            );
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The JSON scenario model: what the fake driver reports.
+//!
+//! Every field is optional. System-level strings and numbers default to
+//! plausible values (an explicit `null` makes the getter return
+//! `NVML_ERROR_NOT_SUPPORTED`); a per-GPU value field that is absent makes its
+//! getter return `NVML_ERROR_NOT_SUPPORTED`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::codes::ErrorCode;
+use crate::EXPORTED;
+
+/// The whole scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Error `nvmlInit_v2`/`nvmlInitWithFlags` return instead of succeeding.
+    #[serde(default)]
+    pub init_error: Option<ErrorCode>,
+    /// `nvmlSystemGetDriverVersion`; `null` means not supported.
+    #[serde(default = "default_driver_version")]
+    pub driver_version: Option<String>,
+    /// `nvmlSystemGetNVMLVersion`; `null` means not supported.
+    #[serde(default = "default_nvml_version")]
+    pub nvml_version: Option<String>,
+    /// `nvmlSystemGetCudaDriverVersion{,_v2}`; `null` means not supported.
+    #[serde(default = "default_cuda_driver_version")]
+    pub cuda_driver_version: Option<i32>,
+    /// Sleep this many microseconds in every call.
+    #[serde(default)]
+    pub latency_us: u64,
+    /// Per-function sleep in microseconds; replaces `latency_us` for that function.
+    #[serde(default)]
+    pub latency_us_by_function: BTreeMap<String, u64>,
+    /// Forced errors by exported function name.
+    #[serde(default)]
+    pub errors: BTreeMap<String, ErrorCode>,
+    /// The GPUs, in index order.
+    #[serde(default)]
+    pub gpus: Vec<Gpu>,
+}
+
+fn default_driver_version() -> Option<String> {
+    Some("550.54.15".to_owned())
+}
+
+fn default_nvml_version() -> Option<String> {
+    Some("12.550.54.15".to_owned())
+}
+
+fn default_cuda_driver_version() -> Option<i32> {
+    Some(12040)
+}
+
+/// One GPU. Absent value fields make their getters return `NOT_SUPPORTED`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    pub name: Option<String>,
+    pub uuid: Option<String>,
+    /// `DDDDDDDD:BB:DD.F` (the domain may be 4 or 8 hex digits).
+    pub pci_bus_id: Option<String>,
+    /// `nvmlPciInfo_t.pciDeviceId` (defaults to 0 when `pci_bus_id` is set).
+    pub pci_device_id: Option<u32>,
+    /// `nvmlPciInfo_t.pciSubSystemId` (defaults to 0 when `pci_bus_id` is set).
+    pub pci_subsystem_id: Option<u32>,
+    /// Required for the memory getters; the other three are derived from it.
+    pub memory_total_bytes: Option<u64>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_free_bytes: Option<u64>,
+    pub memory_reserved_bytes: Option<u64>,
+    pub utilization_gpu_pct: Option<u32>,
+    pub utilization_memory_pct: Option<u32>,
+    pub temperature_c: Option<u32>,
+    pub power_usage_mw: Option<u32>,
+    pub power_limit_mw: Option<u32>,
+    pub energy_mj: Option<u64>,
+    pub fan_speed_pct: Option<u32>,
+    pub clocks_mhz: Option<Clocks>,
+    pub max_clocks_mhz: Option<Clocks>,
+    pub pstate: Option<u32>,
+    pub clock_event_reasons: Option<u64>,
+    pub encoder_utilization_pct: Option<u32>,
+    pub decoder_utilization_pct: Option<u32>,
+    /// Sampling period reported with the codec utilizations (default 167000).
+    pub codec_sampling_period_us: Option<u32>,
+    pub pcie_tx_kbps: Option<u32>,
+    pub pcie_rx_kbps: Option<u32>,
+    pub pcie_link_gen: Option<u32>,
+    pub pcie_link_width: Option<u32>,
+    pub ecc_corrected_volatile: Option<u64>,
+    pub ecc_uncorrected_volatile: Option<u64>,
+    /// Running processes; absent means none.
+    #[serde(default)]
+    pub processes: Vec<Process>,
+    /// Forced errors by exported function name; `"*"` covers every function
+    /// that takes this GPU's handle.
+    #[serde(default)]
+    pub errors: BTreeMap<String, ErrorCode>,
+}
+
+/// Default `samplingPeriodUs` for encoder/decoder utilization.
+pub const DEFAULT_CODEC_SAMPLING_PERIOD_US: u32 = 167_000;
+
+/// Clock speeds in MHz by domain; an absent domain is not supported.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clocks {
+    pub graphics: Option<u32>,
+    pub sm: Option<u32>,
+    pub memory: Option<u32>,
+    pub video: Option<u32>,
+}
+
+/// Which of the two process-list calls report a process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcessType {
+    #[default]
+    Compute,
+    Graphics,
+    Both,
+}
+
+/// One process using a GPU.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    pub pid: u32,
+    /// `null`/absent reports `NVML_VALUE_NOT_AVAILABLE`.
+    #[serde(default)]
+    pub used_gpu_memory_bytes: Option<u64>,
+    /// Defaults to `"compute"`.
+    #[serde(default, rename = "type")]
+    pub kind: ProcessType,
+    /// `null`/absent reports `0xFFFFFFFF` (no MIG instance).
+    #[serde(default)]
+    pub gpu_instance_id: Option<u32>,
+    /// `null`/absent reports `0xFFFFFFFF` (no MIG instance).
+    #[serde(default)]
+    pub compute_instance_id: Option<u32>,
+}
+
+/// Memory figures as the memory getters report them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    pub total: u64,
+    pub reserved: u64,
+    pub free: u64,
+    pub used: u64,
+}
+
+/// A parsed PCI bus id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PciAddress {
+    pub domain: u32,
+    pub bus: u32,
+    pub device: u32,
+    pub function: u32,
+}
+
+impl Gpu {
+    /// Memory info, or `None` when `memory_total_bytes` is absent. A missing
+    /// `reserved` is 0; a missing `used`/`free` is derived from the others.
+    pub fn memory(&self) -> Option<Memory> {
+        let total = self.memory_total_bytes?;
+        let reserved = self.memory_reserved_bytes.unwrap_or(0);
+        let rest = total.saturating_sub(reserved);
+        let (used, free) = match (self.memory_used_bytes, self.memory_free_bytes) {
+            (Some(u), Some(f)) => (u, f),
+            (Some(u), None) => (u, rest.saturating_sub(u)),
+            (None, Some(f)) => (rest.saturating_sub(f), f),
+            (None, None) => (0, rest),
+        };
+        Some(Memory {
+            total,
+            reserved,
+            free,
+            used,
+        })
+    }
+
+    /// The parsed PCI bus id, if one is set (validated at load time).
+    pub fn pci_address(&self) -> Option<PciAddress> {
+        self.pci_bus_id.as_deref().and_then(parse_pci_bus_id)
+    }
+}
+
+/// Parses `DOMAIN:BUS:DEVICE.FUNCTION` in hex.
+pub fn parse_pci_bus_id(s: &str) -> Option<PciAddress> {
+    let (domain, rest) = s.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.')?;
+    let hex = |p: &str, max_len: usize| {
+        if p.is_empty() || p.len() > max_len {
+            return None;
+        }
+        u32::from_str_radix(p, 16).ok()
+    };
+    Some(PciAddress {
+        domain: hex(domain, 8)?,
+        bus: hex(bus, 2)?,
+        device: hex(device, 2)?,
+        function: hex(function, 1)?,
+    })
+}
+
+impl Scenario {
+    /// Parses and validates scenario text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// Rejects what serde cannot: unknown function names, strings NVML could
+    /// not return, malformed PCI ids.
+    fn validate(&self) -> Result<(), String> {
+        let check_fn = |what: &str, name: &str, star_ok: bool| {
+            if EXPORTED.contains(&name) || (star_ok && name == "*") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what}: {name:?} is not a function fake-nvml exports"
+                ))
+            }
+        };
+        for name in self.errors.keys() {
+            check_fn("errors", name, false)?;
+        }
+        for name in self.latency_us_by_function.keys() {
+            check_fn("latency_us_by_function", name, false)?;
+        }
+        let strings = [
+            ("driver_version", &self.driver_version),
+            ("nvml_version", &self.nvml_version),
+        ];
+        for (field, value) in strings {
+            check_c_string(field, value.as_deref())?;
+        }
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            for name in gpu.errors.keys() {
+                check_fn(&format!("gpus[{i}].errors"), name, true)?;
+            }
+            check_c_string(&format!("gpus[{i}].name"), gpu.name.as_deref())?;
+            check_c_string(&format!("gpus[{i}].uuid"), gpu.uuid.as_deref())?;
+            if let Some(id) = &gpu.pci_bus_id {
+                if id.len() >= 32 || parse_pci_bus_id(id).is_none() {
+                    return Err(format!(
+                        "gpus[{i}].pci_bus_id: {id:?} is not DOMAIN:BUS:DEVICE.FUNCTION"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_c_string(field: &str, value: Option<&str>) -> Result<(), String> {
+    match value {
+        Some(v) if v.contains('\0') => Err(format!("{field}: contains a NUL byte")),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_object_gives_defaults() {
+        let s = Scenario::parse("{}").unwrap();
+        assert_eq!(s.init_error, None);
+        assert_eq!(s.driver_version.as_deref(), Some("550.54.15"));
+        assert_eq!(s.nvml_version.as_deref(), Some("12.550.54.15"));
+        assert_eq!(s.cuda_driver_version, Some(12040));
+        assert_eq!(s.latency_us, 0);
+        assert!(s.gpus.is_empty());
+    }
+
+    #[test]
+    fn explicit_null_means_not_supported() {
+        let s =
+            Scenario::parse(r#"{"driver_version": null, "cuda_driver_version": null}"#).unwrap();
+        assert_eq!(s.driver_version, None);
+        assert_eq!(s.cuda_driver_version, None);
+    }
+
+    #[test]
+    fn full_gpu_parses() {
+        let text = r#"{
+            "init_error": "NVML_ERROR_DRIVER_NOT_LOADED",
+            "latency_us_by_function": {"nvmlDeviceGetComputeRunningProcesses_v3": 5000},
+            "errors": {"nvmlSystemGetCudaDriverVersion_v2": "NOT_SUPPORTED"},
+            "gpus": [{
+                "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1",
+                "pci_bus_id": "00000000:18:00.0",
+                "memory_total_bytes": 100, "memory_used_bytes": 30, "memory_reserved_bytes": 10,
+                "clocks_mhz": {"graphics": 1980, "memory": 2619},
+                "processes": [
+                    {"pid": 1234, "used_gpu_memory_bytes": null, "type": "both",
+                     "gpu_instance_id": null, "compute_instance_id": 3}
+                ],
+                "errors": {"nvmlDeviceGetFanSpeed_v2": "NOT_SUPPORTED", "*": 15}
+            }]
+        }"#;
+        let s = Scenario::parse(text).unwrap();
+        assert_eq!(s.init_error, Some(ErrorCode(9)));
+        assert_eq!(s.errors["nvmlSystemGetCudaDriverVersion_v2"], ErrorCode(3));
+        let g = &s.gpus[0];
+        assert_eq!(
+            g.memory(),
+            Some(Memory {
+                total: 100,
+                reserved: 10,
+                free: 60,
+                used: 30
+            })
+        );
+        assert_eq!(
+            g.pci_address(),
+            Some(PciAddress {
+                domain: 0,
+                bus: 0x18,
+                device: 0,
+                function: 0
+            })
+        );
+        let c = g.clocks_mhz.as_ref().unwrap();
+        assert_eq!((c.graphics, c.sm), (Some(1980), None));
+        assert_eq!(g.processes[0].kind, ProcessType::Both);
+        assert_eq!(g.processes[0].used_gpu_memory_bytes, None);
+        assert_eq!(g.errors["*"], ErrorCode(15));
+        assert_eq!(g.fan_speed_pct, None);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        for bad in [
+            r#"{"bogus": 1}"#,
+            r#"{"gpus": [{"nmae": "x"}]}"#,
+            r#"{"errors": {"nvmlDeviceGetFoo": "GPU_IS_LOST"}}"#,
+            r#"{"errors": {"*": "GPU_IS_LOST"}}"#,
+            r#"{"gpus": [{"errors": {"nvmlDeviceGetName": "NOT_A_CODE"}}]}"#,
+            r#"{"gpus": [{"pci_bus_id": "18:00"}]}"#,
+            r#"{"gpus": [{"processes": [{"pid": 1, "type": "video"}]}]}"#,
+            r#"{"latency_us_by_function": {"nope": 1}}"#,
+            "{",
+        ] {
+            assert!(Scenario::parse(bad).is_err(), "accepted {bad}");
+        }
+    }
+}
