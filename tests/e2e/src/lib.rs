@@ -1,0 +1,277 @@
+//! Helpers for the end-to-end tests: the real binaries, built once; private segment
+//! names that are always removed; a scenario file for the fake NVML; a daemon that is
+//! always killed; and a client run under a watchdog so no test can hang.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long any wait in a test may take before the test fails instead of hanging.
+pub const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// Paths of the binaries under test.
+pub struct Bins {
+    /// gpupeekd.
+    pub daemon: PathBuf,
+    /// gpupeek.
+    pub client: PathBuf,
+    /// libfake_nvml.so.
+    pub fake_nvml: PathBuf,
+}
+
+/// Builds gpupeekd, gpupeek and the fake NVML (once per test binary) with the same
+/// profile as the tests, and returns their paths.
+pub fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.current_dir(&workspace).args([
+            "build",
+            "-q",
+            "-p",
+            "gpupeekd",
+            "-p",
+            "gpupeek",
+            "-p",
+            "fake-nvml",
+        ]);
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo can be run");
+        assert!(status.success(), "building the binaries under test failed");
+        // This test binary lives in <target>/<profile>/deps.
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary is in <target>/<profile>/deps");
+        Bins {
+            daemon: profile_dir.join("gpupeekd"),
+            client: profile_dir.join("gpupeek"),
+            fake_nvml: profile_dir.join("libfake_nvml.so"),
+        }
+    })
+}
+
+/// A unique scratch directory and segment name for one test, removed on drop.
+pub struct Sandbox {
+    /// Segment name.
+    pub shm: String,
+    /// Scratch directory (scenario file, call counts, logs).
+    pub dir: PathBuf,
+}
+
+impl Sandbox {
+    /// A new sandbox; `tag` names the test in paths.
+    pub fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let id = format!("gpupeek-e2e-{}-{n}-{tag}", std::process::id());
+        let dir = std::env::temp_dir().join(&id);
+        std::fs::create_dir_all(dir.join("calls")).unwrap();
+        Sandbox { shm: id, dir }
+    }
+
+    /// `/dev/shm/NAME`.
+    pub fn shm_path(&self) -> PathBuf {
+        Path::new("/dev/shm").join(&self.shm)
+    }
+
+    /// The scenario file the fake NVML reads.
+    pub fn scenario_path(&self) -> PathBuf {
+        self.dir.join("scenario.json")
+    }
+
+    /// Writes the scenario atomically (the fake reloads it on its next call).
+    pub fn write_scenario(&self, scenario: &serde_json::Value) {
+        let tmp = self.dir.join("scenario.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(scenario).unwrap()).unwrap();
+        std::fs::rename(tmp, self.scenario_path()).unwrap();
+    }
+
+    /// NVML calls per process, from the fake's call files: pid → (total, open handles).
+    pub fn nvml_calls(&self) -> BTreeMap<u32, (u64, u64)> {
+        let mut calls = BTreeMap::new();
+        for entry in std::fs::read_dir(self.dir.join("calls")).unwrap() {
+            let path = entry.unwrap().path();
+            let Some(pid) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".calls"))
+                .and_then(|p| p.parse().ok())
+            else {
+                continue;
+            };
+            let text = std::fs::read_to_string(&path).unwrap();
+            let number = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            calls.insert(pid, (number("total "), number("open_handles ")));
+        }
+        calls
+    }
+
+    /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
+    pub fn start_daemon(&self, interval: &str) -> Daemon {
+        let log = self
+            .dir
+            .join(format!("daemon-{}.log", self.daemons_started()));
+        let child = Command::new(&bins().daemon)
+            .args(["--foreground", "--shm", &self.shm, "--interval", interval])
+            .arg("--nvml-lib")
+            .arg(&bins().fake_nvml)
+            .env("FAKE_NVML_SCENARIO", self.scenario_path())
+            .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("gpupeekd starts");
+        Daemon {
+            child: Some(child),
+            log,
+        }
+    }
+
+    fn daemons_started(&self) -> usize {
+        std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
+            })
+            .count()
+    }
+
+    /// Runs gpupeek against this sandbox's segment.
+    pub fn client(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(&bins().client);
+        cmd.arg("--shm").arg(&self.shm).args(args);
+        run_with_watchdog(cmd)
+    }
+
+    /// Opens the segment as a reader.
+    pub fn segment(&self) -> gpupeek_shm::Segment {
+        gpupeek_shm::Segment::open(&self.shm).expect("segment opens")
+    }
+
+    /// Waits until the daemon has published at least `generation`.
+    pub fn wait_generation(&self, generation: u64, daemon: &Daemon) {
+        wait_for(&format!("generation {generation}"), daemon, || {
+            gpupeek_shm::Segment::open(&self.shm).is_ok_and(|s| s.generation() >= generation)
+        });
+    }
+
+    /// Waits for the daemon's first publish and returns the generation.
+    pub fn wait_live(&self, daemon: &Daemon) -> u64 {
+        self.wait_generation(1, daemon);
+        self.segment().generation()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.shm_path());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A running gpupeekd, killed when dropped.
+pub struct Daemon {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Sends `signal`.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), signal).unwrap();
+    }
+
+    /// Waits for it to exit (watchdog-bounded) and returns its exit code.
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + WATCHDOG;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("gpupeekd did not exit; log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `done` until it holds; fails the test (with the daemon's log) after [`WATCHDOG`].
+pub fn wait_for(what: &str, daemon: &Daemon, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WATCHDOG;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; daemon log:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `cmd` to completion, killing it if it outlives [`WATCHDOG`].
+pub fn run_with_watchdog(mut cmd: Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("command starts");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(WATCHDOG) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    });
+    let output = child.wait_with_output().expect("command runs");
+    drop(done);
+    let _ = guard.join();
+    output
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
