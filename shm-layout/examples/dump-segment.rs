@@ -1,0 +1,150 @@
+//! Prints every published field of a segment as `key=value` lines (`n/a` where the
+//! validity bit is clear): an example of a third-party reader, and what
+//! `scripts/gpu-check` compares with nvidia-smi.
+//!
+//! Usage: `dump-segment [NAME]` (default: $GPUPEEK_SHM, else "gpupeek").
+
+use gpupeek_shm::layout::{gpu_valid as v, proc_valid, status_valid};
+use gpupeek_shm::{text, Segment};
+
+fn main() {
+    let name = gpupeek_shm::resolve_name(std::env::args().nth(1).as_deref());
+    let snap = match Segment::open(&name).and_then(|s| s.snapshot()) {
+        Ok(snap) => snap,
+        Err(e) => {
+            eprintln!("dump-segment: {e}");
+            std::process::exit(1);
+        }
+    };
+    let s = &snap.status;
+    let show = |valid: bool, value: String| if valid { value } else { "n/a".into() };
+    println!("abi={}.{}", snap.header.abi_major, snap.header.abi_minor);
+    println!("liveness={:?}", snap.liveness(gpupeek_shm::mono_now_ns()));
+    println!(
+        "generation={} consistent={}",
+        snap.generation, snap.consistent
+    );
+    println!(
+        "driver_version={}",
+        show(
+            s.valid & status_valid::DRIVER_VERSION != 0,
+            text::decode(&s.driver_version)
+        )
+    );
+    println!(
+        "nvml_version={}",
+        show(
+            s.valid & status_valid::NVML_VERSION != 0,
+            text::decode(&s.nvml_version)
+        )
+    );
+    println!(
+        "cuda_driver_version={}",
+        show(
+            s.valid & status_valid::CUDA_DRIVER_VERSION != 0,
+            s.cuda_driver_version.to_string()
+        )
+    );
+    for g in &snap.gpus {
+        let f = |bit: u64, value: &dyn ToString| show(g.valid & bit != 0, value.to_string());
+        let fields: [(&str, String); 31] = [
+            (
+                "state",
+                format!("{:?}", gpupeek_shm::GpuState::from_raw(g.state)),
+            ),
+            ("nvml_error_code", g.nvml_error_code.to_string()),
+            ("name", f(v::NAME, &text::decode(&g.name))),
+            ("uuid", f(v::UUID, &text::decode(&g.uuid))),
+            ("pci_bus_id", f(v::PCI_BUS_ID, &text::decode(&g.pci_bus_id))),
+            ("mem_total_bytes", f(v::MEMORY, &g.mem_total_bytes)),
+            ("mem_used_bytes", f(v::MEMORY, &g.mem_used_bytes)),
+            ("mem_free_bytes", f(v::MEMORY, &g.mem_free_bytes)),
+            (
+                "mem_reserved_bytes",
+                f(v::MEM_RESERVED, &g.mem_reserved_bytes),
+            ),
+            ("util_gpu_pct", f(v::UTILIZATION, &g.util_gpu_pct)),
+            ("util_mem_pct", f(v::UTILIZATION, &g.util_mem_pct)),
+            ("util_enc_pct", f(v::UTIL_ENC, &g.util_enc_pct)),
+            ("util_dec_pct", f(v::UTIL_DEC, &g.util_dec_pct)),
+            ("temp_gpu_c", f(v::TEMPERATURE, &g.temp_gpu_c)),
+            ("fan_speed_pct", f(v::FAN_SPEED, &g.fan_speed_pct)),
+            ("power_draw_mw", f(v::POWER_DRAW, &g.power_draw_mw)),
+            ("power_limit_mw", f(v::POWER_LIMIT, &g.power_limit_mw)),
+            ("energy_mj", f(v::ENERGY, &g.energy_mj)),
+            (
+                "clock_graphics_mhz",
+                f(v::CLOCK_GRAPHICS, &g.clock_graphics_mhz),
+            ),
+            ("clock_sm_mhz", f(v::CLOCK_SM, &g.clock_sm_mhz)),
+            ("clock_mem_mhz", f(v::CLOCK_MEM, &g.clock_mem_mhz)),
+            (
+                "clock_graphics_max_mhz",
+                f(v::CLOCK_GRAPHICS_MAX, &g.clock_graphics_max_mhz),
+            ),
+            ("clock_sm_max_mhz", f(v::CLOCK_SM_MAX, &g.clock_sm_max_mhz)),
+            (
+                "clock_mem_max_mhz",
+                f(v::CLOCK_MEM_MAX, &g.clock_mem_max_mhz),
+            ),
+            ("pstate", f(v::PSTATE, &format!("P{}", g.pstate))),
+            (
+                "clock_event_reasons",
+                f(
+                    v::CLOCK_EVENT_REASONS,
+                    &format!("{:#x}", g.clock_event_reasons),
+                ),
+            ),
+            (
+                "pcie_tx_kbytes_per_s",
+                f(v::PCIE_TX, &g.pcie_tx_kbytes_per_s),
+            ),
+            (
+                "pcie_rx_kbytes_per_s",
+                f(v::PCIE_RX, &g.pcie_rx_kbytes_per_s),
+            ),
+            (
+                "pcie_link",
+                f(
+                    v::PCIE_LINK_GEN | v::PCIE_LINK_WIDTH,
+                    &format!("gen{} x{}", g.pcie_link_gen, g.pcie_link_width),
+                ),
+            ),
+            (
+                "ecc_volatile",
+                f(
+                    v::ECC_CORRECTED | v::ECC_UNCORRECTED,
+                    &format!(
+                        "corrected={} uncorrected={}",
+                        g.ecc_corrected_volatile_count, g.ecc_uncorrected_volatile_count
+                    ),
+                ),
+            ),
+            ("process_count", f(v::PROCESSES, &g.process_count)),
+        ];
+        for (key, value) in fields {
+            println!("gpu{}.{key}={value}", g.index);
+        }
+    }
+    for p in &snap.processes {
+        let user = if p.valid & proc_valid::USER != 0 {
+            text::decode(&p.user)
+        } else {
+            "n/a".into()
+        };
+        let command = if p.valid & proc_valid::COMMAND != 0 {
+            text::decode(&p.command)
+        } else {
+            "n/a".into()
+        };
+        let mem = if p.valid & proc_valid::GPU_MEMORY != 0 {
+            p.gpu_mem_bytes.to_string()
+        } else {
+            "n/a".into()
+        };
+        println!("process gpu={} pid={} uid={} user={user} command={command} kind={} gpu_mem_bytes={mem}", p.gpu_index, p.pid, p.uid, p.kind);
+    }
+    if snap.proc_overflow > 0 {
+        println!("processes_not_shown={}", snap.proc_overflow);
+    }
+}
