@@ -52,7 +52,7 @@ impl From<Error> for Exit {
             Error::Untrusted { .. } => EXIT_UNTRUSTED,
             Error::AbiMismatch { .. } => EXIT_ABI,
             Error::Corrupt { .. } => EXIT_CORRUPT,
-            Error::AlreadyRunning { .. } => EXIT_INTERNAL,
+            Error::AlreadyRunning { .. } | Error::Lock { .. } => EXIT_INTERNAL,
             Error::Os { .. } => EXIT_OS,
         };
         Exit::new(code, e.to_string())

@@ -14,8 +14,7 @@ mod sampler;
 
 use std::process::ExitCode;
 
-use gpupeek_shm::layout::{DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY};
-use gpupeek_shm::{Error, Publisher};
+use gpupeek_shm::{Error, Options, Publisher};
 
 const EXIT_INTERNAL: u8 = 1;
 const EXIT_USAGE: u8 = 2;
@@ -33,13 +32,7 @@ fn main() -> ExitCode {
     }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
-    let publisher = match Publisher::create(
-        &name,
-        DEFAULT_GPU_CAPACITY,
-        DEFAULT_PROC_CAPACITY,
-        epoch,
-        std::process::id(),
-    ) {
+    let publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
         Ok(publisher) => publisher,
         Err(e) => {
             eprintln!("gpupeekd: {e}");

@@ -72,6 +72,13 @@ pub enum Error {
         /// The owner's pid, if its header says.
         pid: Option<u32>,
     },
+    /// The daemon's lock file cannot be used.
+    Lock {
+        /// Its path.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A system call failed.
     Os {
         /// Segment name.
@@ -149,6 +156,7 @@ impl fmt::Display for Error {
             Error::AlreadyRunning { name, pid: None } => {
                 write!(f, "segment '{name}' is owned by a running gpupeekd")
             }
+            Error::Lock { path, problem } => write!(f, "lock file {path}: {problem}"),
             Error::Os { name, op, errno } => {
                 write!(f, "segment '{name}': {op} failed: {}", errno.desc())
             }

@@ -33,7 +33,7 @@ pub use layout::{
     DaemonState, GpuRecord, GpuState, ProcRecord, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
 };
 pub use reader::{Liveness, Segment, Snapshot};
-pub use writer::Publisher;
+pub use writer::{Options, Publisher};
 
 /// Segment name used when neither `--shm` nor `GPUPEEK_SHM` says otherwise.
 pub const DEFAULT_NAME: &str = "gpupeek";

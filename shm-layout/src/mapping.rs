@@ -57,7 +57,7 @@ pub fn check_trusted(name: &str, st: &FileStat, euid: u32) -> Result<(), Error> 
         name: name.to_owned(),
         why,
     };
-    if st.st_mode & libc_s_ifmt() != libc_s_ifreg() {
+    if !is_regular(st) {
         return Err(untrusted(Untrusted::NotRegular));
     }
     if st.st_uid != 0 && st.st_uid != euid {
@@ -71,12 +71,10 @@ pub fn check_trusted(name: &str, st: &FileStat, euid: u32) -> Result<(), Error> 
     Ok(())
 }
 
-fn libc_s_ifmt() -> u32 {
-    nix::sys::stat::SFlag::S_IFMT.bits()
-}
-
-fn libc_s_ifreg() -> u32 {
-    nix::sys::stat::SFlag::S_IFREG.bits()
+/// True for a regular file (what every shared-memory object is).
+pub fn is_regular(st: &FileStat) -> bool {
+    use nix::sys::stat::SFlag;
+    st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
 }
 
 /// A shared mapping of a whole segment, seen as 64-bit words. Unmapped on drop.

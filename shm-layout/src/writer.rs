@@ -1,13 +1,21 @@
 //! The write side: create (or take over) a segment, hold it exclusively, publish into it.
 //!
-//! Exactly one daemon owns a segment: it holds an exclusive `flock` on the object for its
-//! whole life. A second daemon finds the lock taken and refuses to start. A segment left
-//! by a dead daemon is taken over in place when it is ours and has the same geometry (so
-//! long-lived readers keep their mapping and see the new epoch); otherwise it is unlinked
-//! and created anew with mode 0644. The object is never shrunk while mapped, so readers
-//! cannot be hit by `SIGBUS`.
+//! Exactly one daemon owns a segment name: it holds an exclusive `flock` on a private
+//! lock file (mode 0600, in a directory only its user can write) for its whole life; a
+//! second daemon finds the lock taken and refuses to start. The lock is deliberately not
+//! on the segment itself: every reader can open the segment, and `flock` needs no write
+//! access, so any user could otherwise stop the daemon from (re)starting.
+//!
+//! A segment left by a dead daemon is taken over in place when it is ours and has the
+//! same geometry (long-lived readers keep their mapping and see the new epoch); anything
+//! else standing at the name (another user's object, a symlink, another geometry) is
+//! unlinked and the segment is created anew with mode 0644. The object is never shrunk
+//! while mapped, so readers cannot be hit by `SIGBUS`.
 
+use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
 use nix::errno::Errno;
@@ -16,14 +24,61 @@ use nix::sys::stat::{fchmod, Mode};
 use nix::unistd::ftruncate;
 use zerocopy::IntoBytes;
 
-use crate::error::Error;
+use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
-use crate::layout::{GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord};
+use crate::layout::{
+    GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY,
+    DEFAULT_PROC_CAPACITY,
+};
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
 
 /// The segment's permission bits: readable by all, writable by the daemon alone.
 pub const SEGMENT_MODE: u32 = 0o644;
+
+/// Environment variable overriding the directory of the daemon's lock file.
+pub const LOCK_DIR_ENV: &str = "GPUPEEK_LOCK_DIR";
+
+/// How to create a segment.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// GPU slots.
+    pub gpu_capacity: u32,
+    /// Process slots.
+    pub proc_capacity: u32,
+    /// Random per-start value written to the header.
+    pub epoch: u64,
+    /// The daemon's pid.
+    pub writer_pid: u32,
+    /// Where the lock file `gpupeekd-NAME.lock` lives.
+    pub lock_dir: PathBuf,
+}
+
+impl Options {
+    /// Default capacities and lock directory ([`default_lock_dir`]).
+    pub fn new(epoch: u64, writer_pid: u32) -> Self {
+        Options {
+            gpu_capacity: DEFAULT_GPU_CAPACITY,
+            proc_capacity: DEFAULT_PROC_CAPACITY,
+            epoch,
+            writer_pid,
+            lock_dir: default_lock_dir(),
+        }
+    }
+}
+
+/// `$GPUPEEK_LOCK_DIR` if set; else `/run` for root; else `$XDG_RUNTIME_DIR`; else `/tmp`.
+pub fn default_lock_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(LOCK_DIR_ENV).filter(|d| !d.is_empty()) {
+        return dir.into();
+    }
+    if nix::unistd::geteuid().is_root() {
+        return "/run".into();
+    }
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| "/tmp".into(), PathBuf::from)
+}
 
 /// An exclusively held, writable segment.
 #[derive(Debug)]
@@ -31,48 +86,39 @@ pub struct Publisher {
     name: String,
     map: Mapping,
     geometry: Geometry,
-    _lock: Flock<OwnedFd>,
+    _lock: Flock<File>,
 }
 
 impl Publisher {
-    /// Creates or takes over segment `name` with the given capacities, writes its static
-    /// header (`epoch`, `writer_pid`) and leaves the daemon state at "starting".
-    pub fn create(
-        name: &str,
-        gpu_capacity: u32,
-        proc_capacity: u32,
-        epoch: u64,
-        writer_pid: u32,
-    ) -> Result<Self, Error> {
-        let geometry = Geometry::for_capacities(gpu_capacity, proc_capacity);
-        // Three rounds cover a race with another starting daemon or a vanishing object.
-        for _ in 0..3 {
-            if let Some(lock) = take_existing(name, &geometry)? {
-                return Self::finish(name, lock, geometry, epoch, writer_pid, false);
-            }
-            if let Some(lock) = create_new(name, &geometry)? {
-                return Self::finish(name, lock, geometry, epoch, writer_pid, true);
-            }
-        }
-        Err(Error::os(name, "create", Errno::EAGAIN))
+    /// Takes the daemon lock for `name`, creates or takes over the segment, writes its
+    /// static header and leaves the daemon state at "starting".
+    pub fn create(name: &str, options: &Options) -> Result<Self, Error> {
+        mapping::shm_path(name)?;
+        let lock = lock_daemon(name, &options.lock_dir)?;
+        let geometry = Geometry::for_capacities(options.gpu_capacity, options.proc_capacity);
+        let (fd, fresh) = match reusable(name, &geometry)? {
+            Some(fd) => (fd, false),
+            None => (create_new(name, &geometry)?, true),
+        };
+        Self::finish(name, lock, &fd, geometry, options, fresh)
     }
 
     fn finish(
         name: &str,
-        lock: Flock<OwnedFd>,
+        lock: Flock<File>,
+        fd: &OwnedFd,
         geometry: Geometry,
-        epoch: u64,
-        writer_pid: u32,
+        options: &Options,
         fresh: bool,
     ) -> Result<Self, Error> {
-        let map = Mapping::new(name, &lock, geometry.segment_size, true)?;
+        let map = Mapping::new(name, fd, geometry.segment_size, true)?;
         let publisher = Publisher {
             name: name.to_owned(),
             map,
             geometry,
             _lock: lock,
         };
-        let header = geometry.static_header(epoch, writer_pid);
+        let header = geometry.static_header(options.epoch, options.writer_pid);
         let words = publisher.map.words();
         if fresh {
             // magic last: a reader that sees it sees the whole header.
@@ -152,57 +198,86 @@ impl Publisher {
     }
 }
 
-/// Opens an existing object and, if no live daemon holds it, locks it. Returns the lock
-/// when the object can be reused; unlinks it and returns `None` when it cannot.
-fn take_existing(name: &str, geometry: &Geometry) -> Result<Option<Flock<OwnedFd>>, Error> {
+/// Takes the exclusive daemon lock for `name`; a held lock means a live daemon.
+fn lock_daemon(name: &str, dir: &Path) -> Result<Flock<File>, Error> {
+    let path = dir.join(format!("gpupeekd-{name}.lock"));
+    let lock_error = |problem: String| Error::Lock {
+        path: path.display().to_string(),
+        problem,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(OFlag::O_NOFOLLOW.bits())
+        .open(&path)
+        .map_err(|e| lock_error(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| lock_error(e.to_string()))?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() || !meta.file_type().is_file() {
+        return Err(lock_error(format!(
+            "owned by uid {}, not by this user",
+            meta.uid()
+        )));
+    }
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(lock),
+        Err((_, Errno::EWOULDBLOCK)) => Err(Error::AlreadyRunning {
+            name: name.to_owned(),
+            pid: owner_pid(name),
+        }),
+        Err((_, errno)) => Err(lock_error(errno.desc().to_owned())),
+    }
+}
+
+/// The existing object at `name` if it can be taken over in place: ours, a regular
+/// object, and written with exactly `geometry`. Anything else there is unlinked.
+fn reusable(name: &str, geometry: &Geometry) -> Result<Option<OwnedFd>, Error> {
     let fd = match mapping::open(name, OFlag::O_RDWR, Mode::empty()) {
         Ok(fd) => fd,
         Err(Error::NotFound { .. }) => return Ok(None),
+        Err(Error::Untrusted {
+            why: Untrusted::Symlink,
+            ..
+        }) => {
+            unlink(name)?;
+            return Ok(None);
+        }
         Err(e) => return Err(e),
     };
-    let lock = match Flock::lock(fd, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => lock,
-        Err((fd, Errno::EWOULDBLOCK)) => {
-            return Err(Error::AlreadyRunning {
-                name: name.to_owned(),
-                pid: owner_pid(name, &fd),
-            })
-        }
-        Err((_, errno)) => return Err(Error::os(name, "flock", errno)),
-    };
-    let st = mapping::fstat(name, &lock)?;
+    let st = mapping::fstat(name, &fd)?;
     let ours = st.st_uid == nix::unistd::geteuid().as_raw();
+    let regular = mapping::is_regular(&st);
     let same_size = usize::try_from(st.st_size).ok() == Some(geometry.segment_size);
-    if ours && same_size && same_geometry(name, &lock, geometry) && still_named(name, &lock)? {
-        fchmod(lock.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
+    if ours && regular && same_size && same_geometry(name, &fd, geometry) {
+        fchmod(fd.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
             .map_err(|e| Error::os(name, "fchmod", e))?;
-        return Ok(Some(lock));
+        return Ok(Some(fd));
     }
     unlink(name)?;
     Ok(None)
 }
 
-/// Creates a new object exclusively and locks it; `None` if another process won the race.
-fn create_new(name: &str, geometry: &Geometry) -> Result<Option<Flock<OwnedFd>>, Error> {
+/// Creates a new object; a squatter racing to recreate the name is unlinked again.
+fn create_new(name: &str, geometry: &Geometry) -> Result<OwnedFd, Error> {
     let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL;
-    let fd = match mapping::open(name, flags, Mode::from_bits_truncate(SEGMENT_MODE)) {
-        Ok(fd) => fd,
-        Err(Error::Os {
-            errno: Errno::EEXIST,
-            ..
-        }) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let lock = match Flock::lock(fd, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => lock,
-        Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
-        Err((_, errno)) => return Err(Error::os(name, "flock", errno)),
-    };
-    fchmod(lock.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
-        .map_err(|e| Error::os(name, "fchmod", e))?;
-    ftruncate(lock.as_fd(), geometry.segment_size as i64)
-        .map_err(|e| Error::os(name, "ftruncate", e))?;
-    Ok(Some(lock))
+    for _ in 0..3 {
+        match mapping::open(name, flags, Mode::from_bits_truncate(SEGMENT_MODE)) {
+            Ok(fd) => {
+                fchmod(fd.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
+                    .map_err(|e| Error::os(name, "fchmod", e))?;
+                ftruncate(fd.as_fd(), geometry.segment_size as i64)
+                    .map_err(|e| Error::os(name, "ftruncate", e))?;
+                return Ok(fd);
+            }
+            Err(Error::Os {
+                errno: Errno::EEXIST,
+                ..
+            }) => unlink(name)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::os(name, "shm_open", Errno::EEXIST))
 }
 
 /// True if the old header describes exactly `geometry` (so old readers stay valid).
@@ -215,29 +290,18 @@ fn same_geometry(name: &str, fd: &OwnedFd, geometry: &Geometry) -> bool {
     Geometry::validate(name, &old, map.len()).ok() == Some(*geometry)
 }
 
-/// True if `name` still refers to the object behind `fd` (not unlinked and replaced).
-fn still_named(name: &str, fd: &OwnedFd) -> Result<bool, Error> {
-    let ours = mapping::fstat(name, fd)?;
-    match mapping::open(name, OFlag::O_RDONLY, Mode::empty()) {
-        Ok(again) => {
-            let now = mapping::fstat(name, &again)?;
-            Ok(now.st_dev == ours.st_dev && now.st_ino == ours.st_ino)
-        }
-        Err(Error::NotFound { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// The pid recorded by the daemon holding `fd`'s object, if its header is readable.
-fn owner_pid(name: &str, fd: &OwnedFd) -> Option<u32> {
-    let st = mapping::fstat(name, fd).ok()?;
-    if st.st_size < 128 {
+/// The pid recorded in the header of the segment at `name`, if readable.
+fn owner_pid(name: &str) -> Option<u32> {
+    let fd = mapping::open(name, OFlag::O_RDONLY, Mode::empty()).ok()?;
+    if mapping::fstat(name, &fd).ok()?.st_size < 128 {
         return None;
     }
-    let map = Mapping::new(name, fd, 128, false).ok()?;
+    let map = Mapping::new(name, &fd, 128, false).ok()?;
     let word =
         map.words()[std::mem::offset_of!(StaticHeader, writer_pid) / 8].load(Ordering::Relaxed);
-    Some(word as u32).filter(|&pid| pid != 0)
+    let mut pid = [0u8; 4];
+    pid.copy_from_slice(&word.to_ne_bytes()[..4]);
+    Some(u32::from_ne_bytes(pid)).filter(|&pid| pid != 0)
 }
 
 /// Removes the name; other processes' mappings stay valid.

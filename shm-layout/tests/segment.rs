@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use gpupeek_shm::layout::{gpu_valid, DaemonState};
 use gpupeek_shm::{
-    text, Error, GpuRecord, ProcRecord, Publisher, Segment, StatusRecord, Untrusted,
+    text, Error, GpuRecord, Options, ProcRecord, Publisher, Segment, StatusRecord, Untrusted,
 };
 use zerocopy::FromZeros;
 
@@ -15,6 +15,17 @@ impl TempName {
     fn new(tag: &str) -> Self {
         TempName(format!("gpupeek-test-{tag}-{}", std::process::id()))
     }
+    fn options(&self, gpus: u32, procs: u32, epoch: u64, pid: u32) -> Options {
+        let lock_dir = std::env::temp_dir().join(&self.0);
+        std::fs::create_dir_all(&lock_dir).unwrap();
+        Options {
+            gpu_capacity: gpus,
+            proc_capacity: procs,
+            lock_dir,
+            ..Options::new(epoch, pid)
+        }
+    }
+
     fn path(&self) -> String {
         format!("/dev/shm/{}", self.0)
     }
@@ -23,6 +34,7 @@ impl TempName {
 impl Drop for TempName {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(self.path());
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
     }
 }
 
@@ -44,7 +56,8 @@ fn layout_matches_the_golden_file() {
 #[test]
 fn published_records_read_back_in_a_snapshot() {
     let name = TempName::new("roundtrip");
-    let publisher = Publisher::create(&name.0, 4, 8, 77, std::process::id()).unwrap();
+    let publisher =
+        Publisher::create(&name.0, &name.options(4, 8, 77, std::process::id())).unwrap();
     let mut gpu = GpuRecord::new_zeroed();
     gpu.index = 0;
     gpu.valid = gpu_valid::NAME | gpu_valid::MEMORY;
@@ -79,7 +92,7 @@ fn published_records_read_back_in_a_snapshot() {
 #[test]
 fn segment_is_created_mode_0644() {
     let name = TempName::new("mode");
-    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
     let mode = std::fs::metadata(name.path()).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o644);
 }
@@ -87,8 +100,8 @@ fn segment_is_created_mode_0644() {
 #[test]
 fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
     let name = TempName::new("second");
-    let _first = Publisher::create(&name.0, 1, 1, 1, 4242).unwrap();
-    match Publisher::create(&name.0, 1, 1, 2, 1) {
+    let _first = Publisher::create(&name.0, &name.options(1, 1, 1, 4242)).unwrap();
+    match Publisher::create(&name.0, &name.options(1, 1, 2, 1)) {
         Err(Error::AlreadyRunning { pid, .. }) => assert_eq!(pid, Some(4242)),
         other => panic!("expected AlreadyRunning, got {other:?}"),
     }
@@ -99,10 +112,10 @@ fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
 #[test]
 fn a_dead_publishers_segment_is_taken_over_in_place_and_old_readers_see_the_new_epoch() {
     let name = TempName::new("takeover");
-    let first = Publisher::create(&name.0, 2, 2, 1, 1).unwrap();
+    let first = Publisher::create(&name.0, &name.options(2, 2, 1, 1)).unwrap();
     let reader = Segment::open(&name.0).unwrap();
     drop(first);
-    let second = Publisher::create(&name.0, 2, 2, 2, 1).unwrap();
+    let second = Publisher::create(&name.0, &name.options(2, 2, 2, 1)).unwrap();
     second.set_status(&live_status(0));
     assert_eq!(Segment::open(&name.0).unwrap().header().epoch, 2);
     assert!(reader.status().is_ok(), "an old mapping stays valid");
@@ -111,9 +124,9 @@ fn a_dead_publishers_segment_is_taken_over_in_place_and_old_readers_see_the_new_
 #[test]
 fn a_segment_with_other_capacities_is_replaced_not_resized_under_readers() {
     let name = TempName::new("resize");
-    drop(Publisher::create(&name.0, 2, 2, 1, 1).unwrap());
+    drop(Publisher::create(&name.0, &name.options(2, 2, 1, 1)).unwrap());
     let reader = Segment::open(&name.0).unwrap();
-    let _second = Publisher::create(&name.0, 4, 4, 2, 1).unwrap();
+    let _second = Publisher::create(&name.0, &name.options(4, 4, 2, 1)).unwrap();
     assert!(
         reader.status().is_ok(),
         "the old object is still mapped, not truncated"
@@ -124,7 +137,7 @@ fn a_segment_with_other_capacities_is_replaced_not_resized_under_readers() {
 #[test]
 fn reader_rejects_a_world_writable_segment() {
     let name = TempName::new("writable");
-    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
     std::fs::set_permissions(name.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
     match Segment::open(&name.0) {
         Err(Error::Untrusted {
@@ -138,7 +151,7 @@ fn reader_rejects_a_world_writable_segment() {
 #[test]
 fn reader_rejects_a_segment_owned_by_another_user() {
     let name = TempName::new("owner");
-    let _p = Publisher::create(&name.0, 1, 1, 1, 1).unwrap();
+    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
     if nix::unistd::geteuid().is_root() {
         // Root-owned segments are trusted by everyone: hand this one to a squatter.
         std::os::unix::fs::chown(name.path(), Some(54321), None).unwrap();
@@ -197,4 +210,31 @@ fn missing_segment_and_bad_names_are_reported_as_such() {
         Err(Error::InvalidName { .. })
     ));
     assert!(matches!(Segment::open(""), Err(Error::InvalidName { .. })));
+}
+
+#[test]
+fn a_reader_locking_the_segment_cannot_keep_the_daemon_from_restarting() {
+    let name = TempName::new("readerlock");
+    drop(Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap());
+    // Any user may open the segment read-only, and flock needs no write access.
+    let file = std::fs::File::open(name.path()).unwrap();
+    let _held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
+    let again = Publisher::create(&name.0, &name.options(1, 1, 2, 1));
+    assert!(again.is_ok(), "{again:?}");
+}
+
+#[test]
+fn a_lock_file_owned_by_someone_else_is_refused() {
+    if !nix::unistd::geteuid().is_root() {
+        return; // only root can hand a file to another user
+    }
+    let name = TempName::new("foreignlock");
+    let options = name.options(1, 1, 1, 1);
+    let lock = options.lock_dir.join(format!("gpupeekd-{}.lock", name.0));
+    std::fs::write(&lock, b"").unwrap();
+    std::os::unix::fs::chown(&lock, Some(54321), None).unwrap();
+    match Publisher::create(&name.0, &options) {
+        Err(Error::Lock { problem, .. }) => assert!(problem.contains("54321"), "{problem}"),
+        other => panic!("expected a lock error, got {other:?}"),
+    }
 }

@@ -130,6 +130,7 @@ impl Sandbox {
             .arg(&bins().fake_nvml)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
+            .env("GPUPEEK_LOCK_DIR", &self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())

@@ -359,6 +359,7 @@ fn seqlock_stress_checked_readers_see_no_torn_record_while_a_control_reader_does
     let peer = env!("CARGO_BIN_EXE_seqlock-stress-peer");
     let writer = Command::new(peer)
         .args(["writer", &sb.shm, "4000"])
+        .env("GPUPEEK_LOCK_DIR", &sb.dir)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -400,5 +401,31 @@ fn seqlock_stress_checked_readers_see_no_torn_record_while_a_control_reader_does
     assert!(
         field(&reports[2], "torn=") > 0,
         "the control reader must see tearing: {reports:?}"
+    );
+}
+
+#[test]
+fn a_segment_from_another_abi_major_is_refused_naming_both_versions() {
+    let sb = Sandbox::new("abi");
+    let geometry = gpupeek_shm::Geometry::for_capacities(1, 1);
+    let mut header = geometry.static_header(1, 1);
+    header.abi_major = gpupeek_shm::ABI_MAJOR + 1;
+    header.abi_minor = 3;
+    let mut bytes = vec![0u8; geometry.segment_size];
+    bytes[..128].copy_from_slice(zerocopy::IntoBytes::as_bytes(&header));
+    std::fs::write(sb.shm_path(), bytes).unwrap();
+    std::fs::set_permissions(
+        sb.shm_path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = sb.client(&[]);
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let theirs = format!("{}.3", gpupeek_shm::ABI_MAJOR + 1);
+    let ours = format!("{}.{}", gpupeek_shm::ABI_MAJOR, gpupeek_shm::ABI_MINOR);
+    assert!(
+        stderr(&out).contains(&theirs) && stderr(&out).contains(&ours),
+        "{}",
+        stderr(&out)
     );
 }

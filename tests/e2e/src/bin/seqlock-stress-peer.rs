@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use gpupeek_shm::layout::DaemonState;
-use gpupeek_shm::{GpuRecord, Publisher, Segment, StatusRecord};
+use gpupeek_shm::{GpuRecord, Options, Publisher, Segment, StatusRecord};
 use zerocopy::{FromBytes, IntoBytes};
 
 fn record(n: u64) -> GpuRecord {
@@ -37,7 +37,12 @@ fn main() {
     let (mut ops, mut torn_reads, mut stale) = (0u64, 0u64, 0u64);
     match role.as_str() {
         "writer" => {
-            let publisher = Publisher::create(name, 1, 1, 1, std::process::id()).expect("create");
+            let options = Options {
+                gpu_capacity: 1,
+                proc_capacity: 1,
+                ..Options::new(1, std::process::id())
+            };
+            let publisher = Publisher::create(name, &options).expect("create");
             let status = StatusRecord {
                 state: DaemonState::Live as u32,
                 gpu_count: 1,
