@@ -6,7 +6,7 @@
 //! be created.
 
 mod cli;
-mod clock_events;
+mod fallback;
 mod logging;
 mod procfs;
 mod run;

@@ -18,7 +18,7 @@ use nvml_wrapper::{Device, Nvml};
 use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
-use crate::clock_events;
+use crate::fallback;
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,13 +244,15 @@ fn put_identity(rec: &mut GpuRecord, id: &Identity) {
 fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
     f.field(
         v::MEMORY,
-        || d.memory_info(),
+        || fallback::memory(nvml, d),
         |r, m| {
             r.mem_total_bytes = m.total;
             r.mem_used_bytes = m.used;
             r.mem_free_bytes = m.free;
-            r.mem_reserved_bytes = m.reserved;
-            r.valid |= v::MEM_RESERVED;
+            if let Some(reserved) = m.reserved {
+                r.mem_reserved_bytes = reserved;
+                r.valid |= v::MEM_RESERVED;
+            }
         },
     );
     f.field(
@@ -276,7 +278,11 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.temperature(TemperatureSensor::Gpu),
         |r, t| r.temp_gpu_c = i32::try_from(t).unwrap_or(i32::MAX),
     );
-    f.field(v::FAN_SPEED, || d.fan_speed(0), |r, s| r.fan_speed_pct = s);
+    f.field(
+        v::FAN_SPEED,
+        || fallback::fan_speed(nvml, d),
+        |r, s| r.fan_speed_pct = s,
+    );
     f.field(
         v::POWER_DRAW,
         || d.power_usage(),
@@ -314,7 +320,7 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
     );
     f.field(
         v::CLOCK_EVENT_REASONS,
-        || clock_events::current(nvml, d),
+        || fallback::clock_event_reasons(nvml, d),
         |r, c| r.clock_event_reasons = c,
     );
     f.field(

@@ -429,3 +429,33 @@ fn a_segment_from_another_abi_major_is_refused_naming_both_versions() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_library_without_the_v2_functions_still_gives_memory_fan_and_clock_reasons() {
+    let sb = Sandbox::new("v1");
+    let sleeper = Sleeper::new();
+    let mut old = scenario(sleeper.pid());
+    old["gpus"][0]["fan_speed_pct"] = json!(55);
+    old["gpus"][0]["errors"] = json!({
+        "nvmlDeviceGetMemoryInfo_v2": "FUNCTION_NOT_FOUND",
+        "nvmlDeviceGetFanSpeed_v2": "FUNCTION_NOT_FOUND",
+        "nvmlDeviceGetCurrentClocksEventReasons": "FUNCTION_NOT_FOUND",
+    });
+    sb.write_scenario(&old);
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let doc: Value = serde_json::from_slice(&sb.client(&["--json"]).stdout).unwrap();
+    assert_eq!(doc["gpus"][0]["memory.used"], 10240);
+    assert_eq!(doc["gpus"][0]["memory.total"], 81559);
+    assert_eq!(doc["gpus"][0]["fan.speed"], 55);
+    let gpu = &sb.segment().snapshot().unwrap().gpus[0];
+    use gpupeek_shm::layout::gpu_valid;
+    assert_ne!(gpu.valid & gpu_valid::CLOCK_EVENT_REASONS, 0);
+    assert_eq!(gpu.clock_event_reasons, 4);
+    assert_eq!(
+        gpu.valid & gpu_valid::MEM_RESERVED,
+        0,
+        "v1 does not report reserved memory"
+    );
+    assert_eq!(gpu.nvml_error_code, 0, "a missing function is not an error");
+}
