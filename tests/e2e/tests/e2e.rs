@@ -459,3 +459,40 @@ fn a_library_without_the_v2_functions_still_gives_memory_fan_and_clock_reasons()
     );
     assert_eq!(gpu.nvml_error_code, 0, "a missing function is not an error");
 }
+
+#[test]
+fn an_unprivileged_user_reads_a_root_daemons_segment_but_cannot_write_it() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to start the daemon as root and the reader as another user");
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let (sb, _sleeper, _daemon) = live("nonroot", "100ms");
+    let as_nobody = |program: &std::path::Path| {
+        let mut cmd = Command::new(program);
+        cmd.uid(65534).gid(65534);
+        cmd
+    };
+    let mut client = as_nobody(&bins().client);
+    client.args(["--shm", &sb.shm, "--no-header"]);
+    let out = run_with_watchdog(client);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("[0] NVIDIA H100 80GB HBM3 | 41°C,  45 %"),
+        "{}",
+        stdout(&out)
+    );
+
+    let mut write = as_nobody(std::path::Path::new("/bin/sh"));
+    write.arg("-c").arg(format!(
+        "echo x >> {0} || truncate -s 0 {0} || exit 0; exit 1",
+        sb.shm_path().display()
+    ));
+    let out = run_with_watchdog(write);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "an unprivileged user modified the segment"
+    );
+    assert_eq!(sb.client(&[]).status.code(), Some(0));
+}
