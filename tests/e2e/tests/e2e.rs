@@ -496,3 +496,26 @@ fn an_unprivileged_user_reads_a_root_daemons_segment_but_cannot_write_it() {
     );
     assert_eq!(sb.client(&[]).status.code(), Some(0));
 }
+
+#[test]
+fn a_second_sigterm_exits_at_once_even_inside_a_slow_nvml_call() {
+    let sb = Sandbox::new("twice");
+    let sleeper = Sleeper::new();
+    let mut slow = scenario(sleeper.pid());
+    slow["latency_us_by_function"] = json!({"nvmlDeviceGetComputeRunningProcesses_v3": 2_000_000});
+    sb.write_scenario(&slow);
+    let mut daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    // Every tick spends 2 s in one NVML call and the next starts 100 ms after the last
+    // publish, so half a second from now the daemon is inside that call: the first
+    // signal cannot be acted on until it returns, the second must not wait for it.
+    std::thread::sleep(Duration::from_millis(500));
+    daemon.signal(Signal::SIGTERM);
+    std::thread::sleep(Duration::from_millis(100));
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(
+        daemon.wait_exit(),
+        Some(1),
+        "the second signal exits immediately"
+    );
+}
