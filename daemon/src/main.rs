@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
-    let publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
+    let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
         Ok(publisher) => publisher,
         Err(e) => {
             eprintln!("gpupeekd: {e}");

@@ -166,7 +166,7 @@ impl Daemon {
                         retry_at: Instant::now() + self.config.interval,
                         backoff: self.config.interval,
                     };
-                    self.publisher.write_processes(&[], 0);
+                    self.publisher.write_processes(&[]);
                 }
             },
             Nvml::Down { .. } => {}
@@ -240,7 +240,7 @@ impl Daemon {
         for p in &self.gpu_procs {
             self.proc_records.push(resolve(&mut self.procfs, p));
         }
-        self.publisher.write_processes(&self.proc_records, 0);
+        self.publisher.write_processes(&self.proc_records);
         count
     }
 

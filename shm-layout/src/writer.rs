@@ -13,10 +13,12 @@
 //! while mapped, so readers cannot be hit by `SIGBUS`.
 
 use std::fs::File;
+use std::mem::{offset_of, size_of};
+use std::ops::Range;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg, OFlag};
@@ -28,7 +30,7 @@ use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
     GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY,
-    DEFAULT_PROC_CAPACITY,
+    DEFAULT_PROC_CAPACITY, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -86,6 +88,7 @@ pub struct Publisher {
     name: String,
     map: Mapping,
     geometry: Geometry,
+    header: StaticHeader,
     _lock: Flock<File>,
 }
 
@@ -111,23 +114,21 @@ impl Publisher {
         options: &Options,
         fresh: bool,
     ) -> Result<Self, Error> {
-        let map = Mapping::new(name, fd, geometry.segment_size, true)?;
         let publisher = Publisher {
             name: name.to_owned(),
-            map,
+            map: Mapping::new(name, fd, geometry.segment_size, true)?,
             geometry,
+            header: geometry.static_header(options.epoch, options.writer_pid),
             _lock: lock,
         };
-        let header = geometry.static_header(options.epoch, options.writer_pid);
-        let words = publisher.map.words();
         if fresh {
             // magic last: a reader that sees it sees the whole header.
-            seqlock::store_words(&words[1..16], &header.as_bytes()[8..]);
-            words[0].store(header.magic, Ordering::Release);
+            publisher.store_header(8..size_of::<StaticHeader>());
+            publisher.map.words()[0].store(MAGIC, Ordering::Release);
         } else {
             // Same geometry: only the epoch and pid change; magic stays valid throughout.
-            let offset = std::mem::offset_of!(StaticHeader, epoch) / 8;
-            seqlock::store_words(&words[offset..offset + 2], &header.as_bytes()[24..40]);
+            let pid = offset_of!(StaticHeader, writer_pid);
+            publisher.store_header(offset_of!(StaticHeader, epoch)..pid + size_of::<u32>());
         }
         publisher.set_status(&StatusRecord {
             heartbeat_mono_ns: crate::mono_now_ns(),
@@ -147,13 +148,20 @@ impl Publisher {
     }
 
     /// Records the daemon's pid (after it detached into the background).
-    pub fn set_writer_pid(&self, pid: u32) {
-        // `writer_pid` shares its word with `status_size_bytes`; rebuild it in memory order.
-        let word = &self.map.words()[std::mem::offset_of!(StaticHeader, writer_pid) / 8];
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&pid.to_ne_bytes());
-        bytes[4..].copy_from_slice(&(self.geometry.status_size as u32).to_ne_bytes());
-        word.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
+    pub fn set_writer_pid(&mut self, pid: u32) {
+        self.header.writer_pid = pid;
+        let start = offset_of!(StaticHeader, writer_pid);
+        self.store_header(start..start + 4);
+    }
+
+    /// Stores the words of the static header that cover `bytes` (whole words, so a field
+    /// sharing a word with another is rewritten together with it).
+    fn store_header(&self, bytes: Range<usize>) {
+        let words = bytes.start / 8..bytes.end.div_ceil(8);
+        seqlock::store_words(
+            &self.map.words()[words.clone()],
+            &self.header.as_bytes()[words.start * 8..words.end * 8],
+        );
     }
 
     /// Publishes the status record.
@@ -166,16 +174,16 @@ impl Publisher {
         seqlock::write(self.geometry.gpu(self.map.words(), slot), record);
     }
 
-    /// Publishes the process table. Processes beyond the capacity are counted in the
-    /// head's `overflow` together with `extra_overflow`; returns how many were stored.
-    pub fn write_processes(&self, processes: &[ProcRecord], extra_overflow: u32) -> usize {
+    /// Publishes the process table. Processes beyond the capacity are left out and
+    /// counted in the head's `overflow`.
+    pub fn write_processes(&self, processes: &[ProcRecord]) {
         let words = self.map.words();
         let stored = processes.len().min(self.geometry.proc_capacity);
         let left_out = (processes.len() - stored) as u32;
         let head = ProcTableHead {
             seq: 0,
             count: stored as u32,
-            overflow: left_out.saturating_add(extra_overflow),
+            overflow: left_out,
             reserved: [0; 14],
         };
         let head_block = self.geometry.proc_head(words);
@@ -185,14 +193,13 @@ impl Publisher {
                 seqlock::store_words(self.geometry.proc_slot(words, slot), p.as_bytes());
             }
         });
-        stored
     }
 
     /// Marks the end of a complete publish; returns the new generation.
     pub fn bump_generation(&self) -> u64 {
         let word = self.geometry.generation(self.map.words());
         let next = word.load(Ordering::Relaxed) + 1;
-        fence(Ordering::Release);
+        // Release: every record store of this publish happens before the new generation.
         word.store(next, Ordering::Release);
         next
     }
@@ -297,8 +304,7 @@ fn owner_pid(name: &str) -> Option<u32> {
         return None;
     }
     let map = Mapping::new(name, &fd, 128, false).ok()?;
-    let word =
-        map.words()[std::mem::offset_of!(StaticHeader, writer_pid) / 8].load(Ordering::Relaxed);
+    let word = map.words()[offset_of!(StaticHeader, writer_pid) / 8].load(Ordering::Relaxed);
     let mut pid = [0u8; 4];
     pid.copy_from_slice(&word.to_ne_bytes()[..4]);
     Some(u32::from_ne_bytes(pid)).filter(|&pid| pid != 0)

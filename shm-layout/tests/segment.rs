@@ -66,7 +66,7 @@ fn published_records_read_back_in_a_snapshot() {
     publisher.write_gpu(0, &gpu);
     let mut p = ProcRecord::new_zeroed();
     p.pid = 42;
-    publisher.write_processes(&[p; 10], 0);
+    publisher.write_processes(&[p; 10]);
     publisher.set_status(&live_status(1));
     publisher.bump_generation();
 
@@ -110,15 +110,23 @@ fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
 }
 
 #[test]
-fn a_dead_publishers_segment_is_taken_over_in_place_and_old_readers_see_the_new_epoch() {
+fn a_dead_publishers_segment_is_taken_over_in_place_so_old_readers_see_the_new_daemon() {
     let name = TempName::new("takeover");
     let first = Publisher::create(&name.0, &name.options(2, 2, 1, 1)).unwrap();
     let reader = Segment::open(&name.0).unwrap();
     drop(first);
-    let second = Publisher::create(&name.0, &name.options(2, 2, 2, 1)).unwrap();
+    assert_eq!(reader.status().unwrap().state, DaemonState::Starting as u32);
+    let mut second = Publisher::create(&name.0, &name.options(2, 2, 2, 1)).unwrap();
+    second.set_writer_pid(4242);
     second.set_status(&live_status(0));
-    assert_eq!(Segment::open(&name.0).unwrap().header().epoch, 2);
-    assert!(reader.status().is_ok(), "an old mapping stays valid");
+    // Same object: the mapping opened under the first daemon sees the second one's writes.
+    assert_eq!(reader.status().unwrap().state, DaemonState::Live as u32);
+    let header = *Segment::open(&name.0).unwrap().header();
+    assert_eq!((header.epoch, header.writer_pid), (2, 4242));
+    assert_eq!(
+        header.status_size_bytes, 256,
+        "the pid's neighbour in its word is intact"
+    );
 }
 
 #[test]
