@@ -2,8 +2,8 @@
 //!
 //! The daemon resolves each process once per tick so that readers never have to (and
 //! never race with processes that exit). A process that vanished between NVML listing it
-//! and us reading `/proc` simply has no user or command: not an error. User names are
-//! cached per uid. The command is `basename(argv[0])` as gpustat shows it, falling back
+//! and us reading `/proc` simply has no user or command: not an error. A process is read
+//! once per tick however many GPUs it uses; user names are cached per uid. The command is `basename(argv[0])` as gpustat shows it, falling back
 //! to `/proc/PID/comm` when the command line is empty.
 
 use std::collections::HashMap;
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 pub struct Procfs {
     root: PathBuf,
     users: HashMap<u32, String>,
+    this_tick: HashMap<u32, ProcInfo>,
 }
 
 /// Owner and command of one process; `None` where `/proc` had nothing.
@@ -29,17 +30,27 @@ impl Procfs {
         Procfs {
             root: root.into(),
             users: HashMap::new(),
+            this_tick: HashMap::new(),
         }
     }
 
-    /// Looks up process `pid`.
-    pub fn lookup(&mut self, pid: u32) -> ProcInfo {
-        let dir = self.root.join(pid.to_string());
-        let user = real_uid(&dir).map(|uid| (uid, self.user_name(uid)));
-        ProcInfo {
-            user,
-            command: command(&dir),
+    /// Starts a new tick: processes are read again from `/proc` on their next lookup.
+    pub fn new_tick(&mut self) {
+        self.this_tick.clear();
+    }
+
+    /// Looks up process `pid`, reading `/proc` only on its first lookup this tick.
+    pub fn lookup(&mut self, pid: u32) -> &ProcInfo {
+        if !self.this_tick.contains_key(&pid) {
+            let dir = self.root.join(pid.to_string());
+            let user = real_uid(&dir).map(|uid| (uid, self.user_name(uid)));
+            let info = ProcInfo {
+                user,
+                command: command(&dir),
+            };
+            self.this_tick.insert(pid, info);
         }
+        &self.this_tick[&pid]
     }
 
     fn user_name(&mut self, uid: u32) -> String {
@@ -97,7 +108,8 @@ mod tests {
             b"/usr/bin/python3\0train.py\0",
             "pt_main_thread\n",
         );
-        let info = Procfs::new(&root).lookup(7);
+        let mut procfs = Procfs::new(&root);
+        let info = procfs.lookup(7);
         assert_eq!(info.command.as_deref(), Some("python3"));
         assert_eq!(info.user, Some((0, "root".to_owned())));
         std::fs::remove_dir_all(root).unwrap();
@@ -106,15 +118,37 @@ mod tests {
     #[test]
     fn empty_cmdline_falls_back_to_comm_and_unknown_uid_to_its_number() {
         let root = fake_proc(8, "Uid:\t4000000\t0\t0\t0\n", b"", "kworker\n");
-        let info = Procfs::new(&root).lookup(8);
+        let mut procfs = Procfs::new(&root);
+        let info = procfs.lookup(8);
         assert_eq!(info.command.as_deref(), Some("kworker"));
         assert_eq!(info.user, Some((4000000, "4000000".to_owned())));
         std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
+    fn a_process_is_read_once_per_tick_however_many_gpus_list_it() {
+        let root = fake_proc(9, "Uid:\t0\t0\t0\t0\n", b"first\0", "first\n");
+        let mut procfs = Procfs::new(&root);
+        assert_eq!(procfs.lookup(9).command.as_deref(), Some("first"));
+        std::fs::write(root.join("9/cmdline"), b"second\0").unwrap();
+        assert_eq!(
+            procfs.lookup(9).command.as_deref(),
+            Some("first"),
+            "same tick"
+        );
+        procfs.new_tick();
+        assert_eq!(
+            procfs.lookup(9).command.as_deref(),
+            Some("second"),
+            "next tick"
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
     fn a_vanished_process_has_no_details() {
-        let info = Procfs::new("/nonexistent-proc").lookup(1);
+        let mut procfs = Procfs::new("/nonexistent-proc");
+        let info = procfs.lookup(1);
         assert!(info.user.is_none() && info.command.is_none());
     }
 }

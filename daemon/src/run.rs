@@ -237,6 +237,7 @@ impl Daemon {
             self.publisher.write_gpu(index as usize, &self.gpu);
         }
         self.proc_records.clear();
+        self.procfs.new_tick();
         for p in &self.gpu_procs {
             self.proc_records.push(resolve(&mut self.procfs, p));
         }
@@ -253,8 +254,9 @@ impl Daemon {
         self.publisher.bump_generation();
     }
 
-    /// Publishes the final "stopped" state and releases NVML.
-    fn stop(mut self) {
+    /// Publishes the final "stopped" state; dropping `self` then releases NVML
+    /// (`nvmlShutdown`, when the sampler is dropped).
+    fn stop(self) {
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,
@@ -264,14 +266,6 @@ impl Daemon {
             put_system_info(&mut status, info);
         }
         self.publish_status(status);
-        self.nvml = Nvml::Down {
-            failure: Failure {
-                code: 0,
-                message: "stopped".into(),
-            },
-            retry_at: Instant::now(),
-            backoff: MAX_BACKOFF,
-        };
     }
 }
 
@@ -305,13 +299,13 @@ fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
         rec.valid |= proc_valid::GPU_MEMORY;
     }
     let info = procfs.lookup(p.pid);
-    if let Some((uid, name)) = info.user {
-        rec.uid = uid;
-        text::encode(&mut rec.user, &name);
+    if let Some((uid, name)) = &info.user {
+        rec.uid = *uid;
+        text::encode(&mut rec.user, name);
         rec.valid |= proc_valid::USER;
     }
-    if let Some(command) = info.command {
-        text::encode(&mut rec.command, &command);
+    if let Some(command) = &info.command {
+        text::encode(&mut rec.command, command);
         rec.valid |= proc_valid::COMMAND;
     }
     rec

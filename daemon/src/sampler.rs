@@ -14,6 +14,7 @@ use nvml_wrapper::enum_wrappers::device::{
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings;
 
 use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
 use gpupeek_shm::{text, GpuRecord};
@@ -32,12 +33,24 @@ pub struct Failure {
 impl From<NvmlError> for Failure {
     fn from(e: NvmlError) -> Self {
         let message = e.to_string();
-        let code = match e {
-            NvmlError::LibloadingError(_) => 12,
-            NvmlError::FailedToLoadSymbol(_) => 13,
-            other => nvml_wrapper_sys::bindings::nvmlReturn_t::from(other) as i32,
-        };
-        Failure { code, message }
+        Failure {
+            code: code(e),
+            message,
+        }
+    }
+}
+
+/// The NVML return code of an error (library and symbol loading map to NVML's own
+/// LIBRARY_NOT_FOUND and FUNCTION_NOT_FOUND).
+fn code(e: NvmlError) -> i32 {
+    match e {
+        NvmlError::LibloadingError(_) => {
+            bindings::nvmlReturn_enum_NVML_ERROR_LIBRARY_NOT_FOUND as i32
+        }
+        NvmlError::FailedToLoadSymbol(_) => {
+            bindings::nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND as i32
+        }
+        other => bindings::nvmlReturn_t::from(other) as i32,
     }
 }
 
@@ -125,13 +138,12 @@ impl Sampler {
             Ok(device) => device,
             Err(e) => {
                 let lost = matches!(e, NvmlError::GpuLost);
-                let failure = Failure::from(e);
                 rec.state = if lost {
                     GpuState::Lost
                 } else {
                     GpuState::Error
                 } as u32;
-                rec.nvml_error_code = failure.code;
+                rec.nvml_error_code = code(e);
                 if let Some(id) = &self.identities[slot] {
                     put_identity(rec, id);
                 }
@@ -149,7 +161,7 @@ impl Sampler {
         sample_processes(&device, &mut fill, index, procs);
         if fill.lost {
             fill.rec.state = GpuState::Lost as u32;
-            fill.rec.nvml_error_code = Failure::from(NvmlError::GpuLost).code;
+            fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
         }
     }
 }
@@ -196,7 +208,7 @@ impl Fill<'_> {
             }
             Err(e) => {
                 if self.rec.nvml_error_code == 0 {
-                    self.rec.nvml_error_code = Failure::from(e).code;
+                    self.rec.nvml_error_code = code(e);
                 }
                 None
             }
