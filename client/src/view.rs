@@ -70,6 +70,11 @@ fn opt<T>(valid: u64, bit: u64, value: T) -> Option<T> {
     (valid & bit != 0).then_some(value)
 }
 
+/// A string field, decoded only when its validity bit is set.
+fn opt_text(valid: u64, bit: u64, field: &[u8]) -> Option<String> {
+    (valid & bit != 0).then(|| text::decode(field))
+}
+
 impl View {
     /// Builds the view of `ids` (all GPUs when `None`); an unknown id is an error.
     pub fn new(snap: &Snapshot, ids: Option<&[u32]>) -> Result<View, u32> {
@@ -85,8 +90,7 @@ impl View {
         };
         let s = &snap.status;
         Ok(View {
-            driver_version: opt(s.valid, status_valid::DRIVER_VERSION, ())
-                .map(|()| text::decode(&s.driver_version)),
+            driver_version: opt_text(s.valid, status_valid::DRIVER_VERSION, &s.driver_version),
             published_unix_ns: s.published_unix_ns,
             gpus,
         })
@@ -97,7 +101,7 @@ impl GpuView {
     fn new(g: &GpuRecord, snap: &Snapshot) -> GpuView {
         let valid = g.valid;
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
-        let processes = opt(valid, v::PROCESSES, ()).map(|()| {
+        let processes = (valid & v::PROCESSES != 0).then(|| {
             snap.processes_on(g.index)
                 .map(ProcView::new)
                 .collect::<Vec<_>>()
@@ -106,8 +110,8 @@ impl GpuView {
         GpuView {
             index: g.index,
             state,
-            name: opt(valid, v::NAME, ()).map(|()| text::decode(&g.name)),
-            uuid: opt(valid, v::UUID, ()).map(|()| text::decode(&g.uuid)),
+            name: opt_text(valid, v::NAME, &g.name),
+            uuid: opt_text(valid, v::UUID, &g.uuid),
             temperature_c: opt(valid, v::TEMPERATURE, g.temp_gpu_c),
             fan_pct: opt(valid, v::FAN_SPEED, g.fan_speed_pct),
             util_pct: opt(valid, v::UTILIZATION, g.util_gpu_pct),
@@ -142,8 +146,8 @@ impl ProcView {
     fn new(p: &ProcRecord) -> ProcView {
         ProcView {
             pid: p.pid,
-            user: opt(p.valid, proc_valid::USER, ()).map(|()| text::decode(&p.user)),
-            command: opt(p.valid, proc_valid::COMMAND, ()).map(|()| text::decode(&p.command)),
+            user: opt_text(p.valid, proc_valid::USER, &p.user),
+            command: opt_text(p.valid, proc_valid::COMMAND, &p.command),
             gpu_mem_mib: opt(p.valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
         }
     }

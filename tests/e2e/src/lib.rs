@@ -65,6 +65,7 @@ pub struct Sandbox {
     pub shm: String,
     /// Scratch directory (scenario file, call counts, logs).
     pub dir: PathBuf,
+    daemons_started: std::cell::Cell<u32>,
 }
 
 impl Sandbox {
@@ -75,7 +76,11 @@ impl Sandbox {
         let id = format!("gpupeek-e2e-{}-{n}-{tag}", std::process::id());
         let dir = std::env::temp_dir().join(&id);
         std::fs::create_dir_all(dir.join("calls")).unwrap();
-        Sandbox { shm: id, dir }
+        Sandbox {
+            shm: id,
+            dir,
+            daemons_started: std::cell::Cell::new(0),
+        }
     }
 
     /// `/dev/shm/NAME`.
@@ -121,9 +126,8 @@ impl Sandbox {
 
     /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
-        let log = self
-            .dir
-            .join(format!("daemon-{}.log", self.daemons_started()));
+        let n = self.daemons_started.replace(self.daemons_started.get() + 1);
+        let log = self.dir.join(format!("daemon-{n}.log"));
         let child = Command::new(&bins().daemon)
             .args(["--foreground", "--shm", &self.shm, "--interval", interval])
             .arg("--nvml-lib")
@@ -140,16 +144,6 @@ impl Sandbox {
             child: Some(child),
             log,
         }
-    }
-
-    fn daemons_started(&self) -> usize {
-        std::fs::read_dir(&self.dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
-            })
-            .count()
     }
 
     /// Runs gpupeek against this sandbox's segment.
