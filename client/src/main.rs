@@ -3,7 +3,8 @@
 //! maps the segment read-only, copies a consistent snapshot and renders it.
 //!
 //! Exit status (see gpupeek(1)): 0 ok, 1 internal error, 2 bad usage, 3 no daemon (no
-//! segment, daemon starting or stopped), 4 stale daemon, 5 NVML error reported by the
+//! segment, daemon starting or stopped), 4 stale daemon (no heartbeat, or a record left
+//! half-written), 5 NVML error reported by the
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
 
@@ -52,6 +53,7 @@ impl From<Error> for Exit {
             Error::Untrusted { .. } => EXIT_UNTRUSTED,
             Error::AbiMismatch { .. } => EXIT_ABI,
             Error::Corrupt { .. } => EXIT_CORRUPT,
+            Error::Stale { .. } => EXIT_STALE,
             Error::AlreadyRunning { .. } | Error::Lock { .. } => EXIT_INTERNAL,
             Error::Os { .. } => EXIT_OS,
         };

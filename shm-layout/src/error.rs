@@ -65,6 +65,14 @@ pub enum Error {
         /// Which check failed.
         what: String,
     },
+    /// A record stayed mid-write for every retry: its writer died or hangs while
+    /// publishing it.
+    Stale {
+        /// Segment name.
+        name: String,
+        /// Which record.
+        what: &'static str,
+    },
     /// A live daemon already owns the segment.
     AlreadyRunning {
         /// Segment name.
@@ -144,6 +152,10 @@ impl fmt::Display for Error {
                 found.0, found.1, ours.0, ours.1
             ),
             Error::Corrupt { name, what } => write!(f, "corrupt segment '{name}': {what}"),
+            Error::Stale { name, what } => write!(
+                f,
+                "segment '{name}': the {what} stayed mid-write; gpupeekd died or hangs while publishing"
+            ),
             Error::AlreadyRunning {
                 name,
                 pid: Some(pid),

@@ -12,7 +12,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use zerocopy::FromZeros;
+use zerocopy::{FromZeros, IntoBytes};
 
 use crate::error::Error;
 use crate::geometry::Geometry;
@@ -163,20 +163,14 @@ impl Segment {
         out: &mut Vec<ProcRecord>,
     ) -> Result<u32, Error> {
         let mut head = ProcTableHead::new_zeroed();
-        seqlock::load_words(
-            &head_block[1..],
-            &mut zerocopy::IntoBytes::as_mut_bytes(&mut head)[8..],
-        );
+        seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
         out.clear();
         if head.count as usize > self.geometry.proc_capacity {
             return Err(Error::corrupt(&self.name, "process count exceeds capacity"));
         }
         for slot in 0..head.count as usize {
             let mut rec = ProcRecord::new_zeroed();
-            seqlock::load_words(
-                self.geometry.proc_slot(words, slot),
-                zerocopy::IntoBytes::as_mut_bytes(&mut rec),
-            );
+            seqlock::load_words(self.geometry.proc_slot(words, slot), rec.as_mut_bytes());
             out.push(rec);
         }
         Ok(head.overflow)
@@ -191,11 +185,11 @@ impl Segment {
         rec
     }
 
-    fn stale(&self, what: &str) -> Error {
-        Error::corrupt(
-            &self.name,
-            format!("{what} stayed mid-write: the writer died while publishing"),
-        )
+    fn stale(&self, what: &'static str) -> Error {
+        Error::Stale {
+            name: self.name.clone(),
+            what,
+        }
     }
 }
 
@@ -203,7 +197,7 @@ fn read_static_header(words: &[AtomicU64]) -> StaticHeader {
     let mut header = StaticHeader::new_zeroed();
     let magic = words[0].load(Ordering::Relaxed);
     fence(Ordering::Acquire);
-    let bytes = zerocopy::IntoBytes::as_mut_bytes(&mut header);
+    let bytes = header.as_mut_bytes();
     bytes[..8].copy_from_slice(&magic.to_ne_bytes());
     seqlock::load_words(&words[1..size_of::<StaticHeader>() / 8], &mut bytes[8..]);
     header

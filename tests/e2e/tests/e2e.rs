@@ -519,3 +519,24 @@ fn a_second_sigterm_exits_at_once_even_inside_a_slow_nvml_call() {
         "the second signal exits immediately"
     );
 }
+
+#[test]
+fn a_record_left_mid_write_by_a_frozen_daemon_reads_as_stale_not_corrupt() {
+    use std::os::unix::fs::FileExt;
+    let (sb, _sleeper, daemon) = live("midwrite", "100ms");
+    daemon.signal(Signal::SIGSTOP);
+    // Freeze GPU 0's record mid-write, as a daemon killed inside a publish leaves it.
+    let geometry = *sb.segment().geometry();
+    let seq = sb.segment().snapshot().unwrap().gpus[0].seq;
+    let segment = std::fs::OpenOptions::new()
+        .write(true)
+        .open(sb.shm_path())
+        .unwrap();
+    segment
+        .write_all_at(&(seq + 1).to_ne_bytes(), geometry.gpu_table_offset as u64)
+        .unwrap();
+    let out = sb.client(&[]);
+    daemon.signal(Signal::SIGCONT);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("mid-write"), "{}", stderr(&out));
+}
