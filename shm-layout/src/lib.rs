@@ -17,22 +17,38 @@
 
 #![deny(missing_docs)]
 
-pub mod error;
-pub mod geometry;
-pub mod layout;
-pub mod mapping;
-pub mod pin;
-pub mod reader;
 pub mod seqlock;
+
+// Under `--cfg loom` only the seqlock is built, on loom's atomics (see seqlock.rs), so
+// everything that hands it real `std` atomics is left out.
+#[cfg(not(loom))]
+pub mod error;
+#[cfg(not(loom))]
+pub mod geometry;
+#[cfg(not(loom))]
+pub mod layout;
+#[cfg(not(loom))]
+pub mod mapping;
+#[cfg(not(loom))]
+pub mod pin;
+#[cfg(not(loom))]
+pub mod reader;
+#[cfg(not(loom))]
 pub mod text;
+#[cfg(not(loom))]
 pub mod writer;
 
+#[cfg(not(loom))]
 pub use error::{Error, Untrusted};
+#[cfg(not(loom))]
 pub use geometry::Geometry;
+#[cfg(not(loom))]
 pub use layout::{
     DaemonState, GpuRecord, GpuState, ProcRecord, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
 };
+#[cfg(not(loom))]
 pub use reader::{Liveness, Segment, Snapshot};
+#[cfg(not(loom))]
 pub use writer::{Options, Publisher};
 
 /// Segment name used when neither `--shm` nor `GPUPEEK_SHM` says otherwise.

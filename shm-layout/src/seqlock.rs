@@ -24,17 +24,56 @@
 //!   observed a store of a later write, the final load sees at least that write's odd
 //!   sequence, and the copy is rejected.
 //!
-//! Retries are bounded ([`MAX_ATTEMPTS`]): a writer that died mid-write leaves an odd
-//! sequence forever, and the reader then reports [`Stale`] instead of spinning.
+//! Retries are bounded: a writer that died mid-write leaves an odd sequence forever, and
+//! the reader then reports [`Stale`] instead of spinning. The bound is time, not a count
+//! alone: a reader gives up after [`MIN_ATTEMPTS`] attempts *and then* [`STALE_AFTER`]
+//! more of trying (never after more than [`MAX_ATTEMPTS`]), so a reader that
+//! was itself preempted is not fooled into calling a live writer stale, and a reader
+//! under heavy load does not multiply the wait by its time slice.
+//!
+//! # Backoff
+//! After a failed attempt the reader spin-loads the sequence until it is even again (at
+//! most [`SPIN_LOADS`] loads), then retries at once: the copy starts right after a write
+//! ended, which is when it has the most time before the next one. A writer preempted on
+//! the reader's own core never turns even while the reader spins, so after
+//! [`SPIN_ATTEMPTS`] attempts the reader also yields its core between attempts.
+//!
+//! # Model checking
+//! Built with `--cfg loom` (only this module is then compiled), the atomics and fences
+//! are loom's and a reader gives up after [`LOOM_ATTEMPTS`] attempts with no clock, so
+//! `shm-layout/tests/loom.rs` can explore every interleaving of a writer and a reader.
 
+use std::time::{Duration, Instant};
+
+#[cfg(loom)]
+use loom::sync::atomic::{fence, AtomicU64, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
-/// How many times a reader tries a block before calling it stale.
-pub const MAX_ATTEMPTS: u32 = 200;
+/// Attempts a reader always makes before it may call a block stale.
+pub const MIN_ATTEMPTS: u32 = 64;
 
-/// A block stayed odd (mid-write) or kept changing for [`MAX_ATTEMPTS`] tries.
+/// How long a reader keeps trying a block that stays odd or keeps changing, after
+/// [`MIN_ATTEMPTS`] attempts failed.
+pub const STALE_AFTER: Duration = Duration::from_millis(2);
+
+/// Attempts after which a reader gives up whatever the clock says.
+pub const MAX_ATTEMPTS: u32 = 1 << 20;
+
+/// Attempts before a reader starts yielding its core between attempts.
+pub const SPIN_ATTEMPTS: u32 = 16;
+
+/// Most loads of the sequence word while waiting for an odd sequence to turn even.
+pub const SPIN_LOADS: u32 = 1 << 8;
+
+/// Under loom: attempts before a reader gives up (the model has no clock).
+#[cfg(loom)]
+pub const LOOM_ATTEMPTS: u32 = 3;
+
+/// A block stayed odd (mid-write) or kept changing for [`MIN_ATTEMPTS`] tries and then
+/// [`STALE_AFTER`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stale;
 
@@ -52,21 +91,24 @@ pub fn write_with(seq: &AtomicU64, store: impl FnOnce()) {
 
 /// Runs `load` (which must only do Relaxed loads of payload words) until it ran entirely
 /// inside one even sequence, and returns that sequence with `load`'s result. Gives up
-/// with [`Stale`] after [`MAX_ATTEMPTS`]; results of rejected attempts are dropped.
+/// with [`Stale`] as the module documentation says; results of rejected attempts are
+/// dropped.
 pub fn read_with<R>(seq: &AtomicU64, mut load: impl FnMut() -> R) -> Result<(u64, R), Stale> {
+    let mut clock_start: Option<Instant> = None;
     for attempt in 0..MAX_ATTEMPTS {
         let s1 = seq.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
-        if s1 & 1 == 1 {
-            backoff(attempt);
-            continue;
+        if s1 & 1 == 0 {
+            let value = load();
+            fence(Ordering::Acquire);
+            if seq.load(Ordering::Relaxed) == s1 {
+                return Ok((s1, value));
+            }
         }
-        let value = load();
-        fence(Ordering::Acquire);
-        if seq.load(Ordering::Relaxed) == s1 {
-            return Ok((s1, value));
+        if give_up(attempt, &mut clock_start) {
+            return Err(Stale);
         }
-        backoff(attempt);
+        backoff(seq, attempt);
     }
     Err(Stale)
 }
@@ -114,16 +156,43 @@ pub fn load_words(words: &[AtomicU64], out: &mut [u8]) {
     }
 }
 
-/// Spin briefly, then yield so a preempted writer on this core can finish.
-fn backoff(attempt: u32) {
-    if attempt < 16 {
+/// True when attempt number `attempt` (0-based) failed and the reader should stop. The
+/// clock is read only on this slow path, first after [`MIN_ATTEMPTS`] failures.
+#[cfg(not(loom))]
+fn give_up(attempt: u32, clock_start: &mut Option<Instant>) -> bool {
+    if attempt + 1 < MIN_ATTEMPTS {
+        return false;
+    }
+    clock_start.get_or_insert_with(Instant::now).elapsed() >= STALE_AFTER
+}
+
+#[cfg(loom)]
+fn give_up(attempt: u32, _: &mut Option<Instant>) -> bool {
+    attempt + 1 >= LOOM_ATTEMPTS
+}
+
+/// Under loom: one scheduling point instead of a spin.
+#[cfg(loom)]
+fn backoff(_: &AtomicU64, _: u32) {
+    loom::thread::yield_now();
+}
+
+/// Waits (spinning) for `seq` to turn even, then, past [`SPIN_ATTEMPTS`], yields if it
+/// did not: see "Backoff" above.
+#[cfg(not(loom))]
+fn backoff(seq: &AtomicU64, attempt: u32) {
+    for _ in 0..SPIN_LOADS {
+        if seq.load(Ordering::Relaxed) & 1 == 0 {
+            return;
+        }
         std::hint::spin_loop();
-    } else {
+    }
+    if attempt >= SPIN_ATTEMPTS {
         std::thread::yield_now();
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::layout::GpuRecord;
@@ -164,6 +233,72 @@ mod tests {
         assert_eq!(b[0].load(Ordering::Relaxed), 8);
         let mut out = GpuRecord::new_zeroed();
         assert_eq!(read(&b, &mut out), Ok(8));
+    }
+
+    #[test]
+    fn reader_gives_up_on_a_block_that_changes_under_every_copy() {
+        let b = block(8);
+        let mut copies = 0u32;
+        let result = read_with(&b[0], || {
+            copies += 1;
+            // A writer that finishes a whole write during every copy.
+            b[0].fetch_add(2, Ordering::Relaxed);
+        });
+        assert_eq!(result, Err(Stale));
+        assert!(copies >= MIN_ATTEMPTS, "gave up after {copies} copies");
+    }
+
+    /// A record whose every payload word holds `n` (so a mix of two writes shows).
+    fn numbered(n: u64) -> GpuRecord {
+        let mut rec = GpuRecord::new_zeroed();
+        for word in rec.as_mut_bytes().chunks_exact_mut(8) {
+            word.copy_from_slice(&n.to_ne_bytes());
+        }
+        rec
+    }
+
+    fn is_numbered(rec: &GpuRecord) -> bool {
+        let words: Vec<&[u8]> = rec.as_bytes()[8..].chunks_exact(8).collect();
+        words.iter().all(|w| *w == words[0])
+    }
+
+    #[test]
+    fn threads_reading_during_writes_never_accept_a_torn_record() {
+        // Small under Miri, which checks every access for data races and lets Relaxed
+        // loads return older values; larger natively.
+        let writes: u64 = if cfg!(miri) { 30 } else { 20_000 };
+        let b = block(64);
+        let (accepted, stale) = std::thread::scope(|s| {
+            s.spawn(|| {
+                for n in 1..=writes {
+                    write(&b, &numbered(n));
+                }
+            });
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let (mut accepted, mut stale) = (0u64, 0u64);
+                        let mut out = GpuRecord::new_zeroed();
+                        while b[0].load(Ordering::Relaxed) < 2 * writes {
+                            match read(&b, &mut out) {
+                                Ok(seq) => {
+                                    assert!(is_numbered(&out), "torn record at {seq}");
+                                    assert_eq!(out.as_bytes()[8..16], (seq / 2).to_ne_bytes());
+                                    accepted += 1;
+                                }
+                                Err(Stale) => stale += 1,
+                            }
+                        }
+                        (accepted, stale)
+                    })
+                })
+                .collect();
+            readers
+                .into_iter()
+                .map(|r| r.join().unwrap())
+                .fold((0, 0), |(a, s), (a2, s2)| (a + a2, s + s2))
+        });
+        assert!(accepted > 0, "no read succeeded ({stale} stale)");
     }
 
     #[test]
