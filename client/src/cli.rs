@@ -54,8 +54,8 @@ pub struct Args {
     #[argh(switch)]
     pub json: bool,
 
-    /// width of the GPU name column (default: the longest name)
-    #[argh(option)]
+    /// width of the GPU name column, 0 to 1000 (default: the longest name)
+    #[argh(option, from_str_fn(parse_width))]
     pub gpuname_width: Option<usize>,
 
     /// force colour even when stdout is not a terminal
@@ -129,6 +129,19 @@ fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
                 .map_err(|_| format!("bad GPU index {id:?} in --id"))
         })
         .collect()
+}
+
+/// Widest accepted `--gpuname-width`: far beyond any GPU name, far below what
+/// formatting can pad to.
+pub const MAX_NAME_WIDTH: usize = 1000;
+
+fn parse_width(s: &str) -> Result<usize, String> {
+    match s.parse() {
+        Ok(width) if width <= MAX_NAME_WIDTH => Ok(width),
+        _ => Err(format!(
+            "bad width {s:?}: use a number from 0 to {MAX_NAME_WIDTH}"
+        )),
+    }
 }
 
 /// Short switches that may be bundled (`-cup`).
@@ -226,5 +239,7 @@ mod tests {
         assert_eq!(parse_power("limit,draw"), Ok(Power::DrawLimit));
         assert_eq!(parse_ids("0, 2"), Ok(vec![0, 2]));
         assert!(parse_ids("0,x").is_err());
+        assert_eq!(parse_width("1000"), Ok(1000));
+        assert!(parse_width("1001").unwrap_err().contains("0 to 1000"));
     }
 }

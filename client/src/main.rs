@@ -161,7 +161,14 @@ fn iso_time(t: &DateTime<Local>) -> String {
 }
 
 fn parse_args() -> Result<cli::Args, Exit> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv = std::env::args_os()
+        .skip(1)
+        .map(|arg| {
+            arg.into_string().map_err(|arg| {
+                Exit::new(EXIT_USAGE, format!("argument {arg:?} is not valid UTF-8"))
+            })
+        })
+        .collect::<Result<Vec<String>, Exit>>()?;
     let argv = cli::normalize(&argv);
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {

@@ -69,7 +69,16 @@ fn main() -> ExitCode {
 
 /// Parses the command line; on `--help` or an error, prints and returns the exit code.
 fn parse_args() -> Result<cli::Args, ExitCode> {
-    let argv: Vec<String> = std::env::args().collect();
+    let mut argv = Vec::new();
+    for arg in std::env::args_os() {
+        match arg.into_string() {
+            Ok(arg) => argv.push(arg),
+            Err(arg) => {
+                eprintln!("gpupeekd: argument {arg:?} is not valid UTF-8");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     let (cmd, rest) = strs
         .split_first()

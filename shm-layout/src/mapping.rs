@@ -30,9 +30,12 @@ pub fn shm_path(name: &str) -> Result<String, Error> {
     Ok(format!("/{name}"))
 }
 
-/// `shm_open` with errno mapped to the segment's error variants.
+/// `shm_open` with errno mapped to the segment's error variants. `O_NONBLOCK` is always
+/// added: it changes nothing for a shared-memory object, but a FIFO that another user
+/// put at the name would otherwise block the open forever.
 pub fn open(name: &str, flags: OFlag, mode: Mode) -> Result<OwnedFd, Error> {
     let path = shm_path(name)?;
+    let flags = flags | OFlag::O_NONBLOCK;
     mman::shm_open(path.as_str(), flags, mode).map_err(|errno| match errno {
         nix::errno::Errno::ENOENT => Error::NotFound {
             name: name.to_owned(),

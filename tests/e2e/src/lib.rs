@@ -2,6 +2,8 @@
 //! names that are always removed; a scenario file for the fake NVML; a daemon that is
 //! always killed; and a client run under a watchdog so no test can hang.
 
+pub mod hostile;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -269,4 +271,33 @@ pub fn stdout(o: &Output) -> String {
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// True if the test may go on with what needs root. Elsewhere it prints why it skips,
+/// except in CI (`CI` set), where a test that needs root must not pass by skipping.
+pub fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} needs root, and CI must run it"
+    );
+    eprintln!("skipped {test}: needs root");
+    false
+}
+
+/// Asserts that a command failed with `code` and said why in exactly one line, without
+/// a panic and without writing to stdout.
+pub fn assert_one_line_failure(out: &Output, code: i32, what: &str) {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: exit status {:?}, stderr {err:?}",
+        out.status
+    );
+    assert_eq!(err.lines().count(), 1, "{what}: stderr {err:?}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    assert!(out.stdout.is_empty(), "{what}: stdout {:?}", stdout(out));
 }
