@@ -66,7 +66,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(exit) => {
             if !exit.message.is_empty() {
-                eprintln!("gpupeek: {}", exit.message);
+                // Not eprintln!, which panics when stderr is a closed pipe.
+                let _ = writeln!(std::io::stderr().lock(), "gpupeek: {}", exit.message);
             }
             ExitCode::from(exit.code)
         }

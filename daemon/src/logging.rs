@@ -1,8 +1,8 @@
 //! Logging: stderr in the foreground, syslog (facility daemon) once detached.
 //!
 //! Messages go through the `log` facade so the rest of the daemon does not care where
-//! they end up. If syslog cannot be reached the daemon keeps running and logs nowhere
-//! rather than failing.
+//! they end up. If syslog or stderr cannot be written the daemon keeps running and logs
+//! nowhere rather than failing.
 
 use log::{LevelFilter, Log, Metadata, Record};
 
@@ -14,14 +14,21 @@ impl Log for Stderr {
     }
 
     fn log(&self, record: &Record) {
-        eprintln!(
-            "gpupeekd: {}: {}",
+        say(format_args!(
+            "{}: {}",
             record.level().as_str().to_lowercase(),
             record.args()
-        );
+        ));
     }
 
     fn flush(&self) {}
+}
+
+/// Writes `gpupeekd: LINE` to stderr. A stderr that is gone (a closed pipe, a full disk)
+/// loses the line but never stops the daemon: `eprintln!` would panic instead.
+pub fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "gpupeekd: {line}");
 }
 
 /// Sends log messages to stderr.

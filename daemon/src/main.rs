@@ -12,6 +12,7 @@ mod procfs;
 mod run;
 mod sampler;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use gpupeek_shm::{Error, Options, Publisher};
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     if args.version {
-        println!("gpupeekd {}", env!("CARGO_PKG_VERSION"));
+        let _ = writeln!(std::io::stdout(), "gpupeekd {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
@@ -35,7 +36,7 @@ fn main() -> ExitCode {
     let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
         Ok(publisher) => publisher,
         Err(e) => {
-            eprintln!("gpupeekd: {e}");
+            logging::say(format_args!("{e}"));
             return ExitCode::from(match e {
                 Error::AlreadyRunning { .. } => EXIT_ALREADY_RUNNING,
                 Error::InvalidName { .. } => EXIT_USAGE,
@@ -47,7 +48,7 @@ fn main() -> ExitCode {
         logging::to_stderr();
     } else {
         if let Err(e) = nix::unistd::daemon(false, false) {
-            eprintln!("gpupeekd: cannot detach: {}", e.desc());
+            logging::say(format_args!("cannot detach: {}", e.desc()));
             return ExitCode::from(EXIT_INTERNAL);
         }
         logging::to_syslog();
@@ -74,7 +75,7 @@ fn parse_args() -> Result<cli::Args, ExitCode> {
         match arg.into_string() {
             Ok(arg) => argv.push(arg),
             Err(arg) => {
-                eprintln!("gpupeekd: argument {arg:?} is not valid UTF-8");
+                logging::say(format_args!("argument {arg:?} is not valid UTF-8"));
                 return Err(ExitCode::from(EXIT_USAGE));
             }
         }
@@ -89,11 +90,11 @@ fn parse_args() -> Result<cli::Args, ExitCode> {
         .unwrap_or("gpupeekd");
     <cli::Args as argh::FromArgs>::from_args(&[cmd], rest).map_err(|exit| match exit.status {
         Ok(()) => {
-            print!("{}", exit.output);
+            let _ = write!(std::io::stdout(), "{}", exit.output);
             ExitCode::SUCCESS
         }
         Err(()) => {
-            eprintln!("gpupeekd: {}", exit.output.trim_end());
+            logging::say(format_args!("{}", exit.output.trim_end()));
             ExitCode::from(EXIT_USAGE)
         }
     })

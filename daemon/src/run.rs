@@ -24,6 +24,11 @@ use gpupeek_shm::{text, GpuRecord, ProcRecord, Publisher, StatusRecord};
 use crate::procfs::Procfs;
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
 
+/// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
+/// record write (counting from 0), leaving that record mid-write as a daemon killed
+/// there would. Used by the fault tests; unset in production.
+pub const FREEZE_ENV: &str = "GPUPEEKD_TEST_FREEZE_MID_WRITE";
+
 /// Longest wait between two NVML initialisation attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -56,6 +61,8 @@ struct Daemon {
     gpu_procs: Vec<GpuProcess>,
     proc_records: Vec<ProcRecord>,
     warned_capacity: bool,
+    /// GPU writes left before the test hook freezes the daemon (see [`FREEZE_ENV`]).
+    freeze_after: Option<u64>,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -143,6 +150,7 @@ impl Daemon {
             gpu_procs: Vec::new(),
             proc_records: Vec::new(),
             warned_capacity: false,
+            freeze_after: std::env::var(FREEZE_ENV).ok().and_then(|n| n.parse().ok()),
         }
     }
 
@@ -234,7 +242,22 @@ impl Daemon {
         self.gpu_procs.clear();
         for index in 0..count {
             sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
-            self.publisher.write_gpu(index as usize, &self.gpu);
+            match &mut self.freeze_after {
+                Some(0) => {
+                    self.freeze_after = None;
+                    let stop = || {
+                        let _ = nix::sys::signal::raise(nix::sys::signal::SIGSTOP);
+                    };
+                    self.publisher
+                        .write_gpu_interrupted(index as usize, &self.gpu, stop);
+                }
+                left => {
+                    if let Some(n) = left {
+                        *n -= 1;
+                    }
+                    self.publisher.write_gpu(index as usize, &self.gpu);
+                }
+            }
         }
         self.proc_records.clear();
         self.procfs.new_tick();

@@ -11,6 +11,12 @@
 //! else standing at the name (another user's object, a symlink, another geometry) is
 //! unlinked and the segment is created anew with mode 0644. The object is never shrunk
 //! while mapped, so readers cannot be hit by `SIGBUS`.
+//!
+//! Every page of the segment is allocated up front (`posix_fallocate`), not left sparse:
+//! a page of a shared-memory object is otherwise allocated on first touch, and when the
+//! filesystem is full (any user can fill `/dev/shm`) that touch is a `SIGBUS` for the
+//! daemon and for every reader. A daemon that cannot allocate the whole segment fails at
+//! start, with the new object removed.
 
 use std::fs::File;
 use std::mem::{offset_of, size_of};
@@ -21,9 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg, OFlag};
+use nix::fcntl::{posix_fallocate, Flock, FlockArg, OFlag};
 use nix::sys::stat::{fchmod, Mode};
-use nix::unistd::ftruncate;
 use zerocopy::IntoBytes;
 
 use crate::error::{Error, Untrusted};
@@ -174,6 +179,17 @@ impl Publisher {
         seqlock::write(self.geometry.gpu(self.map.words(), slot), record);
     }
 
+    /// [`Self::write_gpu`], calling `mid` after the odd sequence is stored and before
+    /// any payload word: the fault tests freeze the writer there.
+    #[doc(hidden)]
+    pub fn write_gpu_interrupted(&self, slot: usize, record: &GpuRecord, mid: impl FnOnce()) {
+        let block = self.geometry.gpu(self.map.words(), slot);
+        seqlock::write_with(&block[0], || {
+            mid();
+            seqlock::store_words(&block[1..], &record.as_bytes()[8..]);
+        });
+    }
+
     /// Publishes the process table. Processes beyond the capacity are left out and
     /// counted in the head's `overflow`.
     pub fn write_processes(&self, processes: &[ProcRecord]) {
@@ -259,6 +275,8 @@ fn reusable(name: &str, geometry: &Geometry) -> Result<Option<OwnedFd>, Error> {
     if ours && regular && same_size && same_geometry(name, &fd, geometry) {
         fchmod(fd.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
             .map_err(|e| Error::os(name, "fchmod", e))?;
+        // Fills any page an older writer left sparse; a no-op otherwise.
+        allocate(name, &fd, geometry)?;
         return Ok(Some(fd));
     }
     unlink(name)?;
@@ -271,10 +289,15 @@ fn create_new(name: &str, geometry: &Geometry) -> Result<OwnedFd, Error> {
     for _ in 0..3 {
         match mapping::open(name, flags, Mode::from_bits_truncate(SEGMENT_MODE)) {
             Ok(fd) => {
-                fchmod(fd.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
-                    .map_err(|e| Error::os(name, "fchmod", e))?;
-                ftruncate(fd.as_fd(), geometry.segment_size as i64)
-                    .map_err(|e| Error::os(name, "ftruncate", e))?;
+                // Sized and allocated in one step, so no reader ever sees a sparse object;
+                // a half-made object is removed so that no reader can accept it.
+                let made = fchmod(fd.as_fd(), Mode::from_bits_truncate(SEGMENT_MODE))
+                    .map_err(|e| Error::os(name, "fchmod", e))
+                    .and_then(|()| allocate(name, &fd, geometry));
+                if let Err(e) = made {
+                    let _ = unlink(name);
+                    return Err(e);
+                }
                 return Ok(fd);
             }
             Err(Error::Os {
@@ -285,6 +308,12 @@ fn create_new(name: &str, geometry: &Geometry) -> Result<OwnedFd, Error> {
         }
     }
     Err(Error::os(name, "shm_open", Errno::EEXIST))
+}
+
+/// Sizes the object to the segment and allocates every page of it.
+fn allocate(name: &str, fd: &OwnedFd, geometry: &Geometry) -> Result<(), Error> {
+    posix_fallocate(fd.as_fd(), 0, geometry.segment_size as i64)
+        .map_err(|e| Error::os(name, "posix_fallocate", e))
 }
 
 /// True if the old header describes exactly `geometry` (so old readers stay valid).

@@ -128,15 +128,26 @@ impl Sandbox {
 
     /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
-        let n = self.daemons_started.replace(self.daemons_started.get() + 1);
-        let log = self.dir.join(format!("daemon-{n}.log"));
-        let child = Command::new(&bins().daemon)
-            .args(["--foreground", "--shm", &self.shm, "--interval", interval])
+        self.spawn_daemon(self.daemon_command(interval))
+    }
+
+    /// The command [`Self::start_daemon`] runs, to add to before [`Self::spawn_daemon`].
+    pub fn daemon_command(&self, interval: &str) -> Command {
+        let mut cmd = Command::new(&bins().daemon);
+        cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
-            .env("GPUPEEK_LOCK_DIR", &self.dir)
+            .env("GPUPEEK_LOCK_DIR", &self.dir);
+        cmd
+    }
+
+    /// Spawns a daemon command, its stderr going to a log in the sandbox.
+    pub fn spawn_daemon(&self, mut cmd: Command) -> Daemon {
+        let n = self.daemons_started.replace(self.daemons_started.get() + 1);
+        let log = self.dir.join(format!("daemon-{n}.log"));
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -188,6 +199,15 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// Wraps a gpupeekd the test spawned itself; `log` is where its stderr went, if
+    /// anywhere.
+    pub fn from_child(child: Child, log: PathBuf) -> Self {
+        Daemon {
+            child: Some(child),
+            log,
+        }
+    }
+
     /// Its pid.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
@@ -212,6 +232,13 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Its scheduler state from `/proc/PID/stat`: `R`, `S`, `T` (stopped), `Z`...
+    pub fn state(&self) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        let after_name = &stat[stat.rfind(')').expect("stat has (comm)") + 2..];
+        after_name.chars().next().expect("state")
     }
 
     /// What it logged so far.

@@ -1,0 +1,446 @@
+//! Faults: a daemon killed mid-write, GPUs and NVML failing under it, slow driver
+//! calls, a shared-memory filesystem that is full or read-only, and the signals and
+//! closed descriptors a daemon meets in practice. Each test states the outcome the
+//! daemon and its readers must show; docs/RELIABILITY.md lists them with their figures.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gpupeek_e2e::{bins, root_or_skip, run_with_watchdog, stderr, stdout, wait_for, Sandbox};
+use gpupeek_shm::layout::{DaemonState, GpuState};
+use gpupeek_shm::{Error, Liveness, Segment};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+const GIB: u64 = 1 << 30;
+
+fn gpu(n: u32, temperature_c: u32) -> Value {
+    json!({
+        "name": format!("NVIDIA H100 80GB HBM3 #{n}"),
+        "uuid": format!("GPU-{n:08}-2222-3333-4444-555555555555"),
+        "pci_bus_id": format!("00000000:{:02x}:00.0", 0x18 + n),
+        "memory_total_bytes": 80 * GIB, "memory_used_bytes": GIB,
+        "utilization_gpu_pct": 10 * n, "temperature_c": temperature_c,
+        "power_usage_mw": 100_000, "power_limit_mw": 700_000
+    })
+}
+
+fn two_gpus() -> Value {
+    json!({"gpus": [gpu(0, 40), gpu(1, 50)]})
+}
+
+fn live(tag: &str, scenario: &Value, interval: &str) -> (Sandbox, gpupeek_e2e::Daemon) {
+    let sb = Sandbox::new(tag);
+    sb.write_scenario(scenario);
+    let daemon = sb.start_daemon(interval);
+    sb.wait_live(&daemon);
+    (sb, daemon)
+}
+
+/// Waits until a fresh snapshot satisfies `check`.
+fn wait_snapshot(
+    sb: &Sandbox,
+    daemon: &gpupeek_e2e::Daemon,
+    what: &str,
+    check: impl Fn(&gpupeek_shm::Snapshot) -> bool,
+) {
+    wait_for(what, daemon, || {
+        Segment::open(&sb.shm)
+            .and_then(|s| s.snapshot())
+            .is_ok_and(|snap| check(&snap))
+    });
+}
+
+#[test]
+fn a_daemon_frozen_mid_write_reads_stale_and_after_sigkill_a_restart_resumes_old_readers() {
+    let sb = Sandbox::new("frozen");
+    sb.write_scenario(&two_gpus());
+    let mut cmd = sb.daemon_command("50ms");
+    // Freeze inside the 5th GPU write: GPU 0's record of the third tick.
+    cmd.env("GPUPEEKD_TEST_FREEZE_MID_WRITE", "4");
+    let mut daemon = sb.spawn_daemon(cmd);
+    sb.wait_live(&daemon);
+    // A long-lived reader, mapped before the fault and kept across the restart.
+    let reader = sb.segment();
+    wait_for("the daemon to stop itself mid-write", &daemon, || {
+        daemon.state() == 'T'
+    });
+    let geometry = *reader.geometry();
+    let seq = reader.generation();
+    let gpu0_seq = {
+        let words = std::fs::read(sb.shm_path()).unwrap();
+        let at = geometry.gpu_table_offset;
+        u64::from_ne_bytes(words[at..at + 8].try_into().unwrap())
+    };
+    assert_eq!(gpu0_seq % 2, 1, "GPU 0's record is left mid-write");
+
+    let stale_now = |what: &str| {
+        let started = Instant::now();
+        let result = reader.snapshot();
+        let took = started.elapsed();
+        assert!(
+            matches!(result, Err(Error::Stale { .. })),
+            "{what}: {result:?}"
+        );
+        eprintln!("{what}: snapshot gave up as stale after {took:?}");
+        let out = sb.client(&[]);
+        assert_eq!(out.status.code(), Some(4), "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains("mid-write"), "{}", stderr(&out));
+    };
+    stale_now("frozen");
+    daemon.signal(Signal::SIGKILL);
+    assert_eq!(daemon.wait_exit(), None, "killed by a signal");
+    stale_now("killed");
+    assert_eq!(
+        reader.generation(),
+        seq,
+        "nothing published after the freeze"
+    );
+
+    let restarted = sb.start_daemon("50ms");
+    wait_for("the old reader to read the new daemon", &restarted, || {
+        reader.snapshot().is_ok_and(|snap| {
+            snap.generation > seq
+                && snap.liveness(gpupeek_shm::mono_now_ns()) == Liveness::Live
+                && snap.gpus.len() == 2
+                && snap.gpus[0].temp_gpu_c == 40
+        })
+    });
+    assert_ne!(sb.segment().header().epoch, reader.header().epoch);
+    assert_eq!(
+        sb.segment().geometry(),
+        reader.geometry(),
+        "taken over in place"
+    );
+    assert_eq!(sb.client(&[]).status.code(), Some(0));
+}
+
+#[test]
+fn a_gpu_lost_mid_run_is_marked_lost_keeps_its_identity_and_the_others_keep_updating() {
+    let (sb, daemon) = live("lost", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["gpus"][0]["errors"] = json!({"*": "GPU_IS_LOST"});
+    sb.write_scenario(&scenario);
+    wait_snapshot(&sb, &daemon, "GPU 0 to be lost", |s| {
+        s.gpus[0].state == GpuState::Lost as u32
+    });
+    scenario["gpus"][1]["temperature_c"] = json!(77);
+    sb.write_scenario(&scenario);
+    wait_snapshot(&sb, &daemon, "GPU 1 to keep updating", |s| {
+        s.gpus[1].temp_gpu_c == 77 && s.gpus[1].state == GpuState::Ok as u32
+    });
+    let snap = sb.segment().snapshot().unwrap();
+    assert_eq!(
+        gpupeek_shm::text::decode(&snap.gpus[0].uuid),
+        "GPU-00000000-2222-3333-4444-555555555555",
+        "a lost GPU keeps its identity so people can tell which one it is"
+    );
+    assert_eq!(snap.gpus[0].nvml_error_code, 15, "NVML_ERROR_GPU_IS_LOST");
+    let out = sb.client(&["--no-header"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().next().unwrap().contains("((GPU is lost))"),
+        "{text}"
+    );
+    assert!(text.lines().nth(1).unwrap().contains("77°C"), "{text}");
+}
+
+#[test]
+fn a_gpu_whose_calls_start_failing_reports_the_error_and_recovers_when_they_stop() {
+    let (sb, daemon) = live("failing", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["gpus"][0]["errors"] = json!({
+        "nvmlDeviceGetTemperature": "UNKNOWN",
+        "nvmlDeviceGetUtilizationRates": "UNKNOWN",
+    });
+    sb.write_scenario(&scenario);
+    use gpupeek_shm::layout::gpu_valid;
+    wait_snapshot(&sb, &daemon, "GPU 0's errors to show", |s| {
+        s.gpus[0].nvml_error_code == 999 && s.gpus[0].valid & gpu_valid::TEMPERATURE == 0
+    });
+    let snap = sb.segment().snapshot().unwrap();
+    assert_ne!(
+        snap.gpus[0].valid & gpu_valid::MEMORY,
+        0,
+        "other fields go on"
+    );
+    assert_eq!(
+        snap.gpus[1].nvml_error_code, 0,
+        "the other GPU is untouched"
+    );
+    let doc: Value = serde_json::from_slice(&sb.client(&["--json"]).stdout).unwrap();
+    assert_eq!(
+        doc["gpus"][0]["temperature.gpu"],
+        Value::Null,
+        "N/A, never 0"
+    );
+    assert_eq!(doc["gpus"][0]["memory.used"], 1024);
+    assert_eq!(doc["gpus"][1]["temperature.gpu"], 50);
+
+    sb.write_scenario(&two_gpus());
+    wait_snapshot(&sb, &daemon, "GPU 0 to recover", |s| {
+        s.gpus[0].nvml_error_code == 0 && s.gpus[0].temp_gpu_c == 40
+    });
+}
+
+#[test]
+fn nvml_that_stops_working_mid_run_is_reported_then_reinitialised_without_leaking_handles() {
+    let (sb, daemon) = live("nvmldown", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["errors"] = json!({"nvmlDeviceGetCount_v2": "UNKNOWN"});
+    sb.write_scenario(&scenario);
+    wait_for("the client to report the NVML error", &daemon, || {
+        sb.client(&[]).status.code() == Some(5)
+    });
+    let status = sb.segment().status().unwrap();
+    assert_eq!(status.state, DaemonState::NvmlError as u32);
+    assert_eq!(status.nvml_error_code, 999);
+    sb.write_scenario(&two_gpus());
+    wait_for("NVML to be re-initialised", &daemon, || {
+        sb.client(&[]).status.code() == Some(0)
+    });
+    assert!(
+        daemon.log().contains("NVML stopped working"),
+        "{}",
+        daemon.log()
+    );
+    // The failed session was shut down before the new one opened.
+    assert_eq!(
+        sb.nvml_calls()[&daemon.pid()].1,
+        1,
+        "exactly one open handle"
+    );
+}
+
+#[test]
+fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
+    let period_ns = 50_000_000;
+    let (sb, daemon) = live("slow", &two_gpus(), "50ms");
+    let mut slow = two_gpus();
+    slow["latency_us_by_function"] = json!({"nvmlDeviceGetTemperature": 300_000});
+    sb.write_scenario(&slow);
+    let segment = sb.segment();
+    let start = segment.generation();
+    wait_for("slow ticks", &daemon, || segment.generation() >= start + 4);
+    sb.write_scenario(&two_gpus());
+    // Heartbeats of the ticks right after the slow phase: a daemon that queued the
+    // missed ticks would now publish several of them back to back.
+    let after = segment.generation() + 1;
+    let mut beats = Vec::new();
+    let mut last = 0;
+    wait_for("ten normal ticks", &daemon, || {
+        let status = segment.status().unwrap();
+        let generation = segment.generation();
+        if generation >= after && generation != last {
+            last = generation;
+            beats.push((generation, status.heartbeat_mono_ns));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        generation >= after + 10
+    });
+    for pair in beats.windows(2) {
+        let ((g1, t1), (g2, t2)) = (pair[0], pair[1]);
+        if g2 == g1 + 1 {
+            assert!(
+                t2 - t1 >= period_ns / 2,
+                "ticks {g1} and {g2} came {} ns apart: missed ticks were queued",
+                t2 - t1
+            );
+        }
+    }
+    assert!(daemon.log().contains("overran"), "{}", daemon.log());
+}
+
+#[test]
+fn a_second_daemon_refuses_even_while_the_first_is_frozen() {
+    let (sb, first) = live("frozenowner", &two_gpus(), "50ms");
+    first.signal(Signal::SIGSTOP);
+    let mut second = sb.start_daemon("50ms");
+    let code = second.wait_exit();
+    first.signal(Signal::SIGCONT);
+    assert_eq!(code, Some(3), "{}", second.log());
+    let generation = sb.segment().generation();
+    sb.wait_generation(generation + 2, &first);
+    assert_eq!(sb.client(&[]).status.code(), Some(0));
+}
+
+/// Runs `script` in a private mount namespace (as root) with these positional
+/// parameters: $1 gpupeekd, $2 gpupeek, $3 the fake NVML, $4 the sandbox directory.
+fn in_mount_namespace(sb: &Sandbox, script: &str) -> String {
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(&bins().daemon)
+    .arg(&bins().client)
+    .arg(&bins().fake_nvml)
+    .arg(&sb.dir)
+    .env("FAKE_NVML_SCENARIO", sb.scenario_path())
+    .env("GPUPEEK_LOCK_DIR", &sb.dir);
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    stdout(&out) + &stderr(&out)
+}
+
+#[test]
+fn a_full_shared_memory_filesystem_at_start_is_one_line_exit_4_and_leaves_nothing() {
+    if !root_or_skip("a_full_shared_memory_filesystem_at_start") {
+        return;
+    }
+    let sb = Sandbox::new("shmfull");
+    sb.write_scenario(&two_gpus());
+    // 8 KiB of tmpfs: the header fits, the segment does not.
+    let out = in_mount_namespace(
+        &sb,
+        r#"mount -t tmpfs -o size=8k,mode=1777 tmpfs /dev/shm || exit 1
+        "$1" --foreground --shm full --nvml-lib "$3" 2>"$4/err"; echo "daemon=$?"
+        echo "lines=$(wc -l <"$4/err")"; cat "$4/err"
+        echo "left=$(ls -A /dev/shm | wc -l)"
+        "$2" --shm full; echo "client=$?""#,
+    );
+    assert!(out.contains("daemon=4"), "{out}");
+    assert!(out.contains("lines=1"), "{out}");
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(
+        out.contains("left=0"),
+        "a half-made segment was left: {out}"
+    );
+    assert!(out.contains("client=3"), "{out}");
+}
+
+#[test]
+fn a_read_only_shared_memory_filesystem_is_one_line_exit_4() {
+    if !root_or_skip("a_read_only_shared_memory_filesystem") {
+        return;
+    }
+    let sb = Sandbox::new("shmro");
+    sb.write_scenario(&two_gpus());
+    let out = in_mount_namespace(
+        &sb,
+        r#"mount -t tmpfs -o ro,mode=1777 tmpfs /dev/shm || exit 1
+        "$1" --foreground --shm ro --nvml-lib "$3" 2>"$4/err"; echo "daemon=$?"
+        echo "lines=$(wc -l <"$4/err")"; cat "$4/err"
+        "$2" --shm ro; echo "client=$?""#,
+    );
+    assert!(out.contains("daemon=4"), "{out}");
+    assert!(out.contains("lines=1"), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(out.contains("client=3"), "{out}");
+}
+
+#[test]
+fn a_shared_memory_filesystem_that_fills_up_after_start_hurts_neither_daemon_nor_readers() {
+    if !root_or_skip("a_shared_memory_filesystem_that_fills_up_after_start") {
+        return;
+    }
+    let sb = Sandbox::new("shmfills");
+    sb.write_scenario(&two_gpus());
+    // Room for the segment (about 160 KiB) and a little more, which a filler then takes.
+    let out = in_mount_namespace(
+        &sb,
+        r#"mount -t tmpfs -o size=256k,mode=1777 tmpfs /dev/shm || exit 1
+        "$1" --foreground --shm fills --interval 20ms --nvml-lib "$3" 2>"$4/err" &
+        daemon=$!
+        for i in $(seq 100); do "$2" --shm fills >/dev/null 2>&1 && break; sleep 0.05; done
+        dd if=/dev/zero of=/dev/shm/filler bs=4k 2>/dev/null; echo "avail=$(($(df --output=avail /dev/shm | tail -1)))"
+        sleep 0.3
+        "$2" --shm fills --no-header; echo "client=$?"
+        kill $daemon; wait $daemon; echo "daemon=$?""#,
+    );
+    assert!(out.contains("avail=0"), "{out}");
+    assert!(out.contains("client=0"), "{out}");
+    assert!(out.contains("NVIDIA H100 80GB HBM3 #1"), "{out}");
+    assert!(
+        out.contains("daemon=0"),
+        "the daemon survived to a clean stop: {out}"
+    );
+}
+
+#[test]
+fn sighup_and_sigpipe_are_ignored_and_publishing_goes_on() {
+    let (sb, mut daemon) = live("hup", &two_gpus(), "50ms");
+    for signal in [Signal::SIGHUP, Signal::SIGPIPE, Signal::SIGHUP] {
+        daemon.signal(signal);
+        let generation = sb.segment().generation();
+        sb.wait_generation(generation + 2, &daemon);
+    }
+    assert!(daemon.log().contains("SIGHUP ignored"), "{}", daemon.log());
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+}
+
+#[test]
+fn a_daemon_whose_stderr_is_a_closed_pipe_keeps_publishing() {
+    let sb = Sandbox::new("epipe");
+    sb.write_scenario(&two_gpus());
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let mut cmd = sb.daemon_command("50ms");
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(write))
+        .spawn()
+        .unwrap();
+    let mut daemon = gpupeek_e2e::Daemon::from_child(child, sb.dir.join("none.log"));
+    // Its log lines (one at start, then on SIGHUP) all fail with EPIPE.
+    sb.wait_live(&daemon);
+    daemon.signal(Signal::SIGHUP);
+    let generation = sb.segment().generation();
+    sb.wait_generation(generation + 3, &daemon);
+    daemon.signal(Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+}
+
+#[test]
+fn closed_standard_descriptors_are_harmless_to_daemon_and_client() {
+    let sb = Sandbox::new("closedfds");
+    sb.write_scenario(&two_gpus());
+    // `exec >&- 2>&- <&-` closes them for real, before gpupeekd starts.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", r#"exec "$@" <&- >&- 2>&-"#, "sh"])
+        .arg(&bins().daemon)
+        .args(["--foreground", "--shm", &sb.shm, "--interval", "50ms"])
+        .arg("--nvml-lib")
+        .arg(&bins().fake_nvml)
+        .env("FAKE_NVML_SCENARIO", sb.scenario_path())
+        .env("GPUPEEK_LOCK_DIR", &sb.dir);
+    let daemon = sb.spawn_daemon(cmd);
+    sb.wait_live(&daemon);
+    let generation = sb.segment().generation();
+    sb.wait_generation(generation + 2, &daemon);
+    let lock = sb.dir.join(format!("gpupeekd-{}.lock", sb.shm));
+    assert_eq!(
+        std::fs::read(&lock).unwrap(),
+        b"",
+        "log text went into a descriptor that reused fd 1 or 2"
+    );
+    let mut client = Command::new("sh");
+    client
+        .args(["-c", r#""$@" >&-; echo "client=$?" >&2"#, "sh"])
+        .arg(&bins().client)
+        .args(["--shm", &sb.shm]);
+    let out = run_with_watchdog(client);
+    assert_eq!(stderr(&out).trim(), "client=0", "{}", stderr(&out));
+}
+
+#[test]
+fn a_client_whose_stderr_is_a_closed_pipe_still_exits_with_its_status() {
+    let sb = Sandbox::new("clientepipe");
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let status = Command::new(&bins().client)
+        .args(["--shm", &sb.shm])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(write))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3), "no daemon, said to nobody");
+}
