@@ -64,7 +64,10 @@ fn an_unprivileged_user_can_read_but_not_write_truncate_replace_unlink_or_signal
         );
     }
     // The daemon is untouched and still publishing into the same object.
-    assert!(matches!(daemon.state(), 'S' | 'R'), "neither stopped nor killed");
+    assert!(
+        matches!(daemon.state(), 'S' | 'R'),
+        "neither stopped nor killed"
+    );
     let generation = before.generation();
     sb.wait_generation(generation + 2, &daemon);
     assert_eq!(sb.segment().header().epoch, before.header().epoch);

@@ -50,10 +50,7 @@ fn main() {
             .map_err(errno),
     );
     let fd = mapping::open(name, OFlag::O_RDONLY, Mode::empty()).expect("read-only open");
-    report(
-        "ftruncate",
-        nix::unistd::ftruncate(fd.as_fd(), 0).map_err(|e| e),
-    );
+    report("ftruncate", nix::unistd::ftruncate(fd.as_fd(), 0));
     let len = mapping::fstat(name, &fd).expect("fstat").st_size as usize;
     report(
         "mmap_writable",
