@@ -8,7 +8,9 @@
 //! - `control`: copies the record with no sequence check, and must see tearing (proof
 //!   that the test can fail);
 //! - `frozen`: no segment (SEGMENT is ignored): times how long the reader takes to give
-//!   up on a block a dead writer left odd, the bound a client waits on a stuck record.
+//!   up on a block a dead writer left odd, the bound a client waits on a stuck record;
+//! - `load`: takes snapshots of a real daemon's segment as fast as it can (the load
+//!   test's readers); `torn` counts nothing here, `stale` counts failed snapshots.
 //!
 //! Prints one line: `ROLE ops=N torn=T stale=S` (`frozen`: `ops=N mean_ns=M max_ns=X`).
 
@@ -49,6 +51,7 @@ fn main() {
         "writer" => writer(name, deadline, hz),
         "checked" | "control" => reader(role, name, deadline),
         "frozen" => frozen(deadline),
+        "load" => load(name, deadline),
         _ => {
             eprintln!("unknown role {role}");
             std::process::exit(2);
@@ -121,6 +124,18 @@ fn reader(role: &str, name: &str, deadline: Instant) {
         }
     }
     println!("{role} ops={ops} torn={torn_reads} stale={stale}");
+}
+
+fn load(name: &str, deadline: Instant) {
+    let (mut ops, mut failed) = (0u64, 0u64);
+    let segment = Segment::open(name).expect("segment exists");
+    while Instant::now() < deadline {
+        for _ in 0..64 {
+            ops += 1;
+            failed += u64::from(segment.snapshot().is_err());
+        }
+    }
+    println!("load ops={ops} torn=0 stale={failed}");
 }
 
 fn frozen(deadline: Instant) {
