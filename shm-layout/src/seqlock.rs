@@ -27,9 +27,9 @@
 //! Retries are bounded: a writer that died mid-write leaves an odd sequence forever, and
 //! the reader then reports [`Stale`] instead of spinning. The bound is time, not a count
 //! alone: a reader gives up after [`MIN_ATTEMPTS`] attempts *and then* [`STALE_AFTER`]
-//! more of trying (never after more than [`MAX_ATTEMPTS`]), so a reader that
-//! was itself preempted is not fooled into calling a live writer stale, and a reader
-//! under heavy load does not multiply the wait by its time slice.
+//! more of trying (never after more than [`MAX_ATTEMPTS`]). Against a live writer,
+//! however fast, more attempts mean a better chance of a clean copy; a reader that was
+//! itself preempted for a while still makes its attempts before it may give up.
 //!
 //! # Backoff
 //! After a failed attempt the reader spin-loads the sequence until it is even again (at

@@ -396,7 +396,10 @@ fn seqlock_stress_checked_readers_see_no_torn_record_while_a_control_reader_does
     );
     for checked in &reports[..2] {
         assert_eq!(field(checked, "torn="), 0, "{reports:?}");
-        assert!(field(checked, "ops=") > 1000, "{reports:?}");
+        // Accepted (checked) snapshots; on a loaded machine many attempts against a
+        // writer that never pauses end stale, each after the reader's full retry bound.
+        let accepted = field(checked, "ops=") - field(checked, "stale=");
+        assert!(accepted > 100, "{reports:?}");
     }
     assert!(
         field(&reports[2], "torn=") > 0,
