@@ -26,6 +26,15 @@ pub struct Args {
     #[argh(switch, short = 'F')]
     pub show_fan_speed: bool,
 
+    /// show a line per process with its CPU use, host memory, running time, GPU (SM)
+    /// utilisation and full command line (also --full-process-info)
+    #[argh(switch, short = 'f')]
+    pub show_full_cmd: bool,
+
+    /// show GPUs, processes, GPU memory and utilisation per user instead of per GPU
+    #[argh(switch)]
+    pub by_user: bool,
+
     /// show encoder/decoder utilisation: "enc", "dec" or "enc,dec" (bare -e: both)
     #[argh(option, short = 'e', from_str_fn(parse_codec))]
     pub show_codec: Option<Codec>,
@@ -34,7 +43,7 @@ pub struct Args {
     #[argh(option, short = 'P', from_str_fn(parse_power))]
     pub show_power: Option<Power>,
 
-    /// show everything: -c -u -p -e -P
+    /// show everything: -c -u -p -F -e -P
     #[argh(switch, short = 'a')]
     pub show_all: bool,
 
@@ -132,7 +141,7 @@ fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
 }
 
 /// Short switches that may be bundled (`-cup`).
-const BUNDLEABLE: &str = "cupFav";
+const BUNDLEABLE: &str = "cupfFav";
 
 /// Rewrites gpustat-style arguments into the form argh parses.
 pub fn normalize(args: &[String]) -> Vec<String> {
@@ -149,6 +158,10 @@ pub fn normalize(args: &[String]) -> Vec<String> {
             if !iter.peek().is_some_and(|next| accepts(next)) {
                 out.push(default.to_owned());
             }
+            continue;
+        }
+        if arg == "--full-process-info" {
+            out.push("--show-full-cmd".to_owned());
             continue;
         }
         let bundle = arg.strip_prefix('-').filter(|rest| {
@@ -181,6 +194,7 @@ impl Args {
             self.show_cmd = true;
             self.show_user = true;
             self.show_pid = true;
+            self.show_fan_speed = true;
             self.show_codec = Some(Codec {
                 enc: true,
                 dec: true,
@@ -205,6 +219,24 @@ mod tests {
             norm(&["-cupF", "--json"]),
             ["-c", "-u", "-p", "-F", "--json"]
         );
+    }
+
+    #[test]
+    fn full_process_info_is_gpustats_show_full_cmd() {
+        assert_eq!(norm(&["-cupf"]), ["-c", "-u", "-p", "-f"]);
+        assert_eq!(norm(&["--full-process-info"]), ["--show-full-cmd"]);
+    }
+
+    #[test]
+    fn show_all_is_gpustats_set() {
+        let mut args = Args {
+            show_all: true,
+            ..Args::default()
+        };
+        args.expand_show_all();
+        assert!(args.show_cmd && args.show_user && args.show_pid && args.show_fan_speed);
+        assert_eq!(args.show_power, Some(Power::DrawLimit));
+        assert!(!args.show_full_cmd, "gpustat's -a leaves out -f");
     }
 
     #[test]

@@ -56,11 +56,31 @@ struct HealthyGpu<'a> {
 struct Process<'a> {
     username: Option<&'a str>,
     command: Option<&'a str>,
-    full_command: Option<Vec<&'a str>>,
+    full_command: Option<&'a [String]>,
     gpu_memory_usage: Option<u64>,
     cpu_percent: Option<f64>,
     cpu_memory_usage: Option<u64>,
     pid: u32,
+    // gpupeek's own keys, after gpustat's.
+    host_pid: u32,
+    uid: Option<u32>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    sm_utilization: Option<u32>,
+    memory_utilization: Option<u32>,
+    encoder_utilization: Option<u32>,
+    decoder_utilization: Option<u32>,
+    running_time: Option<u64>,
+    gpu_instance_id: Option<u32>,
+    compute_instance_id: Option<u32>,
+    container: Option<Container<'a>>,
+}
+
+#[derive(Serialize)]
+struct Container<'a> {
+    runtime: &'a str,
+    id: &'a str,
+    pod_uid: Option<&'a str>,
 }
 
 /// The JSON document, indented by four spaces like gpustat's, with a final newline.
@@ -71,14 +91,7 @@ pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
         query_time,
         gpus: view.gpus.iter().map(gpu).collect(),
     };
-    let mut buf = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-    doc.serialize(&mut ser)
-        .expect("serialising plain structs into a Vec cannot fail");
-    let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
-    text.push('\n');
-    text
+    to_text(&doc)
 }
 
 fn gpu(g: &GpuView) -> Gpu<'_> {
@@ -110,13 +123,41 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
 }
 
 fn process(p: &ProcView) -> Process<'_> {
+    let util = |i: usize| p.gpu_util_pct.map(|u| u[i]);
     Process {
         username: p.user.as_deref(),
         command: p.command.as_deref(),
-        full_command: None,
+        full_command: p.full_command.as_deref(),
         gpu_memory_usage: p.gpu_mem_mib,
-        cpu_percent: None,
-        cpu_memory_usage: None,
+        cpu_percent: p.cpu_percent,
+        cpu_memory_usage: p.host_mem_bytes,
         pid: p.pid,
+        host_pid: p.host_pid,
+        uid: p.uid,
+        kind: p.kind,
+        sm_utilization: util(0),
+        memory_utilization: util(1),
+        encoder_utilization: util(2),
+        decoder_utilization: util(3),
+        running_time: p.running_secs,
+        gpu_instance_id: p.mig.map(|(gi, _)| gi),
+        compute_instance_id: p.mig.map(|(_, ci)| ci),
+        container: p.container.as_ref().map(|c| Container {
+            runtime: &c.runtime,
+            id: &c.id,
+            pod_uid: c.pod_uid.as_deref(),
+        }),
     }
+}
+
+/// Serialises `doc` indented by four spaces like gpustat, with a final newline.
+pub fn to_text(doc: &impl Serialize) -> String {
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    doc.serialize(&mut ser)
+        .expect("serialising plain structs into a Vec cannot fail");
+    let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
+    text.push('\n');
+    text
 }

@@ -8,8 +8,10 @@
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
 
+mod byuser;
 mod cli;
 mod json;
+mod local;
 mod style;
 mod table;
 mod view;
@@ -87,7 +89,8 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    let view = view::View::new(&snapshot, args.id.as_deref()).map_err(|id| {
+    let ctx = view_context(&snapshot);
+    let view = view::View::new(&snapshot, args.id.as_deref(), &ctx).map_err(|id| {
         let have = snapshot
             .gpus
             .iter()
@@ -102,18 +105,58 @@ fn run() -> Result<(), Exit> {
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let published = published_time(view.published_unix_ns);
-    let out = if args.json {
-        json::render(&view, &hostname, &iso_time(&published))
-    } else {
-        let painter = style::Painter::new(
-            args.color || args.force_color,
-            args.no_color,
-            std::io::stdout().is_terminal(),
-        );
-        let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
-        table::render(&view, &args, painter, &hostname, &time)
+    let painter = style::Painter::new(
+        args.color || args.force_color,
+        args.no_color,
+        std::io::stdout().is_terminal(),
+    );
+    let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
+    let out = match (args.by_user, args.json) {
+        (false, true) => json::render(&view, &hostname, &iso_time(&published)),
+        (false, false) => table::render(&view, &args, painter, &hostname, &time),
+        (true, true) => json::to_text(&ByUserDocument {
+            hostname: &hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time: &iso_time(&published),
+            users: byuser::rows(&view),
+        }),
+        (true, false) => {
+            let mut out = String::new();
+            if !args.no_header {
+                out = table::header(&view, 0, painter, &hostname, &time);
+            }
+            out + &byuser::render(&byuser::rows(&view), painter)
+        }
     };
     write_stdout(&out)
+}
+
+/// `--by-user --json`.
+#[derive(serde::Serialize)]
+struct ByUserDocument<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    users: Vec<byuser::UserRow>,
+}
+
+/// The reader's pid namespace, and its own `/proc` for details the daemon withheld.
+fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
+    if snap.processes.is_empty() {
+        return view::Context::default();
+    }
+    let pid_ns_inode = std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|t| {
+            let t = t.to_str()?;
+            t.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .unwrap_or(0);
+    let withheld = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic);
+    view::Context {
+        pid_ns_inode,
+        local: withheld.then_some(local::read as fn(u32) -> Option<local::LocalProc>),
+    }
 }
 
 /// Turns a daemon that is not live into the matching exit.

@@ -28,6 +28,8 @@ pub const BOLD_WHITE: &str = "\x1b[1m\x1b[37m";
 pub const BOLD_BLACK: &str = "\x1b[1m\x1b[30m";
 /// Bold.
 pub const BOLD: &str = "\x1b[1m";
+/// 256-colour 24, a dark blue: gpustat's colour for command lines.
+pub const DIM_BLUE: &str = "\x1b[38;5;24m";
 const RESET: &str = "\x1b[0m";
 
 /// Whether to colour, decided once per run.

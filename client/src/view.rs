@@ -2,8 +2,10 @@
 //! `Option`, in gpustat's units (MiB, whole watts), processes grouped under their GPU.
 //! Every renderer (table, JSON) works from this, never from raw records.
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_valid, status_valid, GpuState};
-use gpupeek_shm::{text, GpuRecord, ProcRecord, Snapshot};
+use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, GpuState};
+use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
+
+use crate::local::LocalProc;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -16,6 +18,8 @@ pub struct View {
     pub published_unix_ns: u64,
     /// GPUs in display order.
     pub gpus: Vec<GpuView>,
+    /// How much the daemon publishes about processes (`None` from a 1.0 daemon).
+    pub proc_policy: Option<ProcPolicy>,
 }
 
 /// One GPU.
@@ -54,16 +58,48 @@ pub struct GpuView {
 }
 
 /// One process on one GPU.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub struct ProcView {
-    /// Host pid.
+    /// Pid as the reader knows it: in the reader's own pid namespace when the process
+    /// is in it (e.g. both in one container), else the host pid.
     pub pid: u32,
+    /// Pid in the host's (the daemon's) pid namespace.
+    pub host_pid: u32,
+    /// Owner's uid.
+    pub uid: Option<u32>,
     /// User name.
     pub user: Option<String>,
     /// Command name.
     pub command: Option<String>,
+    /// Command line, one string per argument; the last ends in `…` when truncated.
+    pub full_command: Option<Vec<String>>,
     /// MiB.
     pub gpu_mem_mib: Option<u64>,
+    /// SM, memory, encoder, decoder utilisation by this process, percent.
+    pub gpu_util_pct: Option<[u32; 4]>,
+    /// Percent of one core over the daemon's last period.
+    pub cpu_percent: Option<f64>,
+    /// Resident host memory, bytes.
+    pub host_mem_bytes: Option<u64>,
+    /// Seconds since the process started, at the time of the publish.
+    pub running_secs: Option<u64>,
+    /// "compute", "graphics" or "both".
+    pub kind: &'static str,
+    /// MIG GPU and compute instance ids.
+    pub mig: Option<(u32, u32)>,
+    /// Container runtime, id and pod uid.
+    pub container: Option<ContainerView>,
+}
+
+/// The container a process runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerView {
+    /// "docker", "containerd", "cri-o", "podman", "lxc" or "kubepods".
+    pub runtime: String,
+    /// Container id (or lxc name).
+    pub id: String,
+    /// Kubernetes pod uid.
+    pub pod_uid: Option<String>,
 }
 
 fn opt<T>(valid: u64, bit: u64, value: T) -> Option<T> {
@@ -75,16 +111,30 @@ fn opt_text(valid: u64, bit: u64, field: &[u8]) -> Option<String> {
     (valid & bit != 0).then(|| text::decode(field))
 }
 
+/// How processes are decoded: the reader's pid namespace, and whether to fill in the
+/// details the daemon withheld from the reader's own `/proc`.
+#[derive(Debug, Default)]
+pub struct Context {
+    /// Inode of the reader's pid namespace (0 when unknown).
+    pub pid_ns_inode: u64,
+    /// Reads the reader's own `/proc` for a pid (`None` when it shows nothing).
+    pub local: Option<fn(u32) -> Option<LocalProc>>,
+}
+
 impl View {
     /// Builds the view of `ids` (all GPUs when `None`); an unknown id is an error.
-    pub fn new(snap: &Snapshot, ids: Option<&[u32]>) -> Result<View, u32> {
+    pub fn new(snap: &Snapshot, ids: Option<&[u32]>, ctx: &Context) -> Result<View, u32> {
         let gpus = match ids {
-            None => snap.gpus.iter().map(|g| GpuView::new(g, snap)).collect(),
+            None => snap
+                .gpus
+                .iter()
+                .map(|g| GpuView::new(g, snap, ctx))
+                .collect(),
             Some(ids) => ids
                 .iter()
                 .map(|&id| {
                     let gpu = snap.gpus.iter().find(|g| g.index == id).ok_or(id)?;
-                    Ok(GpuView::new(gpu, snap))
+                    Ok(GpuView::new(gpu, snap, ctx))
                 })
                 .collect::<Result<_, u32>>()?,
         };
@@ -93,17 +143,18 @@ impl View {
             driver_version: opt_text(s.valid, status_valid::DRIVER_VERSION, &s.driver_version),
             published_unix_ns: s.published_unix_ns,
             gpus,
+            proc_policy: snap.proc_policy(),
         })
     }
 }
 
 impl GpuView {
-    fn new(g: &GpuRecord, snap: &Snapshot) -> GpuView {
+    fn new(g: &GpuRecord, snap: &Snapshot, ctx: &Context) -> GpuView {
         let valid = g.valid;
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
         let processes = (valid & v::PROCESSES != 0).then(|| {
             snap.processes_on(g.index)
-                .map(ProcView::new)
+                .map(|p| ProcView::new(p, snap, ctx))
                 .collect::<Vec<_>>()
         });
         let shown = processes.as_ref().map_or(0, Vec::len) as u32;
@@ -143,12 +194,57 @@ impl GpuView {
 }
 
 impl ProcView {
-    fn new(p: &ProcRecord) -> ProcView {
-        ProcView {
-            pid: p.pid,
-            user: opt_text(p.valid, proc_valid::USER, &p.user),
-            command: opt_text(p.valid, proc_valid::COMMAND, &p.command),
-            gpu_mem_mib: opt(p.valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
+    fn new(p: &ProcRecord, snap: &Snapshot, ctx: &Context) -> ProcView {
+        let valid = p.valid;
+        let published = snap.status.published_unix_ns;
+        let same_ns = valid & proc_valid::NAMESPACE != 0 && p.pid_ns_inode == ctx.pid_ns_inode;
+        let mut view = ProcView {
+            pid: if same_ns { p.ns_pid } else { p.pid },
+            host_pid: p.pid,
+            uid: opt(valid, proc_valid::USER, p.uid),
+            user: opt_text(valid, proc_valid::USER, &p.user),
+            command: opt_text(valid, proc_valid::COMMAND, &p.command),
+            full_command: opt(valid, proc_valid::CMDLINE, ())
+                .map(|()| text::decode_argv(&p.cmdline, p.cmdline_len)),
+            gpu_mem_mib: opt(valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
+            gpu_util_pct: opt(
+                valid,
+                proc_valid::GPU_UTIL,
+                [
+                    p.sm_util_pct,
+                    p.mem_util_pct,
+                    p.enc_util_pct,
+                    p.dec_util_pct,
+                ],
+            ),
+            cpu_percent: opt(valid, proc_valid::CPU, f64::from(p.cpu_centipct) / 100.0),
+            host_mem_bytes: opt(valid, proc_valid::HOST_MEMORY, p.host_rss_bytes),
+            running_secs: opt(valid, proc_valid::START_TIME, p.start_unix_ns)
+                .map(|start| published.saturating_sub(start) / 1_000_000_000),
+            kind: match p.kind & (proc_kind::COMPUTE | proc_kind::GRAPHICS) {
+                proc_kind::COMPUTE => "compute",
+                proc_kind::GRAPHICS => "graphics",
+                0 => "unknown",
+                _ => "both",
+            },
+            mig: (p.gpu_instance_id != u32::MAX)
+                .then_some((p.gpu_instance_id, p.compute_instance_id)),
+            container: opt(valid, proc_valid::CONTAINER, ()).map(|()| ContainerView {
+                runtime: text::decode(&p.container_runtime),
+                id: text::decode(&p.container_id),
+                pod_uid: Some(text::decode(&p.pod_uid)).filter(|s| !s.is_empty()),
+            }),
+        };
+        // The daemon withheld the details (basic policy, e.g. under hidepid): show what
+        // the reader's own /proc shows, when the pids are in the reader's namespace.
+        let withheld = valid & proc_valid::USER == 0;
+        let readers_ns =
+            snap.proc_head.pid_ns_inode != 0 && snap.proc_head.pid_ns_inode == ctx.pid_ns_inode;
+        if let Some(local) = ctx.local.filter(|_| withheld && readers_ns) {
+            if let Some(found) = local(p.pid) {
+                found.fill(&mut view, published);
+            }
         }
+        view
     }
 }

@@ -1,8 +1,11 @@
 //! Command-line flags of `gpupeekd`, and the duration syntax they accept.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
+
+use crate::privacy::Choice;
 
 /// Shortest sampling period accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -28,6 +31,18 @@ pub struct Args {
     /// path of the NVML library to load (default: libnvidia-ml.so.1 from the loader path)
     #[argh(option)]
     pub nvml_lib: Option<String>,
+
+    /// what to publish about GPU processes, which every local user can read: full (user,
+    /// command line, CPU, host memory, container), basic (pid, GPU memory and
+    /// utilisation only), none, or auto (default: full, but basic when /proc is mounted
+    /// with hidepid, so the segment never shows more than /proc does)
+    #[argh(option, default = "Choice::Auto")]
+    pub process_info: Choice,
+
+    /// where the proc filesystem to resolve processes in is mounted (default /proc; e.g.
+    /// the host's /proc mounted into the daemon's container)
+    #[argh(option, default = "PathBuf::from(\"/proc\")")]
+    pub proc_root: PathBuf,
 
     /// stay in the foreground and log to stderr (default: detach and log to syslog)
     #[argh(switch)]

@@ -6,8 +6,10 @@
 //! be created.
 
 mod cli;
+mod container;
 mod fallback;
 mod logging;
+mod privacy;
 mod procfs;
 mod run;
 mod sampler;
@@ -57,6 +59,8 @@ fn main() -> ExitCode {
     let config = run::Config {
         interval: args.interval,
         nvml_lib: args.nvml_lib,
+        process_info: args.process_info,
+        proc_root: args.proc_root,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,

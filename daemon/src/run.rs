@@ -10,6 +10,7 @@
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
 
 use std::io::ErrorKind;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -18,10 +19,11 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
-use gpupeek_shm::layout::{proc_valid, status_valid, DaemonState};
-use gpupeek_shm::{text, GpuRecord, ProcRecord, Publisher, StatusRecord};
+use gpupeek_shm::layout::{proc_flags, proc_valid, status_valid, DaemonState};
+use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
 
-use crate::procfs::Procfs;
+use crate::privacy::{self, Choice};
+use crate::procfs::{self, ProcInfo, Procfs};
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
 
 /// Longest wait between two NVML initialisation attempts.
@@ -33,6 +35,19 @@ pub struct Config {
     pub interval: Duration,
     /// NVML library path, if not the system's.
     pub nvml_lib: Option<String>,
+    /// What to publish about processes.
+    pub process_info: Choice,
+    /// Where the proc filesystem is.
+    pub proc_root: PathBuf,
+}
+
+/// How often `/proc`'s mount options are read again for `hidepid`.
+const PRIVACY_RECHECK: Duration = Duration::from_secs(60);
+
+/// The process policy in force, and when it was last judged.
+struct Privacy {
+    context: ProcContext,
+    checked_at: Instant,
 }
 
 enum Nvml {
@@ -51,6 +66,7 @@ struct Daemon {
     config: Config,
     publisher: Publisher,
     procfs: Procfs,
+    privacy: Privacy,
     nvml: Nvml,
     gpu: GpuRecord,
     gpu_procs: Vec<GpuProcess>,
@@ -134,10 +150,13 @@ impl Daemon {
             retry_at: Instant::now(),
             backoff: config.interval,
         };
+        let procfs = Procfs::new(&config.proc_root);
+        let privacy = Privacy::judge(&config);
         Daemon {
             config,
             publisher,
-            procfs: Procfs::new("/proc"),
+            procfs,
+            privacy,
             nvml,
             gpu: GpuRecord::default(),
             gpu_procs: Vec::new(),
@@ -166,7 +185,7 @@ impl Daemon {
                         retry_at: Instant::now() + self.config.interval,
                         backoff: self.config.interval,
                     };
-                    self.publisher.write_processes(&[]);
+                    self.publisher.write_processes(&self.privacy.context, &[]);
                 }
             },
             Nvml::Down { .. } => {}
@@ -236,12 +255,25 @@ impl Daemon {
             sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
             self.publisher.write_gpu(index as usize, &self.gpu);
         }
-        self.proc_records.clear();
-        self.procfs.new_tick();
-        for p in &self.gpu_procs {
-            self.proc_records.push(resolve(&mut self.procfs, p));
+        if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
+            self.privacy = Privacy::judge(&self.config);
         }
-        self.publisher.write_processes(&self.proc_records);
+        let policy = self.privacy.context.policy;
+        self.proc_records.clear();
+        self.procfs.new_tick(gpupeek_shm::mono_now_ns());
+        if policy != ProcPolicy::None {
+            for p in &self.gpu_procs {
+                let mut rec = nvml_part(p);
+                if policy == ProcPolicy::Full {
+                    if let Some(info) = self.procfs.lookup(p.pid) {
+                        put_proc_info(&mut rec, info);
+                    }
+                }
+                self.proc_records.push(rec);
+            }
+        }
+        self.publisher
+            .write_processes(&self.privacy.context, &self.proc_records);
         count
     }
 
@@ -284,8 +316,34 @@ fn put_system_info(status: &mut StatusRecord, info: &SystemInfo) {
     }
 }
 
-/// A process record with its `/proc` details.
-fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
+impl Privacy {
+    /// Reads `/proc`'s mount options and decides the policy; logs when it changes.
+    fn judge(config: &Config) -> Privacy {
+        let hidepid = privacy::detect_hidepid(&config.proc_root);
+        let policy = config.process_info.policy(hidepid);
+        let context = ProcContext {
+            policy,
+            flags: if hidepid { proc_flags::HIDEPID } else { 0 },
+            pid_ns_inode: procfs::pid_namespace_of(&config.proc_root),
+        };
+        log::info!(
+            "publishing {} process information{}",
+            policy.name(),
+            if hidepid {
+                " (/proc hides processes: hidepid)"
+            } else {
+                ""
+            }
+        );
+        Privacy {
+            context,
+            checked_at: Instant::now(),
+        }
+    }
+}
+
+/// What NVML says about a process: all that the basic policy publishes.
+fn nvml_part(p: &GpuProcess) -> ProcRecord {
     let mut rec = ProcRecord {
         gpu_index: p.gpu_index,
         pid: p.pid,
@@ -298,7 +356,16 @@ fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
         rec.gpu_mem_bytes = bytes;
         rec.valid |= proc_valid::GPU_MEMORY;
     }
-    let info = procfs.lookup(p.pid);
+    if let Some([sm, mem, enc, dec]) = p.util_pct {
+        (rec.sm_util_pct, rec.mem_util_pct) = (sm, mem);
+        (rec.enc_util_pct, rec.dec_util_pct) = (enc, dec);
+        rec.valid |= proc_valid::GPU_UTIL;
+    }
+    rec
+}
+
+/// Adds what `/proc` says about a process (the full policy).
+fn put_proc_info(rec: &mut ProcRecord, info: &ProcInfo) {
     if let Some((uid, name)) = &info.user {
         rec.uid = *uid;
         text::encode(&mut rec.user, name);
@@ -308,5 +375,28 @@ fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
         text::encode(&mut rec.command, command);
         rec.valid |= proc_valid::COMMAND;
     }
-    rec
+    rec.cmdline_len = text::encode_argv(&mut rec.cmdline, &info.cmdline);
+    rec.valid |= proc_valid::CMDLINE;
+    if let Some(centipct) = info.cpu_centipct {
+        rec.cpu_centipct = centipct;
+        rec.valid |= proc_valid::CPU;
+    }
+    if let Some(rss) = info.rss_bytes {
+        rec.host_rss_bytes = rss;
+        rec.valid |= proc_valid::HOST_MEMORY;
+    }
+    if let Some(start) = info.start_unix_ns {
+        rec.start_unix_ns = start;
+        rec.valid |= proc_valid::START_TIME;
+    }
+    if let Some((ns_pid, inode)) = info.namespace {
+        (rec.ns_pid, rec.pid_ns_inode) = (ns_pid, inode);
+        rec.valid |= proc_valid::NAMESPACE;
+    }
+    if let Some(c) = &info.container {
+        text::encode(&mut rec.container_runtime, c.runtime);
+        text::encode(&mut rec.container_id, &c.id);
+        text::encode(&mut rec.pod_uid, c.pod_uid.as_deref().unwrap_or(""));
+        rec.valid |= proc_valid::CONTAINER;
+    }
 }

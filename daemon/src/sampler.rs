@@ -80,6 +80,8 @@ pub struct GpuProcess {
     pub gpu_instance_id: Option<u32>,
     /// MIG compute instance id.
     pub compute_instance_id: Option<u32>,
+    /// SM, memory, encoder and decoder utilisation by this process, percent.
+    pub util_pct: Option<[u32; 4]>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -94,6 +96,8 @@ struct Identity {
 pub struct Sampler {
     nvml: Nvml,
     identities: Vec<Option<Identity>>,
+    /// Per GPU, the newest process-utilisation sample seen (NVML's µs timestamp).
+    util_seen: Vec<u64>,
 }
 
 impl Sampler {
@@ -107,6 +111,7 @@ impl Sampler {
         Ok(Sampler {
             nvml,
             identities: Vec::new(),
+            util_seen: Vec::new(),
         })
     }
 
@@ -133,6 +138,7 @@ impl Sampler {
         let slot = index as usize;
         if self.identities.len() <= slot {
             self.identities.resize(slot + 1, None);
+            self.util_seen.resize(slot + 1, 0);
         }
         let device = match self.nvml.device_by_index(index) {
             Ok(device) => device,
@@ -158,7 +164,16 @@ impl Sampler {
             put_identity(fill.rec, id);
         }
         sample_dynamic(&self.nvml, &device, &mut fill);
+        let first = procs.len();
         sample_processes(&device, &mut fill, index, procs);
+        if procs.len() > first {
+            sample_process_util(
+                &device,
+                &mut fill,
+                &mut self.util_seen[slot],
+                &mut procs[first..],
+            );
+        }
         if fill.lost {
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
@@ -397,9 +412,41 @@ fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuP
                 gpu_mem_bytes: mem,
                 gpu_instance_id: p.gpu_instance_id,
                 compute_instance_id: p.compute_instance_id,
+                util_pct: None,
             });
         }
     }
     f.rec.process_count = (out.len() - first) as u32;
     f.rec.valid |= v::PROCESSES;
+}
+
+/// Per-process utilisation since the last sample seen (`seen`, advanced here), so values
+/// describe the last period rather than the driver's whole buffer. NVML lists only
+/// processes that were active: one it leaves out, or `NOT_FOUND` (no samples at all),
+/// means 0%, not "unknown". Of several samples for a process the newest wins.
+fn sample_process_util(d: &Device, f: &mut Fill, seen: &mut u64, procs: &mut [GpuProcess]) {
+    let last_seen = *seen;
+    let samples = match f.call(|| match d.process_utilization_stats(last_seen) {
+        Err(NvmlError::NotFound) => Ok(Vec::new()),
+        other => other,
+    }) {
+        Some(samples) => samples,
+        None => return,
+    };
+    for p in procs.iter_mut() {
+        p.util_pct = Some([0; 4]);
+    }
+    let mut newest: Vec<(u32, u64)> = Vec::new();
+    for s in &samples {
+        *seen = (*seen).max(s.timestamp);
+        let Some(p) = procs.iter_mut().find(|p| p.pid == s.pid) else {
+            continue;
+        };
+        match newest.iter_mut().find(|(pid, _)| *pid == s.pid) {
+            Some((_, ts)) if *ts > s.timestamp => continue,
+            Some((_, ts)) => *ts = s.timestamp,
+            None => newest.push((s.pid, s.timestamp)),
+        }
+        p.util_pct = Some([s.sm_util, s.mem_util, s.enc_util, s.dec_util]);
+    }
 }

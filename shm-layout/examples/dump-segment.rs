@@ -126,23 +126,82 @@ fn main() {
             println!("gpu{}.{key}={value}", g.index);
         }
     }
+    println!(
+        "processes.policy={} processes.flags={} processes.pid_ns_inode={}",
+        snap.proc_policy().map_or("unknown", |p| p.name()),
+        snap.proc_head.flags,
+        snap.proc_head.pid_ns_inode
+    );
     for p in &snap.processes {
-        let user = if p.valid & proc_valid::USER != 0 {
-            text::decode(&p.user)
-        } else {
-            "n/a".into()
+        let f = |bit: u64, value: String| {
+            if p.valid & bit != 0 {
+                value
+            } else {
+                "n/a".into()
+            }
         };
-        let command = if p.valid & proc_valid::COMMAND != 0 {
-            text::decode(&p.command)
-        } else {
-            "n/a".into()
-        };
-        let mem = if p.valid & proc_valid::GPU_MEMORY != 0 {
-            p.gpu_mem_bytes.to_string()
-        } else {
-            "n/a".into()
-        };
-        println!("process gpu={} pid={} uid={} user={user} command={command} kind={} gpu_mem_bytes={mem}", p.gpu_index, p.pid, p.uid, p.kind);
+        let fields = [
+            ("gpu", p.gpu_index.to_string()),
+            ("pid", p.pid.to_string()),
+            ("kind", p.kind.to_string()),
+            ("uid", f(proc_valid::USER, p.uid.to_string())),
+            ("user", f(proc_valid::USER, text::decode(&p.user))),
+            ("command", f(proc_valid::COMMAND, text::decode(&p.command))),
+            (
+                "cmdline",
+                f(
+                    proc_valid::CMDLINE,
+                    format!("{:?}", text::decode_argv(&p.cmdline, p.cmdline_len)),
+                ),
+            ),
+            (
+                "gpu_mem_bytes",
+                f(proc_valid::GPU_MEMORY, p.gpu_mem_bytes.to_string()),
+            ),
+            (
+                "gpu_util_pct",
+                f(
+                    proc_valid::GPU_UTIL,
+                    format!(
+                        "sm:{} mem:{} enc:{} dec:{}",
+                        p.sm_util_pct, p.mem_util_pct, p.enc_util_pct, p.dec_util_pct
+                    ),
+                ),
+            ),
+            (
+                "cpu_centipct",
+                f(proc_valid::CPU, p.cpu_centipct.to_string()),
+            ),
+            (
+                "host_rss_bytes",
+                f(proc_valid::HOST_MEMORY, p.host_rss_bytes.to_string()),
+            ),
+            (
+                "start_unix_ns",
+                f(proc_valid::START_TIME, p.start_unix_ns.to_string()),
+            ),
+            ("ns_pid", f(proc_valid::NAMESPACE, p.ns_pid.to_string())),
+            (
+                "pid_ns_inode",
+                f(proc_valid::NAMESPACE, p.pid_ns_inode.to_string()),
+            ),
+            (
+                "container",
+                f(
+                    proc_valid::CONTAINER,
+                    format!(
+                        "{}:{}:{}",
+                        text::decode(&p.container_runtime),
+                        text::decode(&p.container_id),
+                        text::decode(&p.pod_uid)
+                    ),
+                ),
+            ),
+            ("gpu_instance_id", p.gpu_instance_id.to_string()),
+            ("compute_instance_id", p.compute_instance_id.to_string()),
+        ];
+        let line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("process {}", line.join(" "));
     }
     if snap.proc_overflow > 0 {
         println!("processes_not_shown={}", snap.proc_overflow);

@@ -151,7 +151,8 @@ impl Geometry {
                     .saturating_add(size_of::<ProcTableHead>()),
                 g.proc_record_size,
                 g.proc_capacity,
-                size_of::<ProcRecord>(),
+                // A 1.0 writer's records are smaller; their missing tail reads as zero.
+                crate::pin::PROC_RECORD_V1_0_SIZE,
             ),
         ];
         for (what, offset, size, count, min_size) in regions {

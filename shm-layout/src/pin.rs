@@ -53,13 +53,20 @@ pin_layout!(GpuRecord, size = 512, {
 });
 
 pin_layout!(ProcTableHead, size = 128, {
-    seq: 0, count: 8, overflow: 12, reserved: 16,
+    seq: 0, count: 8, overflow: 12, policy: 16, flags: 20, pid_ns_inode: 24, reserved: 32,
 });
 
-pin_layout!(ProcRecord, size = 128, {
+pin_layout!(ProcRecord, size = 640, {
     gpu_index: 0, pid: 4, uid: 8, kind: 12, valid: 16, gpu_mem_bytes: 24,
     gpu_instance_id: 32, compute_instance_id: 36, user: 40, command: 72, reserved: 104,
+    ns_pid: 128, sm_util_pct: 132, mem_util_pct: 136, enc_util_pct: 140,
+    dec_util_pct: 144, cpu_centipct: 148, host_rss_bytes: 152, start_unix_ns: 160,
+    pid_ns_inode: 168, cmdline_len: 176, reserved1: 180, container_runtime: 184,
+    container_id: 200, pod_uid: 264, cmdline: 304,
 });
+
+/// Size of a 1.0 process record: the smallest a reader accepts.
+pub const PROC_RECORD_V1_0_SIZE: usize = 128;
 
 /// A field as (name, offset in bytes, size in bytes).
 pub type Field = (&'static str, usize, usize);

@@ -17,7 +17,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::error::Error;
 use crate::geometry::Geometry;
 use crate::layout::{
-    DaemonState, GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    DaemonState, GpuRecord, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock::{self, Stale};
@@ -111,6 +111,7 @@ impl Segment {
             gpus: Vec::new(),
             processes: Vec::new(),
             proc_overflow: 0,
+            proc_head: ProcTableHead::new_zeroed(),
             generation: 0,
             consistent: false,
         };
@@ -150,18 +151,19 @@ impl Segment {
             self.load_processes(words, head_block, &mut snap.processes)
         })
         .map_err(|Stale| self.stale("process table"))?;
-        snap.proc_overflow = result?;
+        snap.proc_head = result?;
+        snap.proc_overflow = snap.proc_head.overflow;
         Ok(())
     }
 
-    /// Loads the process table head and its used slots; returns the overflow count.
+    /// Loads the process table head and its used slots; returns the head.
     /// Runs inside a seqlock attempt: it may see a torn image, which the caller rejects.
     fn load_processes(
         &self,
         words: &[AtomicU64],
         head_block: &[AtomicU64],
         out: &mut Vec<ProcRecord>,
-    ) -> Result<u32, Error> {
+    ) -> Result<ProcTableHead, Error> {
         let mut head = ProcTableHead::new_zeroed();
         seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
         out.clear();
@@ -173,7 +175,7 @@ impl Segment {
             seqlock::load_words(self.geometry.proc_slot(words, slot), rec.as_mut_bytes());
             out.push(rec);
         }
-        Ok(head.overflow)
+        Ok(head)
     }
 
     /// GPU slot `slot` copied with no sequence check at all: the control reader of the
@@ -216,6 +218,8 @@ pub struct Snapshot {
     pub processes: Vec<ProcRecord>,
     /// Processes left out of the table for lack of slots.
     pub proc_overflow: u32,
+    /// The process table head: policy, flags and pid namespace of the table.
+    pub proc_head: ProcTableHead,
     /// Generation the snapshot was taken at.
     pub generation: u64,
     /// All records come from the same publish.
@@ -270,6 +274,11 @@ impl Snapshot {
             },
             _ => Liveness::Starting,
         }
+    }
+
+    /// How much the daemon publishes about processes; `None` from a 1.0 daemon.
+    pub fn proc_policy(&self) -> Option<ProcPolicy> {
+        ProcPolicy::from_raw(self.proc_head.policy)
     }
 
     /// Processes on the GPU with NVML index `gpu_index`.

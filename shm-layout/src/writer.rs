@@ -29,8 +29,8 @@ use zerocopy::IntoBytes;
 use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
-    GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY,
-    DEFAULT_PROC_CAPACITY, MAGIC,
+    GpuRecord, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -174,17 +174,20 @@ impl Publisher {
         seqlock::write(self.geometry.gpu(self.map.words(), slot), record);
     }
 
-    /// Publishes the process table. Processes beyond the capacity are left out and
-    /// counted in the head's `overflow`.
-    pub fn write_processes(&self, processes: &[ProcRecord]) {
+    /// Publishes the process table under `context`. Processes beyond the capacity are
+    /// left out and counted in the head's `overflow`.
+    pub fn write_processes(&self, context: &ProcContext, processes: &[ProcRecord]) {
         let words = self.map.words();
         let stored = processes.len().min(self.geometry.proc_capacity);
-        let left_out = (processes.len() - stored) as u32;
+        let left_out = u32::try_from(processes.len() - stored).unwrap_or(u32::MAX);
         let head = ProcTableHead {
             seq: 0,
             count: stored as u32,
             overflow: left_out,
-            reserved: [0; 14],
+            policy: context.policy as u32,
+            flags: context.flags,
+            pid_ns_inode: context.pid_ns_inode,
+            reserved: [0; 12],
         };
         let head_block = self.geometry.proc_head(words);
         seqlock::write_with(&head_block[0], || {
@@ -308,6 +311,17 @@ fn owner_pid(name: &str) -> Option<u32> {
     let mut pid = [0u8; 4];
     pid.copy_from_slice(&word.to_ne_bytes()[..4]);
     Some(u32::from_ne_bytes(pid)).filter(|&pid| pid != 0)
+}
+
+/// What the process table head says about every process in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcContext {
+    /// How much is published about each process.
+    pub policy: ProcPolicy,
+    /// Bits from [`crate::layout::proc_flags`].
+    pub flags: u32,
+    /// Inode of the pid namespace the pids are in (0 when unknown).
+    pub pid_ns_inode: u64,
 }
 
 /// Removes the name; other processes' mappings stay valid.

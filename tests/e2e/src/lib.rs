@@ -126,24 +126,38 @@ impl Sandbox {
 
     /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
+        self.start_daemon_with(interval, &[], false)
+    }
+
+    /// Starts gpupeekd with `extra` flags; with `hidepid`, in a private mount namespace
+    /// whose `/proc` is mounted `hidepid=invisible` (needs root).
+    pub fn start_daemon_with(&self, interval: &str, extra: &[&str], hidepid: bool) -> Daemon {
         let n = self.daemons_started.replace(self.daemons_started.get() + 1);
         let log = self.dir.join(format!("daemon-{n}.log"));
-        let child = Command::new(&bins().daemon)
-            .args(["--foreground", "--shm", &self.shm, "--interval", interval])
+        let mut cmd = in_hidepid_proc(hidepid, None, &bins().daemon);
+        cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
+            .args(extra)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
             .env("GPUPEEK_LOCK_DIR", &self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("gpupeekd starts");
+            .stderr(std::fs::File::create(&log).unwrap());
+        let child = cmd.spawn().expect("gpupeekd starts");
         Daemon {
             child: Some(child),
             log,
         }
+    }
+
+    /// Runs gpupeek against this sandbox's segment as user `uid` (and its group), in a
+    /// private mount namespace with a `hidepid` `/proc` when `hidepid` is set.
+    pub fn client_as(&self, uid: u32, hidepid: bool, args: &[&str]) -> Output {
+        let mut cmd = in_hidepid_proc(hidepid, Some(uid), &bins().client);
+        cmd.arg("--shm").arg(&self.shm).args(args);
+        run_with_watchdog(cmd)
     }
 
     /// Runs gpupeek against this sandbox's segment.
@@ -225,6 +239,50 @@ impl Drop for Daemon {
             let _ = child.wait();
         }
     }
+}
+
+/// A command for `program` that runs in its own mount namespace with `/proc` mounted
+/// `hidepid=invisible` when `hidepid` is set, and as `uid` (its own gid, no supplementary
+/// groups) when one is given. Uses util-linux's `unshare` and `setpriv`.
+pub fn in_hidepid_proc(hidepid: bool, uid: Option<u32>, program: &Path) -> Command {
+    if !hidepid && uid.is_none() {
+        return Command::new(program);
+    }
+    let mut script = String::new();
+    if hidepid {
+        script.push_str("mount -t proc -o hidepid=invisible proc /proc && ");
+    }
+    script.push_str("exec ");
+    if let Some(uid) = uid {
+        script.push_str(&format!(
+            "setpriv --reuid={uid} --regid={uid} --clear-groups "
+        ));
+    }
+    script.push_str("\"$0\" \"$@\"");
+    let mut cmd = if hidepid {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "--", "sh", "-c"]);
+        cmd
+    } else {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c");
+        cmd
+    };
+    cmd.arg(script).arg(program);
+    cmd
+}
+
+/// Whether tests that need root can run; in CI (where they must) not being root fails.
+pub fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} needs root, and CI must run it"
+    );
+    eprintln!("skipped {test}: needs root");
+    false
 }
 
 /// Polls `done` until it holds; fails the test (with the daemon's log) after [`WATCHDOG`].

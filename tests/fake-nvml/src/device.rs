@@ -9,7 +9,8 @@ use std::os::raw::{c_char, c_uint, c_ulonglong};
 use nvml_wrapper_sys::bindings::*;
 
 use crate::codes::{
-    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS,
+    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_FOUND, NOT_SUPPORTED,
+    SUCCESS,
 };
 use crate::ffi::{device_call, put, put_str};
 use crate::scenario::{Clocks, Gpu, ProcessType, DEFAULT_CODEC_SAMPLING_PERIOD_US};
@@ -472,4 +473,58 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
             unsafe { processes(g, true, infoCount, infos) }
         },
     )
+}
+
+/// `nvmlDeviceGetProcessUtilization(device, utilization, processSamplesCount,
+/// lastSeenTimeStamp)`: one sample, stamped now (µs since the epoch), for each process
+/// with non-zero utilisation; none newer than `lastSeenTimeStamp`, or no active process,
+/// is `NOT_FOUND`. A null or too small buffer gets the count and `INSUFFICIENT_SIZE`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut nvmlProcessUtilizationSample_t,
+    processSamplesCount: *mut c_uint,
+    lastSeenTimeStamp: c_ulonglong,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetProcessUtilization", device, |g, _| {
+        if processSamplesCount.is_null() {
+            return INVALID_ARGUMENT;
+        }
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let samples: Vec<nvmlProcessUtilizationSample_t> = g
+            .processes
+            .iter()
+            .filter_map(|p| Some((p.pid, p.utilization_pct?)))
+            .filter(|(_, u)| u.iter().any(|&v| v > 0))
+            .filter(|_| now_us > lastSeenTimeStamp)
+            .map(
+                |(pid, [sm, mem, enc, dec])| nvmlProcessUtilizationSample_t {
+                    pid,
+                    timeStamp: now_us,
+                    smUtil: sm,
+                    memUtil: mem,
+                    encUtil: enc,
+                    decUtil: dec,
+                },
+            )
+            .collect();
+        if samples.is_empty() {
+            return NOT_FOUND;
+        }
+        let needed = c_uint::try_from(samples.len()).unwrap_or(c_uint::MAX);
+        // SAFETY: `processSamplesCount` is non-null and, per the NVML contract, valid.
+        let room = unsafe { processSamplesCount.read_unaligned() };
+        // SAFETY: as above.
+        unsafe { processSamplesCount.write_unaligned(needed) };
+        if utilization.is_null() || room < needed {
+            return INSUFFICIENT_SIZE;
+        }
+        for (i, sample) in samples.into_iter().enumerate() {
+            // SAFETY: `i < needed <= room`, the caller's buffer length.
+            unsafe { utilization.add(i).write_unaligned(sample) };
+        }
+        SUCCESS
+    })
 }

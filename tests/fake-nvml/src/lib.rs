@@ -70,6 +70,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetProcessUtilization",
 ];
 
 #[cfg(test)]

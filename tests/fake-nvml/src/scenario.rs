@@ -141,6 +141,11 @@ pub struct Process {
     /// `null`/absent reports `0xFFFFFFFF` (no MIG instance).
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// SM, memory, encoder and decoder utilisation reported by
+    /// `nvmlDeviceGetProcessUtilization`; absent or all zero: no sample (as the driver
+    /// lists only processes that were active).
+    #[serde(default)]
+    pub utilization_pct: Option<[u32; 4]>,
 }
 
 /// Memory figures as the memory getters report them.
