@@ -91,7 +91,7 @@ fn parse_stat(s: &str) -> Option<(u64, u64)> {
 impl LocalProc {
     /// Fills the withheld fields of `view`; `published_unix_ns` dates the running time.
     pub fn fill(&self, view: &mut ProcView, published_unix_ns: u64) {
-        let mut encoded = [0u8; 336];
+        let mut encoded = [0u8; 328];
         let len = gpupeek_shm::text::encode_argv(&mut encoded, &self.cmdline);
         let argv = gpupeek_shm::text::decode_argv(&encoded, len);
         let base = argv

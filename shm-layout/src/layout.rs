@@ -474,19 +474,19 @@ pub struct ProcRecord {
     /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`).
     pub pid_ns_inode: u64,
     /// Length in bytes of the whole command line; `cmdline` holds at most its first
-    /// 335 bytes, so a larger value means it was truncated.
+    /// 327 bytes, so a larger value means it was truncated.
     pub cmdline_len: u32,
     /// Zero.
     pub reserved1: u32,
     /// Container runtime from the cgroup path: "docker", "containerd", "cri-o",
     /// "podman", "lxc", "kubepods" (a pod whose runtime is unknown).
     pub container_runtime: [u8; 16],
-    /// Container id (lower-case hex, usually 64 digits).
-    pub container_id: [u8; 64],
+    /// Container id (lower-case hex, usually 64 digits), NUL-terminated.
+    pub container_id: [u8; 72],
     /// Kubernetes pod uid (`8-4-4-4-12` hex), empty when not in a pod.
     pub pod_uid: [u8; 40],
     /// The command line: arguments separated by NUL bytes, NUL-terminated.
-    pub cmdline: [u8; 336],
+    pub cmdline: [u8; 328],
 }
 
 macro_rules! zeroed_default {

@@ -62,7 +62,7 @@ pin_layout!(ProcRecord, size = 640, {
     ns_pid: 128, sm_util_pct: 132, mem_util_pct: 136, enc_util_pct: 140,
     dec_util_pct: 144, cpu_centipct: 148, host_rss_bytes: 152, start_unix_ns: 160,
     pid_ns_inode: 168, cmdline_len: 176, reserved1: 180, container_runtime: 184,
-    container_id: 200, pod_uid: 264, cmdline: 304,
+    container_id: 200, pod_uid: 272, cmdline: 312,
 });
 
 /// Size of a 1.0 process record: the smallest a reader accepts.

@@ -422,3 +422,102 @@ fn process_info_flag_chooses_full_basic_or_none() {
         stderr(&bad)
     );
 }
+
+/// A cgroup named like a docker container's, in the first writable hierarchy; removed on
+/// drop (after its processes are gone).
+struct DockerCgroup(std::path::PathBuf);
+
+impl DockerCgroup {
+    const ID: &'static str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn create_with(pid: u32) -> Self {
+        for root in [
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup/pids",
+            "/sys/fs/cgroup",
+        ] {
+            let dir = std::path::Path::new(root).join(format!("docker-{}.scope", Self::ID));
+            if std::fs::create_dir_all(&dir).is_ok()
+                && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok()
+            {
+                return DockerCgroup(dir);
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
+        panic!("no writable cgroup hierarchy to put a process in");
+    }
+}
+
+impl Drop for DockerCgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
+    if !root_or_skip("a_containerised_process_is_recognised_inside_and_outside_its_container") {
+        return;
+    }
+    let sb = Sandbox::new("proccontainer");
+    // A "container": its own pid and mount namespaces (with its own /proc), in a cgroup
+    // named as docker names its containers'.
+    let container = Proc::spawn(Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sleep",
+        "600",
+    ]));
+    let children = format!("/proc/{0}/task/{0}/children", container.pid());
+    let mut inner = None;
+    for _ in 0..500 {
+        inner = std::fs::read_to_string(&children)
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            });
+        if inner.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let inner = inner.expect("the container's process started");
+    let _cgroup = DockerCgroup::create_with(inner);
+    sb.write_scenario(&scenario(&[(inner, 300, [0; 4])]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+
+    let outside = json_of(&sb.client(&["--json"]));
+    let p = &outside["gpus"][0]["processes"][0];
+    assert_eq!(p["pid"], inner, "the host sees the host pid");
+    assert_eq!(p["host_pid"], inner);
+    assert_eq!(
+        p["container"],
+        json!({"runtime": "docker", "id": DockerCgroup::ID, "pod_uid": null})
+    );
+
+    // Inside the container's namespaces, the same process is pid 1.
+    let mut cmd = Command::new("nsenter");
+    cmd.args(["--target", &inner.to_string(), "--pid", "--mount", "--"])
+        .arg(&gpupeek_e2e::bins().client)
+        .args(["--shm", &sb.shm, "--json"]);
+    let inside = json_of(&gpupeek_e2e::run_with_watchdog(cmd));
+    let p = &inside["gpus"][0]["processes"][0];
+    assert_eq!(p["pid"], 1, "the container sees its own pid");
+    assert_eq!(p["host_pid"], inner);
+    let mut cmd = Command::new("nsenter");
+    cmd.args(["--target", &inner.to_string(), "--pid", "--mount", "--"])
+        .arg(&gpupeek_e2e::bins().client)
+        .args(["--shm", &sb.shm, "-p", "--no-header"]);
+    let text = stdout(&gpupeek_e2e::run_with_watchdog(cmd));
+    assert!(text.ends_with("/1(300M)\n"), "{text}");
+    drop(container);
+}
