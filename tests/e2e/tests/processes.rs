@@ -450,6 +450,13 @@ impl DockerCgroup {
 
 impl Drop for DockerCgroup {
     fn drop(&mut self) {
+        let procs = std::fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace().filter_map(|p| p.parse().ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         for _ in 0..100 {
             if std::fs::remove_dir(&self.0).is_ok() {
                 return;
@@ -470,6 +477,7 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     let container = Proc::spawn(Command::new("unshare").args([
         "--pid",
         "--fork",
+        "--kill-child",
         "--mount-proc",
         "sleep",
         "600",
@@ -519,5 +527,4 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
         .args(["--shm", &sb.shm, "-p", "--no-header"]);
     let text = stdout(&gpupeek_e2e::run_with_watchdog(cmd));
     assert!(text.ends_with("/1(300M)\n"), "{text}");
-    drop(container);
 }
