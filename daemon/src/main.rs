@@ -8,9 +8,11 @@
 mod cli;
 mod fallback;
 mod logging;
+mod power;
 mod procfs;
 mod run;
 mod sampler;
+mod sysfs;
 
 use std::process::ExitCode;
 
@@ -57,6 +59,9 @@ fn main() -> ExitCode {
     let config = run::Config {
         interval: args.interval,
         nvml_lib: args.nvml_lib,
+        sysfs_root: args.sysfs_root,
+        runtime_pm: !args.no_runtime_pm,
+        release_after: args.release_after,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,
