@@ -14,7 +14,8 @@
 //!   PM off (`on`), `unsupported`, or unreadable sysfs never sleeps, so NVML is kept.
 //! - While released, only sysfs is read each tick. NVML is initialised again, and values
 //!   published in that same tick, as soon as a GPU that has slept is `active` (or
-//!   `resuming`) again: something else woke it. A GPU that has not suspended within
+//!   `resuming`) again: something else woke it. A GPU has slept when sysfs said so, or
+//!   when its `runtime_suspended_time` grew (a suspend too short to be seen). A GPU that has not suspended within
 //!   `release_after` plus its `autosuspend_delay_ms` of the release is kept awake by
 //!   something else: monitoring resumes, and the next release waits twice as long (up to
 //!   [`MAX_RELEASE_AFTER`]; back to `release_after` once a release lets a GPU sleep).
@@ -47,6 +48,8 @@ struct Watched {
     power: Option<Power>,
     /// Seen asleep since NVML was released.
     slept: bool,
+    /// `runtime_suspended_time` when NVML was released.
+    suspended_ms_at_park: Option<u64>,
 }
 
 /// One NVML index: the identity to publish while it is not queried.
@@ -127,7 +130,9 @@ impl RuntimePm {
                     );
                     self.warned_unreadable = true;
                 }
-                Vec::new()
+                self.announced = true;
+                self.gpus.clear();
+                return;
             }
         };
         let same = found.len() == self.gpus.len()
@@ -158,6 +163,7 @@ impl RuntimePm {
                 gpu,
                 power: None,
                 slept: false,
+                suspended_ms_at_park: None,
             })
             .collect();
     }
@@ -309,6 +315,7 @@ impl RuntimePm {
             .collect();
         for w in &mut self.gpus {
             w.slept = false;
+            w.suspended_ms_at_park = w.gpu.suspended_time_ms();
         }
         // Pin each slot to its address so the mapping survives a change in counts.
         for (slot, addr) in self.slots.iter_mut().zip(mapped) {
@@ -344,11 +351,21 @@ impl RuntimePm {
         true
     }
 
+    /// Marks the GPUs that are (or have been) asleep since the release. The suspended
+    /// time is read only for an awake GPU not yet known to have slept.
     fn note_sleepers(&mut self) {
         for w in &mut self.gpus {
-            if w.power.is_some_and(|p| p.status.asleep()) {
-                w.slept = true;
+            if w.slept {
+                continue;
             }
+            w.slept = match w.power.map(|p| p.status) {
+                Some(Status::Suspended | Status::Suspending | Status::Resuming) => true,
+                Some(Status::Active) => w
+                    .suspended_ms_at_park
+                    .zip(w.gpu.suspended_time_ms())
+                    .is_some_and(|(then, now)| now > then),
+                _ => false,
+            };
         }
     }
 

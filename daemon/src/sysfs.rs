@@ -3,7 +3,7 @@
 //!
 //! Everything here reads attributes the PCI core keeps in memory (`vendor`, `class`, the
 //! `driver` link, `power/runtime_status`, `power/control`, `power/autosuspend_delay_ms`,
-//! `/sys/module/nvidia/version`): reading them never resumes a suspended device, unlike
+//! `power/runtime_suspended_time`, `/sys/module/nvidia/version`): reading them never resumes a suspended device, unlike
 //! any NVML call or a read of the device's config space. The root (normally `/sys`) is a
 //! parameter so tests run on a fake tree.
 //!
@@ -115,6 +115,7 @@ pub struct Gpu {
     status_path: PathBuf,
     control_path: PathBuf,
     delay_path: PathBuf,
+    suspended_time_path: PathBuf,
 }
 
 impl Gpu {
@@ -124,6 +125,16 @@ impl Gpu {
         let status = Status::parse(read_word(&self.status_path, &mut buf)?);
         let auto = read_word(&self.control_path, &mut buf)? == "auto";
         Ok(Power { status, auto })
+    }
+
+    /// `power/runtime_suspended_time`: milliseconds spent runtime-suspended so far, a
+    /// counter that shows a suspend even when it was over between two reads.
+    pub fn suspended_time_ms(&self) -> Option<u64> {
+        let mut buf = [0u8; 32];
+        read_word(&self.suspended_time_path, &mut buf)
+            .ok()?
+            .parse()
+            .ok()
     }
 
     /// `power/autosuspend_delay_ms`: how long the kernel waits, once the device is idle,
@@ -154,6 +165,7 @@ pub fn discover(root: &Path) -> io::Result<Vec<Gpu>> {
                 status_path: dir.join("power/runtime_status"),
                 control_path: dir.join("power/control"),
                 delay_path: dir.join("power/autosuspend_delay_ms"),
+                suspended_time_path: dir.join("power/runtime_suspended_time"),
             });
         }
     }

@@ -118,6 +118,25 @@ fn after_a_release_the_gpu_is_idle_then_suspended_then_woken() {
 }
 
 #[test]
+fn a_suspend_between_two_reads_still_counts_as_sleeping_then_waking() {
+    let (sys, mut pm) = laptop("blink", "active", "auto");
+    let time = sys
+        .0
+        .join("bus/pci/devices")
+        .join(GPU)
+        .join("power/runtime_suspended_time");
+    std::fs::write(&time, "1200\n").unwrap();
+    pm.set_gpu_count(1);
+    let t0 = Instant::now();
+    pm.park(t0);
+    assert_eq!(pm.wake(t0 + SECOND), None, "has not suspended yet");
+    // Suspended for 300 ms and woken again between two ticks: only the counter shows it.
+    std::fs::write(&time, "1500\n").unwrap();
+    let addr = PciAddr::parse(GPU).unwrap();
+    assert_eq!(pm.wake(t0 + 2 * SECOND), Some(Wake::Woken(addr)));
+}
+
+#[test]
 fn a_gpu_that_stays_awake_after_a_release_doubles_the_next_wait() {
     let (sys, mut pm) = laptop("stayed", "active", "auto");
     std::fs::write(
