@@ -149,12 +149,12 @@ fn an_idle_gpu_is_released_makes_no_nvml_call_while_suspended_and_comes_back_fre
         .join(DGPU)
         .join("power/autosuspend_delay_ms");
     std::fs::write(delay, "60000\n").unwrap();
-    let daemon = sb.start_daemon_with("250ms", &["--release-after", "500ms"]);
+    let daemon = sb.start_daemon_with("250ms", &["--release-after", "1s"]);
     wait_snapshot(&sb, &daemon, "the GPU sampled", |s| {
         state(s, 0) == Some(GpuState::Ok) && s.gpus[0].temp_gpu_c == 41
     });
 
-    // Idle for 500 ms: NVML is released, the GPU is "idle" until the kernel suspends it.
+    // Idle for 1 s: NVML is released, the GPU is "idle" until the kernel suspends it.
     wait_snapshot(&sb, &daemon, "NVML released", |s| {
         state(s, 0) == Some(GpuState::Idle)
     });
