@@ -170,6 +170,7 @@ mod tests {
             state: GpuState::Ok,
             name: None,
             uuid: None,
+            pci_bus_id: None,
             temperature_c: None,
             fan_pct: None,
             util_pct: None,

@@ -1,7 +1,8 @@
 //! gpustat's `--json` schema: the same keys, order and units (MiB, whole watts), so tools
 //! written for `gpustat --json` read ours. Values gpupeek does not know are `null`, never
 //! invented: `full_command`, `cpu_percent` and `cpu_memory_usage` until the daemon
-//! publishes them.
+//! publishes them. A GPU the daemon lets sleep has one key gpustat lacks, `"state"`
+//! (`"suspended"` or `"idle"`), and `null` for every value.
 
 use serde::Serialize;
 
@@ -31,6 +32,9 @@ struct HealthyGpu<'a> {
     index: u32,
     uuid: Option<&'a str>,
     name: Option<&'a str>,
+    /// Only for a GPU that is asleep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
     #[serde(rename = "temperature.gpu")]
     temperature_gpu: Option<i32>,
     #[serde(rename = "fan.speed")]
@@ -106,6 +110,7 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
         index: g.index,
         uuid: g.uuid.as_deref(),
         name: g.name.as_deref(),
+        state: g.asleep(),
         temperature_gpu: g.temperature_c,
         fan_speed: g.fan_pct,
         utilization_gpu: g.util_pct,

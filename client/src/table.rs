@@ -1,7 +1,8 @@
 //! gpustat's default text output, column for column: a header line (host, time,
 //! driver), then one line per GPU: `[index] name | temp, util | used / total MB | procs`.
 //! Unknown values print as `??`; a GPU that cannot be sampled prints as gpustat's
-//! "invalid GPU" (`((GPU is lost))` and `?` everywhere).
+//! "invalid GPU" (`((GPU is lost))` and `?` everywhere). A GPU the daemon lets sleep
+//! prints its name (or PCI bus id) and `suspended` or `idle` instead of any value.
 
 use std::fmt::Write;
 
@@ -136,7 +137,10 @@ pub fn header(
 }
 
 fn display_name(g: &GpuView) -> &str {
-    g.problem().or(g.name.as_deref()).unwrap_or("??")
+    g.problem()
+        .or(g.name.as_deref())
+        .or(g.pci_bus_id.as_deref())
+        .unwrap_or("??")
 }
 
 /// A value, `??` when unknown, or `?` on a GPU that could not be sampled.
@@ -179,13 +183,24 @@ fn gpu_line(
     let f = |v: Option<u32>| v.map(f64::from);
     let _ = write!(out, "{} ", p.paint(s::CYAN, format!("[{}]", g.index)));
     if name_width != 0 {
-        let name_style = if g.is_healthy() { s::BLUE } else { s::RED };
+        let name_style = if g.problem().is_none() {
+            s::BLUE
+        } else {
+            s::RED
+        };
         let name = shorten_left(display_name(g), name_width);
         let _ = write!(
             out,
             "{} |",
             p.paint(name_style, format!("{name:name_width$}"))
         );
+    }
+    if let Some(asleep) = g.asleep() {
+        if name_width != 0 {
+            out.push(' ');
+        }
+        out.push_str(&p.paint(s::BOLD_BLACK, asleep));
+        return;
     }
     let temp = level(g, g.temperature_c.map(f64::from), 50.0, s::RED, s::BOLD_RED);
     let _ = write!(

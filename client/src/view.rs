@@ -1,6 +1,8 @@
 //! What a client shows, decoded once from a snapshot: every optional value as an
 //! `Option`, in gpustat's units (MiB, whole watts), processes grouped under their GPU.
 //! Every renderer (table, JSON) works from this, never from raw records.
+//! A GPU that is asleep (runtime-suspended, or idle and released by the daemon) keeps
+//! only its identity here, whatever else its record holds: no value is shown as current.
 
 use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, GpuState};
 use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
@@ -33,6 +35,8 @@ pub struct GpuView {
     pub name: Option<String>,
     /// UUID.
     pub uuid: Option<String>,
+    /// PCI bus id.
+    pub pci_bus_id: Option<String>,
     /// Degrees Celsius.
     pub temperature_c: Option<i32>,
     /// Percent.
@@ -150,8 +154,11 @@ impl View {
 
 impl GpuView {
     fn new(g: &GpuRecord, snap: &Snapshot, ctx: &Context) -> GpuView {
-        let valid = g.valid;
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
+        let valid = match state {
+            GpuState::Suspended | GpuState::Idle => g.valid & (v::NAME | v::UUID | v::PCI_BUS_ID),
+            _ => g.valid,
+        };
         let processes = (valid & v::PROCESSES != 0).then(|| {
             snap.processes_on(g.index)
                 .map(|p| ProcView::new(p, snap, ctx))
@@ -163,6 +170,7 @@ impl GpuView {
             state,
             name: opt_text(valid, v::NAME, &g.name),
             uuid: opt_text(valid, v::UUID, &g.uuid),
+            pci_bus_id: opt_text(valid, v::PCI_BUS_ID, &g.pci_bus_id),
             temperature_c: opt(valid, v::TEMPERATURE, g.temp_gpu_c),
             fan_pct: opt(valid, v::FAN_SPEED, g.fan_speed_pct),
             util_pct: opt(valid, v::UTILIZATION, g.util_gpu_pct),
@@ -177,18 +185,27 @@ impl GpuView {
         }
     }
 
-    /// False when the GPU could not be sampled (lost or failing): gpustat's "invalid GPU".
+    /// False when the GPU was not sampled (lost, failing or asleep).
     pub fn is_healthy(&self) -> bool {
         matches!(self.state, GpuState::Ok)
     }
 
-    /// What gpustat shows instead of the name of a GPU that could not be sampled.
+    /// What gpustat shows instead of the name of a GPU that could not be sampled
+    /// (gpustat's "invalid GPU"); `None` for a healthy or an asleep GPU.
     pub fn problem(&self) -> Option<&'static str> {
         match self.state {
-            GpuState::Ok => None,
+            GpuState::Ok | GpuState::Suspended | GpuState::Idle => None,
             GpuState::Lost => Some("((GPU is lost))"),
-            GpuState::Suspended => Some("((suspended))"),
             GpuState::Error | GpuState::Empty => Some("((Unknown Error))"),
+        }
+    }
+
+    /// `"suspended"` or `"idle"` when the daemon lets the GPU sleep and does not query
+    /// it (so it has no current values).
+    pub fn asleep(&self) -> Option<&'static str> {
+        match self.state {
+            GpuState::Suspended | GpuState::Idle => Some(self.state.name()),
+            _ => None,
         }
     }
 }

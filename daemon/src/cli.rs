@@ -15,6 +15,21 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// gpupeekd: sample NVIDIA GPUs through NVML and publish them in shared memory, so that
 /// any number of readers (gpupeek, status bars, exporters) see them without driver calls.
 #[derive(FromArgs, Debug)]
+#[argh(note = "Runtime power management (laptops):
+  Before touching a GPU, gpupeekd reads its sysfs power/runtime_status. A
+  suspended GPU is never queried: its record says \"suspended\".
+  When every GPU is suspended, or idle (no compute process, 0% utilisation)
+  for --release-after, NVML is released so the kernel can power the GPUs
+  down; records say \"idle\" until sysfs says \"suspended\". Meanwhile only
+  sysfs is read. When something else wakes a GPU, NVML is initialised again
+  and values are published in that same tick.
+  A GPU that has not suspended within --release-after plus its
+  autosuspend_delay_ms of a release is kept awake by something else:
+  monitoring resumes, and the next release waits twice as long (at most 10
+  minutes; back to --release-after once a release lets a GPU sleep).
+  GPUs with runtime PM off (power/control = on) are always monitored.
+  If every GPU is asleep at start, NVML is not initialised at all.
+  --no-runtime-pm turns all of this off (servers).")]
 pub struct Args {
     /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek", i.e. /dev/shm/gpupeek)
     #[argh(option)]
@@ -48,6 +63,24 @@ pub struct Args {
     #[argh(switch)]
     pub foreground: bool,
 
+    /// where sysfs is mounted, read for the GPUs' runtime power state (default /sys)
+    #[argh(option, default = "PathBuf::from(\"/sys\")")]
+    pub sysfs_root: PathBuf,
+
+    /// release NVML once every GPU has been idle this long, so runtime PM can power it
+    /// down (default 10s; 0s releases at the first idle tick)
+    #[argh(
+        option,
+        default = "Duration::from_secs(10)",
+        from_str_fn(parse_release_after)
+    )]
+    pub release_after: Duration,
+
+    /// ignore runtime power management: never read sysfs, always hold NVML and query
+    /// every GPU (for servers)
+    #[argh(switch)]
+    pub no_runtime_pm: bool,
+
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -58,6 +91,15 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_INTERVAL || d > MAX_INTERVAL {
         return Err(format!("interval {s} is outside 10ms..1h"));
+    }
+    Ok(d)
+}
+
+/// Parses a `--release-after` duration: 0 to 1 hour.
+pub fn parse_release_after(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > MAX_INTERVAL {
+        return Err(format!("release-after {s} is longer than 1h"));
     }
     Ok(d)
 }
@@ -94,6 +136,14 @@ mod tests {
         assert_eq!(parse_interval("60s"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_interval("10ms"), Ok(MIN_INTERVAL));
+    }
+
+    #[test]
+    fn release_after_accepts_zero_up_to_an_hour() {
+        assert_eq!(parse_release_after("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_release_after("10s"), Ok(Duration::from_secs(10)));
+        assert!(parse_release_after("2h").is_err());
+        assert!(parse_release_after("-1s").is_err());
     }
 
     #[test]

@@ -9,10 +9,12 @@ mod cli;
 mod container;
 mod fallback;
 mod logging;
+mod power;
 mod privacy;
 mod procfs;
 mod run;
 mod sampler;
+mod sysfs;
 
 use std::process::ExitCode;
 
@@ -61,6 +63,9 @@ fn main() -> ExitCode {
         nvml_lib: args.nvml_lib,
         process_info: args.process_info,
         proc_root: args.proc_root,
+        sysfs_root: args.sysfs_root,
+        runtime_pm: !args.no_runtime_pm,
+        release_after: args.release_after,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,

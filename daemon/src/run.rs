@@ -8,6 +8,11 @@
 //! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
 //! that overruns its period is logged and the missed ticks are skipped, never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
+//!
+//! Runtime power management (see [`crate::power`]): each tick first reads the GPUs'
+//! sysfs power state; an asleep GPU is published from its kept identity without an NVML
+//! call, and NVML is released (`nvmlShutdown`) while every GPU sleeps or idles, then
+//! initialised again in the tick that finds one woken.
 
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -19,9 +24,10 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
-use gpupeek_shm::layout::{proc_flags, proc_valid, status_valid, DaemonState};
+use gpupeek_shm::layout::{proc_flags, proc_kind, proc_valid, status_valid, DaemonState};
 use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
 
+use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{self, Choice};
 use crate::procfs::{self, ProcInfo, Procfs};
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
@@ -39,6 +45,12 @@ pub struct Config {
     pub process_info: Choice,
     /// Where the proc filesystem is.
     pub proc_root: PathBuf,
+    /// Where sysfs is mounted (normally `/sys`).
+    pub sysfs_root: PathBuf,
+    /// Whether the runtime power-management policy is on.
+    pub runtime_pm: bool,
+    /// How long every GPU must idle before NVML is released.
+    pub release_after: Duration,
 }
 
 /// How often `/proc`'s mount options are read again for `hidepid`.
@@ -51,15 +63,16 @@ struct Privacy {
 }
 
 enum Nvml {
-    Up {
-        sampler: Box<Sampler>,
-        info: SystemInfo,
-    },
+    /// Initialised: sampling.
+    Up(Box<Sampler>),
+    /// Failed, or not initialised yet: retried at `retry_at`.
     Down {
         failure: Failure,
         retry_at: Instant,
         backoff: Duration,
     },
+    /// Released by the runtime-PM policy while the GPUs sleep or idle.
+    Released,
 }
 
 struct Daemon {
@@ -68,6 +81,9 @@ struct Daemon {
     procfs: Procfs,
     privacy: Privacy,
     nvml: Nvml,
+    /// Driver-wide facts from the last NVML session (or the driver version from sysfs).
+    info: SystemInfo,
+    pm: RuntimePm,
     gpu: GpuRecord,
     gpu_procs: Vec<GpuProcess>,
     proc_records: Vec<ProcRecord>,
@@ -142,13 +158,15 @@ fn wait_until(
 
 impl Daemon {
     fn new(config: Config, publisher: Publisher) -> Self {
-        let nvml = Nvml::Down {
-            failure: Failure {
-                code: 0,
-                message: "not initialised yet".into(),
-            },
-            retry_at: Instant::now(),
-            backoff: config.interval,
+        let nvml = not_initialised(Instant::now(), config.interval);
+        let pm = RuntimePm::new(
+            config.sysfs_root.clone(),
+            config.runtime_pm,
+            config.release_after,
+        );
+        let info = SystemInfo {
+            driver_version: pm.driver_version(),
+            ..Default::default()
         };
         let procfs = Procfs::new(&config.proc_root);
         let privacy = Privacy::judge(&config);
@@ -158,6 +176,8 @@ impl Daemon {
             procfs,
             privacy,
             nvml,
+            info,
+            pm,
             gpu: GpuRecord::default(),
             gpu_procs: Vec::new(),
             proc_records: Vec::new(),
@@ -166,29 +186,47 @@ impl Daemon {
     }
 
     fn tick(&mut self) {
-        self.retry_nvml();
+        let now = Instant::now();
+        self.pm.refresh();
+        self.wake_if_needed(now);
+        self.retry_nvml(now);
+        if matches!(self.nvml, Nvml::Up(_)) && self.pm.release_due(now) {
+            log::info!(
+                "every GPU is suspended or has idled for {:?}: releasing NVML so that they \
+                 can runtime-suspend",
+                self.pm.release_after()
+            );
+            self.nvml = Nvml::Released; // drops the sampler: nvmlShutdown
+            self.pm.park(now);
+        }
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        match &mut self.nvml {
-            Nvml::Up { sampler, info } => match sampler.device_count() {
+        match &self.nvml {
+            Nvml::Up(sampler) => match sampler.device_count() {
                 Ok(count) => {
-                    put_system_info(&mut status, info);
                     status.state = DaemonState::Live as u32;
-                    status.gpu_count = self.sample_all(count);
+                    status.gpu_count = self.sample_all(count, now);
                 }
                 Err(failure) => {
                     log::error!("NVML stopped working: {}", failure.message);
                     self.nvml = Nvml::Down {
                         failure,
-                        retry_at: Instant::now() + self.config.interval,
+                        retry_at: now + self.config.interval,
                         backoff: self.config.interval,
                     };
                     self.publisher.write_processes(&self.privacy.context, &[]);
                 }
             },
+            Nvml::Released => {
+                status.state = DaemonState::Live as u32;
+                status.gpu_count = self.publish_sleeping();
+            }
             Nvml::Down { .. } => {}
+        }
+        if status.state == DaemonState::Live as u32 {
+            put_system_info(&mut status, &self.info);
         }
         if let Nvml::Down { failure, .. } = &self.nvml {
             status.state = DaemonState::NvmlError as u32;
@@ -198,8 +236,34 @@ impl Daemon {
         self.publish_status(status);
     }
 
-    /// Tries to (re)initialise NVML when it is down and the backoff has passed.
-    fn retry_nvml(&mut self) {
+    /// While NVML is released: initialises it again (this tick) when a GPU woke up.
+    fn wake_if_needed(&mut self, now: Instant) {
+        if !matches!(self.nvml, Nvml::Released) {
+            return;
+        }
+        let Some(wake) = self.pm.wake(now) else {
+            return;
+        };
+        match wake {
+            Wake::Woken(addr) => log::info!("GPU {addr} woke up: initialising NVML"),
+            Wake::StayedAwake(addr) => log::info!(
+                "GPU {addr} did not runtime-suspend after NVML was released: something else \
+                 keeps it awake; monitoring again (next release after {:?} idle)",
+                self.pm.release_after()
+            ),
+            Wake::PmOff(addr) => {
+                log::info!("runtime PM of GPU {addr} was switched off: initialising NVML")
+            }
+            Wake::Unreadable(addr) => {
+                log::info!("the runtime PM state of GPU {addr} cannot be read: initialising NVML")
+            }
+        }
+        self.nvml = not_initialised(now, self.config.interval);
+    }
+
+    /// Tries to (re)initialise NVML when it is down and the backoff has passed; parks
+    /// instead when every GPU is asleep, since initialising NVML would wake them.
+    fn retry_nvml(&mut self, now: Instant) {
         let Nvml::Down {
             failure,
             retry_at,
@@ -208,20 +272,23 @@ impl Daemon {
         else {
             return;
         };
-        if Instant::now() < *retry_at {
+        if now < *retry_at {
+            return;
+        }
+        if self.pm.park_if_all_asleep(now) {
+            log::info!("every GPU is runtime-suspended: NVML is left alone until one wakes");
+            self.nvml = Nvml::Released;
             return;
         }
         match Sampler::init(self.config.nvml_lib.as_deref()) {
             Ok(sampler) => {
-                let info = sampler.system_info();
+                self.info = sampler.system_info();
                 log::info!(
                     "NVML initialised (driver {})",
-                    info.driver_version.as_deref().unwrap_or("unknown")
+                    self.info.driver_version.as_deref().unwrap_or("unknown")
                 );
-                self.nvml = Nvml::Up {
-                    sampler: Box::new(sampler),
-                    info,
-                };
+                self.nvml = Nvml::Up(Box::new(sampler));
+                self.pm.discover();
             }
             Err(new) => {
                 if new != *failure {
@@ -232,16 +299,16 @@ impl Daemon {
                     );
                 }
                 *failure = new;
-                *retry_at = Instant::now() + *backoff;
+                *retry_at = now + *backoff;
                 *backoff = (*backoff * 2).min(MAX_BACKOFF.max(self.config.interval));
             }
         }
     }
 
     /// Samples GPUs `0..count` (bounded by the capacity) and the process table; returns
-    /// the number of GPU slots written.
-    fn sample_all(&mut self, count: u32) -> u32 {
-        let Nvml::Up { sampler, .. } = &mut self.nvml else {
+    /// the number of GPU slots written. An asleep GPU is not queried.
+    fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
+        let Nvml::Up(sampler) = &mut self.nvml else {
             return 0;
         };
         let capacity = self.publisher.geometry().gpu_capacity as u32;
@@ -249,12 +316,28 @@ impl Daemon {
             log::warn!("{count} GPUs found but the segment holds {capacity}; publishing the first {capacity}");
             self.warned_capacity = true;
         }
+        // GPUs beyond the capacity are not watched, so they never count as idle.
+        let mut all_idle = count <= capacity;
         let count = count.min(capacity);
+        self.pm.set_gpu_count(count as usize);
         self.gpu_procs.clear();
         for index in 0..count {
-            sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
-            self.publisher.write_gpu(index as usize, &self.gpu);
+            let slot = index as usize;
+            if self.pm.asleep(slot) {
+                self.pm.sleeping_record(slot, &mut self.gpu);
+            } else {
+                let first = self.gpu_procs.len();
+                sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
+                self.pm.remember(slot, &self.gpu);
+                let compute = self.gpu_procs[first..]
+                    .iter()
+                    .filter(|p| p.kind & proc_kind::COMPUTE != 0)
+                    .count();
+                all_idle &= power::idle(&self.gpu, compute);
+            }
+            self.publisher.write_gpu(slot, &self.gpu);
         }
+        self.pm.observe(now, all_idle);
         if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
             self.privacy = Privacy::judge(&self.config);
         }
@@ -277,6 +360,19 @@ impl Daemon {
         count
     }
 
+    /// While NVML is released: publishes every GPU from its kept identity, suspended or
+    /// idle, and an empty process table; returns the number of GPU slots written.
+    fn publish_sleeping(&mut self) -> u32 {
+        let capacity = self.publisher.geometry().gpu_capacity;
+        let count = self.pm.gpu_count().min(capacity);
+        for slot in 0..count {
+            self.pm.sleeping_record(slot, &mut self.gpu);
+            self.publisher.write_gpu(slot, &self.gpu);
+        }
+        self.publisher.write_processes(&self.privacy.context, &[]);
+        count as u32
+    }
+
     fn publish_status(&self, mut status: StatusRecord) {
         status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
         status.published_unix_ns = SystemTime::now()
@@ -294,10 +390,20 @@ impl Daemon {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        if let Nvml::Up { info, .. } = &self.nvml {
-            put_system_info(&mut status, info);
-        }
+        put_system_info(&mut status, &self.info);
         self.publish_status(status);
+    }
+}
+
+/// NVML not initialised yet, to be tried at `now`.
+fn not_initialised(now: Instant, interval: Duration) -> Nvml {
+    Nvml::Down {
+        failure: Failure {
+            code: 0,
+            message: "not initialised yet".into(),
+        },
+        retry_at: now,
+        backoff: interval,
     }
 }
 

@@ -80,6 +80,9 @@ pub enum GpuState {
     Error = 3,
     /// Runtime-suspended: not queried so it can sleep; values are not current.
     Suspended = 4,
+    /// Idle, and the daemon has released NVML so that runtime PM can suspend it, but it
+    /// has not suspended yet: not queried; values are not current.
+    Idle = 5,
 }
 
 impl GpuState {
@@ -91,6 +94,7 @@ impl GpuState {
             2 => Self::Lost,
             3 => Self::Error,
             4 => Self::Suspended,
+            5 => Self::Idle,
             _ => return None,
         })
     }
@@ -103,6 +107,7 @@ impl GpuState {
             Self::Lost => "lost",
             Self::Error => "error",
             Self::Suspended => "suspended",
+            Self::Idle => "idle",
         }
     }
 }

@@ -76,6 +76,8 @@ impl Sandbox {
         let id = format!("gpupeek-e2e-{}-{n}-{tag}", std::process::id());
         let dir = std::env::temp_dir().join(&id);
         std::fs::create_dir_all(dir.join("calls")).unwrap();
+        // An empty fake sysfs, so no test sees the real GPUs of the machine it runs on.
+        std::fs::create_dir_all(dir.join("sys/bus/pci/devices")).unwrap();
         Sandbox {
             shm: id,
             dir,
@@ -124,23 +126,36 @@ impl Sandbox {
         calls
     }
 
-    /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
+    /// Starts gpupeekd on the fake NVML with this sandbox's scenario, segment and fake
+    /// sysfs.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
-        self.start_daemon_with(interval, &[], false)
+        self.start_daemon_with(interval, &[])
     }
 
-    /// Starts gpupeekd with `extra` flags; with `hidepid`, in a private mount namespace
-    /// whose `/proc` is mounted `hidepid=invisible` (needs root).
-    pub fn start_daemon_with(&self, interval: &str, extra: &[&str], hidepid: bool) -> Daemon {
+    /// [`Sandbox::start_daemon`] with more flags.
+    pub fn start_daemon_with(&self, interval: &str, flags: &[&str]) -> Daemon {
+        self.launch_daemon(interval, flags, false)
+    }
+
+    /// [`Sandbox::start_daemon_with`] in a private mount namespace whose `/proc` is
+    /// mounted `hidepid=invisible` (needs root).
+    pub fn start_daemon_in_hidepid(&self, interval: &str, flags: &[&str]) -> Daemon {
+        self.launch_daemon(interval, flags, true)
+    }
+
+    fn launch_daemon(&self, interval: &str, flags: &[&str], hidepid: bool) -> Daemon {
         let n = self.daemons_started.replace(self.daemons_started.get() + 1);
         let log = self.dir.join(format!("daemon-{n}.log"));
         let mut cmd = in_hidepid_proc(hidepid, None, &bins().daemon);
         cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
-            .args(extra)
+            .arg("--sysfs-root")
+            .arg(self.sysfs_root())
+            .args(flags)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
+            .env("FAKE_NVML_SYSFS_ROOT", self.sysfs_root())
             .env("GPUPEEK_LOCK_DIR", &self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -158,6 +173,52 @@ impl Sandbox {
         let mut cmd = in_hidepid_proc(hidepid, Some(uid), &bins().client);
         cmd.arg("--shm").arg(&self.shm).args(args);
         run_with_watchdog(cmd)
+    }
+
+    /// The fake sysfs root the daemon is started with (`--sysfs-root`).
+    pub fn sysfs_root(&self) -> PathBuf {
+        self.dir.join("sys")
+    }
+
+    /// Adds an NVIDIA GPU bound to the nvidia driver to the fake sysfs, at `address`
+    /// as sysfs spells it (`0000:01:00.0`), with its runtime PM state.
+    pub fn add_sysfs_gpu(&self, address: &str, runtime_status: &str, control: &str) {
+        let root = self.sysfs_root();
+        let driver = root.join("bus/pci/drivers/nvidia");
+        let dir = root.join("bus/pci/devices").join(address);
+        std::fs::create_dir_all(&driver).unwrap();
+        std::fs::create_dir_all(dir.join("power")).unwrap();
+        std::fs::write(dir.join("vendor"), "0x10de\n").unwrap();
+        std::fs::write(dir.join("class"), "0x030200\n").unwrap();
+        std::os::unix::fs::symlink(driver, dir.join("driver")).unwrap();
+        self.set_runtime_pm(address, runtime_status, control);
+    }
+
+    /// Sets a fake sysfs GPU's `power/runtime_status` and `power/control` (each file
+    /// replaced atomically, status first).
+    pub fn set_runtime_pm(&self, address: &str, runtime_status: &str, control: &str) {
+        let power = self
+            .sysfs_root()
+            .join("bus/pci/devices")
+            .join(address)
+            .join("power");
+        for (file, value) in [("runtime_status", runtime_status), ("control", control)] {
+            let tmp = power.join(format!("{file}.tmp"));
+            std::fs::write(&tmp, format!("{value}\n")).unwrap();
+            std::fs::rename(tmp, power.join(file)).unwrap();
+        }
+    }
+
+    /// Every line of process `pid`'s fake-NVML calls file (`total`, `open_handles`,
+    /// `suspended_gpu_calls`, one per function), or `None` when it made no NVML call.
+    pub fn nvml_call_file(&self, pid: u32) -> Option<BTreeMap<String, u64>> {
+        let path = self.dir.join("calls").join(format!("{pid}.calls"));
+        let text = std::fs::read_to_string(path).ok()?;
+        let lines = text.lines().filter_map(|line| {
+            let (key, value) = line.split_once(' ')?;
+            Some((key.to_owned(), value.trim().parse().ok()?))
+        });
+        Some(lines.collect())
     }
 
     /// Runs gpupeek against this sandbox's segment.

@@ -333,7 +333,7 @@ fn hidepid_makes_the_daemon_withhold_and_readers_see_only_their_own() {
         (roots.pid(), 100, [10, 0, 0, 0]),
         (nobodys.pid(), 200, [20, 0, 0, 0]),
     ]));
-    let daemon = sb.start_daemon_with("100ms", &[], true);
+    let daemon = sb.start_daemon_in_hidepid("100ms", &[]);
     sb.wait_live(&daemon);
     assert!(
         daemon
@@ -387,7 +387,7 @@ fn process_info_flag_chooses_full_basic_or_none() {
     let sleeper = Proc::sleeper();
     sb.write_scenario(&scenario(&[(sleeper.pid(), 100, [0; 4])]));
     {
-        let daemon = sb.start_daemon_with("100ms", &["--process-info", "none"], false);
+        let daemon = sb.start_daemon_with("100ms", &["--process-info", "none"]);
         sb.wait_live(&daemon);
         let text = stdout(&sb.client(&["--no-header"]));
         assert!(text.ends_with("| (1 hidden)\n"), "{text}");
@@ -395,7 +395,7 @@ fn process_info_flag_chooses_full_basic_or_none() {
         assert_eq!(doc["gpus"][0]["processes"], json!([]));
     }
     {
-        let daemon = sb.start_daemon_with("100ms", &["--process-info", "basic"], false);
+        let daemon = sb.start_daemon_with("100ms", &["--process-info", "basic"]);
         wait_for("basic policy", &daemon, || {
             sb.segment().snapshot().is_ok_and(|s| {
                 s.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic) && !s.processes.is_empty()

@@ -11,7 +11,9 @@
 //!
 //! If `$FAKE_NVML_CALLS_DIR` is set, every exported call rewrites
 //! `$FAKE_NVML_CALLS_DIR/<pid>.calls` with per-function call counts and the
-//! number of open init references (see [`calls`]).
+//! number of open init references (see [`calls`]). If `$FAKE_NVML_SYSFS_ROOT` names a
+//! fake sysfs tree, calls on a GPU that tree says is runtime-suspended are counted too
+//! (see [`sysfs`]).
 //!
 //! Like real NVML, init/shutdown are reference counted and every other call
 //! (except `nvmlErrorString`) returns `NVML_ERROR_UNINITIALIZED` while no
@@ -29,6 +31,7 @@ pub mod device;
 mod ffi;
 pub mod scenario;
 pub mod state;
+pub mod sysfs;
 pub mod system;
 
 /// Every exported NVML function, by C name. Scenario keys (`errors`,
