@@ -5,9 +5,11 @@
 //! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
 //! be created.
 
+mod alerts;
 mod cli;
 mod fallback;
 mod logging;
+mod notify;
 mod procfs;
 mod run;
 mod sampler;
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
     log::info!("publishing to segment '{name}' every {:?}", args.interval);
     let config = run::Config {
         interval: args.interval,
+        alerts: args.alerts(),
         nvml_lib: args.nvml_lib,
     };
     match run::run(config, publisher) {

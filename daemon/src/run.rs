@@ -8,6 +8,9 @@
 //! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
 //! that overruns its period is logged and the missed ticks are skipped, never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
+//! Each sampled GPU is judged for alerts ([`crate::alerts`]), and the service manager is
+//! kept informed ([`crate::notify`]): ready after the first publish, watchdog pings from
+//! this loop, stopping on the way out.
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +24,8 @@ use signal_hook_mio::v1_0::Signals;
 use gpupeek_shm::layout::{proc_valid, status_valid, DaemonState};
 use gpupeek_shm::{text, GpuRecord, ProcRecord, Publisher, StatusRecord};
 
+use crate::alerts::{Alerts, Thresholds};
+use crate::notify::Notifier;
 use crate::procfs::Procfs;
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
 
@@ -33,6 +38,8 @@ pub struct Config {
     pub interval: Duration,
     /// NVML library path, if not the system's.
     pub nvml_lib: Option<String>,
+    /// When to log alerts.
+    pub alerts: Thresholds,
 }
 
 enum Nvml {
@@ -56,6 +63,9 @@ struct Daemon {
     gpu_procs: Vec<GpuProcess>,
     proc_records: Vec<ProcRecord>,
     warned_capacity: bool,
+    alerts: Alerts,
+    /// GPUs published by the last tick.
+    gpu_count: u32,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -66,20 +76,27 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
         signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop))?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    let mut poll = Poll::new()?;
-    poll.registry()
-        .register(&mut signals, Token(0), Interest::READABLE)?;
-    let mut events = Events::with_capacity(4);
-
+    let mut waiter = Waiter::new(Arc::clone(&stop))?;
+    let mut notifier = Notifier::from_env();
     let mut daemon = Daemon::new(config, publisher);
     let period = daemon.config.interval;
     let mut deadline = Instant::now();
     let mut last_slow_log: Option<Instant> = None;
+    let mut ready = false;
     while !stop.load(Ordering::Relaxed) {
         daemon.tick();
-        deadline += period;
+        if notifier.active() {
+            let summary = daemon.summary();
+            if ready {
+                notifier.status(&summary);
+            } else {
+                notifier.ready(&summary);
+                ready = true;
+            }
+        }
         let now = Instant::now();
+        notifier.ping(now);
+        deadline += period;
         if deadline < now {
             let behind = now - deadline;
             if last_slow_log.is_none_or(|t| now - t > Duration::from_secs(60)) {
@@ -90,35 +107,64 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
             }
             deadline = now + period;
         }
-        wait_until(deadline, &mut poll, &mut events, &mut signals, &stop)?;
+        waiter.until(deadline, &mut notifier)?;
     }
     log::info!("stopping");
+    notifier.stopping();
     daemon.stop();
     Ok(())
 }
 
-/// Sleeps until `deadline` or until a stop signal arrives.
-fn wait_until(
-    deadline: Instant,
-    poll: &mut Poll,
-    events: &mut Events,
-    signals: &mut Signals,
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
-    loop {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        if timeout.is_zero() || stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        match poll.poll(events, Some(timeout)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        for signal in signals.pending() {
-            match signal {
-                SIGHUP => log::info!("SIGHUP ignored: gpupeekd has no configuration to reload"),
-                _ => log::info!("signal {signal} received"),
+/// The one thing the loop waits on between ticks: signals, or a deadline.
+struct Waiter {
+    poll: Poll,
+    events: Events,
+    signals: Signals,
+    stop: Arc<AtomicBool>,
+}
+
+impl Waiter {
+    fn new(stop: Arc<AtomicBool>) -> std::io::Result<Self> {
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut signals, Token(0), Interest::READABLE)?;
+        Ok(Waiter {
+            poll,
+            events: Events::with_capacity(4),
+            signals,
+            stop,
+        })
+    }
+
+    /// Sleeps until `deadline` or until a stop signal arrives, waking in between to send
+    /// any watchdog ping that falls due.
+    fn until(&mut self, deadline: Instant, notifier: &mut Notifier) -> std::io::Result<()> {
+        loop {
+            let now = Instant::now();
+            if self.stop.load(Ordering::Relaxed) || now >= deadline {
+                return Ok(());
+            }
+            let wake = match notifier.ping_due() {
+                Some(due) if due <= now => {
+                    notifier.ping(now);
+                    continue;
+                }
+                Some(due) => due.min(deadline),
+                None => deadline,
+            };
+            match self.poll.poll(&mut self.events, Some(wake - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for signal in self.signals.pending() {
+                match signal {
+                    SIGHUP => {
+                        log::info!("SIGHUP ignored: gpupeekd has no configuration to reload")
+                    }
+                    _ => log::info!("signal {signal} received"),
+                }
             }
         }
     }
@@ -135,7 +181,6 @@ impl Daemon {
             backoff: config.interval,
         };
         Daemon {
-            config,
             publisher,
             procfs: Procfs::new("/proc"),
             nvml,
@@ -143,6 +188,24 @@ impl Daemon {
             gpu_procs: Vec::new(),
             proc_records: Vec::new(),
             warned_capacity: false,
+            alerts: Alerts::new(config.alerts),
+            gpu_count: 0,
+            config,
+        }
+    }
+
+    /// One line on what the daemon is doing, for the service manager's status.
+    fn summary(&self) -> String {
+        match &self.nvml {
+            Nvml::Up { .. } => format!(
+                "publishing {} GPU{} every {:?}",
+                self.gpu_count,
+                if self.gpu_count == 1 { "" } else { "s" },
+                self.config.interval
+            ),
+            Nvml::Down { failure, .. } => {
+                format!("NVML unavailable, retrying: {}", failure.message)
+            }
         }
     }
 
@@ -158,6 +221,7 @@ impl Daemon {
                     put_system_info(&mut status, info);
                     status.state = DaemonState::Live as u32;
                     status.gpu_count = self.sample_all(count);
+                    self.gpu_count = status.gpu_count;
                 }
                 Err(failure) => {
                     log::error!("NVML stopped working: {}", failure.message);
@@ -235,7 +299,9 @@ impl Daemon {
         for index in 0..count {
             sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
             self.publisher.write_gpu(index as usize, &self.gpu);
+            self.alerts.observe(&self.gpu);
         }
+        self.alerts.observe_count(count);
         self.proc_records.clear();
         self.procfs.new_tick();
         for p in &self.gpu_procs {
