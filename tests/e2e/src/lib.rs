@@ -126,10 +126,22 @@ impl Sandbox {
 
     /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
+        self.start_daemon_with(interval, &[], &[])
+    }
+
+    /// Like [`Sandbox::start_daemon`], with more flags and environment variables.
+    pub fn start_daemon_with(
+        &self,
+        interval: &str,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Daemon {
         let n = self.daemons_started.replace(self.daemons_started.get() + 1);
         let log = self.dir.join(format!("daemon-{n}.log"));
         let child = Command::new(&bins().daemon)
             .args(["--foreground", "--shm", &self.shm, "--interval", interval])
+            .args(args)
+            .envs(env.iter().copied())
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
@@ -269,4 +281,55 @@ pub fn stdout(o: &Output) -> String {
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An external tool a test needs (promtool, prometheus, systemd-analyze): its path, or
+/// `None` after printing why the test is skipped. Under CI (`$CI` set) a missing tool
+/// fails the test instead, because `.ci/run` installs them.
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required under CI (apt package {package}; .ci/run installs it)"
+        );
+        eprintln!("SKIPPED: {name} not found (install the {package} package to run this test)");
+    }
+    found
+}
+
+/// A plain HTTP/1.0 GET (or another method) to a server on this machine: (status, body).
+pub fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("server accepts connections");
+    stream.set_read_timeout(Some(WATCHDOG)).unwrap();
+    write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or((response.as_str(), ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {head:?}"));
+    (status, body.to_owned())
+}
+
+/// A long-running child (gpupeek serve, prometheus), killed when dropped.
+pub struct Background {
+    /// The process.
+    pub child: Child,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
