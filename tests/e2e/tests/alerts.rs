@@ -219,3 +219,47 @@ fn bad_alert_flags_are_usage_errors() {
         assert_eq!(log.lines().count(), 1, "one line: {log}");
     }
 }
+
+#[test]
+fn under_the_journal_lines_carry_their_syslog_priority() {
+    use std::os::unix::fs::MetadataExt;
+    let sandbox = Sandbox::new("alerts-journal");
+    sandbox.write_scenario(&scenario(95, 8, 100, 0, false));
+    // The journal is whatever $JOURNAL_STREAM names: here, the file stderr goes to.
+    let log = sandbox.dir.join("journal.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let meta = file.metadata().unwrap();
+    let child = std::process::Command::new(&gpupeek_e2e::bins().daemon)
+        .args([
+            "--foreground",
+            "--shm",
+            &sandbox.shm,
+            "--interval",
+            "20ms",
+            "--nvml-lib",
+        ])
+        .arg(&gpupeek_e2e::bins().fake_nvml)
+        .env("FAKE_NVML_SCENARIO", sandbox.scenario_path())
+        .env("GPUPEEK_LOCK_DIR", &sandbox.dir)
+        .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let _daemon = gpupeek_e2e::Background { child };
+    let text = || std::fs::read_to_string(&log).unwrap();
+    let deadline = std::time::Instant::now() + gpupeek_e2e::WATCHDOG;
+    while !text().contains("temperature 95") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no alert:\n{}",
+            text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let text = text();
+    assert!(text.starts_with("<6>gpupeekd: info: "), "{text}");
+    assert!(
+        text.contains(&format!("\n<4>gpupeekd: warn: {GPU0}: temperature 95 °C")),
+        "{text}"
+    );
+}
