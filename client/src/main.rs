@@ -7,11 +7,18 @@
 //! half-written), 5 NVML error reported by the
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
+//!
+//! A first argument naming a subcommand (`query`, `metrics`, `serve`) is handed to
+//! [`commands`] before the gpustat-style flags are parsed.
 
 mod byuser;
 mod cli;
+mod commands;
 mod json;
 mod local;
+mod metrics;
+mod query;
+mod serve;
 mod style;
 mod table;
 mod view;
@@ -76,7 +83,11 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Exit> {
-    let mut args = parse_args()?;
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(result) = commands::dispatch(&argv) {
+        return result;
+    }
+    let mut args = parse_args(&argv)?;
     if args.version {
         return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
     }
@@ -203,13 +214,12 @@ fn iso_time(t: &DateTime<Local>) -> String {
     }
 }
 
-fn parse_args() -> Result<cli::Args, Exit> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let argv = cli::normalize(&argv);
+fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
+    let argv = cli::normalize(argv);
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
         match exit.status {
-            Ok(()) => match write_stdout(&exit.output) {
+            Ok(()) => match write_stdout(&(exit.output + commands::HELP)) {
                 Ok(()) => Exit::new(0, ""),
                 Err(e) => e,
             },

@@ -29,7 +29,16 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
   minutes; back to --release-after once a release lets a GPU sleep).
   GPUs with runtime PM off (power/control = on) are always monitored.
   If every GPU is asleep at start, NVML is not initialised at all.
-  --no-runtime-pm turns all of this off (servers).")]
+  --no-runtime-pm turns all of this off (servers).
+
+Alerts:
+  A GPU that reaches an --alert-* threshold, throttles for a listed reason
+  or is lost is logged once when the episode starts and once when it ends
+  (stderr in the foreground, else syslog).
+
+Under systemd (Type=notify):
+  READY=1 after the first publish, WATCHDOG=1 at least every half
+  $WATCHDOG_USEC, and STOPPING=1 when it stops, on $NOTIFY_SOCKET.")]
 pub struct Args {
     /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek", i.e. /dev/shm/gpupeek)
     #[argh(option)]
@@ -84,6 +93,74 @@ pub struct Args {
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
+
+    /// log an alert when a GPU reaches this temperature in °C (default 85; 0: never)
+    #[argh(option, default = "85", from_str_fn(parse_temp))]
+    pub alert_temp: u32,
+
+    /// log an alert when a GPU's memory is this percent used (default 95; 0: never)
+    #[argh(option, default = "95", from_str_fn(parse_memory_pct))]
+    pub alert_memory: u32,
+
+    /// log an alert when a GPU draws this percent of its power limit (default 100; 0: never)
+    #[argh(option, default = "100", from_str_fn(parse_power_pct))]
+    pub alert_power: u32,
+
+    /// clock event reasons that log an alert, comma-separated: sw_power_cap, hw_slowdown,
+    /// sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown; or none
+    /// (default: all but sw_power_cap)
+    #[argh(
+        option,
+        default = "DEFAULT_THROTTLE_ALERTS",
+        from_str_fn(crate::alerts::parse_throttle)
+    )]
+    pub alert_throttle: u64,
+
+    /// log no alerts at all (not even for a lost GPU)
+    #[argh(switch)]
+    pub no_alerts: bool,
+}
+
+/// Every reason of [`crate::alerts::THROTTLE_REASONS`] but sw_power_cap, which is
+/// routine under load: the hardware and thermal slowdowns and the power brake.
+pub const DEFAULT_THROTTLE_ALERTS: u64 = 0x8 | 0x20 | 0x40 | 0x80;
+
+impl Args {
+    /// The alert thresholds these flags ask for.
+    pub fn alerts(&self) -> crate::alerts::Thresholds {
+        if self.no_alerts {
+            return crate::alerts::Thresholds::OFF;
+        }
+        let on = |v: u32| (v > 0).then_some(v);
+        crate::alerts::Thresholds {
+            temp_c: on(self.alert_temp),
+            memory_pct: on(self.alert_memory),
+            power_pct: on(self.alert_power),
+            throttle_mask: self.alert_throttle,
+            lost: true,
+        }
+    }
+}
+
+fn parse_bounded(s: &str, what: &str, max: u32) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(format!(
+            "bad {what} {s:?}: use a whole number from 0 (off) to {max}"
+        )),
+    }
+}
+
+fn parse_temp(s: &str) -> Result<u32, String> {
+    parse_bounded(s, "temperature", 200)
+}
+
+fn parse_memory_pct(s: &str) -> Result<u32, String> {
+    parse_bounded(s, "memory percentage", 100)
+}
+
+fn parse_power_pct(s: &str) -> Result<u32, String> {
+    parse_bounded(s, "power percentage", 1000)
 }
 
 /// Parses `250ms`, `1s`, `1.5s`, `2m` or a bare number of seconds, within the limits.
@@ -144,6 +221,20 @@ mod tests {
         assert_eq!(parse_release_after("10s"), Ok(Duration::from_secs(10)));
         assert!(parse_release_after("2h").is_err());
         assert!(parse_release_after("-1s").is_err());
+    }
+
+    #[test]
+    fn alert_flags_have_sane_defaults_and_zero_turns_one_off() {
+        let args = Args::from_args(&["gpupeekd"], &["--alert-power", "0"]).unwrap();
+        let t = args.alerts();
+        assert_eq!(t.temp_c, Some(85));
+        assert_eq!(t.memory_pct, Some(95));
+        assert_eq!(t.power_pct, None);
+        assert_eq!(t.throttle_mask, DEFAULT_THROTTLE_ALERTS);
+        let args = Args::from_args(&["gpupeekd"], &["--no-alerts"]).unwrap();
+        assert_eq!(args.alerts(), crate::alerts::Thresholds::OFF);
+        assert!(Args::from_args(&["gpupeekd"], &["--alert-memory", "101"]).is_err());
+        assert!(Args::from_args(&["gpupeekd"], &["--alert-temp", "-1"]).is_err());
     }
 
     #[test]

@@ -5,10 +5,12 @@
 //! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
 //! be created.
 
+mod alerts;
 mod cli;
 mod container;
 mod fallback;
 mod logging;
+mod notify;
 mod power;
 mod privacy;
 mod procfs;
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
     log::info!("publishing to segment '{name}' every {:?}", args.interval);
     let config = run::Config {
         interval: args.interval,
+        alerts: args.alerts(),
         nvml_lib: args.nvml_lib,
         process_info: args.process_info,
         proc_root: args.proc_root,

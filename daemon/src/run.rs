@@ -13,6 +13,9 @@
 //! sysfs power state; an asleep GPU is published from its kept identity without an NVML
 //! call, and NVML is released (`nvmlShutdown`) while every GPU sleeps or idles, then
 //! initialised again in the tick that finds one woken.
+//! Each sampled GPU is judged for alerts ([`crate::alerts`]), and the service manager is
+//! kept informed ([`crate::notify`]): ready after the first publish, watchdog pings from
+//! this loop, stopping on the way out.
 
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -27,6 +30,8 @@ use signal_hook_mio::v1_0::Signals;
 use gpupeek_shm::layout::{proc_flags, proc_kind, proc_valid, status_valid, DaemonState};
 use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
 
+use crate::alerts::{Alerts, Thresholds};
+use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{self, Choice};
 use crate::procfs::{self, ProcInfo, Procfs};
@@ -41,6 +46,8 @@ pub struct Config {
     pub interval: Duration,
     /// NVML library path, if not the system's.
     pub nvml_lib: Option<String>,
+    /// When to log alerts.
+    pub alerts: Thresholds,
     /// What to publish about processes.
     pub process_info: Choice,
     /// Where the proc filesystem is.
@@ -88,6 +95,9 @@ struct Daemon {
     gpu_procs: Vec<GpuProcess>,
     proc_records: Vec<ProcRecord>,
     warned_capacity: bool,
+    alerts: Alerts,
+    /// GPUs published by the last tick.
+    gpu_count: u32,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -98,20 +108,27 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
         signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop))?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    let mut poll = Poll::new()?;
-    poll.registry()
-        .register(&mut signals, Token(0), Interest::READABLE)?;
-    let mut events = Events::with_capacity(4);
-
+    let mut waiter = Waiter::new(Arc::clone(&stop))?;
+    let mut notifier = Notifier::from_env();
     let mut daemon = Daemon::new(config, publisher);
     let period = daemon.config.interval;
     let mut deadline = Instant::now();
     let mut last_slow_log: Option<Instant> = None;
+    let mut ready = false;
     while !stop.load(Ordering::Relaxed) {
         daemon.tick();
-        deadline += period;
+        if notifier.active() {
+            let summary = daemon.summary();
+            if ready {
+                notifier.status(&summary);
+            } else {
+                notifier.ready(&summary);
+                ready = true;
+            }
+        }
         let now = Instant::now();
+        notifier.ping(now);
+        deadline += period;
         if deadline < now {
             let behind = now - deadline;
             if last_slow_log.is_none_or(|t| now - t > Duration::from_secs(60)) {
@@ -122,35 +139,64 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
             }
             deadline = now + period;
         }
-        wait_until(deadline, &mut poll, &mut events, &mut signals, &stop)?;
+        waiter.until(deadline, &mut notifier)?;
     }
     log::info!("stopping");
+    notifier.stopping();
     daemon.stop();
     Ok(())
 }
 
-/// Sleeps until `deadline` or until a stop signal arrives.
-fn wait_until(
-    deadline: Instant,
-    poll: &mut Poll,
-    events: &mut Events,
-    signals: &mut Signals,
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
-    loop {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        if timeout.is_zero() || stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        match poll.poll(events, Some(timeout)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        for signal in signals.pending() {
-            match signal {
-                SIGHUP => log::info!("SIGHUP ignored: gpupeekd has no configuration to reload"),
-                _ => log::info!("signal {signal} received"),
+/// The one thing the loop waits on between ticks: signals, or a deadline.
+struct Waiter {
+    poll: Poll,
+    events: Events,
+    signals: Signals,
+    stop: Arc<AtomicBool>,
+}
+
+impl Waiter {
+    fn new(stop: Arc<AtomicBool>) -> std::io::Result<Self> {
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut signals, Token(0), Interest::READABLE)?;
+        Ok(Waiter {
+            poll,
+            events: Events::with_capacity(4),
+            signals,
+            stop,
+        })
+    }
+
+    /// Sleeps until `deadline` or until a stop signal arrives, waking in between to send
+    /// any watchdog ping that falls due.
+    fn until(&mut self, deadline: Instant, notifier: &mut Notifier) -> std::io::Result<()> {
+        loop {
+            let now = Instant::now();
+            if self.stop.load(Ordering::Relaxed) || now >= deadline {
+                return Ok(());
+            }
+            let wake = match notifier.ping_due() {
+                Some(due) if due <= now => {
+                    notifier.ping(now);
+                    continue;
+                }
+                Some(due) => due.min(deadline),
+                None => deadline,
+            };
+            match self.poll.poll(&mut self.events, Some(wake - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for signal in self.signals.pending() {
+                match signal {
+                    SIGHUP => {
+                        log::info!("SIGHUP ignored: gpupeekd has no configuration to reload")
+                    }
+                    _ => log::info!("signal {signal} received"),
+                }
             }
         }
     }
@@ -171,7 +217,6 @@ impl Daemon {
         let procfs = Procfs::new(&config.proc_root);
         let privacy = Privacy::judge(&config);
         Daemon {
-            config,
             publisher,
             procfs,
             privacy,
@@ -182,6 +227,29 @@ impl Daemon {
             gpu_procs: Vec::new(),
             proc_records: Vec::new(),
             warned_capacity: false,
+            alerts: Alerts::new(config.alerts),
+            gpu_count: 0,
+            config,
+        }
+    }
+
+    /// One line on what the daemon is doing, for the service manager's status.
+    fn summary(&self) -> String {
+        match &self.nvml {
+            Nvml::Up { .. } => format!(
+                "publishing {} GPU{} every {:?}",
+                self.gpu_count,
+                if self.gpu_count == 1 { "" } else { "s" },
+                self.config.interval
+            ),
+            Nvml::Down { failure, .. } => {
+                format!("NVML unavailable, retrying: {}", failure.message)
+            }
+            Nvml::Released => format!(
+                "GPUs asleep, NVML released; watching {} GPU{} in sysfs",
+                self.gpu_count,
+                if self.gpu_count == 1 { "" } else { "s" }
+            ),
         }
     }
 
@@ -208,6 +276,7 @@ impl Daemon {
                 Ok(count) => {
                     status.state = DaemonState::Live as u32;
                     status.gpu_count = self.sample_all(count, now);
+                    self.gpu_count = status.gpu_count;
                 }
                 Err(failure) => {
                     log::error!("NVML stopped working: {}", failure.message);
@@ -222,6 +291,7 @@ impl Daemon {
             Nvml::Released => {
                 status.state = DaemonState::Live as u32;
                 status.gpu_count = self.publish_sleeping();
+                self.gpu_count = status.gpu_count;
             }
             Nvml::Down { .. } => {}
         }
@@ -334,9 +404,11 @@ impl Daemon {
                     .filter(|p| p.kind & proc_kind::COMPUTE != 0)
                     .count();
                 all_idle &= power::idle(&self.gpu, compute);
+                self.alerts.observe(&self.gpu);
             }
             self.publisher.write_gpu(slot, &self.gpu);
         }
+        self.alerts.observe_count(count);
         self.pm.observe(now, all_idle);
         if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
             self.privacy = Privacy::judge(&self.config);

@@ -134,20 +134,37 @@ impl Sandbox {
 
     /// [`Sandbox::start_daemon`] with more flags.
     pub fn start_daemon_with(&self, interval: &str, flags: &[&str]) -> Daemon {
-        self.launch_daemon(interval, flags, false)
+        self.launch_daemon(interval, flags, &[], false)
+    }
+
+    /// [`Sandbox::start_daemon`] with more flags and environment variables.
+    pub fn start_daemon_env(
+        &self,
+        interval: &str,
+        flags: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Daemon {
+        self.launch_daemon(interval, flags, env, false)
     }
 
     /// [`Sandbox::start_daemon_with`] in a private mount namespace whose `/proc` is
     /// mounted `hidepid=invisible` (needs root).
     pub fn start_daemon_in_hidepid(&self, interval: &str, flags: &[&str]) -> Daemon {
-        self.launch_daemon(interval, flags, true)
+        self.launch_daemon(interval, flags, &[], true)
     }
 
-    fn launch_daemon(&self, interval: &str, flags: &[&str], hidepid: bool) -> Daemon {
+    fn launch_daemon(
+        &self,
+        interval: &str,
+        flags: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        hidepid: bool,
+    ) -> Daemon {
         let n = self.daemons_started.replace(self.daemons_started.get() + 1);
         let log = self.dir.join(format!("daemon-{n}.log"));
         let mut cmd = in_hidepid_proc(hidepid, None, &bins().daemon);
         cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
+            .envs(env.iter().copied())
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
             .arg("--sysfs-root")
@@ -388,4 +405,55 @@ pub fn stdout(o: &Output) -> String {
 /// stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An external tool a test needs (promtool, prometheus, systemd-analyze): its path, or
+/// `None` after printing why the test is skipped. Under CI (`$CI` set) a missing tool
+/// fails the test instead, because `.ci/run` installs them.
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required under CI (apt package {package}; .ci/run installs it)"
+        );
+        eprintln!("SKIPPED: {name} not found (install the {package} package to run this test)");
+    }
+    found
+}
+
+/// A plain HTTP/1.0 GET (or another method) to a server on this machine: (status, body).
+pub fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("server accepts connections");
+    stream.set_read_timeout(Some(WATCHDOG)).unwrap();
+    write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or((response.as_str(), ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {head:?}"));
+    (status, body.to_owned())
+}
+
+/// A long-running child (gpupeek serve, prometheus), killed when dropped.
+pub struct Background {
+    /// The process.
+    pub child: Child,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
