@@ -79,7 +79,10 @@ fn check_flags(man_name: &str, helps: &[String]) {
         known.insert(flag.clone());
     }
     let unknown: Vec<_> = long_flags(&man).difference(&known).cloned().collect();
-    assert!(unknown.is_empty(), "{man_name} names flags --help does not: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "{man_name} names flags --help does not: {unknown:?}"
+    );
 }
 
 #[test]
@@ -112,12 +115,25 @@ fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
     check_flags("gpupeek.1", &helps);
     let man = page("gpupeek.1");
     // Every query field the help lists is in the page.
-    let fields = helps[1].split("Fields (aliases in parentheses):").nth(1).unwrap();
+    let fields = helps[1]
+        .split("Fields (aliases in parentheses):")
+        .nth(1)
+        .unwrap();
     let fields = fields.split(".\n").next().unwrap();
-    for field in fields.split([',', '(', ')']).map(str::trim).filter(|f| !f.is_empty()) {
+    for field in fields
+        .split([',', '(', ')'])
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
         assert!(man.contains(field), "gpupeek.1 lacks query field {field}");
     }
-    for topic in ["NO_COLOR", "GPUPEEK_SHM", "EXIT STATUS", "memory.used", "host_pid"] {
+    for topic in [
+        "NO_COLOR",
+        "GPUPEEK_SHM",
+        "EXIT STATUS",
+        "memory.used",
+        "host_pid",
+    ] {
         assert!(man.contains(topic), "gpupeek.1 lacks {topic}");
     }
 }
