@@ -21,6 +21,7 @@ mod query;
 mod serve;
 mod style;
 mod table;
+mod verdict;
 mod view;
 
 use std::io::{IsTerminal, Write};
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), Exit> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
     if let Some(result) = commands::dispatch(&argv) {
         return result;
     }
