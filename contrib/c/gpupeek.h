@@ -105,6 +105,14 @@ enum { GPUPEEK_GPU_EMPTY = 0, GPUPEEK_GPU_OK = 1, GPUPEEK_GPU_LOST = 2, GPUPEEK_
 #define GPUPEEK_GPU_ECC_CORRECTED (UINT64_C(1) << 25)
 #define GPUPEEK_GPU_ECC_UNCORRECTED (UINT64_C(1) << 26)
 #define GPUPEEK_GPU_PROCESSES (UINT64_C(1) << 27)
+#define GPUPEEK_GPU_GPM (UINT64_C(1) << 28)
+#define GPUPEEK_GPU_GPM_SM_ACTIVITY (UINT64_C(1) << 29)
+#define GPUPEEK_GPU_GPM_SM_OCCUPANCY (UINT64_C(1) << 30)
+#define GPUPEEK_GPU_GPM_TENSOR_ACTIVITY (UINT64_C(1) << 31)
+#define GPUPEEK_GPU_GPM_DRAM_BW (UINT64_C(1) << 32)
+#define GPUPEEK_GPU_GPM_PCIE (UINT64_C(1) << 33)
+#define GPUPEEK_GPU_GPM_NVLINK (UINT64_C(1) << 34)
+#define GPUPEEK_GPU_IDLE_SINCE (UINT64_C(1) << 35)
 
 /* Process table policy (gpupeek_proc_head.policy; 0 from a 1.0 writer) and flags. */
 enum { GPUPEEK_POLICY_FULL = 1, GPUPEEK_POLICY_BASIC = 2, GPUPEEK_POLICY_NONE = 3 };
@@ -204,8 +212,20 @@ struct gpupeek_gpu {
     uint32_t pcie_link_gen;
     uint32_t pcie_link_width;
     uint32_t process_count;
+    /* ABI 1.1: GPM metrics over gpm_interval_ns, hundredths of a percent. */
+    uint32_t gpm_sm_activity_centipct;
+    uint32_t gpm_sm_occupancy_centipct;
+    uint32_t gpm_tensor_activity_centipct;
+    uint32_t gpm_dram_bw_util_centipct;
     uint32_t reserved0;
-    uint64_t reserved[13];
+    uint64_t gpm_pcie_tx_bytes_per_s;
+    uint64_t gpm_pcie_rx_bytes_per_s;
+    uint64_t gpm_nvlink_tx_bytes_per_s;
+    uint64_t gpm_nvlink_rx_bytes_per_s;
+    uint64_t gpm_interval_ns;
+    /* CLOCK_MONOTONIC ns since which utilisation has been 0 %. */
+    uint64_t idle_since_mono_ns;
+    uint64_t reserved[5];
 };
 
 struct gpupeek_proc_head {
@@ -288,7 +308,10 @@ GPUPEEK_PIN(gpupeek_gpu, temp_gpu_c, 344);
 GPUPEEK_PIN(gpupeek_gpu, power_draw_mw, 352);
 GPUPEEK_PIN(gpupeek_gpu, clock_mem_max_mhz, 380);
 GPUPEEK_PIN(gpupeek_gpu, process_count, 400);
-GPUPEEK_PIN(gpupeek_gpu, reserved, 408);
+GPUPEEK_PIN(gpupeek_gpu, gpm_sm_activity_centipct, 404);
+GPUPEEK_PIN(gpupeek_gpu, gpm_pcie_tx_bytes_per_s, 424);
+GPUPEEK_PIN(gpupeek_gpu, idle_since_mono_ns, 464);
+GPUPEEK_PIN(gpupeek_gpu, reserved, 472);
 
 _Static_assert(sizeof(struct gpupeek_proc_head) == 128, "process table head size");
 GPUPEEK_PIN(gpupeek_proc_head, count, 8);

@@ -466,8 +466,14 @@ fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuP
 /// means 0%, not "unknown". Of several samples for a process the newest wins.
 fn sample_process_util(d: &Device, f: &mut Fill, seen: &mut u64, procs: &mut [GpuProcess]) {
     let last_seen = *seen;
-    let samples = match f.call(|| match d.process_utilization_stats(last_seen) {
+    let fetch = || match d.process_utilization_stats(last_seen) {
         Err(NvmlError::NotFound) => Ok(Vec::new()),
+        other => other,
+    };
+    // The count and the fetch are two calls: a sample taken between them makes the
+    // second find its buffer too small. Once more, then give up for this tick.
+    let samples = match f.call(|| match fetch() {
+        Err(NvmlError::InsufficientSize(_)) => fetch(),
         other => other,
     }) {
         Some(samples) => samples,

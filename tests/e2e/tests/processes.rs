@@ -237,7 +237,11 @@ fn owners_are_the_real_users_and_by_user_sums_them() {
     );
     assert_eq!(doc["gpus"][0]["processes"][1]["uid"], NOBODY);
 
-    let doc = json_of(&sb.client(&["--by-user", "--json"]));
+    let mut doc = Value::Null;
+    wait_for("every process's utilisation", &daemon, || {
+        doc = json_of(&sb.client(&["--by-user", "--json"]));
+        doc["users"][1]["sm_utilization"] == 40
+    });
     let users = doc["users"].as_array().unwrap();
     assert_eq!(users.len(), 2, "{doc}");
     assert_eq!(users[0]["username"], user_name(NOBODY), "most memory first");
