@@ -21,6 +21,7 @@ mod query;
 mod serve;
 mod style;
 mod table;
+mod template;
 mod view;
 
 use std::io::{IsTerminal, Write};
