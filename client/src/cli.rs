@@ -83,6 +83,24 @@ pub struct Args {
     #[argh(option)]
     pub shm: Option<String>,
 
+    /// print one line from this template instead of the table (see below)
+    #[argh(option)]
+    pub format: Option<String>,
+
+    /// print a line for a status bar or prompt: text, waybar, polybar, tmux, i3blocks,
+    /// i3status-rust, bash, zsh, fish, starship or p10k
+    #[argh(option, short = 'o')]
+    pub output: Option<String>,
+
+    /// keep running and print a line at each daemon update (streaming bar modules)
+    #[argh(switch)]
+    pub follow: bool,
+
+    /// text shown when every selected GPU is asleep (default: "GPU asleep" in bars,
+    /// nothing in prompts)
+    #[argh(option)]
+    pub asleep: Option<String>,
+
     /// print the version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,

@@ -14,9 +14,11 @@
 mod byuser;
 mod cli;
 mod commands;
+mod follow;
 mod json;
 mod local;
 mod metrics;
+mod outputs;
 mod query;
 mod serve;
 mod style;
@@ -41,6 +43,7 @@ const EXIT_CORRUPT: u8 = 8;
 const EXIT_OS: u8 = 9;
 
 /// A reason to stop: the exit status and the line to print (none when empty).
+#[derive(Debug)]
 struct Exit {
     code: u8,
     message: String,
@@ -93,6 +96,9 @@ fn run() -> Result<(), Exit> {
         return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
     }
     args.expand_show_all();
+    if args.format.is_some() || args.output.is_some() || args.follow {
+        return outputs::run(&args);
+    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;
@@ -220,7 +226,7 @@ fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
         match exit.status {
-            Ok(()) => match write_stdout(&(exit.output + commands::HELP)) {
+            Ok(()) => match write_stdout(&(exit.output + commands::HELP + outputs::HELP)) {
                 Ok(()) => Exit::new(0, ""),
                 Err(e) => e,
             },

@@ -253,12 +253,18 @@ const FIELDS: &[Field] = &[
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
         Some(Value::Text(state.name().to_owned()))
     }),
-    f("util", Percent, Mean, |g| num(g, v::UTILIZATION, g.util_gpu_pct)),
+    f("util", Percent, Mean, |g| {
+        num(g, v::UTILIZATION, g.util_gpu_pct)
+    }),
     f("util_mem", Percent, Mean, |g| {
         num(g, v::UTILIZATION, g.util_mem_pct)
     }),
-    f("util_enc", Percent, Mean, |g| num(g, v::UTIL_ENC, g.util_enc_pct)),
-    f("util_dec", Percent, Mean, |g| num(g, v::UTIL_DEC, g.util_dec_pct)),
+    f("util_enc", Percent, Mean, |g| {
+        num(g, v::UTIL_ENC, g.util_enc_pct)
+    }),
+    f("util_dec", Percent, Mean, |g| {
+        num(g, v::UTIL_DEC, g.util_dec_pct)
+    }),
     f("mem_used", Bytes, Sum, |g| {
         num(g, v::MEMORY, g.mem_used_bytes as f64)
     }),
@@ -275,8 +281,12 @@ const FIELDS: &[Field] = &[
         let pct = 100.0 * g.mem_used_bytes as f64 / (g.mem_total_bytes.max(1) as f64);
         num(g, v::MEMORY, pct)
     }),
-    f("temp", Celsius, Max, |g| num(g, v::TEMPERATURE, g.temp_gpu_c)),
-    f("fan", Percent, Mean, |g| num(g, v::FAN_SPEED, g.fan_speed_pct)),
+    f("temp", Celsius, Max, |g| {
+        num(g, v::TEMPERATURE, g.temp_gpu_c)
+    }),
+    f("fan", Percent, Mean, |g| {
+        num(g, v::FAN_SPEED, g.fan_speed_pct)
+    }),
     f("power", MilliWatts, Sum, |g| {
         num(g, v::POWER_DRAW, g.power_draw_mw)
     }),
@@ -294,7 +304,9 @@ const FIELDS: &[Field] = &[
     f("clock_gr", MegaHertz, Max, |g| {
         num(g, v::CLOCK_GRAPHICS, g.clock_graphics_mhz)
     }),
-    f("clock_sm", MegaHertz, Max, |g| num(g, v::CLOCK_SM, g.clock_sm_mhz)),
+    f("clock_sm", MegaHertz, Max, |g| {
+        num(g, v::CLOCK_SM, g.clock_sm_mhz)
+    }),
     f("clock_mem", MegaHertz, Max, |g| {
         num(g, v::CLOCK_MEM, g.clock_mem_mhz)
     }),
@@ -316,7 +328,9 @@ const FIELDS: &[Field] = &[
     f("pcie_rx", KiloBytesPerSec, Sum, |g| {
         num(g, v::PCIE_RX, g.pcie_rx_kbytes_per_s)
     }),
-    f("pcie_gen", Count, Max, |g| num(g, v::PCIE_LINK_GEN, g.pcie_link_gen)),
+    f("pcie_gen", Count, Max, |g| {
+        num(g, v::PCIE_LINK_GEN, g.pcie_link_gen)
+    }),
     f("pcie_width", Count, Max, |g| {
         num(g, v::PCIE_LINK_WIDTH, g.pcie_link_width)
     }),
@@ -324,9 +338,15 @@ const FIELDS: &[Field] = &[
         num(g, v::ECC_CORRECTED, g.ecc_corrected_volatile_count as f64)
     }),
     f("ecc_uncorrected", Count, Sum, |g| {
-        num(g, v::ECC_UNCORRECTED, g.ecc_uncorrected_volatile_count as f64)
+        num(
+            g,
+            v::ECC_UNCORRECTED,
+            g.ecc_uncorrected_volatile_count as f64,
+        )
     }),
-    f("procs", Count, Sum, |g| num(g, v::PROCESSES, g.process_count)),
+    f("procs", Count, Sum, |g| {
+        num(g, v::PROCESSES, g.process_count)
+    }),
 ];
 
 /// Fields about the whole machine rather than one GPU (no scope allowed).
@@ -503,11 +523,17 @@ fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, ParseError> 
         None => (Scope::Natural, path, col),
     };
     if name.is_empty() {
-        return Err(err(name_col, "empty placeholder: name a field, e.g. {util}"));
+        return Err(err(
+            name_col,
+            "empty placeholder: name a field, e.g. {util}",
+        ));
     }
     let field = if let Some(g) = GLOBAL_FIELDS.iter().find(|f| f.name == name) {
         if scope != Scope::Natural {
-            return Err(err(col, format!("{name} is about all GPUs and takes no scope")));
+            return Err(err(
+                col,
+                format!("{name} is about all GPUs and takes no scope"),
+            ));
         }
         g
     } else {
@@ -529,11 +555,10 @@ fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, ParseError> 
     let mut part_col = col + path.len() + 1;
     for part in parts {
         if let Some(digits) = part.strip_prefix('.') {
-            let p: usize = digits
-                .parse()
-                .ok()
-                .filter(|&p| p <= 9)
-                .ok_or_else(|| err(part_col, format!("bad precision \"{part}\": use .0 to .9")))?;
+            let p: usize =
+                digits.parse().ok().filter(|&p| p <= 9).ok_or_else(|| {
+                    err(part_col, format!("bad precision \"{part}\": use .0 to .9"))
+                })?;
             placeholder.precision = Some(p);
         } else if part == "auto" && field.dim == Bytes {
             placeholder.unit = Some(&AUTO);
@@ -559,7 +584,10 @@ fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, ParseError> 
         part_col += part.len() + 1;
     }
     if placeholder.threshold.is_some() && matches!(field.dim, Text) {
-        return Err(err(col, format!("{name} is text and cannot have a threshold")));
+        return Err(err(
+            col,
+            format!("{name} is text and cannot have a threshold"),
+        ));
     }
     Ok(placeholder)
 }
@@ -584,7 +612,12 @@ fn parse_threshold(t: &str, col: usize) -> Result<Threshold, ParseError> {
         Some(rest) => (true, rest),
         None => (false, t),
     };
-    let bad = || err(col, format!("bad threshold \"!{t}\": use !WARN or !WARN,CRIT (e.g. !70,90)"));
+    let bad = || {
+        err(
+            col,
+            format!("bad threshold \"!{t}\": use !WARN or !WARN,CRIT (e.g. !70,90)"),
+        )
+    };
     let mut numbers = rest.split(',').map(|n| n.trim().parse::<f64>());
     let warn = numbers.next().and_then(Result::ok).ok_or_else(bad)?;
     let crit = match numbers.next() {
@@ -663,7 +696,12 @@ impl Placeholder {
 
     fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
         let get = |g: &GpuRecord| {
-            if asleep(g) && !matches!(self.field.name, "index" | "name" | "uuid" | "pci_bus_id" | "state") {
+            if asleep(g)
+                && !matches!(
+                    self.field.name,
+                    "index" | "name" | "uuid" | "pci_bus_id" | "state"
+                )
+            {
                 None
             } else {
                 (self.field.get)(g)

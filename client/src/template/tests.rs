@@ -52,7 +52,10 @@ fn per_gpu_fields_by_index_with_default_units() {
 
 #[test]
 fn units_and_precision_convert_the_number_only() {
-    let r = render("{0.mem_used:GiB:.1} {1.mem_used:GiB} {0.power:kW:.3} {0.temp:F}", &two());
+    let r = render(
+        "{0.mem_used:GiB:.1} {1.mem_used:GiB} {0.power:kW:.3} {0.temp:F}",
+        &two(),
+    );
     assert_eq!(r.text, "10.0 30.0 0.101 140");
     let r = render("{0.mem_used:auto} {0.mem_total:auto:.0}", &two());
     assert_eq!(r.text, "10.0GiB 80GiB");
@@ -60,13 +63,19 @@ fn units_and_precision_convert_the_number_only() {
 
 #[test]
 fn unqualified_fields_outside_a_block_take_their_natural_aggregate() {
-    let r = render("{util}% {mem_used:GiB:.0}/{mem_total:GiB:.0} {temp} {count}", &two());
+    let r = render(
+        "{util}% {mem_used:GiB:.0}/{mem_total:GiB:.0} {temp} {count}",
+        &two(),
+    );
     assert_eq!(r.text, "60% 40/160 85 2");
 }
 
 #[test]
 fn named_aggregates_apply_to_any_numeric_field() {
-    let r = render("{sum.util} {max.util} {min.util} {mean.power:.1} {avg.temp}", &two());
+    let r = render(
+        "{sum.util} {max.util} {min.util} {mean.power:.1} {avg.temp}",
+        &two(),
+    );
     assert_eq!(r.text, "120 80 40 175.2 72");
 }
 
@@ -86,11 +95,14 @@ fn thresholds_paint_values_and_raise_the_line_level() {
     let r = render("{0.temp!55,90}", &two());
     assert_eq!((r.text.as_str(), r.level), ("<warning:60>", Level::Warning));
     // Lower is worse: free memory below 60 GiB warns.
-    let r = render("{1.mem_free:GiB:.0!<60,10}", &[gpu(0, 0, 0, 0, 0), {
-        let mut g = gpu(1, 0, 30, 0, 0);
-        g.mem_free_bytes = 50 * GIB;
-        g
-    }]);
+    let r = render(
+        "{1.mem_free:GiB:.0!<60,10}",
+        &[gpu(0, 0, 0, 0, 0), {
+            let mut g = gpu(1, 0, 30, 0, 0);
+            g.mem_free_bytes = 50 * GIB;
+            g
+        }],
+    );
     assert_eq!(r.text, "<warning:50>");
 }
 
@@ -114,8 +126,14 @@ fn missing_values_and_asleep_gpus_show_na_and_are_skipped_by_aggregates() {
 fn errors_point_at_the_column() {
     let e = Template::parse("GPU {0.mem_usd}").unwrap_err();
     assert_eq!(e.column, 8);
-    assert!(e.message.contains("unknown field \"mem_usd\""), "{}", e.message);
-    assert!(e.describe("GPU {0.mem_usd}").ends_with("\n  GPU {0.mem_usd}\n         ^"));
+    assert!(
+        e.message.contains("unknown field \"mem_usd\""),
+        "{}",
+        e.message
+    );
+    assert!(e
+        .describe("GPU {0.mem_usd}")
+        .ends_with("\n  GPU {0.mem_usd}\n         ^"));
     let col = |t: &str| Template::parse(t).unwrap_err().column;
     assert_eq!(col("{util:GiB}"), 7, "a unit of another dimension");
     assert_eq!(col("ab {util"), 4, "unclosed brace");
