@@ -25,6 +25,7 @@ mod style;
 mod table;
 mod template;
 mod view;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -107,8 +108,16 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    let ctx = view_context(&snapshot);
-    let view = view::View::new(&snapshot, args.id.as_deref(), &ctx).map_err(|id| {
+    if let Some(secs) = args.watch {
+        return watch::run(&args, &segment, secs);
+    }
+    write_stdout(&render(&args, &snapshot)?)
+}
+
+/// The table (or JSON) of one snapshot, as the flags ask.
+fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, Exit> {
+    let ctx = view_context(snapshot);
+    let view = view::View::new(snapshot, args.id.as_deref(), &ctx).map_err(|id| {
         let have = snapshot
             .gpus
             .iter()
@@ -131,7 +140,7 @@ fn run() -> Result<(), Exit> {
     let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
     let out = match (args.by_user, args.json) {
         (false, true) => json::render(&view, &hostname, &iso_time(&published)),
-        (false, false) => table::render(&view, &args, painter, &hostname, &time),
+        (false, false) => table::render(&view, args, painter, &hostname, &time),
         (true, true) => json::to_text(&ByUserDocument {
             hostname: &hostname,
             driver_version: view.driver_version.as_deref(),
@@ -146,7 +155,7 @@ fn run() -> Result<(), Exit> {
             out + &byuser::render(&byuser::rows(&view), painter)
         }
     };
-    write_stdout(&out)
+    Ok(out)
 }
 
 /// `--by-user --json`.
