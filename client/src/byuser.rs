@@ -182,6 +182,9 @@ mod tests {
             mem_total_mib: None,
             processes: Some(processes),
             processes_not_shown: 0,
+            verdict: None,
+            clock_event_reasons: None,
+            gpm: None,
         }
     }
 

@@ -51,6 +51,12 @@ pub struct Args {
     #[argh(option, from_str_fn(parse_ids))]
     pub id: Option<Vec<u32>>,
 
+    /// after the utilisation, say whether the GPU is really working: thermal,
+    /// power-capped, hw-slowdown, starved, idle-holding or healthy (thresholds:
+    /// $GPUPEEK_VERDICT_THRESHOLDS, e.g. "busy=80,starved=30,idle=300,idle_mem=1024")
+    #[argh(switch, short = 'V')]
+    pub verdict: bool,
+
     /// do not print the header line
     #[argh(switch)]
     pub no_header: bool,
@@ -164,7 +170,7 @@ fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
 }
 
 /// Short switches that may be bundled (`-cup`).
-const BUNDLEABLE: &str = "cupfFav";
+const BUNDLEABLE: &str = "cupfFavV";
 
 /// Rewrites gpustat-style arguments into the form argh parses.
 pub fn normalize(args: &[String]) -> Vec<String> {

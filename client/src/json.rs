@@ -2,7 +2,10 @@
 //! written for `gpustat --json` read ours. Values gpupeek does not know are `null`, never
 //! invented: `full_command`, `cpu_percent` and `cpu_memory_usage` until the daemon
 //! publishes them. A GPU the daemon lets sleep has one key gpustat lacks, `"state"`
-//! (`"suspended"` or `"idle"`), and `null` for every value.
+//! (`"suspended"` or `"idle"`), and `null` for every value. After gpustat's keys each GPU
+//! has gpupeek's own: `"verdict"` (see `verdict.rs`; `null` when it cannot be told),
+//! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
+//! bytes per second; `null` without GPM).
 
 use serde::Serialize;
 
@@ -19,7 +22,7 @@ struct Document<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Gpu<'a> {
-    Healthy(HealthyGpu<'a>),
+    Healthy(Box<HealthyGpu<'a>>),
     Invalid {
         index: u32,
         name: &'static str,
@@ -54,6 +57,23 @@ struct HealthyGpu<'a> {
     #[serde(rename = "memory.total")]
     memory_total: Option<u64>,
     processes: Option<Vec<Process<'a>>>,
+    // gpupeek's own keys, after gpustat's.
+    verdict: Option<&'static str>,
+    clock_event_reasons: Option<&'a [&'static str]>,
+    gpm: Option<Gpm>,
+}
+
+#[derive(Serialize)]
+struct Gpm {
+    sm_activity: Option<f64>,
+    sm_occupancy: Option<f64>,
+    tensor_activity: Option<f64>,
+    dram_bandwidth_utilization: Option<f64>,
+    pcie_tx_bytes_per_second: Option<u64>,
+    pcie_rx_bytes_per_second: Option<u64>,
+    nvlink_tx_bytes_per_second: Option<u64>,
+    nvlink_rx_bytes_per_second: Option<u64>,
+    interval_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -106,7 +126,7 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             processes: None,
         };
     }
-    Gpu::Healthy(HealthyGpu {
+    Gpu::Healthy(Box::new(HealthyGpu {
         index: g.index,
         uuid: g.uuid.as_deref(),
         name: g.name.as_deref(),
@@ -124,7 +144,20 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             .processes
             .as_ref()
             .map(|list| list.iter().map(process).collect()),
-    })
+        verdict: g.verdict.map(|v| v.name()),
+        clock_event_reasons: g.clock_event_reasons.as_deref(),
+        gpm: g.gpm.map(|m| Gpm {
+            sm_activity: m.sm_activity_pct,
+            sm_occupancy: m.sm_occupancy_pct,
+            tensor_activity: m.tensor_activity_pct,
+            dram_bandwidth_utilization: m.dram_bw_util_pct,
+            pcie_tx_bytes_per_second: m.pcie_bytes_per_s.map(|(tx, _)| tx),
+            pcie_rx_bytes_per_second: m.pcie_bytes_per_s.map(|(_, rx)| rx),
+            nvlink_tx_bytes_per_second: m.nvlink_bytes_per_s.map(|(tx, _)| tx),
+            nvlink_rx_bytes_per_second: m.nvlink_bytes_per_s.map(|(_, rx)| rx),
+            interval_ms: m.interval_ms,
+        }),
+    }))
 }
 
 fn process(p: &ProcView) -> Process<'_> {

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use gpupeek_shm::procfs as proc;
+
 use crate::view::ProcView;
 
 /// What the reader's `/proc` shows about one process.
@@ -35,57 +37,29 @@ pub fn read(pid: u32) -> Option<LocalProc> {
 fn read_from(root: &Path, pid: u32) -> Option<LocalProc> {
     let dir = root.join(pid.to_string());
     let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let uid: u32 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let user = match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-        Ok(Some(user)) => user.name,
-        _ => uid.to_string(),
-    };
+    let uid = proc::real_uid(&status)?;
+    let user = proc::user_name(uid);
     let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
     let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-    let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-    let (start_ticks, rss_pages) = parse_stat(&stat).unzip();
-    let sysconf = |var| {
-        nix::unistd::sysconf(var)
-            .ok()
-            .flatten()
-            .and_then(|v| u64::try_from(v).ok())
-            .filter(|&v| v > 0)
-    };
-    let tps = sysconf(nix::unistd::SysconfVar::CLK_TCK).unwrap_or(100);
-    let page = sysconf(nix::unistd::SysconfVar::PAGE_SIZE).unwrap_or(4096);
-    let boot_secs: Option<u64> = std::fs::read_to_string(root.join("stat"))
+    let stat = std::fs::read_to_string(dir.join("stat")).ok();
+    let start_ticks = stat
+        .as_deref()
+        .and_then(proc::parse_stat)
+        .map(|s| s.start_ticks);
+    let rss_pages = std::fs::read_to_string(dir.join("statm"))
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse().ok())
-        });
-    let start_unix_ns = boot_secs.zip(start_ticks).map(|(boot, ticks)| {
-        boot.saturating_mul(1_000_000_000)
-            .saturating_add(ticks.saturating_mul(1_000_000_000) / tps)
-    });
+        .and_then(|s| proc::parse_statm_resident(&s));
+    let start_unix_ns = proc::boot_unix_ns(root)
+        .zip(start_ticks)
+        .map(|(boot, ticks)| boot.saturating_add(proc::ticks_to_ns(ticks, proc::ticks_per_sec())));
     Some(LocalProc {
         uid,
         user,
         cmdline,
         comm: comm.trim_end_matches('\n').to_owned(),
-        rss_bytes: rss_pages.map(|p| p.saturating_mul(page)),
+        rss_bytes: rss_pages.map(|p| p.saturating_mul(proc::page_size())),
         start_unix_ns,
     })
-}
-
-/// Start time (ticks) and resident pages from `/proc/PID/stat`, counted from the last `)`.
-fn parse_stat(s: &str) -> Option<(u64, u64)> {
-    let mut fields = s[s.rfind(')')? + 1..].split_whitespace();
-    let start = fields.nth(19)?.parse().ok()?;
-    let rss = fields.nth(1)?.parse().ok()?;
-    Some((start, rss))
 }
 
 impl LocalProc {
@@ -133,11 +107,5 @@ mod tests {
     #[test]
     fn a_missing_process_gives_nothing() {
         assert_eq!(read_from(Path::new("/nonexistent"), 1), None);
-    }
-
-    #[test]
-    fn stat_is_parsed_past_odd_names() {
-        let s = "5 (a) (b)) S 1 1 1 0 -1 0 0 0 0 0 7 8 0 0 20 0 1 0 4242 1000 77 0\n";
-        assert_eq!(parse_stat(s), Some((4242, 77)));
     }
 }

@@ -24,6 +24,7 @@ mod serve;
 mod style;
 mod table;
 mod template;
+mod verdict;
 mod view;
 mod watch;
 
@@ -89,6 +90,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), Exit> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
     if let Some(result) = commands::dispatch(&argv) {
         return result;
     }
@@ -172,13 +174,8 @@ fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
     if snap.processes.is_empty() {
         return view::Context::default();
     }
-    let pid_ns_inode = std::fs::read_link("/proc/self/ns/pid")
-        .ok()
-        .and_then(|t| {
-            let t = t.to_str()?;
-            t.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
-        })
-        .unwrap_or(0);
+    let pid_ns_inode =
+        gpupeek_shm::procfs::pid_ns_inode(std::path::Path::new("/proc/self/ns/pid")).unwrap_or(0);
     let withheld = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic);
     view::Context {
         pid_ns_inode,

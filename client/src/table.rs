@@ -3,6 +3,8 @@
 //! Unknown values print as `??`; a GPU that cannot be sampled prints as gpustat's
 //! "invalid GPU" (`((GPU is lost))` and `?` everywhere). A GPU the daemon lets sleep
 //! prints its name (or PCI bus id) and `suspended` or `idle` instead of any value.
+//! With `-V` a verdict column follows the utilisation (see `verdict.rs`); without it the
+//! line is gpustat's, byte for byte.
 
 use std::fmt::Write;
 
@@ -10,6 +12,7 @@ use gpupeek_shm::ProcPolicy;
 
 use crate::cli::{Args, Power};
 use crate::style::{self as s, Painter};
+use crate::verdict::Verdict;
 use crate::view::{GpuView, ProcView, View};
 
 /// Name column width when none is known (gpustat's default).
@@ -32,8 +35,17 @@ pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &s
         out.push_str(&paint.paint(s::YELLOW, "(No GPUs are available)"));
         out.push('\n');
     }
+    // `-V`: verdicts in a column as wide as the longest one shown (none: no column).
+    let verdict_width = view
+        .gpus
+        .iter()
+        .filter(|_| args.verdict)
+        .filter_map(|g| g.verdict.map(|v| v.name().len()))
+        .max()
+        .unwrap_or(0);
     for gpu in &view.gpus {
-        gpu_line(&mut out, gpu, args, paint, name_width, view.proc_policy);
+        let widths = (name_width, verdict_width);
+        gpu_line(&mut out, gpu, args, paint, widths, view.proc_policy);
         out.push('\n');
         if args.show_full_cmd && !args.no_processes && gpu.is_healthy() {
             full_process_lines(&mut out, gpu, paint);
@@ -177,7 +189,7 @@ fn gpu_line(
     g: &GpuView,
     args: &Args,
     p: Painter,
-    name_width: usize,
+    (name_width, verdict_width): (usize, usize),
     policy: Option<ProcPolicy>,
 ) {
     let f = |v: Option<u32>| v.map(f64::from);
@@ -222,6 +234,14 @@ fn gpu_line(
         "{}",
         p.paint(util, format!("{:>3} %", val(g, g.util_pct)))
     );
+    if verdict_width > 0 {
+        let word = g.verdict.map_or("", |v| v.name());
+        let style = match g.verdict {
+            Some(Verdict::Healthy) | None => s::BOLD_BLACK,
+            Some(_) => s::BOLD_RED,
+        };
+        let _ = write!(out, " {}", p.paint(style, format!("{word:verdict_width$}")));
+    }
     if let Some(codec) = args.show_codec.filter(|c| c.enc || c.dec) {
         let mut parts = Vec::new();
         for (on, label, value) in [(codec.enc, "E: ", g.enc_pct), (codec.dec, "D: ", g.dec_pct)] {

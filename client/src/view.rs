@@ -8,6 +8,7 @@ use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, G
 use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
 
 use crate::local::LocalProc;
+use crate::verdict::{self, Thresholds, Verdict};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -59,6 +60,54 @@ pub struct GpuView {
     pub processes: Option<Vec<ProcView>>,
     /// Processes NVML listed that did not fit in the segment's table.
     pub processes_not_shown: u32,
+    /// Whether the GPU is really working (see [`crate::verdict`]).
+    pub verdict: Option<Verdict>,
+    /// Clock event (throttle) reasons in force, by nvidia-smi's names.
+    pub clock_event_reasons: Option<Vec<&'static str>>,
+    /// GPM metrics, when the GPU has GPM and the daemon computed them.
+    pub gpm: Option<GpmView>,
+}
+
+/// GPM metrics of one GPU over the daemon's last GPM window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpmView {
+    /// SM activity, percent.
+    pub sm_activity_pct: Option<f64>,
+    /// SM occupancy, percent.
+    pub sm_occupancy_pct: Option<f64>,
+    /// Tensor-core activity, percent.
+    pub tensor_activity_pct: Option<f64>,
+    /// DRAM bandwidth utilisation, percent.
+    pub dram_bw_util_pct: Option<f64>,
+    /// PCIe transmit and receive, bytes per second.
+    pub pcie_bytes_per_s: Option<(u64, u64)>,
+    /// NVLink transmit and receive (all links), bytes per second.
+    pub nvlink_bytes_per_s: Option<(u64, u64)>,
+    /// Length of the window, ms.
+    pub interval_ms: u64,
+}
+
+impl GpmView {
+    fn new(g: &GpuRecord, valid: u64) -> Option<GpmView> {
+        let pct = |bit, centi: u32| opt(valid, bit, f64::from(centi) / 100.0);
+        opt(valid, v::GPM, ()).map(|()| GpmView {
+            sm_activity_pct: pct(v::GPM_SM_ACTIVITY, g.gpm_sm_activity_centipct),
+            sm_occupancy_pct: pct(v::GPM_SM_OCCUPANCY, g.gpm_sm_occupancy_centipct),
+            tensor_activity_pct: pct(v::GPM_TENSOR_ACTIVITY, g.gpm_tensor_activity_centipct),
+            dram_bw_util_pct: pct(v::GPM_DRAM_BW, g.gpm_dram_bw_util_centipct),
+            pcie_bytes_per_s: opt(
+                valid,
+                v::GPM_PCIE,
+                (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s),
+            ),
+            nvlink_bytes_per_s: opt(
+                valid,
+                v::GPM_NVLINK,
+                (g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s),
+            ),
+            interval_ms: g.gpm_interval_ns / 1_000_000,
+        })
+    }
 }
 
 /// One process on one GPU.
@@ -182,6 +231,10 @@ impl GpuView {
             mem_total_mib: opt(valid, v::MEMORY, g.mem_total_bytes / MIB),
             processes_not_shown: g.process_count.saturating_sub(shown),
             processes,
+            verdict: verdict::judge(g, &Thresholds::current()),
+            clock_event_reasons: opt(valid, v::CLOCK_EVENT_REASONS, g.clock_event_reasons)
+                .map(verdict::reason_names),
+            gpm: GpmView::new(g, valid),
         }
     }
 

@@ -9,6 +9,7 @@ mod alerts;
 mod cli;
 mod container;
 mod fallback;
+mod gpm;
 mod logging;
 mod notify;
 mod power;

@@ -17,6 +17,8 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use gpupeek_shm::procfs as proc;
+
 use crate::container::{self, Container};
 
 /// How often the slow-changing details of a live process are read again.
@@ -66,31 +68,14 @@ struct Known {
     info: ProcInfo,
 }
 
-/// The fields of `/proc/PID/stat` we use.
-#[derive(Debug, PartialEq, Eq)]
-struct Stat {
-    cpu_ticks: u64,
-    start_ticks: u64,
-}
-
 impl Procfs {
     /// Reads from `root` (normally `/proc`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
-        let sysconf = |var| {
-            nix::unistd::sysconf(var)
-                .ok()
-                .flatten()
-                .and_then(|v| u64::try_from(v).ok())
-                .filter(|&v| v > 0)
-        };
-        let boot_unix_ns = std::fs::read_to_string(root.join("stat"))
-            .ok()
-            .and_then(|s| boot_time_secs(&s))
-            .map(|secs| secs.saturating_mul(1_000_000_000));
+        let boot_unix_ns = proc::boot_unix_ns(&root);
         Procfs {
-            ticks_per_sec: sysconf(nix::unistd::SysconfVar::CLK_TCK).unwrap_or(100),
-            page_size: sysconf(nix::unistd::SysconfVar::PAGE_SIZE).unwrap_or(4096),
+            ticks_per_sec: proc::ticks_per_sec(),
+            page_size: proc::page_size(),
             boot_unix_ns,
             root,
             users: HashMap::new(),
@@ -130,7 +115,7 @@ impl Procfs {
             .is_some_and(|k| k.start_ticks == stat.start_ticks);
         if !same {
             let info = ProcInfo {
-                start_unix_ns: boot.map(|b| b + ticks_to_ns(stat.start_ticks, tps)),
+                start_unix_ns: boot.map(|b| b + proc::ticks_to_ns(stat.start_ticks, tps)),
                 ..ProcInfo::default()
             };
             self.known.insert(
@@ -158,7 +143,7 @@ impl Procfs {
             let command = command(&dir, &cmdline);
             let namespace = user
                 .as_ref()
-                .and_then(|(_, ns_pid)| Some((*ns_pid, ns_inode(&dir.join("ns/pid"))?)));
+                .and_then(|(_, ns_pid)| Some((*ns_pid, proc::pid_ns_inode(&dir.join("ns/pid"))?)));
             let container = std::fs::read_to_string(dir.join("cgroup"))
                 .ok()
                 .and_then(|s| container::parse(&s));
@@ -187,15 +172,15 @@ impl Procfs {
         Some(&k.info)
     }
 
-    fn read_stat(&mut self, dir: &Path) -> Option<Stat> {
+    fn read_stat(&mut self, dir: &Path) -> Option<proc::Stat> {
         self.read(&dir.join("stat"))?;
-        parse_stat(&self.buf)
+        proc::parse_stat(&self.buf)
     }
 
     /// Resident pages, the second field of `/proc/PID/statm`.
     fn read_statm(&mut self, dir: &Path) -> Option<u64> {
         self.read(&dir.join("statm"))?;
-        self.buf.split_whitespace().nth(1)?.parse().ok()
+        proc::parse_statm_resident(&self.buf)
     }
 
     /// Reads a small file into the reused buffer.
@@ -210,12 +195,7 @@ impl Procfs {
     fn user_name(&mut self, uid: u32) -> String {
         self.users
             .entry(uid)
-            .or_insert_with(
-                || match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-                    Ok(Some(user)) => user.name,
-                    _ => uid.to_string(),
-                },
-            )
+            .or_insert_with(|| proc::user_name(uid))
             .clone()
     }
 }
@@ -223,47 +203,9 @@ impl Procfs {
 /// Inode of the pid namespace the pids under `root` belong to: that of its process 1,
 /// else our own. 0 when neither can be read.
 pub fn pid_namespace_of(root: &Path) -> u64 {
-    ns_inode(&root.join("1/ns/pid"))
-        .or_else(|| ns_inode(&root.join("self/ns/pid")))
+    proc::pid_ns_inode(&root.join("1/ns/pid"))
+        .or_else(|| proc::pid_ns_inode(&root.join("self/ns/pid")))
         .unwrap_or(0)
-}
-
-/// The inode in a namespace link's target, `pid:[4026531836]`.
-fn ns_inode(link: &Path) -> Option<u64> {
-    let target = std::fs::read_link(link).ok()?;
-    let target = target.to_str()?;
-    target
-        .strip_prefix("pid:[")?
-        .strip_suffix(']')?
-        .parse()
-        .ok()
-}
-
-/// `btime` of `/proc/stat`: boot time in Unix seconds.
-fn boot_time_secs(stat: &str) -> Option<u64> {
-    stat.lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// Parses `/proc/PID/stat`. The command name may hold spaces and parentheses, so the
-/// fields are counted from the last `)`.
-fn parse_stat(s: &str) -> Option<Stat> {
-    let mut fields = s[s.rfind(')')? + 1..].split_whitespace();
-    // After the name: state is field 3; utime 14, stime 15, starttime 22.
-    let mut next = |skip: usize| -> Option<u64> { fields.nth(skip)?.parse().ok() };
-    let utime = next(11)?;
-    let stime = next(0)?;
-    let start_ticks = next(6)?;
-    Some(Stat {
-        cpu_ticks: utime.saturating_add(stime),
-        start_ticks,
-    })
-}
-
-fn ticks_to_ns(ticks: u64, ticks_per_sec: u64) -> u64 {
-    u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(ticks_per_sec.max(1)))
-        .unwrap_or(u64::MAX)
 }
 
 /// CPU ticks used over `elapsed_ns`, as hundredths of a percent of one core.
@@ -277,9 +219,10 @@ fn centipct(ticks: u64, ticks_per_sec: u64, elapsed_ns: u64) -> u32 {
 /// `/proc/PID/status`.
 fn real_uid_and_ns_pid(dir: &Path) -> Option<(u32, u32)> {
     let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name));
-    let uid = field("Uid:")?.split_whitespace().next()?.parse().ok()?;
-    let ns_pid = field("NSpid:")
+    let uid = proc::real_uid(&status)?;
+    let ns_pid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
         .and_then(|v| v.split_whitespace().last())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
@@ -340,20 +283,6 @@ mod tests {
     }
 
     const SEC: u64 = 1_000_000_000;
-
-    #[test]
-    fn stat_fields_are_counted_from_the_last_parenthesis() {
-        let s = "12 (a) b (c) R 1 2 3 4 5 6 7 8 9 10 300 200 0 0 20 0 1 0 777 4096 33 18446744073709551615\n";
-        assert_eq!(
-            parse_stat(s),
-            Some(Stat {
-                cpu_ticks: 500,
-                start_ticks: 777,
-            })
-        );
-        assert_eq!(parse_stat("12 (truncated"), None);
-        assert_eq!(parse_stat("12 (x) R 1 2"), None);
-    }
 
     #[test]
     fn command_is_the_basename_of_argv0_and_user_is_the_real_uid() {

@@ -7,6 +7,10 @@
 //! fields and GPUs carry on. Static identity (name, UUID, PCI bus id, maximum clocks) is
 //! read once per NVML session and kept for GPUs that later fail, so clients can still
 //! say which GPU is in trouble.
+//!
+//! Two things need history across ticks: GPM metrics (see [`crate::gpm`]) and how long
+//! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
+//! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
@@ -20,6 +24,7 @@ use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::fallback;
+use crate::gpm::Gpm;
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +103,19 @@ pub struct Sampler {
     identities: Vec<Option<Identity>>,
     /// Per GPU, the newest process-utilisation sample seen (NVML's µs timestamp).
     util_seen: Vec<u64>,
+    /// Per GPU, GPM support and the sample kept for the next window.
+    gpm: Vec<Gpm>,
+    /// Per GPU, since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
+    idle_since: Vec<Option<u64>>,
+}
+
+impl Drop for Sampler {
+    /// Frees the kept GPM samples while the session that made them is still open.
+    fn drop(&mut self) {
+        for gpm in &mut self.gpm {
+            gpm.release(&self.nvml);
+        }
+    }
 }
 
 impl Sampler {
@@ -112,6 +130,8 @@ impl Sampler {
             nvml,
             identities: Vec::new(),
             util_seen: Vec::new(),
+            gpm: Vec::new(),
+            idle_since: Vec::new(),
         })
     }
 
@@ -139,6 +159,8 @@ impl Sampler {
         if self.identities.len() <= slot {
             self.identities.resize(slot + 1, None);
             self.util_seen.resize(slot + 1, 0);
+            self.gpm.resize_with(slot + 1, Gpm::default);
+            self.idle_since.resize(slot + 1, None);
         }
         let device = match self.nvml.device_by_index(index) {
             Ok(device) => device,
@@ -150,6 +172,8 @@ impl Sampler {
                     GpuState::Error
                 } as u32;
                 rec.nvml_error_code = code(e);
+                self.gpm[slot].release(&self.nvml);
+                self.idle_since[slot] = None;
                 if let Some(id) = &self.identities[slot] {
                     put_identity(rec, id);
                 }
@@ -164,6 +188,11 @@ impl Sampler {
             put_identity(fill.rec, id);
         }
         sample_dynamic(&self.nvml, &device, &mut fill);
+        let now = fill.rec.sample_mono_ns;
+        if let Some(Some(metrics)) = fill.call(|| self.gpm[slot].tick(&self.nvml, &device, now)) {
+            metrics.put(fill.rec);
+        }
+        track_idle(fill.rec, &mut self.idle_since[slot]);
         let first = procs.len();
         sample_processes(&device, &mut fill, index, procs);
         if procs.len() > first {
@@ -175,9 +204,20 @@ impl Sampler {
             );
         }
         if fill.lost {
+            self.gpm[slot].release(&self.nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
         }
+    }
+}
+
+/// Publishes since when the GPU has shown 0 % utilisation, remembering it in `since`.
+fn track_idle(rec: &mut GpuRecord, since: &mut Option<u64>) {
+    let idle = rec.valid & v::UTILIZATION != 0 && rec.util_gpu_pct == 0;
+    *since = idle.then(|| since.unwrap_or(rec.sample_mono_ns));
+    if let Some(t) = *since {
+        rec.idle_since_mono_ns = t;
+        rec.valid |= v::IDLE_SINCE;
     }
 }
 

@@ -47,7 +47,7 @@ fn main() {
     );
     for g in &snap.gpus {
         let f = |bit: u64, value: &dyn ToString| show(g.valid & bit != 0, value.to_string());
-        let fields: [(&str, String); 31] = [
+        let fields: [(&str, String); 39] = [
             (
                 "state",
                 format!("{:?}", gpupeek_shm::GpuState::from_raw(g.state)),
@@ -121,6 +121,47 @@ fn main() {
                 ),
             ),
             ("process_count", f(v::PROCESSES, &g.process_count)),
+            ("gpm_interval_ns", f(v::GPM, &g.gpm_interval_ns)),
+            (
+                "gpm_sm_activity_centipct",
+                f(v::GPM_SM_ACTIVITY, &g.gpm_sm_activity_centipct),
+            ),
+            (
+                "gpm_sm_occupancy_centipct",
+                f(v::GPM_SM_OCCUPANCY, &g.gpm_sm_occupancy_centipct),
+            ),
+            (
+                "gpm_tensor_activity_centipct",
+                f(v::GPM_TENSOR_ACTIVITY, &g.gpm_tensor_activity_centipct),
+            ),
+            (
+                "gpm_dram_bw_util_centipct",
+                f(v::GPM_DRAM_BW, &g.gpm_dram_bw_util_centipct),
+            ),
+            (
+                "gpm_pcie_bytes_per_s",
+                f(
+                    v::GPM_PCIE,
+                    &format!(
+                        "tx={} rx={}",
+                        g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s
+                    ),
+                ),
+            ),
+            (
+                "gpm_nvlink_bytes_per_s",
+                f(
+                    v::GPM_NVLINK,
+                    &format!(
+                        "tx={} rx={}",
+                        g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s
+                    ),
+                ),
+            ),
+            (
+                "idle_since_mono_ns",
+                f(v::IDLE_SINCE, &g.idle_since_mono_ns),
+            ),
         ];
         for (key, value) in fields {
             println!("gpu{}.{key}={value}", g.index);

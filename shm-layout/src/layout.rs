@@ -250,6 +250,24 @@ pub mod gpu_valid {
     pub const ECC_UNCORRECTED: u64 = 1 << 26;
     /// `process_count` and this GPU's process slots (the process list was readable).
     pub const PROCESSES: u64 = 1 << 27;
+    /// `gpm_interval_ns`: GPM metrics were computed this period (ABI 1.1). Each GPM value
+    /// below has its own bit as well, since a GPU may support only some of them.
+    pub const GPM: u64 = 1 << 28;
+    /// `gpm_sm_activity_centipct` (ABI 1.1).
+    pub const GPM_SM_ACTIVITY: u64 = 1 << 29;
+    /// `gpm_sm_occupancy_centipct` (ABI 1.1).
+    pub const GPM_SM_OCCUPANCY: u64 = 1 << 30;
+    /// `gpm_tensor_activity_centipct` (ABI 1.1).
+    pub const GPM_TENSOR_ACTIVITY: u64 = 1 << 31;
+    /// `gpm_dram_bw_util_centipct` (ABI 1.1).
+    pub const GPM_DRAM_BW: u64 = 1 << 32;
+    /// `gpm_pcie_tx_bytes_per_s` and `gpm_pcie_rx_bytes_per_s` (ABI 1.1).
+    pub const GPM_PCIE: u64 = 1 << 33;
+    /// `gpm_nvlink_tx_bytes_per_s` and `gpm_nvlink_rx_bytes_per_s` (ABI 1.1).
+    pub const GPM_NVLINK: u64 = 1 << 34;
+    /// `idle_since_mono_ns`: utilisation is known and has been 0 % since then (ABI 1.1).
+    /// Clear while the GPU is busy.
+    pub const IDLE_SINCE: u64 = 1 << 35;
 }
 
 /// One GPU, under its own seqlock. Static identity and dynamic values together.
@@ -330,10 +348,34 @@ pub struct GpuRecord {
     pub pcie_link_width: u32,
     /// Processes NVML listed on this GPU, including any that did not fit the table.
     pub process_count: u32,
+    /// GPM (Hopper and newer): time at least one warp was active on an SM, averaged over
+    /// all SMs, over the last `gpm_interval_ns`; hundredths of a percent (ABI 1.1).
+    pub gpm_sm_activity_centipct: u32,
+    /// GPM: resident warps relative to the SMs' maximum, hundredths of a percent (ABI 1.1).
+    pub gpm_sm_occupancy_centipct: u32,
+    /// GPM: time the SMs were doing any tensor-core work, hundredths of a percent
+    /// (ABI 1.1).
+    pub gpm_tensor_activity_centipct: u32,
+    /// GPM: DRAM bandwidth used relative to the peak, hundredths of a percent (ABI 1.1).
+    pub gpm_dram_bw_util_centipct: u32,
     /// Zero.
     pub reserved0: u32,
+    /// GPM: PCIe bytes transmitted per second (ABI 1.1).
+    pub gpm_pcie_tx_bytes_per_s: u64,
+    /// GPM: PCIe bytes received per second (ABI 1.1).
+    pub gpm_pcie_rx_bytes_per_s: u64,
+    /// GPM: NVLink bytes transmitted per second, all links (ABI 1.1).
+    pub gpm_nvlink_tx_bytes_per_s: u64,
+    /// GPM: NVLink bytes received per second, all links (ABI 1.1).
+    pub gpm_nvlink_rx_bytes_per_s: u64,
+    /// Length of the window the GPM values describe (the time between the two GPM
+    /// samples), ns (ABI 1.1).
+    pub gpm_interval_ns: u64,
+    /// `CLOCK_MONOTONIC` time of the first sample of the current run of samples with 0 %
+    /// utilisation, ns; valid only while the GPU is idle (ABI 1.1).
+    pub idle_since_mono_ns: u64,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 13],
+    pub reserved: [u64; 5],
 }
 
 /// Head of the process table; its seqlock covers the head and every slot.

@@ -23,6 +23,7 @@ pub mod geometry;
 pub mod layout;
 pub mod mapping;
 pub mod pin;
+pub mod procfs;
 pub mod reader;
 pub mod seqlock;
 pub mod text;

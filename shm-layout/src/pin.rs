@@ -49,7 +49,12 @@ pin_layout!(GpuRecord, size = 512, {
     power_limit_mw: 356, clock_graphics_mhz: 360, clock_sm_mhz: 364, clock_mem_mhz: 368,
     clock_graphics_max_mhz: 372, clock_sm_max_mhz: 376, clock_mem_max_mhz: 380,
     pcie_tx_kbytes_per_s: 384, pcie_rx_kbytes_per_s: 388, pcie_link_gen: 392,
-    pcie_link_width: 396, process_count: 400, reserved0: 404, reserved: 408,
+    pcie_link_width: 396, process_count: 400, gpm_sm_activity_centipct: 404,
+    gpm_sm_occupancy_centipct: 408, gpm_tensor_activity_centipct: 412,
+    gpm_dram_bw_util_centipct: 416, reserved0: 420, gpm_pcie_tx_bytes_per_s: 424,
+    gpm_pcie_rx_bytes_per_s: 432, gpm_nvlink_tx_bytes_per_s: 440,
+    gpm_nvlink_rx_bytes_per_s: 448, gpm_interval_ns: 456, idle_since_mono_ns: 464,
+    reserved: 472,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -5,6 +5,7 @@ use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{text, GpuRecord, Snapshot};
 
 use super::{escape, Out, Value};
+use crate::verdict::{judge, Thresholds, Verdict};
 
 /// One per-GPU family: name, type, help, and the samples of one GPU as
 /// (extra label, value) pairs; no pair when the value is unknown.
@@ -193,7 +194,102 @@ const GPU_FAMILIES: &[GpuFamily] = &[
         help: "Processes using the GPU.",
         values: |g| one(g, v::PROCESSES, u64::from(g.process_count)),
     },
+    GpuFamily {
+        name: "gpupeek_gpu_sm_activity_ratio",
+        kind: "gauge",
+        help: "GPM: fraction of time an SM had a warp, averaged over all SMs (Hopper+).",
+        values: |g| one(g, v::GPM_SM_ACTIVITY, centi(g.gpm_sm_activity_centipct)),
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_sm_occupancy_ratio",
+        kind: "gauge",
+        help: "GPM: resident warps relative to the SMs' maximum (Hopper+).",
+        values: |g| one(g, v::GPM_SM_OCCUPANCY, centi(g.gpm_sm_occupancy_centipct)),
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_tensor_activity_ratio",
+        kind: "gauge",
+        help: "GPM: fraction of time the SMs did tensor-core work (Hopper+).",
+        values: |g| {
+            one(
+                g,
+                v::GPM_TENSOR_ACTIVITY,
+                centi(g.gpm_tensor_activity_centipct),
+            )
+        },
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_dram_bandwidth_ratio",
+        kind: "gauge",
+        help: "GPM: DRAM bandwidth used relative to the peak (Hopper+).",
+        values: |g| one(g, v::GPM_DRAM_BW, centi(g.gpm_dram_bw_util_centipct)),
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_gpm_pcie_bytes_per_second",
+        kind: "gauge",
+        help: "GPM: PCIe traffic by direction (Hopper+).",
+        values: |g| {
+            pair(
+                g,
+                v::GPM_PCIE,
+                (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s),
+            )
+        },
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_nvlink_bytes_per_second",
+        kind: "gauge",
+        help: "GPM: NVLink traffic over all links by direction (Hopper+).",
+        values: |g| {
+            pair(
+                g,
+                v::GPM_NVLINK,
+                (g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s),
+            )
+        },
+    },
+    GpuFamily {
+        name: "gpupeek_gpu_verdict",
+        kind: "gauge",
+        help: "1 for the verdict that applies (thermal, power-capped, hw-slowdown, starved, \
+               idle-holding, healthy); no sample when it cannot be told.",
+        values: verdict_sample,
+    },
 ];
+
+fn centi(centipct: u32) -> f64 {
+    f64::from(centipct) / 10_000.0
+}
+
+fn pair(g: &GpuRecord, bit: u64, (tx, rx): (u64, u64)) -> Vec<(&'static str, Value)> {
+    if g.valid & bit == 0 {
+        return Vec::new();
+    }
+    vec![
+        ("direction=\"tx\"", Value::Int(tx)),
+        ("direction=\"rx\"", Value::Int(rx)),
+    ]
+}
+
+fn verdict_sample(g: &GpuRecord) -> Vec<(&'static str, Value)> {
+    const LABELS: [&str; 6] = [
+        "verdict=\"thermal\"",
+        "verdict=\"power-capped\"",
+        "verdict=\"hw-slowdown\"",
+        "verdict=\"starved\"",
+        "verdict=\"idle-holding\"",
+        "verdict=\"healthy\"",
+    ];
+    let Some(verdict) = judge(g, &Thresholds::current()) else {
+        return Vec::new();
+    };
+    Verdict::ALL
+        .iter()
+        .zip(LABELS)
+        .filter(|(v, _)| **v == verdict)
+        .map(|(_, label)| (label, Value::Int(1)))
+        .collect()
+}
 
 fn clocks(g: &GpuRecord, domains: [(u64, u32); 3]) -> Vec<(&'static str, Value)> {
     let names = ["clock=\"graphics\"", "clock=\"sm\"", "clock=\"memory\""];

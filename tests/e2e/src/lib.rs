@@ -245,6 +245,15 @@ impl Sandbox {
         run_with_watchdog(cmd)
     }
 
+    /// Runs gpupeek with `args` as given (no `--shm` added: a subcommand comes first) and
+    /// these environment variables, against this sandbox's segment (`GPUPEEK_SHM`).
+    pub fn client_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(&bins().client);
+        cmd.env("GPUPEEK_SHM", &self.shm).args(args);
+        cmd.envs(env.iter().copied());
+        run_with_watchdog(cmd)
+    }
+
     /// Opens the segment as a reader.
     pub fn segment(&self) -> gpupeek_shm::Segment {
         gpupeek_shm::Segment::open(&self.shm).expect("segment opens")

@@ -141,6 +141,19 @@ fn json_matches_the_scenario_with_gpustats_keys_and_units() {
     });
     let mut gpu0 = gpu0.clone();
     let processes = gpu0.as_object_mut().unwrap().remove("processes").unwrap();
+    // gpupeek's own keys after gpustat's (more in verdicts.rs): reasons 0x4, no GPM.
+    let own = [
+        ("verdict", json!("power-capped")),
+        ("clock_event_reasons", json!(["sw_power_cap"])),
+        ("gpm", Value::Null),
+    ];
+    for (key, want) in own {
+        assert_eq!(
+            gpu0.as_object_mut().unwrap().remove(key),
+            Some(want),
+            "{key}"
+        );
+    }
     assert_eq!(gpu0, expected);
     let p = &processes[0];
     assert_eq!(p["username"], me());

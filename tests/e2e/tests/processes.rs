@@ -528,3 +528,49 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     let text = stdout(&gpupeek_e2e::run_with_watchdog(cmd));
     assert!(text.ends_with("/1(300M)\n"), "{text}");
 }
+
+#[test]
+fn mig_instances_and_process_kinds_are_published() {
+    let sb = Sandbox::new("procmig");
+    let (a, b) = (Proc::sleeper(), Proc::sleeper());
+    sb.write_scenario(&json!({"gpus": [{
+        "name": "NVIDIA A100-SXM4-80GB", "memory_total_bytes": 80u64 << 30,
+        "processes": [
+            {"pid": a.pid(), "used_gpu_memory_bytes": 10 * MIB, "gpu_instance_id": 1,
+             "compute_instance_id": 0, "type": "both"},
+            {"pid": b.pid(), "used_gpu_memory_bytes": 20 * MIB, "type": "graphics"}
+        ]
+    }]}));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let doc = json_of(&sb.client(&["--json"]));
+    let procs = &doc["gpus"][0]["processes"];
+    assert_eq!(procs[0]["type"], "both");
+    assert_eq!(procs[0]["gpu_instance_id"], 1);
+    assert_eq!(procs[0]["compute_instance_id"], 0);
+    assert_eq!(procs[1]["type"], "graphics");
+    assert_eq!(procs[1]["gpu_instance_id"], Value::Null);
+    assert_eq!(procs[1]["gpu_memory_usage"], 20);
+}
+
+#[test]
+fn per_process_utilisation_follows_the_process_without_lag() {
+    let sb = Sandbox::new("procutil");
+    let busy = Proc::sleeper();
+    sb.write_scenario(&scenario(&[(busy.pid(), 100, [80, 30, 0, 0])]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let sm =
+        || json_of(&sb.client(&["--json"]))["gpus"][0]["processes"][0]["sm_utilization"].clone();
+    wait_for("80% SM", &daemon, || sm() == 80);
+    // The process goes idle: the driver stops sampling it but keeps its old samples in
+    // its buffer. Only a daemon that asks for samples newer than those it has seen shows
+    // 0% now rather than the old 80% for as long as the buffer keeps them.
+    sb.write_scenario(&scenario(&[(busy.pid(), 100, [0; 4])]));
+    wait_for("0% SM", &daemon, || sm() == 0);
+    let generation = sb.segment().generation();
+    sb.wait_generation(generation + 5, &daemon);
+    assert_eq!(sm(), 0, "stays 0 while the old samples are still buffered");
+    sb.write_scenario(&scenario(&[(busy.pid(), 100, [40, 10, 0, 0])]));
+    wait_for("40% SM", &daemon, || sm() == 40);
+}

@@ -190,6 +190,7 @@ fn an_idle_gpu_is_released_makes_no_nvml_call_while_suspended_and_comes_back_fre
             "utilization.gpu": null, "utilization.enc": null, "utilization.dec": null,
             "power.draw": null, "enforced.power.limit": null, "memory.used": null,
             "memory.total": null, "processes": null,
+            "verdict": null, "clock_event_reasons": null, "gpm": null,
         })
     );
 

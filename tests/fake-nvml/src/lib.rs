@@ -29,6 +29,7 @@ pub mod calls;
 pub mod codes;
 pub mod device;
 mod ffi;
+pub mod gpm;
 pub mod scenario;
 pub mod state;
 pub mod sysfs;
@@ -74,6 +75,11 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetProcessUtilization",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
 ];
 
 #[cfg(test)]
@@ -106,6 +112,7 @@ mod tests {
     fn exported_list_matches_the_code() {
         let mut found = defined(include_str!("system.rs"));
         found.extend(defined(include_str!("device.rs")));
+        found.extend(defined(include_str!("gpm.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -117,7 +124,12 @@ mod tests {
         }
         assert_eq!(found.len(), EXPORTED.len());
         // Each function counts itself under its own name.
-        let sources = [include_str!("system.rs"), include_str!("device.rs")].concat();
+        let sources = [
+            include_str!("system.rs"),
+            include_str!("device.rs"),
+            include_str!("gpm.rs"),
+        ]
+        .concat();
         for name in EXPORTED {
             let quoted = format!("\"{name}\"");
             let via_macro = sources.contains(&format!("{name}, "));
