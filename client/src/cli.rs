@@ -89,6 +89,29 @@ pub struct Args {
     #[argh(option)]
     pub shm: Option<String>,
 
+    /// print one line from this template instead of the table (see below)
+    #[argh(option)]
+    pub format: Option<String>,
+
+    /// print a line for a status bar or prompt: text, waybar, polybar, tmux, i3blocks,
+    /// i3status-rust, bash, zsh, fish, starship or p10k
+    #[argh(option, short = 'o')]
+    pub output: Option<String>,
+
+    /// keep running and print a line at each daemon update (streaming bar modules)
+    #[argh(switch)]
+    pub follow: bool,
+
+    /// text shown when every selected GPU is asleep (default: "GPU asleep" in bars,
+    /// nothing in prompts)
+    #[argh(option)]
+    pub asleep: Option<String>,
+
+    /// redraw every SECS seconds (bare -i: 1) with utilisation sparklines, until q or
+    /// Ctrl-C (also --interval, as gpustat)
+    #[argh(option, short = 'i')]
+    pub watch: Option<f64>,
+
     /// print the version and exit
     #[argh(switch, short = 'v')]
     pub version: bool,
@@ -157,10 +180,15 @@ pub fn normalize(args: &[String]) -> Vec<String> {
         let optional = match arg.as_str() {
             "-e" | "--show-codec" => Some(("enc,dec", is_codec_value as fn(&str) -> bool)),
             "-P" | "--show-power" => Some(("draw,limit", is_power_value as fn(&str) -> bool)),
+            "-i" | "--watch" | "--interval" => Some(("1", is_seconds as fn(&str) -> bool)),
             _ => None,
         };
         if let Some((default, accepts)) = optional {
-            out.push(arg.clone());
+            out.push(if arg == "--interval" {
+                "--watch".to_owned()
+            } else {
+                arg.clone()
+            });
             if !iter.peek().is_some_and(|next| accepts(next)) {
                 out.push(default.to_owned());
             }
@@ -187,6 +215,10 @@ pub fn normalize(args: &[String]) -> Vec<String> {
 
 fn is_codec_value(s: &str) -> bool {
     !s.starts_with('-') && parse_codec(s).is_ok()
+}
+
+fn is_seconds(s: &str) -> bool {
+    s.parse::<f64>().is_ok_and(|x| x > 0.0)
 }
 
 fn is_power_value(s: &str) -> bool {
@@ -256,6 +288,9 @@ mod tests {
         assert_eq!(norm(&["-e", "dec"]), ["-e", "dec"]);
         assert_eq!(norm(&["-P", "-c"]), ["-P", "draw,limit", "-c"]);
         assert_eq!(norm(&["--show-power", "draw"]), ["--show-power", "draw"]);
+        assert_eq!(norm(&["-i"]), ["-i", "1"]);
+        assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
+        assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
     }
 
     #[test]

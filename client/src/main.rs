@@ -14,15 +14,19 @@
 mod byuser;
 mod cli;
 mod commands;
+mod follow;
 mod json;
 mod local;
 mod metrics;
+mod outputs;
 mod query;
 mod serve;
 mod style;
 mod table;
+mod template;
 mod verdict;
 mod view;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -41,6 +45,7 @@ const EXIT_CORRUPT: u8 = 8;
 const EXIT_OS: u8 = 9;
 
 /// A reason to stop: the exit status and the line to print (none when empty).
+#[derive(Debug)]
 struct Exit {
     code: u8,
     message: String,
@@ -94,6 +99,9 @@ fn run() -> Result<(), Exit> {
         return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
     }
     args.expand_show_all();
+    if args.format.is_some() || args.output.is_some() || args.follow {
+        return outputs::run(&args);
+    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;
@@ -102,8 +110,16 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    let ctx = view_context(&snapshot);
-    let view = view::View::new(&snapshot, args.id.as_deref(), &ctx).map_err(|id| {
+    if let Some(secs) = args.watch {
+        return watch::run(&args, &segment, secs);
+    }
+    write_stdout(&render(&args, &snapshot)?)
+}
+
+/// The table (or JSON) of one snapshot, as the flags ask.
+fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, Exit> {
+    let ctx = view_context(snapshot);
+    let view = view::View::new(snapshot, args.id.as_deref(), &ctx).map_err(|id| {
         let have = snapshot
             .gpus
             .iter()
@@ -126,7 +142,7 @@ fn run() -> Result<(), Exit> {
     let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
     let out = match (args.by_user, args.json) {
         (false, true) => json::render(&view, &hostname, &iso_time(&published)),
-        (false, false) => table::render(&view, &args, painter, &hostname, &time),
+        (false, false) => table::render(&view, args, painter, &hostname, &time),
         (true, true) => json::to_text(&ByUserDocument {
             hostname: &hostname,
             driver_version: view.driver_version.as_deref(),
@@ -141,7 +157,7 @@ fn run() -> Result<(), Exit> {
             out + &byuser::render(&byuser::rows(&view), painter)
         }
     };
-    write_stdout(&out)
+    Ok(out)
 }
 
 /// `--by-user --json`.
@@ -216,7 +232,7 @@ fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
         match exit.status {
-            Ok(()) => match write_stdout(&(exit.output + commands::HELP)) {
+            Ok(()) => match write_stdout(&(exit.output + commands::HELP + outputs::HELP)) {
                 Ok(()) => Exit::new(0, ""),
                 Err(e) => e,
             },

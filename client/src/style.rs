@@ -47,6 +47,11 @@ impl Painter {
         }
     }
 
+    /// Whether colour is on.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// `text` wrapped in `style` and a reset, or plain.
     pub fn paint(&self, style: &str, text: impl std::fmt::Display) -> String {
         if self.enabled {

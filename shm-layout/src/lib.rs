@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod futex;
 pub mod geometry;
 pub mod layout;
 pub mod mapping;

@@ -33,6 +33,8 @@ const SNAPSHOT_ATTEMPTS: u32 = 8;
 #[derive(Debug)]
 pub struct Segment {
     name: String,
+    /// Device and inode of the object mapped, to tell when the name is re-created.
+    identity: (u64, u64),
     map: Mapping,
     geometry: Geometry,
     header: StaticHeader,
@@ -59,10 +61,12 @@ impl Segment {
             return Err(Error::corrupt(name, format!("implausible size {len}")));
         }
         let map = Mapping::new(name, &fd, len, false)?;
+        let identity = (st.st_dev, st.st_ino);
         let header = read_static_header(map.words());
         let geometry = Geometry::validate(name, &header, map.len())?;
         Ok(Segment {
             name: name.to_owned(),
+            identity,
             map,
             geometry,
             header,
@@ -92,6 +96,33 @@ impl Segment {
             .load(Ordering::Relaxed);
         fence(Ordering::Acquire);
         g
+    }
+
+    /// Sleeps until the generation moves past `seen` (the daemon wakes every waiter
+    /// after each publish, see [`crate::futex`]) or `timeout` passes; returns the
+    /// generation then. No polling: the process uses no CPU while it sleeps.
+    pub fn wait_generation(&self, seen: u64, timeout: std::time::Duration) -> u64 {
+        let word = self.geometry.generation(self.map.words());
+        if word.load(Ordering::Relaxed) == seen {
+            crate::futex::wait(word, seen, timeout);
+        }
+        self.generation()
+    }
+
+    /// The epoch in the mapping now: a daemon that takes the segment over in place
+    /// writes a new one (the [`Segment::header`] keeps the one seen at open).
+    pub fn current_epoch(&self) -> u64 {
+        let index = std::mem::offset_of!(StaticHeader, epoch) / 8;
+        self.map.words()[index].load(Ordering::Relaxed)
+    }
+
+    /// True when the name no longer refers to the object this reader mapped: removed,
+    /// or re-created by a restarted daemon (reopen to follow the new one).
+    pub fn replaced(&self) -> bool {
+        let Ok(fd) = mapping::open(&self.name, OFlag::O_RDONLY, Mode::empty()) else {
+            return true;
+        };
+        mapping::fstat(&self.name, &fd).map_or(true, |st| (st.st_dev, st.st_ino) != self.identity)
     }
 
     /// The status record alone (cheap liveness check).

@@ -204,6 +204,8 @@ impl Publisher {
         let next = word.load(Ordering::Relaxed) + 1;
         // Release: every record store of this publish happens before the new generation.
         word.store(next, Ordering::Release);
+        // Followers sleep on the word (`Segment::wait_generation`) instead of polling.
+        crate::futex::wake_all(word);
         next
     }
 }
