@@ -10,6 +10,7 @@
 //! | [`StatusRecord`] | 256         | 256                         | its own seqlock (`seq`)   |
 //! | GPU table   | 512              | `gpu_capacity` × [`GpuRecord`] | one seqlock per record |
 //! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
+//! | history (1.1) | after processes | `gpu_capacity` rings: [`HistoryHead`] + `history_slots` × [`HistorySample`] | one seqlock per ring (the head's `seq`) |
 //!
 //! Readers never hard-code these offsets: every one of them is in the static header and is
 //! checked against the mapping before use. Strings are NUL-padded UTF-8 byte arrays; an
@@ -36,6 +37,10 @@ pub const GPU_TABLE_OFFSET: usize = 512;
 pub const DEFAULT_GPU_CAPACITY: u32 = 64;
 /// Default number of process slots.
 pub const DEFAULT_PROC_CAPACITY: u32 = 1024;
+/// History samples per GPU a writer keeps by default (ABI 1.1): five minutes at 1 s.
+pub const DEFAULT_HISTORY_SLOTS: u32 = 300;
+/// Largest history ring a reader accepts.
+pub const MAX_HISTORY_SLOTS: u32 = 65536;
 /// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.
 pub const MAX_CAPACITY: u32 = 65536;
 
@@ -146,8 +151,20 @@ pub struct StaticHeader {
     pub proc_capacity: u32,
     /// Offset of the generation word.
     pub generation_offset: u64,
+    /// Offset of the history region (ABI 1.1): one ring per GPU slot, each
+    /// `history_ring_size_bytes` long. 0 means "no history" (a 1.0 writer).
+    pub history_offset: u64,
+    /// Size of one GPU's ring in bytes: [`HistoryHead`] and `history_slots` samples,
+    /// rounded up to a multiple of 128 (ABI 1.1).
+    pub history_ring_size_bytes: u32,
+    /// Samples per ring (ABI 1.1).
+    pub history_slots: u32,
+    /// Size of one [`HistorySample`] in bytes (ABI 1.1).
+    pub history_sample_size_bytes: u32,
+    /// Zero.
+    pub reserved1: u32,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 2],
 }
 
 /// Validity bits of [`StatusRecord::valid`].
@@ -378,6 +395,62 @@ pub struct GpuRecord {
     pub reserved: [u64; 5],
 }
 
+/// Head of one GPU's history ring (ABI 1.1); its seqlock covers the head and every
+/// sample of the ring. Sample `i` of the ring (counting from the oldest) is in slot
+/// `(written - kept + i) % history_slots` with `kept = min(written, history_slots)`.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct HistoryHead {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Samples appended since the daemon started (the next one goes to slot
+    /// `written % history_slots`).
+    pub written: u64,
+    /// Time between two samples, ns: the sampling period, but at least one second.
+    pub step_ns: u64,
+    /// Zero; room for later minor versions.
+    pub reserved: u64,
+}
+
+/// Validity bits of [`HistorySample::valid`]. A sample of a GPU that was asleep, lost or
+/// failing has every bit clear: a gap, not zeros.
+pub mod history_valid {
+    /// `util_gpu_pct`.
+    pub const UTILIZATION: u16 = 1 << 0;
+    /// `mem_used_mib`.
+    pub const MEMORY: u16 = 1 << 1;
+    /// `power_draw_mw`.
+    pub const POWER_DRAW: u16 = 1 << 2;
+    /// `temp_gpu_c`.
+    pub const TEMPERATURE: u16 = 1 << 3;
+    /// `util_mem_pct`.
+    pub const UTIL_MEM: u16 = 1 << 4;
+}
+
+/// One history sample of one GPU (ABI 1.1): compact, 24 bytes.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct HistorySample {
+    /// `CLOCK_MONOTONIC` time the values were sampled, ns.
+    pub sample_mono_ns: u64,
+    /// Memory in use, MiB (rounded down).
+    pub mem_used_mib: u32,
+    /// Power draw, milliwatts.
+    pub power_draw_mw: u32,
+    /// GPU utilisation, percent.
+    pub util_gpu_pct: u8,
+    /// Memory controller utilisation, percent.
+    pub util_mem_pct: u8,
+    /// GPU core temperature, degrees Celsius.
+    pub temp_gpu_c: i16,
+    /// Bits from [`history_valid`].
+    pub valid: u16,
+    /// Zero.
+    pub reserved: u16,
+}
+
 /// Head of the process table; its seqlock covers the head and every slot.
 #[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
@@ -552,5 +625,6 @@ zeroed_default!(
     StatusRecord,
     GpuRecord,
     ProcTableHead,
-    ProcRecord
+    ProcRecord,
+    HistoryHead
 );

@@ -32,10 +32,10 @@ pub mod writer;
 pub use error::{Error, Untrusted};
 pub use geometry::Geometry;
 pub use layout::{
-    DaemonState, GpuRecord, GpuState, ProcPolicy, ProcRecord, StaticHeader, StatusRecord,
-    ABI_MAJOR, ABI_MINOR,
+    DaemonState, GpuRecord, GpuState, HistorySample, ProcPolicy, ProcRecord, StaticHeader,
+    StatusRecord, ABI_MAJOR, ABI_MINOR,
 };
-pub use reader::{Liveness, Segment, Snapshot};
+pub use reader::{History, Liveness, Segment, Snapshot};
 pub use writer::{Options, ProcContext, Publisher};
 
 /// Segment name used when neither `--shm` nor `GPUPEEK_SHM` says otherwise.

@@ -12,12 +12,13 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::Error;
 use crate::geometry::Geometry;
 use crate::layout::{
-    DaemonState, GpuRecord, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    DaemonState, GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead,
+    StaticHeader, StatusRecord,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock::{self, Stale};
@@ -209,6 +210,38 @@ impl Segment {
         Ok(head)
     }
 
+    /// GPU slot `slot`'s history, oldest sample first; `None` when the segment has no
+    /// history region (a 1.0 writer) or `slot` is beyond the GPU capacity.
+    pub fn history(&self, slot: usize) -> Result<Option<History>, Error> {
+        let g = &self.geometry;
+        if !g.has_history() || slot >= g.gpu_capacity {
+            return Ok(None);
+        }
+        let ring = g.history(self.map.words(), slot);
+        let mut raw = vec![0u8; g.history_ring_size];
+        let (_, head) = seqlock::read_with(&ring[0], || {
+            seqlock::load_words(&ring[1..], &mut raw[8..]);
+            let mut head = HistoryHead::new_zeroed();
+            head.as_mut_bytes()[8..].copy_from_slice(&raw[8..size_of::<HistoryHead>()]);
+            head
+        })
+        .map_err(|Stale| self.stale("history ring"))?;
+        let slots = g.history_slots as u64;
+        let kept = head.written.min(slots);
+        let samples = (head.written - kept..head.written)
+            .map(|n| {
+                let at = size_of::<HistoryHead>() + (n % slots) as usize * g.history_sample_size;
+                let bytes = &raw[at..at + size_of::<HistorySample>()];
+                HistorySample::read_from_bytes(bytes).unwrap_or_default()
+            })
+            .collect();
+        Ok(Some(History {
+            step_ns: head.step_ns,
+            written: head.written,
+            samples,
+        }))
+    }
+
     /// GPU slot `slot` copied with no sequence check at all: the control reader of the
     /// seqlock stress test, which must see torn records. Never use it for real data.
     #[doc(hidden)]
@@ -234,6 +267,18 @@ fn read_static_header(words: &[AtomicU64]) -> StaticHeader {
     bytes[..8].copy_from_slice(&magic.to_ne_bytes());
     seqlock::load_words(&words[1..size_of::<StaticHeader>() / 8], &mut bytes[8..]);
     header
+}
+
+/// A private copy of one GPU's history ring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    /// Time between two samples, ns.
+    pub step_ns: u64,
+    /// Samples appended since the daemon started (more than `samples.len()` once the
+    /// ring has wrapped).
+    pub written: u64,
+    /// The samples still in the ring, oldest first.
+    pub samples: Vec<HistorySample>,
 }
 
 /// A private copy of everything a daemon published.

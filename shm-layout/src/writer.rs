@@ -29,8 +29,8 @@ use zerocopy::IntoBytes;
 use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
-    GpuRecord, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
-    DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
+    GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader,
+    StatusRecord, DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -195,6 +195,32 @@ impl Publisher {
             for (slot, p) in processes[..stored].iter().enumerate() {
                 seqlock::store_words(self.geometry.proc_slot(words, slot), p.as_bytes());
             }
+        });
+    }
+
+    /// Appends `sample` to GPU slot `slot`'s history ring (overwriting the oldest once
+    /// the ring is full) and records `step_ns`. Does nothing on a segment without
+    /// history or for a slot beyond the GPU capacity.
+    pub fn append_history(&self, slot: usize, step_ns: u64, sample: &HistorySample) {
+        let g = &self.geometry;
+        if !g.has_history() || slot >= g.gpu_capacity {
+            return;
+        }
+        let ring = g.history(self.map.words(), slot);
+        let written_word = offset_of!(HistoryHead, written) / 8;
+        let written = ring[written_word].load(Ordering::Relaxed);
+        let index = (written % g.history_slots as u64) as usize;
+        let start = (size_of::<HistoryHead>() + index * g.history_sample_size) / 8;
+        let sample_words = &ring[start..start + size_of::<HistorySample>() / 8];
+        let head = HistoryHead {
+            seq: 0,
+            written: written + 1,
+            step_ns,
+            reserved: 0,
+        };
+        seqlock::write_with(&ring[0], || {
+            seqlock::store_words(sample_words, sample.as_bytes());
+            seqlock::store_words(&ring[1..], &head.as_bytes()[8..]);
         });
     }
 
