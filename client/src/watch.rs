@@ -5,8 +5,11 @@
 //! unbuffered with echo and signal keys off: `q` or Ctrl-C quit. Whatever ends it (a
 //! key, SIGINT/SIGTERM/SIGHUP, a closed stdout, an error) the terminal's settings and
 //! screen are restored, by drop guards. Off a terminal it prints one frame per interval,
-//! separated by a blank line. The sparklines hold the last [`HISTORY`] samples this
-//! client saw (a sample per new publish); an asleep GPU leaves a gap.
+//! separated by a blank line. The sparklines show the last [`HISTORY`] samples of the
+//! segment's per-GPU history rings (one sample per `max(period, 1 s)`), so a fresh
+//! `gpupeek -i` shows the last minutes at once; from a daemon without history rings
+//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep GPU
+//! leaves a gap.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{IsTerminal, Read};
@@ -51,7 +54,7 @@ pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
     loop {
         let frame = match crate::commands::live_snapshot(segment.name()) {
             Ok(snap) => {
-                history.record(&snap);
+                history.record(segment, &snap);
                 crate::render(args, &snap)? + &history.render()
             }
             Err(exit) if exit.code == EXIT_USAGE => return Err(exit),
@@ -150,7 +153,10 @@ struct History {
 }
 
 impl History {
-    fn record(&mut self, snap: &gpupeek_shm::Snapshot) {
+    fn record(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) {
+        if self.from_segment(segment, snap) {
+            return;
+        }
         if self.generation == Some(snap.generation) {
             return;
         }
@@ -167,6 +173,40 @@ impl History {
             }
             ring.push_back(sample);
         }
+    }
+
+    /// Replaces the rings with the segment's history; false when it has none.
+    fn from_segment(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) -> bool {
+        use gpupeek_shm::layout::history_valid as hv;
+        if !segment.geometry().has_history() {
+            return false;
+        }
+        self.gpus.clear();
+        for (slot, g) in snap.gpus.iter().enumerate() {
+            // A ring that cannot be read (a writer died mid-append) shows as empty.
+            let samples = segment
+                .history(slot)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+                .samples;
+            let total_mib = (g.mem_total_bytes >> 20).max(1);
+            let ring = samples[samples.len().saturating_sub(HISTORY)..]
+                .iter()
+                .map(|s| {
+                    (s.valid & hv::UTILIZATION != 0).then(|| {
+                        let mem = if s.valid & hv::MEMORY != 0 {
+                            u64::from(s.mem_used_mib) * 100 / total_mib
+                        } else {
+                            0
+                        };
+                        (u32::from(s.util_gpu_pct).min(100), mem.min(100) as u32)
+                    })
+                })
+                .collect();
+            self.gpus.insert(g.index, ring);
+        }
+        true
     }
 
     fn render(&self) -> String {

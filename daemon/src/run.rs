@@ -31,6 +31,7 @@ use gpupeek_shm::layout::{proc_flags, proc_kind, proc_valid, status_valid, Daemo
 use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
+use crate::history;
 use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{self, Choice};
@@ -98,6 +99,10 @@ struct Daemon {
     alerts: Alerts,
     /// GPUs published by the last tick.
     gpu_count: u32,
+    /// When to append to the history rings.
+    history: history::Clock,
+    /// This tick appends a history sample for every GPU it publishes.
+    history_due: bool,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -229,6 +234,8 @@ impl Daemon {
             warned_capacity: false,
             alerts: Alerts::new(config.alerts),
             gpu_count: 0,
+            history: history::Clock::new(config.interval),
+            history_due: false,
             config,
         }
     }
@@ -255,6 +262,7 @@ impl Daemon {
 
     fn tick(&mut self) {
         let now = Instant::now();
+        self.history_due = self.history.due(now);
         self.pm.refresh();
         self.wake_if_needed(now);
         self.retry_nvml(now);
@@ -378,6 +386,7 @@ impl Daemon {
     /// Samples GPUs `0..count` (bounded by the capacity) and the process table; returns
     /// the number of GPU slots written. An asleep GPU is not queried.
     fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
+        let history_step = self.history_step();
         let Nvml::Up(sampler) = &mut self.nvml else {
             return 0;
         };
@@ -406,7 +415,7 @@ impl Daemon {
                 all_idle &= power::idle(&self.gpu, compute);
                 self.alerts.observe(&self.gpu);
             }
-            self.publisher.write_gpu(slot, &self.gpu);
+            publish_gpu(&self.publisher, &self.gpu, history_step, slot);
         }
         self.alerts.observe_count(count);
         self.pm.observe(now, all_idle);
@@ -439,10 +448,20 @@ impl Daemon {
         let count = self.pm.gpu_count().min(capacity);
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
-            self.publisher.write_gpu(slot, &self.gpu);
+            self.publish_gpu(slot);
         }
         self.publisher.write_processes(&self.privacy.context, &[]);
         count as u32
+    }
+
+    /// Publishes `self.gpu` into `slot`, and its history sample when one is due.
+    fn publish_gpu(&self, slot: usize) {
+        publish_gpu(&self.publisher, &self.gpu, self.history_step(), slot);
+    }
+
+    /// The history step when this tick appends to the rings.
+    fn history_step(&self) -> Option<u64> {
+        self.history_due.then(|| self.history.step_ns())
     }
 
     fn publish_status(&self, mut status: StatusRecord) {
@@ -464,6 +483,15 @@ impl Daemon {
         };
         put_system_info(&mut status, &self.info);
         self.publish_status(status);
+    }
+}
+
+/// Publishes `gpu` into `slot`, and appends its history sample when `history_step`
+/// (the ring's step, ns) says this tick appends.
+fn publish_gpu(publisher: &Publisher, gpu: &GpuRecord, history_step: Option<u64>, slot: usize) {
+    publisher.write_gpu(slot, gpu);
+    if let Some(step_ns) = history_step {
+        publisher.append_history(slot, step_ns, &history::sample_of(gpu));
     }
 }
 
