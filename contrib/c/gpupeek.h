@@ -155,7 +155,12 @@ struct gpupeek_static_header {
     uint32_t proc_record_size_bytes;
     uint32_t proc_capacity;
     uint64_t generation_offset;
-    uint64_t reserved[5];
+    uint64_t history_offset;            /* 1.1; 0: no history */
+    uint32_t history_ring_size_bytes;   /* 1.1 */
+    uint32_t history_slots;             /* 1.1 */
+    uint32_t history_sample_size_bytes; /* 1.1 */
+    uint32_t reserved1;
+    uint64_t reserved[2];
 };
 
 struct gpupeek_status {
@@ -268,6 +273,33 @@ struct gpupeek_proc {
     char cmdline[328];
 };
 
+/* Head of one GPU's history ring (1.1), at history_offset + slot * history_ring_size_bytes;
+ * its seq protects the head and the history_slots samples that follow it. */
+struct gpupeek_history_head {
+    uint64_t seq;
+    uint64_t written; /* samples appended; the next goes to slot written % history_slots */
+    uint64_t step_ns; /* time between two samples */
+    uint64_t reserved;
+};
+
+/* Validity bits of gpupeek_history_sample.valid; all clear: a gap. */
+#define GPUPEEK_HISTORY_UTILIZATION (1u << 0)
+#define GPUPEEK_HISTORY_MEMORY (1u << 1)
+#define GPUPEEK_HISTORY_POWER_DRAW (1u << 2)
+#define GPUPEEK_HISTORY_TEMPERATURE (1u << 3)
+#define GPUPEEK_HISTORY_UTIL_MEM (1u << 4)
+
+struct gpupeek_history_sample {
+    uint64_t sample_mono_ns;
+    uint32_t mem_used_mib;
+    uint32_t power_draw_mw;
+    uint8_t util_gpu_pct;
+    uint8_t util_mem_pct;
+    int16_t temp_gpu_c;
+    uint16_t valid;
+    uint16_t reserved;
+};
+
 #define GPUPEEK_PIN(type, field, off) \
     _Static_assert(offsetof(struct type, field) == (off), #type "." #field " moved")
 
@@ -280,7 +312,13 @@ GPUPEEK_PIN(gpupeek_static_header, gpu_record_size_bytes, 56);
 GPUPEEK_PIN(gpupeek_static_header, proc_table_offset, 64);
 GPUPEEK_PIN(gpupeek_static_header, proc_capacity, 76);
 GPUPEEK_PIN(gpupeek_static_header, generation_offset, 80);
-GPUPEEK_PIN(gpupeek_static_header, reserved, 88);
+GPUPEEK_PIN(gpupeek_static_header, history_offset, 88);
+GPUPEEK_PIN(gpupeek_static_header, history_slots, 100);
+GPUPEEK_PIN(gpupeek_static_header, reserved, 112);
+_Static_assert(sizeof(struct gpupeek_history_head) == 32, "history head size");
+_Static_assert(sizeof(struct gpupeek_history_sample) == 24, "history sample size");
+GPUPEEK_PIN(gpupeek_history_sample, util_gpu_pct, 16);
+GPUPEEK_PIN(gpupeek_history_sample, valid, 20);
 
 _Static_assert(sizeof(struct gpupeek_status) == 256, "status record size");
 GPUPEEK_PIN(gpupeek_status, state, 8);

@@ -96,7 +96,10 @@ LAYOUT = [
         ("gpu_table_offset", 48, "Q"), ("gpu_record_size_bytes", 56, "I"),
         ("gpu_capacity", 60, "I"), ("proc_table_offset", 64, "Q"),
         ("proc_record_size_bytes", 72, "I"), ("proc_capacity", 76, "I"),
-        ("generation_offset", 80, "Q"), ("reserved", 88, "40s"),
+        ("generation_offset", 80, "Q"), ("history_offset", 88, "Q"),
+        ("history_ring_size_bytes", 96, "I"), ("history_slots", 100, "I"),
+        ("history_sample_size_bytes", 104, "I"), ("reserved1", 108, "I"),
+        ("reserved", 112, "16s"),
     ]),
     ("StatusRecord", 256, [
         ("seq", 0, "Q"), ("state", 8, "I"), ("nvml_error_code", 12, "i"),
@@ -143,6 +146,15 @@ LAYOUT = [
         ("start_unix_ns", 160, "Q"), ("pid_ns_inode", 168, "Q"), ("cmdline_len", 176, "I"),
         ("reserved1", 180, "I"), ("container_runtime", 184, "16s"),
         ("container_id", 200, "72s"), ("pod_uid", 272, "40s"), ("cmdline", 312, "328s"),
+    ]),
+    # ABI 1.1: one ring per GPU slot at history_offset (0: none); not read by this module yet.
+    ("HistoryHead", 32, [
+        ("seq", 0, "Q"), ("written", 8, "Q"), ("step_ns", 16, "Q"), ("reserved", 24, "Q"),
+    ]),
+    ("HistorySample", 24, [
+        ("sample_mono_ns", 0, "Q"), ("mem_used_mib", 8, "I"), ("power_draw_mw", 12, "I"),
+        ("util_gpu_pct", 16, "B"), ("util_mem_pct", 17, "B"), ("temp_gpu_c", 18, "h"),
+        ("valid", 20, "H"), ("reserved", 22, "H"),
     ]),
 ]
 _RECORDS = {name: (size, fields) for name, size, fields in LAYOUT}

@@ -217,6 +217,8 @@ fn c_header_structs_have_the_rust_layout() {
                 "GpuRecord" => "gpupeek_gpu",
                 "ProcTableHead" => "gpupeek_proc_head",
                 "ProcRecord" => "gpupeek_proc",
+                "HistoryHead" => "gpupeek_history_head",
+                "HistorySample" => "gpupeek_history_sample",
                 other => panic!("no C struct for {other}"),
             };
             body.push_str(&format!(
