@@ -154,7 +154,7 @@ struct History {
 
 impl History {
     fn record(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) {
-        if self.from_segment(segment, snap) {
+        if self.load_segment(segment, snap) {
             return;
         }
         if self.generation == Some(snap.generation) {
@@ -176,7 +176,7 @@ impl History {
     }
 
     /// Replaces the rings with the segment's history; false when it has none.
-    fn from_segment(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) -> bool {
+    fn load_segment(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) -> bool {
         use gpupeek_shm::layout::history_valid as hv;
         if !segment.geometry().has_history() {
             return false;
