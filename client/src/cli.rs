@@ -26,6 +26,15 @@ pub struct Args {
     #[argh(switch, short = 'F')]
     pub show_fan_speed: bool,
 
+    /// show a line per process with its CPU use, host memory, running time, GPU (SM)
+    /// utilisation and full command line (also --full-process-info)
+    #[argh(switch, short = 'f')]
+    pub show_full_cmd: bool,
+
+    /// show GPUs, processes, GPU memory and utilisation per user instead of per GPU
+    #[argh(switch)]
+    pub by_user: bool,
+
     /// show encoder/decoder utilisation: "enc", "dec" or "enc,dec" (bare -e: both)
     #[argh(option, short = 'e', from_str_fn(parse_codec))]
     pub show_codec: Option<Codec>,
@@ -34,13 +43,19 @@ pub struct Args {
     #[argh(option, short = 'P', from_str_fn(parse_power))]
     pub show_power: Option<Power>,
 
-    /// show everything: -c -u -p -e -P
+    /// show everything: -c -u -p -F -e -P
     #[argh(switch, short = 'a')]
     pub show_all: bool,
 
     /// only these GPUs, by index, in this order, e.g. --id 0,2
     #[argh(option, from_str_fn(parse_ids))]
     pub id: Option<Vec<u32>>,
+
+    /// after the utilisation, say whether the GPU is really working: thermal,
+    /// power-capped, hw-slowdown, starved, idle-holding or healthy (thresholds:
+    /// $GPUPEEK_VERDICT_THRESHOLDS, e.g. "busy=80,starved=30,idle=300,idle_mem=1024")
+    #[argh(switch, short = 'V')]
+    pub verdict: bool,
 
     /// do not print the header line
     #[argh(switch)]
@@ -73,6 +88,29 @@ pub struct Args {
     /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
     #[argh(option)]
     pub shm: Option<String>,
+
+    /// print one line from this template instead of the table (see below)
+    #[argh(option)]
+    pub format: Option<String>,
+
+    /// print a line for a status bar or prompt: text, waybar, polybar, tmux, i3blocks,
+    /// i3status-rust, bash, zsh, fish, starship or p10k
+    #[argh(option, short = 'o')]
+    pub output: Option<String>,
+
+    /// keep running and print a line at each daemon update (streaming bar modules)
+    #[argh(switch)]
+    pub follow: bool,
+
+    /// text shown when every selected GPU is asleep (default: "GPU asleep" in bars,
+    /// nothing in prompts)
+    #[argh(option)]
+    pub asleep: Option<String>,
+
+    /// redraw every SECS seconds (bare -i: 1) with utilisation sparklines, until q or
+    /// Ctrl-C (also --interval, as gpustat)
+    #[argh(option, short = 'i')]
+    pub watch: Option<f64>,
 
     /// print the version and exit
     #[argh(switch, short = 'v')]
@@ -145,7 +183,7 @@ fn parse_width(s: &str) -> Result<usize, String> {
 }
 
 /// Short switches that may be bundled (`-cup`).
-const BUNDLEABLE: &str = "cupFav";
+const BUNDLEABLE: &str = "cupfFavV";
 
 /// Rewrites gpustat-style arguments into the form argh parses.
 pub fn normalize(args: &[String]) -> Vec<String> {
@@ -155,13 +193,22 @@ pub fn normalize(args: &[String]) -> Vec<String> {
         let optional = match arg.as_str() {
             "-e" | "--show-codec" => Some(("enc,dec", is_codec_value as fn(&str) -> bool)),
             "-P" | "--show-power" => Some(("draw,limit", is_power_value as fn(&str) -> bool)),
+            "-i" | "--watch" | "--interval" => Some(("1", is_seconds as fn(&str) -> bool)),
             _ => None,
         };
         if let Some((default, accepts)) = optional {
-            out.push(arg.clone());
+            out.push(if arg == "--interval" {
+                "--watch".to_owned()
+            } else {
+                arg.clone()
+            });
             if !iter.peek().is_some_and(|next| accepts(next)) {
                 out.push(default.to_owned());
             }
+            continue;
+        }
+        if arg == "--full-process-info" {
+            out.push("--show-full-cmd".to_owned());
             continue;
         }
         let bundle = arg.strip_prefix('-').filter(|rest| {
@@ -183,6 +230,10 @@ fn is_codec_value(s: &str) -> bool {
     !s.starts_with('-') && parse_codec(s).is_ok()
 }
 
+fn is_seconds(s: &str) -> bool {
+    s.parse::<f64>().is_ok_and(|x| x > 0.0)
+}
+
 fn is_power_value(s: &str) -> bool {
     !s.starts_with('-') && parse_power(s).is_ok()
 }
@@ -194,6 +245,7 @@ impl Args {
             self.show_cmd = true;
             self.show_user = true;
             self.show_pid = true;
+            self.show_fan_speed = true;
             self.show_codec = Some(Codec {
                 enc: true,
                 dec: true,
@@ -221,6 +273,24 @@ mod tests {
     }
 
     #[test]
+    fn full_process_info_is_gpustats_show_full_cmd() {
+        assert_eq!(norm(&["-cupf"]), ["-c", "-u", "-p", "-f"]);
+        assert_eq!(norm(&["--full-process-info"]), ["--show-full-cmd"]);
+    }
+
+    #[test]
+    fn show_all_is_gpustats_set() {
+        let mut args = Args {
+            show_all: true,
+            ..Args::default()
+        };
+        args.expand_show_all();
+        assert!(args.show_cmd && args.show_user && args.show_pid && args.show_fan_speed);
+        assert_eq!(args.show_power, Some(Power::DrawLimit));
+        assert!(!args.show_full_cmd, "gpustat's -a leaves out -f");
+    }
+
+    #[test]
     fn unknown_letters_are_left_for_argh_to_reject() {
         assert_eq!(norm(&["-cx"]), ["-cx"]);
     }
@@ -231,6 +301,9 @@ mod tests {
         assert_eq!(norm(&["-e", "dec"]), ["-e", "dec"]);
         assert_eq!(norm(&["-P", "-c"]), ["-P", "draw,limit", "-c"]);
         assert_eq!(norm(&["--show-power", "draw"]), ["--show-power", "draw"]);
+        assert_eq!(norm(&["-i"]), ["-i", "1"]);
+        assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
+        assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! gpustat's `--json` schema: the same keys, order and units (MiB, whole watts), so tools
 //! written for `gpustat --json` read ours. Values gpupeek does not know are `null`, never
 //! invented: `full_command`, `cpu_percent` and `cpu_memory_usage` until the daemon
-//! publishes them.
+//! publishes them. A GPU the daemon lets sleep has one key gpustat lacks, `"state"`
+//! (`"suspended"` or `"idle"`), and `null` for every value. After gpustat's keys each GPU
+//! has gpupeek's own: `"verdict"` (see `verdict.rs`; `null` when it cannot be told),
+//! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
+//! bytes per second; `null` without GPM).
 
 use serde::Serialize;
 
@@ -18,7 +22,7 @@ struct Document<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Gpu<'a> {
-    Healthy(HealthyGpu<'a>),
+    Healthy(Box<HealthyGpu<'a>>),
     Invalid {
         index: u32,
         name: &'static str,
@@ -31,6 +35,9 @@ struct HealthyGpu<'a> {
     index: u32,
     uuid: Option<&'a str>,
     name: Option<&'a str>,
+    /// Only for a GPU that is asleep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
     #[serde(rename = "temperature.gpu")]
     temperature_gpu: Option<i32>,
     #[serde(rename = "fan.speed")]
@@ -50,17 +57,54 @@ struct HealthyGpu<'a> {
     #[serde(rename = "memory.total")]
     memory_total: Option<u64>,
     processes: Option<Vec<Process<'a>>>,
+    // gpupeek's own keys, after gpustat's.
+    verdict: Option<&'static str>,
+    clock_event_reasons: Option<&'a [&'static str]>,
+    gpm: Option<Gpm>,
+}
+
+#[derive(Serialize)]
+struct Gpm {
+    sm_activity: Option<f64>,
+    sm_occupancy: Option<f64>,
+    tensor_activity: Option<f64>,
+    dram_bandwidth_utilization: Option<f64>,
+    pcie_tx_bytes_per_second: Option<u64>,
+    pcie_rx_bytes_per_second: Option<u64>,
+    nvlink_tx_bytes_per_second: Option<u64>,
+    nvlink_rx_bytes_per_second: Option<u64>,
+    interval_ms: u64,
 }
 
 #[derive(Serialize)]
 struct Process<'a> {
     username: Option<&'a str>,
     command: Option<&'a str>,
-    full_command: Option<Vec<&'a str>>,
+    full_command: Option<&'a [String]>,
     gpu_memory_usage: Option<u64>,
     cpu_percent: Option<f64>,
     cpu_memory_usage: Option<u64>,
     pid: u32,
+    // gpupeek's own keys, after gpustat's.
+    host_pid: u32,
+    uid: Option<u32>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    sm_utilization: Option<u32>,
+    memory_utilization: Option<u32>,
+    encoder_utilization: Option<u32>,
+    decoder_utilization: Option<u32>,
+    running_time: Option<u64>,
+    gpu_instance_id: Option<u32>,
+    compute_instance_id: Option<u32>,
+    container: Option<Container<'a>>,
+}
+
+#[derive(Serialize)]
+struct Container<'a> {
+    runtime: &'a str,
+    id: &'a str,
+    pod_uid: Option<&'a str>,
 }
 
 /// The JSON document, indented by four spaces like gpustat's, with a final newline.
@@ -71,14 +115,7 @@ pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
         query_time,
         gpus: view.gpus.iter().map(gpu).collect(),
     };
-    let mut buf = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
-    doc.serialize(&mut ser)
-        .expect("serialising plain structs into a Vec cannot fail");
-    let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
-    text.push('\n');
-    text
+    to_text(&doc)
 }
 
 fn gpu(g: &GpuView) -> Gpu<'_> {
@@ -89,10 +126,11 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             processes: None,
         };
     }
-    Gpu::Healthy(HealthyGpu {
+    Gpu::Healthy(Box::new(HealthyGpu {
         index: g.index,
         uuid: g.uuid.as_deref(),
         name: g.name.as_deref(),
+        state: g.asleep(),
         temperature_gpu: g.temperature_c,
         fan_speed: g.fan_pct,
         utilization_gpu: g.util_pct,
@@ -106,17 +144,58 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             .processes
             .as_ref()
             .map(|list| list.iter().map(process).collect()),
-    })
+        verdict: g.verdict.map(|v| v.name()),
+        clock_event_reasons: g.clock_event_reasons.as_deref(),
+        gpm: g.gpm.map(|m| Gpm {
+            sm_activity: m.sm_activity_pct,
+            sm_occupancy: m.sm_occupancy_pct,
+            tensor_activity: m.tensor_activity_pct,
+            dram_bandwidth_utilization: m.dram_bw_util_pct,
+            pcie_tx_bytes_per_second: m.pcie_bytes_per_s.map(|(tx, _)| tx),
+            pcie_rx_bytes_per_second: m.pcie_bytes_per_s.map(|(_, rx)| rx),
+            nvlink_tx_bytes_per_second: m.nvlink_bytes_per_s.map(|(tx, _)| tx),
+            nvlink_rx_bytes_per_second: m.nvlink_bytes_per_s.map(|(_, rx)| rx),
+            interval_ms: m.interval_ms,
+        }),
+    }))
 }
 
 fn process(p: &ProcView) -> Process<'_> {
+    let util = |i: usize| p.gpu_util_pct.map(|u| u[i]);
     Process {
         username: p.user.as_deref(),
         command: p.command.as_deref(),
-        full_command: None,
+        full_command: p.full_command.as_deref(),
         gpu_memory_usage: p.gpu_mem_mib,
-        cpu_percent: None,
-        cpu_memory_usage: None,
+        cpu_percent: p.cpu_percent,
+        cpu_memory_usage: p.host_mem_bytes,
         pid: p.pid,
+        host_pid: p.host_pid,
+        uid: p.uid,
+        kind: p.kind,
+        sm_utilization: util(0),
+        memory_utilization: util(1),
+        encoder_utilization: util(2),
+        decoder_utilization: util(3),
+        running_time: p.running_secs,
+        gpu_instance_id: p.mig.map(|(gi, _)| gi),
+        compute_instance_id: p.mig.map(|(_, ci)| ci),
+        container: p.container.as_ref().map(|c| Container {
+            runtime: &c.runtime,
+            id: &c.id,
+            pod_uid: c.pod_uid.as_deref(),
+        }),
     }
+}
+
+/// Serialises `doc` indented by four spaces like gpustat, with a final newline.
+pub fn to_text(doc: &impl Serialize) -> String {
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    doc.serialize(&mut ser)
+        .expect("serialising plain structs into a Vec cannot fail");
+    let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
+    text.push('\n');
+    text
 }

@@ -7,12 +7,26 @@
 //! half-written), 5 NVML error reported by the
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
+//!
+//! A first argument naming a subcommand (`query`, `metrics`, `serve`) is handed to
+//! [`commands`] before the gpustat-style flags are parsed.
 
+mod byuser;
 mod cli;
+mod commands;
+mod follow;
 mod json;
+mod local;
+mod metrics;
+mod outputs;
+mod query;
+mod serve;
 mod style;
 mod table;
+mod template;
+mod verdict;
 mod view;
+mod watch;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -31,6 +45,7 @@ const EXIT_CORRUPT: u8 = 8;
 const EXIT_OS: u8 = 9;
 
 /// A reason to stop: the exit status and the line to print (none when empty).
+#[derive(Debug)]
 struct Exit {
     code: u8,
     message: String,
@@ -75,11 +90,19 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Exit> {
-    let mut args = parse_args()?;
+    let argv = utf8_args()?;
+    verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
+    if let Some(result) = commands::dispatch(&argv) {
+        return result;
+    }
+    let mut args = parse_args(&argv)?;
     if args.version {
         return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
     }
     args.expand_show_all();
+    if args.format.is_some() || args.output.is_some() || args.follow {
+        return outputs::run(&args);
+    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;
@@ -88,7 +111,16 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    let view = view::View::new(&snapshot, args.id.as_deref()).map_err(|id| {
+    if let Some(secs) = args.watch {
+        return watch::run(&args, &segment, secs);
+    }
+    write_stdout(&render(&args, &snapshot)?)
+}
+
+/// The table (or JSON) of one snapshot, as the flags ask.
+fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, Exit> {
+    let ctx = view_context(snapshot);
+    let view = view::View::new(snapshot, args.id.as_deref(), &ctx).map_err(|id| {
         let have = snapshot
             .gpus
             .iter()
@@ -103,18 +135,53 @@ fn run() -> Result<(), Exit> {
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let published = published_time(view.published_unix_ns);
-    let out = if args.json {
-        json::render(&view, &hostname, &iso_time(&published))
-    } else {
-        let painter = style::Painter::new(
-            args.color || args.force_color,
-            args.no_color,
-            std::io::stdout().is_terminal(),
-        );
-        let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
-        table::render(&view, &args, painter, &hostname, &time)
+    let painter = style::Painter::new(
+        args.color || args.force_color,
+        args.no_color,
+        std::io::stdout().is_terminal(),
+    );
+    let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
+    let out = match (args.by_user, args.json) {
+        (false, true) => json::render(&view, &hostname, &iso_time(&published)),
+        (false, false) => table::render(&view, args, painter, &hostname, &time),
+        (true, true) => json::to_text(&ByUserDocument {
+            hostname: &hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time: &iso_time(&published),
+            users: byuser::rows(&view),
+        }),
+        (true, false) => {
+            let mut out = String::new();
+            if !args.no_header {
+                out = table::header(&view, 0, painter, &hostname, &time);
+            }
+            out + &byuser::render(&byuser::rows(&view), painter)
+        }
     };
-    write_stdout(&out)
+    Ok(out)
+}
+
+/// `--by-user --json`.
+#[derive(serde::Serialize)]
+struct ByUserDocument<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    users: Vec<byuser::UserRow>,
+}
+
+/// The reader's pid namespace, and its own `/proc` for details the daemon withheld.
+fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
+    if snap.processes.is_empty() {
+        return view::Context::default();
+    }
+    let pid_ns_inode =
+        gpupeek_shm::procfs::pid_ns_inode(std::path::Path::new("/proc/self/ns/pid")).unwrap_or(0);
+    let withheld = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic);
+    view::Context {
+        pid_ns_inode,
+        local: withheld.then_some(local::read as fn(u32) -> Option<local::LocalProc>),
+    }
 }
 
 /// Turns a daemon that is not live into the matching exit.
@@ -161,20 +228,25 @@ fn iso_time(t: &DateTime<Local>) -> String {
     }
 }
 
-fn parse_args() -> Result<cli::Args, Exit> {
-    let argv = std::env::args_os()
+/// The arguments after the program name; one that is not UTF-8 is a usage error
+/// (`std::env::args` would panic on it).
+fn utf8_args() -> Result<Vec<String>, Exit> {
+    std::env::args_os()
         .skip(1)
         .map(|arg| {
             arg.into_string().map_err(|arg| {
                 Exit::new(EXIT_USAGE, format!("argument {arg:?} is not valid UTF-8"))
             })
         })
-        .collect::<Result<Vec<String>, Exit>>()?;
-    let argv = cli::normalize(&argv);
+        .collect()
+}
+
+fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
+    let argv = cli::normalize(argv);
     let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
     <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
         match exit.status {
-            Ok(()) => match write_stdout(&exit.output) {
+            Ok(()) => match write_stdout(&(exit.output + commands::HELP + outputs::HELP)) {
                 Ok(()) => Exit::new(0, ""),
                 Err(e) => e,
             },

@@ -28,6 +28,8 @@ pub const BOLD_WHITE: &str = "\x1b[1m\x1b[37m";
 pub const BOLD_BLACK: &str = "\x1b[1m\x1b[30m";
 /// Bold.
 pub const BOLD: &str = "\x1b[1m";
+/// 256-colour 24, a dark blue: gpustat's colour for command lines.
+pub const DIM_BLUE: &str = "\x1b[38;5;24m";
 const RESET: &str = "\x1b[0m";
 
 /// Whether to colour, decided once per run.
@@ -43,6 +45,11 @@ impl Painter {
         Painter {
             enabled: !never && (force || (stdout_is_tty && !no_color_env)),
         }
+    }
+
+    /// Whether colour is on.
+    pub fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// `text` wrapped in `style` and a reset, or plain.

@@ -1,12 +1,18 @@
 //! gpustat's default text output, column for column: a header line (host, time,
 //! driver), then one line per GPU: `[index] name | temp, util | used / total MB | procs`.
 //! Unknown values print as `??`; a GPU that cannot be sampled prints as gpustat's
-//! "invalid GPU" (`((GPU is lost))` and `?` everywhere).
+//! "invalid GPU" (`((GPU is lost))` and `?` everywhere). A GPU the daemon lets sleep
+//! prints its name (or PCI bus id) and `suspended` or `idle` instead of any value.
+//! With `-V` a verdict column follows the utilisation (see `verdict.rs`); without it the
+//! line is gpustat's, byte for byte.
 
 use std::fmt::Write;
 
+use gpupeek_shm::ProcPolicy;
+
 use crate::cli::{Args, Power};
 use crate::style::{self as s, Painter};
+use crate::verdict::Verdict;
 use crate::view::{GpuView, ProcView, View};
 
 /// Name column width when none is known (gpustat's default).
@@ -23,32 +29,130 @@ pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &s
     });
     let mut out = String::new();
     if !args.no_header {
-        let width = if name_width == 0 {
-            DEFAULT_NAME_WIDTH
-        } else {
-            name_width
-        } + 3;
-        let host = paint.paint(s::BOLD_WHITE, format!("{hostname:width$}"));
-        let driver = paint.paint(
-            s::BOLD_BLACK,
-            view.driver_version.as_deref().unwrap_or("None"),
-        );
-        out.push_str(format!("{host}  {time}  {driver}").trim());
-        out.push('\n');
+        out.push_str(&header(view, name_width, paint, hostname, time));
     }
     if view.gpus.is_empty() {
         out.push_str(&paint.paint(s::YELLOW, "(No GPUs are available)"));
         out.push('\n');
     }
+    // `-V`: verdicts in a column as wide as the longest one shown (none: no column).
+    let verdict_width = view
+        .gpus
+        .iter()
+        .filter(|_| args.verdict)
+        .filter_map(|g| g.verdict.map(|v| v.name().len()))
+        .max()
+        .unwrap_or(0);
     for gpu in &view.gpus {
-        gpu_line(&mut out, gpu, args, paint, name_width);
+        let widths = (name_width, verdict_width);
+        gpu_line(&mut out, gpu, args, paint, widths, view.proc_policy);
         out.push('\n');
+        if args.show_full_cmd && !args.no_processes && gpu.is_healthy() {
+            full_process_lines(&mut out, gpu, paint);
+        }
     }
     out
 }
 
+/// gpustat's `-f` lines under a GPU, ` ├─ pid (cpu%, host memory): command line`, with
+/// the running time and the process's SM utilisation added inside the parentheses.
+fn full_process_lines(out: &mut String, g: &GpuView, p: Painter) {
+    let list = g.processes.as_deref().unwrap_or_default();
+    for (i, proc) in list.iter().enumerate() {
+        let branch = if i + 1 == list.len() {
+            "└─"
+        } else {
+            "├─"
+        };
+        let cpu = proc
+            .cpu_percent
+            .map_or("  --".to_owned(), |c| format!("{c:4.0}"));
+        let mem = proc.host_mem_bytes.map_or("--".to_owned(), bytes2human);
+        let time = proc.running_secs.map_or("--".to_owned(), elapsed);
+        let sm = proc
+            .gpu_util_pct
+            .map_or(" --".to_owned(), |[sm, ..]| format!("{sm:>3}"));
+        let _ = writeln!(
+            out,
+            " {branch} {:>6} ({}, {}, {:>8}, SM {}): {}",
+            proc.pid,
+            p.paint(s::GREEN, format!("{cpu}%")),
+            p.paint(s::YELLOW, format!("{mem:>6}")),
+            time,
+            p.paint(s::GREEN, format!("{sm}%")),
+            command_line(proc, p),
+        );
+    }
+}
+
+/// gpustat's `prettify_commandline`: the command's base name highlighted.
+fn command_line(proc: &ProcView, p: Painter) -> String {
+    let Some(argv) = proc.full_command.as_ref().filter(|a| !a.is_empty()) else {
+        return proc.command.clone().unwrap_or_else(|| "?".to_owned());
+    };
+    let (dir, base) = match argv[0].rfind('/') {
+        Some(at) => argv[0].split_at(at + 1),
+        None => ("", argv[0].as_str()),
+    };
+    let mut line = format!("{}{}", p.paint(s::DIM_BLUE, dir), p.paint(s::CYAN, base));
+    for arg in &argv[1..] {
+        line.push(' ');
+        line.push_str(&p.paint(s::DIM_BLUE, arg));
+    }
+    line
+}
+
+/// gpustat's `bytes2human`: at most four digits, in B, KB, MB, GB, TB or PB (powers of 1024).
+pub fn bytes2human(bytes: u64) -> String {
+    const SUFFIXES: [&str; 6] = ["B", "KB", "MB", "GB", "TB", "PB"];
+    let mut value = bytes;
+    let mut suffix = 0;
+    while value > 9999 && suffix + 1 < SUFFIXES.len() {
+        value >>= 10;
+        suffix += 1;
+    }
+    format!("{value}{}", SUFFIXES[suffix])
+}
+
+/// Running time as `ps -o etime` prints it: `[[dd-]hh:]mm:ss`.
+pub fn elapsed(secs: u64) -> String {
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    match (days, h) {
+        (0, 0) => format!("{m:02}:{s:02}"),
+        (0, _) => format!("{h:02}:{m:02}:{s:02}"),
+        _ => format!("{days}-{h:02}:{m:02}:{s:02}"),
+    }
+}
+
+/// gpustat's header line: host, time of the data, driver version.
+pub fn header(
+    view: &View,
+    name_width: usize,
+    paint: Painter,
+    hostname: &str,
+    time: &str,
+) -> String {
+    let width = if name_width == 0 {
+        DEFAULT_NAME_WIDTH
+    } else {
+        name_width
+    } + 3;
+    let host = paint.paint(s::BOLD_WHITE, format!("{hostname:width$}"));
+    let driver = paint.paint(
+        s::BOLD_BLACK,
+        view.driver_version.as_deref().unwrap_or("None"),
+    );
+    let mut line = format!("{host}  {time}  {driver}").trim().to_owned();
+    line.push('\n');
+    line
+}
+
 fn display_name(g: &GpuView) -> &str {
-    g.problem().or(g.name.as_deref()).unwrap_or("??")
+    g.problem()
+        .or(g.name.as_deref())
+        .or(g.pci_bus_id.as_deref())
+        .unwrap_or("??")
 }
 
 /// A value, `??` when unknown, or `?` on a GPU that could not be sampled.
@@ -80,17 +184,35 @@ fn level(
     }
 }
 
-fn gpu_line(out: &mut String, g: &GpuView, args: &Args, p: Painter, name_width: usize) {
+fn gpu_line(
+    out: &mut String,
+    g: &GpuView,
+    args: &Args,
+    p: Painter,
+    (name_width, verdict_width): (usize, usize),
+    policy: Option<ProcPolicy>,
+) {
     let f = |v: Option<u32>| v.map(f64::from);
     let _ = write!(out, "{} ", p.paint(s::CYAN, format!("[{}]", g.index)));
     if name_width != 0 {
-        let name_style = if g.is_healthy() { s::BLUE } else { s::RED };
+        let name_style = if g.problem().is_none() {
+            s::BLUE
+        } else {
+            s::RED
+        };
         let name = shorten_left(display_name(g), name_width);
         let _ = write!(
             out,
             "{} |",
             p.paint(name_style, format!("{name:name_width$}"))
         );
+    }
+    if let Some(asleep) = g.asleep() {
+        if name_width != 0 {
+            out.push(' ');
+        }
+        out.push_str(&p.paint(s::BOLD_BLACK, asleep));
+        return;
     }
     let temp = level(g, g.temperature_c.map(f64::from), 50.0, s::RED, s::BOLD_RED);
     let _ = write!(
@@ -112,6 +234,14 @@ fn gpu_line(out: &mut String, g: &GpuView, args: &Args, p: Painter, name_width: 
         "{}",
         p.paint(util, format!("{:>3} %", val(g, g.util_pct)))
     );
+    if verdict_width > 0 {
+        let word = g.verdict.map_or("", |v| v.name());
+        let style = match g.verdict {
+            Some(Verdict::Healthy) | None => s::BOLD_BLACK,
+            Some(_) => s::BOLD_RED,
+        };
+        let _ = write!(out, " {}", p.paint(style, format!("{word:verdict_width$}")));
+    }
     if let Some(codec) = args.show_codec.filter(|c| c.enc || c.dec) {
         let mut parts = Vec::new();
         for (on, label, value) in [(codec.enc, "E: ", g.enc_pct), (codec.dec, "D: ", g.dec_pct)] {
@@ -136,7 +266,7 @@ fn gpu_line(out: &mut String, g: &GpuView, args: &Args, p: Painter, name_width: 
     let _ = write!(out, " | {used} / {total} MB");
     if !args.no_processes {
         out.push_str(" |");
-        processes(out, g, args, p);
+        processes(out, g, args, p, policy);
     }
 }
 
@@ -163,11 +293,17 @@ fn power_columns(out: &mut String, g: &GpuView, power: Power, p: Painter) {
     }
 }
 
-fn processes(out: &mut String, g: &GpuView, args: &Args, p: Painter) {
+fn processes(out: &mut String, g: &GpuView, args: &Args, p: Painter, policy: Option<ProcPolicy>) {
     let Some(list) = g.processes.as_ref().filter(|_| g.is_healthy()) else {
         out.push_str(" (Not Supported)");
         return;
     };
+    if policy == Some(ProcPolicy::None) {
+        if g.processes_not_shown > 0 {
+            let _ = write!(out, " ({} hidden)", g.processes_not_shown);
+        }
+        return;
+    }
     for proc in list {
         out.push(' ');
         out.push_str(&process(proc, args, p));
@@ -209,6 +345,17 @@ fn shorten_left(name: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_times_read_like_gpustat_and_ps() {
+        assert_eq!(bytes2human(9999), "9999B");
+        assert_eq!(bytes2human(10_000), "9KB");
+        assert_eq!(bytes2human(2 << 30), "2048MB");
+        assert_eq!(bytes2human(u64::MAX), "16383PB");
+        assert_eq!(elapsed(59), "00:59");
+        assert_eq!(elapsed(3600 + 62), "01:01:02");
+        assert_eq!(elapsed(2 * 86_400 + 5), "2-00:00:05");
+    }
 
     #[test]
     fn long_names_keep_their_end() {

@@ -1,9 +1,14 @@
 //! What a client shows, decoded once from a snapshot: every optional value as an
 //! `Option`, in gpustat's units (MiB, whole watts), processes grouped under their GPU.
 //! Every renderer (table, JSON) works from this, never from raw records.
+//! A GPU that is asleep (runtime-suspended, or idle and released by the daemon) keeps
+//! only its identity here, whatever else its record holds: no value is shown as current.
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_valid, status_valid, GpuState};
-use gpupeek_shm::{text, GpuRecord, ProcRecord, Snapshot};
+use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, GpuState};
+use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
+
+use crate::local::LocalProc;
+use crate::verdict::{self, Thresholds, Verdict};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -16,6 +21,8 @@ pub struct View {
     pub published_unix_ns: u64,
     /// GPUs in display order.
     pub gpus: Vec<GpuView>,
+    /// How much the daemon publishes about processes (`None` from a 1.0 daemon).
+    pub proc_policy: Option<ProcPolicy>,
 }
 
 /// One GPU.
@@ -29,6 +36,8 @@ pub struct GpuView {
     pub name: Option<String>,
     /// UUID.
     pub uuid: Option<String>,
+    /// PCI bus id.
+    pub pci_bus_id: Option<String>,
     /// Degrees Celsius.
     pub temperature_c: Option<i32>,
     /// Percent.
@@ -51,19 +60,99 @@ pub struct GpuView {
     pub processes: Option<Vec<ProcView>>,
     /// Processes NVML listed that did not fit in the segment's table.
     pub processes_not_shown: u32,
+    /// Whether the GPU is really working (see [`crate::verdict`]).
+    pub verdict: Option<Verdict>,
+    /// Clock event (throttle) reasons in force, by nvidia-smi's names.
+    pub clock_event_reasons: Option<Vec<&'static str>>,
+    /// GPM metrics, when the GPU has GPM and the daemon computed them.
+    pub gpm: Option<GpmView>,
+}
+
+/// GPM metrics of one GPU over the daemon's last GPM window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpmView {
+    /// SM activity, percent.
+    pub sm_activity_pct: Option<f64>,
+    /// SM occupancy, percent.
+    pub sm_occupancy_pct: Option<f64>,
+    /// Tensor-core activity, percent.
+    pub tensor_activity_pct: Option<f64>,
+    /// DRAM bandwidth utilisation, percent.
+    pub dram_bw_util_pct: Option<f64>,
+    /// PCIe transmit and receive, bytes per second.
+    pub pcie_bytes_per_s: Option<(u64, u64)>,
+    /// NVLink transmit and receive (all links), bytes per second.
+    pub nvlink_bytes_per_s: Option<(u64, u64)>,
+    /// Length of the window, ms.
+    pub interval_ms: u64,
+}
+
+impl GpmView {
+    fn new(g: &GpuRecord, valid: u64) -> Option<GpmView> {
+        let pct = |bit, centi: u32| opt(valid, bit, f64::from(centi) / 100.0);
+        opt(valid, v::GPM, ()).map(|()| GpmView {
+            sm_activity_pct: pct(v::GPM_SM_ACTIVITY, g.gpm_sm_activity_centipct),
+            sm_occupancy_pct: pct(v::GPM_SM_OCCUPANCY, g.gpm_sm_occupancy_centipct),
+            tensor_activity_pct: pct(v::GPM_TENSOR_ACTIVITY, g.gpm_tensor_activity_centipct),
+            dram_bw_util_pct: pct(v::GPM_DRAM_BW, g.gpm_dram_bw_util_centipct),
+            pcie_bytes_per_s: opt(
+                valid,
+                v::GPM_PCIE,
+                (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s),
+            ),
+            nvlink_bytes_per_s: opt(
+                valid,
+                v::GPM_NVLINK,
+                (g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s),
+            ),
+            interval_ms: g.gpm_interval_ns / 1_000_000,
+        })
+    }
 }
 
 /// One process on one GPU.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub struct ProcView {
-    /// Host pid.
+    /// Pid as the reader knows it: in the reader's own pid namespace when the process
+    /// is in it (e.g. both in one container), else the host pid.
     pub pid: u32,
+    /// Pid in the host's (the daemon's) pid namespace.
+    pub host_pid: u32,
+    /// Owner's uid.
+    pub uid: Option<u32>,
     /// User name.
     pub user: Option<String>,
     /// Command name.
     pub command: Option<String>,
+    /// Command line, one string per argument; the last ends in `…` when truncated.
+    pub full_command: Option<Vec<String>>,
     /// MiB.
     pub gpu_mem_mib: Option<u64>,
+    /// SM, memory, encoder, decoder utilisation by this process, percent.
+    pub gpu_util_pct: Option<[u32; 4]>,
+    /// Percent of one core over the daemon's last period.
+    pub cpu_percent: Option<f64>,
+    /// Resident host memory, bytes.
+    pub host_mem_bytes: Option<u64>,
+    /// Seconds since the process started, at the time of the publish.
+    pub running_secs: Option<u64>,
+    /// "compute", "graphics" or "both".
+    pub kind: &'static str,
+    /// MIG GPU and compute instance ids.
+    pub mig: Option<(u32, u32)>,
+    /// Container runtime, id and pod uid.
+    pub container: Option<ContainerView>,
+}
+
+/// The container a process runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerView {
+    /// "docker", "containerd", "cri-o", "podman", "lxc" or "kubepods".
+    pub runtime: String,
+    /// Container id (or lxc name).
+    pub id: String,
+    /// Kubernetes pod uid.
+    pub pod_uid: Option<String>,
 }
 
 fn opt<T>(valid: u64, bit: u64, value: T) -> Option<T> {
@@ -75,16 +164,30 @@ fn opt_text(valid: u64, bit: u64, field: &[u8]) -> Option<String> {
     (valid & bit != 0).then(|| text::decode(field))
 }
 
+/// How processes are decoded: the reader's pid namespace, and whether to fill in the
+/// details the daemon withheld from the reader's own `/proc`.
+#[derive(Debug, Default)]
+pub struct Context {
+    /// Inode of the reader's pid namespace (0 when unknown).
+    pub pid_ns_inode: u64,
+    /// Reads the reader's own `/proc` for a pid (`None` when it shows nothing).
+    pub local: Option<fn(u32) -> Option<LocalProc>>,
+}
+
 impl View {
     /// Builds the view of `ids` (all GPUs when `None`); an unknown id is an error.
-    pub fn new(snap: &Snapshot, ids: Option<&[u32]>) -> Result<View, u32> {
+    pub fn new(snap: &Snapshot, ids: Option<&[u32]>, ctx: &Context) -> Result<View, u32> {
         let gpus = match ids {
-            None => snap.gpus.iter().map(|g| GpuView::new(g, snap)).collect(),
+            None => snap
+                .gpus
+                .iter()
+                .map(|g| GpuView::new(g, snap, ctx))
+                .collect(),
             Some(ids) => ids
                 .iter()
                 .map(|&id| {
                     let gpu = snap.gpus.iter().find(|g| g.index == id).ok_or(id)?;
-                    Ok(GpuView::new(gpu, snap))
+                    Ok(GpuView::new(gpu, snap, ctx))
                 })
                 .collect::<Result<_, u32>>()?,
         };
@@ -93,17 +196,21 @@ impl View {
             driver_version: opt_text(s.valid, status_valid::DRIVER_VERSION, &s.driver_version),
             published_unix_ns: s.published_unix_ns,
             gpus,
+            proc_policy: snap.proc_policy(),
         })
     }
 }
 
 impl GpuView {
-    fn new(g: &GpuRecord, snap: &Snapshot) -> GpuView {
-        let valid = g.valid;
+    fn new(g: &GpuRecord, snap: &Snapshot, ctx: &Context) -> GpuView {
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
+        let valid = match state {
+            GpuState::Suspended | GpuState::Idle => g.valid & (v::NAME | v::UUID | v::PCI_BUS_ID),
+            _ => g.valid,
+        };
         let processes = (valid & v::PROCESSES != 0).then(|| {
             snap.processes_on(g.index)
-                .map(ProcView::new)
+                .map(|p| ProcView::new(p, snap, ctx))
                 .collect::<Vec<_>>()
         });
         let shown = processes.as_ref().map_or(0, Vec::len) as u32;
@@ -112,6 +219,7 @@ impl GpuView {
             state,
             name: opt_text(valid, v::NAME, &g.name),
             uuid: opt_text(valid, v::UUID, &g.uuid),
+            pci_bus_id: opt_text(valid, v::PCI_BUS_ID, &g.pci_bus_id),
             temperature_c: opt(valid, v::TEMPERATURE, g.temp_gpu_c),
             fan_pct: opt(valid, v::FAN_SPEED, g.fan_speed_pct),
             util_pct: opt(valid, v::UTILIZATION, g.util_gpu_pct),
@@ -123,32 +231,90 @@ impl GpuView {
             mem_total_mib: opt(valid, v::MEMORY, g.mem_total_bytes / MIB),
             processes_not_shown: g.process_count.saturating_sub(shown),
             processes,
+            verdict: verdict::judge(g, &Thresholds::current()),
+            clock_event_reasons: opt(valid, v::CLOCK_EVENT_REASONS, g.clock_event_reasons)
+                .map(verdict::reason_names),
+            gpm: GpmView::new(g, valid),
         }
     }
 
-    /// False when the GPU could not be sampled (lost or failing): gpustat's "invalid GPU".
+    /// False when the GPU was not sampled (lost, failing or asleep).
     pub fn is_healthy(&self) -> bool {
         matches!(self.state, GpuState::Ok)
     }
 
-    /// What gpustat shows instead of the name of a GPU that could not be sampled.
+    /// What gpustat shows instead of the name of a GPU that could not be sampled
+    /// (gpustat's "invalid GPU"); `None` for a healthy or an asleep GPU.
     pub fn problem(&self) -> Option<&'static str> {
         match self.state {
-            GpuState::Ok => None,
+            GpuState::Ok | GpuState::Suspended | GpuState::Idle => None,
             GpuState::Lost => Some("((GPU is lost))"),
-            GpuState::Suspended => Some("((suspended))"),
             GpuState::Error | GpuState::Empty => Some("((Unknown Error))"),
+        }
+    }
+
+    /// `"suspended"` or `"idle"` when the daemon lets the GPU sleep and does not query
+    /// it (so it has no current values).
+    pub fn asleep(&self) -> Option<&'static str> {
+        match self.state {
+            GpuState::Suspended | GpuState::Idle => Some(self.state.name()),
+            _ => None,
         }
     }
 }
 
 impl ProcView {
-    fn new(p: &ProcRecord) -> ProcView {
-        ProcView {
-            pid: p.pid,
-            user: opt_text(p.valid, proc_valid::USER, &p.user),
-            command: opt_text(p.valid, proc_valid::COMMAND, &p.command),
-            gpu_mem_mib: opt(p.valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
+    fn new(p: &ProcRecord, snap: &Snapshot, ctx: &Context) -> ProcView {
+        let valid = p.valid;
+        let published = snap.status.published_unix_ns;
+        let same_ns = valid & proc_valid::NAMESPACE != 0 && p.pid_ns_inode == ctx.pid_ns_inode;
+        let mut view = ProcView {
+            pid: if same_ns { p.ns_pid } else { p.pid },
+            host_pid: p.pid,
+            uid: opt(valid, proc_valid::USER, p.uid),
+            user: opt_text(valid, proc_valid::USER, &p.user),
+            command: opt_text(valid, proc_valid::COMMAND, &p.command),
+            full_command: opt(valid, proc_valid::CMDLINE, ())
+                .map(|()| text::decode_argv(&p.cmdline, p.cmdline_len)),
+            gpu_mem_mib: opt(valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
+            gpu_util_pct: opt(
+                valid,
+                proc_valid::GPU_UTIL,
+                [
+                    p.sm_util_pct,
+                    p.mem_util_pct,
+                    p.enc_util_pct,
+                    p.dec_util_pct,
+                ],
+            ),
+            cpu_percent: opt(valid, proc_valid::CPU, f64::from(p.cpu_centipct) / 100.0),
+            host_mem_bytes: opt(valid, proc_valid::HOST_MEMORY, p.host_rss_bytes),
+            running_secs: opt(valid, proc_valid::START_TIME, p.start_unix_ns)
+                .map(|start| published.saturating_sub(start) / 1_000_000_000),
+            kind: match p.kind & (proc_kind::COMPUTE | proc_kind::GRAPHICS) {
+                proc_kind::COMPUTE => "compute",
+                proc_kind::GRAPHICS => "graphics",
+                0 => "unknown",
+                _ => "both",
+            },
+            mig: (p.gpu_instance_id != u32::MAX)
+                .then_some((p.gpu_instance_id, p.compute_instance_id)),
+            container: opt(valid, proc_valid::CONTAINER, ()).map(|()| ContainerView {
+                runtime: text::decode(&p.container_runtime),
+                id: text::decode(&p.container_id),
+                pod_uid: Some(text::decode(&p.pod_uid)).filter(|s| !s.is_empty()),
+            }),
+        };
+        // The daemon withheld the details (basic policy, e.g. under hidepid): show what
+        // the reader's own /proc shows, when the pids are in the reader's namespace.
+        let withheld = valid & proc_valid::USER == 0;
+        let readers_ns =
+            snap.proc_head.pid_ns_inode != 0 && snap.proc_head.pid_ns_inode == ctx.pid_ns_inode;
+        if let Some(local) = ctx.local.filter(|_| withheld && readers_ns) {
+            if let Some(found) = local(p.pid) {
+                found.fill(&mut view, published);
+            }
         }
+        view
     }
 }

@@ -5,12 +5,20 @@
 //! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
 //! be created.
 
+mod alerts;
 mod cli;
+mod container;
 mod fallback;
+mod gpm;
+mod history;
 mod logging;
+mod notify;
+mod power;
+mod privacy;
 mod procfs;
 mod run;
 mod sampler;
+mod sysfs;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -57,7 +65,13 @@ fn main() -> ExitCode {
     log::info!("publishing to segment '{name}' every {:?}", args.interval);
     let config = run::Config {
         interval: args.interval,
+        alerts: args.alerts(),
         nvml_lib: args.nvml_lib,
+        process_info: args.process_info,
+        proc_root: args.proc_root,
+        sysfs_root: args.sysfs_root,
+        runtime_pm: !args.no_runtime_pm,
+        release_after: args.release_after,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,

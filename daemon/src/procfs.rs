@@ -1,85 +1,240 @@
-//! What `/proc` tells about a GPU process: its owner and command name.
+//! What `/proc` tells about a GPU process: owner, command line, CPU and host memory,
+//! start time, pid namespace and container.
 //!
-//! The daemon resolves each process once per tick so that readers never have to (and
-//! never race with processes that exit). A process that vanished between NVML listing it
-//! and us reading `/proc` simply has no user or command: not an error. A process is read
-//! once per tick however many GPUs it uses; user names are cached per uid. The command is `basename(argv[0])` as gpustat shows it, falling back
-//! to `/proc/PID/comm` when the command line is empty.
+//! The daemon resolves each process so that readers never have to (and never race with
+//! processes that exit). A process that vanished between NVML listing it and us reading
+//! `/proc` simply has no details: not an error.
+//!
+//! Cost: each tick reads two small files per process (`/proc/PID/stat`: CPU time and start
+//! time; `statm`: resident memory, exact where `stat`'s copy is an approximation on recent
+//! kernels, and what `ps` and psutil report), once however many GPUs list it. The slow-changing details (owner,
+//! command line, namespace, container) are read when a process is first seen and again
+//! every [`DETAILS_REFRESH_NS`] (programs may rewrite their command line). A process is
+//! recognised across ticks by pid and start time, so a recycled pid is a new process.
+//! User names are cached per uid.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Reads process details below a `/proc` root (injectable for tests).
+use gpupeek_shm::procfs as proc;
+
+use crate::container::{self, Container};
+
+/// How often the slow-changing details of a live process are read again.
+pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
+
+/// Reads process details below a `/proc` root (injectable for tests and containers).
 pub struct Procfs {
     root: PathBuf,
+    ticks_per_sec: u64,
+    page_size: u64,
+    boot_unix_ns: Option<u64>,
     users: HashMap<u32, String>,
-    this_tick: HashMap<u32, ProcInfo>,
+    known: HashMap<u32, Known>,
+    tick: u64,
+    now_ns: u64,
+    buf: String,
 }
 
-/// Owner and command of one process; `None` where `/proc` had nothing.
+/// Everything known about one process.
+#[derive(Debug, Default)]
 pub struct ProcInfo {
     /// Real uid and its user name.
     pub user: Option<(u32, String)>,
-    /// Command name.
+    /// `basename(argv[0])`, else `/proc/PID/comm`.
     pub command: Option<String>,
+    /// The raw command line (`/proc/PID/cmdline`), empty for kernel threads and zombies.
+    pub cmdline: Vec<u8>,
+    /// Pid in the process's own pid namespace, and that namespace's inode.
+    pub namespace: Option<(u32, u64)>,
+    /// The container it runs in.
+    pub container: Option<Container>,
+    /// CPU use over the last tick, hundredths of a percent of one core; `None` on the
+    /// tick a process is first seen.
+    pub cpu_centipct: Option<u32>,
+    /// Resident memory, bytes.
+    pub rss_bytes: Option<u64>,
+    /// Start time, Unix epoch ns (`None` when the boot time is unknown).
+    pub start_unix_ns: Option<u64>,
+}
+
+struct Known {
+    start_ticks: u64,
+    seen_tick: u64,
+    details_at_ns: u64,
+    cpu_ticks: u64,
+    cpu_at_ns: u64,
+    info: ProcInfo,
 }
 
 impl Procfs {
     /// Reads from `root` (normally `/proc`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let boot_unix_ns = proc::boot_unix_ns(&root);
         Procfs {
-            root: root.into(),
+            ticks_per_sec: proc::ticks_per_sec(),
+            page_size: proc::page_size(),
+            boot_unix_ns,
+            root,
             users: HashMap::new(),
-            this_tick: HashMap::new(),
+            known: HashMap::new(),
+            tick: 0,
+            now_ns: 0,
+            buf: String::new(),
         }
     }
 
-    /// Starts a new tick: processes are read again from `/proc` on their next lookup.
-    pub fn new_tick(&mut self) {
-        self.this_tick.clear();
+    /// Starts a new tick at monotonic time `now_ns`: processes are read again on their
+    /// next lookup, and those not looked up during the last tick are forgotten.
+    pub fn new_tick(&mut self, now_ns: u64) {
+        let last = self.tick;
+        self.known.retain(|_, k| k.seen_tick == last);
+        self.tick += 1;
+        self.now_ns = now_ns;
     }
 
     /// Looks up process `pid`, reading `/proc` only on its first lookup this tick.
-    pub fn lookup(&mut self, pid: u32) -> &ProcInfo {
-        if !self.this_tick.contains_key(&pid) {
-            let dir = self.root.join(pid.to_string());
-            let user = real_uid(&dir).map(|uid| (uid, self.user_name(uid)));
-            let info = ProcInfo {
-                user,
-                command: command(&dir),
-            };
-            self.this_tick.insert(pid, info);
+    /// `None` when the process is gone (or its `/proc` entry is hidden from us).
+    pub fn lookup(&mut self, pid: u32) -> Option<&ProcInfo> {
+        let tick = self.tick;
+        if self.known.get(&pid).is_some_and(|k| k.seen_tick == tick) {
+            return self.known.get(&pid).map(|k| &k.info);
         }
-        &self.this_tick[&pid]
+        let dir = self.root.join(pid.to_string());
+        let Some(stat) = self.read_stat(&dir) else {
+            self.known.remove(&pid);
+            return None;
+        };
+        let now = self.now_ns;
+        let (tps, page_size, boot) = (self.ticks_per_sec, self.page_size, self.boot_unix_ns);
+        let same = self
+            .known
+            .get(&pid)
+            .is_some_and(|k| k.start_ticks == stat.start_ticks);
+        if !same {
+            let info = ProcInfo {
+                start_unix_ns: boot.map(|b| b + proc::ticks_to_ns(stat.start_ticks, tps)),
+                ..ProcInfo::default()
+            };
+            self.known.insert(
+                pid,
+                Known {
+                    start_ticks: stat.start_ticks,
+                    seen_tick: tick,
+                    details_at_ns: 0,
+                    cpu_ticks: stat.cpu_ticks,
+                    cpu_at_ns: now,
+                    info,
+                },
+            );
+        }
+        let stale_details = {
+            let k = &self.known[&pid];
+            !same || now.saturating_sub(k.details_at_ns) >= DETAILS_REFRESH_NS
+        };
+        if stale_details {
+            let user = real_uid_and_ns_pid(&dir).map(|(uid, ns_pid)| {
+                let name = self.user_name(uid);
+                ((uid, name), ns_pid)
+            });
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let command = command(&dir, &cmdline);
+            let namespace = user
+                .as_ref()
+                .and_then(|(_, ns_pid)| Some((*ns_pid, proc::pid_ns_inode(&dir.join("ns/pid"))?)));
+            let container = std::fs::read_to_string(dir.join("cgroup"))
+                .ok()
+                .and_then(|s| container::parse(&s));
+            let k = self.known.get_mut(&pid).expect("inserted above");
+            k.details_at_ns = now;
+            k.info.user = user.map(|(user, _)| user);
+            k.info.command = command;
+            k.info.cmdline = cmdline;
+            k.info.namespace = namespace;
+            k.info.container = container;
+        }
+        let k = self.known.get_mut(&pid).expect("inserted above");
+        if same {
+            let elapsed = now.saturating_sub(k.cpu_at_ns);
+            if elapsed > 0 {
+                let used = stat.cpu_ticks.saturating_sub(k.cpu_ticks);
+                k.info.cpu_centipct = Some(centipct(used, tps, elapsed));
+                k.cpu_ticks = stat.cpu_ticks;
+                k.cpu_at_ns = now;
+            }
+        }
+        let rss_bytes = self.read_statm(&dir).map(|p| p.saturating_mul(page_size));
+        let k = self.known.get_mut(&pid).expect("inserted above");
+        k.info.rss_bytes = rss_bytes;
+        k.seen_tick = tick;
+        Some(&k.info)
+    }
+
+    fn read_stat(&mut self, dir: &Path) -> Option<proc::Stat> {
+        self.read(&dir.join("stat"))?;
+        proc::parse_stat(&self.buf)
+    }
+
+    /// Resident pages, the second field of `/proc/PID/statm`.
+    fn read_statm(&mut self, dir: &Path) -> Option<u64> {
+        self.read(&dir.join("statm"))?;
+        proc::parse_statm_resident(&self.buf)
+    }
+
+    /// Reads a small file into the reused buffer.
+    fn read(&mut self, path: &Path) -> Option<()> {
+        self.buf.clear();
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_string(&mut self.buf))
+            .ok()
+            .map(drop)
     }
 
     fn user_name(&mut self, uid: u32) -> String {
         self.users
             .entry(uid)
-            .or_insert_with(
-                || match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
-                    Ok(Some(user)) => user.name,
-                    _ => uid.to_string(),
-                },
-            )
+            .or_insert_with(|| proc::user_name(uid))
             .clone()
     }
 }
 
-/// The real uid from `/proc/PID/status` (what `ps` and gpustat show).
-fn real_uid(dir: &Path) -> Option<u32> {
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+/// Inode of the pid namespace the pids under `root` belong to: that of its process 1,
+/// else our own. 0 when neither can be read.
+pub fn pid_namespace_of(root: &Path) -> u64 {
+    proc::pid_ns_inode(&root.join("1/ns/pid"))
+        .or_else(|| proc::pid_ns_inode(&root.join("self/ns/pid")))
+        .unwrap_or(0)
 }
 
-fn command(dir: &Path) -> Option<String> {
-    if let Ok(cmdline) = std::fs::read(dir.join("cmdline")) {
-        let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
-        let base = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
-        if !base.is_empty() {
-            return Some(String::from_utf8_lossy(base).into_owned());
-        }
+/// CPU ticks used over `elapsed_ns`, as hundredths of a percent of one core.
+fn centipct(ticks: u64, ticks_per_sec: u64, elapsed_ns: u64) -> u32 {
+    let v = u128::from(ticks) * 10_000 * 1_000_000_000
+        / (u128::from(ticks_per_sec.max(1)) * u128::from(elapsed_ns.max(1)));
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The real uid (what `ps` and gpustat show) and the innermost namespace pid, from
+/// `/proc/PID/status`.
+fn real_uid_and_ns_pid(dir: &Path) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(dir.join("status")).ok()?;
+    let uid = proc::real_uid(&status)?;
+    let ns_pid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|v| v.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Some((uid, ns_pid))
+}
+
+/// `basename(argv[0])` as gpustat shows it, else `/proc/PID/comm`.
+fn command(dir: &Path, cmdline: &[u8]) -> Option<String> {
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let base = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if !base.is_empty() {
+        return Some(String::from_utf8_lossy(base).into_owned());
     }
     let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
     Some(comm.trim_end_matches('\n').to_owned()).filter(|c| !c.is_empty())
@@ -89,66 +244,163 @@ fn command(dir: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn fake_proc(pid: u32, status: &str, cmdline: &[u8], comm: &str) -> PathBuf {
-        let root =
-            std::env::temp_dir().join(format!("gpupeek-procfs-{}-{pid}", std::process::id()));
-        let dir = root.join(pid.to_string());
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("status"), status).unwrap();
-        std::fs::write(dir.join("cmdline"), cmdline).unwrap();
-        std::fs::write(dir.join("comm"), comm).unwrap();
-        root
+    /// A fake `/proc` with one process; removed on drop.
+    struct FakeProc(PathBuf);
+
+    impl FakeProc {
+        fn new(tag: &str) -> Self {
+            let root =
+                std::env::temp_dir().join(format!("gpupeek-procfs-{}-{tag}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("stat"), "cpu 1 2 3\nbtime 1700000000\n").unwrap();
+            FakeProc(root)
+        }
+
+        fn process(&self, pid: u32, status: &str, cmdline: &[u8], comm: &str) {
+            let dir = self.0.join(pid.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("status"), status).unwrap();
+            std::fs::write(dir.join("cmdline"), cmdline).unwrap();
+            std::fs::write(dir.join("comm"), comm).unwrap();
+            std::fs::write(dir.join("statm"), "730 25 20 5 0 89 0\n").unwrap();
+            self.stat(pid, 0, 500);
+        }
+
+        /// Writes `/proc/PID/stat` with `cpu_ticks` of user time, started at tick 500.
+        fn stat(&self, pid: u32, cpu_ticks: u64, start: u64) {
+            let stat = format!(
+                "{pid} (odd) name) S 1 1 1 0 -1 0 0 0 0 0 {cpu_ticks} 0 0 0 20 0 1 0 {start} 1000 25 0\n"
+            );
+            std::fs::write(self.0.join(format!("{pid}/stat")), stat).unwrap();
+        }
     }
+
+    impl Drop for FakeProc {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const SEC: u64 = 1_000_000_000;
 
     #[test]
     fn command_is_the_basename_of_argv0_and_user_is_the_real_uid() {
-        let root = fake_proc(
+        let proc = FakeProc::new("cmd");
+        proc.process(
             7,
-            "Name:\tx\nUid:\t0\t1000\t1000\t1000\n",
+            "Name:\tx\nUid:\t0\t1000\t1000\t1000\nNSpid:\t7\t3\n",
             b"/usr/bin/python3\0train.py\0",
             "pt_main_thread\n",
         );
-        let mut procfs = Procfs::new(&root);
-        let info = procfs.lookup(7);
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        let info = procfs.lookup(7).unwrap();
         assert_eq!(info.command.as_deref(), Some("python3"));
         assert_eq!(info.user, Some((0, "root".to_owned())));
-        std::fs::remove_dir_all(root).unwrap();
+        assert_eq!(info.cmdline, b"/usr/bin/python3\0train.py\0");
+        assert_eq!(info.rss_bytes, Some(25 * procfs_page_size()));
+        let tps = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .unwrap()
+            .unwrap() as u64;
+        assert_eq!(
+            procfs.lookup(7).unwrap().start_unix_ns,
+            Some(1_700_000_000 * SEC + 500 * SEC / tps)
+        );
+    }
+
+    fn procfs_page_size() -> u64 {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .unwrap()
+            .unwrap() as u64
     }
 
     #[test]
     fn empty_cmdline_falls_back_to_comm_and_unknown_uid_to_its_number() {
-        let root = fake_proc(8, "Uid:\t4000000\t0\t0\t0\n", b"", "kworker\n");
-        let mut procfs = Procfs::new(&root);
-        let info = procfs.lookup(8);
+        let proc = FakeProc::new("comm");
+        proc.process(8, "Uid:\t4000000\t0\t0\t0\n", b"", "kworker\n");
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        let info = procfs.lookup(8).unwrap();
         assert_eq!(info.command.as_deref(), Some("kworker"));
         assert_eq!(info.user, Some((4000000, "4000000".to_owned())));
-        std::fs::remove_dir_all(root).unwrap();
+        assert!(info.cmdline.is_empty());
     }
 
     #[test]
-    fn a_process_is_read_once_per_tick_however_many_gpus_list_it() {
-        let root = fake_proc(9, "Uid:\t0\t0\t0\t0\n", b"first\0", "first\n");
-        let mut procfs = Procfs::new(&root);
-        assert_eq!(procfs.lookup(9).command.as_deref(), Some("first"));
-        std::fs::write(root.join("9/cmdline"), b"second\0").unwrap();
+    fn cpu_percent_is_measured_between_ticks() {
+        let tps = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .unwrap()
+            .unwrap() as u64;
+        let proc = FakeProc::new("cpu");
+        proc.process(9, "Uid:\t0\t0\t0\t0\n", b"burn\0", "burn\n");
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
         assert_eq!(
-            procfs.lookup(9).command.as_deref(),
+            procfs.lookup(9).unwrap().cpu_centipct,
+            None,
+            "no rate on first sight"
+        );
+        // One and a half cores' worth of ticks over two seconds.
+        proc.stat(9, 3 * tps, 500);
+        procfs.new_tick(3 * SEC);
+        assert_eq!(procfs.lookup(9).unwrap().cpu_centipct, Some(15_000));
+        // A recycled pid (new start time) starts over.
+        proc.stat(9, 10 * tps, 900);
+        procfs.new_tick(4 * SEC);
+        assert_eq!(procfs.lookup(9).unwrap().cpu_centipct, None);
+    }
+
+    #[test]
+    fn details_are_read_once_per_tick_and_refreshed_later() {
+        let proc = FakeProc::new("refresh");
+        proc.process(10, "Uid:\t0\t0\t0\t0\n", b"first\0", "first\n");
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        assert_eq!(procfs.lookup(10).unwrap().command.as_deref(), Some("first"));
+        std::fs::write(proc.0.join("10/cmdline"), b"second\0").unwrap();
+        assert_eq!(
+            procfs.lookup(10).unwrap().command.as_deref(),
             Some("first"),
             "same tick"
         );
-        procfs.new_tick();
+        procfs.new_tick(2 * SEC);
         assert_eq!(
-            procfs.lookup(9).command.as_deref(),
-            Some("second"),
-            "next tick"
+            procfs.lookup(10).unwrap().command.as_deref(),
+            Some("first"),
+            "details are not re-read every tick"
         );
-        std::fs::remove_dir_all(root).unwrap();
+        procfs.new_tick(SEC + DETAILS_REFRESH_NS);
+        assert_eq!(
+            procfs.lookup(10).unwrap().command.as_deref(),
+            Some("second"),
+            "but are after the refresh period"
+        );
     }
 
     #[test]
-    fn a_vanished_process_has_no_details() {
-        let mut procfs = Procfs::new("/nonexistent-proc");
-        let info = procfs.lookup(1);
-        assert!(info.user.is_none() && info.command.is_none());
+    fn a_vanished_process_has_no_details_and_is_forgotten() {
+        let proc = FakeProc::new("gone");
+        proc.process(11, "Uid:\t0\t0\t0\t0\n", b"x\0", "x\n");
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        assert!(procfs.lookup(11).is_some());
+        std::fs::remove_dir_all(proc.0.join("11")).unwrap();
+        procfs.new_tick(2 * SEC);
+        assert!(procfs.lookup(11).is_none());
+        assert!(procfs.known.is_empty());
+        assert!(Procfs::new("/nonexistent-proc").lookup(1).is_none());
+    }
+
+    #[test]
+    fn real_proc_gives_our_own_namespace_and_a_cpu_figure() {
+        let mut procfs = Procfs::new("/proc");
+        let me = std::process::id();
+        procfs.new_tick(gpupeek_shm::mono_now_ns());
+        let info = procfs.lookup(me).unwrap();
+        let (ns_pid, inode) = info.namespace.unwrap();
+        assert_eq!(ns_pid, me, "our /proc is that of our own pid namespace");
+        assert_eq!(inode, pid_namespace_of(Path::new("/proc")));
+        assert!(info.rss_bytes.unwrap() > 0);
     }
 }

@@ -8,8 +8,17 @@
 //! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
 //! that overruns its period is logged and the missed ticks are skipped, never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
+//!
+//! Runtime power management (see [`crate::power`]): each tick first reads the GPUs'
+//! sysfs power state; an asleep GPU is published from its kept identity without an NVML
+//! call, and NVML is released (`nvmlShutdown`) while every GPU sleeps or idles, then
+//! initialised again in the tick that finds one woken.
+//! Each sampled GPU is judged for alerts ([`crate::alerts`]), and the service manager is
+//! kept informed ([`crate::notify`]): ready after the first publish, watchdog pings from
+//! this loop, stopping on the way out.
 
 use std::io::ErrorKind;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -18,10 +27,15 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
-use gpupeek_shm::layout::{proc_valid, status_valid, DaemonState};
-use gpupeek_shm::{text, GpuRecord, ProcRecord, Publisher, StatusRecord};
+use gpupeek_shm::layout::{proc_flags, proc_kind, proc_valid, status_valid, DaemonState};
+use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
 
-use crate::procfs::Procfs;
+use crate::alerts::{Alerts, Thresholds};
+use crate::history;
+use crate::notify::Notifier;
+use crate::power::{self, RuntimePm, Wake};
+use crate::privacy::{self, Choice};
+use crate::procfs::{self, ProcInfo, Procfs};
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
@@ -38,31 +52,64 @@ pub struct Config {
     pub interval: Duration,
     /// NVML library path, if not the system's.
     pub nvml_lib: Option<String>,
+    /// When to log alerts.
+    pub alerts: Thresholds,
+    /// What to publish about processes.
+    pub process_info: Choice,
+    /// Where the proc filesystem is.
+    pub proc_root: PathBuf,
+    /// Where sysfs is mounted (normally `/sys`).
+    pub sysfs_root: PathBuf,
+    /// Whether the runtime power-management policy is on.
+    pub runtime_pm: bool,
+    /// How long every GPU must idle before NVML is released.
+    pub release_after: Duration,
+}
+
+/// How often `/proc`'s mount options are read again for `hidepid`.
+const PRIVACY_RECHECK: Duration = Duration::from_secs(60);
+
+/// The process policy in force, and when it was last judged.
+struct Privacy {
+    context: ProcContext,
+    checked_at: Instant,
 }
 
 enum Nvml {
-    Up {
-        sampler: Box<Sampler>,
-        info: SystemInfo,
-    },
+    /// Initialised: sampling.
+    Up(Box<Sampler>),
+    /// Failed, or not initialised yet: retried at `retry_at`.
     Down {
         failure: Failure,
         retry_at: Instant,
         backoff: Duration,
     },
+    /// Released by the runtime-PM policy while the GPUs sleep or idle.
+    Released,
 }
 
 struct Daemon {
     config: Config,
     publisher: Publisher,
     procfs: Procfs,
+    privacy: Privacy,
     nvml: Nvml,
+    /// Driver-wide facts from the last NVML session (or the driver version from sysfs).
+    info: SystemInfo,
+    pm: RuntimePm,
     gpu: GpuRecord,
     gpu_procs: Vec<GpuProcess>,
     proc_records: Vec<ProcRecord>,
     warned_capacity: bool,
     /// GPU writes left before the test hook freezes the daemon (see [`FREEZE_ENV`]).
     freeze_after: Option<u64>,
+    alerts: Alerts,
+    /// GPUs published by the last tick.
+    gpu_count: u32,
+    /// When to append to the history rings.
+    history: history::Clock,
+    /// This tick appends a history sample for every GPU it publishes.
+    history_due: bool,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -73,20 +120,27 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
         signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop))?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    let mut poll = Poll::new()?;
-    poll.registry()
-        .register(&mut signals, Token(0), Interest::READABLE)?;
-    let mut events = Events::with_capacity(4);
-
+    let mut waiter = Waiter::new(Arc::clone(&stop))?;
+    let mut notifier = Notifier::from_env();
     let mut daemon = Daemon::new(config, publisher);
     let period = daemon.config.interval;
     let mut deadline = Instant::now();
     let mut last_slow_log: Option<Instant> = None;
+    let mut ready = false;
     while !stop.load(Ordering::Relaxed) {
         daemon.tick();
-        deadline += period;
+        if notifier.active() {
+            let summary = daemon.summary();
+            if ready {
+                notifier.status(&summary);
+            } else {
+                notifier.ready(&summary);
+                ready = true;
+            }
+        }
         let now = Instant::now();
+        notifier.ping(now);
+        deadline += period;
         if deadline < now {
             let behind = now - deadline;
             if last_slow_log.is_none_or(|t| now - t > Duration::from_secs(60)) {
@@ -97,35 +151,64 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
             }
             deadline = now + period;
         }
-        wait_until(deadline, &mut poll, &mut events, &mut signals, &stop)?;
+        waiter.until(deadline, &mut notifier)?;
     }
     log::info!("stopping");
+    notifier.stopping();
     daemon.stop();
     Ok(())
 }
 
-/// Sleeps until `deadline` or until a stop signal arrives.
-fn wait_until(
-    deadline: Instant,
-    poll: &mut Poll,
-    events: &mut Events,
-    signals: &mut Signals,
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
-    loop {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        if timeout.is_zero() || stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        match poll.poll(events, Some(timeout)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-        for signal in signals.pending() {
-            match signal {
-                SIGHUP => log::info!("SIGHUP ignored: gpupeekd has no configuration to reload"),
-                _ => log::info!("signal {signal} received"),
+/// The one thing the loop waits on between ticks: signals, or a deadline.
+struct Waiter {
+    poll: Poll,
+    events: Events,
+    signals: Signals,
+    stop: Arc<AtomicBool>,
+}
+
+impl Waiter {
+    fn new(stop: Arc<AtomicBool>) -> std::io::Result<Self> {
+        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut signals, Token(0), Interest::READABLE)?;
+        Ok(Waiter {
+            poll,
+            events: Events::with_capacity(4),
+            signals,
+            stop,
+        })
+    }
+
+    /// Sleeps until `deadline` or until a stop signal arrives, waking in between to send
+    /// any watchdog ping that falls due.
+    fn until(&mut self, deadline: Instant, notifier: &mut Notifier) -> std::io::Result<()> {
+        loop {
+            let now = Instant::now();
+            if self.stop.load(Ordering::Relaxed) || now >= deadline {
+                return Ok(());
+            }
+            let wake = match notifier.ping_due() {
+                Some(due) if due <= now => {
+                    notifier.ping(now);
+                    continue;
+                }
+                Some(due) => due.min(deadline),
+                None => deadline,
+            };
+            match self.poll.poll(&mut self.events, Some(wake - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for signal in self.signals.pending() {
+                match signal {
+                    SIGHUP => {
+                        log::info!("SIGHUP ignored: gpupeekd has no configuration to reload")
+                    }
+                    _ => log::info!("signal {signal} received"),
+                }
             }
         }
     }
@@ -133,51 +216,103 @@ fn wait_until(
 
 impl Daemon {
     fn new(config: Config, publisher: Publisher) -> Self {
-        let nvml = Nvml::Down {
-            failure: Failure {
-                code: 0,
-                message: "not initialised yet".into(),
-            },
-            retry_at: Instant::now(),
-            backoff: config.interval,
+        let nvml = not_initialised(Instant::now(), config.interval);
+        let pm = RuntimePm::new(
+            config.sysfs_root.clone(),
+            config.runtime_pm,
+            config.release_after,
+        );
+        let info = SystemInfo {
+            driver_version: pm.driver_version(),
+            ..Default::default()
         };
+        let procfs = Procfs::new(&config.proc_root);
+        let privacy = Privacy::judge(&config);
         Daemon {
-            config,
             publisher,
-            procfs: Procfs::new("/proc"),
+            procfs,
+            privacy,
             nvml,
+            info,
+            pm,
             gpu: GpuRecord::default(),
             gpu_procs: Vec::new(),
             proc_records: Vec::new(),
             warned_capacity: false,
             freeze_after: std::env::var(FREEZE_ENV).ok().and_then(|n| n.parse().ok()),
+            alerts: Alerts::new(config.alerts),
+            gpu_count: 0,
+            history: history::Clock::new(config.interval),
+            history_due: false,
+            config,
+        }
+    }
+
+    /// One line on what the daemon is doing, for the service manager's status.
+    fn summary(&self) -> String {
+        match &self.nvml {
+            Nvml::Up { .. } => format!(
+                "publishing {} GPU{} every {:?}",
+                self.gpu_count,
+                if self.gpu_count == 1 { "" } else { "s" },
+                self.config.interval
+            ),
+            Nvml::Down { failure, .. } => {
+                format!("NVML unavailable, retrying: {}", failure.message)
+            }
+            Nvml::Released => format!(
+                "GPUs asleep, NVML released; watching {} GPU{} in sysfs",
+                self.gpu_count,
+                if self.gpu_count == 1 { "" } else { "s" }
+            ),
         }
     }
 
     fn tick(&mut self) {
-        self.retry_nvml();
+        let now = Instant::now();
+        self.history_due = self.history.due(now);
+        self.pm.refresh();
+        self.wake_if_needed(now);
+        self.retry_nvml(now);
+        if matches!(self.nvml, Nvml::Up(_)) && self.pm.release_due(now) {
+            log::info!(
+                "every GPU is suspended or has idled for {:?}: releasing NVML so that they \
+                 can runtime-suspend",
+                self.pm.release_after()
+            );
+            self.nvml = Nvml::Released; // drops the sampler: nvmlShutdown
+            self.pm.park(now);
+        }
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        match &mut self.nvml {
-            Nvml::Up { sampler, info } => match sampler.device_count() {
+        match &self.nvml {
+            Nvml::Up(sampler) => match sampler.device_count() {
                 Ok(count) => {
-                    put_system_info(&mut status, info);
                     status.state = DaemonState::Live as u32;
-                    status.gpu_count = self.sample_all(count);
+                    status.gpu_count = self.sample_all(count, now);
+                    self.gpu_count = status.gpu_count;
                 }
                 Err(failure) => {
                     log::error!("NVML stopped working: {}", failure.message);
                     self.nvml = Nvml::Down {
                         failure,
-                        retry_at: Instant::now() + self.config.interval,
+                        retry_at: now + self.config.interval,
                         backoff: self.config.interval,
                     };
-                    self.publisher.write_processes(&[]);
+                    self.publisher.write_processes(&self.privacy.context, &[]);
                 }
             },
+            Nvml::Released => {
+                status.state = DaemonState::Live as u32;
+                status.gpu_count = self.publish_sleeping();
+                self.gpu_count = status.gpu_count;
+            }
             Nvml::Down { .. } => {}
+        }
+        if status.state == DaemonState::Live as u32 {
+            put_system_info(&mut status, &self.info);
         }
         if let Nvml::Down { failure, .. } = &self.nvml {
             status.state = DaemonState::NvmlError as u32;
@@ -187,8 +322,34 @@ impl Daemon {
         self.publish_status(status);
     }
 
-    /// Tries to (re)initialise NVML when it is down and the backoff has passed.
-    fn retry_nvml(&mut self) {
+    /// While NVML is released: initialises it again (this tick) when a GPU woke up.
+    fn wake_if_needed(&mut self, now: Instant) {
+        if !matches!(self.nvml, Nvml::Released) {
+            return;
+        }
+        let Some(wake) = self.pm.wake(now) else {
+            return;
+        };
+        match wake {
+            Wake::Woken(addr) => log::info!("GPU {addr} woke up: initialising NVML"),
+            Wake::StayedAwake(addr) => log::info!(
+                "GPU {addr} did not runtime-suspend after NVML was released: something else \
+                 keeps it awake; monitoring again (next release after {:?} idle)",
+                self.pm.release_after()
+            ),
+            Wake::PmOff(addr) => {
+                log::info!("runtime PM of GPU {addr} was switched off: initialising NVML")
+            }
+            Wake::Unreadable(addr) => {
+                log::info!("the runtime PM state of GPU {addr} cannot be read: initialising NVML")
+            }
+        }
+        self.nvml = not_initialised(now, self.config.interval);
+    }
+
+    /// Tries to (re)initialise NVML when it is down and the backoff has passed; parks
+    /// instead when every GPU is asleep, since initialising NVML would wake them.
+    fn retry_nvml(&mut self, now: Instant) {
         let Nvml::Down {
             failure,
             retry_at,
@@ -197,20 +358,23 @@ impl Daemon {
         else {
             return;
         };
-        if Instant::now() < *retry_at {
+        if now < *retry_at {
+            return;
+        }
+        if self.pm.park_if_all_asleep(now) {
+            log::info!("every GPU is runtime-suspended: NVML is left alone until one wakes");
+            self.nvml = Nvml::Released;
             return;
         }
         match Sampler::init(self.config.nvml_lib.as_deref()) {
             Ok(sampler) => {
-                let info = sampler.system_info();
+                self.info = sampler.system_info();
                 log::info!(
                     "NVML initialised (driver {})",
-                    info.driver_version.as_deref().unwrap_or("unknown")
+                    self.info.driver_version.as_deref().unwrap_or("unknown")
                 );
-                self.nvml = Nvml::Up {
-                    sampler: Box::new(sampler),
-                    info,
-                };
+                self.nvml = Nvml::Up(Box::new(sampler));
+                self.pm.discover();
             }
             Err(new) => {
                 if new != *failure {
@@ -221,16 +385,17 @@ impl Daemon {
                     );
                 }
                 *failure = new;
-                *retry_at = Instant::now() + *backoff;
+                *retry_at = now + *backoff;
                 *backoff = (*backoff * 2).min(MAX_BACKOFF.max(self.config.interval));
             }
         }
     }
 
     /// Samples GPUs `0..count` (bounded by the capacity) and the process table; returns
-    /// the number of GPU slots written.
-    fn sample_all(&mut self, count: u32) -> u32 {
-        let Nvml::Up { sampler, .. } = &mut self.nvml else {
+    /// the number of GPU slots written. An asleep GPU is not queried.
+    fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
+        let history_step = self.history_step();
+        let Nvml::Up(sampler) = &mut self.nvml else {
             return 0;
         };
         let capacity = self.publisher.geometry().gpu_capacity as u32;
@@ -238,34 +403,80 @@ impl Daemon {
             log::warn!("{count} GPUs found but the segment holds {capacity}; publishing the first {capacity}");
             self.warned_capacity = true;
         }
+        // GPUs beyond the capacity are not watched, so they never count as idle.
+        let mut all_idle = count <= capacity;
         let count = count.min(capacity);
+        self.pm.set_gpu_count(count as usize);
         self.gpu_procs.clear();
         for index in 0..count {
-            sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
-            match &mut self.freeze_after {
+            let slot = index as usize;
+            if self.pm.asleep(slot) {
+                self.pm.sleeping_record(slot, &mut self.gpu);
+            } else {
+                let first = self.gpu_procs.len();
+                sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
+                self.pm.remember(slot, &self.gpu);
+                let compute = self.gpu_procs[first..]
+                    .iter()
+                    .filter(|p| p.kind & proc_kind::COMPUTE != 0)
+                    .count();
+                all_idle &= power::idle(&self.gpu, compute);
+                self.alerts.observe(&self.gpu);
+            }
+            self.freeze_after = match self.freeze_after {
                 Some(0) => {
-                    self.freeze_after = None;
-                    let stop = || {
-                        let _ = nix::sys::signal::raise(nix::sys::signal::SIGSTOP);
-                    };
-                    self.publisher
-                        .write_gpu_interrupted(index as usize, &self.gpu, stop);
+                    freeze_mid_write(&self.publisher, slot, &self.gpu);
+                    None
                 }
-                left => {
-                    if let Some(n) = left {
-                        *n -= 1;
+                left => left.map(|n| n - 1),
+            };
+            publish_gpu(&self.publisher, &self.gpu, history_step, slot);
+        }
+        self.alerts.observe_count(count);
+        self.pm.observe(now, all_idle);
+        if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
+            self.privacy = Privacy::judge(&self.config);
+        }
+        let policy = self.privacy.context.policy;
+        self.proc_records.clear();
+        self.procfs.new_tick(gpupeek_shm::mono_now_ns());
+        if policy != ProcPolicy::None {
+            for p in &self.gpu_procs {
+                let mut rec = nvml_part(p);
+                if policy == ProcPolicy::Full {
+                    if let Some(info) = self.procfs.lookup(p.pid) {
+                        put_proc_info(&mut rec, info);
                     }
-                    self.publisher.write_gpu(index as usize, &self.gpu);
                 }
+                self.proc_records.push(rec);
             }
         }
-        self.proc_records.clear();
-        self.procfs.new_tick();
-        for p in &self.gpu_procs {
-            self.proc_records.push(resolve(&mut self.procfs, p));
-        }
-        self.publisher.write_processes(&self.proc_records);
+        self.publisher
+            .write_processes(&self.privacy.context, &self.proc_records);
         count
+    }
+
+    /// While NVML is released: publishes every GPU from its kept identity, suspended or
+    /// idle, and an empty process table; returns the number of GPU slots written.
+    fn publish_sleeping(&mut self) -> u32 {
+        let capacity = self.publisher.geometry().gpu_capacity;
+        let count = self.pm.gpu_count().min(capacity);
+        for slot in 0..count {
+            self.pm.sleeping_record(slot, &mut self.gpu);
+            self.publish_gpu(slot);
+        }
+        self.publisher.write_processes(&self.privacy.context, &[]);
+        count as u32
+    }
+
+    /// Publishes `self.gpu` into `slot`, and its history sample when one is due.
+    fn publish_gpu(&self, slot: usize) {
+        publish_gpu(&self.publisher, &self.gpu, self.history_step(), slot);
+    }
+
+    /// The history step when this tick appends to the rings.
+    fn history_step(&self) -> Option<u64> {
+        self.history_due.then(|| self.history.step_ns())
     }
 
     fn publish_status(&self, mut status: StatusRecord) {
@@ -285,10 +496,37 @@ impl Daemon {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        if let Nvml::Up { info, .. } = &self.nvml {
-            put_system_info(&mut status, info);
-        }
+        put_system_info(&mut status, &self.info);
         self.publish_status(status);
+    }
+}
+
+/// The test hook of [`FREEZE_ENV`]: the daemon stops itself (SIGSTOP) inside a write of
+/// `slot`, after its odd sequence and before any payload word.
+fn freeze_mid_write(publisher: &Publisher, slot: usize, gpu: &GpuRecord) {
+    publisher.write_gpu_interrupted(slot, gpu, || {
+        let _ = nix::sys::signal::raise(nix::sys::signal::SIGSTOP);
+    });
+}
+
+/// Publishes `gpu` into `slot`, and appends its history sample when `history_step`
+/// (the ring's step, ns) says this tick appends.
+fn publish_gpu(publisher: &Publisher, gpu: &GpuRecord, history_step: Option<u64>, slot: usize) {
+    publisher.write_gpu(slot, gpu);
+    if let Some(step_ns) = history_step {
+        publisher.append_history(slot, step_ns, &history::sample_of(gpu));
+    }
+}
+
+/// NVML not initialised yet, to be tried at `now`.
+fn not_initialised(now: Instant, interval: Duration) -> Nvml {
+    Nvml::Down {
+        failure: Failure {
+            code: 0,
+            message: "not initialised yet".into(),
+        },
+        retry_at: now,
+        backoff: interval,
     }
 }
 
@@ -307,8 +545,34 @@ fn put_system_info(status: &mut StatusRecord, info: &SystemInfo) {
     }
 }
 
-/// A process record with its `/proc` details.
-fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
+impl Privacy {
+    /// Reads `/proc`'s mount options and decides the policy; logs when it changes.
+    fn judge(config: &Config) -> Privacy {
+        let hidepid = privacy::detect_hidepid(&config.proc_root);
+        let policy = config.process_info.policy(hidepid);
+        let context = ProcContext {
+            policy,
+            flags: if hidepid { proc_flags::HIDEPID } else { 0 },
+            pid_ns_inode: procfs::pid_namespace_of(&config.proc_root),
+        };
+        log::info!(
+            "publishing {} process information{}",
+            policy.name(),
+            if hidepid {
+                " (/proc hides processes: hidepid)"
+            } else {
+                ""
+            }
+        );
+        Privacy {
+            context,
+            checked_at: Instant::now(),
+        }
+    }
+}
+
+/// What NVML says about a process: all that the basic policy publishes.
+fn nvml_part(p: &GpuProcess) -> ProcRecord {
     let mut rec = ProcRecord {
         gpu_index: p.gpu_index,
         pid: p.pid,
@@ -321,7 +585,16 @@ fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
         rec.gpu_mem_bytes = bytes;
         rec.valid |= proc_valid::GPU_MEMORY;
     }
-    let info = procfs.lookup(p.pid);
+    if let Some([sm, mem, enc, dec]) = p.util_pct {
+        (rec.sm_util_pct, rec.mem_util_pct) = (sm, mem);
+        (rec.enc_util_pct, rec.dec_util_pct) = (enc, dec);
+        rec.valid |= proc_valid::GPU_UTIL;
+    }
+    rec
+}
+
+/// Adds what `/proc` says about a process (the full policy).
+fn put_proc_info(rec: &mut ProcRecord, info: &ProcInfo) {
     if let Some((uid, name)) = &info.user {
         rec.uid = *uid;
         text::encode(&mut rec.user, name);
@@ -331,5 +604,28 @@ fn resolve(procfs: &mut Procfs, p: &GpuProcess) -> ProcRecord {
         text::encode(&mut rec.command, command);
         rec.valid |= proc_valid::COMMAND;
     }
-    rec
+    rec.cmdline_len = text::encode_argv(&mut rec.cmdline, &info.cmdline);
+    rec.valid |= proc_valid::CMDLINE;
+    if let Some(centipct) = info.cpu_centipct {
+        rec.cpu_centipct = centipct;
+        rec.valid |= proc_valid::CPU;
+    }
+    if let Some(rss) = info.rss_bytes {
+        rec.host_rss_bytes = rss;
+        rec.valid |= proc_valid::HOST_MEMORY;
+    }
+    if let Some(start) = info.start_unix_ns {
+        rec.start_unix_ns = start;
+        rec.valid |= proc_valid::START_TIME;
+    }
+    if let Some((ns_pid, inode)) = info.namespace {
+        (rec.ns_pid, rec.pid_ns_inode) = (ns_pid, inode);
+        rec.valid |= proc_valid::NAMESPACE;
+    }
+    if let Some(c) = &info.container {
+        text::encode(&mut rec.container_runtime, c.runtime);
+        text::encode(&mut rec.container_id, &c.id);
+        text::encode(&mut rec.pod_uid, c.pod_uid.as_deref().unwrap_or(""));
+        rec.valid |= proc_valid::CONTAINER;
+    }
 }

@@ -7,6 +7,10 @@
 //! fields and GPUs carry on. Static identity (name, UUID, PCI bus id, maximum clocks) is
 //! read once per NVML session and kept for GPUs that later fail, so clients can still
 //! say which GPU is in trouble.
+//!
+//! Two things need history across ticks: GPM metrics (see [`crate::gpm`]) and how long
+//! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
+//! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
@@ -20,6 +24,7 @@ use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::fallback;
+use crate::gpm::Gpm;
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +85,8 @@ pub struct GpuProcess {
     pub gpu_instance_id: Option<u32>,
     /// MIG compute instance id.
     pub compute_instance_id: Option<u32>,
+    /// SM, memory, encoder and decoder utilisation by this process, percent.
+    pub util_pct: Option<[u32; 4]>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -94,6 +101,21 @@ struct Identity {
 pub struct Sampler {
     nvml: Nvml,
     identities: Vec<Option<Identity>>,
+    /// Per GPU, the newest process-utilisation sample seen (NVML's µs timestamp).
+    util_seen: Vec<u64>,
+    /// Per GPU, GPM support and the sample kept for the next window.
+    gpm: Vec<Gpm>,
+    /// Per GPU, since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
+    idle_since: Vec<Option<u64>>,
+}
+
+impl Drop for Sampler {
+    /// Frees the kept GPM samples while the session that made them is still open.
+    fn drop(&mut self) {
+        for gpm in &mut self.gpm {
+            gpm.release(&self.nvml);
+        }
+    }
 }
 
 impl Sampler {
@@ -107,6 +129,9 @@ impl Sampler {
         Ok(Sampler {
             nvml,
             identities: Vec::new(),
+            util_seen: Vec::new(),
+            gpm: Vec::new(),
+            idle_since: Vec::new(),
         })
     }
 
@@ -133,6 +158,9 @@ impl Sampler {
         let slot = index as usize;
         if self.identities.len() <= slot {
             self.identities.resize(slot + 1, None);
+            self.util_seen.resize(slot + 1, 0);
+            self.gpm.resize_with(slot + 1, Gpm::default);
+            self.idle_since.resize(slot + 1, None);
         }
         let device = match self.nvml.device_by_index(index) {
             Ok(device) => device,
@@ -144,6 +172,8 @@ impl Sampler {
                     GpuState::Error
                 } as u32;
                 rec.nvml_error_code = code(e);
+                self.gpm[slot].release(&self.nvml);
+                self.idle_since[slot] = None;
                 if let Some(id) = &self.identities[slot] {
                     put_identity(rec, id);
                 }
@@ -158,11 +188,36 @@ impl Sampler {
             put_identity(fill.rec, id);
         }
         sample_dynamic(&self.nvml, &device, &mut fill);
+        let now = fill.rec.sample_mono_ns;
+        if let Some(Some(metrics)) = fill.call(|| self.gpm[slot].tick(&self.nvml, &device, now)) {
+            metrics.put(fill.rec);
+        }
+        track_idle(fill.rec, &mut self.idle_since[slot]);
+        let first = procs.len();
         sample_processes(&device, &mut fill, index, procs);
+        if procs.len() > first {
+            sample_process_util(
+                &device,
+                &mut fill,
+                &mut self.util_seen[slot],
+                &mut procs[first..],
+            );
+        }
         if fill.lost {
+            self.gpm[slot].release(&self.nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
         }
+    }
+}
+
+/// Publishes since when the GPU has shown 0 % utilisation, remembering it in `since`.
+fn track_idle(rec: &mut GpuRecord, since: &mut Option<u64>) {
+    let idle = rec.valid & v::UTILIZATION != 0 && rec.util_gpu_pct == 0;
+    *since = idle.then(|| since.unwrap_or(rec.sample_mono_ns));
+    if let Some(t) = *since {
+        rec.idle_since_mono_ns = t;
+        rec.valid |= v::IDLE_SINCE;
     }
 }
 
@@ -397,9 +452,47 @@ fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuP
                 gpu_mem_bytes: mem,
                 gpu_instance_id: p.gpu_instance_id,
                 compute_instance_id: p.compute_instance_id,
+                util_pct: None,
             });
         }
     }
     f.rec.process_count = (out.len() - first) as u32;
     f.rec.valid |= v::PROCESSES;
+}
+
+/// Per-process utilisation since the last sample seen (`seen`, advanced here), so values
+/// describe the last period rather than the driver's whole buffer. NVML lists only
+/// processes that were active: one it leaves out, or `NOT_FOUND` (no samples at all),
+/// means 0%, not "unknown". Of several samples for a process the newest wins.
+fn sample_process_util(d: &Device, f: &mut Fill, seen: &mut u64, procs: &mut [GpuProcess]) {
+    let last_seen = *seen;
+    let fetch = || match d.process_utilization_stats(last_seen) {
+        Err(NvmlError::NotFound) => Ok(Vec::new()),
+        other => other,
+    };
+    // The count and the fetch are two calls: a sample taken between them makes the
+    // second find its buffer too small. Once more, then give up for this tick.
+    let samples = match f.call(|| match fetch() {
+        Err(NvmlError::InsufficientSize(_)) => fetch(),
+        other => other,
+    }) {
+        Some(samples) => samples,
+        None => return,
+    };
+    for p in procs.iter_mut() {
+        p.util_pct = Some([0; 4]);
+    }
+    let mut newest: Vec<(u32, u64)> = Vec::new();
+    for s in &samples {
+        *seen = (*seen).max(s.timestamp);
+        let Some(p) = procs.iter_mut().find(|p| p.pid == s.pid) else {
+            continue;
+        };
+        match newest.iter_mut().find(|(pid, _)| *pid == s.pid) {
+            Some((_, ts)) if *ts > s.timestamp => continue,
+            Some((_, ts)) => *ts = s.timestamp,
+            None => newest.push((s.pid, s.timestamp)),
+        }
+        p.util_pct = Some([s.sm_util, s.mem_util, s.enc_util, s.dec_util]);
+    }
 }

@@ -47,7 +47,7 @@ fn main() {
     );
     for g in &snap.gpus {
         let f = |bit: u64, value: &dyn ToString| show(g.valid & bit != 0, value.to_string());
-        let fields: [(&str, String); 31] = [
+        let fields: [(&str, String); 39] = [
             (
                 "state",
                 format!("{:?}", gpupeek_shm::GpuState::from_raw(g.state)),
@@ -121,28 +121,128 @@ fn main() {
                 ),
             ),
             ("process_count", f(v::PROCESSES, &g.process_count)),
+            ("gpm_interval_ns", f(v::GPM, &g.gpm_interval_ns)),
+            (
+                "gpm_sm_activity_centipct",
+                f(v::GPM_SM_ACTIVITY, &g.gpm_sm_activity_centipct),
+            ),
+            (
+                "gpm_sm_occupancy_centipct",
+                f(v::GPM_SM_OCCUPANCY, &g.gpm_sm_occupancy_centipct),
+            ),
+            (
+                "gpm_tensor_activity_centipct",
+                f(v::GPM_TENSOR_ACTIVITY, &g.gpm_tensor_activity_centipct),
+            ),
+            (
+                "gpm_dram_bw_util_centipct",
+                f(v::GPM_DRAM_BW, &g.gpm_dram_bw_util_centipct),
+            ),
+            (
+                "gpm_pcie_bytes_per_s",
+                f(
+                    v::GPM_PCIE,
+                    &format!(
+                        "tx={} rx={}",
+                        g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s
+                    ),
+                ),
+            ),
+            (
+                "gpm_nvlink_bytes_per_s",
+                f(
+                    v::GPM_NVLINK,
+                    &format!(
+                        "tx={} rx={}",
+                        g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s
+                    ),
+                ),
+            ),
+            (
+                "idle_since_mono_ns",
+                f(v::IDLE_SINCE, &g.idle_since_mono_ns),
+            ),
         ];
         for (key, value) in fields {
             println!("gpu{}.{key}={value}", g.index);
         }
     }
+    println!(
+        "processes.policy={} processes.flags={} processes.pid_ns_inode={}",
+        snap.proc_policy().map_or("unknown", |p| p.name()),
+        snap.proc_head.flags,
+        snap.proc_head.pid_ns_inode
+    );
     for p in &snap.processes {
-        let user = if p.valid & proc_valid::USER != 0 {
-            text::decode(&p.user)
-        } else {
-            "n/a".into()
+        let f = |bit: u64, value: String| {
+            if p.valid & bit != 0 {
+                value
+            } else {
+                "n/a".into()
+            }
         };
-        let command = if p.valid & proc_valid::COMMAND != 0 {
-            text::decode(&p.command)
-        } else {
-            "n/a".into()
-        };
-        let mem = if p.valid & proc_valid::GPU_MEMORY != 0 {
-            p.gpu_mem_bytes.to_string()
-        } else {
-            "n/a".into()
-        };
-        println!("process gpu={} pid={} uid={} user={user} command={command} kind={} gpu_mem_bytes={mem}", p.gpu_index, p.pid, p.uid, p.kind);
+        let fields = [
+            ("gpu", p.gpu_index.to_string()),
+            ("pid", p.pid.to_string()),
+            ("kind", p.kind.to_string()),
+            ("uid", f(proc_valid::USER, p.uid.to_string())),
+            ("user", f(proc_valid::USER, text::decode(&p.user))),
+            ("command", f(proc_valid::COMMAND, text::decode(&p.command))),
+            (
+                "cmdline",
+                f(
+                    proc_valid::CMDLINE,
+                    format!("{:?}", text::decode_argv(&p.cmdline, p.cmdline_len)),
+                ),
+            ),
+            (
+                "gpu_mem_bytes",
+                f(proc_valid::GPU_MEMORY, p.gpu_mem_bytes.to_string()),
+            ),
+            (
+                "gpu_util_pct",
+                f(
+                    proc_valid::GPU_UTIL,
+                    format!(
+                        "sm:{} mem:{} enc:{} dec:{}",
+                        p.sm_util_pct, p.mem_util_pct, p.enc_util_pct, p.dec_util_pct
+                    ),
+                ),
+            ),
+            (
+                "cpu_centipct",
+                f(proc_valid::CPU, p.cpu_centipct.to_string()),
+            ),
+            (
+                "host_rss_bytes",
+                f(proc_valid::HOST_MEMORY, p.host_rss_bytes.to_string()),
+            ),
+            (
+                "start_unix_ns",
+                f(proc_valid::START_TIME, p.start_unix_ns.to_string()),
+            ),
+            ("ns_pid", f(proc_valid::NAMESPACE, p.ns_pid.to_string())),
+            (
+                "pid_ns_inode",
+                f(proc_valid::NAMESPACE, p.pid_ns_inode.to_string()),
+            ),
+            (
+                "container",
+                f(
+                    proc_valid::CONTAINER,
+                    format!(
+                        "{}:{}:{}",
+                        text::decode(&p.container_runtime),
+                        text::decode(&p.container_id),
+                        text::decode(&p.pod_uid)
+                    ),
+                ),
+            ),
+            ("gpu_instance_id", p.gpu_instance_id.to_string()),
+            ("compute_instance_id", p.compute_instance_id.to_string()),
+        ];
+        let line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("process {}", line.join(" "));
     }
     if snap.proc_overflow > 0 {
         println!("processes_not_shown={}", snap.proc_overflow);

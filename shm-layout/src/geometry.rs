@@ -5,14 +5,18 @@
 //! mapping before any region is touched: offsets 8-aligned, records at least as large as
 //! this ABI major's, capacities bounded, every region inside the segment (with checked
 //! arithmetic). After that, slicing a region can never go out of bounds.
+//!
+//! The history region (ABI 1.1) is optional: a header whose `history_offset` is 0 has
+//! none, and every history field then reads as 0 in the geometry.
 
 use std::mem::size_of;
 use std::sync::atomic::AtomicU64;
 
 use crate::error::Error;
 use crate::layout::{
-    GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
-    GENERATION_OFFSET, GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, SLOT_ALIGN, STATUS_OFFSET,
+    GpuRecord, HistoryHead, HistorySample, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS, GENERATION_OFFSET, GPU_TABLE_OFFSET, MAGIC,
+    MAX_CAPACITY, MAX_HISTORY_SLOTS, SLOT_ALIGN, STATUS_OFFSET,
 };
 
 /// Validated offsets and sizes of a segment's regions, in bytes.
@@ -38,6 +42,14 @@ pub struct Geometry {
     pub proc_record_size: usize,
     /// Number of process slots.
     pub proc_capacity: usize,
+    /// Offset of the history region; 0 when the segment has none.
+    pub history_offset: usize,
+    /// Size of one GPU's history ring (head and samples).
+    pub history_ring_size: usize,
+    /// Samples per ring.
+    pub history_slots: usize,
+    /// Size of one history sample.
+    pub history_sample_size: usize,
 }
 
 fn round_up(n: usize, to: usize) -> usize {
@@ -45,15 +57,22 @@ fn round_up(n: usize, to: usize) -> usize {
 }
 
 impl Geometry {
-    /// The layout this ABI version writes for the given capacities.
+    /// The layout this ABI version writes for the given capacities, with
+    /// [`DEFAULT_HISTORY_SLOTS`] history samples per GPU.
     pub fn for_capacities(gpu_capacity: u32, proc_capacity: u32) -> Self {
         let gpu_record_size = round_up(size_of::<GpuRecord>(), SLOT_ALIGN);
         let proc_table_offset = GPU_TABLE_OFFSET + gpu_record_size * gpu_capacity as usize;
         let proc_end = proc_table_offset
             + size_of::<ProcTableHead>()
             + size_of::<ProcRecord>() * proc_capacity as usize;
+        let history_offset = round_up(proc_end, SLOT_ALIGN);
+        let history_slots = DEFAULT_HISTORY_SLOTS as usize;
+        let history_ring_size = round_up(
+            size_of::<HistoryHead>() + size_of::<HistorySample>() * history_slots,
+            SLOT_ALIGN,
+        );
         Geometry {
-            segment_size: round_up(proc_end, SLOT_ALIGN),
+            segment_size: history_offset + history_ring_size * gpu_capacity as usize,
             generation_offset: GENERATION_OFFSET,
             status_offset: STATUS_OFFSET,
             status_size: size_of::<StatusRecord>(),
@@ -63,7 +82,16 @@ impl Geometry {
             proc_table_offset,
             proc_record_size: size_of::<ProcRecord>(),
             proc_capacity: proc_capacity as usize,
+            history_offset,
+            history_ring_size,
+            history_slots,
+            history_sample_size: size_of::<HistorySample>(),
         }
+    }
+
+    /// True when the segment has a history region.
+    pub fn has_history(&self) -> bool {
+        self.history_offset != 0
     }
 
     /// The static header describing this geometry (magic included).
@@ -84,7 +112,12 @@ impl Geometry {
             proc_record_size_bytes: self.proc_record_size as u32,
             proc_capacity: self.proc_capacity as u32,
             generation_offset: self.generation_offset as u64,
-            reserved: [0; 5],
+            history_offset: self.history_offset as u64,
+            history_ring_size_bytes: self.history_ring_size as u32,
+            history_slots: self.history_slots as u32,
+            history_sample_size_bytes: self.history_sample_size as u32,
+            reserved1: 0,
+            reserved: [0; 2],
         }
     }
 
@@ -126,6 +159,10 @@ impl Geometry {
             proc_table_offset: to_usize(h.proc_table_offset),
             proc_record_size: h.proc_record_size_bytes as usize,
             proc_capacity: h.proc_capacity as usize,
+            history_offset: 0,
+            history_ring_size: 0,
+            history_slots: 0,
+            history_sample_size: 0,
         };
         let regions = [
             ("generation word", g.generation_offset, 8, 1, 8),
@@ -151,7 +188,8 @@ impl Geometry {
                     .saturating_add(size_of::<ProcTableHead>()),
                 g.proc_record_size,
                 g.proc_capacity,
-                size_of::<ProcRecord>(),
+                // A 1.0 writer's records are smaller; their missing tail reads as zero.
+                crate::pin::PROC_RECORD_V1_0_SIZE,
             ),
         ];
         for (what, offset, size, count, min_size) in regions {
@@ -168,7 +206,10 @@ impl Geometry {
         if g.status_offset < size_of::<StaticHeader>() {
             return bad("status record overlaps the static header".into());
         }
-        Ok(g)
+        if h.history_offset == 0 {
+            return Ok(g);
+        }
+        validate_history(g, h, mapped_len).map_err(|what| Error::corrupt(name, what))
     }
 
     /// The generation word.
@@ -193,6 +234,15 @@ impl Geometry {
         region(words, self.proc_table_offset, size_of::<ProcTableHead>())
     }
 
+    /// GPU slot `slot`'s history ring (head first). Panics if the segment has no history
+    /// or `slot >= gpu_capacity` (callers check both).
+    pub fn history<'a>(&self, words: &'a [AtomicU64], slot: usize) -> &'a [AtomicU64] {
+        assert!(self.has_history(), "segment has no history");
+        assert!(slot < self.gpu_capacity, "GPU slot {slot} out of range");
+        let offset = self.history_offset + slot * self.history_ring_size;
+        region(words, offset, self.history_ring_size)
+    }
+
     /// Process slot `slot`. Panics if `slot >= proc_capacity` (callers bound it).
     pub fn proc_slot<'a>(&self, words: &'a [AtomicU64], slot: usize) -> &'a [AtomicU64] {
         assert!(
@@ -203,6 +253,40 @@ impl Geometry {
             self.proc_table_offset + size_of::<ProcTableHead>() + slot * self.proc_record_size;
         region(words, offset, self.proc_record_size)
     }
+}
+
+/// Checks the history fields of `h` and returns `g` with them filled in.
+fn validate_history(
+    mut g: Geometry,
+    h: &StaticHeader,
+    mapped_len: usize,
+) -> Result<Geometry, String> {
+    g.history_offset = to_usize(h.history_offset);
+    g.history_ring_size = h.history_ring_size_bytes as usize;
+    g.history_slots = h.history_slots as usize;
+    g.history_sample_size = h.history_sample_size_bytes as usize;
+    if h.history_slots == 0 || h.history_slots > MAX_HISTORY_SLOTS {
+        return Err("history slot count out of range".into());
+    }
+    if g.history_sample_size < size_of::<HistorySample>() || g.history_sample_size % 8 != 0 {
+        return Err("history sample misaligned or too small".into());
+    }
+    // The sample size and slot count are bounded u32s, so this cannot overflow.
+    let needed = size_of::<HistoryHead>() + g.history_sample_size * g.history_slots;
+    if g.history_ring_size < needed || g.history_ring_size % 8 != 0 {
+        return Err("history ring misaligned or too small for its samples".into());
+    }
+    if g.history_offset % 8 != 0 || g.history_offset < size_of::<StaticHeader>() {
+        return Err("history region misaligned or overlapping the static header".into());
+    }
+    let end = g
+        .history_ring_size
+        .checked_mul(g.gpu_capacity)
+        .and_then(|len| len.checked_add(g.history_offset));
+    if end.is_none_or(|end| end > mapped_len) {
+        return Err("history region lies outside the segment".into());
+    }
+    Ok(g)
 }
 
 fn to_usize(v: u64) -> usize {
@@ -257,6 +341,42 @@ mod tests {
             Geometry::validate("t", &h, g.segment_size),
             Err(Error::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn zero_history_offset_means_no_history() {
+        let (mut g, mut h) = header();
+        h.history_offset = 0;
+        h.history_slots = 12345;
+        let found = Geometry::validate("t", &h, g.segment_size).unwrap();
+        assert!(!found.has_history());
+        g.history_offset = 0;
+        g.history_ring_size = 0;
+        g.history_slots = 0;
+        g.history_sample_size = 0;
+        assert_eq!(found, g);
+    }
+
+    #[test]
+    fn hostile_history_fields_are_corrupt() {
+        let cases: [fn(&mut StaticHeader); 7] = [
+            |h| h.history_offset = u64::MAX - 7,
+            |h| h.history_offset += 4,
+            |h| h.history_offset = 8,
+            |h| h.history_slots = u32::MAX,
+            |h| h.history_slots += 10,
+            |h| h.history_sample_size_bytes = 8,
+            |h| h.history_ring_size_bytes = u32::MAX - 7,
+        ];
+        for (i, hostile) in cases.iter().enumerate() {
+            let (g, mut h) = header();
+            hostile(&mut h);
+            let err = Geometry::validate("t", &h, g.segment_size);
+            assert!(
+                matches!(err, Err(Error::Corrupt { .. })),
+                "case {i}: {err:?}"
+            );
+        }
     }
 
     #[test]

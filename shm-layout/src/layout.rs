@@ -10,6 +10,7 @@
 //! | [`StatusRecord`] | 256         | 256                         | its own seqlock (`seq`)   |
 //! | GPU table   | 512              | `gpu_capacity` × [`GpuRecord`] | one seqlock per record |
 //! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
+//! | history (1.1) | after processes | `gpu_capacity` rings: [`HistoryHead`] + `history_slots` × [`HistorySample`] | one seqlock per ring (the head's `seq`) |
 //!
 //! Readers never hard-code these offsets: every one of them is in the static header and is
 //! checked against the mapping before use. Strings are NUL-padded UTF-8 byte arrays; an
@@ -23,7 +24,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -36,6 +37,10 @@ pub const GPU_TABLE_OFFSET: usize = 512;
 pub const DEFAULT_GPU_CAPACITY: u32 = 64;
 /// Default number of process slots.
 pub const DEFAULT_PROC_CAPACITY: u32 = 1024;
+/// History samples per GPU a writer keeps by default (ABI 1.1): five minutes at 1 s.
+pub const DEFAULT_HISTORY_SLOTS: u32 = 300;
+/// Largest history ring a reader accepts.
+pub const MAX_HISTORY_SLOTS: u32 = 65536;
 /// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.
 pub const MAX_CAPACITY: u32 = 65536;
 
@@ -80,6 +85,9 @@ pub enum GpuState {
     Error = 3,
     /// Runtime-suspended: not queried so it can sleep; values are not current.
     Suspended = 4,
+    /// Idle, and the daemon has released NVML so that runtime PM can suspend it, but it
+    /// has not suspended yet: not queried; values are not current.
+    Idle = 5,
 }
 
 impl GpuState {
@@ -91,6 +99,7 @@ impl GpuState {
             2 => Self::Lost,
             3 => Self::Error,
             4 => Self::Suspended,
+            5 => Self::Idle,
             _ => return None,
         })
     }
@@ -103,6 +112,7 @@ impl GpuState {
             Self::Lost => "lost",
             Self::Error => "error",
             Self::Suspended => "suspended",
+            Self::Idle => "idle",
         }
     }
 }
@@ -141,8 +151,20 @@ pub struct StaticHeader {
     pub proc_capacity: u32,
     /// Offset of the generation word.
     pub generation_offset: u64,
+    /// Offset of the history region (ABI 1.1): one ring per GPU slot, each
+    /// `history_ring_size_bytes` long. 0 means "no history" (a 1.0 writer).
+    pub history_offset: u64,
+    /// Size of one GPU's ring in bytes: [`HistoryHead`] and `history_slots` samples,
+    /// rounded up to a multiple of 128 (ABI 1.1).
+    pub history_ring_size_bytes: u32,
+    /// Samples per ring (ABI 1.1).
+    pub history_slots: u32,
+    /// Size of one [`HistorySample`] in bytes (ABI 1.1).
+    pub history_sample_size_bytes: u32,
+    /// Zero.
+    pub reserved1: u32,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 2],
 }
 
 /// Validity bits of [`StatusRecord::valid`].
@@ -245,6 +267,24 @@ pub mod gpu_valid {
     pub const ECC_UNCORRECTED: u64 = 1 << 26;
     /// `process_count` and this GPU's process slots (the process list was readable).
     pub const PROCESSES: u64 = 1 << 27;
+    /// `gpm_interval_ns`: GPM metrics were computed this period (ABI 1.1). Each GPM value
+    /// below has its own bit as well, since a GPU may support only some of them.
+    pub const GPM: u64 = 1 << 28;
+    /// `gpm_sm_activity_centipct` (ABI 1.1).
+    pub const GPM_SM_ACTIVITY: u64 = 1 << 29;
+    /// `gpm_sm_occupancy_centipct` (ABI 1.1).
+    pub const GPM_SM_OCCUPANCY: u64 = 1 << 30;
+    /// `gpm_tensor_activity_centipct` (ABI 1.1).
+    pub const GPM_TENSOR_ACTIVITY: u64 = 1 << 31;
+    /// `gpm_dram_bw_util_centipct` (ABI 1.1).
+    pub const GPM_DRAM_BW: u64 = 1 << 32;
+    /// `gpm_pcie_tx_bytes_per_s` and `gpm_pcie_rx_bytes_per_s` (ABI 1.1).
+    pub const GPM_PCIE: u64 = 1 << 33;
+    /// `gpm_nvlink_tx_bytes_per_s` and `gpm_nvlink_rx_bytes_per_s` (ABI 1.1).
+    pub const GPM_NVLINK: u64 = 1 << 34;
+    /// `idle_since_mono_ns`: utilisation is known and has been 0 % since then (ABI 1.1).
+    /// Clear while the GPU is busy.
+    pub const IDLE_SINCE: u64 = 1 << 35;
 }
 
 /// One GPU, under its own seqlock. Static identity and dynamic values together.
@@ -325,10 +365,90 @@ pub struct GpuRecord {
     pub pcie_link_width: u32,
     /// Processes NVML listed on this GPU, including any that did not fit the table.
     pub process_count: u32,
+    /// GPM (Hopper and newer): time at least one warp was active on an SM, averaged over
+    /// all SMs, over the last `gpm_interval_ns`; hundredths of a percent (ABI 1.1).
+    pub gpm_sm_activity_centipct: u32,
+    /// GPM: resident warps relative to the SMs' maximum, hundredths of a percent (ABI 1.1).
+    pub gpm_sm_occupancy_centipct: u32,
+    /// GPM: time the SMs were doing any tensor-core work, hundredths of a percent
+    /// (ABI 1.1).
+    pub gpm_tensor_activity_centipct: u32,
+    /// GPM: DRAM bandwidth used relative to the peak, hundredths of a percent (ABI 1.1).
+    pub gpm_dram_bw_util_centipct: u32,
     /// Zero.
     pub reserved0: u32,
+    /// GPM: PCIe bytes transmitted per second (ABI 1.1).
+    pub gpm_pcie_tx_bytes_per_s: u64,
+    /// GPM: PCIe bytes received per second (ABI 1.1).
+    pub gpm_pcie_rx_bytes_per_s: u64,
+    /// GPM: NVLink bytes transmitted per second, all links (ABI 1.1).
+    pub gpm_nvlink_tx_bytes_per_s: u64,
+    /// GPM: NVLink bytes received per second, all links (ABI 1.1).
+    pub gpm_nvlink_rx_bytes_per_s: u64,
+    /// Length of the window the GPM values describe (the time between the two GPM
+    /// samples), ns (ABI 1.1).
+    pub gpm_interval_ns: u64,
+    /// `CLOCK_MONOTONIC` time of the first sample of the current run of samples with 0 %
+    /// utilisation, ns; valid only while the GPU is idle (ABI 1.1).
+    pub idle_since_mono_ns: u64,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 13],
+    pub reserved: [u64; 5],
+}
+
+/// Head of one GPU's history ring (ABI 1.1); its seqlock covers the head and every
+/// sample of the ring. Sample `i` of the ring (counting from the oldest) is in slot
+/// `(written - kept + i) % history_slots` with `kept = min(written, history_slots)`.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct HistoryHead {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Samples appended since the daemon started (the next one goes to slot
+    /// `written % history_slots`).
+    pub written: u64,
+    /// Time between two samples, ns: the sampling period, but at least one second.
+    pub step_ns: u64,
+    /// Zero; room for later minor versions.
+    pub reserved: u64,
+}
+
+/// Validity bits of [`HistorySample::valid`]. A sample of a GPU that was asleep, lost or
+/// failing has every bit clear: a gap, not zeros.
+pub mod history_valid {
+    /// `util_gpu_pct`.
+    pub const UTILIZATION: u16 = 1 << 0;
+    /// `mem_used_mib`.
+    pub const MEMORY: u16 = 1 << 1;
+    /// `power_draw_mw`.
+    pub const POWER_DRAW: u16 = 1 << 2;
+    /// `temp_gpu_c`.
+    pub const TEMPERATURE: u16 = 1 << 3;
+    /// `util_mem_pct`.
+    pub const UTIL_MEM: u16 = 1 << 4;
+}
+
+/// One history sample of one GPU (ABI 1.1): compact, 24 bytes.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct HistorySample {
+    /// `CLOCK_MONOTONIC` time the values were sampled, ns.
+    pub sample_mono_ns: u64,
+    /// Memory in use, MiB (rounded down).
+    pub mem_used_mib: u32,
+    /// Power draw, milliwatts.
+    pub power_draw_mw: u32,
+    /// GPU utilisation, percent.
+    pub util_gpu_pct: u8,
+    /// Memory controller utilisation, percent.
+    pub util_mem_pct: u8,
+    /// GPU core temperature, degrees Celsius.
+    pub temp_gpu_c: i16,
+    /// Bits from [`history_valid`].
+    pub valid: u16,
+    /// Zero.
+    pub reserved: u16,
 }
 
 /// Head of the process table; its seqlock covers the head and every slot.
@@ -341,8 +461,57 @@ pub struct ProcTableHead {
     pub count: u32,
     /// Processes that did not fit and were left out (shown as "+N more").
     pub overflow: u32,
+    /// [`ProcPolicy`] in force, as a raw value (ABI 1.1; 0 from older writers).
+    pub policy: u32,
+    /// Bits from [`proc_flags`] (ABI 1.1).
+    pub flags: u32,
+    /// Inode of the pid namespace the `pid` fields are in (`/proc/self/ns/pid` of the
+    /// daemon), 0 when unknown (ABI 1.1).
+    pub pid_ns_inode: u64,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 14],
+    pub reserved: [u64; 12],
+}
+
+/// How much the daemon publishes about each process; [`ProcTableHead::policy`].
+///
+/// The segment is world-readable, so the daemon never publishes more than `/proc` shows
+/// every user: with `hidepid` on `/proc` the default is [`ProcPolicy::Basic`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ProcPolicy {
+    /// Everything: user, command line, CPU, host memory, container.
+    Full = 1,
+    /// Only what NVML shows every user: pid, GPU memory and utilisation, kind, MIG ids.
+    Basic = 2,
+    /// No process slots at all (the per-GPU process count stays).
+    None = 3,
+}
+
+impl ProcPolicy {
+    /// Decodes the raw word; unknown values (and 0, from a 1.0 writer) are `None`.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            1 => Self::Full,
+            2 => Self::Basic,
+            3 => Self::None,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Basic => "basic",
+            Self::None => "none",
+        }
+    }
+}
+
+/// Bits of [`ProcTableHead::flags`].
+pub mod proc_flags {
+    /// `/proc` is mounted with `hidepid`: users cannot see each other's processes.
+    pub const HIDEPID: u32 = 1 << 0;
 }
 
 /// Process kinds of [`ProcRecord::kind`] (bit set).
@@ -361,17 +530,34 @@ pub mod proc_valid {
     pub const USER: u64 = 1 << 1;
     /// `command`.
     pub const COMMAND: u64 = 1 << 2;
+    /// `cmdline` and `cmdline_len` (ABI 1.1).
+    pub const CMDLINE: u64 = 1 << 3;
+    /// `sm_util_pct`, `mem_util_pct`, `enc_util_pct`, `dec_util_pct` (ABI 1.1).
+    pub const GPU_UTIL: u64 = 1 << 4;
+    /// `cpu_centipct` (ABI 1.1).
+    pub const CPU: u64 = 1 << 5;
+    /// `host_rss_bytes` (ABI 1.1).
+    pub const HOST_MEMORY: u64 = 1 << 6;
+    /// `start_unix_ns` (ABI 1.1).
+    pub const START_TIME: u64 = 1 << 7;
+    /// `ns_pid` and `pid_ns_inode` (ABI 1.1).
+    pub const NAMESPACE: u64 = 1 << 8;
+    /// `container_runtime` and `container_id`, and `pod_uid` when non-empty (ABI 1.1).
+    pub const CONTAINER: u64 = 1 << 9;
 }
 
 /// One process on one GPU (a process on two GPUs has two slots).
+///
+/// The first 128 bytes are ABI 1.0; the rest was added in 1.1. A reader facing a 1.0
+/// writer's 128-byte records sees the new fields as zero with their validity bits clear.
 #[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct ProcRecord {
     /// NVML index of the GPU.
     pub gpu_index: u32,
-    /// Host process id.
+    /// Host process id (in the namespace of [`ProcTableHead::pid_ns_inode`]).
     pub pid: u32,
-    /// Owner's user id.
+    /// Owner's real user id.
     pub uid: u32,
     /// Bits from [`proc_kind`].
     pub kind: u32,
@@ -385,10 +571,42 @@ pub struct ProcRecord {
     pub compute_instance_id: u32,
     /// Owner's user name.
     pub user: [u8; 32],
-    /// Command name (`/proc/PID/comm`).
+    /// Command name: `basename(argv[0])`, else `/proc/PID/comm`.
     pub command: [u8; 32],
-    /// Zero; room for later minor versions.
+    /// Zero (end of ABI 1.0).
     pub reserved: [u64; 3],
+    /// The pid inside the process's own (innermost) pid namespace.
+    pub ns_pid: u32,
+    /// SM (3D/compute) utilisation by this process over the last period, percent.
+    pub sm_util_pct: u32,
+    /// Frame-buffer memory utilisation by this process, percent.
+    pub mem_util_pct: u32,
+    /// Encoder utilisation by this process, percent.
+    pub enc_util_pct: u32,
+    /// Decoder utilisation by this process, percent.
+    pub dec_util_pct: u32,
+    /// CPU time used over the last period, in hundredths of a percent of one core.
+    pub cpu_centipct: u32,
+    /// Resident host memory, bytes.
+    pub host_rss_bytes: u64,
+    /// When the process started, Unix epoch ns.
+    pub start_unix_ns: u64,
+    /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`).
+    pub pid_ns_inode: u64,
+    /// Length in bytes of the whole command line; `cmdline` holds at most its first
+    /// 327 bytes, so a larger value means it was truncated.
+    pub cmdline_len: u32,
+    /// Zero.
+    pub reserved1: u32,
+    /// Container runtime from the cgroup path: "docker", "containerd", "cri-o",
+    /// "podman", "lxc", "kubepods" (a pod whose runtime is unknown).
+    pub container_runtime: [u8; 16],
+    /// Container id (lower-case hex, usually 64 digits), NUL-terminated.
+    pub container_id: [u8; 72],
+    /// Kubernetes pod uid (`8-4-4-4-12` hex), empty when not in a pod.
+    pub pod_uid: [u8; 40],
+    /// The command line: arguments separated by NUL bytes, NUL-terminated.
+    pub cmdline: [u8; 328],
 }
 
 macro_rules! zeroed_default {
@@ -407,5 +625,6 @@ zeroed_default!(
     StatusRecord,
     GpuRecord,
     ProcTableHead,
-    ProcRecord
+    ProcRecord,
+    HistoryHead
 );

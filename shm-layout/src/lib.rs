@@ -24,6 +24,8 @@ pub mod seqlock;
 #[cfg(not(loom))]
 pub mod error;
 #[cfg(not(loom))]
+pub mod futex;
+#[cfg(not(loom))]
 pub mod geometry;
 #[cfg(not(loom))]
 pub mod layout;
@@ -31,6 +33,8 @@ pub mod layout;
 pub mod mapping;
 #[cfg(not(loom))]
 pub mod pin;
+#[cfg(not(loom))]
+pub mod procfs;
 #[cfg(not(loom))]
 pub mod reader;
 #[cfg(not(loom))]
@@ -44,12 +48,13 @@ pub use error::{Error, Untrusted};
 pub use geometry::Geometry;
 #[cfg(not(loom))]
 pub use layout::{
-    DaemonState, GpuRecord, GpuState, ProcRecord, StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
+    DaemonState, GpuRecord, GpuState, HistorySample, ProcPolicy, ProcRecord, StaticHeader,
+    StatusRecord, ABI_MAJOR, ABI_MINOR,
 };
 #[cfg(not(loom))]
-pub use reader::{Liveness, Segment, Snapshot};
+pub use reader::{History, Liveness, Segment, Snapshot};
 #[cfg(not(loom))]
-pub use writer::{Options, Publisher};
+pub use writer::{Options, ProcContext, Publisher};
 
 /// Segment name used when neither `--shm` nor `GPUPEEK_SHM` says otherwise.
 pub const DEFAULT_NAME: &str = "gpupeek";

@@ -5,7 +5,9 @@
 //! moved without updating this file fails to compile. The same table, rendered by
 //! [`describe`], is compared with a golden file in the tests and documents the layout.
 
-use crate::layout::{GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord};
+use crate::layout::{
+    GpuRecord, HistoryHead, HistorySample, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+};
 
 /// Size of the type a field accessor returns; used to size fields in `const` context.
 const fn size_of_field<T, F>(_accessor: fn(&T) -> &F) -> usize {
@@ -30,7 +32,9 @@ pin_layout!(StaticHeader, size = 128, {
     magic: 0, abi_major: 8, abi_minor: 12, segment_size_bytes: 16, epoch: 24,
     writer_pid: 32, status_size_bytes: 36, status_offset: 40, gpu_table_offset: 48,
     gpu_record_size_bytes: 56, gpu_capacity: 60, proc_table_offset: 64,
-    proc_record_size_bytes: 72, proc_capacity: 76, generation_offset: 80, reserved: 88,
+    proc_record_size_bytes: 72, proc_capacity: 76, generation_offset: 80, history_offset: 88,
+    history_ring_size_bytes: 96, history_slots: 100, history_sample_size_bytes: 104,
+    reserved1: 108, reserved: 112,
 });
 
 pin_layout!(StatusRecord, size = 256, {
@@ -49,17 +53,38 @@ pin_layout!(GpuRecord, size = 512, {
     power_limit_mw: 356, clock_graphics_mhz: 360, clock_sm_mhz: 364, clock_mem_mhz: 368,
     clock_graphics_max_mhz: 372, clock_sm_max_mhz: 376, clock_mem_max_mhz: 380,
     pcie_tx_kbytes_per_s: 384, pcie_rx_kbytes_per_s: 388, pcie_link_gen: 392,
-    pcie_link_width: 396, process_count: 400, reserved0: 404, reserved: 408,
+    pcie_link_width: 396, process_count: 400, gpm_sm_activity_centipct: 404,
+    gpm_sm_occupancy_centipct: 408, gpm_tensor_activity_centipct: 412,
+    gpm_dram_bw_util_centipct: 416, reserved0: 420, gpm_pcie_tx_bytes_per_s: 424,
+    gpm_pcie_rx_bytes_per_s: 432, gpm_nvlink_tx_bytes_per_s: 440,
+    gpm_nvlink_rx_bytes_per_s: 448, gpm_interval_ns: 456, idle_since_mono_ns: 464,
+    reserved: 472,
 });
 
 pin_layout!(ProcTableHead, size = 128, {
-    seq: 0, count: 8, overflow: 12, reserved: 16,
+    seq: 0, count: 8, overflow: 12, policy: 16, flags: 20, pid_ns_inode: 24, reserved: 32,
 });
 
-pin_layout!(ProcRecord, size = 128, {
+pin_layout!(ProcRecord, size = 640, {
     gpu_index: 0, pid: 4, uid: 8, kind: 12, valid: 16, gpu_mem_bytes: 24,
     gpu_instance_id: 32, compute_instance_id: 36, user: 40, command: 72, reserved: 104,
+    ns_pid: 128, sm_util_pct: 132, mem_util_pct: 136, enc_util_pct: 140,
+    dec_util_pct: 144, cpu_centipct: 148, host_rss_bytes: 152, start_unix_ns: 160,
+    pid_ns_inode: 168, cmdline_len: 176, reserved1: 180, container_runtime: 184,
+    container_id: 200, pod_uid: 272, cmdline: 312,
 });
+
+pin_layout!(HistoryHead, size = 32, {
+    seq: 0, written: 8, step_ns: 16, reserved: 24,
+});
+
+pin_layout!(HistorySample, size = 24, {
+    sample_mono_ns: 0, mem_used_mib: 8, power_draw_mw: 12, util_gpu_pct: 16,
+    util_mem_pct: 17, temp_gpu_c: 18, valid: 20, reserved: 22,
+});
+
+/// Size of a 1.0 process record: the smallest a reader accepts.
+pub const PROC_RECORD_V1_0_SIZE: usize = 128;
 
 /// A field as (name, offset in bytes, size in bytes).
 pub type Field = (&'static str, usize, usize);
@@ -67,7 +92,7 @@ pub type Field = (&'static str, usize, usize);
 /// The whole ABI as text: one block per record, one `offset size name` line per field.
 /// The golden test compares this with `tests/layout-v1.golden`; the man page shows it.
 pub fn describe() -> String {
-    let records: [(&str, usize, &[Field]); 5] = [
+    let records: [(&str, usize, &[Field]); 7] = [
         (
             "StaticHeader",
             size_of::<StaticHeader>(),
@@ -85,6 +110,12 @@ pub fn describe() -> String {
             ProcTableHead::FIELDS,
         ),
         ("ProcRecord", size_of::<ProcRecord>(), ProcRecord::FIELDS),
+        ("HistoryHead", size_of::<HistoryHead>(), HistoryHead::FIELDS),
+        (
+            "HistorySample",
+            size_of::<HistorySample>(),
+            HistorySample::FIELDS,
+        ),
     ];
     let mut out = String::new();
     for (name, size, fields) in records {

@@ -12,12 +12,13 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::error::Error;
 use crate::geometry::Geometry;
 use crate::layout::{
-    DaemonState, GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    DaemonState, GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead,
+    StaticHeader, StatusRecord,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock::{self, Stale};
@@ -33,6 +34,8 @@ const SNAPSHOT_ATTEMPTS: u32 = 8;
 #[derive(Debug)]
 pub struct Segment {
     name: String,
+    /// Device and inode of the object mapped, to tell when the name is re-created.
+    identity: (u64, u64),
     map: Mapping,
     geometry: Geometry,
     header: StaticHeader,
@@ -59,10 +62,12 @@ impl Segment {
             return Err(Error::corrupt(name, format!("implausible size {len}")));
         }
         let map = Mapping::new(name, &fd, len, false)?;
+        let identity = (st.st_dev, st.st_ino);
         let header = read_static_header(map.words());
         let geometry = Geometry::validate(name, &header, map.len())?;
         Ok(Segment {
             name: name.to_owned(),
+            identity,
             map,
             geometry,
             header,
@@ -94,6 +99,33 @@ impl Segment {
         g
     }
 
+    /// Sleeps until the generation moves past `seen` (the daemon wakes every waiter
+    /// after each publish, see [`crate::futex`]) or `timeout` passes; returns the
+    /// generation then. No polling: the process uses no CPU while it sleeps.
+    pub fn wait_generation(&self, seen: u64, timeout: std::time::Duration) -> u64 {
+        let word = self.geometry.generation(self.map.words());
+        if word.load(Ordering::Relaxed) == seen {
+            crate::futex::wait(word, seen, timeout);
+        }
+        self.generation()
+    }
+
+    /// The epoch in the mapping now: a daemon that takes the segment over in place
+    /// writes a new one (the [`Segment::header`] keeps the one seen at open).
+    pub fn current_epoch(&self) -> u64 {
+        let index = std::mem::offset_of!(StaticHeader, epoch) / 8;
+        self.map.words()[index].load(Ordering::Relaxed)
+    }
+
+    /// True when the name no longer refers to the object this reader mapped: removed,
+    /// or re-created by a restarted daemon (reopen to follow the new one).
+    pub fn replaced(&self) -> bool {
+        let Ok(fd) = mapping::open(&self.name, OFlag::O_RDONLY, Mode::empty()) else {
+            return true;
+        };
+        mapping::fstat(&self.name, &fd).map_or(true, |st| (st.st_dev, st.st_ino) != self.identity)
+    }
+
     /// The status record alone (cheap liveness check).
     pub fn status(&self) -> Result<StatusRecord, Error> {
         let mut status = StatusRecord::new_zeroed();
@@ -111,6 +143,7 @@ impl Segment {
             gpus: Vec::new(),
             processes: Vec::new(),
             proc_overflow: 0,
+            proc_head: ProcTableHead::new_zeroed(),
             generation: 0,
             consistent: false,
         };
@@ -150,18 +183,19 @@ impl Segment {
             self.load_processes(words, head_block, &mut snap.processes)
         })
         .map_err(|Stale| self.stale("process table"))?;
-        snap.proc_overflow = result?;
+        snap.proc_head = result?;
+        snap.proc_overflow = snap.proc_head.overflow;
         Ok(())
     }
 
-    /// Loads the process table head and its used slots; returns the overflow count.
+    /// Loads the process table head and its used slots; returns the head.
     /// Runs inside a seqlock attempt: it may see a torn image, which the caller rejects.
     fn load_processes(
         &self,
         words: &[AtomicU64],
         head_block: &[AtomicU64],
         out: &mut Vec<ProcRecord>,
-    ) -> Result<u32, Error> {
+    ) -> Result<ProcTableHead, Error> {
         let mut head = ProcTableHead::new_zeroed();
         seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
         out.clear();
@@ -173,7 +207,39 @@ impl Segment {
             seqlock::load_words(self.geometry.proc_slot(words, slot), rec.as_mut_bytes());
             out.push(rec);
         }
-        Ok(head.overflow)
+        Ok(head)
+    }
+
+    /// GPU slot `slot`'s history, oldest sample first; `None` when the segment has no
+    /// history region (a 1.0 writer) or `slot` is beyond the GPU capacity.
+    pub fn history(&self, slot: usize) -> Result<Option<History>, Error> {
+        let g = &self.geometry;
+        if !g.has_history() || slot >= g.gpu_capacity {
+            return Ok(None);
+        }
+        let ring = g.history(self.map.words(), slot);
+        let mut raw = vec![0u8; g.history_ring_size];
+        let (_, head) = seqlock::read_with(&ring[0], || {
+            seqlock::load_words(&ring[1..], &mut raw[8..]);
+            let mut head = HistoryHead::new_zeroed();
+            head.as_mut_bytes()[8..].copy_from_slice(&raw[8..size_of::<HistoryHead>()]);
+            head
+        })
+        .map_err(|Stale| self.stale("history ring"))?;
+        let slots = g.history_slots as u64;
+        let kept = head.written.min(slots);
+        let samples = (head.written - kept..head.written)
+            .map(|n| {
+                let at = size_of::<HistoryHead>() + (n % slots) as usize * g.history_sample_size;
+                let bytes = &raw[at..at + size_of::<HistorySample>()];
+                HistorySample::read_from_bytes(bytes).unwrap_or_default()
+            })
+            .collect();
+        Ok(Some(History {
+            step_ns: head.step_ns,
+            written: head.written,
+            samples,
+        }))
     }
 
     /// GPU slot `slot` copied with no sequence check at all: the control reader of the
@@ -203,6 +269,18 @@ fn read_static_header(words: &[AtomicU64]) -> StaticHeader {
     header
 }
 
+/// A private copy of one GPU's history ring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    /// Time between two samples, ns.
+    pub step_ns: u64,
+    /// Samples appended since the daemon started (more than `samples.len()` once the
+    /// ring has wrapped).
+    pub written: u64,
+    /// The samples still in the ring, oldest first.
+    pub samples: Vec<HistorySample>,
+}
+
 /// A private copy of everything a daemon published.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -216,6 +294,8 @@ pub struct Snapshot {
     pub processes: Vec<ProcRecord>,
     /// Processes left out of the table for lack of slots.
     pub proc_overflow: u32,
+    /// The process table head: policy, flags and pid namespace of the table.
+    pub proc_head: ProcTableHead,
     /// Generation the snapshot was taken at.
     pub generation: u64,
     /// All records come from the same publish.
@@ -270,6 +350,11 @@ impl Snapshot {
             },
             _ => Liveness::Starting,
         }
+    }
+
+    /// How much the daemon publishes about processes; `None` from a 1.0 daemon.
+    pub fn proc_policy(&self) -> Option<ProcPolicy> {
+        ProcPolicy::from_raw(self.proc_head.policy)
     }
 
     /// Processes on the GPU with NVML index `gpu_index`.

@@ -19,10 +19,49 @@ pub fn encode(dst: &mut [u8], s: &str) {
 /// Decodes a NUL-padded field into a printable string.
 pub fn decode(src: &[u8]) -> String {
     let end = src.iter().position(|&b| b == 0).unwrap_or(src.len());
-    String::from_utf8_lossy(&src[..end])
+    printable(&src[..end])
+}
+
+fn printable(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
+}
+
+/// Copies a raw command line (`/proc/PID/cmdline`: arguments each followed by a NUL) into
+/// `dst`, keeping a terminating NUL and not splitting a UTF-8 sequence, and zero-fills the
+/// rest. Returns the length of the whole command line without its trailing NULs, which
+/// is larger than what was kept when it was truncated.
+pub fn encode_argv(dst: &mut [u8], raw: &[u8]) -> u32 {
+    dst.fill(0);
+    let len = raw.iter().rposition(|&b| b != 0).map_or(0, |last| last + 1);
+    let mut end = len.min(dst.len().saturating_sub(1));
+    if end < len {
+        // Back off to the start of a UTF-8 sequence so the cut leaves no partial character.
+        while end > 0 && (raw[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+    }
+    dst[..end].copy_from_slice(&raw[..end]);
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// Decodes a command line stored by [`encode_argv`] into printable arguments. `len` is
+/// the recorded length of the whole command line; when the stored copy is shorter, the
+/// last argument ends in `…`. Returns no arguments for an empty command line.
+pub fn decode_argv(src: &[u8], len: u32) -> Vec<String> {
+    let stored = src.iter().rposition(|&b| b != 0).map_or(0, |last| last + 1);
+    if stored == 0 {
+        return Vec::new();
+    }
+    let mut args: Vec<String> = src[..stored].split(|&b| b == 0).map(printable).collect();
+    if (len as usize) > stored {
+        if let Some(last) = args.last_mut() {
+            last.push('…');
+        }
+    }
+    args
 }
 
 #[cfg(test)]
@@ -35,6 +74,21 @@ mod tests {
         encode(&mut buf, "héllo!");
         assert_eq!(&buf, b"h\xc3\xa9ll\0");
         assert_eq!(decode(&buf), "héll");
+    }
+
+    #[test]
+    fn argv_round_trips_and_marks_truncation() {
+        let mut buf = [0xffu8; 16];
+        assert_eq!(encode_argv(&mut buf, b"python\0train.py\0\0"), 15);
+        assert_eq!(decode_argv(&buf, 15), ["python", "train.py"]);
+
+        let mut small = [0u8; 10];
+        let len = encode_argv(&mut small, "python\0t\u{e9}s\0".as_bytes());
+        assert_eq!(len, 11);
+        // 9 bytes fit; the cut would split "é", so it keeps 8 and marks the cut.
+        assert_eq!(decode_argv(&small, len), ["python", "t…"]);
+        assert_eq!(decode_argv(&[0u8; 8], 0), Vec::<String>::new());
+        assert_eq!(decode_argv(b"a\x1b[2J\0b\0\0", 7), ["a?[2J", "b"]);
     }
 
     #[test]

@@ -34,8 +34,8 @@ use zerocopy::IntoBytes;
 use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
-    GpuRecord, ProcRecord, ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY,
-    DEFAULT_PROC_CAPACITY, MAGIC,
+    GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader,
+    StatusRecord, DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -190,17 +190,20 @@ impl Publisher {
         });
     }
 
-    /// Publishes the process table. Processes beyond the capacity are left out and
-    /// counted in the head's `overflow`.
-    pub fn write_processes(&self, processes: &[ProcRecord]) {
+    /// Publishes the process table under `context`. Processes beyond the capacity are
+    /// left out and counted in the head's `overflow`.
+    pub fn write_processes(&self, context: &ProcContext, processes: &[ProcRecord]) {
         let words = self.map.words();
         let stored = processes.len().min(self.geometry.proc_capacity);
-        let left_out = (processes.len() - stored) as u32;
+        let left_out = u32::try_from(processes.len() - stored).unwrap_or(u32::MAX);
         let head = ProcTableHead {
             seq: 0,
             count: stored as u32,
             overflow: left_out,
-            reserved: [0; 14],
+            policy: context.policy as u32,
+            flags: context.flags,
+            pid_ns_inode: context.pid_ns_inode,
+            reserved: [0; 12],
         };
         let head_block = self.geometry.proc_head(words);
         seqlock::write_with(&head_block[0], || {
@@ -211,12 +214,40 @@ impl Publisher {
         });
     }
 
+    /// Appends `sample` to GPU slot `slot`'s history ring (overwriting the oldest once
+    /// the ring is full) and records `step_ns`. Does nothing on a segment without
+    /// history or for a slot beyond the GPU capacity.
+    pub fn append_history(&self, slot: usize, step_ns: u64, sample: &HistorySample) {
+        let g = &self.geometry;
+        if !g.has_history() || slot >= g.gpu_capacity {
+            return;
+        }
+        let ring = g.history(self.map.words(), slot);
+        let written_word = offset_of!(HistoryHead, written) / 8;
+        let written = ring[written_word].load(Ordering::Relaxed);
+        let index = (written % g.history_slots as u64) as usize;
+        let start = (size_of::<HistoryHead>() + index * g.history_sample_size) / 8;
+        let sample_words = &ring[start..start + size_of::<HistorySample>() / 8];
+        let head = HistoryHead {
+            seq: 0,
+            written: written + 1,
+            step_ns,
+            reserved: 0,
+        };
+        seqlock::write_with(&ring[0], || {
+            seqlock::store_words(sample_words, sample.as_bytes());
+            seqlock::store_words(&ring[1..], &head.as_bytes()[8..]);
+        });
+    }
+
     /// Marks the end of a complete publish; returns the new generation.
     pub fn bump_generation(&self) -> u64 {
         let word = self.geometry.generation(self.map.words());
         let next = word.load(Ordering::Relaxed) + 1;
         // Release: every record store of this publish happens before the new generation.
         word.store(next, Ordering::Release);
+        // Followers sleep on the word (`Segment::wait_generation`) instead of polling.
+        crate::futex::wake_all(word);
         next
     }
 }
@@ -337,6 +368,17 @@ fn owner_pid(name: &str) -> Option<u32> {
     let mut pid = [0u8; 4];
     pid.copy_from_slice(&word.to_ne_bytes()[..4]);
     Some(u32::from_ne_bytes(pid)).filter(|&pid| pid != 0)
+}
+
+/// What the process table head says about every process in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcContext {
+    /// How much is published about each process.
+    pub policy: ProcPolicy,
+    /// Bits from [`crate::layout::proc_flags`].
+    pub flags: u32,
+    /// Inode of the pid namespace the pids are in (0 when unknown).
+    pub pid_ns_inode: u64,
 }
 
 /// Removes the name; other processes' mappings stay valid.

@@ -2,9 +2,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use gpupeek_shm::layout::{gpu_valid, DaemonState};
+use gpupeek_shm::layout::{gpu_valid, proc_flags, DaemonState};
 use gpupeek_shm::{
-    text, Error, GpuRecord, Options, ProcRecord, Publisher, Segment, StatusRecord, Untrusted,
+    text, Error, GpuRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment,
+    StatusRecord, Untrusted,
 };
 use zerocopy::FromZeros;
 
@@ -66,7 +67,12 @@ fn published_records_read_back_in_a_snapshot() {
     publisher.write_gpu(0, &gpu);
     let mut p = ProcRecord::new_zeroed();
     p.pid = 42;
-    publisher.write_processes(&[p; 10]);
+    let context = ProcContext {
+        policy: ProcPolicy::Basic,
+        flags: proc_flags::HIDEPID,
+        pid_ns_inode: 4026531836,
+    };
+    publisher.write_processes(&context, &[p; 10]);
     publisher.set_status(&live_status(1));
     publisher.bump_generation();
 
@@ -83,6 +89,9 @@ fn published_records_read_back_in_a_snapshot() {
         snap.proc_overflow, 2,
         "the rest is counted, not dropped silently"
     );
+    assert_eq!(snap.proc_policy(), Some(ProcPolicy::Basic));
+    assert_eq!(snap.proc_head.flags, proc_flags::HIDEPID);
+    assert_eq!(snap.proc_head.pid_ns_inode, 4026531836);
     assert_eq!(
         snap.liveness(gpupeek_shm::mono_now_ns()),
         gpupeek_shm::Liveness::Live

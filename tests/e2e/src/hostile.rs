@@ -20,7 +20,10 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use gpupeek_shm::layout::{DaemonState, GpuState};
-use gpupeek_shm::{text, Error, GpuRecord, Options, ProcRecord, Publisher, Segment, StatusRecord};
+use gpupeek_shm::{
+    text, Error, GpuRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment,
+    StatusRecord,
+};
 
 /// Size of the static header, in bytes.
 const HEADER_BYTES: usize = 128;
@@ -76,7 +79,12 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
             p
         })
         .collect();
-    publisher.write_processes(&processes);
+    let context = ProcContext {
+        policy: ProcPolicy::Full,
+        flags: 0,
+        pid_ns_inode: 0,
+    };
+    publisher.write_processes(&context, &processes);
     let mut status = StatusRecord {
         state: DaemonState::Live as u32,
         gpu_count: gpus,

@@ -78,6 +78,8 @@ impl Sandbox {
         let id = format!("gpupeek-e2e-{}-{n}-{tag}", std::process::id());
         let dir = std::env::temp_dir().join(&id);
         std::fs::create_dir_all(dir.join("calls")).unwrap();
+        // An empty fake sysfs, so no test sees the real GPUs of the machine it runs on.
+        std::fs::create_dir_all(dir.join("sys/bus/pci/devices")).unwrap();
         Sandbox {
             shm: id,
             dir,
@@ -126,19 +128,66 @@ impl Sandbox {
         calls
     }
 
-    /// Starts gpupeekd on the fake NVML with this sandbox's scenario and segment.
+    /// Starts gpupeekd on the fake NVML with this sandbox's scenario, segment and fake
+    /// sysfs.
     pub fn start_daemon(&self, interval: &str) -> Daemon {
-        self.spawn_daemon(self.daemon_command(interval))
+        self.start_daemon_with(interval, &[])
+    }
+
+    /// [`Sandbox::start_daemon`] with more flags.
+    pub fn start_daemon_with(&self, interval: &str, flags: &[&str]) -> Daemon {
+        self.launch_daemon(interval, flags, &[], false)
+    }
+
+    /// [`Sandbox::start_daemon`] with more flags and environment variables.
+    pub fn start_daemon_env(
+        &self,
+        interval: &str,
+        flags: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Daemon {
+        self.launch_daemon(interval, flags, env, false)
+    }
+
+    /// [`Sandbox::start_daemon_with`] in a private mount namespace whose `/proc` is
+    /// mounted `hidepid=invisible` (needs root).
+    pub fn start_daemon_in_hidepid(&self, interval: &str, flags: &[&str]) -> Daemon {
+        self.launch_daemon(interval, flags, &[], true)
+    }
+
+    fn launch_daemon(
+        &self,
+        interval: &str,
+        flags: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        hidepid: bool,
+    ) -> Daemon {
+        self.spawn_daemon(self.daemon_cmd(interval, flags, env, hidepid))
     }
 
     /// The command [`Self::start_daemon`] runs, to add to before [`Self::spawn_daemon`].
     pub fn daemon_command(&self, interval: &str) -> Command {
-        let mut cmd = Command::new(&bins().daemon);
+        self.daemon_cmd(interval, &[], &[], false)
+    }
+
+    fn daemon_cmd(
+        &self,
+        interval: &str,
+        flags: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        hidepid: bool,
+    ) -> Command {
+        let mut cmd = in_hidepid_proc(hidepid, None, &bins().daemon);
         cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
+            .envs(env.iter().copied())
             .arg("--nvml-lib")
             .arg(&bins().fake_nvml)
+            .arg("--sysfs-root")
+            .arg(self.sysfs_root())
+            .args(flags)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
+            .env("FAKE_NVML_SYSFS_ROOT", self.sysfs_root())
             .env("GPUPEEK_LOCK_DIR", &self.dir);
         cmd
     }
@@ -147,22 +196,83 @@ impl Sandbox {
     pub fn spawn_daemon(&self, mut cmd: Command) -> Daemon {
         let n = self.daemons_started.replace(self.daemons_started.get() + 1);
         let log = self.dir.join(format!("daemon-{n}.log"));
-        let child = cmd
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("gpupeekd starts");
+            .stderr(std::fs::File::create(&log).unwrap());
+        let child = cmd.spawn().expect("gpupeekd starts");
         Daemon {
             child: Some(child),
             log,
         }
     }
 
+    /// Runs gpupeek against this sandbox's segment as user `uid` (and its group), in a
+    /// private mount namespace with a `hidepid` `/proc` when `hidepid` is set.
+    pub fn client_as(&self, uid: u32, hidepid: bool, args: &[&str]) -> Output {
+        let mut cmd = in_hidepid_proc(hidepid, Some(uid), &bins().client);
+        cmd.arg("--shm").arg(&self.shm).args(args);
+        run_with_watchdog(cmd)
+    }
+
+    /// The fake sysfs root the daemon is started with (`--sysfs-root`).
+    pub fn sysfs_root(&self) -> PathBuf {
+        self.dir.join("sys")
+    }
+
+    /// Adds an NVIDIA GPU bound to the nvidia driver to the fake sysfs, at `address`
+    /// as sysfs spells it (`0000:01:00.0`), with its runtime PM state.
+    pub fn add_sysfs_gpu(&self, address: &str, runtime_status: &str, control: &str) {
+        let root = self.sysfs_root();
+        let driver = root.join("bus/pci/drivers/nvidia");
+        let dir = root.join("bus/pci/devices").join(address);
+        std::fs::create_dir_all(&driver).unwrap();
+        std::fs::create_dir_all(dir.join("power")).unwrap();
+        std::fs::write(dir.join("vendor"), "0x10de\n").unwrap();
+        std::fs::write(dir.join("class"), "0x030200\n").unwrap();
+        std::os::unix::fs::symlink(driver, dir.join("driver")).unwrap();
+        self.set_runtime_pm(address, runtime_status, control);
+    }
+
+    /// Sets a fake sysfs GPU's `power/runtime_status` and `power/control` (each file
+    /// replaced atomically, status first).
+    pub fn set_runtime_pm(&self, address: &str, runtime_status: &str, control: &str) {
+        let power = self
+            .sysfs_root()
+            .join("bus/pci/devices")
+            .join(address)
+            .join("power");
+        for (file, value) in [("runtime_status", runtime_status), ("control", control)] {
+            let tmp = power.join(format!("{file}.tmp"));
+            std::fs::write(&tmp, format!("{value}\n")).unwrap();
+            std::fs::rename(tmp, power.join(file)).unwrap();
+        }
+    }
+
+    /// Every line of process `pid`'s fake-NVML calls file (`total`, `open_handles`,
+    /// `suspended_gpu_calls`, one per function), or `None` when it made no NVML call.
+    pub fn nvml_call_file(&self, pid: u32) -> Option<BTreeMap<String, u64>> {
+        let path = self.dir.join("calls").join(format!("{pid}.calls"));
+        let text = std::fs::read_to_string(path).ok()?;
+        let lines = text.lines().filter_map(|line| {
+            let (key, value) = line.split_once(' ')?;
+            Some((key.to_owned(), value.trim().parse().ok()?))
+        });
+        Some(lines.collect())
+    }
+
     /// Runs gpupeek against this sandbox's segment.
     pub fn client(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(&bins().client);
         cmd.arg("--shm").arg(&self.shm).args(args);
+        run_with_watchdog(cmd)
+    }
+
+    /// Runs gpupeek with `args` as given (no `--shm` added: a subcommand comes first) and
+    /// these environment variables, against this sandbox's segment (`GPUPEEK_SHM`).
+    pub fn client_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(&bins().client);
+        cmd.env("GPUPEEK_SHM", &self.shm).args(args);
+        cmd.envs(env.iter().copied());
         run_with_watchdog(cmd)
     }
 
@@ -256,6 +366,50 @@ impl Drop for Daemon {
     }
 }
 
+/// A command for `program` that runs in its own mount namespace with `/proc` mounted
+/// `hidepid=invisible` when `hidepid` is set, and as `uid` (its own gid, no supplementary
+/// groups) when one is given. Uses util-linux's `unshare` and `setpriv`.
+pub fn in_hidepid_proc(hidepid: bool, uid: Option<u32>, program: &Path) -> Command {
+    if !hidepid && uid.is_none() {
+        return Command::new(program);
+    }
+    let mut script = String::new();
+    if hidepid {
+        script.push_str("mount -t proc -o hidepid=invisible proc /proc && ");
+    }
+    script.push_str("exec ");
+    if let Some(uid) = uid {
+        script.push_str(&format!(
+            "setpriv --reuid={uid} --regid={uid} --clear-groups "
+        ));
+    }
+    script.push_str("\"$0\" \"$@\"");
+    let mut cmd = if hidepid {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "--", "sh", "-c"]);
+        cmd
+    } else {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c");
+        cmd
+    };
+    cmd.arg(script).arg(program);
+    cmd
+}
+
+/// Whether tests that need root can run; in CI (where they must) not being root fails.
+pub fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} needs root, and CI must run it"
+    );
+    eprintln!("skipped {test}: needs root");
+    false
+}
+
 /// Polls `done` until it holds; fails the test (with the daemon's log) after [`WATCHDOG`].
 pub fn wait_for(what: &str, daemon: &Daemon, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + WATCHDOG;
@@ -300,20 +454,6 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// True if the test may go on with what needs root. Elsewhere it prints why it skips,
-/// except in CI (`CI` set), where a test that needs root must not pass by skipping.
-pub fn root_or_skip(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} needs root, and CI must run it"
-    );
-    eprintln!("skipped {test}: needs root");
-    false
-}
-
 /// Asserts that a command failed with `code` and said why in exactly one line, without
 /// a panic and without writing to stdout.
 pub fn assert_one_line_failure(out: &Output, code: i32, what: &str) {
@@ -327,4 +467,55 @@ pub fn assert_one_line_failure(out: &Output, code: i32, what: &str) {
     assert_eq!(err.lines().count(), 1, "{what}: stderr {err:?}");
     assert!(!err.contains("panicked"), "{what}: {err}");
     assert!(out.stdout.is_empty(), "{what}: stdout {:?}", stdout(out));
+}
+
+/// An external tool a test needs (promtool, prometheus, systemd-analyze): its path, or
+/// `None` after printing why the test is skipped. Under CI (`$CI` set) a missing tool
+/// fails the test instead, because `.ci/run` installs them.
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required under CI (apt package {package}; .ci/run installs it)"
+        );
+        eprintln!("SKIPPED: {name} not found (install the {package} package to run this test)");
+    }
+    found
+}
+
+/// A plain HTTP/1.0 GET (or another method) to a server on this machine: (status, body).
+pub fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("server accepts connections");
+    stream.set_read_timeout(Some(WATCHDOG)).unwrap();
+    write!(stream, "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or((response.as_str(), ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {head:?}"));
+    (status, body.to_owned())
+}
+
+/// A long-running child (gpupeek serve, prometheus), killed when dropped.
+pub struct Background {
+    /// The process.
+    pub child: Child,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -138,13 +138,30 @@ fn json_matches_the_scenario_with_gpustats_keys_and_units() {
         "utilization.gpu": 45, "utilization.enc": 0, "utilization.dec": 7,
         "power.draw": 123, "enforced.power.limit": 700,
         "memory.used": 10240, "memory.total": 81559,
-        "processes": [{
-            "username": me(), "command": "sleep", "full_command": null,
-            "gpu_memory_usage": 8192, "cpu_percent": null, "cpu_memory_usage": null,
-            "pid": sleeper.pid()
-        }]
     });
-    assert_eq!(gpu0, &expected);
+    let mut gpu0 = gpu0.clone();
+    let processes = gpu0.as_object_mut().unwrap().remove("processes").unwrap();
+    // gpupeek's own keys after gpustat's (more in verdicts.rs): reasons 0x4, no GPM.
+    let own = [
+        ("verdict", json!("power-capped")),
+        ("clock_event_reasons", json!(["sw_power_cap"])),
+        ("gpm", Value::Null),
+    ];
+    for (key, want) in own {
+        assert_eq!(
+            gpu0.as_object_mut().unwrap().remove(key),
+            Some(want),
+            "{key}"
+        );
+    }
+    assert_eq!(gpu0, expected);
+    let p = &processes[0];
+    assert_eq!(p["username"], me());
+    assert_eq!(p["command"], "sleep");
+    assert_eq!(p["full_command"], json!(["sleep", "600"]));
+    assert_eq!(p["gpu_memory_usage"], 8192);
+    assert_eq!(p["pid"], sleeper.pid());
+    assert!(p["cpu_memory_usage"].as_u64().unwrap() > 0);
     assert_eq!(doc["gpus"][1]["fan.speed"], 20);
     assert_eq!(doc["gpus"][1]["processes"], json!([]));
     assert_eq!(

@@ -342,18 +342,22 @@ fn a_shared_memory_filesystem_that_fills_up_after_start_hurts_neither_daemon_nor
     }
     let sb = Sandbox::new("shmfills");
     sb.write_scenario(&two_gpus());
-    // Room for the segment (about 160 KiB) and a little more, which a filler then takes.
-    let out = in_mount_namespace(
-        &sb,
-        r#"mount -t tmpfs -o size=256k,mode=1777 tmpfs /dev/shm || exit 1
+    // Room for the segment and 64 KiB more, which a filler then takes.
+    let segment = gpupeek_shm::Geometry::for_capacities(
+        gpupeek_shm::layout::DEFAULT_GPU_CAPACITY,
+        gpupeek_shm::layout::DEFAULT_PROC_CAPACITY,
+    )
+    .segment_size;
+    let tmpfs_kib = segment.div_ceil(4096) * 4 + 64;
+    let script = r#"mount -t tmpfs -o size=TMPFSk,mode=1777 tmpfs /dev/shm || exit 1
         "$1" --foreground --shm fills --interval 20ms --nvml-lib "$3" 2>"$4/err" &
         daemon=$!
         for i in $(seq 100); do "$2" --shm fills >/dev/null 2>&1 && break; sleep 0.05; done
         dd if=/dev/zero of=/dev/shm/filler bs=4k 2>/dev/null; echo "avail=$(($(df --output=avail /dev/shm | tail -1)))"
         sleep 0.3
         "$2" --shm fills --no-header; echo "client=$?"
-        kill $daemon; wait $daemon; echo "daemon=$?""#,
-    );
+        kill $daemon; wait $daemon; echo "daemon=$?""#;
+    let out = in_mount_namespace(&sb, &script.replace("TMPFS", &tmpfs_kib.to_string()));
     assert!(out.contains("avail=0"), "{out}");
     assert!(out.contains("client=0"), "{out}");
     assert!(out.contains("NVIDIA H100 80GB HBM3 #1"), "{out}");

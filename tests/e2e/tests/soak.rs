@@ -40,7 +40,9 @@ fn fds(pid: u32) -> usize {
     (0..5)
         .map(|_| {
             std::thread::sleep(Duration::from_millis(1));
-            std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .count()
         })
         .min()
         .unwrap()

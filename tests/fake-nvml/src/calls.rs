@@ -1,5 +1,7 @@
 //! Call counting: after every exported call, when `$FAKE_NVML_CALLS_DIR` is
 //! set, `<dir>/<pid>.calls` is atomically rewritten with the counts so far.
+//! With `$FAKE_NVML_SYSFS_ROOT` set, a `suspended_gpu_calls N` line follows
+//! `open_handles`: calls made on a GPU that fake sysfs says is suspended.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,13 +13,21 @@ pub const CALLS_DIR_ENV: &str = "FAKE_NVML_CALLS_DIR";
 
 struct Counts {
     total: u64,
+    suspended_gpu_calls: u64,
     by_function: BTreeMap<&'static str, u64>,
 }
 
 static COUNTS: Mutex<Counts> = Mutex::new(Counts {
     total: 0,
+    suspended_gpu_calls: 0,
     by_function: BTreeMap::new(),
 });
+
+/// Counts a call made on a runtime-suspended GPU (written with the next record).
+pub fn record_suspended_gpu_call() {
+    let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    counts.suspended_gpu_calls = counts.suspended_gpu_calls.saturating_add(1);
+}
 
 /// Counts one call of `function` and, if enabled, rewrites the calls file.
 /// `open_handles` is asked for while the count lock is held, so the last
@@ -31,16 +41,26 @@ pub fn record(function: &'static str, open_handles: impl FnOnce() -> u64) {
     let Some(dir) = std::env::var_os(CALLS_DIR_ENV) else {
         return;
     };
-    let text = render(counts.total, open_handles(), &counts.by_function);
+    let suspended =
+        std::env::var_os(crate::sysfs::SYSFS_ROOT_ENV).map(|_| counts.suspended_gpu_calls);
+    let text = render(counts.total, open_handles(), suspended, &counts.by_function);
     if let Err(e) = write_atomically(Path::new(&dir), std::process::id(), &text) {
         eprintln!("fake-nvml: cannot write call counts to {dir:?}: {e}");
     }
 }
 
-/// The calls file's text: `total N`, `open_handles K`, then one
-/// `NAME COUNT` line per function, sorted by name.
-fn render(total: u64, open_handles: u64, by_function: &BTreeMap<&'static str, u64>) -> String {
+/// The calls file's text: `total N`, `open_handles K`, `suspended_gpu_calls S`
+/// (when watching sysfs), then one `NAME COUNT` line per function, sorted by name.
+fn render(
+    total: u64,
+    open_handles: u64,
+    suspended_gpu_calls: Option<u64>,
+    by_function: &BTreeMap<&'static str, u64>,
+) -> String {
     let mut text = format!("total {total}\nopen_handles {open_handles}\n");
+    if let Some(n) = suspended_gpu_calls {
+        let _ = writeln!(text, "suspended_gpu_calls {n}");
+    }
     for (name, count) in by_function {
         // Writing to a String cannot fail.
         let _ = writeln!(text, "{name} {count}");
@@ -65,8 +85,12 @@ mod tests {
         m.insert("nvmlShutdown", 1);
         m.insert("nvmlInit_v2", 2);
         assert_eq!(
-            render(3, 1, &m),
+            render(3, 1, None, &m),
             "total 3\nopen_handles 1\nnvmlInit_v2 2\nnvmlShutdown 1\n"
+        );
+        assert_eq!(
+            render(3, 0, Some(2), &m),
+            "total 3\nopen_handles 0\nsuspended_gpu_calls 2\nnvmlInit_v2 2\nnvmlShutdown 1\n"
         );
     }
 

@@ -18,6 +18,8 @@ pub const INVALID_ARGUMENT: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_INVALID_AR
 pub const NOT_SUPPORTED: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 /// Shorthand for `NVML_ERROR_INSUFFICIENT_SIZE`.
 pub const INSUFFICIENT_SIZE: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+/// Shorthand for `NVML_ERROR_NOT_FOUND`.
+pub const NOT_FOUND: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
 /// Shorthand for `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
 pub const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
     nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;

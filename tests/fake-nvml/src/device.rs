@@ -9,7 +9,8 @@ use std::os::raw::{c_char, c_uint, c_ulonglong};
 use nvml_wrapper_sys::bindings::*;
 
 use crate::codes::{
-    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS,
+    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_FOUND, NOT_SUPPORTED,
+    SUCCESS,
 };
 use crate::ffi::{device_call, put, put_str};
 use crate::scenario::{Clocks, Gpu, ProcessType, DEFAULT_CODEC_SAMPLING_PERIOD_US};
@@ -472,4 +473,82 @@ pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
             unsafe { processes(g, true, infoCount, infos) }
         },
     )
+}
+
+/// How the fake driver samples per-process utilisation: every [`UTIL_SAMPLE_US`] while a
+/// process is active (non-zero utilisation in the scenario), keeping the samples of the
+/// last [`UTIL_BUFFER_US`] like the real driver's buffer.
+const UTIL_SAMPLE_US: u64 = 100_000;
+const UTIL_BUFFER_US: u64 = 60_000_000;
+
+/// Buffered samples by (GPU index, pid).
+static UTIL_BUFFER: std::sync::Mutex<
+    std::collections::BTreeMap<(u32, u32), Vec<nvmlProcessUtilizationSample_t>>,
+> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// `nvmlDeviceGetProcessUtilization(device, utilization, processSamplesCount,
+/// lastSeenTimeStamp)`: the buffered samples newer than `lastSeenTimeStamp` (µs since the
+/// epoch). An active process gets a new sample every 100 ms; one that went idle keeps
+/// its old samples in the buffer, so a caller that does not pass the last timestamp it
+/// saw keeps seeing stale figures, as with the real driver. None newer is `NOT_FOUND`. A
+/// null or too small buffer gets the count and `INSUFFICIENT_SIZE`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut nvmlProcessUtilizationSample_t,
+    processSamplesCount: *mut c_uint,
+    lastSeenTimeStamp: c_ulonglong,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetProcessUtilization", device, |g, index| {
+        if processSamplesCount.is_null() {
+            return INVALID_ARGUMENT;
+        }
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let stamp = now_us - now_us % UTIL_SAMPLE_US;
+        let mut buffer = UTIL_BUFFER.lock().unwrap_or_else(|p| p.into_inner());
+        for p in &g.processes {
+            let Some([sm, mem, enc, dec]) = p.utilization_pct.filter(|u| u.iter().any(|&v| v > 0))
+            else {
+                continue;
+            };
+            let samples = buffer.entry((index, p.pid)).or_default();
+            if samples.last().is_none_or(|s| s.timeStamp < stamp) {
+                samples.push(nvmlProcessUtilizationSample_t {
+                    pid: p.pid,
+                    timeStamp: stamp,
+                    smUtil: sm,
+                    memUtil: mem,
+                    encUtil: enc,
+                    decUtil: dec,
+                });
+            }
+        }
+        for samples in buffer.values_mut() {
+            samples.retain(|s| s.timeStamp + UTIL_BUFFER_US > now_us);
+        }
+        let samples: Vec<nvmlProcessUtilizationSample_t> = buffer
+            .range((index, 0)..=(index, u32::MAX))
+            .flat_map(|(_, samples)| samples.iter().copied())
+            .filter(|s| s.timeStamp > lastSeenTimeStamp)
+            .collect();
+        drop(buffer);
+        if samples.is_empty() {
+            return NOT_FOUND;
+        }
+        let needed = c_uint::try_from(samples.len()).unwrap_or(c_uint::MAX);
+        // SAFETY: `processSamplesCount` is non-null and, per the NVML contract, valid.
+        let room = unsafe { processSamplesCount.read_unaligned() };
+        // SAFETY: as above.
+        unsafe { processSamplesCount.write_unaligned(needed) };
+        if utilization.is_null() || room < needed {
+            return INSUFFICIENT_SIZE;
+        }
+        for (i, sample) in samples.into_iter().enumerate() {
+            // SAFETY: `i < needed <= room`, the caller's buffer length.
+            unsafe { utilization.add(i).write_unaligned(sample) };
+        }
+        SUCCESS
+    })
 }

@@ -12,7 +12,7 @@ use crate::codes::{
     INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS, UNINITIALIZED, UNKNOWN,
 };
 use crate::scenario::{Gpu, Scenario};
-use crate::{calls, state};
+use crate::{calls, state, sysfs};
 
 /// Runs `body` without letting a panic cross the FFI boundary (a panic
 /// yields `fallback`), then counts the call.
@@ -61,7 +61,8 @@ pub fn system_call(
 }
 
 /// Prologue for functions taking a device handle: [`system_call`], then
-/// handle validation, then the GPU's forced error for `name` or `"*"`.
+/// handle validation (and counting a call on a suspended GPU), then the GPU's
+/// forced error for `name` or `"*"`.
 pub fn device_call(
     name: &'static str,
     device: nvmlDevice_t,
@@ -71,11 +72,19 @@ pub fn device_call(
         let Some((index, gpu)) = lookup(scenario, device) else {
             return INVALID_ARGUMENT;
         };
+        note_if_suspended(gpu);
         if let Some(code) = gpu.errors.get(name).or_else(|| gpu.errors.get("*")) {
             return code.0;
         }
         body(gpu, index)
     })
+}
+
+/// Counts the call if fake sysfs says `gpu` is runtime-suspended.
+pub fn note_if_suspended(gpu: &Gpu) {
+    if sysfs::suspended(gpu) {
+        calls::record_suspended_gpu_call();
+    }
 }
 
 /// The opaque handle for GPU `index`: `index + 1` as a pointer, never null.

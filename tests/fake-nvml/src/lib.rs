@@ -11,7 +11,9 @@
 //!
 //! If `$FAKE_NVML_CALLS_DIR` is set, every exported call rewrites
 //! `$FAKE_NVML_CALLS_DIR/<pid>.calls` with per-function call counts and the
-//! number of open init references (see [`calls`]).
+//! number of open init references (see [`calls`]). If `$FAKE_NVML_SYSFS_ROOT` names a
+//! fake sysfs tree, calls on a GPU that tree says is runtime-suspended are counted too
+//! (see [`sysfs`]).
 //!
 //! Like real NVML, init/shutdown are reference counted and every other call
 //! (except `nvmlErrorString`) returns `NVML_ERROR_UNINITIALIZED` while no
@@ -27,8 +29,10 @@ pub mod calls;
 pub mod codes;
 pub mod device;
 mod ffi;
+pub mod gpm;
 pub mod scenario;
 pub mod state;
+pub mod sysfs;
 pub mod system;
 
 /// Every exported NVML function, by C name. Scenario keys (`errors`,
@@ -70,6 +74,12 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
     "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetProcessUtilization",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
 ];
 
 #[cfg(test)]
@@ -102,6 +112,7 @@ mod tests {
     fn exported_list_matches_the_code() {
         let mut found = defined(include_str!("system.rs"));
         found.extend(defined(include_str!("device.rs")));
+        found.extend(defined(include_str!("gpm.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -113,7 +124,12 @@ mod tests {
         }
         assert_eq!(found.len(), EXPORTED.len());
         // Each function counts itself under its own name.
-        let sources = [include_str!("system.rs"), include_str!("device.rs")].concat();
+        let sources = [
+            include_str!("system.rs"),
+            include_str!("device.rs"),
+            include_str!("gpm.rs"),
+        ]
+        .concat();
         for name in EXPORTED {
             let quoted = format!("\"{name}\"");
             let via_macro = sources.contains(&format!("{name}, "));

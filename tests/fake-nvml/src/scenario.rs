@@ -92,6 +92,9 @@ pub struct Gpu {
     pub pcie_link_width: Option<u32>,
     pub ecc_corrected_volatile: Option<u64>,
     pub ecc_uncorrected_volatile: Option<u64>,
+    /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
+    /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
+    pub gpm: Option<Gpm>,
     /// Running processes; absent means none.
     #[serde(default)]
     pub processes: Vec<Process>,
@@ -112,6 +115,29 @@ pub struct Clocks {
     pub sm: Option<u32>,
     pub memory: Option<u32>,
     pub video: Option<u32>,
+}
+
+/// GPM metric values `nvmlGpmMetricsGet` reports (percent, or MiB/s for rates); an
+/// absent one is that metric's `NOT_SUPPORTED`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpm {
+    /// `NVML_GPM_METRIC_SM_UTIL`.
+    pub sm_activity_pct: Option<f64>,
+    /// `NVML_GPM_METRIC_SM_OCCUPANCY`.
+    pub sm_occupancy_pct: Option<f64>,
+    /// `NVML_GPM_METRIC_ANY_TENSOR_UTIL`.
+    pub tensor_activity_pct: Option<f64>,
+    /// `NVML_GPM_METRIC_DRAM_BW_UTIL`.
+    pub dram_bw_util_pct: Option<f64>,
+    /// `NVML_GPM_METRIC_PCIE_TX_PER_SEC`.
+    pub pcie_tx_mib_per_s: Option<f64>,
+    /// `NVML_GPM_METRIC_PCIE_RX_PER_SEC`.
+    pub pcie_rx_mib_per_s: Option<f64>,
+    /// `NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC`.
+    pub nvlink_tx_mib_per_s: Option<f64>,
+    /// `NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC`.
+    pub nvlink_rx_mib_per_s: Option<f64>,
 }
 
 /// Which of the two process-list calls report a process.
@@ -141,6 +167,11 @@ pub struct Process {
     /// `null`/absent reports `0xFFFFFFFF` (no MIG instance).
     #[serde(default)]
     pub compute_instance_id: Option<u32>,
+    /// SM, memory, encoder and decoder utilisation reported by
+    /// `nvmlDeviceGetProcessUtilization`; absent or all zero: no sample (as the driver
+    /// lists only processes that were active).
+    #[serde(default)]
+    pub utilization_pct: Option<[u32; 4]>,
 }
 
 /// Memory figures as the memory getters report them.
@@ -334,6 +365,16 @@ mod tests {
         assert_eq!(g.processes[0].used_gpu_memory_bytes, None);
         assert_eq!(g.errors["*"], ErrorCode(15));
         assert_eq!(g.fan_speed_pct, None);
+        assert!(g.gpm.is_none());
+    }
+
+    #[test]
+    fn gpm_values_parse_and_unknown_metrics_are_rejected() {
+        let s = Scenario::parse(r#"{"gpus": [{"gpm": {"sm_activity_pct": 12.5}}]}"#).unwrap();
+        let gpm = s.gpus[0].gpm.as_ref().unwrap();
+        assert_eq!(gpm.sm_activity_pct, Some(12.5));
+        assert_eq!(gpm.dram_bw_util_pct, None);
+        assert!(Scenario::parse(r#"{"gpus": [{"gpm": {"sm_util": 1}}]}"#).is_err());
     }
 
     #[test]

@@ -9,7 +9,9 @@ use std::os::raw::{c_char, c_int, c_uint};
 use nvml_wrapper_sys::bindings::{nvmlDevice_t, nvmlReturn_t};
 
 use crate::codes::{message, INVALID_ARGUMENT, SUCCESS, UNINITIALIZED, UNKNOWN};
-use crate::ffi::{encode_handle, guarded, put, put_str, simulate_latency, system_call};
+use crate::ffi::{
+    encode_handle, guarded, note_if_suspended, put, put_str, simulate_latency, system_call,
+};
 use crate::state;
 
 /// Shared body of the two init functions: needs a valid scenario file right
@@ -138,6 +140,7 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
         let Some(gpu) = usize::try_from(index).ok().and_then(|i| s.gpus.get(i)) else {
             return INVALID_ARGUMENT;
         };
+        note_if_suspended(gpu);
         if let Some(code) = gpu.errors.get(NAME) {
             return code.0;
         }

@@ -1,0 +1,22 @@
+# Conventional entry points; the work is done by cargo and scripts/install.
+#   make                                   build the release binaries
+#   sudo make install [PREFIX=/usr/local] [DESTDIR=]
+#   sudo make uninstall [PREFIX=/usr/local] [DESTDIR=]
+#   make check                             the test suite
+PREFIX ?= /usr/local
+DESTDIR ?=
+CARGO ?= cargo
+
+.PHONY: all install uninstall check
+
+all:
+	$(CARGO) build --release -p gpupeekd -p gpupeek
+
+install:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install
+
+uninstall:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install --uninstall
+
+check:
+	$(CARGO) test --workspace

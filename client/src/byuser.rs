@@ -1,0 +1,228 @@
+//! `--by-user`: who is using the machine's GPUs, and how much. One row per user, across
+//! every GPU shown: the GPUs they are on, their process count, GPU memory, the sum of their
+//! processes' SM utilisation (200% = two GPUs' worth), CPU and host memory. Processes whose
+//! owner the daemon withholds (and the reader cannot see) are grouped as `?`.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::style::{self as s, Painter};
+use crate::table::bytes2human;
+use crate::view::View;
+
+/// One user's share.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct UserRow {
+    /// User name; `None` when withheld.
+    pub username: Option<String>,
+    /// Uid; `None` when withheld.
+    pub uid: Option<u32>,
+    /// GPU indices, ascending.
+    pub gpus: Vec<u32>,
+    /// Number of (process, GPU) pairs.
+    pub processes: u32,
+    /// GPU memory, MiB; `None` when no process's memory is known.
+    pub gpu_memory_usage: Option<u64>,
+    /// Sum of the processes' SM utilisation, percent; `None` when none is known.
+    pub sm_utilization: Option<u32>,
+    /// Sum of the processes' CPU use, percent of one core (each process counted once).
+    pub cpu_percent: Option<f64>,
+    /// Sum of resident host memory, bytes (each process counted once).
+    pub cpu_memory_usage: Option<u64>,
+}
+
+/// Rows for every user with a process on the GPUs in `view`, most GPU memory first.
+pub fn rows(view: &View) -> Vec<UserRow> {
+    let mut rows: Vec<UserRow> = Vec::new();
+    let mut counted_pids: Vec<(usize, u32)> = Vec::new();
+    for gpu in &view.gpus {
+        for p in gpu.processes.iter().flatten() {
+            let at = match rows
+                .iter()
+                .position(|r| r.uid == p.uid && r.username == p.user)
+            {
+                Some(at) => at,
+                None => {
+                    rows.push(UserRow {
+                        username: p.user.clone(),
+                        uid: p.uid,
+                        gpus: Vec::new(),
+                        processes: 0,
+                        gpu_memory_usage: None,
+                        sm_utilization: None,
+                        cpu_percent: None,
+                        cpu_memory_usage: None,
+                    });
+                    rows.len() - 1
+                }
+            };
+            let row = &mut rows[at];
+            if !row.gpus.contains(&gpu.index) {
+                row.gpus.push(gpu.index);
+            }
+            row.processes += 1;
+            add(&mut row.gpu_memory_usage, p.gpu_mem_mib);
+            add(&mut row.sm_utilization, p.gpu_util_pct.map(|u| u[0]));
+            // A process on several GPUs uses its CPU and host memory once.
+            if !counted_pids.contains(&(at, p.host_pid)) {
+                counted_pids.push((at, p.host_pid));
+                add(&mut row.cpu_memory_usage, p.host_mem_bytes);
+                if let Some(cpu) = p.cpu_percent {
+                    *row.cpu_percent.get_or_insert(0.0) += cpu;
+                }
+            }
+        }
+    }
+    for row in &mut rows {
+        row.gpus.sort_unstable();
+    }
+    rows.sort_by(|a, b| {
+        b.gpu_memory_usage
+            .cmp(&a.gpu_memory_usage)
+            .then_with(|| a.username.cmp(&b.username))
+    });
+    rows
+}
+
+fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>) {
+    if let Some(v) = value {
+        *total.get_or_insert_with(T::default) += v;
+    }
+}
+
+/// The per-user table.
+pub fn render(rows: &[UserRow], paint: Painter) -> String {
+    let user_width = rows
+        .iter()
+        .map(|r| r.username.as_deref().unwrap_or("?").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let gpus: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            r.gpus
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let gpu_width = gpus.iter().map(String::len).max().unwrap_or(0).max(4);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:user_width$}  {:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
+        "USER", "GPUS", "PROCS", "GPU MEMORY", "SM%", "CPU%", "HOST MEM"
+    );
+    if rows.is_empty() {
+        out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
+        out.push('\n');
+    }
+    for (row, gpus) in rows.iter().zip(&gpus) {
+        let unknown = |v: Option<String>| v.unwrap_or_else(|| "??".into());
+        let user = format!("{:user_width$}", row.username.as_deref().unwrap_or("?"));
+        let mem = format!(
+            "{:>8} MB",
+            unknown(row.gpu_memory_usage.map(|m| m.to_string()))
+        );
+        let _ = writeln!(
+            out,
+            "{}  {gpus:gpu_width$}  {:>5}  {}  {}  {:>5}  {:>8}",
+            paint.paint(s::BOLD_BLACK, user),
+            row.processes,
+            paint.paint(s::YELLOW, format!("{mem:>11}")),
+            paint.paint(
+                s::GREEN,
+                format!("{:>4}", unknown(row.sm_utilization.map(|u| u.to_string())))
+            ),
+            unknown(row.cpu_percent.map(|c| format!("{c:.0}"))),
+            unknown(row.cpu_memory_usage.map(bytes2human)),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{GpuView, ProcView};
+    use gpupeek_shm::GpuState;
+
+    fn proc(pid: u32, user: Option<(&str, u32)>, mem: u64, sm: u32) -> ProcView {
+        ProcView {
+            pid,
+            host_pid: pid,
+            uid: user.map(|u| u.1),
+            user: user.map(|u| u.0.to_owned()),
+            gpu_mem_mib: Some(mem),
+            gpu_util_pct: Some([sm, 0, 0, 0]),
+            cpu_percent: user.map(|_| 50.0),
+            host_mem_bytes: user.map(|_| 1 << 30),
+            ..ProcView::default()
+        }
+    }
+
+    fn gpu(index: u32, processes: Vec<ProcView>) -> GpuView {
+        GpuView {
+            index,
+            state: GpuState::Ok,
+            name: None,
+            uuid: None,
+            pci_bus_id: None,
+            temperature_c: None,
+            fan_pct: None,
+            util_pct: None,
+            enc_pct: None,
+            dec_pct: None,
+            power_draw_w: None,
+            power_limit_w: None,
+            mem_used_mib: None,
+            mem_total_mib: None,
+            processes: Some(processes),
+            processes_not_shown: 0,
+            verdict: None,
+            clock_event_reasons: None,
+            gpm: None,
+        }
+    }
+
+    #[test]
+    fn users_are_summed_across_gpus_and_counted_once_per_process() {
+        let alice = Some(("alice", 1000));
+        let view = View {
+            driver_version: None,
+            published_unix_ns: 0,
+            proc_policy: None,
+            gpus: vec![
+                gpu(
+                    0,
+                    vec![
+                        proc(10, alice, 1000, 40),
+                        proc(20, Some(("bob", 1001)), 5000, 90),
+                    ],
+                ),
+                gpu(1, vec![proc(10, alice, 2000, 30), proc(30, None, 7, 0)]),
+            ],
+        };
+        let rows = rows(&view);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].username.as_deref(), Some("bob"));
+        let a = &rows[1];
+        assert_eq!(a.username.as_deref(), Some("alice"));
+        assert_eq!(a.gpus, [0, 1]);
+        assert_eq!(a.processes, 2);
+        assert_eq!(a.gpu_memory_usage, Some(3000));
+        assert_eq!(a.sm_utilization, Some(70));
+        assert_eq!(
+            a.cpu_percent,
+            Some(50.0),
+            "pid 10 is one process on two GPUs"
+        );
+        assert_eq!(a.cpu_memory_usage, Some(1 << 30));
+        assert_eq!(rows[2].username, None, "withheld owners group together");
+        let text = render(&rows, Painter::new(false, true, false));
+        assert!(text.contains("alice  0,1       2"), "{text}");
+    }
+}

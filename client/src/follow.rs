@@ -1,0 +1,89 @@
+//! `--follow`: a long-lived client that prints one line per daemon update, for
+//! streaming status-bar modules (waybar without `interval`, polybar `tail = true`,
+//! i3blocks `interval=persist`).
+//!
+//! Between updates it sleeps in the kernel on the segment's generation word (a futex the
+//! daemon wakes after each publish), so it uses no CPU and sees a publish as soon as it
+//! is made. A timed fallback (three periods, at least a second) catches a daemon that
+//! died without waking anyone: the follower then prints the output's "down" line
+//! (`stopped` class: daemon not responding / no daemon) once and keeps waiting. A
+//! restarted daemon either takes the same object over (its first publish wakes the
+//! follower) or re-creates it, which the follower notices at its next timeout and
+//! reopens. Only a closed stdout, or bad usage, ends it.
+
+use std::time::Duration;
+
+use gpupeek_shm::Segment;
+
+use crate::outputs::Renderer;
+use crate::{Exit, EXIT_USAGE};
+
+/// How long to sleep between attempts to open a segment that is not there.
+const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Follows segment `name` until stdout closes.
+pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), Exit> {
+    let mut printed = String::new();
+    loop {
+        let segment = match Segment::open(name) {
+            Ok(segment) => segment,
+            Err(e) => {
+                let exit = Exit::from(e);
+                if exit.code == EXIT_USAGE {
+                    return Err(exit);
+                }
+                show(&renderer.down(&exit), &mut printed, false)?;
+                std::thread::sleep(REOPEN_INTERVAL);
+                continue;
+            }
+        };
+        follow(renderer, &segment, ids, &mut printed)?;
+    }
+}
+
+/// Prints a line per publish of `segment` until it is replaced by another object.
+fn follow(
+    renderer: &Renderer,
+    segment: &Segment,
+    ids: Option<&[u32]>,
+    printed: &mut String,
+) -> Result<(), Exit> {
+    let epoch = segment.current_epoch();
+    let mut seen = None;
+    loop {
+        let generation = segment.generation();
+        let new = seen != Some(generation);
+        seen = Some(generation);
+        let (line, period_ns, live) = match segment.snapshot() {
+            Ok(snap) => {
+                let period_ns = snap.status.period_ns;
+                let live = crate::check_live(
+                    segment.name(),
+                    snap.liveness(gpupeek_shm::mono_now_ns()),
+                    period_ns,
+                );
+                match live {
+                    Ok(()) => (renderer.live(&snap, ids)?, period_ns, true),
+                    Err(exit) => (renderer.down(&exit), period_ns, false),
+                }
+            }
+            Err(e) => (renderer.down(&Exit::from(e)), 0, false),
+        };
+        // A line per publish; a repeated "down" line only when it changes.
+        show(&line, printed, new && live)?;
+        let timeout = Duration::from_nanos(period_ns.saturating_mul(3)).max(Duration::from_secs(1));
+        let next = segment.wait_generation(generation, timeout);
+        if next == generation && (segment.replaced() || segment.current_epoch() != epoch) {
+            return Ok(());
+        }
+    }
+}
+
+/// Writes `line` when `always`, or when it differs from the last one written.
+fn show(line: &str, printed: &mut String, always: bool) -> Result<(), Exit> {
+    if always || line != printed {
+        crate::write_stdout(line)?;
+        line.clone_into(printed);
+    }
+    Ok(())
+}

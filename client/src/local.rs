@@ -1,0 +1,111 @@
+//! The reader's own view of a process, from its own `/proc`.
+//!
+//! When the daemon withholds process details (its basic policy, the default when `/proc`
+//! is mounted with `hidepid`), a reader still sees its own processes in `/proc`, exactly as
+//! `ps` would show them to that user. This fills in owner, command line, host memory and
+//! running time for those, and only those; it is never used for what the daemon
+//! publishes itself.
+
+use std::path::Path;
+
+use gpupeek_shm::procfs as proc;
+
+use crate::view::ProcView;
+
+/// What the reader's `/proc` shows about one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalProc {
+    /// Real uid.
+    pub uid: u32,
+    /// User name (the uid as text when it has none).
+    pub user: String,
+    /// Raw command line.
+    pub cmdline: Vec<u8>,
+    /// `/proc/PID/comm`, for processes with an empty command line.
+    pub comm: String,
+    /// Resident memory, bytes.
+    pub rss_bytes: Option<u64>,
+    /// Start time, Unix epoch ns.
+    pub start_unix_ns: Option<u64>,
+}
+
+/// Reads `/proc/PID`; `None` when it is not there or hidden from us.
+pub fn read(pid: u32) -> Option<LocalProc> {
+    read_from(Path::new("/proc"), pid)
+}
+
+fn read_from(root: &Path, pid: u32) -> Option<LocalProc> {
+    let dir = root.join(pid.to_string());
+    let status = std::fs::read_to_string(dir.join("status")).ok()?;
+    let uid = proc::real_uid(&status)?;
+    let user = proc::user_name(uid);
+    let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+    let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+    let stat = std::fs::read_to_string(dir.join("stat")).ok();
+    let start_ticks = stat
+        .as_deref()
+        .and_then(proc::parse_stat)
+        .map(|s| s.start_ticks);
+    let rss_pages = std::fs::read_to_string(dir.join("statm"))
+        .ok()
+        .and_then(|s| proc::parse_statm_resident(&s));
+    let start_unix_ns = proc::boot_unix_ns(root)
+        .zip(start_ticks)
+        .map(|(boot, ticks)| boot.saturating_add(proc::ticks_to_ns(ticks, proc::ticks_per_sec())));
+    Some(LocalProc {
+        uid,
+        user,
+        cmdline,
+        comm: comm.trim_end_matches('\n').to_owned(),
+        rss_bytes: rss_pages.map(|p| p.saturating_mul(proc::page_size())),
+        start_unix_ns,
+    })
+}
+
+impl LocalProc {
+    /// Fills the withheld fields of `view`; `published_unix_ns` dates the running time.
+    pub fn fill(&self, view: &mut ProcView, published_unix_ns: u64) {
+        let mut encoded = [0u8; 328];
+        let len = gpupeek_shm::text::encode_argv(&mut encoded, &self.cmdline);
+        let argv = gpupeek_shm::text::decode_argv(&encoded, len);
+        let base = argv
+            .first()
+            .map(|a0| a0.rsplit('/').next().unwrap_or(a0).to_owned())
+            .filter(|b| !b.is_empty());
+        let comm = gpupeek_shm::text::decode(self.comm.as_bytes());
+        view.uid = Some(self.uid);
+        view.user = Some(gpupeek_shm::text::decode(self.user.as_bytes()));
+        view.command = base.or(Some(comm).filter(|c| !c.is_empty()));
+        view.full_command = Some(argv);
+        view.host_mem_bytes = self.rss_bytes;
+        view.running_secs = self
+            .start_unix_ns
+            .map(|start| published_unix_ns.saturating_sub(start) / 1_000_000_000);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_process_is_visible_to_us() {
+        let me = read(std::process::id()).expect("our own /proc entry");
+        assert_eq!(me.uid, nix::unistd::getuid().as_raw());
+        assert!(!me.cmdline.is_empty());
+        assert!(me.rss_bytes.unwrap() > 0);
+        let mut view = ProcView::default();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        me.fill(&mut view, now);
+        assert!(view.running_secs.unwrap() < 3600, "started just now");
+        assert!(view.command.is_some() && view.full_command.is_some());
+    }
+
+    #[test]
+    fn a_missing_process_gives_nothing() {
+        assert_eq!(read_from(Path::new("/nonexistent"), 1), None);
+    }
+}

@@ -1,0 +1,335 @@
+//! `gpupeek metrics`: the snapshot in Prometheus's text exposition format (0.0.4).
+//!
+//! Names follow Prometheus conventions: a `gpupeek_` prefix, base units as suffixes
+//! (`_bytes`, `_celsius`, `_watts`, `_hertz`, `_ratio` for 0..1 fractions, `_seconds`),
+//! `_total` on counters, a HELP and TYPE line for every family. Each GPU's samples carry
+//! `gpu` (NVML index), `uuid` and `name` labels, values escaped as the format requires.
+//!
+//! `gpupeek_up` is 1 while the daemon publishes and 0 otherwise; `gpupeek_daemon_state`
+//! says which state it is in (a state set: one series per state, the current one 1).
+//! A daemon that is not live gets no GPU samples at all (its numbers are not current);
+//! a GPU that is lost, failing or suspended keeps its identity and state but no values;
+//! a field a GPU does not support is left out, never exported as 0. Output is always a
+//! valid exposition, so a textfile collector never keeps a stale file: the command exits
+//! 0 and says on stderr why the daemon is down.
+
+use std::fmt::Write;
+
+use argh::FromArgs;
+use gpupeek_shm::layout::status_valid;
+use gpupeek_shm::{text, Liveness, Segment, Snapshot};
+
+use crate::Exit;
+
+mod gpu;
+
+/// Print the GPUs as Prometheus metrics (text exposition format), e.g. for
+/// node_exporter's textfile collector.
+#[derive(FromArgs, Debug)]
+#[argh(
+    note = "Example (cron or a systemd timer):\n  gpupeek metrics > /var/lib/node_exporter/gpupeek.prom.tmp && mv /var/lib/node_exporter/gpupeek.prom.tmp /var/lib/node_exporter/gpupeek.prom"
+)]
+pub struct Args {
+    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
+    #[argh(option)]
+    pub shm: Option<String>,
+}
+
+/// Runs `gpupeek metrics`.
+pub fn run(args: Args) -> Result<(), Exit> {
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let scrape = scrape(&name);
+    if let Some(reason) = &scrape.reason {
+        eprintln!("gpupeek: {reason}");
+    }
+    crate::write_stdout(&scrape.text)
+}
+
+/// One reading of the segment as exposition text.
+pub struct Scrape {
+    /// The exposition.
+    pub text: String,
+    /// Why the daemon is not up, when it is not.
+    pub reason: Option<String>,
+}
+
+/// Every state `gpupeek_daemon_state` can report.
+const STATES: [&str; 10] = [
+    "live",
+    "starting",
+    "stopped",
+    "stale",
+    "nvml_error",
+    "no_segment",
+    "untrusted",
+    "abi_mismatch",
+    "corrupt",
+    "error",
+];
+
+/// Reads segment `name` once and renders it (or why it could not be read).
+pub fn scrape(name: &str) -> Scrape {
+    let result = Segment::open(name).and_then(|s| s.snapshot());
+    let now = gpupeek_shm::mono_now_ns();
+    match result {
+        Ok(snap) => {
+            let liveness = snap.liveness(now);
+            let state = match &liveness {
+                Liveness::Live => "live",
+                Liveness::Starting => "starting",
+                Liveness::Stopped => "stopped",
+                Liveness::Stale { .. } => "stale",
+                Liveness::NvmlError { .. } => "nvml_error",
+            };
+            let reason = crate::check_live(name, liveness, snap.status.period_ns)
+                .err()
+                .map(|e: Exit| e.message);
+            Scrape {
+                text: render(Some(&snap), state, now),
+                reason,
+            }
+        }
+        Err(e) => {
+            use gpupeek_shm::Error as E;
+            let state = match e {
+                E::NotFound { .. } | E::NotReady { .. } => "no_segment",
+                E::Untrusted { .. } => "untrusted",
+                E::AbiMismatch { .. } => "abi_mismatch",
+                E::Corrupt { .. } => "corrupt",
+                E::Stale { .. } => "stale",
+                _ => "error",
+            };
+            Scrape {
+                text: render(None, state, now),
+                reason: Some(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The exposition for `snap` (if the segment could be read) in daemon state `state`.
+pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String {
+    let mut out = Out(String::with_capacity(8192));
+    let up = state == "live";
+    out.family(
+        "gpupeek_up",
+        "gauge",
+        "1 when gpupeekd is publishing, 0 when it is not (see gpupeek_daemon_state).",
+    );
+    out.sample("gpupeek_up", "", u64::from(up));
+    out.family(
+        "gpupeek_daemon_state",
+        "gauge",
+        "State of gpupeekd as this reader sees it: 1 for the current state.",
+    );
+    for s in STATES {
+        out.sample(
+            "gpupeek_daemon_state",
+            &format!("state=\"{s}\""),
+            u64::from(s == state),
+        );
+    }
+    let Some(snap) = snap else {
+        return out.0;
+    };
+    let status = &snap.status;
+    out.family(
+        "gpupeek_heartbeat_age_seconds",
+        "gauge",
+        "Seconds since gpupeekd last published.",
+    );
+    let age = now_mono_ns.saturating_sub(status.heartbeat_mono_ns) as f64 / 1e9;
+    out.sample("gpupeek_heartbeat_age_seconds", "", age);
+    out.family(
+        "gpupeek_sampling_period_seconds",
+        "gauge",
+        "gpupeekd's sampling period.",
+    );
+    out.sample(
+        "gpupeek_sampling_period_seconds",
+        "",
+        status.period_ns as f64 / 1e9,
+    );
+    if !up {
+        return out.0;
+    }
+    let version = |bit, field: &[u8]| {
+        if status.valid & bit != 0 {
+            text::decode(field)
+        } else {
+            String::new()
+        }
+    };
+    let cuda = if status.valid & status_valid::CUDA_DRIVER_VERSION != 0 {
+        let v = status.cuda_driver_version;
+        format!("{}.{}", v / 1000, v % 1000 / 10)
+    } else {
+        String::new()
+    };
+    out.family(
+        "gpupeek_driver_info",
+        "gauge",
+        "NVIDIA driver, NVML and CUDA driver versions (always 1).",
+    );
+    let labels = format!(
+        "driver_version=\"{}\",nvml_version=\"{}\",cuda_version=\"{}\"",
+        escape(&version(
+            status_valid::DRIVER_VERSION,
+            &status.driver_version
+        )),
+        escape(&version(status_valid::NVML_VERSION, &status.nvml_version)),
+        escape(&cuda)
+    );
+    out.sample("gpupeek_driver_info", &labels, 1u64);
+    out.family(
+        "gpupeek_gpus",
+        "gauge",
+        "Number of GPUs gpupeekd publishes.",
+    );
+    out.sample("gpupeek_gpus", "", snap.gpus.len() as u64);
+    gpu::families(&mut out, snap);
+    out.0
+}
+
+/// The exposition being written.
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &str, value: impl Into<Value>) {
+        let value = value.into();
+        if labels.is_empty() {
+            let _ = writeln!(self.0, "{name} {value}");
+        } else {
+            let _ = writeln!(self.0, "{name}{{{labels}}} {value}");
+        }
+    }
+}
+
+/// A sample value: integers print exactly, fractions as Rust prints an `f64`.
+enum Value {
+    Int(u64),
+    Float(f64),
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Float(v)
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
+    use gpupeek_shm::{GpuRecord, StaticHeader, StatusRecord};
+
+    fn snapshot(gpus: Vec<GpuRecord>) -> Snapshot {
+        let status = StatusRecord {
+            state: DaemonState::Live as u32,
+            gpu_count: gpus.len() as u32,
+            period_ns: 1_000_000_000,
+            ..Default::default()
+        };
+        Snapshot {
+            header: StaticHeader::default(),
+            status,
+            gpus,
+            processes: Vec::new(),
+            proc_overflow: 0,
+            proc_head: Default::default(),
+            generation: 1,
+            consistent: true,
+        }
+    }
+
+    fn gpu(index: u32, name: &str) -> GpuRecord {
+        let mut g = GpuRecord {
+            index,
+            state: GpuState::Ok as u32,
+            valid: v::NAME | v::TEMPERATURE,
+            temp_gpu_c: 41,
+            ..Default::default()
+        };
+        text::encode(&mut g.name, name);
+        g
+    }
+
+    #[test]
+    fn label_values_escape_quotes_and_backslashes() {
+        assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(escape("x\ny"), "x\\ny");
+        let text = render(
+            Some(&snapshot(vec![gpu(0, r#"Evil "GPU" \ one"#)])),
+            "live",
+            0,
+        );
+        assert!(
+            text.contains(
+                r#"gpupeek_gpu_temperature_celsius{gpu="0",uuid="",name="Evil \"GPU\" \\ one"} 41"#
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unsupported_fields_are_left_out_not_zero() {
+        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "live", 0);
+        assert!(text.contains("gpupeek_gpu_temperature_celsius"));
+        assert!(!text.contains("gpupeek_gpu_fan_speed_ratio"), "{text}");
+        assert!(!text.contains("gpupeek_gpu_power_draw_watts"), "{text}");
+    }
+
+    #[test]
+    fn a_lost_gpu_keeps_its_identity_but_exports_no_values() {
+        let mut lost = gpu(1, "B");
+        lost.state = GpuState::Lost as u32;
+        let text = render(Some(&snapshot(vec![gpu(0, "A"), lost])), "live", 0);
+        assert!(text.contains(r#"gpupeek_gpu_state{gpu="1",uuid="",name="B",state="lost"} 1"#));
+        assert!(
+            !text.contains(r#"gpupeek_gpu_temperature_celsius{gpu="1""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_daemon_that_is_not_live_exports_up_0_and_no_gpus() {
+        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "stale", 0);
+        assert!(text.contains("gpupeek_up 0\n"));
+        assert!(text.contains("gpupeek_daemon_state{state=\"stale\"} 1\n"));
+        assert!(text.contains("gpupeek_daemon_state{state=\"live\"} 0\n"));
+        assert!(!text.contains("gpupeek_gpu_"), "{text}");
+    }
+}

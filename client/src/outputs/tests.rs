@@ -1,0 +1,166 @@
+use super::*;
+use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
+use gpupeek_shm::StatusRecord;
+
+const GIB: u64 = 1 << 30;
+
+fn snapshot(states: &[GpuState]) -> Snapshot {
+    let segment_free = gpupeek_shm::StaticHeader::default();
+    let gpus = states
+        .iter()
+        .enumerate()
+        .map(|(i, &state)| {
+            let mut g = GpuRecord {
+                index: i as u32,
+                state: state as u32,
+                valid: v::NAME | v::MEMORY | v::UTILIZATION | v::TEMPERATURE | v::POWER_DRAW,
+                util_gpu_pct: 40 + 40 * i as u32,
+                mem_used_bytes: 10 * GIB,
+                mem_total_bytes: 80 * GIB,
+                temp_gpu_c: 60,
+                power_draw_mw: 100_000,
+                ..GpuRecord::default()
+            };
+            g.name[..7].copy_from_slice(b"A&B<GPU");
+            g
+        })
+        .collect();
+    Snapshot {
+        header: segment_free,
+        status: StatusRecord {
+            state: DaemonState::Live as u32,
+            gpu_count: states.len() as u32,
+            ..StatusRecord::default()
+        },
+        gpus,
+        processes: Vec::new(),
+        proc_overflow: 0,
+        proc_head: Default::default(),
+        generation: 1,
+        consistent: true,
+    }
+}
+
+fn line(kind: &str, format: &str, states: &[GpuState]) -> String {
+    let r = Renderer::new(Kind::parse(kind).unwrap(), Some(format), None, false).unwrap();
+    r.live(&snapshot(states), None).unwrap()
+}
+
+const TWO: &[GpuState] = &[GpuState::Ok, GpuState::Ok];
+
+#[test]
+fn waybar_prints_its_documented_keys_with_pango_escaped_text() {
+    let out = line("waybar", "{0.name} {max.util!70,90}%", TWO);
+    assert!(out.ends_with('\n') && !out.trim_end().contains('\n'));
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["alt", "class", "percentage", "text", "tooltip"]);
+    assert_eq!(doc["text"], "A&amp;B&lt;GPU 80%");
+    assert_eq!(doc["class"], "warning");
+    assert_eq!(doc["percentage"], 60);
+    assert_eq!(
+        doc["tooltip"],
+        "GPU 0 A&amp;B&lt;GPU: 40% · 10.0/80.0 GiB · 60°C · 100 W\n\
+         GPU 1 A&amp;B&lt;GPU: 80% · 10.0/80.0 GiB · 60°C · 100 W"
+    );
+}
+
+#[test]
+fn every_gpu_asleep_is_the_suspended_class_and_nothing_in_a_prompt() {
+    let asleep = &[GpuState::Suspended, GpuState::Idle];
+    let doc: serde_json::Value = serde_json::from_str(&line("waybar", "{util}", asleep)).unwrap();
+    assert_eq!(
+        (doc["class"].as_str(), doc["text"].as_str()),
+        (Some("suspended"), Some("GPU asleep"))
+    );
+    assert_eq!(
+        doc["tooltip"],
+        "GPU 0 A&amp;B&lt;GPU: suspended\nGPU 1 A&amp;B&lt;GPU: idle"
+    );
+    assert_eq!(line("bash", "{util}", asleep), "\n");
+    let r = Renderer::new(Kind::Zsh, None, Some("zz"), false).unwrap();
+    assert_eq!(r.live(&snapshot(asleep), None).unwrap(), "zz\n");
+    // One GPU asleep: the other is shown, the sleeper's values are N/A.
+    assert_eq!(
+        line(
+            "text",
+            "{each ' '}{util}{end}",
+            &[GpuState::Ok, GpuState::Suspended]
+        ),
+        "40 N/A\n"
+    );
+}
+
+#[test]
+fn tmux_and_polybar_colour_thresholded_values_in_their_own_syntax() {
+    assert_eq!(
+        line("tmux", "#{each ' '}{util!50,75}{end}", TWO),
+        "##40 #[fg=red]80#[fg=default]\n"
+    );
+    assert_eq!(
+        line("polybar", "{each ' '}{util!50,90}{end}", TWO),
+        "40 %{F#f0c674}80%{F-}\n"
+    );
+}
+
+#[test]
+fn prompts_mark_colour_escapes_as_invisible() {
+    assert_eq!(
+        line("bash", "{1.util!50}%", TWO),
+        "\x01\x1b[33m\x0280\x01\x1b[0m\x02%\n"
+    );
+    assert_eq!(line("zsh", "{1.util!50}%", TWO), "%F{yellow}80%f%%\n");
+    assert_eq!(line("p10k", "{1.util!50}%", TWO), "80%%\n");
+    assert_eq!(line("fish", "{1.util!50,60}", TWO), "\x1b[31m80\x1b[0m\n");
+    assert_eq!(line("starship", "{1.util!50}%", TWO), "80%\n");
+    assert_eq!(
+        line("text", "{1.util!50}%", TWO),
+        "80%\n",
+        "no colour off a terminal"
+    );
+}
+
+#[test]
+fn i3_outputs_are_json_with_a_state() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&line("i3blocks", "{max.util!70}", TWO)).unwrap();
+    assert_eq!(
+        doc,
+        serde_json::json!({"full_text": "80", "short_text": "80", "color": "#f0c674"})
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&line("i3status-rust", "{max.util!90}", TWO)).unwrap();
+    assert_eq!(
+        doc,
+        serde_json::json!({"icon": "gpu", "state": "Info", "text": "80", "short_text": "80"})
+    );
+}
+
+#[test]
+fn a_daemon_that_is_down_is_a_stopped_line() {
+    let r = Renderer::new(Kind::Waybar, None, None, false).unwrap();
+    let exit = Exit::new(
+        crate::EXIT_STALE,
+        "gpupeekd on segment 'x' is not responding",
+    );
+    let doc: serde_json::Value = serde_json::from_str(&r.down(&exit)).unwrap();
+    assert_eq!(doc["class"], "stopped");
+    assert_eq!(doc["text"], "GPU: daemon not responding");
+    assert_eq!(doc["tooltip"], "gpupeekd on segment 'x' is not responding");
+    let r = Renderer::new(Kind::Bash, None, None, false).unwrap();
+    assert_eq!(r.down(&exit), "\n");
+}
+
+#[test]
+fn unknown_outputs_and_bad_templates_are_usage_errors() {
+    assert!(Kind::parse("dwm").unwrap_err().contains("waybar"));
+    let Err(e) = Renderer::new(Kind::Text, Some("{utl}"), None, false) else {
+        panic!("bad template accepted");
+    };
+    assert_eq!(e.code, EXIT_USAGE);
+    assert!(
+        e.message.starts_with("bad --format template at column 2"),
+        "{}",
+        e.message
+    );
+}

@@ -1,0 +1,434 @@
+//! `gpupeek query`: nvidia-smi's `--query-gpu=FIELDS --format=csv` for the fields that
+//! status-bar scripts and cluster tools read, printed the way nvidia-smi prints them, so a
+//! script can switch from `nvidia-smi` to `gpupeek query` without a driver call.
+//!
+//! Output: a header line of the canonical field names with their units in brackets
+//! (`memory.used [MiB]`, even with `nounits`, as nvidia-smi does) unless `noheader`, then
+//! one line per GPU, values joined by `", "`. Values carry their unit (`45 %`, `1234 MiB`,
+//! `123.45 W`, `1410 MHz`) unless `nounits`. A value the GPU does not report, and every
+//! live value of a GPU that is lost, failing or suspended, is `[N/A]`. Memory is in MiB
+//! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and
+//! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
+//! An unknown field is nvidia-smi's one-line error and exit status 2.
+
+use argh::FromArgs;
+use chrono::{DateTime, Local};
+use gpupeek_shm::layout::{gpu_valid as v, status_valid, GpuState};
+use gpupeek_shm::{text, GpuRecord, Snapshot};
+
+use crate::{commands, Exit, EXIT_USAGE};
+
+/// Query GPU fields by nvidia-smi's names and print them as nvidia-smi's CSV.
+#[derive(FromArgs, Debug)]
+#[argh(
+    note = "Fields (aliases in parentheses): timestamp, driver_version, count, \
+name (gpu_name), uuid (gpu_uuid), pci.bus_id (gpu_bus_id), index, pstate, fan.speed, \
+memory.total, memory.reserved, memory.used, memory.free, utilization.gpu, \
+utilization.memory, utilization.encoder, utilization.decoder, temperature.gpu, \
+power.draw, power.limit, enforced.power.limit, clocks.current.graphics (clocks.gr), \
+clocks.current.sm (clocks.sm), clocks.current.memory (clocks.mem), clocks.max.graphics \
+(clocks.max.gr), clocks.max.sm, clocks.max.memory (clocks.max.mem), \
+clocks_event_reasons.active, clocks_throttle_reasons.active, pcie.link.gen.current, \
+pcie.link.width.current, ecc.errors.corrected.volatile.total, \
+ecc.errors.uncorrected.volatile.total.\n\n\
+Example: gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader"
+)]
+pub struct Args {
+    /// comma-separated fields, e.g. index,name,memory.used,utilization.gpu
+    #[argh(option)]
+    pub query_gpu: String,
+
+    /// output format: csv, optionally followed by ",noheader" and/or ",nounits" (default csv)
+    #[argh(option, default = "String::from(\"csv\")")]
+    pub format: String,
+
+    /// only these GPUs: comma-separated indices, UUIDs or PCI bus ids
+    #[argh(option, short = 'i')]
+    pub id: Option<String>,
+
+    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
+    #[argh(option)]
+    pub shm: Option<String>,
+}
+
+/// Every field: names (the first is canonical and goes in the header), unit, and value.
+const FIELDS: &[Field] = &[
+    field(&["timestamp"], "", |c, _| Some(c.timestamp.clone())),
+    field(&["driver_version"], "", |c, _| c.driver_version.clone()),
+    field(&["count"], "", |c, _| Some(c.count.to_string())),
+    field(&["name", "gpu_name"], "", |_, g| {
+        id_text(g, v::NAME, &g.name)
+    }),
+    field(&["uuid", "gpu_uuid"], "", |_, g| {
+        id_text(g, v::UUID, &g.uuid)
+    }),
+    field(&["pci.bus_id", "gpu_bus_id"], "", |_, g| {
+        id_text(g, v::PCI_BUS_ID, &g.pci_bus_id)
+    }),
+    field(&["index"], "", |_, g| Some(g.index.to_string())),
+    field(&["pstate"], "", |_, g| {
+        live(g, v::PSTATE, format!("P{}", g.pstate))
+    }),
+    field(&["fan.speed"], "%", |_, g| {
+        live(g, v::FAN_SPEED, g.fan_speed_pct.to_string())
+    }),
+    field(&["memory.total"], "MiB", |_, g| {
+        live(g, v::MEMORY, mib(g.mem_total_bytes))
+    }),
+    field(&["memory.reserved"], "MiB", |_, g| {
+        live(g, v::MEM_RESERVED, mib(g.mem_reserved_bytes))
+    }),
+    field(&["memory.used"], "MiB", |_, g| {
+        live(g, v::MEMORY, mib(g.mem_used_bytes))
+    }),
+    field(&["memory.free"], "MiB", |_, g| {
+        live(g, v::MEMORY, mib(g.mem_free_bytes))
+    }),
+    field(&["utilization.gpu"], "%", |_, g| {
+        live(g, v::UTILIZATION, g.util_gpu_pct.to_string())
+    }),
+    field(&["utilization.memory"], "%", |_, g| {
+        live(g, v::UTILIZATION, g.util_mem_pct.to_string())
+    }),
+    field(&["utilization.encoder"], "%", |_, g| {
+        live(g, v::UTIL_ENC, g.util_enc_pct.to_string())
+    }),
+    field(&["utilization.decoder"], "%", |_, g| {
+        live(g, v::UTIL_DEC, g.util_dec_pct.to_string())
+    }),
+    field(&["temperature.gpu"], "", |_, g| {
+        live(g, v::TEMPERATURE, g.temp_gpu_c.to_string())
+    }),
+    field(&["power.draw"], "W", |_, g| {
+        live(g, v::POWER_DRAW, watts(g.power_draw_mw))
+    }),
+    field(&["power.limit"], "W", |_, g| {
+        live(g, v::POWER_LIMIT, watts(g.power_limit_mw))
+    }),
+    field(&["enforced.power.limit"], "W", |_, g| {
+        live(g, v::POWER_LIMIT, watts(g.power_limit_mw))
+    }),
+    field(&["clocks.current.graphics", "clocks.gr"], "MHz", |_, g| {
+        live(g, v::CLOCK_GRAPHICS, g.clock_graphics_mhz.to_string())
+    }),
+    field(&["clocks.current.sm", "clocks.sm"], "MHz", |_, g| {
+        live(g, v::CLOCK_SM, g.clock_sm_mhz.to_string())
+    }),
+    field(&["clocks.current.memory", "clocks.mem"], "MHz", |_, g| {
+        live(g, v::CLOCK_MEM, g.clock_mem_mhz.to_string())
+    }),
+    field(&["clocks.max.graphics", "clocks.max.gr"], "MHz", |_, g| {
+        static_value(g, v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz)
+    }),
+    field(&["clocks.max.sm"], "MHz", |_, g| {
+        static_value(g, v::CLOCK_SM_MAX, g.clock_sm_max_mhz)
+    }),
+    field(&["clocks.max.memory", "clocks.max.mem"], "MHz", |_, g| {
+        static_value(g, v::CLOCK_MEM_MAX, g.clock_mem_max_mhz)
+    }),
+    field(&["clocks_event_reasons.active"], "", |_, g| {
+        live(g, v::CLOCK_EVENT_REASONS, reasons(g))
+    }),
+    field(&["clocks_throttle_reasons.active"], "", |_, g| {
+        live(g, v::CLOCK_EVENT_REASONS, reasons(g))
+    }),
+    field(&["pcie.link.gen.current"], "", |_, g| {
+        live(g, v::PCIE_LINK_GEN, g.pcie_link_gen.to_string())
+    }),
+    field(&["pcie.link.width.current"], "", |_, g| {
+        live(g, v::PCIE_LINK_WIDTH, g.pcie_link_width.to_string())
+    }),
+    field(&["ecc.errors.corrected.volatile.total"], "", |_, g| {
+        live(
+            g,
+            v::ECC_CORRECTED,
+            g.ecc_corrected_volatile_count.to_string(),
+        )
+    }),
+    field(&["ecc.errors.uncorrected.volatile.total"], "", |_, g| {
+        live(
+            g,
+            v::ECC_UNCORRECTED,
+            g.ecc_uncorrected_volatile_count.to_string(),
+        )
+    }),
+];
+
+/// What nvidia-smi prints for a value it cannot give.
+const NOT_AVAILABLE: &str = "[N/A]";
+
+type Getter = fn(&Context, &GpuRecord) -> Option<String>;
+
+/// One queryable field.
+struct Field {
+    names: &'static [&'static str],
+    unit: &'static str,
+    get: Getter,
+}
+
+const fn field(names: &'static [&'static str], unit: &'static str, get: Getter) -> Field {
+    Field { names, unit, get }
+}
+
+/// Facts shared by every GPU line.
+struct Context {
+    timestamp: String,
+    driver_version: Option<String>,
+    count: u32,
+}
+
+/// The output options of `--format`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Format {
+    header: bool,
+    units: bool,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    let mut parts = s.split(',').map(str::trim);
+    if parts.next() != Some("csv") {
+        return Err(format!(
+            "\"{s}\" is not a valid format: use csv[,noheader][,nounits]"
+        ));
+    }
+    let mut format = Format {
+        header: true,
+        units: true,
+    };
+    for part in parts {
+        match part {
+            "noheader" => format.header = false,
+            "nounits" => format.units = false,
+            _ => return Err(format!("\"{part}\" is not a valid format option")),
+        }
+    }
+    Ok(format)
+}
+
+/// Looks up every requested field, or gives nvidia-smi's error for the first unknown one.
+fn parse_fields(s: &str) -> Result<Vec<&'static Field>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            FIELDS
+                .iter()
+                .find(|f| f.names.contains(&name))
+                .ok_or_else(|| format!("Field \"{name}\" is not a valid field to query."))
+        })
+        .collect()
+}
+
+/// Runs `gpupeek query`.
+pub fn run(args: Args) -> Result<(), Exit> {
+    let fields = parse_fields(&args.query_gpu).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    if fields.is_empty() {
+        return Err(Exit::new(EXIT_USAGE, "--query-gpu names no field"));
+    }
+    let format = parse_format(&args.format).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let snapshot = commands::live_snapshot(&name)?;
+    let gpus = select(&snapshot, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    crate::write_stdout(&render(&snapshot, &gpus, &fields, &format))
+}
+
+/// The GPUs `ids` names (all when `None`), in the order named.
+fn select<'a>(snap: &'a Snapshot, ids: Option<&str>) -> Result<Vec<&'a GpuRecord>, String> {
+    let Some(ids) = ids else {
+        return Ok(snap.gpus.iter().collect());
+    };
+    ids.split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(|id| {
+            snap.gpus.iter().find(|g| matches_id(g, id)).ok_or_else(|| {
+                let have: Vec<String> = snap.gpus.iter().map(|g| g.index.to_string()).collect();
+                format!("no GPU matches id \"{id}\" (GPUs: {})", have.join(","))
+            })
+        })
+        .collect()
+}
+
+/// An index, a UUID, or a PCI bus id (any case, any domain width).
+fn matches_id(g: &GpuRecord, id: &str) -> bool {
+    if let Ok(index) = id.parse::<u32>() {
+        return g.index == index;
+    }
+    if g.valid & v::UUID != 0 && text::decode(&g.uuid).eq_ignore_ascii_case(id) {
+        return true;
+    }
+    g.valid & v::PCI_BUS_ID != 0 && normal_bus_id(&text::decode(&g.pci_bus_id)) == normal_bus_id(id)
+}
+
+/// `0000:18:00.0` and `00000000:18:00.0` are the same GPU.
+fn normal_bus_id(s: &str) -> Option<(u32, String)> {
+    let (domain, rest) = s.split_once(':')?;
+    let domain = u32::from_str_radix(domain, 16).ok()?;
+    Some((domain, rest.to_ascii_lowercase()))
+}
+
+fn render(snap: &Snapshot, gpus: &[&GpuRecord], fields: &[&Field], format: &Format) -> String {
+    let mut out = String::new();
+    if format.header {
+        let header: Vec<String> = fields
+            .iter()
+            .map(|f| match f.unit {
+                "" => f.names[0].to_owned(),
+                unit => format!("{} [{unit}]", f.names[0]),
+            })
+            .collect();
+        out.push_str(&header.join(", "));
+        out.push('\n');
+    }
+    let context = Context {
+        timestamp: timestamp(snap.status.published_unix_ns),
+        driver_version: (snap.status.valid & status_valid::DRIVER_VERSION != 0)
+            .then(|| text::decode(&snap.status.driver_version)),
+        count: snap.status.gpu_count,
+    };
+    for gpu in gpus {
+        let values: Vec<String> = fields
+            .iter()
+            .map(|f| match (f.get)(&context, gpu) {
+                None => NOT_AVAILABLE.to_owned(),
+                Some(value) if format.units && !f.unit.is_empty() => {
+                    format!("{value} {}", f.unit)
+                }
+                Some(value) => value,
+            })
+            .collect();
+        out.push_str(&values.join(", "));
+        out.push('\n');
+    }
+    out
+}
+
+/// nvidia-smi's timestamp: local time, `2024/05/01 21:30:00.123`.
+fn timestamp(unix_ns: u64) -> String {
+    let secs = (unix_ns / 1_000_000_000) as i64;
+    let nanos = (unix_ns % 1_000_000_000) as u32;
+    DateTime::from_timestamp(secs, nanos)
+        .unwrap_or_default()
+        .with_timezone(&Local)
+        .format("%Y/%m/%d %H:%M:%S%.3f")
+        .to_string()
+}
+
+fn is_current(g: &GpuRecord) -> bool {
+    GpuState::from_raw(g.state) == Some(GpuState::Ok)
+}
+
+/// A value sampled this tick: only from a GPU sampled normally.
+fn live(g: &GpuRecord, bit: u64, value: String) -> Option<String> {
+    (is_current(g) && g.valid & bit != 0).then_some(value)
+}
+
+/// An identity string, kept even for a GPU that is lost.
+fn id_text(g: &GpuRecord, bit: u64, field: &[u8]) -> Option<String> {
+    (g.valid & bit != 0).then(|| text::decode(field))
+}
+
+/// A value read once per NVML session (maximum clocks), kept for a lost GPU.
+fn static_value(g: &GpuRecord, bit: u64, value: u32) -> Option<String> {
+    (g.valid & bit != 0).then(|| value.to_string())
+}
+
+fn mib(bytes: u64) -> String {
+    (bytes >> 20).to_string()
+}
+
+fn watts(mw: u32) -> String {
+    format!("{:.2}", f64::from(mw) / 1000.0)
+}
+
+fn reasons(g: &GpuRecord) -> String {
+    format!("{:#018x}", g.clock_event_reasons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_accepts_nvidia_smi_options_in_any_order() {
+        let f = |s| parse_format(s);
+        assert_eq!(
+            f("csv"),
+            Ok(Format {
+                header: true,
+                units: true
+            })
+        );
+        assert_eq!(
+            f("csv,nounits,noheader"),
+            Ok(Format {
+                header: false,
+                units: false
+            })
+        );
+        assert!(f("json").is_err());
+        assert_eq!(
+            f("csv,noheaders").unwrap_err(),
+            "\"noheaders\" is not a valid format option"
+        );
+    }
+
+    #[test]
+    fn aliases_resolve_to_the_canonical_field_and_unknown_fields_error_like_nvidia_smi() {
+        let fields = parse_fields("clocks.gr, gpu_name,index").unwrap();
+        let names: Vec<&str> = fields.iter().map(|f| f.names[0]).collect();
+        assert_eq!(names, ["clocks.current.graphics", "name", "index"]);
+        assert_eq!(
+            parse_fields("index,cuda_version").err().unwrap(),
+            "Field \"cuda_version\" is not a valid field to query."
+        );
+    }
+
+    #[test]
+    fn power_has_two_decimals_and_memory_rounds_down_to_mib() {
+        assert_eq!(watts(123_456), "123.46");
+        assert_eq!(watts(700_000), "700.00");
+        assert_eq!(mib(85_520_809_984), "81559");
+        assert_eq!(mib((1 << 20) - 1), "0");
+    }
+
+    #[test]
+    fn bus_ids_match_across_domain_widths_and_case() {
+        assert_eq!(
+            normal_bus_id("0000:1B:00.0"),
+            normal_bus_id("00000000:1b:00.0")
+        );
+        assert_ne!(normal_bus_id("0000:1B:00.0"), normal_bus_id("0000:1C:00.0"));
+        assert_eq!(normal_bus_id("GPU-abc"), None);
+    }
+
+    #[test]
+    fn help_lists_every_field_name() {
+        let help = Args::from_args(&["gpupeek", "query"], &["--help"])
+            .unwrap_err()
+            .output
+            .replace('\n', " ");
+        for name in FIELDS.iter().flat_map(|f| f.names.iter()) {
+            assert!(
+                help.contains(&format!(" {name},"))
+                    || help.contains(&format!(" {name} "))
+                    || help.contains(&format!("({name})"))
+                    || help.contains(&format!(" {name}."))
+                    || help.contains(&format!("({name}),")),
+                "--help does not list {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_field_name_is_unique() {
+        let mut names: Vec<&str> = FIELDS
+            .iter()
+            .flat_map(|f| f.names.iter().copied())
+            .collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+}

@@ -1,0 +1,129 @@
+/*
+ * gpupeek-read: an example reader of gpupeekd's segment, using only gpupeek.h.
+ *
+ *   cc -std=c11 -O2 -Wall -Wextra -o gpupeek-read gpupeek-read.c
+ *   ./gpupeek-read [SEGMENT-NAME]        (default: $GPUPEEK_SHM, else "gpupeek")
+ *
+ * Prints one line for the daemon, one per GPU and one per process, as KEY=VALUE pairs;
+ * a value the GPU does not report is N/A. Takes a snapshot consistent across records
+ * (retaken while the generation word moves). Exit status as gpupeek(1): 0 ok, 3 no
+ * daemon, 4 stale, 5 NVML error, 6 ABI mismatch, 7 untrusted, 8 corrupt, 9 OS error.
+ */
+#include "gpupeek.h"
+
+#include <inttypes.h>
+
+#define MAX_GPUS 64
+#define MAX_PROCS 1024
+
+static struct gpupeek_gpu gpus[MAX_GPUS];
+static struct gpupeek_proc procs[MAX_PROCS];
+
+static void put_u64(const char *key, uint64_t valid, uint64_t bit, uint64_t value)
+{
+    if (valid & bit)
+        printf(" %s=%" PRIu64, key, value);
+    else
+        printf(" %s=N/A", key);
+}
+
+static void put_str(const char *key, uint64_t valid, uint64_t bit, const char *src, size_t len)
+{
+    char buf[400];
+    gpupeek_copy_string(buf, sizeof buf, src, len);
+    printf(" %s=\"%s\"", key, (valid & bit) ? buf : "N/A");
+}
+
+static const char *gpu_state(uint32_t state)
+{
+    static const char *names[] = {"empty", "ok", "lost", "error", "suspended", "idle"};
+    return state < 6 ? names[state] : "unknown";
+}
+
+static int fail(const struct gpupeek_segment *seg, int err)
+{
+    fprintf(stderr, "gpupeek-read: %s\n", err == GPUPEEK_ERR_STALE ? "stale record" : seg->why);
+    return gpupeek_exit_status(err);
+}
+
+int main(int argc, char **argv)
+{
+    struct gpupeek_segment seg;
+    int err = gpupeek_open(&seg, argc > 1 ? argv[1] : NULL);
+    if (err != GPUPEEK_OK)
+        return fail(&seg, err);
+
+    struct gpupeek_status st;
+    struct gpupeek_proc_head head;
+    size_t nprocs = 0;
+    uint32_t ngpus = 0;
+    uint64_t generation = 0;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        generation = gpupeek_generation(&seg);
+        if ((err = gpupeek_read_status(&seg, &st)) != GPUPEEK_OK)
+            return fail(&seg, err);
+        ngpus = st.gpu_count;
+        if (ngpus > seg.header.gpu_capacity || ngpus > MAX_GPUS) {
+            snprintf(seg.why, sizeof seg.why, "GPU count %" PRIu32 " exceeds capacity", ngpus);
+            return fail(&seg, GPUPEEK_ERR_CORRUPT);
+        }
+        for (uint32_t i = 0; i < ngpus; i++)
+            if ((err = gpupeek_read_gpu(&seg, i, &gpus[i])) != GPUPEEK_OK)
+                return fail(&seg, err);
+        err = gpupeek_read_procs(&seg, &head, procs, MAX_PROCS, &nprocs);
+        if (err == GPUPEEK_ERR_CORRUPT)
+            snprintf(seg.why, sizeof seg.why, "process count exceeds capacity");
+        if (err != GPUPEEK_OK)
+            return fail(&seg, err);
+        if (gpupeek_generation(&seg) == generation)
+            break;
+    }
+
+    int live = gpupeek_liveness(&st);
+    if (live == 1) {
+        char msg[129];
+        gpupeek_copy_string(msg, sizeof msg, st.error_message, sizeof st.error_message);
+        fprintf(stderr, "gpupeek-read: NVML error %" PRId32 ": %s\n", st.nvml_error_code, msg);
+        gpupeek_close(&seg);
+        return 5;
+    }
+    if (live != GPUPEEK_OK) {
+        snprintf(seg.why, sizeof seg.why, "%s",
+                 live == GPUPEEK_ERR_STALE ? "the daemon is stale (no heartbeat)"
+                                           : "the daemon is not running");
+        return fail(&seg, live);
+    }
+
+    printf("daemon abi=%" PRIu32 ".%" PRIu32 " generation=%" PRIu64 " period_ns=%" PRIu64,
+           seg.header.abi_major, seg.header.abi_minor, generation, st.period_ns);
+    put_str("driver", st.valid, GPUPEEK_STATUS_DRIVER_VERSION, st.driver_version,
+            sizeof st.driver_version);
+    printf(" gpus=%" PRIu32 " processes=%zu\n", ngpus, nprocs);
+    for (uint32_t i = 0; i < ngpus; i++) {
+        const struct gpupeek_gpu *g = &gpus[i];
+        printf("gpu index=%" PRIu32 " state=%s", g->index, gpu_state(g->state));
+        put_str("name", g->valid, GPUPEEK_GPU_NAME, g->name, sizeof g->name);
+        put_str("uuid", g->valid, GPUPEEK_GPU_UUID, g->uuid, sizeof g->uuid);
+        put_u64("mem_total_bytes", g->valid, GPUPEEK_GPU_MEMORY, g->mem_total_bytes);
+        put_u64("mem_used_bytes", g->valid, GPUPEEK_GPU_MEMORY, g->mem_used_bytes);
+        put_u64("util_gpu_pct", g->valid, GPUPEEK_GPU_UTILIZATION, g->util_gpu_pct);
+        if (g->valid & GPUPEEK_GPU_TEMPERATURE)
+            printf(" temp_gpu_c=%" PRId32, g->temp_gpu_c);
+        else
+            printf(" temp_gpu_c=N/A");
+        put_u64("fan_speed_pct", g->valid, GPUPEEK_GPU_FAN_SPEED, g->fan_speed_pct);
+        put_u64("power_draw_mw", g->valid, GPUPEEK_GPU_POWER_DRAW, g->power_draw_mw);
+        put_u64("power_limit_mw", g->valid, GPUPEEK_GPU_POWER_LIMIT, g->power_limit_mw);
+        printf("\n");
+    }
+    for (size_t i = 0; i < nprocs; i++) {
+        const struct gpupeek_proc *p = &procs[i];
+        printf("proc gpu=%" PRIu32 " pid=%" PRIu32, p->gpu_index, p->pid);
+        put_u64("gpu_mem_bytes", p->valid, GPUPEEK_PROC_GPU_MEMORY, p->gpu_mem_bytes);
+        put_str("user", p->valid, GPUPEEK_PROC_USER, p->user, sizeof p->user);
+        put_str("command", p->valid, GPUPEEK_PROC_COMMAND, p->command, sizeof p->command);
+        printf("\n");
+    }
+    gpupeek_close(&seg);
+    return 0;
+}

@@ -1,0 +1,191 @@
+"""Tests of gpupeek.py against a live gpupeekd on the fake NVML.
+
+Run by the Rust end-to-end suite (tests/e2e/tests/contrib.rs), which starts the daemon
+and sets:
+  GPUPEEK_SHM             the daemon's segment
+  GPUPEEK_TEST_SCENARIO   the fake NVML's scenario file (these tests rewrite it)
+  GPUPEEK_TEST_CLIENT     the gpupeek binary, to compare with `gpupeek --json`
+  GPUPEEK_TEST_LAYOUT     a file holding gpupeek_shm::pin::describe()
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpupeek  # noqa: E402
+
+GIB = 1 << 30
+MIB = 1 << 20
+SHM = os.environ.get("GPUPEEK_SHM", "")
+SCENARIO = os.environ.get("GPUPEEK_TEST_SCENARIO", "")
+
+
+def write_scenario(gpu0_used, own_used=None, gpu1_used=4 * GIB):
+    """GPU 0 (80 GiB) with `gpu0_used`, this process on it with `own_used` (if any);
+    GPU 1 (40 GiB) with `gpu1_used` and no process of ours."""
+    procs = [] if own_used is None else [{"pid": os.getpid(), "used_gpu_memory_bytes": own_used}]
+    scenario = {"gpus": [
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-aaaaaaaa-0000-0000-0000-000000000000",
+         "memory_total_bytes": 80 * GIB, "memory_used_bytes": gpu0_used,
+         "utilization_gpu_pct": 50, "utilization_memory_pct": 10, "temperature_c": 60,
+         "power_usage_mw": 250500, "power_limit_mw": 700000, "processes": procs},
+        {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+         "memory_total_bytes": 40 * GIB, "memory_used_bytes": gpu1_used,
+         "processes": [{"pid": 1, "used_gpu_memory_bytes": GIB}]},
+    ]}
+    tmp = SCENARIO + ".py.tmp"
+    with open(tmp, "w") as f:
+        json.dump(scenario, f)
+    os.rename(tmp, SCENARIO)
+
+
+def wait_until(what, predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = gpupeek.snapshot(SHM)
+        if predicate(snap):
+            return snap
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def own(snap, gpu):
+    return [p.gpu_mem_bytes for p in snap.processes if p.pid == os.getpid() and p.gpu_index == gpu]
+
+
+def showing(gpu0_used, own_used):
+    return lambda s: s.gpus[0].mem_used_bytes == gpu0_used and own(s, 0) == [own_used]
+
+
+def wait_generations(n):
+    """Lets the daemon publish `n` more times."""
+    start = gpupeek.snapshot(SHM).generation
+    wait_until(f"{n} publishes", lambda s: s.generation >= start + n)
+
+
+class Layout(unittest.TestCase):
+    def test_layout_table_is_the_rust_crates(self):
+        with open(os.environ["GPUPEEK_TEST_LAYOUT"]) as f:
+            self.assertEqual(gpupeek.describe(), f.read())
+
+
+class Snapshot(unittest.TestCase):
+    def test_snapshot_agrees_with_gpupeek_json(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        snap = wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
+                             check=True, capture_output=True, text=True).stdout
+        doc = json.loads(out)
+        self.assertTrue(snap.consistent)
+        self.assertEqual(snap.liveness(), "live")
+        self.assertEqual(snap.status.driver_version, doc["driver_version"])
+        self.assertEqual(len(snap.gpus), len(doc["gpus"]))
+        for g, j in zip(snap.gpus, doc["gpus"]):
+            self.assertEqual(g.index, j["index"])
+            self.assertEqual(g.name, j["name"])
+            self.assertEqual(g.uuid, j["uuid"])
+            self.assertEqual(g.mem_used_bytes // MIB, j["memory.used"])
+            self.assertEqual(g.mem_total_bytes // MIB, j["memory.total"])
+            self.assertEqual(g.util_gpu_pct, j["utilization.gpu"])
+            self.assertEqual(g.temp_gpu_c, j["temperature.gpu"])
+            self.assertEqual(None if g.power_draw_mw is None else g.power_draw_mw // 1000,
+                             j["power.draw"])
+            mine = sorted((p.pid, p.gpu_mem_bytes // MIB) for p in snap.processes
+                          if p.gpu_index == g.index)
+            theirs = sorted((p["pid"], p["gpu_memory_usage"]) for p in j["processes"])
+            self.assertEqual(mine, theirs)
+        # A value the GPU does not report is None, never 0.
+        self.assertIsNone(snap.gpus[1].temp_gpu_c)
+        self.assertIsNone(snap.gpus[0].fan_speed_pct)
+        self.assertEqual(snap.proc_policy, "full")
+
+
+class Vram(unittest.TestCase):
+    def test_block_reports_delta_and_peak_of_its_gpu_only(self):
+        write_scenario(1 * GIB, 512 * MIB)
+        wait_until("start state", showing(1 * GIB, 512 * MIB))
+        reports = []
+        with gpupeek.vram("train step", shm=SHM, report=reports.append) as m:
+            write_scenario(3 * GIB, 2560 * MIB, gpu1_used=9 * GIB)
+            wait_until("peak state", showing(3 * GIB, 2560 * MIB))
+            wait_generations(10)
+            write_scenario(2 * GIB, 1536 * MIB)
+            wait_until("end state", showing(2 * GIB, 1536 * MIB))
+        self.assertEqual(reports, [m])
+        self.assertTrue(m.matched_process)
+        self.assertEqual(list(m.gpus), [0], "GPU 1 is not this process's")
+        g = m.gpus[0]
+        self.assertEqual((g.start_bytes, g.peak_bytes, g.end_bytes), (GIB, 3 * GIB, 2 * GIB))
+        self.assertEqual((g.delta_bytes, g.peak_delta_bytes), (GIB, 2 * GIB))
+        self.assertEqual((g.process_start_bytes, g.process_peak_bytes, g.process_end_bytes),
+                         (512 * MIB, 2560 * MIB, 1536 * MIB))
+        self.assertEqual(g.process_delta_bytes, GIB)
+        self.assertGreaterEqual(m.samples, 3)
+
+    def test_decorator_measures_each_call_under_the_functions_name(self):
+        write_scenario(1 * GIB, 512 * MIB)
+        wait_until("start state", showing(1 * GIB, 512 * MIB))
+        reports = []
+
+        @gpupeek.track_vram(shm=SHM, report=reports.append)
+        def allocate(extra):
+            write_scenario(1 * GIB + extra, 512 * MIB + extra)
+            wait_until("allocation", showing(1 * GIB + extra, 512 * MIB + extra))
+            return "done"
+
+        self.assertEqual(allocate(GIB), "done")
+        self.assertEqual(len(reports), 1)
+        self.assertIn("allocate", reports[0].label)
+        self.assertEqual(reports[0].gpus[0].delta_bytes, GIB)
+        self.assertEqual(reports[0].gpus[0].process_delta_bytes, GIB)
+
+
+class Trust(unittest.TestCase):
+    def fake_segment(self, suffix, data, mode):
+        name = f"{SHM}-{suffix}"
+        path = "/dev/shm/" + name
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.write(fd, data)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        self.addCleanup(os.unlink, path)
+        return name
+
+    def header(self, major):
+        h = bytearray(4096)
+        h[0:8] = gpupeek.MAGIC.to_bytes(8, "little")
+        h[8:12] = major.to_bytes(4, "little")
+        h[16:24] = (4096).to_bytes(8, "little")
+        return bytes(h)
+
+    def test_refuses_a_segment_others_can_write(self):
+        name = self.fake_segment("ww", self.header(1), 0o666)
+        with self.assertRaises(gpupeek.UntrustedError):
+            gpupeek.Segment(name)
+
+    def test_refuses_another_abi_major_naming_both_versions(self):
+        name = self.fake_segment("abi", self.header(2), 0o644)
+        with self.assertRaises(gpupeek.AbiError) as e:
+            gpupeek.Segment(name)
+        self.assertIn("2.0", str(e.exception))
+        self.assertIn("1.1", str(e.exception))
+
+    def test_refuses_a_header_whose_regions_lie_outside(self):
+        name = self.fake_segment("bad", self.header(1), 0o644)
+        with self.assertRaises(gpupeek.CorruptError):
+            gpupeek.Segment(name)
+
+    def test_missing_segment_means_no_daemon(self):
+        with self.assertRaises(gpupeek.NoDaemonError):
+            gpupeek.snapshot(SHM + "-missing")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,221 @@
+//! GPM (GPU Performance Monitoring, Hopper and newer): what a busy GPU is really doing.
+//!
+//! GPM metrics are computed between two samples taken at least [`MIN_INTERVAL_NS`] apart.
+//! The daemon never sleeps inside a tick for that: each GPU keeps the sample of an earlier
+//! tick, and a tick that comes at least 100 ms after it takes a new one, computes the
+//! metrics over the window between the two and keeps the new sample for next time. With a
+//! period under 100 ms the ticks in between take no sample (no NVML call) and republish
+//! the last metrics. Support is asked once per NVML session (`nvmlGpmQueryDeviceSupport`);
+//! an unsupported GPU is never asked again and its GPM fields stay invalid.
+//!
+//! Percentages are published in hundredths of a percent; NVML reports PCIe and NVLink
+//! traffic in MiB/s, published in bytes per second. A sample belongs to the NVML session
+//! that made it: [`Gpm::release`] frees it, and must run before that session shuts down.
+
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::gpm::gpm_metrics_get;
+use nvml_wrapper::{Device, GpmSample, Nvml};
+use nvml_wrapper_sys::bindings::nvmlGpmSample_t;
+
+use gpupeek_shm::layout::gpu_valid as v;
+use gpupeek_shm::GpuRecord;
+
+/// The shortest window NVML computes GPM metrics over, ns.
+pub const MIN_INTERVAL_NS: u64 = 100_000_000;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The metrics asked for, in the order of [`Metrics::values`].
+const METRICS: [GpmMetricId; 8] = [
+    GpmMetricId::SmUtil,
+    GpmMetricId::SmOccupancy,
+    GpmMetricId::AnyTensorUtil,
+    GpmMetricId::DramBwUtil,
+    GpmMetricId::PcieTxPerSec,
+    GpmMetricId::PcieRxPerSec,
+    GpmMetricId::NvlinkTotalTxPerSec,
+    GpmMetricId::NvlinkTotalRxPerSec,
+];
+
+/// One window's metrics, each `None` when NVML could not compute it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Metrics {
+    /// Values in the order of `METRICS`, as NVML reports them (percent, MiB/s).
+    pub values: [Option<f64>; 8],
+    /// Length of the window, ns.
+    pub interval_ns: u64,
+}
+
+impl Metrics {
+    /// Writes the metrics and their validity bits into `rec`.
+    pub fn put(&self, rec: &mut GpuRecord) {
+        let pct = |x: Option<f64>| x.map(|p| (p.clamp(0.0, 100.0) * 100.0).round() as u32);
+        let rate = |x: Option<f64>| x.map(|mib| (mib.max(0.0) * MIB).round() as u64);
+        let [sm, occ, tensor, dram, ptx, prx, ntx, nrx] = self.values;
+        let percents = [
+            (
+                pct(sm),
+                &mut rec.gpm_sm_activity_centipct,
+                v::GPM_SM_ACTIVITY,
+            ),
+            (
+                pct(occ),
+                &mut rec.gpm_sm_occupancy_centipct,
+                v::GPM_SM_OCCUPANCY,
+            ),
+            (
+                pct(tensor),
+                &mut rec.gpm_tensor_activity_centipct,
+                v::GPM_TENSOR_ACTIVITY,
+            ),
+            (
+                pct(dram),
+                &mut rec.gpm_dram_bw_util_centipct,
+                v::GPM_DRAM_BW,
+            ),
+        ];
+        let mut valid = v::GPM;
+        for (value, field, bit) in percents {
+            if let Some(value) = value {
+                *field = value;
+                valid |= bit;
+            }
+        }
+        let pairs = [
+            (rate(ptx).zip(rate(prx)), v::GPM_PCIE),
+            (rate(ntx).zip(rate(nrx)), v::GPM_NVLINK),
+        ];
+        for (i, (value, bit)) in pairs.into_iter().enumerate() {
+            if let Some((tx, rx)) = value {
+                if i == 0 {
+                    (rec.gpm_pcie_tx_bytes_per_s, rec.gpm_pcie_rx_bytes_per_s) = (tx, rx);
+                } else {
+                    (rec.gpm_nvlink_tx_bytes_per_s, rec.gpm_nvlink_rx_bytes_per_s) = (tx, rx);
+                }
+                valid |= bit;
+            }
+        }
+        rec.gpm_interval_ns = self.interval_ns;
+        rec.valid |= valid;
+    }
+}
+
+/// A sample kept from an earlier tick: its raw handle (owned) and when it was taken.
+#[derive(Debug)]
+pub struct Kept {
+    handle: nvmlGpmSample_t,
+    taken_ns: u64,
+}
+
+/// GPM state of one GPU within one NVML session.
+#[derive(Debug, Default)]
+pub enum Gpm {
+    /// Support not asked yet.
+    #[default]
+    Unknown,
+    /// The GPU (or the driver) has no GPM.
+    Unsupported,
+    /// GPM works: the sample kept for the next window and the last metrics computed.
+    Supported {
+        /// The newest sample, taken at the start of the next window.
+        kept: Option<Kept>,
+        /// Republished until the next window is at least 100 ms long.
+        last: Option<Metrics>,
+    },
+}
+
+/// True when the error means this GPU or driver has no GPM.
+fn unsupported(e: &NvmlError) -> bool {
+    matches!(
+        e,
+        NvmlError::NotSupported | NvmlError::FunctionNotFound | NvmlError::FailedToLoadSymbol(_)
+    )
+}
+
+impl Gpm {
+    /// One tick for an awake GPU that answered this tick: the metrics to publish, if any.
+    /// `Err` only for failures that are neither "not supported" nor about one metric.
+    pub fn tick(
+        &mut self,
+        nvml: &Nvml,
+        device: &Device,
+        now_ns: u64,
+    ) -> Result<Option<Metrics>, NvmlError> {
+        if matches!(self, Gpm::Unknown) {
+            *self = match device.gpm_support() {
+                Ok(true) => Gpm::Supported {
+                    kept: None,
+                    last: None,
+                },
+                Ok(false) => Gpm::Unsupported,
+                Err(e) if unsupported(&e) => Gpm::Unsupported,
+                Err(e) => return Err(e),
+            };
+        }
+        let Gpm::Supported { kept, last } = self else {
+            return Ok(None);
+        };
+        if kept
+            .as_ref()
+            .is_some_and(|k| now_ns.saturating_sub(k.taken_ns) < MIN_INTERVAL_NS)
+        {
+            return Ok(*last);
+        }
+        let new = match device.gpm_sample() {
+            Ok(sample) => sample,
+            Err(e) if unsupported(&e) => {
+                free(nvml, kept);
+                *self = Gpm::Unsupported;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let taken_ns = gpupeek_shm::mono_now_ns();
+        let Some(old) = kept.replace(Kept {
+            handle: new.into_handle(),
+            taken_ns,
+        }) else {
+            return Ok(None);
+        };
+        // SAFETY: `old.handle` was allocated by `nvmlGpmSampleAlloc` of this session's
+        // library (it came from `into_handle` of a sample made with `nvml`, the Nvml this
+        // `Gpm` is always called with), and it is owned here only: it was just taken out
+        // of `kept`, so nothing else frees it; `old_sample` frees it when dropped.
+        let old_sample = unsafe { GpmSample::from_handle(nvml, old.handle) };
+        let new_handle = kept.as_ref().map(|k| k.handle).expect("just stored");
+        // SAFETY: `new_handle` is the sample now owned by `kept`; wrapping it again is
+        // undone by `into_handle` below before anything can drop it, so it is freed once.
+        let new_sample = unsafe { GpmSample::from_handle(nvml, new_handle) };
+        let result = gpm_metrics_get(nvml, &old_sample, &new_sample, &METRICS);
+        let _still_kept = new_sample.into_handle();
+        drop(old_sample);
+        let mut metrics = Metrics {
+            interval_ns: taken_ns.saturating_sub(old.taken_ns),
+            ..Metrics::default()
+        };
+        for (slot, value) in metrics.values.iter_mut().zip(result?) {
+            *slot = value.ok().map(|r| r.value).filter(|x| x.is_finite());
+        }
+        *last = Some(metrics);
+        Ok(Some(metrics))
+    }
+
+    /// Frees the kept sample (GPU lost, or the session ends) and forgets the metrics.
+    pub fn release(&mut self, nvml: &Nvml) {
+        if let Gpm::Supported { kept, last } = self {
+            free(nvml, kept);
+            *last = None;
+        }
+    }
+}
+
+/// Frees the sample in `kept`, if any.
+fn free(nvml: &Nvml, kept: &mut Option<Kept>) {
+    if let Some(k) = kept.take() {
+        // SAFETY: the handle was allocated by this session's `nvmlGpmSampleAlloc` (see
+        // `Gpm::tick`) and is owned only by `kept`, from which it was just taken: it is
+        // freed exactly once, here, when the wrapper drops.
+        drop(unsafe { GpmSample::from_handle(nvml, k.handle) });
+    }
+}

@@ -1,0 +1,271 @@
+//! Third-party readers from contrib/: the C header and its example reader, built with the
+//! system C compiler, and the Python module with its own tests, each against a live
+//! daemon on the fake NVML, and each checked against the Rust definition of the layout.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpupeek_e2e::{run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox};
+use serde_json::json;
+
+const GIB: u64 = 1 << 30;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Compiles `source` (with contrib/c on the include path) as strictly as the README
+/// says; returns the executable, or `None` when there is no C compiler outside CI.
+fn compile(sandbox: &Sandbox, source: &Path, out: &str) -> Option<PathBuf> {
+    let cc = tool("cc", "gcc")?;
+    let exe = sandbox.dir.join(out);
+    let mut cmd = Command::new(cc);
+    cmd.args([
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+        "-O2",
+        "-I",
+    ])
+    .arg(repo().join("contrib/c"))
+    .arg("-o")
+    .arg(&exe)
+    .arg(source);
+    let built = run_with_watchdog(cmd);
+    assert!(built.status.success(), "cc failed:\n{}", stderr(&built));
+    Some(exe)
+}
+
+fn live(tag: &str) -> (Sandbox, Daemon) {
+    let sandbox = Sandbox::new(tag);
+    sandbox.write_scenario(&json!({
+        "gpus": [
+            {
+                "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+                "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB + 12345,
+                "utilization_gpu_pct": 45, "utilization_memory_pct": 12, "temperature_c": 41,
+                "power_usage_mw": 123456, "power_limit_mw": 700000, "fan_speed_pct": 30,
+                "processes": [{"pid": std::process::id(), "used_gpu_memory_bytes": 3 * GIB}]
+            },
+            {"name": "NVIDIA A100-SXM4-40GB", "memory_total_bytes": 42949672960u64}
+        ]
+    }));
+    let daemon = sandbox.start_daemon("50ms");
+    sandbox.wait_live(&daemon);
+    (sandbox, daemon)
+}
+
+/// `KEY=VALUE` pairs of one output line (values may be quoted).
+fn pairs(line: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut rest = line;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq].rsplit(' ').next().unwrap().to_owned();
+        let after = &rest[eq + 1..];
+        let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
+            let end = quoted.find('"').unwrap();
+            (&quoted[..end], &quoted[end + 1..])
+        } else {
+            let end = after.find(' ').unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        out.insert(key, value.to_owned());
+        rest = next;
+    }
+    out
+}
+
+/// A JSON value as the C reader prints it: N/A for null.
+fn text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "N/A".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn scaled(value: &str, divisor: u64) -> String {
+    value
+        .parse::<u64>()
+        .map_or_else(|_| value.to_owned(), |v| (v / divisor).to_string())
+}
+
+#[test]
+fn c_example_reader_prints_what_gpupeek_json_shows() {
+    let (sandbox, _daemon) = live("c-reader");
+    let Some(exe) = compile(
+        &sandbox,
+        &repo().join("contrib/c/gpupeek-read.c"),
+        "gpupeek-read",
+    ) else {
+        return;
+    };
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(&exe);
+        cmd.arg(&sandbox.shm);
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    let lines: Vec<_> = stdout(&out).lines().map(pairs).collect();
+    let gpus: Vec<_> = lines.iter().filter(|l| l.contains_key("index")).collect();
+    let jgpus = json["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), jgpus.len(), "{}", stdout(&out));
+    for (c, j) in gpus.iter().zip(jgpus) {
+        assert_eq!(c["index"], text(&j["index"]));
+        assert_eq!(c["name"], text(&j["name"]));
+        assert_eq!(c["uuid"], text(&j["uuid"]));
+        assert_eq!(
+            scaled(&c["mem_used_bytes"], 1 << 20),
+            text(&j["memory.used"])
+        );
+        assert_eq!(
+            scaled(&c["mem_total_bytes"], 1 << 20),
+            text(&j["memory.total"])
+        );
+        assert_eq!(c["util_gpu_pct"], text(&j["utilization.gpu"]));
+        assert_eq!(c["temp_gpu_c"], text(&j["temperature.gpu"]));
+        assert_eq!(c["fan_speed_pct"], text(&j["fan.speed"]));
+        assert_eq!(scaled(&c["power_draw_mw"], 1000), text(&j["power.draw"]));
+        assert_eq!(
+            scaled(&c["power_limit_mw"], 1000),
+            text(&j["enforced.power.limit"])
+        );
+    }
+    assert_eq!(gpus[1]["temp_gpu_c"], "N/A", "missing is N/A, never 0");
+    let procs: Vec<_> = lines.iter().filter(|l| l.contains_key("pid")).collect();
+    let jprocs = json["gpus"][0]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0]["pid"], text(&jprocs[0]["pid"]));
+    assert_eq!(
+        scaled(&procs[0]["gpu_mem_bytes"], 1 << 20),
+        text(&jprocs[0]["gpu_memory_usage"])
+    );
+    assert_eq!(procs[0]["user"], text(&jprocs[0]["username"]));
+    assert_eq!(procs[0]["command"], text(&jprocs[0]["command"]));
+}
+
+/// A world-writable, a foreign-ABI, a corrupt and a missing segment give gpupeek's
+/// exit statuses and a one-line reason.
+#[test]
+fn c_example_reader_refuses_untrusted_corrupt_and_foreign_segments() {
+    let sandbox = Sandbox::new("c-refuse");
+    let Some(exe) = compile(
+        &sandbox,
+        &repo().join("contrib/c/gpupeek-read.c"),
+        "gpupeek-read",
+    ) else {
+        return;
+    };
+    let mut header = vec![0u8; 4096];
+    header[..8].copy_from_slice(b"GPUPEEK\0");
+    header[16..24].copy_from_slice(&4096u64.to_ne_bytes());
+    let cases: [(&str, u32, u32, i32); 4] = [
+        ("ww", 1, 0o666, 7),
+        ("abi", 2, 0o644, 6),
+        ("bad", 1, 0o644, 8),
+        ("missing", 1, 0, 3),
+    ];
+    for (suffix, major, mode, expected) in cases {
+        let name = format!("{}-{suffix}", sandbox.shm);
+        let path = Path::new("/dev/shm").join(&name);
+        if mode != 0 {
+            header[8..12].copy_from_slice(&major.to_ne_bytes());
+            std::fs::write(&path, &header).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .unwrap();
+        }
+        let out = run_with_watchdog({
+            let mut cmd = Command::new(&exe);
+            cmd.arg(&name);
+            cmd
+        });
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{suffix}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            stderr(&out).lines().count(),
+            1,
+            "{suffix}: {}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).is_empty());
+    }
+}
+
+/// Compiles a program that prints every field's `offsetof` and `sizeof` from the C
+/// structs in `pin::describe()`'s format, and compares it with the Rust layout.
+#[test]
+fn c_header_structs_have_the_rust_layout() {
+    let sandbox = Sandbox::new("c-layout");
+    let layout = gpupeek_shm::pin::describe();
+    let mut body = String::new();
+    let mut current = "";
+    for line in layout.lines() {
+        if !line.starts_with(' ') {
+            let record = line.split(' ').next().unwrap();
+            current = match record {
+                "StaticHeader" => "gpupeek_static_header",
+                "StatusRecord" => "gpupeek_status",
+                "GpuRecord" => "gpupeek_gpu",
+                "ProcTableHead" => "gpupeek_proc_head",
+                "ProcRecord" => "gpupeek_proc",
+                "HistoryHead" => "gpupeek_history_head",
+                "HistorySample" => "gpupeek_history_sample",
+                other => panic!("no C struct for {other}"),
+            };
+            body.push_str(&format!(
+                "printf(\"{record} size=%zu\\n\", sizeof(struct {current}));\n"
+            ));
+            continue;
+        }
+        let field = line.split_whitespace().last().unwrap();
+        body.push_str(&format!(
+            "printf(\"  %4zu %3zu {field}\\n\", offsetof(struct {current}, {field}), \
+             sizeof(((struct {current} *)0)->{field}));\n"
+        ));
+    }
+    let source = sandbox.dir.join("layout.c");
+    std::fs::write(
+        &source,
+        format!("#include \"gpupeek.h\"\nint main(void) {{\n{body}return 0;\n}}\n"),
+    )
+    .unwrap();
+    let Some(exe) = compile(&sandbox, &source, "layout") else {
+        return;
+    };
+    let out = run_with_watchdog(Command::new(exe));
+    assert_eq!(stdout(&out), layout);
+}
+
+#[test]
+fn python_module_passes_its_tests_against_a_live_daemon() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let (sandbox, _daemon) = live("python");
+    let layout = sandbox.dir.join("layout.txt");
+    std::fs::write(&layout, gpupeek_shm::pin::describe()).unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("contrib/python/test_gpupeek.py"))
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
+        .env("GPUPEEK_TEST_CLIENT", &gpupeek_e2e::bins().client)
+        .env("GPUPEEK_TEST_LAYOUT", &layout)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run_with_watchdog(cmd);
+    assert!(
+        out.status.success(),
+        "python tests failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+}

@@ -1,0 +1,190 @@
+//! The man pages cannot drift: every flag `--help` lists is in the matching page and
+//! every flag a page names exists; gpupeek-shm(5)'s field tables are the Rust layout;
+//! and `mandoc -T lint` finds nothing to say about any page.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, tool};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn page(name: &str) -> String {
+    let source = std::fs::read_to_string(repo().join("man").join(name)).unwrap();
+    // What a reader sees: roff's escaped hyphens are hyphens.
+    source.replace("\\-", "-")
+}
+
+fn help(program: &Path, args: &[&str]) -> String {
+    let mut cmd = Command::new(program);
+    cmd.args(args).arg("--help");
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "{args:?} --help: {}", stderr(&out));
+    stdout(&out)
+}
+
+/// Every `--long-flag` named anywhere in `text`.
+fn long_flags(text: &str) -> BTreeSet<String> {
+    let mut flags = BTreeSet::new();
+    for (at, _) in text.match_indices("--") {
+        let name: String = text[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+            .collect();
+        let name = name.trim_end_matches('-');
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            flags.insert(format!("--{name}"));
+        }
+    }
+    flags
+}
+
+/// The flags `--help` lists in its Options section (long and short), without `--help`.
+fn listed_flags(help: &str) -> BTreeSet<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Options:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        // Option lines start "  -"; wrapped descriptions are indented further.
+        .filter_map(|l| l.strip_prefix("  ").filter(|l| l.starts_with('-')))
+        .flat_map(|l| {
+            let names = l.split("  ").next().unwrap();
+            names
+                .split(", ")
+                .filter(|n| n.starts_with('-') && *n != "--help")
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Checks `man` against the `--help` texts of one program (and its subcommands).
+fn check_flags(man_name: &str, helps: &[String]) {
+    let man = page(man_name);
+    let mut listed = BTreeSet::new();
+    let mut known = BTreeSet::from(["--help".to_owned()]);
+    for help in helps {
+        listed.extend(listed_flags(help));
+        known.extend(long_flags(help));
+    }
+    assert!(listed.len() > 3, "no flags parsed from --help: {helps:?}");
+    for flag in &listed {
+        let documented = man.match_indices(flag.as_str()).any(|(at, _)| {
+            !man[at + flag.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+        });
+        assert!(documented, "{man_name} does not document {flag}");
+        known.insert(flag.clone());
+    }
+    let unknown: Vec<_> = long_flags(&man).difference(&known).cloned().collect();
+    assert!(
+        unknown.is_empty(),
+        "{man_name} names flags --help does not: {unknown:?}"
+    );
+}
+
+#[test]
+fn gpupeekd_page_documents_exactly_the_flags_of_its_help() {
+    check_flags("gpupeekd.8", &[help(&bins().daemon, &[])]);
+    let man = page("gpupeekd.8");
+    for topic in [
+        "hidepid",
+        "auto",
+        "basic",
+        "none",
+        "RUNTIME POWER MANAGEMENT",
+        "ALERTS",
+        "READY=1",
+        "EXIT STATUS",
+        "gpupeekd-NAME.lock",
+        "/dev/shm/gpupeek",
+    ] {
+        assert!(man.contains(topic), "gpupeekd.8 lacks {topic}");
+    }
+}
+
+#[test]
+fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
+    let client = &bins().client;
+    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"]]
+        .iter()
+        .map(|sub| help(client, sub))
+        .collect();
+    check_flags("gpupeek.1", &helps);
+    let man = page("gpupeek.1");
+    // Every query field the help lists is in the page.
+    let fields = helps[1]
+        .split("Fields (aliases in parentheses):")
+        .nth(1)
+        .unwrap();
+    let fields = fields.split(".\n").next().unwrap();
+    for field in fields
+        .split([',', '(', ')'])
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+    {
+        assert!(man.contains(field), "gpupeek.1 lacks query field {field}");
+    }
+    for topic in [
+        "NO_COLOR",
+        "GPUPEEK_SHM",
+        "EXIT STATUS",
+        "memory.used",
+        "host_pid",
+    ] {
+        assert!(man.contains(topic), "gpupeek.1 lacks {topic}");
+    }
+}
+
+/// The rows of gpupeek-shm(5)'s field tables, in `pin::describe()`'s format.
+#[test]
+fn shm_page_field_tables_are_the_pinned_layout() {
+    let man = std::fs::read_to_string(repo().join("man/gpupeek-shm.5")).unwrap();
+    let mut described = String::new();
+    let mut in_record = false;
+    for line in man.lines() {
+        if let Some(title) = line.strip_prefix(".SS ") {
+            // ".SS ProcRecord (640 bytes in 1.1, 128 in 1.0)"
+            let mut words = title.split([' ', '(']).filter(|w| !w.is_empty());
+            let (name, size) = (words.next().unwrap(), words.next().unwrap_or(""));
+            in_record = size.parse::<usize>().is_ok();
+            if in_record {
+                described.push_str(&format!("{name} size={size}\n"));
+            }
+            continue;
+        }
+        let cells: Vec<&str> = line.split('|').collect();
+        if in_record && cells.len() >= 3 && cells[0].parse::<usize>().is_ok() {
+            let (offset, size) = (cells[0].parse::<usize>().unwrap(), cells[1]);
+            let size: usize = size.parse().unwrap();
+            described.push_str(&format!("  {offset:4} {size:3} {}\n", cells[2]));
+        }
+    }
+    assert_eq!(described, gpupeek_shm::pin::describe());
+}
+
+#[test]
+fn mandoc_lint_finds_nothing_in_any_page() {
+    let Some(mandoc) = tool("mandoc", "mandoc") else {
+        return;
+    };
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("man"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "1" || e == "5" || e == "8")
+        })
+        .collect();
+    pages.sort();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    let mut cmd = Command::new(mandoc);
+    cmd.args(["-T", "lint", "-W", "all"]).args(&pages);
+    let out = run_with_watchdog(cmd);
+    assert_eq!(
+        (out.status.code(), stdout(&out), stderr(&out)),
+        (Some(0), String::new(), String::new())
+    );
+}
