@@ -19,4 +19,6 @@ fn name() -> &'static str {
 fuzz_target!(|data: &[u8]| {
     hostile::place(name(), &hostile::image_from_fuzz_input(data));
     let _ = hostile::read_like_a_client(name());
+    // Nothing is left in /dev/shm when the fuzzer stops.
+    hostile::remove(name());
 });

@@ -172,3 +172,8 @@ pub fn read_like_a_client(name: &str) -> Result<usize, Error> {
     }
     Ok(text_bytes)
 }
+
+/// Removes `/dev/shm/NAME` (what [`place`] put there).
+pub fn remove(name: &str) {
+    let _ = gpupeek_shm::writer::unlink(name);
+}
