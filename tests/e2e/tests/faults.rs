@@ -448,3 +448,90 @@ fn a_client_whose_stderr_is_a_closed_pipe_still_exits_with_its_status() {
         .unwrap();
     assert_eq!(status.code(), Some(3), "no daemon, said to nobody");
 }
+
+/// Runs tmux on a private server socket, killed when dropped.
+struct Tmux {
+    tmux: std::path::PathBuf,
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(&self.tmux);
+        cmd.arg("-L").arg(&self.socket).args(args);
+        let out = run_with_watchdog(cmd);
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.tmux)
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+#[test]
+fn the_watch_view_survives_terminal_resizes_and_quits_cleanly() {
+    let Some(tmux) = gpupeek_e2e::tool("tmux", "tmux") else {
+        return;
+    };
+    let (sb, daemon) = live("resize", &two_gpus(), "50ms");
+    let tmux = Tmux {
+        tmux,
+        socket: sb.shm.clone(),
+    };
+    let command = format!("{} --shm {} --watch 0.1", bins().client.display(), sb.shm);
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "w",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &command,
+    ]);
+    tmux.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
+    let screen = || tmux.run(&["capture-pane", "-p", "-t", "w"]);
+    let pane = || {
+        tmux.run(&[
+            "list-panes",
+            "-t",
+            "w",
+            "-F",
+            "#{pane_dead} #{pane_dead_status}",
+        ])
+    };
+    wait_for("the first frame", &daemon, || screen().contains("#1"));
+    // Every resize sends SIGWINCH; the view must keep drawing at each new size.
+    for (x, y) in [(40, 10), (200, 60), (20, 5), (120, 40), (80, 24)] {
+        tmux.run(&[
+            "resize-window",
+            "-t",
+            "w",
+            "-x",
+            &x.to_string(),
+            "-y",
+            &y.to_string(),
+        ]);
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(
+            pane().trim(),
+            "0",
+            "gpupeek --watch died on a resize to {x}x{y}"
+        );
+    }
+    wait_for("a frame at the last size", &daemon, || {
+        screen().contains("NVIDIA H100 80GB HBM3 #1")
+    });
+    tmux.run(&["send-keys", "-t", "w", "q"]);
+    wait_for("gpupeek --watch to quit on q", &daemon, || {
+        pane().trim() == "1 0"
+    });
+}

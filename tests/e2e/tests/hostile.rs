@@ -388,3 +388,37 @@ fn every_malformed_daemon_flag_gets_one_line_and_exit_2() {
         "a daemon with bad flags created the segment"
     );
 }
+
+#[test]
+fn every_malformed_format_template_is_exit_2_naming_the_column_without_output() {
+    let sb = Sandbox::new("badtemplates");
+    for template in [
+        "{bogus}",
+        "{util",
+        "}",
+        "{}",
+        "{mem_used:XiB}",
+        "{util:.999999999}",
+        "{util:99999999}",
+        "{util:>99999}",
+        "{mem_used:GiB:.99}",
+        "{mem_used:GiB:.1:x}",
+        "{{util}",
+        "{util}}",
+        "{name:\u{1b}[31m}",
+    ] {
+        let out = sb.client(&["--format", template]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{template:?}: {err}");
+        assert!(out.stdout.is_empty(), "{template:?}");
+        assert!(!err.contains("panicked"), "{template:?}: {err}");
+        // One line that says what and where; the template and a caret under the
+        // column may follow it.
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("gpupeek: bad --format template at column "),
+            "{template:?}: {err}"
+        );
+        assert!(err.lines().count() <= 3, "{template:?}: {err}");
+    }
+}
