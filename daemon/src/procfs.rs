@@ -198,13 +198,32 @@ impl Procfs {
         self.buf.split_whitespace().nth(1)?.parse().ok()
     }
 
-    /// Reads a small file into the reused buffer.
+    /// Reads a small UTF-8 file into the reused buffer.
+    ///
+    /// A plain read loop: `read_to_string` on a `File` would first `statx` and `lseek` it
+    /// for a size hint, two more system calls per file (and /proc files say size 0).
     fn read(&mut self, path: &Path) -> Option<()> {
-        self.buf.clear();
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read_to_string(&mut self.buf))
-            .ok()
-            .map(drop)
+        let mut bytes = std::mem::take(&mut self.buf).into_bytes();
+        bytes.clear();
+        let mut file = std::fs::File::open(path).ok()?;
+        loop {
+            if bytes.len() == bytes.capacity() {
+                bytes.reserve(512);
+            }
+            let start = bytes.len();
+            bytes.resize(bytes.capacity(), 0);
+            match file.read(&mut bytes[start..]) {
+                Ok(0) => {
+                    bytes.truncate(start);
+                    break;
+                }
+                Ok(n) => bytes.truncate(start + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => bytes.truncate(start),
+                Err(_) => return None,
+            }
+        }
+        self.buf = String::from_utf8(bytes).ok()?;
+        Some(())
     }
 
     fn user_name(&mut self, uid: u32) -> String {

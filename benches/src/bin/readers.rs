@@ -48,8 +48,11 @@ fn read(name: &str, period: Duration, total: Duration) {
     let mut snap = segment.snapshot().expect("snapshot");
     let end = Instant::now() + total;
     while Instant::now() < end {
-        segment.snapshot_into(&mut snap).expect("snapshot");
-        std::hint::black_box(&snap);
+        // A daemon restarting on the segment (the benchmark restarts it under callgrind)
+        // is not this reader's business: an error just waits for the next period.
+        if segment.snapshot_into(&mut snap).is_ok() {
+            std::hint::black_box(&snap);
+        }
         std::thread::sleep(period);
     }
 }
