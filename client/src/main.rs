@@ -17,7 +17,8 @@
 //! the standard descriptors, about a sixth of a one-shot call. What of it matters is
 //! done here: SIGPIPE no longer kills the process, so a closed stdout is a quiet exit.
 //! Arguments still come from `std::env::args` (glibc hands them to std at load time).
-#![no_main]
+//! Unit tests keep the test harness's own entry point.
+#![cfg_attr(not(test), no_main)]
 
 mod byuser;
 mod cli;
@@ -78,7 +79,7 @@ impl From<Error> for Exit {
 }
 
 /// The process entry point, called by the C runtime; returns the exit status.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
