@@ -62,6 +62,8 @@ impl Fixture {
 impl Drop for Fixture {
     fn drop(&mut self) {
         let _ = gpupeek_shm::writer::unlink(&self.name);
+        let lock = std::env::temp_dir().join(format!("gpupeekd-{}.lock", self.name));
+        let _ = std::fs::remove_file(lock);
     }
 }
 
