@@ -10,6 +10,15 @@
 //!
 //! A first argument naming a subcommand (`query`, `metrics`, `serve`) is handed to
 //! [`commands`] before the gpustat-style flags are parsed.
+//!
+//! Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
+//! enters [`main`] directly (`no_main`): std's own start-up would first install a
+//! stack-overflow handler (reading `/proc/self/maps`, an alternate signal stack) and check
+//! the standard descriptors, about a sixth of a one-shot call. What of it matters is
+//! done here: SIGPIPE no longer kills the process, so a closed stdout is a quiet exit.
+//! Arguments still come from `std::env::args` (glibc hands them to std at load time).
+//! Unit tests keep the test harness's own entry point.
+#![cfg_attr(not(test), no_main)]
 
 mod byuser;
 mod cli;
@@ -29,7 +38,6 @@ mod view;
 mod watch;
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 
 use chrono::{DateTime, Local, Timelike};
 use gpupeek_shm::{Error, Liveness, Segment};
@@ -76,15 +84,27 @@ impl From<Error> for Exit {
     }
 }
 
-fn main() -> ExitCode {
+/// The process entry point, called by the C runtime; returns the exit status.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    // A caught SIGPIPE (the flag is never read) makes a write to a closed pipe fail with
+    // EPIPE instead of killing the process, as std's start-up would have arranged.
+    static SIGPIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGPIPE, &SIGPIPE_SEEN) {
+        eprintln!("gpupeek: cannot handle SIGPIPE: {e}");
+        return EXIT_INTERNAL.into();
+    }
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(exit) => {
             if !exit.message.is_empty() {
                 // Not eprintln!, which panics when stderr is a closed pipe.
                 let _ = writeln!(std::io::stderr().lock(), "gpupeek: {}", exit.message);
             }
-            ExitCode::from(exit.code)
+            exit.code.into()
         }
     }
 }

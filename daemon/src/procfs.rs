@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use gpupeek_shm::procfs as proc;
@@ -35,6 +36,8 @@ pub struct Procfs {
     tick: u64,
     now_ns: u64,
     buf: String,
+    /// `/proc/PID/FILE` of the file being read, reused so a tick allocates nothing.
+    path: PathBuf,
 }
 
 /// Everything known about one process.
@@ -83,6 +86,7 @@ impl Procfs {
             tick: 0,
             now_ns: 0,
             buf: String::new(),
+            path: PathBuf::new(),
         }
     }
 
@@ -102,8 +106,7 @@ impl Procfs {
         if self.known.get(&pid).is_some_and(|k| k.seen_tick == tick) {
             return self.known.get(&pid).map(|k| &k.info);
         }
-        let dir = self.root.join(pid.to_string());
-        let Some(stat) = self.read_stat(&dir) else {
+        let Some(stat) = self.read_stat(pid) else {
             self.known.remove(&pid);
             return None;
         };
@@ -135,6 +138,7 @@ impl Procfs {
             !same || now.saturating_sub(k.details_at_ns) >= DETAILS_REFRESH_NS
         };
         if stale_details {
+            let dir = self.root.join(pid.to_string());
             let user = real_uid_and_ns_pid(&dir).map(|(uid, ns_pid)| {
                 let name = self.user_name(uid);
                 ((uid, name), ns_pid)
@@ -165,31 +169,67 @@ impl Procfs {
                 k.cpu_at_ns = now;
             }
         }
-        let rss_bytes = self.read_statm(&dir).map(|p| p.saturating_mul(page_size));
+        let rss_bytes = self.read_statm(pid).map(|p| p.saturating_mul(page_size));
         let k = self.known.get_mut(&pid).expect("inserted above");
         k.info.rss_bytes = rss_bytes;
         k.seen_tick = tick;
         Some(&k.info)
     }
 
-    fn read_stat(&mut self, dir: &Path) -> Option<proc::Stat> {
-        self.read(&dir.join("stat"))?;
+    fn read_stat(&mut self, pid: u32) -> Option<proc::Stat> {
+        self.read(pid, "stat")?;
         proc::parse_stat(&self.buf)
     }
 
     /// Resident pages, the second field of `/proc/PID/statm`.
-    fn read_statm(&mut self, dir: &Path) -> Option<u64> {
-        self.read(&dir.join("statm"))?;
+    fn read_statm(&mut self, pid: u32) -> Option<u64> {
+        self.read(pid, "statm")?;
         proc::parse_statm_resident(&self.buf)
     }
 
-    /// Reads a small file into the reused buffer.
-    fn read(&mut self, path: &Path) -> Option<()> {
-        self.buf.clear();
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read_to_string(&mut self.buf))
-            .ok()
-            .map(drop)
+    /// Reads the small UTF-8 file `/proc/PID/FILE` into the reused buffer.
+    ///
+    /// A plain read loop: `read_to_string` on a `File` would first `statx` and `lseek` it
+    /// for a size hint, two more system calls per file (and /proc files say size 0).
+    fn read(&mut self, pid: u32, file: &str) -> Option<()> {
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        let mut rest = pid;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let path = self.path.as_mut_os_string();
+        path.clear();
+        path.push(self.root.as_os_str());
+        self.path
+            .push(std::ffi::OsStr::from_bytes(&digits[start..]));
+        self.path.push(file);
+        let mut bytes = std::mem::take(&mut self.buf).into_bytes();
+        bytes.clear();
+        let mut file = std::fs::File::open(&self.path).ok()?;
+        loop {
+            if bytes.len() == bytes.capacity() {
+                bytes.reserve(512);
+            }
+            let start = bytes.len();
+            bytes.resize(bytes.capacity(), 0);
+            match file.read(&mut bytes[start..]) {
+                Ok(0) => {
+                    bytes.truncate(start);
+                    break;
+                }
+                Ok(n) => bytes.truncate(start + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => bytes.truncate(start),
+                Err(_) => return None,
+            }
+        }
+        self.buf = String::from_utf8(bytes).ok()?;
+        Some(())
     }
 
     fn user_name(&mut self, uid: u32) -> String {

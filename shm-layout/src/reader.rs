@@ -147,9 +147,18 @@ impl Segment {
             generation: 0,
             consistent: false,
         };
+        self.snapshot_into(&mut snap)?;
+        Ok(snap)
+    }
+
+    /// [`Segment::snapshot`] into an existing snapshot, reusing its vectors: a reader that
+    /// keeps one snapshot and refreshes it allocates nothing once they have grown.
+    pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), Error> {
+        snap.header = self.header;
+        snap.consistent = false;
         for _ in 0..SNAPSHOT_ATTEMPTS {
             let before = self.generation();
-            self.fill(&mut snap)?;
+            self.fill(snap)?;
             fence(Ordering::Acquire);
             let after = self
                 .geometry
@@ -161,7 +170,7 @@ impl Segment {
                 break;
             }
         }
-        Ok(snap)
+        Ok(())
     }
 
     fn fill(&self, snap: &mut Snapshot) -> Result<(), Error> {
@@ -171,12 +180,13 @@ impl Segment {
         if count > self.geometry.gpu_capacity {
             return Err(Error::corrupt(&self.name, "GPU count exceeds capacity"));
         }
-        snap.gpus.clear();
-        for slot in 0..count {
-            let mut rec = GpuRecord::new_zeroed();
-            seqlock::read(self.geometry.gpu(words, slot), &mut rec)
+        // Records are read in place, no copy through the stack; a reused snapshot's
+        // records are overwritten, not zeroed first (every byte is loaded or zeroed).
+        snap.gpus.truncate(count);
+        snap.gpus.resize(count, GpuRecord::new_zeroed());
+        for (slot, rec) in snap.gpus.iter_mut().enumerate() {
+            seqlock::read(self.geometry.gpu(words, slot), rec)
                 .map_err(|Stale| self.stale("GPU record"))?;
-            snap.gpus.push(rec);
         }
         let head_block = self.geometry.proc_head(words);
         let (_, result) = seqlock::read_with(&head_block[0], || {
@@ -198,14 +208,14 @@ impl Segment {
     ) -> Result<ProcTableHead, Error> {
         let mut head = ProcTableHead::new_zeroed();
         seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
-        out.clear();
         if head.count as usize > self.geometry.proc_capacity {
+            out.clear();
             return Err(Error::corrupt(&self.name, "process count exceeds capacity"));
         }
-        for slot in 0..head.count as usize {
-            let mut rec = ProcRecord::new_zeroed();
+        out.truncate(head.count as usize);
+        out.resize(head.count as usize, ProcRecord::new_zeroed());
+        for (slot, rec) in out.iter_mut().enumerate() {
             seqlock::load_words(self.geometry.proc_slot(words, slot), rec.as_mut_bytes());
-            out.push(rec);
         }
         Ok(head)
     }

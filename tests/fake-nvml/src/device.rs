@@ -206,6 +206,37 @@ scalar_getter!(
     nvmlDeviceGetEnforcedPowerLimit, c_uint, power_limit_mw
 );
 scalar_getter!(
+    /// `nvmlDeviceGetPowerManagementLimit(device, limit)` in mW (nvitop asks for it;
+    /// the fake has one limit, the same as the enforced one).
+    nvmlDeviceGetPowerManagementLimit, c_uint, power_limit_mw
+);
+scalar_getter!(
+    /// `nvmlDeviceGetPersistenceMode(device, mode)`: 0 disabled, 1 enabled.
+    nvmlDeviceGetPersistenceMode, c_uint, persistence_mode
+);
+scalar_getter!(
+    /// `nvmlDeviceGetComputeMode(device, mode)`: 0 default, 2 prohibited, 3 exclusive.
+    nvmlDeviceGetComputeMode, c_uint, compute_mode
+);
+scalar_getter!(
+    /// `nvmlDeviceGetDisplayActive(device, isActive)`: 0 or 1.
+    nvmlDeviceGetDisplayActive, c_uint, display_active
+);
+
+/// `nvmlDeviceGetDriverModel(device, current, pending)`: a Windows-only query that a
+/// Linux driver answers with `NOT_SUPPORTED`, as the fake does.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetDriverModel(
+    device: nvmlDevice_t,
+    current: *mut c_uint,
+    _pending: *mut c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetDriverModel", device, |_, _| {
+        // SAFETY: the caller passes a pointer to a `c_uint` (or null).
+        unsafe { put::<c_uint>(current, None) }
+    })
+}
+scalar_getter!(
     /// `nvmlDeviceGetTotalEnergyConsumption(device, energy)` in mJ.
     nvmlDeviceGetTotalEnergyConsumption, c_ulonglong, energy_mj
 );

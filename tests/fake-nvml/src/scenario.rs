@@ -76,6 +76,12 @@ pub struct Gpu {
     pub temperature_c: Option<u32>,
     pub power_usage_mw: Option<u32>,
     pub power_limit_mw: Option<u32>,
+    /// `nvmlDeviceGetPersistenceMode`: 0 or 1.
+    pub persistence_mode: Option<u32>,
+    /// `nvmlDeviceGetComputeMode`: 0 default, 2 prohibited, 3 exclusive process.
+    pub compute_mode: Option<u32>,
+    /// `nvmlDeviceGetDisplayActive`: 0 or 1.
+    pub display_active: Option<u32>,
     pub energy_mj: Option<u64>,
     pub fan_speed_pct: Option<u32>,
     pub clocks_mhz: Option<Clocks>,
