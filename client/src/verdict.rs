@@ -23,28 +23,15 @@
 
 use std::sync::OnceLock;
 
-use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, GpuState};
 use gpupeek_shm::GpuRecord;
 
 /// Environment variable holding the thresholds.
 pub const ENV: &str = "GPUPEEK_VERDICT_THRESHOLDS";
 
-/// NVML clock event reason bits by nvidia-smi's names.
-pub const REASONS: [(u64, &str); 9] = [
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-];
-
-const THERMAL: u64 = 0x20 | 0x40;
-const POWER: u64 = 0x4 | 0x80;
-const HW_SLOWDOWN: u64 = 0x8;
+const THERMAL: u64 = reason::SW_THERMAL_SLOWDOWN | reason::HW_THERMAL_SLOWDOWN;
+const POWER: u64 = reason::SW_POWER_CAP | reason::HW_POWER_BRAKE_SLOWDOWN;
+const HW_SLOWDOWN: u64 = reason::HW_SLOWDOWN;
 
 /// What a GPU is doing, beyond "utilised".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +148,7 @@ pub fn check_env() -> Result<(), String> {
 
 /// The names of the reasons set in `bits`.
 pub fn reason_names(bits: u64) -> Vec<&'static str> {
-    REASONS
+    reason::NAMES
         .iter()
         .filter(|(bit, _)| bits & bit != 0)
         .map(|&(_, name)| name)

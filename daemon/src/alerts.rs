@@ -12,7 +12,7 @@
 //! Only published values are judged: a field the GPU does not support never alerts, and
 //! a lost or suspended GPU's stale values are ignored.
 
-use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+use gpupeek_shm::layout::{clock_event_reason as r, gpu_valid as v, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 /// How far below a value threshold a value must fall to end its episode (°C or points).
@@ -21,13 +21,26 @@ pub const MARGIN: u32 = 5;
 pub const CLEAR_TICKS: u8 = 3;
 
 /// Clock event reasons that can alert: (NVML bit, flag name, description).
-/// The names are nvidia-smi's (`clocks_event_reasons.NAME`).
+/// The names are nvidia-smi's (`clocks_event_reasons.NAME`,
+/// [`gpupeek_shm::layout::clock_event_reason::NAMES`]; a test keeps them in step).
 pub const THROTTLE_REASONS: [(u64, &str, &str); 5] = [
-    (0x4, "sw_power_cap", "the software power cap"),
-    (0x8, "hw_slowdown", "a hardware slowdown"),
-    (0x20, "sw_thermal_slowdown", "a software thermal slowdown"),
-    (0x40, "hw_thermal_slowdown", "a hardware thermal slowdown"),
-    (0x80, "hw_power_brake_slowdown", "the hardware power brake"),
+    (r::SW_POWER_CAP, "sw_power_cap", "the software power cap"),
+    (r::HW_SLOWDOWN, "hw_slowdown", "a hardware slowdown"),
+    (
+        r::SW_THERMAL_SLOWDOWN,
+        "sw_thermal_slowdown",
+        "a software thermal slowdown",
+    ),
+    (
+        r::HW_THERMAL_SLOWDOWN,
+        "hw_thermal_slowdown",
+        "a hardware thermal slowdown",
+    ),
+    (
+        r::HW_POWER_BRAKE_SLOWDOWN,
+        "hw_power_brake_slowdown",
+        "the hardware power brake",
+    ),
 ];
 
 /// What makes an alert; `None` (or a zero mask) turns that condition off.
@@ -284,6 +297,9 @@ mod tests {
     fn throttle_names_parse_to_nvml_bits() {
         assert_eq!(parse_throttle("none"), Ok(0));
         assert_eq!(parse_throttle("hw_thermal_slowdown,sw_power_cap"), Ok(0x44));
+        for (bit, name, _) in THROTTLE_REASONS {
+            assert_eq!(r::name(bit), Some(name), "nvidia-smi's name for {bit:#x}");
+        }
         assert!(parse_throttle("hw_slowdown,bogus")
             .unwrap_err()
             .contains("\"bogus\""));

@@ -287,6 +287,48 @@ pub mod gpu_valid {
     pub const IDLE_SINCE: u64 = 1 << 35;
 }
 
+/// Bits of [`GpuRecord::clock_event_reasons`] (NVML's `nvmlClocksEventReason*`), and
+/// nvidia-smi's names for them (`clocks_event_reasons.NAME`), which every client and the
+/// daemon's alerts use.
+pub mod clock_event_reason {
+    /// Nothing runs on the GPU.
+    pub const GPU_IDLE: u64 = 0x1;
+    /// Application clocks setting.
+    pub const APPLICATIONS_CLOCKS_SETTING: u64 = 0x2;
+    /// Software power cap.
+    pub const SW_POWER_CAP: u64 = 0x4;
+    /// Hardware slowdown.
+    pub const HW_SLOWDOWN: u64 = 0x8;
+    /// Sync boost.
+    pub const SYNC_BOOST: u64 = 0x10;
+    /// Software thermal slowdown.
+    pub const SW_THERMAL_SLOWDOWN: u64 = 0x20;
+    /// Hardware thermal slowdown.
+    pub const HW_THERMAL_SLOWDOWN: u64 = 0x40;
+    /// Hardware power brake slowdown.
+    pub const HW_POWER_BRAKE_SLOWDOWN: u64 = 0x80;
+    /// Display clock setting.
+    pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
+
+    /// Every bit with nvidia-smi's name for it, in bit order.
+    pub const NAMES: [(u64, &str); 9] = [
+        (GPU_IDLE, "gpu_idle"),
+        (APPLICATIONS_CLOCKS_SETTING, "applications_clocks_setting"),
+        (SW_POWER_CAP, "sw_power_cap"),
+        (HW_SLOWDOWN, "hw_slowdown"),
+        (SYNC_BOOST, "sync_boost"),
+        (SW_THERMAL_SLOWDOWN, "sw_thermal_slowdown"),
+        (HW_THERMAL_SLOWDOWN, "hw_thermal_slowdown"),
+        (HW_POWER_BRAKE_SLOWDOWN, "hw_power_brake_slowdown"),
+        (DISPLAY_CLOCK_SETTING, "display_clock_setting"),
+    ];
+
+    /// nvidia-smi's name for `bit`, if it is one of [`NAMES`].
+    pub fn name(bit: u64) -> Option<&'static str> {
+        NAMES.iter().find(|(b, _)| *b == bit).map(|(_, n)| *n)
+    }
+}
+
 /// One GPU, under its own seqlock. Static identity and dynamic values together.
 #[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]

@@ -302,6 +302,8 @@ fn clocks(g: &GpuRecord, domains: [(u64, u32); 3]) -> Vec<(&'static str, Value)>
 }
 
 /// NVML clock event reason bits by nvidia-smi's names.
+/// `reason` labels for [`gpupeek_shm::layout::clock_event_reason::NAMES`], in its order
+/// (a test keeps the two in step).
 const EVENT_REASONS: [(u64, &str); 9] = [
     (0x1, "reason=\"gpu_idle\""),
     (0x2, "reason=\"applications_clocks_setting\""),
@@ -409,4 +411,21 @@ fn gpu_labels(g: &GpuRecord) -> String {
         escape(&uuid.unwrap_or_default()),
         escape(&name.unwrap_or_default())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_labels_are_the_shared_names() {
+        let shared = gpupeek_shm::layout::clock_event_reason::NAMES;
+        assert_eq!(EVENT_REASONS.len(), shared.len());
+        for ((bit, label), (shared_bit, name)) in EVENT_REASONS.iter().zip(shared) {
+            assert_eq!(
+                (*bit, *label),
+                (shared_bit, format!("reason=\"{name}\"").as_str())
+            );
+        }
+    }
 }
