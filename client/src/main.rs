@@ -123,6 +123,9 @@ fn run() -> Result<(), Exit> {
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
     }
+    if let Some(secs) = args.watch {
+        watch::interval(secs)?;
+    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;

@@ -30,13 +30,7 @@ const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']
 
 /// Runs the watch loop until a quit key, a signal or a closed stdout.
 pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
-    if !(secs.is_finite() && secs >= 0.01) {
-        return Err(Exit::new(
-            EXIT_USAGE,
-            format!("--watch {secs}: the interval must be at least 0.01 seconds"),
-        ));
-    }
-    let interval = Duration::from_secs_f64(secs);
+    let interval = interval(secs)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -69,6 +63,18 @@ pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
             return Ok(());
         }
     }
+}
+
+/// The redraw interval `--watch SECS` asks for; a usage error below 0.01 s. Checked before
+/// the segment is opened, so bad usage is reported as such even with no daemon running.
+pub fn interval(secs: f64) -> Result<Duration, Exit> {
+    if !(secs.is_finite() && secs >= 0.01) {
+        return Err(Exit::new(
+            EXIT_USAGE,
+            format!("--watch {secs}: the interval must be at least 0.01 seconds"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Sleeps for `interval`, returning early (true) on `q`, Ctrl-C or a signal.

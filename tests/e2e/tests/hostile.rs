@@ -336,6 +336,10 @@ fn every_malformed_client_flag_gets_one_line_and_exit_2() {
         vec![b"--shm", long_name.as_bytes()],
         vec![b"--shm", b"\xff\xfe"],
         vec![b"--json", b"\x80"],
+        // No daemon runs here: a bad interval must still be a usage error, not "no daemon".
+        vec![b"--watch", b"0.001"],
+        vec![b"--watch", b"-1"],
+        vec![b"--watch", b"nan"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().client);
