@@ -509,7 +509,7 @@ impl Daemon {
         status.published_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        self.publisher.set_status(&status);
+        self.publisher.set_status(status);
         self.publisher.bump_generation();
     }
 
