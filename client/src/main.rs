@@ -32,10 +32,12 @@ mod query;
 mod serve;
 mod style;
 mod table;
-mod template;
 mod verdict;
 mod view;
 mod watch;
+
+/// The `--format` template language lives in its own crate, shared with gpupeekd.
+use gpupeek_render as template;
 
 use std::io::{IsTerminal, Write};
 

@@ -146,7 +146,11 @@ impl Renderer {
         let source = format.unwrap_or(kind.default_template());
         let template =
             Template::parse(source).map_err(|e| Exit::new(EXIT_USAGE, e.describe(source)))?;
-        let default_asleep = if kind.is_prompt() { "" } else { "GPU asleep" };
+        let default_asleep = if kind.is_prompt() {
+            ""
+        } else {
+            template::ASLEEP_TEXT
+        };
         Ok(Renderer {
             kind,
             template,
@@ -169,7 +173,7 @@ impl Renderer {
             gpus: &gpus,
             status: &snap.status,
         };
-        if !gpus.is_empty() && gpus.iter().all(|g| template::asleep(g)) {
+        if template::all_asleep(&gpus) {
             let text = self.markup.escape(&self.asleep);
             return Ok(self.finish(&text, "suspended", Level::Ok, 0, &data));
         }

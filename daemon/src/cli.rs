@@ -119,6 +119,16 @@ pub struct Args {
     /// log no alerts at all (not even for a lost GPU)
     #[argh(switch)]
     pub no_alerts: bool,
+
+    /// also write one line of text to this file each tick, replaced atomically, for shell
+    /// prompts to read without forking (e.g. /run/gpupeek/prompt; see --prompt-format)
+    #[argh(option)]
+    pub prompt_file: Option<PathBuf>,
+
+    /// the template of the --prompt-file line, in gpupeek --format's language (default
+    /// "{util}% {mem_used:GiB:.1}G"; plain text, no colours)
+    #[argh(option)]
+    pub prompt_format: Option<String>,
 }
 
 /// Every reason of [`crate::alerts::THROTTLE_REASONS`] but sw_power_cap, which is

@@ -16,6 +16,7 @@ mod notify;
 mod power;
 mod privacy;
 mod procfs;
+mod prompt;
 mod run;
 mod sampler;
 mod sysfs;
@@ -39,6 +40,10 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stdout(), "gpupeekd {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
+    let prompt = match prompt_file(&args) {
+        Ok(prompt) => prompt,
+        Err(code) => return code,
+    };
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
     let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         sysfs_root: args.sysfs_root,
         runtime_pm: !args.no_runtime_pm,
         release_after: args.release_after,
+        prompt,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,6 +85,22 @@ fn main() -> ExitCode {
             log::error!("event loop failed: {e}");
             ExitCode::from(EXIT_INTERNAL)
         }
+    }
+}
+
+/// The prompt file the flags ask for, checked before anything is created; a bad
+/// template or path is a one-line usage error.
+fn prompt_file(args: &cli::Args) -> Result<Option<prompt::PromptFile>, ExitCode> {
+    let usage = |message: &str| {
+        logging::say(format_args!("{message}"));
+        ExitCode::from(EXIT_USAGE)
+    };
+    match (&args.prompt_file, &args.prompt_format) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(usage("--prompt-format needs --prompt-file")),
+        (Some(path), format) => prompt::PromptFile::new(path, format.as_deref())
+            .map(Some)
+            .map_err(|e| usage(&e)),
     }
 }
 

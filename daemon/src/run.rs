@@ -36,6 +36,7 @@ use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{self, Choice};
 use crate::procfs::{self, ProcInfo, Procfs};
+use crate::prompt::PromptFile;
 use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
@@ -64,6 +65,8 @@ pub struct Config {
     pub runtime_pm: bool,
     /// How long every GPU must idle before NVML is released.
     pub release_after: Duration,
+    /// The prompt file to rewrite each tick, if any.
+    pub prompt: Option<PromptFile>,
 }
 
 /// How often `/proc`'s mount options are read again for `hidepid`.
@@ -110,6 +113,10 @@ struct Daemon {
     history: history::Clock,
     /// This tick appends a history sample for every GPU it publishes.
     history_due: bool,
+    /// The prompt file (moved out of the config), and the GPU records this tick
+    /// published, in slot order, for it to render (kept only when there is one).
+    prompt: Option<PromptFile>,
+    published: Vec<GpuRecord>,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -215,7 +222,8 @@ impl Waiter {
 }
 
 impl Daemon {
-    fn new(config: Config, publisher: Publisher) -> Self {
+    fn new(mut config: Config, publisher: Publisher) -> Self {
+        let prompt = config.prompt.take();
         let nvml = not_initialised(Instant::now(), config.interval);
         let pm = RuntimePm::new(
             config.sysfs_root.clone(),
@@ -244,6 +252,8 @@ impl Daemon {
             gpu_count: 0,
             history: history::Clock::new(config.interval),
             history_due: false,
+            prompt,
+            published: Vec::new(),
             config,
         }
     }
@@ -283,6 +293,7 @@ impl Daemon {
             self.nvml = Nvml::Released; // drops the sampler: nvmlShutdown
             self.pm.park(now);
         }
+        self.published.clear();
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
@@ -319,7 +330,17 @@ impl Daemon {
             status.nvml_error_code = failure.code;
             text::encode(&mut status.error_message, &failure.message);
         }
-        self.publish_status(status);
+        self.publish_status(&mut status);
+        if let Some(prompt) = &mut self.prompt {
+            prompt.update(&status, &self.published);
+        }
+    }
+
+    /// Keeps a copy of `self.gpu`, just published, for the prompt file.
+    fn keep_published(&mut self) {
+        if self.prompt.is_some() {
+            self.published.push(self.gpu);
+        }
     }
 
     /// While NVML is released: initialises it again (this tick) when a GPU woke up.
@@ -431,6 +452,9 @@ impl Daemon {
                 left => left.map(|n| n - 1),
             };
             publish_gpu(&self.publisher, &self.gpu, history_step, slot);
+            if self.prompt.is_some() {
+                self.published.push(self.gpu);
+            }
         }
         self.alerts.observe_count(count);
         self.pm.observe(now, all_idle);
@@ -464,6 +488,7 @@ impl Daemon {
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
             self.publish_gpu(slot);
+            self.keep_published();
         }
         self.publisher.write_processes(&self.privacy.context, &[]);
         count as u32
@@ -479,25 +504,28 @@ impl Daemon {
         self.history_due.then(|| self.history.step_ns())
     }
 
-    fn publish_status(&self, mut status: StatusRecord) {
+    fn publish_status(&self, status: &mut StatusRecord) {
         status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
         status.published_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        self.publisher.set_status(&status);
+        self.publisher.set_status(status);
         self.publisher.bump_generation();
     }
 
     /// Publishes the final "stopped" state; dropping `self` then releases NVML
     /// (`nvmlShutdown`, when the sampler is dropped).
-    fn stop(self) {
+    fn stop(mut self) {
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
         put_system_info(&mut status, &self.info);
-        self.publish_status(status);
+        self.publish_status(&mut status);
+        if let Some(prompt) = &mut self.prompt {
+            prompt.stopped();
+        }
     }
 }
 

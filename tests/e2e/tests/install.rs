@@ -106,7 +106,9 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
     let unit =
         std::fs::read_to_string(dest.join("usr/lib/systemd/system/gpupeekd.service")).unwrap();
     assert!(
-        unit.contains("\nExecStart=/usr/sbin/gpupeekd --foreground\n"),
+        unit.contains(
+            "\nExecStart=/usr/sbin/gpupeekd --foreground --prompt-file /run/gpupeek/prompt\n"
+        ),
         "{unit}"
     );
     assert!(unit.contains("\nType=notify\n"), "{unit}");

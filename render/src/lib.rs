@@ -2,6 +2,9 @@
 //! published fields, per GPU or aggregated, in a chosen unit and precision, with
 //! thresholds that pick a level (ok / warning / critical) for colours and classes.
 //!
+//! Used by `gpupeek --format` and by `gpupeekd --prompt-format` (the prompt file), so
+//! both render the same text from the same records.
+//!
 //! Grammar (documented for users in `gpupeek --help` and README "Status bars"):
 //!
 //! ```text
@@ -63,6 +66,14 @@ impl ParseError {
             self.column,
             self.message,
             " ".repeat(self.column.saturating_sub(1))
+        )
+    }
+
+    /// The message on one line, naming the flag the template came from.
+    pub fn one_line(&self, flag: &str) -> String {
+        format!(
+            "bad {flag} template at column {}: {}",
+            self.column, self.message
         )
     }
 }
@@ -380,6 +391,15 @@ pub fn asleep(g: &GpuRecord) -> bool {
     )
 }
 
+/// What a status bar or prompt shows, by default, when every selected GPU is asleep.
+pub const ASLEEP_TEXT: &str = "GPU asleep";
+
+/// True when there are GPUs and every one of them is asleep: a line then says so
+/// instead of rendering the template (whose values would all be `N/A`).
+pub fn all_asleep(gpus: &[&GpuRecord]) -> bool {
+    !gpus.is_empty() && gpus.iter().all(|g| asleep(g))
+}
+
 /// How a value past a threshold is coloured in the host program's markup.
 pub trait Markup {
     /// `text` shown at `level` (only called for placeholders that have a threshold).
@@ -388,15 +408,28 @@ pub trait Markup {
     fn escape(&self, text: &str) -> String {
         text.to_owned()
     }
+    /// Appends `text`, escaped, to `out`.
+    fn escape_into(&self, text: &str, out: &mut String) {
+        out.push_str(&self.escape(text));
+    }
+    /// Paints the tail `out[start..]` (a value, already escaped) at `level`, in place.
+    fn paint_tail(&self, level: Level, out: &mut String, start: usize) {
+        let text = out.split_off(start);
+        out.push_str(&self.paint(level, &text));
+    }
 }
 
-/// No colours, no escaping.
+/// No colours, no escaping; renders without allocating (see [`Template::render_into`]).
 pub struct Plain;
 
 impl Markup for Plain {
     fn paint(&self, _: Level, text: &str) -> String {
         text.to_owned()
     }
+    fn escape_into(&self, text: &str, out: &mut String) {
+        out.push_str(text);
+    }
+    fn paint_tail(&self, _: Level, _: &mut String, _: usize) {}
 }
 
 /// A rendered line and the highest level any threshold reached.
@@ -419,9 +452,19 @@ impl Template {
 
     /// Renders for `data`, painting thresholded values with `markup`.
     pub fn render(&self, data: &Data, markup: &dyn Markup) -> Rendered {
-        let mut out = Rendered::default();
-        render_items(&self.items, data, None, markup, &mut out);
-        out
+        let mut text = String::new();
+        let level = self.render_into(data, markup, &mut text);
+        Rendered { text, level }
+    }
+
+    /// Appends the rendering to `out` and returns the highest threshold level reached.
+    /// With [`Plain`] markup and numeric placeholders (text fields and `{each}` joins of
+    /// text aside) nothing is allocated once `out` has grown to the line's length, so a
+    /// caller that renders every tick can reuse one buffer.
+    pub fn render_into(&self, data: &Data, markup: &dyn Markup, out: &mut String) -> Level {
+        let mut level = Level::Ok;
+        render_items(&self.items, data, None, markup, out, &mut level);
+        level
     }
 }
 
@@ -635,24 +678,19 @@ fn render_items(
     data: &Data,
     current: Option<&GpuRecord>,
     markup: &dyn Markup,
-    out: &mut Rendered,
+    out: &mut String,
+    level: &mut Level,
 ) {
     for item in items {
         match item {
-            Item::Text(t) => out.text.push_str(&markup.escape(t)),
-            Item::Value(p) => {
-                let (text, level) = p.render(data, current, markup);
-                out.level = out.level.max(level);
-                out.text.push_str(&text);
-            }
+            Item::Text(t) => markup.escape_into(t, out),
+            Item::Value(p) => *level = (*level).max(p.render(data, current, markup, out)),
             Item::Each { sep, body } => {
-                let mut first = true;
-                for gpu in data.gpus {
-                    if !first {
-                        out.text.push_str(&markup.escape(sep));
+                for (i, gpu) in data.gpus.iter().enumerate() {
+                    if i > 0 {
+                        markup.escape_into(sep, out);
                     }
-                    first = false;
-                    render_items(body, data, Some(gpu), markup, out);
+                    render_items(body, data, Some(gpu), markup, out, level);
                 }
             }
         }
@@ -662,12 +700,14 @@ fn render_items(
 const NA: &str = "N/A";
 
 impl Placeholder {
+    /// Appends the value to `out`; returns its level.
     fn render(
         &self,
         data: &Data,
         current: Option<&GpuRecord>,
         markup: &dyn Markup,
-    ) -> (String, Level) {
+        out: &mut String,
+    ) -> Level {
         let value = match self.field.name {
             "count" => Some(Value::Num(data.gpus.len() as f64)),
             "driver" => {
@@ -678,20 +718,21 @@ impl Placeholder {
             _ => self.value(data, current),
         };
         match value {
-            None => (markup.escape(NA), Level::Ok),
-            Some(Value::Text(t)) => (markup.escape(&t), Level::Ok),
+            None => markup.escape_into(NA, out),
+            Some(Value::Text(t)) => markup.escape_into(&t, out),
             Some(Value::Num(raw)) => {
-                let (shown, text) = self.format_number(raw);
-                let text = markup.escape(&text);
-                match self.threshold {
-                    Some(t) => {
-                        let level = t.level(shown);
-                        (markup.paint(level, &text), level)
-                    }
-                    None => (text, Level::Ok),
+                // A number is digits, '.', '-' and perhaps a unit name: nothing any
+                // markup escapes, so it is written as it is.
+                let start = out.len();
+                let shown = self.format_number(raw, out);
+                if let Some(t) = self.threshold {
+                    let level = t.level(shown);
+                    markup.paint_tail(level, out, start);
+                    return level;
                 }
             }
         }
+        Level::Ok
     }
 
     fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
@@ -715,14 +756,26 @@ impl Placeholder {
             (Scope::Natural, None) => self.field.natural,
             (Scope::Agg(a), _) => a,
         };
-        let values: Vec<Value> = data.gpus.iter().filter_map(|g| get(g)).collect();
-        aggregate(agg, &values)
+        if agg == Agg::Join || self.field.dim == Text {
+            let values: Vec<Value> = data.gpus.iter().filter_map(|g| get(g)).collect();
+            return aggregate(agg, &values);
+        }
+        // A numeric field's values are all numbers: aggregate them without a Vec.
+        let nums = || {
+            data.gpus.iter().filter_map(|g| get(g)).map(|v| match v {
+                Value::Num(x) => x,
+                Value::Text(_) => f64::NAN,
+            })
+        };
+        let count = nums().count();
+        (count > 0).then(|| Value::Num(fold(agg, nums, count)))
     }
 
-    /// The number in the displayed unit, and its text.
-    fn format_number(&self, raw: f64) -> (f64, String) {
+    /// Appends the number in the displayed unit to `out`; returns the number shown.
+    fn format_number(&self, raw: f64, out: &mut String) -> f64 {
+        use std::fmt::Write;
         let unit = self.unit.or_else(|| default_unit(self.field.dim));
-        match unit {
+        let (x, p, suffix) = match unit {
             Some(u) if std::ptr::eq(u, &AUTO) => {
                 let names = ["B", "KiB", "MiB", "GiB", "TiB"];
                 let mut x = raw;
@@ -731,23 +784,34 @@ impl Placeholder {
                     x /= 1024.0;
                     i += 1;
                 }
-                let p = self.precision.unwrap_or(if i >= 3 { 1 } else { 0 });
-                (x, format!("{x:.p$}{}", names[i]))
+                (
+                    x,
+                    self.precision.unwrap_or(if i >= 3 { 1 } else { 0 }),
+                    names[i],
+                )
             }
-            Some(u) => {
-                let x = if u.name == "F" {
-                    raw * 9.0 / 5.0 + 32.0
-                } else {
-                    raw / u.factor
-                };
+            Some(u) if u.name == "F" => {
                 let p = self.precision.unwrap_or(u.precision);
-                (x, format!("{x:.p$}"))
+                (raw * 9.0 / 5.0 + 32.0, p, "")
             }
-            None => {
-                let p = self.precision.unwrap_or(0);
-                (raw, format!("{raw:.p$}"))
-            }
-        }
+            Some(u) => (raw / u.factor, self.precision.unwrap_or(u.precision), ""),
+            None => (raw, self.precision.unwrap_or(0), ""),
+        };
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{x:.p$}{suffix}");
+        x
+    }
+}
+
+/// Sum, max, min or mean of `count` (at least one) numbers; the same arithmetic, in
+/// the same order, as [`aggregate`].
+fn fold<I: Iterator<Item = f64>>(agg: Agg, nums: impl Fn() -> I, count: usize) -> f64 {
+    match agg {
+        Agg::Sum => nums().sum(),
+        Agg::Max => nums().fold(f64::MIN, f64::max),
+        Agg::Min => nums().fold(f64::MAX, f64::min),
+        Agg::Mean => nums().sum::<f64>() / count as f64,
+        Agg::Join => f64::NAN,
     }
 }
 
@@ -785,5 +849,4 @@ fn aggregate(agg: Agg, values: &[Value]) -> Option<Value> {
 }
 
 #[cfg(test)]
-#[path = "template/tests.rs"]
 mod tests;

@@ -1,0 +1,197 @@
+//! The prompt file (`--prompt-file`, `--prompt-format`): one line of text that the
+//! daemon renders from what it has just published and rewrites every tick, so that a
+//! shell prompt can read it with a builtin (`read -r`) instead of forking `gpupeek`.
+//!
+//! The line is exactly what `gpupeek --format TEMPLATE` prints for the same records
+//! (same engine, [`gpupeek_render`], plain markup, trailing newline); "GPU asleep" when
+//! every GPU sleeps; "GPU: NVML error" while NVML fails; and, after a clean stop,
+//! [`STOPPED_TEXT`], which cannot be mistaken for values.
+//!
+//! Replacement is atomic: the text goes to a temporary file in the same directory,
+//! created `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC` with mode 0644, then renamed over the
+//! target, so a reader sees the old line or the new one, never a partial or empty one.
+//! The daemon runs as root: it never follows a symlink, neither at the temporary name
+//! (`O_EXCL|O_NOFOLLOW` refuse one; a leftover is unlinked, not followed) nor at the
+//! target (rename replaces the link itself). Every call is relative to a descriptor of
+//! the directory, opened once (again after a failure).
+//!
+//! A line equal to the one last written is not written again: a reader sees the same
+//! bytes either way, so the file's mtime is not a heartbeat (the segment has one).
+//! Write failures are logged once per episode (and when writing works again) and never
+//! stop the segment being published. Each tick reuses the same buffers: rendering and
+//! comparing allocate nothing for a numeric template.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use gpupeek_render::{all_asleep, Data, Plain, Template, ASLEEP_TEXT};
+use gpupeek_shm::layout::DaemonState;
+use gpupeek_shm::{GpuRecord, StatusRecord};
+use nix::errno::Errno;
+use nix::fcntl::{openat, renameat, OFlag, AT_FDCWD};
+use nix::sys::stat::{fchmod, Mode};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+
+/// The template used when `--prompt-format` is not given: mean utilisation and the
+/// memory used on every GPU together, as gpupeek's prompt outputs show by default.
+pub const DEFAULT_FORMAT: &str = "{util}% {mem_used:GiB:.1}G";
+
+/// What the file says after a clean stop.
+pub const STOPPED_TEXT: &str = "gpupeekd stopped";
+
+/// What the file says while NVML fails.
+pub const NVML_ERROR_TEXT: &str = "GPU: NVML error";
+
+/// The prompt file and the buffers reused every tick.
+pub struct PromptFile {
+    dir_path: PathBuf,
+    /// File name of the target and of the temporary file, in `dir_path`.
+    name: CString,
+    tmp_name: CString,
+    template: Template,
+    dir: Option<OwnedFd>,
+    line: String,
+    written: String,
+    /// References to this tick's records (empty between ticks; see [`recycle`]).
+    refs: Vec<&'static GpuRecord>,
+    failing: bool,
+}
+
+impl PromptFile {
+    /// Checks the flags: the path must name a file, the template must parse. Nothing is
+    /// created yet. The error is one line.
+    pub fn new(path: &Path, format: Option<&str>) -> Result<PromptFile, String> {
+        let source = format.unwrap_or(DEFAULT_FORMAT);
+        let template = Template::parse(source).map_err(|e| e.one_line("--prompt-format"))?;
+        let bad = |why: &str| format!("bad --prompt-file {}: {why}", path.display());
+        // Absolute, since a detached daemon changes its directory to /.
+        let path = std::path::absolute(path).map_err(|e| bad(&e.to_string()))?;
+        let name = path
+            .file_name()
+            .filter(|_| !path.as_os_str().as_bytes().ends_with(b"/"))
+            .ok_or_else(|| bad("it names no file"))?;
+        let dir_path = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| bad("it contains a NUL byte"));
+        let tmp = [b".", name.as_bytes(), b".tmp"].concat();
+        Ok(PromptFile {
+            dir_path,
+            name: c(name.as_bytes())?,
+            tmp_name: c(&tmp)?,
+            template,
+            dir: None,
+            line: String::new(),
+            written: String::new(),
+            refs: Vec::new(),
+            failing: false,
+        })
+    }
+
+    /// Renders the line for what was just published (`status` and the GPU records, in
+    /// slot order) and writes it if it changed.
+    pub fn update(&mut self, status: &StatusRecord, gpus: &[GpuRecord]) {
+        self.line.clear();
+        let live = status.state == DaemonState::Live as u32;
+        if !live {
+            self.line.push_str(NVML_ERROR_TEXT);
+        } else {
+            let mut refs = recycle(std::mem::take(&mut self.refs));
+            refs.extend(gpus);
+            if all_asleep(&refs) {
+                self.line.push_str(ASLEEP_TEXT);
+            } else {
+                let data = Data {
+                    gpus: &refs,
+                    status,
+                };
+                self.template.render_into(&data, &Plain, &mut self.line);
+            }
+            self.refs = recycle(refs);
+        }
+        self.line.push('\n');
+        self.write_if_changed();
+    }
+
+    /// After a clean stop: replaces the line with [`STOPPED_TEXT`].
+    pub fn stopped(&mut self) {
+        self.line.clear();
+        self.line.push_str(STOPPED_TEXT);
+        self.line.push('\n');
+        self.write_if_changed();
+    }
+
+    fn write_if_changed(&mut self) {
+        if self.line == self.written {
+            return;
+        }
+        match self.replace() {
+            Ok(()) => {
+                if self.failing {
+                    log::info!("prompt file {} written again", self.display());
+                    self.failing = false;
+                }
+                self.written.clear();
+                self.written.push_str(&self.line);
+            }
+            Err(e) => {
+                // Reopen the directory next time: it may have been removed and made anew.
+                self.dir = None;
+                if !self.failing {
+                    log::warn!("cannot write prompt file {}: {}", self.display(), e.desc());
+                    self.failing = true;
+                }
+            }
+        }
+    }
+
+    /// Writes the line to the temporary file and renames it over the target.
+    fn replace(&mut self) -> nix::Result<()> {
+        if self.dir.is_none() {
+            let flags = OFlag::O_DIRECTORY | OFlag::O_PATH | OFlag::O_CLOEXEC;
+            self.dir = Some(openat(AT_FDCWD, &self.dir_path, flags, Mode::empty())?);
+        }
+        let Some(dir) = &self.dir else {
+            return Err(Errno::EBADF);
+        };
+        let flags =
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mode = Mode::from_bits_truncate(0o644);
+        let fd = match openat(dir, self.tmp_name.as_c_str(), flags, mode) {
+            // A leftover of a crash, or something planted: unlink it (never follow it).
+            Err(Errno::EEXIST) => {
+                unlinkat(dir, self.tmp_name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
+                openat(dir, self.tmp_name.as_c_str(), flags, mode)?
+            }
+            other => other?,
+        };
+        let written = fchmod(&fd, mode).and_then(|()| {
+            let mut file = File::from(fd);
+            file.write_all(self.line.as_bytes())
+                .map_err(|e| e.raw_os_error().map_or(Errno::EIO, Errno::from_raw))
+        });
+        let renamed = written
+            .and_then(|()| renameat(dir, self.tmp_name.as_c_str(), dir, self.name.as_c_str()));
+        if renamed.is_err() {
+            let _ = unlinkat(dir, self.tmp_name.as_c_str(), UnlinkatFlags::NoRemoveDir);
+        }
+        renamed
+    }
+
+    fn display(&self) -> String {
+        self.dir_path
+            .join(std::ffi::OsStr::from_bytes(self.name.as_bytes()))
+            .display()
+            .to_string()
+    }
+}
+
+/// Empties `refs` and hands its allocation back for references of another lifetime
+/// (the standard library collects in place when the element layout is unchanged), so
+/// the per-tick list of records costs no allocation.
+fn recycle<'b>(mut refs: Vec<&GpuRecord>) -> Vec<&'b GpuRecord> {
+    refs.clear();
+    refs.into_iter().map(|_| unreachable!()).collect()
+}
