@@ -1,4 +1,5 @@
 use super::*;
+use gpupeek_shm::layout::gpu_valid as v;
 
 const GIB: u64 = 1 << 30;
 

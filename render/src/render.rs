@@ -1,0 +1,184 @@
+//! Rendering a parsed template for a set of GPU records: values in their unit and
+//! precision, aggregates across GPUs, thresholds painted by the host's markup.
+
+use gpupeek_shm::layout::status_valid;
+use gpupeek_shm::{text, GpuRecord};
+
+use crate::fields::Dim::Text;
+use crate::fields::*;
+use crate::{asleep, Agg, Data, Item, Level, Markup, Placeholder, Scope};
+
+pub(crate) fn render_items(
+    items: &[Item],
+    data: &Data,
+    current: Option<&GpuRecord>,
+    markup: &dyn Markup,
+    out: &mut String,
+    level: &mut Level,
+) {
+    for item in items {
+        match item {
+            Item::Text(t) => markup.escape_into(t, out),
+            Item::Value(p) => *level = (*level).max(p.render(data, current, markup, out)),
+            Item::Each { sep, body } => {
+                for (i, gpu) in data.gpus.iter().enumerate() {
+                    if i > 0 {
+                        markup.escape_into(sep, out);
+                    }
+                    render_items(body, data, Some(gpu), markup, out, level);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) const NA: &str = "N/A";
+
+impl Placeholder {
+    /// Appends the value to `out`; returns its level.
+    fn render(
+        &self,
+        data: &Data,
+        current: Option<&GpuRecord>,
+        markup: &dyn Markup,
+        out: &mut String,
+    ) -> Level {
+        let value = match self.field.name {
+            "count" => Some(Value::Num(data.gpus.len() as f64)),
+            "driver" => {
+                let s = data.status;
+                (s.valid & status_valid::DRIVER_VERSION != 0)
+                    .then(|| Value::Text(text::decode(&s.driver_version)))
+            }
+            _ => self.value(data, current),
+        };
+        match value {
+            None => markup.escape_into(NA, out),
+            Some(Value::Text(t)) => markup.escape_into(&t, out),
+            Some(Value::Num(raw)) => {
+                // A number is digits, '.', '-' and perhaps a unit name: nothing any
+                // markup escapes, so it is written as it is.
+                let start = out.len();
+                let shown = self.format_number(raw, out);
+                if let Some(t) = self.threshold {
+                    let level = t.level(shown);
+                    markup.paint_tail(level, out, start);
+                    return level;
+                }
+            }
+        }
+        Level::Ok
+    }
+
+    fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
+        let get = |g: &GpuRecord| {
+            if asleep(g)
+                && !matches!(
+                    self.field.name,
+                    "index" | "name" | "uuid" | "pci_bus_id" | "state"
+                )
+            {
+                None
+            } else {
+                (self.field.get)(g)
+            }
+        };
+        let agg = match (self.scope, current) {
+            (Scope::Gpu(i), _) => {
+                return data.gpus.iter().find(|g| g.index == i).and_then(|g| get(g));
+            }
+            (Scope::Natural, Some(g)) => return get(g),
+            (Scope::Natural, None) => self.field.natural,
+            (Scope::Agg(a), _) => a,
+        };
+        if agg == Agg::Join || self.field.dim == Text {
+            let values: Vec<Value> = data.gpus.iter().filter_map(|g| get(g)).collect();
+            return aggregate(agg, &values);
+        }
+        // A numeric field's values are all numbers: aggregate them without a Vec.
+        let nums = || {
+            data.gpus.iter().filter_map(|g| get(g)).map(|v| match v {
+                Value::Num(x) => x,
+                Value::Text(_) => f64::NAN,
+            })
+        };
+        let count = nums().count();
+        (count > 0).then(|| Value::Num(fold(agg, nums, count)))
+    }
+
+    /// Appends the number in the displayed unit to `out`; returns the number shown.
+    fn format_number(&self, raw: f64, out: &mut String) -> f64 {
+        use std::fmt::Write;
+        let unit = self.unit.or_else(|| default_unit(self.field.dim));
+        let (x, p, suffix) = match unit {
+            Some(u) if std::ptr::eq(u, &AUTO) => {
+                let names = ["B", "KiB", "MiB", "GiB", "TiB"];
+                let mut x = raw;
+                let mut i = 0;
+                while x >= 1024.0 && i + 1 < names.len() {
+                    x /= 1024.0;
+                    i += 1;
+                }
+                (
+                    x,
+                    self.precision.unwrap_or(if i >= 3 { 1 } else { 0 }),
+                    names[i],
+                )
+            }
+            Some(u) if u.name == "F" => {
+                let p = self.precision.unwrap_or(u.precision);
+                (raw * 9.0 / 5.0 + 32.0, p, "")
+            }
+            Some(u) => (raw / u.factor, self.precision.unwrap_or(u.precision), ""),
+            None => (raw, self.precision.unwrap_or(0), ""),
+        };
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{x:.p$}{suffix}");
+        x
+    }
+}
+
+/// Sum, max, min or mean of `count` (at least one) numbers; the same arithmetic, in
+/// the same order, as [`aggregate`].
+pub(crate) fn fold<I: Iterator<Item = f64>>(agg: Agg, nums: impl Fn() -> I, count: usize) -> f64 {
+    match agg {
+        Agg::Sum => nums().sum(),
+        Agg::Max => nums().fold(f64::MIN, f64::max),
+        Agg::Min => nums().fold(f64::MAX, f64::min),
+        Agg::Mean => nums().sum::<f64>() / count as f64,
+        Agg::Join => f64::NAN,
+    }
+}
+
+pub(crate) fn aggregate(agg: Agg, values: &[Value]) -> Option<Value> {
+    if values.is_empty() {
+        return None;
+    }
+    let nums: Vec<f64> = values
+        .iter()
+        .filter_map(|v| match v {
+            Value::Num(x) => Some(*x),
+            Value::Text(_) => None,
+        })
+        .collect();
+    let joined = || {
+        let texts: Vec<String> = values
+            .iter()
+            .map(|v| match v {
+                Value::Num(x) => format!("{x}"),
+                Value::Text(t) => t.clone(),
+            })
+            .collect();
+        Some(Value::Text(texts.join(",")))
+    };
+    if nums.len() != values.len() {
+        return joined();
+    }
+    Some(Value::Num(match agg {
+        Agg::Sum => nums.iter().sum(),
+        Agg::Max => nums.iter().copied().fold(f64::MIN, f64::max),
+        Agg::Min => nums.iter().copied().fold(f64::MAX, f64::min),
+        Agg::Mean => nums.iter().sum::<f64>() / nums.len() as f64,
+        Agg::Join => return joined(),
+    }))
+}
