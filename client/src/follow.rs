@@ -63,7 +63,11 @@ fn follow(
                     period_ns,
                 );
                 match live {
-                    Ok(()) => (renderer.live(&snap, ids)?, period_ns, true),
+                    Ok(()) => {
+                        let history =
+                            crate::commands::histories(&segment, &snap, renderer.history());
+                        (renderer.live(&snap, &history, ids)?, period_ns, true)
+                    }
                     Err(exit) => (renderer.down(&exit), period_ns, false),
                 }
             }

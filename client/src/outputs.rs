@@ -16,7 +16,7 @@
 //! template; `suspended` when every selected GPU is asleep; `stopped` when the daemon is
 //! not running or not responding; `error` for anything else (NVML error, bad segment).
 
-use gpupeek_shm::{GpuRecord, Snapshot};
+use gpupeek_shm::{GpuRecord, History, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
 use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_STALE, EXIT_USAGE};
@@ -31,7 +31,9 @@ Status bars and prompts:
   Template: {FIELD}, {GPU.FIELD} (e.g. {0.mem_used}), {sum|max|min|mean.FIELD},
   {FIELD:UNIT:.PREC} (e.g. {mem_used:GiB:.1}), thresholds {FIELD!WARN,CRIT} (or
   !<WARN,CRIT when lower is worse) that colour the value and set the class,
-  {each " | "}...{end} to repeat per GPU, {{ and }} for braces. Fields: index, name,
+  {each " | "}...{end} to repeat per GPU, {{ and }} for braces, {FIELD:spark} (or
+  :sparkN) for the last 10 (N) history samples as bars (util, util_mem, mem_used,
+  mem_pct, power, power_pct, temp). Fields: index, name,
   uuid, pci_bus_id, state, util, util_mem, util_enc, util_dec, mem_used, mem_free,
   mem_total, mem_reserved, mem_pct, temp, fan, power, power_limit, power_pct, energy,
   clock_gr, clock_sm, clock_mem, clock_gr_max, clock_sm_max, clock_mem_max, pstate,
@@ -159,6 +161,12 @@ impl Renderer {
         })
     }
 
+    /// How many of the newest history samples per GPU the template's sparklines draw
+    /// (0: none, so the rings need not be read).
+    pub fn history(&self) -> usize {
+        self.template.sparkline_width()
+    }
+
     /// Whether this output prints a line (rather than only an error) when the daemon
     /// is down.
     pub fn shows_down(&self) -> bool {
@@ -166,12 +174,19 @@ impl Renderer {
     }
 
     /// The line (with its newline) for the GPUs `ids` (all when `None`) of a live
-    /// snapshot; an unknown id is a usage error.
-    pub fn live(&self, snap: &Snapshot, ids: Option<&[u32]>) -> Result<String, Exit> {
+    /// snapshot, with the history rings its sparklines draw (see [`Self::history`]); an
+    /// unknown id is a usage error.
+    pub fn live(
+        &self,
+        snap: &Snapshot,
+        history: &[(u32, History)],
+        ids: Option<&[u32]>,
+    ) -> Result<String, Exit> {
         let gpus = select(snap, ids)?;
         let data = Data {
             gpus: &gpus,
             status: &snap.status,
+            history,
         };
         if template::all_asleep(&gpus) {
             let text = self.markup.escape(&self.asleep);
@@ -210,6 +225,7 @@ impl Renderer {
         let data = Data {
             gpus: &[],
             status: &gpupeek_shm::StatusRecord::default(),
+            history: &[],
         };
         let level = if class == "error" {
             Level::Critical
@@ -303,6 +319,7 @@ fn tooltip(data: &Data) -> String {
             let d = Data {
                 gpus: &one,
                 status: data.status,
+                history: &[],
             };
             let t = if template::asleep(g) { &asleep } else { &line };
             t.render(&d, &Pango).text
@@ -425,8 +442,11 @@ pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
     if args.follow {
         return crate::follow::run(&renderer, &name, args.id.as_deref());
     }
-    match crate::commands::live_snapshot(&name) {
-        Ok(snap) => crate::write_stdout(&renderer.live(&snap, args.id.as_deref())?),
+    match crate::commands::live_segment(&name) {
+        Ok((segment, snap)) => {
+            let history = crate::commands::histories(&segment, &snap, renderer.history());
+            crate::write_stdout(&renderer.live(&snap, &history, args.id.as_deref())?)
+        }
         Err(exit) if exit.code == EXIT_USAGE || !renderer.shows_down() => Err(exit),
         Err(exit) => crate::write_stdout(&renderer.down(&exit)),
     }

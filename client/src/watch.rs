@@ -22,11 +22,11 @@ use gpupeek_shm::Segment;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 
-use crate::{cli, template, Exit, EXIT_USAGE};
+use crate::template::{self, BARS};
+use crate::{cli, Exit, EXIT_USAGE};
 
 /// Samples kept per GPU.
 pub const HISTORY: usize = 40;
-const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// Runs the watch loop until a quit key, a signal or a closed stdout.
 pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {

@@ -30,11 +30,13 @@ use std::path::{Path, PathBuf};
 
 use gpupeek_render::{all_asleep, Data, Plain, Template, ASLEEP_TEXT};
 use gpupeek_shm::layout::DaemonState;
-use gpupeek_shm::{GpuRecord, StatusRecord};
+use gpupeek_shm::{GpuRecord, History, StatusRecord};
 use nix::errno::Errno;
 use nix::fcntl::{openat, renameat, OFlag, AT_FDCWD};
 use nix::sys::stat::{fchmod, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
+
+use crate::history;
 
 /// The template used when `--prompt-format` is not given: mean utilisation and the
 /// memory used on every GPU together, as gpupeek's prompt outputs show by default.
@@ -58,6 +60,10 @@ pub struct PromptFile {
     written: String,
     /// References to this tick's records (empty between ticks; see [`recycle`]).
     refs: Vec<&'static GpuRecord>,
+    /// Samples per GPU the template's sparklines draw (0: none are kept).
+    keep: usize,
+    /// The newest `keep` history samples of each GPU, by index, oldest first.
+    history: Vec<(u32, History)>,
     failing: bool,
 }
 
@@ -67,6 +73,7 @@ impl PromptFile {
     pub fn new(path: &Path, format: Option<&str>) -> Result<PromptFile, String> {
         let source = format.unwrap_or(DEFAULT_FORMAT);
         let template = Template::parse(source).map_err(|e| e.one_line("--prompt-format"))?;
+        let keep = template.sparkline_width();
         let bad = |why: &str| format!("bad --prompt-file {}: {why}", path.display());
         // Absolute, since a detached daemon changes its directory to /.
         let path = std::path::absolute(path).map_err(|e| bad(&e.to_string()))?;
@@ -86,13 +93,19 @@ impl PromptFile {
             line: String::new(),
             written: String::new(),
             refs: Vec::new(),
+            keep,
+            history: Vec::new(),
             failing: false,
         })
     }
 
     /// Renders the line for what was just published (`status` and the GPU records, in
-    /// slot order) and writes it if it changed.
-    pub fn update(&mut self, status: &StatusRecord, gpus: &[GpuRecord]) {
+    /// slot order; `history_due` when this tick also appended to the history rings) and
+    /// writes it if it changed.
+    pub fn update(&mut self, status: &StatusRecord, gpus: &[GpuRecord], history_due: bool) {
+        if history_due {
+            self.record_history(gpus);
+        }
         self.line.clear();
         let live = status.state == DaemonState::Live as u32;
         if !live {
@@ -106,6 +119,7 @@ impl PromptFile {
                 let data = Data {
                     gpus: &refs,
                     status,
+                    history: &self.history,
                 };
                 self.template.render_into(&data, &Plain, &mut self.line);
             }
@@ -113,6 +127,33 @@ impl PromptFile {
         }
         self.line.push('\n');
         self.write_if_changed();
+    }
+
+    /// Appends this tick's samples to the prompt's own copy of the history rings (the
+    /// same samples the segment's rings get), keeping as many as the template's widest
+    /// sparkline draws; nothing when it has none.
+    fn record_history(&mut self, gpus: &[GpuRecord]) {
+        if self.keep == 0 {
+            return;
+        }
+        for gpu in gpus {
+            let at = match self.history.iter().position(|(i, _)| *i == gpu.index) {
+                Some(at) => at,
+                None => {
+                    let ring = History {
+                        samples: Vec::with_capacity(self.keep),
+                        ..History::default()
+                    };
+                    self.history.push((gpu.index, ring));
+                    self.history.len() - 1
+                }
+            };
+            let samples = &mut self.history[at].1.samples;
+            if samples.len() == self.keep {
+                samples.remove(0);
+            }
+            samples.push(history::sample_of(gpu));
+        }
     }
 
     /// After a clean stop: replaces the line with [`STOPPED_TEXT`].

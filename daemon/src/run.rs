@@ -332,7 +332,7 @@ impl Daemon {
         }
         self.publish_status(&mut status);
         if let Some(prompt) = &mut self.prompt {
-            prompt.update(&status, &self.published);
+            prompt.update(&status, &self.published, self.history_due);
         }
     }
 

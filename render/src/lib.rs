@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! template    := (text | "{{" | "}}" | placeholder | block)*
-//! placeholder := "{" [scope "."] field (":" unit | ":." digits)* ["!" ["<"] warn ["," crit]] "}"
+//! placeholder := "{" [scope "."] field (":" unit | ":." digits | ":spark" [digits])* ["!" ["<"] warn ["," crit]] "}"
 //! scope       := GPU index (0, 1, ...) | "sum" | "max" | "min" | "mean"
 //! block       := "{each" [" " quoted-separator] "}" template "{end}"
 //! ```
@@ -21,19 +21,22 @@
 //! Units convert the number only (`{mem_used:GiB:.1}` prints `9.8`), except `auto`,
 //! which picks a unit and appends it. A threshold compares the displayed number:
 //! `!70,90` is warning from 70 and critical from 90; `!<20,10` the same downwards.
+//! `:spark` draws the field's recent history instead of its value (see `spark.rs`).
 //! Errors carry the 1-based column of the offending character.
 
 use gpupeek_shm::layout::GpuState;
-use gpupeek_shm::{GpuRecord, StatusRecord};
+use gpupeek_shm::{GpuRecord, History, StatusRecord};
 
 mod fields;
 mod parse;
 mod render;
+mod spark;
 
 pub use fields::field_names;
 use fields::{Field, Unit};
 use parse::parse_items;
 use render::render_items;
+pub use spark::{BARS, DEFAULT_WIDTH as SPARK_WIDTH, MAX_WIDTH as SPARK_MAX_WIDTH};
 
 /// How alarming a value (or a whole line) is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -107,6 +110,8 @@ struct Placeholder {
     unit: Option<&'static Unit>,
     precision: Option<usize>,
     threshold: Option<Threshold>,
+    /// `:spark`/`:sparkN`: draw N samples of the history instead of the value.
+    spark: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +157,9 @@ pub struct Data<'a> {
     pub gpus: &'a [&'a GpuRecord],
     /// The daemon's status record.
     pub status: &'a StatusRecord,
+    /// History rings by GPU index, for sparklines; may be empty (sparklines are then
+    /// `N/A`), and need only be loaded when [`Template::sparkline_width`] says so.
+    pub history: &'a [(u32, History)],
 }
 
 /// True when the daemon lets this GPU sleep and publishes no current values for it.
@@ -219,6 +227,23 @@ impl Template {
         let mut pos = 0;
         let (items, _) = parse_items(&chars, &mut pos, false)?;
         Ok(Template { items })
+    }
+
+    /// The widest sparkline in the template, in samples; 0 when it has none (and so
+    /// needs no history).
+    pub fn sparkline_width(&self) -> usize {
+        fn widest(items: &[Item]) -> usize {
+            items
+                .iter()
+                .map(|item| match item {
+                    Item::Value(p) => p.spark.unwrap_or(0),
+                    Item::Each { body, .. } => widest(body),
+                    Item::Text(_) => 0,
+                })
+                .max()
+                .unwrap_or(0)
+        }
+        widest(&self.items)
     }
 
     /// Renders for `data`, painting thresholded values with `markup`.

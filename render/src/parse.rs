@@ -3,7 +3,7 @@
 
 use crate::fields::Dim::{Bytes, Text};
 use crate::fields::*;
-use crate::{Agg, Item, ParseError, Placeholder, Scope, Threshold};
+use crate::{spark, Agg, Item, ParseError, Placeholder, Scope, Threshold};
 
 pub(crate) fn err(column: usize, message: impl Into<String>) -> ParseError {
     ParseError {
@@ -131,6 +131,7 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
         unit: None,
         precision: None,
         threshold,
+        spark: None,
     };
     let mut part_col = col + path.len() + 1;
     for part in parts {
@@ -140,6 +141,8 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
                     err(part_col, format!("bad precision \"{part}\": use .0 to .9"))
                 })?;
             placeholder.precision = Some(p);
+        } else if let Some(width) = part.strip_prefix("spark") {
+            placeholder.spark = Some(parse_spark(name, width, part_col)?);
         } else if part == "auto" && field.dim == Bytes {
             placeholder.unit = Some(&AUTO);
         } else {
@@ -162,6 +165,16 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
             })?);
         }
         part_col += part.len() + 1;
+    }
+    if placeholder.spark.is_some()
+        && (placeholder.unit.is_some()
+            || placeholder.precision.is_some()
+            || placeholder.threshold.is_some())
+    {
+        return Err(err(
+            col,
+            format!("a sparkline ({name}:spark) takes no unit, precision or threshold"),
+        ));
     }
     if placeholder.threshold.is_some() && matches!(field.dim, Text) {
         return Err(err(
@@ -208,4 +221,33 @@ pub(crate) fn parse_threshold(t: &str, col: usize) -> Result<Threshold, ParseErr
         return Err(bad());
     }
     Ok(Threshold { below, warn, crit })
+}
+
+/// The width of `spark` + `digits` for `field`: the default when no digits are given.
+fn parse_spark(field: &str, digits: &str, col: usize) -> Result<usize, ParseError> {
+    if spark::getter(field).is_none() {
+        return Err(err(
+            col,
+            format!(
+                "{field} has no history to draw: sparklines are kept for {}",
+                spark::FIELDS
+            ),
+        ));
+    }
+    if digits.is_empty() {
+        return Ok(spark::DEFAULT_WIDTH);
+    }
+    digits
+        .parse()
+        .ok()
+        .filter(|w| (1..=spark::MAX_WIDTH).contains(w))
+        .ok_or_else(|| {
+            err(
+                col,
+                format!(
+                    "bad sparkline width \"spark{digits}\": use spark1 to spark{}",
+                    spark::MAX_WIDTH
+                ),
+            )
+        })
 }

@@ -6,7 +6,7 @@ use gpupeek_shm::{text, GpuRecord};
 
 use crate::fields::Dim::Text;
 use crate::fields::*;
-use crate::{asleep, Agg, Data, Item, Level, Markup, Placeholder, Scope};
+use crate::{asleep, spark, Agg, Data, Item, Level, Markup, Placeholder, Scope};
 
 pub(crate) fn render_items(
     items: &[Item],
@@ -43,6 +43,10 @@ impl Placeholder {
         markup: &dyn Markup,
         out: &mut String,
     ) -> Level {
+        if let Some(width) = self.spark {
+            self.sparkline(data, current, width, out);
+            return Level::Ok;
+        }
         let value = match self.field.name {
             "count" => Some(Value::Num(data.gpus.len() as f64)),
             "driver" => {
@@ -104,6 +108,30 @@ impl Placeholder {
         };
         let count = nums().count();
         (count > 0).then(|| Value::Num(fold(agg, nums, count)))
+    }
+
+    /// Appends the sparkline of this field for the GPU in scope, or the aggregate.
+    fn sparkline(&self, data: &Data, current: Option<&GpuRecord>, width: usize, out: &mut String) {
+        let Some(get) = spark::getter(self.field.name) else {
+            return markup_free_na(out);
+        };
+        let one;
+        let (gpus, agg): (&[&GpuRecord], Agg) = match (self.scope, current) {
+            (Scope::Gpu(i), _) => match data.gpus.iter().find(|g| g.index == i) {
+                Some(g) => {
+                    one = [*g];
+                    (&one, self.field.natural)
+                }
+                None => return markup_free_na(out),
+            },
+            (Scope::Natural, Some(g)) => {
+                one = [g];
+                (&one, self.field.natural)
+            }
+            (Scope::Natural, None) => (data.gpus, self.field.natural),
+            (Scope::Agg(a), _) => (data.gpus, a),
+        };
+        spark::render(get, agg, gpus, data.history, width, out);
     }
 
     /// Appends the number in the displayed unit to `out`; returns the number shown.
@@ -181,4 +209,9 @@ pub(crate) fn aggregate(agg: Agg, values: &[Value]) -> Option<Value> {
         Agg::Mean => nums.iter().sum::<f64>() / nums.len() as f64,
         Agg::Join => return joined(),
     }))
+}
+
+/// `N/A`, which no markup escapes.
+fn markup_free_na(out: &mut String) {
+    out.push_str(NA);
 }

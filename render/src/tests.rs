@@ -25,6 +25,7 @@ fn render(template: &str, gpus: &[GpuRecord]) -> Rendered {
     let data = Data {
         gpus: &refs,
         status: &status,
+        history: &[],
     };
     Template::parse(template)
         .unwrap_or_else(|e| panic!("{}", e.describe(template)))

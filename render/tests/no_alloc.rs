@@ -7,8 +7,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gpupeek_render::{Data, Plain, Template};
+use gpupeek_shm::layout::history_valid;
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{GpuRecord, StatusRecord};
+use gpupeek_shm::{History, HistorySample};
 
 struct Counting;
 
@@ -49,13 +51,26 @@ fn plain_numeric_rendering_into_a_grown_buffer_allocates_nothing() {
     let gpus = [gpu(0, 40), gpu(1, 95)];
     let refs: Vec<&GpuRecord> = gpus.iter().collect();
     let status = StatusRecord::default();
+    let sample = |util: u8| HistorySample {
+        util_gpu_pct: util,
+        valid: history_valid::UTILIZATION,
+        ..HistorySample::default()
+    };
+    let history = [(
+        1,
+        History {
+            samples: (0..20).map(|i| sample(i * 5)).collect(),
+            ..History::default()
+        },
+    )];
     let data = Data {
         gpus: &refs,
         status: &status,
+        history: &history,
     };
     let template = Template::parse(
         "GPU {util!70,90}% {mem_used:GiB:.1}/{mem_total:auto} {max.temp}C \
-         {each ' | '}{index}:{power:W}{end} {1.util}",
+         {each ' | '}{index}:{power:W}{end} {1.util} {1.util:spark8}",
     )
     .unwrap();
     let mut out = String::new();
@@ -68,6 +83,6 @@ fn plain_numeric_rendering_into_a_grown_buffer_allocates_nothing() {
     }
     let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
     assert_eq!(out, first);
-    assert_eq!(out, "GPU 68% 20.0/160.0GiB 70C 0:250 | 1:250 95");
+    assert_eq!(out, "GPU 68% 20.0/160.0GiB 70C 0:250 | 1:250 95 ▆▆▆▇▇▇██");
     assert_eq!(allocated, 0, "render_into allocated {allocated} times");
 }

@@ -43,7 +43,7 @@ fn snapshot(states: &[GpuState]) -> Snapshot {
 
 fn line(kind: &str, format: &str, states: &[GpuState]) -> String {
     let r = Renderer::new(Kind::parse(kind).unwrap(), Some(format), None, false).unwrap();
-    r.live(&snapshot(states), None).unwrap()
+    r.live(&snapshot(states), &[], None).unwrap()
 }
 
 const TWO: &[GpuState] = &[GpuState::Ok, GpuState::Ok];
@@ -79,7 +79,7 @@ fn every_gpu_asleep_is_the_suspended_class_and_nothing_in_a_prompt() {
     );
     assert_eq!(line("bash", "{util}", asleep), "\n");
     let r = Renderer::new(Kind::Zsh, None, Some("zz"), false).unwrap();
-    assert_eq!(r.live(&snapshot(asleep), None).unwrap(), "zz\n");
+    assert_eq!(r.live(&snapshot(asleep), &[], None).unwrap(), "zz\n");
     // One GPU asleep: the other is shown, the sleeper's values are N/A.
     assert_eq!(
         line(

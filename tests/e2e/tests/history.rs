@@ -96,3 +96,65 @@ fn a_fresh_watch_draws_the_earlier_minutes_in_its_first_frame() {
         "idle then busy, before this client ran: {line:?}"
     );
 }
+
+/// The bars `{util:sparkN}` should draw for the newest `n` samples of GPU 0's ring.
+fn expected_bars(sandbox: &Sandbox, n: usize) -> String {
+    let history = sandbox.segment().history(0).unwrap().unwrap();
+    let samples = &history.samples[history.samples.len().saturating_sub(n)..];
+    let pad = " ".repeat(n - samples.len());
+    let bars: String = samples
+        .iter()
+        .map(|s| {
+            if s.valid & history_valid::UTILIZATION == 0 {
+                ' '
+            } else {
+                gpupeek_render::BARS[(usize::from(s.util_gpu_pct) * 7).div_ceil(100).min(7)]
+            }
+        })
+        .collect();
+    pad + &bars
+}
+
+#[test]
+fn a_format_sparkline_draws_the_rings_newest_samples_and_moves_with_the_load() {
+    let sandbox = Sandbox::new("history-spark");
+    sandbox.write_scenario(&scenario(0, 0));
+    let daemon = sandbox.start_daemon_with("100ms", &[]);
+    sandbox.wait_live(&daemon);
+    record_phases(&sandbox, &daemon, &[(0, 0), (50, 0), (100, 0)]);
+    let template = "[{util:spark6}] [{0.util:spark3}] {mem_used:spark2}";
+    // Retry if a sample was appended between the client's read and ours.
+    let line = (0..5)
+        .find_map(|_| {
+            let before = sandbox.segment().history(0).unwrap().unwrap().written;
+            let out = sandbox.client(&["--format", template]);
+            assert!(out.status.success(), "{out:?}");
+            let line = String::from_utf8(out.stdout).unwrap();
+            let want = format!(
+                "[{}] [{}] ▁▁\n",
+                expected_bars(&sandbox, 6),
+                expected_bars(&sandbox, 3)
+            );
+            let after = sandbox.segment().history(0).unwrap().unwrap().written;
+            (before == after).then(|| {
+                assert_eq!(line, want);
+                line
+            })
+        })
+        .expect("the ring kept changing under the client");
+    // 0 %, then 50 %, then 100 %: the newest three samples climb.
+    assert!(line.contains("▁▅█]"), "{line}");
+    drop(daemon);
+}
+
+#[test]
+fn a_sparkline_of_a_field_without_history_is_a_usage_error_at_its_column() {
+    let sandbox = Sandbox::new("history-spark-bad");
+    let out = sandbox.client(&["--format", "{name:spark}"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("column 7") && err.contains("no history"),
+        "{err}"
+    );
+}

@@ -228,3 +228,43 @@ fn a_bad_prompt_template_is_a_one_line_usage_error_before_anything_is_created() 
     cmd.args(["--prompt-format", "{util}"]);
     assert_one_line_failure(&run_with_watchdog(cmd), 2, "--prompt-format alone");
 }
+
+#[test]
+fn sparklines_in_the_prompt_file_draw_the_same_samples_as_gpupeek_format() {
+    const SPARK: &str = "{util:spark4} {each ' '}{mem_used:spark3}{end}";
+    let sb = Sandbox::new("pf-spark");
+    sb.write_scenario(&two_gpus(0));
+    let daemon = start(&sb, "100ms", &["--prompt-format", SPARK]);
+    sb.wait_live(&daemon);
+    let written = || sb.segment().history(0).unwrap().unwrap().written;
+    // The first sample after a change may still have been sampled before it: wait for
+    // two more after it.
+    for util in [0, 100] {
+        sb.write_scenario(&two_gpus(util));
+        let now = written();
+        wait_for("three more history samples", &daemon, || {
+            written() >= now + 3
+        });
+    }
+    // Compare right after a tick that did not append (the file and the rings agree).
+    let (file, client) = (0..5)
+        .find_map(|_| {
+            let before = written();
+            let_ticks_pass(&sb, &daemon, 1);
+            let file = read(&prompt_path(&sb));
+            let client = stdout(&sb.client(&["--format", SPARK]));
+            (written() == before).then_some((file, client))
+        })
+        .expect("the rings kept changing under the comparison");
+    assert_eq!(file, client);
+    // GPU 0 went from 0 % to 100 % while GPU 1 stayed at 95 %: the mean climbs from
+    // 47.5 % to 97.5 % (the second bar may be either).
+    let bars: Vec<char> = file.chars().take(5).collect();
+    assert_eq!(
+        (bars[0], bars[2], bars[3], bars[4]),
+        ('▅', '█', '█', ' '),
+        "{file}"
+    );
+    // Memory: 10 of 80 GiB and 30 of 40 GiB.
+    assert!(file.ends_with(" ▂▂▂ ▇▇▇\n"), "{file}");
+}
