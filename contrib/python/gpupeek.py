@@ -12,6 +12,9 @@
     @gpupeek.track_vram                   # the same for every call of a function
     def train_step(): ...
 
+    with gpupeek.Segment() as seg:        # GPU 0's history ring (ABI 1.1), oldest first
+        hist = seg.history(0)             # None from a daemon without history
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
