@@ -2,10 +2,12 @@
  * gpupeek-read: an example reader of gpupeekd's segment, using only gpupeek.h.
  *
  *   cc -std=c11 -O2 -Wall -Wextra -o gpupeek-read gpupeek-read.c
- *   ./gpupeek-read [SEGMENT-NAME]        (default: $GPUPEEK_SHM, else "gpupeek")
+ *   ./gpupeek-read [--history] [SEGMENT-NAME]   (default: $GPUPEEK_SHM, else "gpupeek")
  *
  * Prints one line for the daemon, one per GPU and one per process, as KEY=VALUE pairs;
- * a value the GPU does not report is N/A. Takes a snapshot consistent across records
+ * a value the GPU does not report is N/A. With --history, then for each GPU a `history`
+ * line (step_ns, samples written) and a `sample` line per sample of its ring, oldest
+ * first, `n` counting the samples the daemon appended (a gap has every value N/A). Takes a snapshot consistent across records
  * (retaken while the generation word moves). Exit status as gpupeek(1): 0 ok, 3 no
  * daemon, 4 stale, 5 NVML error, 6 ABI mismatch, 7 untrusted, 8 corrupt, 9 OS error.
  */
@@ -18,6 +20,7 @@
 
 static struct gpupeek_gpu gpus[MAX_GPUS];
 static struct gpupeek_proc procs[MAX_PROCS];
+static struct gpupeek_history_sample samples[GPUPEEK_MAX_HISTORY_SLOTS];
 
 static void put_u64(const char *key, uint64_t valid, uint64_t bit, uint64_t value)
 {
@@ -46,9 +49,43 @@ static int fail(const struct gpupeek_segment *seg, int err)
     return gpupeek_exit_status(err);
 }
 
+/* Prints GPU slot `slot`'s history ring. */
+static int print_history(struct gpupeek_segment *seg, uint32_t slot)
+{
+    struct gpupeek_history_head head;
+    size_t n = 0;
+    int err = gpupeek_read_history(seg, slot, &head, samples, GPUPEEK_MAX_HISTORY_SLOTS, &n);
+    if (err != GPUPEEK_OK) {
+        snprintf(seg->why, sizeof seg->why, "history ring of GPU slot %" PRIu32 " unreadable",
+                 slot);
+        return err;
+    }
+    printf("history gpu=%" PRIu32 " step_ns=%" PRIu64 " written=%" PRIu64 " samples=%zu\n",
+           slot, head.step_ns, head.written, n);
+    for (size_t i = 0; i < n; i++) {
+        const struct gpupeek_history_sample *s = &samples[i];
+        printf("sample gpu=%" PRIu32 " n=%" PRIu64 " sample_mono_ns=%" PRIu64, slot,
+               head.written - n + i, s->sample_mono_ns);
+        put_u64("util_gpu_pct", s->valid, GPUPEEK_HISTORY_UTILIZATION, s->util_gpu_pct);
+        put_u64("util_mem_pct", s->valid, GPUPEEK_HISTORY_UTIL_MEM, s->util_mem_pct);
+        put_u64("mem_used_mib", s->valid, GPUPEEK_HISTORY_MEMORY, s->mem_used_mib);
+        put_u64("power_draw_mw", s->valid, GPUPEEK_HISTORY_POWER_DRAW, s->power_draw_mw);
+        if (s->valid & GPUPEEK_HISTORY_TEMPERATURE)
+            printf(" temp_gpu_c=%d\n", (int)s->temp_gpu_c);
+        else
+            printf(" temp_gpu_c=N/A\n");
+    }
+    return GPUPEEK_OK;
+}
+
 int main(int argc, char **argv)
 {
     struct gpupeek_segment seg;
+    int history = argc > 1 && strcmp(argv[1], "--history") == 0;
+    if (history) {
+        argv++;
+        argc--;
+    }
     int err = gpupeek_open(&seg, argc > 1 ? argv[1] : NULL);
     if (err != GPUPEEK_OK)
         return fail(&seg, err);
@@ -124,6 +161,9 @@ int main(int argc, char **argv)
         put_str("command", p->valid, GPUPEEK_PROC_COMMAND, p->command, sizeof p->command);
         printf("\n");
     }
+    for (uint32_t i = 0; history && i < ngpus; i++)
+        if ((err = print_history(&seg, i)) != GPUPEEK_OK)
+            return fail(&seg, err);
     gpupeek_close(&seg);
     return 0;
 }

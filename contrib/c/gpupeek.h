@@ -17,7 +17,9 @@
  *      inside the mapping (gpupeek_validate);
  *   5. read each record under its seqlock with relaxed 8-byte atomic loads and acquire
  *      fences, giving up after GPUPEEK_MAX_ATTEMPTS (gpupeek_read_block);
- *   6. judge liveness from the heartbeat (gpupeek_liveness).
+ *   6. judge liveness from the heartbeat (gpupeek_liveness);
+ *   7. optionally, read a GPU's history ring (ABI 1.1) under its head's seqlock
+ *      (gpupeek_read_history).
  * Every string in the segment may be hostile: it is NUL-padded, not always
  * NUL-terminated by contract, and may hold terminal escapes; copy it with
  * gpupeek_copy_string, which bounds and sanitises it.
@@ -62,6 +64,7 @@
 #define GPUPEEK_MAX_ATTEMPTS 200
 #define GPUPEEK_STALE_PERIODS 3u
 #define GPUPEEK_PROC_RECORD_V1_0_SIZE 128u
+#define GPUPEEK_MAX_HISTORY_SLOTS 65536u
 
 /* Daemon states (gpupeek_status.state). */
 enum { GPUPEEK_DAEMON_STARTING = 0, GPUPEEK_DAEMON_LIVE = 1, GPUPEEK_DAEMON_NVML_ERROR = 2,
@@ -478,6 +481,25 @@ static inline int gpupeek_region_ok(uint64_t offset, uint64_t size, uint64_t cou
     return offset <= total && len <= total - offset;
 }
 
+/* Checks the history fields of the header (ABI 1.1; history_offset 0: no history). */
+static inline int gpupeek_validate_history(struct gpupeek_segment *seg)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    if (h->history_offset == 0)
+        return GPUPEEK_OK;
+    uint64_t sample = h->history_sample_size_bytes, ring = h->history_ring_size_bytes;
+    if (h->history_slots == 0 || h->history_slots > GPUPEEK_MAX_HISTORY_SLOTS)
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "history slot count out of range");
+    if (sample < sizeof(struct gpupeek_history_sample) || sample % 8 != 0)
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "history sample misaligned or too small");
+    if (ring % 8 != 0 || ring < sizeof(struct gpupeek_history_head) + sample * h->history_slots)
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "history ring too small for its samples");
+    if (h->history_offset < sizeof(struct gpupeek_static_header) ||
+        !gpupeek_region_ok(h->history_offset, ring, h->gpu_capacity, 32, seg->size))
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "history region outside the segment");
+    return GPUPEEK_OK;
+}
+
 /* Checks the static header against the mapping (step 4). */
 static inline int gpupeek_validate(struct gpupeek_segment *seg)
 {
@@ -506,7 +528,7 @@ static inline int gpupeek_validate(struct gpupeek_segment *seg)
                            h->proc_capacity, GPUPEEK_PROC_RECORD_V1_0_SIZE, total) ||
         h->status_offset < sizeof(struct gpupeek_static_header))
         return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "a region lies outside the segment");
-    return GPUPEEK_OK;
+    return gpupeek_validate_history(seg);
 }
 
 /* Opens segment `name` (NULL: $GPUPEEK_SHM, else "gpupeek") read-only (steps 1-4). */
@@ -632,6 +654,53 @@ static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
             if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
                 *n = count;
                 return corrupt ? GPUPEEK_ERR_CORRUPT : GPUPEEK_OK;
+            }
+        }
+        if (attempt >= 16)
+            sched_yield();
+    }
+    return GPUPEEK_ERR_STALE;
+}
+
+/* GPU slot `slot`'s history ring (ABI 1.1): its head, and the newest min(kept, max)
+ * samples, oldest first, all under the head's seqlock (kept = min(written, history_slots)).
+ * `*n` is set to the number of samples copied; a segment without history (a 1.0 writer)
+ * gives GPUPEEK_OK with a zeroed head and *n = 0. Sample k (0 <= k < *n) is the
+ * (head->written - *n + k)-th sample the daemon appended. */
+static inline int gpupeek_read_history(const struct gpupeek_segment *seg, uint32_t slot,
+                                       struct gpupeek_history_head *head,
+                                       struct gpupeek_history_sample *samples, size_t max,
+                                       size_t *n)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    memset(head, 0, sizeof *head);
+    *n = 0;
+    if (h->history_offset == 0)
+        return GPUPEEK_OK;
+    if (slot >= h->gpu_capacity)
+        return GPUPEEK_ERR_CORRUPT;
+    uint64_t ring = h->history_offset + (uint64_t)slot * h->history_ring_size_bytes;
+    uint64_t slots = h->history_slots, sample = h->history_sample_size_bytes;
+    const _Atomic uint64_t *seq = &seg->words[ring / 8];
+    for (int attempt = 0; attempt < GPUPEEK_MAX_ATTEMPTS; attempt++) {
+        uint64_t s1 = atomic_load_explicit(seq, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if ((s1 & 1) == 0) {
+            gpupeek_load_words(seg, ring / 8 + 1, sizeof *head / 8 - 1,
+                               (unsigned char *)head + 8);
+            /* A torn `written` only picks other slots: n % slots stays inside the ring. */
+            uint64_t kept = head->written < slots ? head->written : slots;
+            size_t count = kept < max ? (size_t)kept : max;
+            for (size_t i = 0; i < count; i++) {
+                uint64_t k = (head->written - count + i) % slots;
+                uint64_t off = ring + sizeof *head + k * sample;
+                gpupeek_load_words(seg, off / 8, sizeof *samples / 8, &samples[i]);
+            }
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+                head->seq = s1;
+                *n = count;
+                return GPUPEEK_OK;
             }
         }
         if (attempt >= 16)

@@ -12,6 +12,9 @@
     @gpupeek.track_vram                   # the same for every call of a function
     def train_step(): ...
 
+    with gpupeek.Segment() as seg:        # GPU 0's history ring (ABI 1.1), oldest first
+        hist = seg.history(0)             # None from a daemon without history
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -47,7 +50,8 @@ from typing import Callable, Dict, List, Optional
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "AbiError", "UntrustedError", "CorruptError",
-    "Segment", "Snapshot", "Status", "Gpu", "Process", "snapshot", "vram", "track_vram",
+    "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
+    "vram", "track_vram",
 ]
 
 MAGIC = int.from_bytes(b"GPUPEEK\0", "little")
@@ -59,6 +63,9 @@ MAX_CAPACITY = 65536
 MAX_SEGMENT_BYTES = 256 << 20
 MAX_ATTEMPTS = 200
 PROC_RECORD_V1_0_SIZE = 128
+MAX_HISTORY_SLOTS = 65536
+HISTORY_HEAD_SIZE = 32
+HISTORY_SAMPLE_SIZE = 24
 STALE_PERIODS = 3
 
 DAEMON_STATES = {0: "starting", 1: "live", 2: "nvml_error", 3: "stopped"}
@@ -84,6 +91,9 @@ PROC_VALID = {
     "sm_util_pct": 4, "mem_util_pct": 4, "enc_util_pct": 4, "dec_util_pct": 4,
     "cpu_centipct": 5, "host_rss_bytes": 6, "start_unix_ns": 7,
     "ns_pid": 8, "pid_ns_inode": 8, "container_runtime": 9, "container_id": 9, "pod_uid": 9,
+}
+HISTORY_VALID = {
+    "util_gpu_pct": 0, "mem_used_mib": 1, "power_draw_mw": 2, "temp_gpu_c": 3, "util_mem_pct": 4,
 }
 
 # Every record as (name, size, [(field, offset, struct format)]), in memory order; the
@@ -147,7 +157,7 @@ LAYOUT = [
         ("reserved1", 180, "I"), ("container_runtime", 184, "16s"),
         ("container_id", 200, "72s"), ("pod_uid", 272, "40s"), ("cmdline", 312, "328s"),
     ]),
-    # ABI 1.1: one ring per GPU slot at history_offset (0: none); not read by this module yet.
+    # ABI 1.1: one ring per GPU slot at history_offset (0: none); see Segment.history.
     ("HistoryHead", 32, [
         ("seq", 0, "Q"), ("written", 8, "Q"), ("step_ns", 16, "Q"), ("reserved", 24, "Q"),
     ]),
@@ -277,6 +287,27 @@ class Process:
 
 
 @dataclass
+class HistorySample:
+    """One history sample: `n` counts the samples the daemon appended to this ring; a
+    value not sampled is None (a gap, such as an asleep GPU, has every value None)."""
+    n: int
+    sample_mono_ns: int
+    util_gpu_pct: Optional[int]
+    util_mem_pct: Optional[int]
+    mem_used_mib: Optional[int]
+    power_draw_mw: Optional[int]
+    temp_gpu_c: Optional[int]
+
+
+@dataclass
+class History:
+    """A private copy of one GPU's history ring: a sample every `step_ns`, oldest first."""
+    step_ns: int
+    written: int
+    samples: List[HistorySample]
+
+
+@dataclass
 class Snapshot:
     """A private copy of one publish (when `consistent`)."""
     status: Status
@@ -377,6 +408,22 @@ class Segment:
                 raise CorruptError(f"segment {self.name}: a region lies outside the segment")
         if h["status_offset"] < 128:
             raise CorruptError(f"segment {self.name}: status overlaps the header")
+        self._validate_history()
+
+    def _validate_history(self):
+        h = self.header
+        if h["history_offset"] == 0:
+            return
+        slots, sample = h["history_slots"], h["history_sample_size_bytes"]
+        ring, offset = h["history_ring_size_bytes"], h["history_offset"]
+        if not 0 < slots <= MAX_HISTORY_SLOTS:
+            raise CorruptError(f"segment {self.name}: history slot count out of range")
+        if sample < HISTORY_SAMPLE_SIZE or sample % 8:
+            raise CorruptError(f"segment {self.name}: history sample misaligned or too small")
+        if ring % 8 or ring < HISTORY_HEAD_SIZE + sample * slots:
+            raise CorruptError(f"segment {self.name}: history ring too small for its samples")
+        if offset % 8 or offset < 128 or offset + ring * h["gpu_capacity"] > self.size:
+            raise CorruptError(f"segment {self.name}: history region outside the segment")
 
     def generation(self) -> int:
         return self._words[self.header["generation_offset"] // 8]
@@ -445,6 +492,31 @@ class Segment:
             procs.append(Process(gpu_index=v.pop("gpu_index"), pid=v.pop("pid"),
                                  kind="+".join(kinds) or "unknown", values=v))
         return head, procs
+
+    def history(self, slot: int) -> Optional[History]:
+        """GPU slot `slot`'s history ring, oldest sample first, read under the ring's
+        seqlock; None when the segment has no history (a 1.0 writer) or no such slot."""
+        h = self.header
+        if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
+            return None
+        ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
+        slots, size = h["history_slots"], h["history_sample_size_bytes"]
+
+        def samples():
+            # Runs inside the seqlock attempt: decodes its own (maybe torn) head; a torn
+            # `written` only picks other slots, since n % slots stays inside the ring.
+            head = _decode("HistoryHead", bytes(self._bytes[ring:ring + HISTORY_HEAD_SIZE]))
+            first = head["written"] - min(head["written"], slots)
+            at = [ring + HISTORY_HEAD_SIZE + (n % slots) * size
+                  for n in range(first, head["written"])]
+            return head, first, [bytes(self._bytes[a:a + HISTORY_SAMPLE_SIZE]) for a in at]
+
+        _, (head, first, raws) = self._read(ring, HISTORY_HEAD_SIZE, samples)
+        out = []
+        for n, raw in enumerate(raws, first):
+            v = _validity(_decode("HistorySample", raw), HISTORY_VALID)
+            out.append(HistorySample(n=n, **v))
+        return History(step_ns=head["step_ns"], written=head["written"], samples=out)
 
     def snapshot(self) -> Snapshot:
         """Every record of one publish; retaken (up to 8 times) while a publish interleaves."""
@@ -657,9 +729,30 @@ def track_vram(func=None, **kwargs):
     return vram(**kwargs)(func)
 
 
+def _print_history(slot: int, hist: Optional[History]):
+    """Prints a ring in gpupeek-read.c's --history format (N/A for None)."""
+    if hist is None:
+        return
+    print(f"history gpu={slot} step_ns={hist.step_ns} written={hist.written} "
+          f"samples={len(hist.samples)}")
+    for s in hist.samples:
+        values = " ".join(f"{k}={'N/A' if getattr(s, k) is None else getattr(s, k)}"
+                          for k in ("util_gpu_pct", "util_mem_pct", "mem_used_mib",
+                                    "power_draw_mw", "temp_gpu_c"))
+        print(f"sample gpu={slot} n={s.n} sample_mono_ns={s.sample_mono_ns} {values}")
+
+
 if __name__ == "__main__":
+    # python3 gpupeek.py [--history] [SEGMENT-NAME]
+    args = sys.argv[1:]
+    with_history = bool(args) and args[0] == "--history"
+    args = args[1:] if with_history else args
     try:
-        snap = snapshot(sys.argv[1] if len(sys.argv) > 1 else None)
+        name = args[0] if args else None
+        snap = snapshot(name)
+        if with_history:
+            with Segment(name) as seg:
+                histories = [seg.history(i) for i in range(len(snap.gpus))]
     except Error as e:
         print(f"gpupeek.py: {e}", file=sys.stderr)
         sys.exit(e.exit_status)
@@ -668,3 +761,5 @@ if __name__ == "__main__":
               f"util_gpu_pct={g.util_gpu_pct} temp_gpu_c={g.temp_gpu_c}")
     for p in snap.processes:
         print(f"  gpu {p.gpu_index} pid {p.pid} {p.user} {p.command} {p.gpu_mem_bytes}")
+    for i, hist in enumerate(histories if with_history else []):
+        _print_history(i, hist)
