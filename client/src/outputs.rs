@@ -134,6 +134,8 @@ pub struct Renderer {
     template: Template,
     markup: Box<dyn Markup>,
     asleep: String,
+    /// waybar's tooltip templates, parsed once (a follower renders a line per update).
+    tooltip: Option<Tooltip>,
 }
 
 impl Renderer {
@@ -158,6 +160,7 @@ impl Renderer {
             template,
             markup: kind.markup(ansi),
             asleep: asleep.unwrap_or(default_asleep).to_owned(),
+            tooltip: (kind == Kind::Waybar).then(Tooltip::new),
         })
     }
 
@@ -248,7 +251,7 @@ impl Renderer {
         match self.kind {
             Kind::Waybar => json(serde_json::json!({
                 "text": text,
-                "tooltip": tooltip(data),
+                "tooltip": self.tooltip.as_ref().map(|t| t.render(data)).unwrap_or_default(),
                 "class": class,
                 "percentage": pct.min(100),
                 "alt": class,
@@ -305,27 +308,44 @@ fn select<'a>(snap: &'a Snapshot, ids: Option<&[u32]>) -> Result<Vec<&'a GpuReco
 }
 
 /// waybar's tooltip: a line per GPU.
-fn tooltip(data: &Data) -> String {
-    const LINE: &str = "GPU {index} {name}: {util}% · {mem_used:GiB:.1}/{mem_total:GiB:.1} GiB · {temp}°C · {power} W";
+struct Tooltip {
+    awake: Template,
+    asleep: Template,
+}
+
+impl Tooltip {
+    const AWAKE: &str = "GPU {index} {name}: {util}% · {mem_used:GiB:.1}/{mem_total:GiB:.1} GiB · {temp}°C · {power} W";
     const ASLEEP: &str = "GPU {index} {name}: {state}";
-    let (line, asleep) = match (Template::parse(LINE), Template::parse(ASLEEP)) {
-        (Ok(l), Ok(a)) => (l, a),
-        _ => return String::new(),
-    };
-    data.gpus
-        .iter()
-        .map(|g| {
+
+    fn new() -> Tooltip {
+        let parse = |src| Template::parse(src).unwrap_or_else(|_| unreachable!("{src}"));
+        Tooltip {
+            awake: parse(Self::AWAKE),
+            asleep: parse(Self::ASLEEP),
+        }
+    }
+
+    fn render(&self, data: &Data) -> String {
+        let mut out = String::new();
+        for (i, g) in data.gpus.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
             let one = [*g];
             let d = Data {
                 gpus: &one,
                 status: data.status,
                 history: &[],
             };
-            let t = if template::asleep(g) { &asleep } else { &line };
-            t.render(&d, &Pango).text
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+            let t = if template::asleep(g) {
+                &self.asleep
+            } else {
+                &self.awake
+            };
+            t.render_into(&d, &Pango, &mut out);
+        }
+        out
+    }
 }
 
 /// ANSI colours, optionally between invisible-text markers.
