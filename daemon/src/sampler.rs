@@ -11,6 +11,11 @@
 //! Two things need history across ticks: GPM metrics (see [`crate::gpm`]) and how long
 //! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
 //! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
+//!
+//! Two tiers: the cheap fields are read every tick; the expensive ones (process lists,
+//! per-process utilisation, ECC counts) only on the ticks the caller says are slow. In
+//! between, the record carries the last slow tick's ECC counts and process count
+//! ([`Slow`]), forgotten when the GPU fails or sleeps.
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
@@ -89,6 +94,39 @@ pub struct GpuProcess {
     pub util_pct: Option<[u32; 4]>,
 }
 
+/// What the last slow tick read of one GPU, republished on the fast ticks after it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Slow {
+    /// Validity bits among `PROCESSES`, `ECC_CORRECTED` and `ECC_UNCORRECTED`.
+    valid: u64,
+    process_count: u32,
+    ecc: [u64; 2],
+}
+
+impl Slow {
+    const BITS: u64 = v::PROCESSES | v::ECC_CORRECTED | v::ECC_UNCORRECTED;
+
+    fn of(rec: &GpuRecord) -> Self {
+        Slow {
+            valid: rec.valid & Self::BITS,
+            process_count: rec.process_count,
+            ecc: [
+                rec.ecc_corrected_volatile_count,
+                rec.ecc_uncorrected_volatile_count,
+            ],
+        }
+    }
+
+    fn put(&self, rec: &mut GpuRecord) {
+        rec.valid |= self.valid;
+        rec.process_count = self.process_count;
+        [
+            rec.ecc_corrected_volatile_count,
+            rec.ecc_uncorrected_volatile_count,
+        ] = self.ecc;
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 struct Identity {
     name: Option<String>,
@@ -107,6 +145,8 @@ pub struct Sampler {
     gpm: Vec<Gpm>,
     /// Per GPU, since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
     idle_since: Vec<Option<u64>>,
+    /// Per GPU, the slow tier's values from the last slow tick.
+    slow: Vec<Slow>,
 }
 
 impl Drop for Sampler {
@@ -132,6 +172,7 @@ impl Sampler {
             util_seen: Vec::new(),
             gpm: Vec::new(),
             idle_since: Vec::new(),
+            slow: Vec::new(),
         })
     }
 
@@ -149,8 +190,10 @@ impl Sampler {
         Ok(self.nvml.device_count()?)
     }
 
-    /// Fills `rec` for GPU `index` and appends its processes to `procs`.
-    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: &mut Vec<GpuProcess>) {
+    /// Fills `rec` for GPU `index`. On a slow tick (`procs` given) also reads the slow
+    /// tier and appends the GPU's processes to `procs`; on a fast one (`None`) the record
+    /// carries what the last slow tick read.
+    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: Option<&mut Vec<GpuProcess>>) {
         *rec = Default::default();
         rec.index = index;
         rec.state = GpuState::Ok as u32;
@@ -161,6 +204,7 @@ impl Sampler {
             self.util_seen.resize(slot + 1, 0);
             self.gpm.resize_with(slot + 1, Gpm::default);
             self.idle_since.resize(slot + 1, None);
+            self.slow.resize(slot + 1, Slow::default());
         }
         let device = match self.nvml.device_by_index(index) {
             Ok(device) => device,
@@ -174,6 +218,7 @@ impl Sampler {
                 rec.nvml_error_code = code(e);
                 self.gpm[slot].release(&self.nvml);
                 self.idle_since[slot] = None;
+                self.slow[slot] = Slow::default();
                 if let Some(id) = &self.identities[slot] {
                     put_identity(rec, id);
                 }
@@ -193,20 +238,38 @@ impl Sampler {
             metrics.put(fill.rec);
         }
         track_idle(fill.rec, &mut self.idle_since[slot]);
-        let first = procs.len();
-        sample_processes(&device, &mut fill, index, procs);
-        if procs.len() > first {
-            sample_process_util(
-                &device,
-                &mut fill,
-                &mut self.util_seen[slot],
-                &mut procs[first..],
-            );
+        match procs {
+            Some(procs) => {
+                sample_ecc(&device, &mut fill);
+                let first = procs.len();
+                sample_processes(&device, &mut fill, index, procs);
+                if procs.len() > first {
+                    sample_process_util(
+                        &device,
+                        &mut fill,
+                        &mut self.util_seen[slot],
+                        &mut procs[first..],
+                    );
+                }
+                self.slow[slot] = Slow::of(fill.rec);
+            }
+            None => self.slow[slot].put(fill.rec),
         }
         if fill.lost {
+            self.slow[slot] = Slow::default();
             self.gpm[slot].release(&self.nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
+        }
+    }
+}
+
+impl Sampler {
+    /// Forgets the slow tier's values of GPU slot `slot` (it sleeps): its next fast
+    /// ticks publish no process count or ECC until a slow tick reads them again.
+    pub fn forget_slow(&mut self, slot: usize) {
+        if let Some(slow) = self.slow.get_mut(slot) {
+            *slow = Slow::default();
         }
     }
 }
@@ -410,6 +473,10 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.current_pcie_link_width(),
         |r, w| r.pcie_link_width = w,
     );
+}
+
+/// The slow tier's per-GPU values: volatile ECC error counts.
+fn sample_ecc(d: &Device, f: &mut Fill) {
     f.field(
         v::ECC_CORRECTED,
         || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
