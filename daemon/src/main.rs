@@ -10,6 +10,7 @@ mod cli;
 mod container;
 mod fallback;
 mod gpm;
+mod gpuprocs;
 mod history;
 mod logging;
 mod notify;

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use gpupeek_shm::layout::{proc_kind, proc_valid};
 use gpupeek_shm::{text, ProcContext, ProcPolicy, ProcRecord, Publisher};
 
+use crate::gpuprocs::GpuProcess;
 use crate::history::Clock;
 use crate::procfs::{ProcInfo, Procfs};
-use crate::sampler::GpuProcess;
 
 /// The process tier's state.
 pub struct ProcTier {

@@ -20,16 +20,16 @@
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
 };
-use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
+use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::fallback;
 use crate::gpm::Gpm;
+use crate::gpuprocs::{self, GpuProcess};
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,25 +73,6 @@ pub struct SystemInfo {
     pub nvml_version: Option<String>,
     /// e.g. 12040.
     pub cuda_driver_version: Option<i32>,
-}
-
-/// A process as NVML listed it, before `/proc` resolution.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuProcess {
-    /// NVML index of its GPU.
-    pub gpu_index: u32,
-    /// Host pid.
-    pub pid: u32,
-    /// Bits from `proc_kind`.
-    pub kind: u32,
-    /// GPU memory in bytes, when NVML knows it.
-    pub gpu_mem_bytes: Option<u64>,
-    /// MIG GPU instance id.
-    pub gpu_instance_id: Option<u32>,
-    /// MIG compute instance id.
-    pub compute_instance_id: Option<u32>,
-    /// SM, memory, encoder and decoder utilisation by this process, percent.
-    pub util_pct: Option<[u32; 4]>,
 }
 
 /// What the last slow tick read of one GPU, republished on the fast ticks after it.
@@ -147,6 +128,8 @@ pub struct Sampler {
     idle_since: Vec<Option<u64>>,
     /// Per GPU, the slow tier's values from the last slow tick.
     slow: Vec<Slow>,
+    /// What NVML's process lists are read into.
+    proc_buffers: gpuprocs::Buffers,
 }
 
 impl Drop for Sampler {
@@ -173,6 +156,7 @@ impl Sampler {
             gpm: Vec::new(),
             idle_since: Vec::new(),
             slow: Vec::new(),
+            proc_buffers: gpuprocs::Buffers::default(),
         })
     }
 
@@ -241,16 +225,9 @@ impl Sampler {
         match procs {
             Some(procs) => {
                 sample_ecc(&device, &mut fill);
-                let first = procs.len();
-                sample_processes(&device, &mut fill, index, procs);
-                if procs.len() > first {
-                    sample_process_util(
-                        &device,
-                        &mut fill,
-                        &mut self.util_seen[slot],
-                        &mut procs[first..],
-                    );
-                }
+                let seen = &mut self.util_seen[slot];
+                let bufs = &mut self.proc_buffers;
+                gpuprocs::sample(&self.nvml, &device, &mut fill, index, seen, bufs, procs);
                 self.slow[slot] = Slow::of(fill.rec);
             }
             None => self.slow[slot].put(fill.rec),
@@ -285,8 +262,9 @@ fn track_idle(rec: &mut GpuRecord, since: &mut Option<u64>) {
 }
 
 /// Applies NVML results to a record, tracking validity bits and errors.
-struct Fill<'a> {
-    rec: &'a mut GpuRecord,
+pub struct Fill<'a> {
+    /// The record being filled.
+    pub rec: &'a mut GpuRecord,
     lost: bool,
 }
 
@@ -309,7 +287,9 @@ impl Fill<'_> {
         }
     }
 
-    fn call<T>(&mut self, get: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
+    /// The value `get` returns, unless the GPU is already lost or it fails: "not
+    /// supported" is no value, "lost" marks the GPU lost, any other error is kept.
+    pub fn call<T>(&mut self, get: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
         if self.lost {
             return None;
         }
@@ -487,79 +467,4 @@ fn sample_ecc(d: &Device, f: &mut Fill) {
         || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
         |r, n| r.ecc_uncorrected_volatile_count = n,
     );
-}
-
-/// Merges the compute and graphics lists (a pid in both is one process of both kinds).
-fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuProcess>) {
-    let compute = f.call(|| d.running_compute_processes());
-    let graphics = f.call(|| d.running_graphics_processes());
-    if compute.is_none() && graphics.is_none() {
-        return;
-    }
-    let first = out.len();
-    let lists = [
-        (compute, proc_kind::COMPUTE),
-        (graphics, proc_kind::GRAPHICS),
-    ];
-    for (list, kind) in lists {
-        for p in list.into_iter().flatten() {
-            let mem = match p.used_gpu_memory {
-                UsedGpuMemory::Used(bytes) => Some(bytes),
-                UsedGpuMemory::Unavailable => None,
-            };
-            if let Some(existing) = out[first..].iter_mut().find(|e| e.pid == p.pid) {
-                existing.kind |= kind;
-                existing.gpu_mem_bytes = existing.gpu_mem_bytes.max(mem);
-                continue;
-            }
-            out.push(GpuProcess {
-                gpu_index,
-                pid: p.pid,
-                kind,
-                gpu_mem_bytes: mem,
-                gpu_instance_id: p.gpu_instance_id,
-                compute_instance_id: p.compute_instance_id,
-                util_pct: None,
-            });
-        }
-    }
-    f.rec.process_count = (out.len() - first) as u32;
-    f.rec.valid |= v::PROCESSES;
-}
-
-/// Per-process utilisation since the last sample seen (`seen`, advanced here), so values
-/// describe the last period rather than the driver's whole buffer. NVML lists only
-/// processes that were active: one it leaves out, or `NOT_FOUND` (no samples at all),
-/// means 0%, not "unknown". Of several samples for a process the newest wins.
-fn sample_process_util(d: &Device, f: &mut Fill, seen: &mut u64, procs: &mut [GpuProcess]) {
-    let last_seen = *seen;
-    let fetch = || match d.process_utilization_stats(last_seen) {
-        Err(NvmlError::NotFound) => Ok(Vec::new()),
-        other => other,
-    };
-    // The count and the fetch are two calls: a sample taken between them makes the
-    // second find its buffer too small. Once more, then give up for this tick.
-    let samples = match f.call(|| match fetch() {
-        Err(NvmlError::InsufficientSize(_)) => fetch(),
-        other => other,
-    }) {
-        Some(samples) => samples,
-        None => return,
-    };
-    for p in procs.iter_mut() {
-        p.util_pct = Some([0; 4]);
-    }
-    let mut newest: Vec<(u32, u64)> = Vec::new();
-    for s in &samples {
-        *seen = (*seen).max(s.timestamp);
-        let Some(p) = procs.iter_mut().find(|p| p.pid == s.pid) else {
-            continue;
-        };
-        match newest.iter_mut().find(|(pid, _)| *pid == s.pid) {
-            Some((_, ts)) if *ts > s.timestamp => continue,
-            Some((_, ts)) => *ts = s.timestamp,
-            None => newest.push((s.pid, s.timestamp)),
-        }
-        p.util_pct = Some([s.sm_util, s.mem_util, s.enc_util, s.dec_util]);
-    }
 }
