@@ -53,6 +53,8 @@ impl Fixture {
             policy: ProcPolicy::Full,
             flags: 0,
             pid_ns_inode: 0,
+            sample_mono_ns: 0,
+            period_ns: 0,
         };
         p.write_processes(&context, &table);
         p.bump_generation();

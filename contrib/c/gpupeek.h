@@ -56,7 +56,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 1u
+#define GPUPEEK_ABI_MINOR 2u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -243,7 +243,11 @@ struct gpupeek_proc_head {
     uint32_t policy;
     uint32_t flags;
     uint64_t pid_ns_inode;
-    uint64_t reserved[12];
+    /* 1.2: CLOCK_MONOTONIC ns when the processes were sampled, and how often they are
+     * (the process tier's period, ns); 0 from older writers. */
+    uint64_t sample_mono_ns;
+    uint64_t period_ns;
+    uint64_t reserved[10];
 };
 
 struct gpupeek_proc {
@@ -358,7 +362,9 @@ _Static_assert(sizeof(struct gpupeek_proc_head) == 128, "process table head size
 GPUPEEK_PIN(gpupeek_proc_head, count, 8);
 GPUPEEK_PIN(gpupeek_proc_head, policy, 16);
 GPUPEEK_PIN(gpupeek_proc_head, pid_ns_inode, 24);
-GPUPEEK_PIN(gpupeek_proc_head, reserved, 32);
+GPUPEEK_PIN(gpupeek_proc_head, sample_mono_ns, 32);
+GPUPEEK_PIN(gpupeek_proc_head, period_ns, 40);
+GPUPEEK_PIN(gpupeek_proc_head, reserved, 48);
 
 _Static_assert(sizeof(struct gpupeek_proc) == 640, "process record size");
 GPUPEEK_PIN(gpupeek_proc, valid, 16);

@@ -56,7 +56,7 @@ __all__ = [
 
 MAGIC = int.from_bytes(b"GPUPEEK\0", "little")
 ABI_MAJOR = 1
-ABI_MINOR = 1
+ABI_MINOR = 2
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -144,7 +144,8 @@ LAYOUT = [
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"), ("count", 8, "I"), ("overflow", 12, "I"), ("policy", 16, "I"),
-        ("flags", 20, "I"), ("pid_ns_inode", 24, "Q"), ("reserved", 32, "96s"),
+        ("flags", 20, "I"), ("pid_ns_inode", 24, "Q"), ("sample_mono_ns", 32, "Q"),
+        ("period_ns", 40, "Q"), ("reserved", 48, "80s"),
     ]),
     ("ProcRecord", 640, [
         ("gpu_index", 0, "I"), ("pid", 4, "I"), ("uid", 8, "I"), ("kind", 12, "I"),
@@ -319,6 +320,10 @@ class Snapshot:
     pid_ns_inode: int
     generation: int
     consistent: bool
+    # ABI 1.2: CLOCK_MONOTONIC ns when the processes were sampled, and how often they
+    # are (ns); 0 from older writers.
+    proc_sample_mono_ns: int = 0
+    proc_period_ns: int = 0
 
     def liveness(self) -> str:
         """"live", "starting", "stopped", "nvml_error" or "stale"."""
@@ -533,7 +538,9 @@ class Segment:
         return Snapshot(status=status, gpus=gpus, processes=procs,
                         proc_overflow=head["overflow"], proc_policy=POLICIES.get(head["policy"]),
                         hidepid=bool(head["flags"] & 1), pid_ns_inode=head["pid_ns_inode"],
-                        generation=before, consistent=consistent)
+                        generation=before, consistent=consistent,
+                        proc_sample_mono_ns=head["sample_mono_ns"],
+                        proc_period_ns=head["period_ns"])
 
 
 def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:

@@ -175,7 +175,7 @@ class Trust(unittest.TestCase):
         with self.assertRaises(gpupeek.AbiError) as e:
             gpupeek.Segment(name)
         self.assertIn("2.0", str(e.exception))
-        self.assertIn("1.1", str(e.exception))
+        self.assertIn("1.2", str(e.exception))
 
     def test_refuses_a_header_whose_regions_lie_outside(self):
         name = self.fake_segment("bad", self.header(1), 0o644)

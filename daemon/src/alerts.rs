@@ -99,6 +99,8 @@ struct GpuEpisodes {
     seen: bool,
     /// Identity for messages, kept for when the GPU is gone.
     label: String,
+    /// What `label` was made from (see [`identity_of`]).
+    identity: Vec<u8>,
     lost: bool,
     temp: bool,
     memory: bool,
@@ -113,6 +115,8 @@ struct GpuEpisodes {
 pub struct Alerts {
     thresholds: Thresholds,
     gpus: Vec<GpuEpisodes>,
+    /// The identity of the GPU being judged, in a buffer kept across ticks.
+    scratch: Vec<u8>,
 }
 
 impl Alerts {
@@ -121,6 +125,7 @@ impl Alerts {
         Alerts {
             thresholds,
             gpus: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -136,7 +141,12 @@ impl Alerts {
         let t = self.thresholds;
         let g = &mut self.gpus[slot];
         if rec.valid & v::NAME != 0 || g.label.is_empty() {
-            g.label = label(rec);
+            // Built again only when the identity changed: a tick allocates nothing.
+            identity_of(rec, &mut self.scratch);
+            if g.identity != self.scratch {
+                g.identity.clone_from(&self.scratch);
+                g.label = label(rec);
+            }
         }
         g.seen = true;
         match GpuState::from_raw(rec.state) {
@@ -171,6 +181,16 @@ impl Alerts {
             }
         }
     }
+}
+
+/// Everything [`label`] depends on, as bytes: index, which of name and UUID are known,
+/// and them.
+fn identity_of(rec: &GpuRecord, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&rec.index.to_ne_bytes());
+    out.extend_from_slice(&(rec.valid & (v::NAME | v::UUID)).to_ne_bytes());
+    out.extend_from_slice(&rec.name);
+    out.extend_from_slice(&rec.uuid);
 }
 
 /// "GPU 0 (NVIDIA H100 80GB HBM3, GPU-1234...)".

@@ -52,6 +52,16 @@ pub struct Args {
     )]
     pub interval: Duration,
 
+    /// how often to sample the expensive values: process lists, per-process utilisation
+    /// and /proc details, ECC counts (default 1s; never more often than --interval, so
+    /// at least --interval); the process table keeps its contents in between
+    #[argh(
+        option,
+        default = "Duration::from_secs(1)",
+        from_str_fn(parse_interval)
+    )]
+    pub process_interval: Duration,
+
     /// path of the NVML library to load (default: libnvidia-ml.so.1 from the loader path)
     #[argh(option)]
     pub nvml_lib: Option<String>,

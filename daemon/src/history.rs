@@ -34,6 +34,16 @@ impl Clock {
         }
     }
 
+    /// A clock that is due every `step` (at least every tick) for a daemon sampling
+    /// every `period`; the process tier's (see [`crate::proctier`]).
+    pub fn every(step: Duration, period: Duration) -> Self {
+        Clock {
+            step: step.max(period),
+            slack: period / 2,
+            next: None,
+        }
+    }
+
     /// Time between two samples, ns.
     pub fn step_ns(&self) -> u64 {
         self.step.as_nanos() as u64
@@ -108,6 +118,21 @@ mod tests {
         for i in 1..10 {
             assert!(clock.due(start + period * i - early), "tick {i}");
         }
+    }
+
+    #[test]
+    fn a_clock_every_second_at_10ms_ticks_is_due_once_a_second_and_every_tick_at_1s() {
+        let period = Duration::from_millis(10);
+        let mut clock = Clock::every(Duration::from_secs(1), period);
+        let start = Instant::now();
+        let jitter = Duration::from_micros(300);
+        let due: Vec<u32> = (0..350)
+            .filter(|&i| clock.due(start + period * i + jitter * (i % 3)))
+            .collect();
+        assert_eq!(due, [0, 100, 200, 300]);
+        let period = Duration::from_secs(1);
+        let mut clock = Clock::every(period, period);
+        assert!((0..20).all(|i| clock.due(start + period * i + jitter * (i % 3))));
     }
 
     #[test]

@@ -10,12 +10,14 @@ mod cli;
 mod container;
 mod fallback;
 mod gpm;
+mod gpuprocs;
 mod history;
 mod logging;
 mod notify;
 mod power;
 mod privacy;
 mod procfs;
+mod proctier;
 mod prompt;
 mod run;
 mod sampler;
@@ -67,9 +69,14 @@ fn main() -> ExitCode {
         logging::to_syslog();
         publisher.set_writer_pid(std::process::id());
     }
-    log::info!("publishing to segment '{name}' every {:?}", args.interval);
+    log::info!(
+        "publishing to segment '{name}' every {:?}, processes every {:?}",
+        args.interval,
+        args.process_interval.max(args.interval)
+    );
     let config = run::Config {
         interval: args.interval,
+        process_interval: args.process_interval.max(args.interval),
         alerts: args.alerts(),
         nvml_lib: args.nvml_lib,
         process_info: args.process_info,

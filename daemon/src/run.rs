@@ -1,8 +1,9 @@
 //! The daemon loop: wait on one thing (signals, or the next tick's deadline), do the
 //! tick, compute the next deadline from the clock.
 //!
-//! Each tick samples every GPU into its slot, resolves the processes through `/proc`,
-//! writes the process table, then the status record (heartbeat), then bumps the
+//! Each tick samples every GPU into its slot; on the slow tier's ticks (see
+//! [`crate::proctier`]) also their processes, resolved through `/proc`, and rewrites the
+//! process table; then writes the status record (heartbeat), then bumps the
 //! generation. While NVML cannot be initialised the status says so (code and message)
 //! and initialisation is retried with a doubling backoff capped at [`MAX_BACKOFF`]; the
 //! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
@@ -27,17 +28,18 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
-use gpupeek_shm::layout::{proc_flags, proc_kind, proc_valid, status_valid, DaemonState};
-use gpupeek_shm::{text, GpuRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, StatusRecord};
+use gpupeek_shm::layout::{proc_flags, status_valid, DaemonState, GpuState};
+use gpupeek_shm::{text, GpuRecord, ProcContext, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
 use crate::history;
 use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{self, Choice};
-use crate::procfs::{self, ProcInfo, Procfs};
+use crate::procfs;
+use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
-use crate::sampler::{Failure, GpuProcess, Sampler, SystemInfo};
+use crate::sampler::{Failure, Sampler, SystemInfo};
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
 /// record write (counting from 0), leaving that record mid-write as a daemon killed
@@ -51,6 +53,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct Config {
     /// Sampling period.
     pub interval: Duration,
+    /// Period of the slow tier (processes, ECC); at least `interval`.
+    pub process_interval: Duration,
     /// NVML library path, if not the system's.
     pub nvml_lib: Option<String>,
     /// When to log alerts.
@@ -94,15 +98,13 @@ enum Nvml {
 struct Daemon {
     config: Config,
     publisher: Publisher,
-    procfs: Procfs,
+    procs: ProcTier,
     privacy: Privacy,
     nvml: Nvml,
     /// Driver-wide facts from the last NVML session (or the driver version from sysfs).
     info: SystemInfo,
     pm: RuntimePm,
     gpu: GpuRecord,
-    gpu_procs: Vec<GpuProcess>,
-    proc_records: Vec<ProcRecord>,
     warned_capacity: bool,
     /// GPU writes left before the test hook freezes the daemon (see [`FREEZE_ENV`]).
     freeze_after: Option<u64>,
@@ -234,18 +236,16 @@ impl Daemon {
             driver_version: pm.driver_version(),
             ..Default::default()
         };
-        let procfs = Procfs::new(&config.proc_root);
-        let privacy = Privacy::judge(&config);
+        let procs = ProcTier::new(config.process_interval, config.interval, &config.proc_root);
+        let privacy = Privacy::judge(&config, None);
         Daemon {
             publisher,
-            procfs,
+            procs,
             privacy,
             nvml,
             info,
             pm,
             gpu: GpuRecord::default(),
-            gpu_procs: Vec::new(),
-            proc_records: Vec::new(),
             warned_capacity: false,
             freeze_after: std::env::var(FREEZE_ENV).ok().and_then(|n| n.parse().ok()),
             alerts: Alerts::new(config.alerts),
@@ -312,7 +312,8 @@ impl Daemon {
                         retry_at: now + self.config.interval,
                         backoff: self.config.interval,
                     };
-                    self.publisher.write_processes(&self.privacy.context, &[]);
+                    self.procs
+                        .publish_empty(&self.publisher, &self.privacy.context);
                 }
             },
             Nvml::Released => {
@@ -412,8 +413,9 @@ impl Daemon {
         }
     }
 
-    /// Samples GPUs `0..count` (bounded by the capacity) and the process table; returns
-    /// the number of GPU slots written. An asleep GPU is not queried.
+    /// Samples GPUs `0..count` (bounded by the capacity), and their processes when the
+    /// slow tier is due; returns the number of GPU slots written. An asleep GPU is not
+    /// queried.
     fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
         let history_step = self.history_step();
         let Nvml::Up(sampler) = &mut self.nvml else {
@@ -428,20 +430,22 @@ impl Daemon {
         let mut all_idle = count <= capacity;
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
-        self.gpu_procs.clear();
+        self.procs.begin(now);
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
                 self.pm.sleeping_record(slot, &mut self.gpu);
+                sampler.forget_slow(slot);
+                self.procs.gpu_absent(index);
             } else {
-                let first = self.gpu_procs.len();
-                sampler.sample(index, &mut self.gpu, &mut self.gpu_procs);
+                sampler.sample(index, &mut self.gpu, self.procs.list());
+                if self.gpu.state == GpuState::Ok as u32 {
+                    self.procs.gpu_present(index);
+                } else {
+                    self.procs.gpu_absent(index);
+                }
                 self.pm.remember(slot, &self.gpu);
-                let compute = self.gpu_procs[first..]
-                    .iter()
-                    .filter(|p| p.kind & proc_kind::COMPUTE != 0)
-                    .count();
-                all_idle &= power::idle(&self.gpu, compute);
+                all_idle &= power::idle(&self.gpu, self.procs.compute_on(index));
                 self.alerts.observe(&self.gpu);
             }
             self.freeze_after = match self.freeze_after {
@@ -459,24 +463,13 @@ impl Daemon {
         self.alerts.observe_count(count);
         self.pm.observe(now, all_idle);
         if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
-            self.privacy = Privacy::judge(&self.config);
-        }
-        let policy = self.privacy.context.policy;
-        self.proc_records.clear();
-        self.procfs.new_tick(gpupeek_shm::mono_now_ns());
-        if policy != ProcPolicy::None {
-            for p in &self.gpu_procs {
-                let mut rec = nvml_part(p);
-                if policy == ProcPolicy::Full {
-                    if let Some(info) = self.procfs.lookup(p.pid) {
-                        put_proc_info(&mut rec, info);
-                    }
-                }
-                self.proc_records.push(rec);
+            let was = self.privacy.context;
+            self.privacy = Privacy::judge(&self.config, Some(&was));
+            if self.privacy.context != was {
+                self.procs.rewrite();
             }
         }
-        self.publisher
-            .write_processes(&self.privacy.context, &self.proc_records);
+        self.procs.publish(&self.publisher, &self.privacy.context);
         count
     }
 
@@ -490,7 +483,8 @@ impl Daemon {
             self.publish_gpu(slot);
             self.keep_published();
         }
-        self.publisher.write_processes(&self.privacy.context, &[]);
+        self.procs
+            .publish_empty(&self.publisher, &self.privacy.context);
         count as u32
     }
 
@@ -574,86 +568,32 @@ fn put_system_info(status: &mut StatusRecord, info: &SystemInfo) {
 }
 
 impl Privacy {
-    /// Reads `/proc`'s mount options and decides the policy; logs when it changes.
-    fn judge(config: &Config) -> Privacy {
+    /// Reads `/proc`'s mount options and decides the policy. Logs it at start
+    /// (`previous` is `None`) and when it differs from `previous`, not at every re-check.
+    fn judge(config: &Config, previous: Option<&ProcContext>) -> Privacy {
         let hidepid = privacy::detect_hidepid(&config.proc_root);
         let policy = config.process_info.policy(hidepid);
         let context = ProcContext {
             policy,
             flags: if hidepid { proc_flags::HIDEPID } else { 0 },
             pid_ns_inode: procfs::pid_namespace_of(&config.proc_root),
+            sample_mono_ns: 0,
+            period_ns: 0,
         };
-        log::info!(
-            "publishing {} process information{}",
-            policy.name(),
-            if hidepid {
-                " (/proc hides processes: hidepid)"
-            } else {
-                ""
-            }
-        );
+        if previous.is_none_or(|p| p.policy != context.policy || p.flags != context.flags) {
+            log::info!(
+                "publishing {} process information{}",
+                policy.name(),
+                if hidepid {
+                    " (/proc hides processes: hidepid)"
+                } else {
+                    ""
+                }
+            );
+        }
         Privacy {
             context,
             checked_at: Instant::now(),
         }
-    }
-}
-
-/// What NVML says about a process: all that the basic policy publishes.
-fn nvml_part(p: &GpuProcess) -> ProcRecord {
-    let mut rec = ProcRecord {
-        gpu_index: p.gpu_index,
-        pid: p.pid,
-        kind: p.kind,
-        gpu_instance_id: p.gpu_instance_id.unwrap_or(u32::MAX),
-        compute_instance_id: p.compute_instance_id.unwrap_or(u32::MAX),
-        ..Default::default()
-    };
-    if let Some(bytes) = p.gpu_mem_bytes {
-        rec.gpu_mem_bytes = bytes;
-        rec.valid |= proc_valid::GPU_MEMORY;
-    }
-    if let Some([sm, mem, enc, dec]) = p.util_pct {
-        (rec.sm_util_pct, rec.mem_util_pct) = (sm, mem);
-        (rec.enc_util_pct, rec.dec_util_pct) = (enc, dec);
-        rec.valid |= proc_valid::GPU_UTIL;
-    }
-    rec
-}
-
-/// Adds what `/proc` says about a process (the full policy).
-fn put_proc_info(rec: &mut ProcRecord, info: &ProcInfo) {
-    if let Some((uid, name)) = &info.user {
-        rec.uid = *uid;
-        text::encode(&mut rec.user, name);
-        rec.valid |= proc_valid::USER;
-    }
-    if let Some(command) = &info.command {
-        text::encode(&mut rec.command, command);
-        rec.valid |= proc_valid::COMMAND;
-    }
-    rec.cmdline_len = text::encode_argv(&mut rec.cmdline, &info.cmdline);
-    rec.valid |= proc_valid::CMDLINE;
-    if let Some(centipct) = info.cpu_centipct {
-        rec.cpu_centipct = centipct;
-        rec.valid |= proc_valid::CPU;
-    }
-    if let Some(rss) = info.rss_bytes {
-        rec.host_rss_bytes = rss;
-        rec.valid |= proc_valid::HOST_MEMORY;
-    }
-    if let Some(start) = info.start_unix_ns {
-        rec.start_unix_ns = start;
-        rec.valid |= proc_valid::START_TIME;
-    }
-    if let Some((ns_pid, inode)) = info.namespace {
-        (rec.ns_pid, rec.pid_ns_inode) = (ns_pid, inode);
-        rec.valid |= proc_valid::NAMESPACE;
-    }
-    if let Some(c) = &info.container {
-        text::encode(&mut rec.container_runtime, c.runtime);
-        text::encode(&mut rec.container_id, &c.id);
-        text::encode(&mut rec.pod_uid, c.pod_uid.as_deref().unwrap_or(""));
-        rec.valid |= proc_valid::CONTAINER;
     }
 }

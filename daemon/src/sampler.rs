@@ -11,20 +11,25 @@
 //! Two things need history across ticks: GPM metrics (see [`crate::gpm`]) and how long
 //! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
 //! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
+//!
+//! Two tiers: the cheap fields are read every tick; the expensive ones (process lists,
+//! per-process utilisation, ECC counts) only on the ticks the caller says are slow. In
+//! between, the record carries the last slow tick's ECC counts and process count
+//! ([`Slow`]), forgotten when the GPU fails or sleeps.
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
 };
-use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_kind, GpuState};
+use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::fallback;
 use crate::gpm::Gpm;
+use crate::gpuprocs::{self, GpuProcess};
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,23 +75,37 @@ pub struct SystemInfo {
     pub cuda_driver_version: Option<i32>,
 }
 
-/// A process as NVML listed it, before `/proc` resolution.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuProcess {
-    /// NVML index of its GPU.
-    pub gpu_index: u32,
-    /// Host pid.
-    pub pid: u32,
-    /// Bits from `proc_kind`.
-    pub kind: u32,
-    /// GPU memory in bytes, when NVML knows it.
-    pub gpu_mem_bytes: Option<u64>,
-    /// MIG GPU instance id.
-    pub gpu_instance_id: Option<u32>,
-    /// MIG compute instance id.
-    pub compute_instance_id: Option<u32>,
-    /// SM, memory, encoder and decoder utilisation by this process, percent.
-    pub util_pct: Option<[u32; 4]>,
+/// What the last slow tick read of one GPU, republished on the fast ticks after it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Slow {
+    /// Validity bits among `PROCESSES`, `ECC_CORRECTED` and `ECC_UNCORRECTED`.
+    valid: u64,
+    process_count: u32,
+    ecc: [u64; 2],
+}
+
+impl Slow {
+    const BITS: u64 = v::PROCESSES | v::ECC_CORRECTED | v::ECC_UNCORRECTED;
+
+    fn of(rec: &GpuRecord) -> Self {
+        Slow {
+            valid: rec.valid & Self::BITS,
+            process_count: rec.process_count,
+            ecc: [
+                rec.ecc_corrected_volatile_count,
+                rec.ecc_uncorrected_volatile_count,
+            ],
+        }
+    }
+
+    fn put(&self, rec: &mut GpuRecord) {
+        rec.valid |= self.valid;
+        rec.process_count = self.process_count;
+        [
+            rec.ecc_corrected_volatile_count,
+            rec.ecc_uncorrected_volatile_count,
+        ] = self.ecc;
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -107,6 +126,10 @@ pub struct Sampler {
     gpm: Vec<Gpm>,
     /// Per GPU, since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
     idle_since: Vec<Option<u64>>,
+    /// Per GPU, the slow tier's values from the last slow tick.
+    slow: Vec<Slow>,
+    /// What NVML's process lists are read into.
+    proc_buffers: gpuprocs::Buffers,
 }
 
 impl Drop for Sampler {
@@ -132,6 +155,8 @@ impl Sampler {
             util_seen: Vec::new(),
             gpm: Vec::new(),
             idle_since: Vec::new(),
+            slow: Vec::new(),
+            proc_buffers: gpuprocs::Buffers::default(),
         })
     }
 
@@ -149,8 +174,10 @@ impl Sampler {
         Ok(self.nvml.device_count()?)
     }
 
-    /// Fills `rec` for GPU `index` and appends its processes to `procs`.
-    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: &mut Vec<GpuProcess>) {
+    /// Fills `rec` for GPU `index`. On a slow tick (`procs` given) also reads the slow
+    /// tier and appends the GPU's processes to `procs`; on a fast one (`None`) the record
+    /// carries what the last slow tick read.
+    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: Option<&mut Vec<GpuProcess>>) {
         *rec = Default::default();
         rec.index = index;
         rec.state = GpuState::Ok as u32;
@@ -161,6 +188,7 @@ impl Sampler {
             self.util_seen.resize(slot + 1, 0);
             self.gpm.resize_with(slot + 1, Gpm::default);
             self.idle_since.resize(slot + 1, None);
+            self.slow.resize(slot + 1, Slow::default());
         }
         let device = match self.nvml.device_by_index(index) {
             Ok(device) => device,
@@ -174,6 +202,7 @@ impl Sampler {
                 rec.nvml_error_code = code(e);
                 self.gpm[slot].release(&self.nvml);
                 self.idle_since[slot] = None;
+                self.slow[slot] = Slow::default();
                 if let Some(id) = &self.identities[slot] {
                     put_identity(rec, id);
                 }
@@ -193,20 +222,31 @@ impl Sampler {
             metrics.put(fill.rec);
         }
         track_idle(fill.rec, &mut self.idle_since[slot]);
-        let first = procs.len();
-        sample_processes(&device, &mut fill, index, procs);
-        if procs.len() > first {
-            sample_process_util(
-                &device,
-                &mut fill,
-                &mut self.util_seen[slot],
-                &mut procs[first..],
-            );
+        match procs {
+            Some(procs) => {
+                sample_ecc(&device, &mut fill);
+                let seen = &mut self.util_seen[slot];
+                let bufs = &mut self.proc_buffers;
+                gpuprocs::sample(&self.nvml, &device, &mut fill, index, seen, bufs, procs);
+                self.slow[slot] = Slow::of(fill.rec);
+            }
+            None => self.slow[slot].put(fill.rec),
         }
         if fill.lost {
+            self.slow[slot] = Slow::default();
             self.gpm[slot].release(&self.nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
+        }
+    }
+}
+
+impl Sampler {
+    /// Forgets the slow tier's values of GPU slot `slot` (it sleeps): its next fast
+    /// ticks publish no process count or ECC until a slow tick reads them again.
+    pub fn forget_slow(&mut self, slot: usize) {
+        if let Some(slow) = self.slow.get_mut(slot) {
+            *slow = Slow::default();
         }
     }
 }
@@ -222,8 +262,9 @@ fn track_idle(rec: &mut GpuRecord, since: &mut Option<u64>) {
 }
 
 /// Applies NVML results to a record, tracking validity bits and errors.
-struct Fill<'a> {
-    rec: &'a mut GpuRecord,
+pub struct Fill<'a> {
+    /// The record being filled.
+    pub rec: &'a mut GpuRecord,
     lost: bool,
 }
 
@@ -246,7 +287,9 @@ impl Fill<'_> {
         }
     }
 
-    fn call<T>(&mut self, get: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
+    /// The value `get` returns, unless the GPU is already lost or it fails: "not
+    /// supported" is no value, "lost" marks the GPU lost, any other error is kept.
+    pub fn call<T>(&mut self, get: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
         if self.lost {
             return None;
         }
@@ -410,6 +453,10 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.current_pcie_link_width(),
         |r, w| r.pcie_link_width = w,
     );
+}
+
+/// The slow tier's per-GPU values: volatile ECC error counts.
+fn sample_ecc(d: &Device, f: &mut Fill) {
     f.field(
         v::ECC_CORRECTED,
         || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
@@ -420,79 +467,4 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
         |r, n| r.ecc_uncorrected_volatile_count = n,
     );
-}
-
-/// Merges the compute and graphics lists (a pid in both is one process of both kinds).
-fn sample_processes(d: &Device, f: &mut Fill, gpu_index: u32, out: &mut Vec<GpuProcess>) {
-    let compute = f.call(|| d.running_compute_processes());
-    let graphics = f.call(|| d.running_graphics_processes());
-    if compute.is_none() && graphics.is_none() {
-        return;
-    }
-    let first = out.len();
-    let lists = [
-        (compute, proc_kind::COMPUTE),
-        (graphics, proc_kind::GRAPHICS),
-    ];
-    for (list, kind) in lists {
-        for p in list.into_iter().flatten() {
-            let mem = match p.used_gpu_memory {
-                UsedGpuMemory::Used(bytes) => Some(bytes),
-                UsedGpuMemory::Unavailable => None,
-            };
-            if let Some(existing) = out[first..].iter_mut().find(|e| e.pid == p.pid) {
-                existing.kind |= kind;
-                existing.gpu_mem_bytes = existing.gpu_mem_bytes.max(mem);
-                continue;
-            }
-            out.push(GpuProcess {
-                gpu_index,
-                pid: p.pid,
-                kind,
-                gpu_mem_bytes: mem,
-                gpu_instance_id: p.gpu_instance_id,
-                compute_instance_id: p.compute_instance_id,
-                util_pct: None,
-            });
-        }
-    }
-    f.rec.process_count = (out.len() - first) as u32;
-    f.rec.valid |= v::PROCESSES;
-}
-
-/// Per-process utilisation since the last sample seen (`seen`, advanced here), so values
-/// describe the last period rather than the driver's whole buffer. NVML lists only
-/// processes that were active: one it leaves out, or `NOT_FOUND` (no samples at all),
-/// means 0%, not "unknown". Of several samples for a process the newest wins.
-fn sample_process_util(d: &Device, f: &mut Fill, seen: &mut u64, procs: &mut [GpuProcess]) {
-    let last_seen = *seen;
-    let fetch = || match d.process_utilization_stats(last_seen) {
-        Err(NvmlError::NotFound) => Ok(Vec::new()),
-        other => other,
-    };
-    // The count and the fetch are two calls: a sample taken between them makes the
-    // second find its buffer too small. Once more, then give up for this tick.
-    let samples = match f.call(|| match fetch() {
-        Err(NvmlError::InsufficientSize(_)) => fetch(),
-        other => other,
-    }) {
-        Some(samples) => samples,
-        None => return,
-    };
-    for p in procs.iter_mut() {
-        p.util_pct = Some([0; 4]);
-    }
-    let mut newest: Vec<(u32, u64)> = Vec::new();
-    for s in &samples {
-        *seen = (*seen).max(s.timestamp);
-        let Some(p) = procs.iter_mut().find(|p| p.pid == s.pid) else {
-            continue;
-        };
-        match newest.iter_mut().find(|(pid, _)| *pid == s.pid) {
-            Some((_, ts)) if *ts > s.timestamp => continue,
-            Some((_, ts)) => *ts = s.timestamp,
-            None => newest.push((s.pid, s.timestamp)),
-        }
-        p.util_pct = Some([s.sm_util, s.mem_util, s.enc_util, s.dec_util]);
-    }
 }

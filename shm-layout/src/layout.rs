@@ -24,7 +24,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 1;
+pub const ABI_MINOR: u32 = 2;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -510,8 +510,15 @@ pub struct ProcTableHead {
     /// Inode of the pid namespace the `pid` fields are in (`/proc/self/ns/pid` of the
     /// daemon), 0 when unknown (ABI 1.1).
     pub pid_ns_inode: u64,
+    /// When the processes in the table were sampled (`CLOCK_MONOTONIC` ns); the table is
+    /// rewritten only every `period_ns`, so it may be older than the GPU records
+    /// (ABI 1.2; 0 from older writers: unknown).
+    pub sample_mono_ns: u64,
+    /// How often the daemon samples processes, ns: the process tier's period, at least
+    /// the status record's `period_ns` (ABI 1.2; 0 from older writers: unknown).
+    pub period_ns: u64,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 12],
+    pub reserved: [u64; 10],
 }
 
 /// How much the daemon publishes about each process; [`ProcTableHead::policy`].

@@ -62,7 +62,8 @@ pin_layout!(GpuRecord, size = 512, {
 });
 
 pin_layout!(ProcTableHead, size = 128, {
-    seq: 0, count: 8, overflow: 12, policy: 16, flags: 20, pid_ns_inode: 24, reserved: 32,
+    seq: 0, count: 8, overflow: 12, policy: 16, flags: 20, pid_ns_inode: 24,
+    sample_mono_ns: 32, period_ns: 40, reserved: 48,
 });
 
 pin_layout!(ProcRecord, size = 640, {

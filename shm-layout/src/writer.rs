@@ -203,7 +203,9 @@ impl Publisher {
             policy: context.policy as u32,
             flags: context.flags,
             pid_ns_inode: context.pid_ns_inode,
-            reserved: [0; 12],
+            sample_mono_ns: context.sample_mono_ns,
+            period_ns: context.period_ns,
+            reserved: [0; 10],
         };
         let head_block = self.geometry.proc_head(words);
         seqlock::write_with(&head_block[0], || {
@@ -379,6 +381,10 @@ pub struct ProcContext {
     pub flags: u32,
     /// Inode of the pid namespace the pids are in (0 when unknown).
     pub pid_ns_inode: u64,
+    /// When the processes were sampled (`CLOCK_MONOTONIC` ns).
+    pub sample_mono_ns: u64,
+    /// How often processes are sampled, ns.
+    pub period_ns: u64,
 }
 
 /// Removes the name; other processes' mappings stay valid.

@@ -71,6 +71,8 @@ fn published_records_read_back_in_a_snapshot() {
         policy: ProcPolicy::Basic,
         flags: proc_flags::HIDEPID,
         pid_ns_inode: 4026531836,
+        sample_mono_ns: 123_456_789,
+        period_ns: 5_000_000_000,
     };
     publisher.write_processes(&context, &[p; 10]);
     publisher.set_status(&live_status(1));
@@ -92,6 +94,8 @@ fn published_records_read_back_in_a_snapshot() {
     assert_eq!(snap.proc_policy(), Some(ProcPolicy::Basic));
     assert_eq!(snap.proc_head.flags, proc_flags::HIDEPID);
     assert_eq!(snap.proc_head.pid_ns_inode, 4026531836);
+    assert_eq!(snap.proc_head.sample_mono_ns, 123_456_789);
+    assert_eq!(snap.proc_head.period_ns, 5_000_000_000);
     assert_eq!(
         snap.liveness(gpupeek_shm::mono_now_ns()),
         gpupeek_shm::Liveness::Live

@@ -28,6 +28,8 @@ fn publish(p: &Publisher, gpus: u32, procs: u32, tag: u32) {
         policy: ProcPolicy::Full,
         flags: 0,
         pid_ns_inode: 0,
+        sample_mono_ns: 0,
+        period_ns: 0,
     };
     p.write_processes(&context, &table);
     let mut s = StatusRecord::new_zeroed();

@@ -83,6 +83,8 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
         policy: ProcPolicy::Full,
         flags: 0,
         pid_ns_inode: 0,
+        sample_mono_ns: 0,
+        period_ns: 0,
     };
     publisher.write_processes(&context, &processes);
     let mut status = StatusRecord {

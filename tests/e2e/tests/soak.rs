@@ -295,6 +295,9 @@ fn a_daemon_at_100_hz_with_churning_values_keeps_memory_and_descriptors_flat() {
     };
     sb.write_scenario(&churn(0));
     let mut cmd = sb.daemon_command("10ms");
+    // Processes on every tick too, so that the churn reaches the process table 100
+    // times a second rather than once (the default process interval).
+    cmd.args(["--process-interval", "10ms"]);
     // No per-call count files: at 100 Hz they would be most of the daemon's work.
     cmd.env_remove("FAKE_NVML_CALLS_DIR");
     let daemon = sb.spawn_daemon(cmd);
