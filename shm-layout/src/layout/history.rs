@@ -1,0 +1,60 @@
+//! The per-GPU history rings (ABI 1.1): a head and compact samples, so that any reader
+//! can draw sparklines of the last minutes without having watched itself.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Head of one GPU's history ring (ABI 1.1); its seqlock covers the head and every
+/// sample of the ring. Sample `i` of the ring (counting from the oldest) is in slot
+/// `(written - kept + i) % history_slots` with `kept = min(written, history_slots)`.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct HistoryHead {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Samples appended since the daemon started (the next one goes to slot
+    /// `written % history_slots`).
+    pub written: u64,
+    /// Time between two samples, ns: the sampling period, but at least one second.
+    pub step_ns: u64,
+    /// Zero; room for later minor versions.
+    pub reserved: u64,
+}
+
+/// Validity bits of [`HistorySample::valid`]. A sample of a GPU that was asleep, lost or
+/// failing has every bit clear: a gap, not zeros.
+pub mod history_valid {
+    /// `util_gpu_pct`.
+    pub const UTILIZATION: u16 = 1 << 0;
+    /// `mem_used_mib`.
+    pub const MEMORY: u16 = 1 << 1;
+    /// `power_draw_mw`.
+    pub const POWER_DRAW: u16 = 1 << 2;
+    /// `temp_gpu_c`.
+    pub const TEMPERATURE: u16 = 1 << 3;
+    /// `util_mem_pct`.
+    pub const UTIL_MEM: u16 = 1 << 4;
+}
+
+/// One history sample of one GPU (ABI 1.1): compact, 24 bytes.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct HistorySample {
+    /// `CLOCK_MONOTONIC` time the values were sampled, ns.
+    pub sample_mono_ns: u64,
+    /// Memory in use, MiB (rounded down).
+    pub mem_used_mib: u32,
+    /// Power draw, milliwatts.
+    pub power_draw_mw: u32,
+    /// GPU utilisation, percent.
+    pub util_gpu_pct: u8,
+    /// Memory controller utilisation, percent.
+    pub util_mem_pct: u8,
+    /// GPU core temperature, degrees Celsius.
+    pub temp_gpu_c: i16,
+    /// Bits from [`history_valid`].
+    pub valid: u16,
+    /// Zero.
+    pub reserved: u16,
+}

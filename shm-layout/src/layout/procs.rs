@@ -1,0 +1,169 @@
+//! The process table: its head (policy, privacy flags, pid namespace, sample time) and
+//! one record per GPU process, with the validity and kind bits of each.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Head of the process table; its seqlock covers the head and every slot.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct ProcTableHead {
+    /// Seqlock sequence: odd while being written.
+    pub seq: u64,
+    /// Slots in use (`0..count`).
+    pub count: u32,
+    /// Processes that did not fit and were left out (shown as "+N more").
+    pub overflow: u32,
+    /// [`ProcPolicy`] in force, as a raw value (ABI 1.1; 0 from older writers).
+    pub policy: u32,
+    /// Bits from [`proc_flags`] (ABI 1.1).
+    pub flags: u32,
+    /// Inode of the pid namespace the `pid` fields are in (`/proc/self/ns/pid` of the
+    /// daemon), 0 when unknown (ABI 1.1).
+    pub pid_ns_inode: u64,
+    /// When the processes in the table were sampled (`CLOCK_MONOTONIC` ns); the table is
+    /// rewritten only every `period_ns`, so it may be older than the GPU records
+    /// (ABI 1.2; 0 from older writers: unknown).
+    pub sample_mono_ns: u64,
+    /// How often the daemon samples processes, ns: the process tier's period, at least
+    /// the status record's `period_ns` (ABI 1.2; 0 from older writers: unknown).
+    pub period_ns: u64,
+    /// Zero; room for later minor versions.
+    pub reserved: [u64; 10],
+}
+
+/// How much the daemon publishes about each process; [`ProcTableHead::policy`].
+///
+/// The segment is world-readable, so the daemon never publishes more than `/proc` shows
+/// every user: with `hidepid` on `/proc` the default is [`ProcPolicy::Basic`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ProcPolicy {
+    /// Everything: user, command line, CPU, host memory, container.
+    Full = 1,
+    /// Only what NVML shows every user: pid, GPU memory and utilisation, kind, MIG ids.
+    Basic = 2,
+    /// No process slots at all (the per-GPU process count stays).
+    None = 3,
+}
+
+impl ProcPolicy {
+    /// Decodes the raw word; unknown values (and 0, from a 1.0 writer) are `None`.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            1 => Self::Full,
+            2 => Self::Basic,
+            3 => Self::None,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Basic => "basic",
+            Self::None => "none",
+        }
+    }
+}
+
+/// Bits of [`ProcTableHead::flags`].
+pub mod proc_flags {
+    /// `/proc` is mounted with `hidepid`: users cannot see each other's processes.
+    pub const HIDEPID: u32 = 1 << 0;
+}
+
+/// Process kinds of [`ProcRecord::kind`] (bit set).
+pub mod proc_kind {
+    /// Listed by NVML as a compute process.
+    pub const COMPUTE: u32 = 1;
+    /// Listed by NVML as a graphics process.
+    pub const GRAPHICS: u32 = 2;
+}
+
+/// Validity bits of [`ProcRecord::valid`].
+pub mod proc_valid {
+    /// `gpu_mem_bytes`.
+    pub const GPU_MEMORY: u64 = 1 << 0;
+    /// `uid` and `user`.
+    pub const USER: u64 = 1 << 1;
+    /// `command`.
+    pub const COMMAND: u64 = 1 << 2;
+    /// `cmdline` and `cmdline_len` (ABI 1.1).
+    pub const CMDLINE: u64 = 1 << 3;
+    /// `sm_util_pct`, `mem_util_pct`, `enc_util_pct`, `dec_util_pct` (ABI 1.1).
+    pub const GPU_UTIL: u64 = 1 << 4;
+    /// `cpu_centipct` (ABI 1.1).
+    pub const CPU: u64 = 1 << 5;
+    /// `host_rss_bytes` (ABI 1.1).
+    pub const HOST_MEMORY: u64 = 1 << 6;
+    /// `start_unix_ns` (ABI 1.1).
+    pub const START_TIME: u64 = 1 << 7;
+    /// `ns_pid` and `pid_ns_inode` (ABI 1.1).
+    pub const NAMESPACE: u64 = 1 << 8;
+    /// `container_runtime` and `container_id`, and `pod_uid` when non-empty (ABI 1.1).
+    pub const CONTAINER: u64 = 1 << 9;
+}
+
+/// One process on one GPU (a process on two GPUs has two slots).
+///
+/// The first 128 bytes are ABI 1.0; the rest was added in 1.1. A reader facing a 1.0
+/// writer's 128-byte records sees the new fields as zero with their validity bits clear.
+#[derive(Debug, Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct ProcRecord {
+    /// NVML index of the GPU.
+    pub gpu_index: u32,
+    /// Host process id (in the namespace of [`ProcTableHead::pid_ns_inode`]).
+    pub pid: u32,
+    /// Owner's real user id.
+    pub uid: u32,
+    /// Bits from [`proc_kind`].
+    pub kind: u32,
+    /// Bits from [`proc_valid`].
+    pub valid: u64,
+    /// GPU memory used by the process, bytes.
+    pub gpu_mem_bytes: u64,
+    /// MIG GPU instance id, `u32::MAX` when none.
+    pub gpu_instance_id: u32,
+    /// MIG compute instance id, `u32::MAX` when none.
+    pub compute_instance_id: u32,
+    /// Owner's user name.
+    pub user: [u8; 32],
+    /// Command name: `basename(argv[0])`, else `/proc/PID/comm`.
+    pub command: [u8; 32],
+    /// Zero (end of ABI 1.0).
+    pub reserved: [u64; 3],
+    /// The pid inside the process's own (innermost) pid namespace.
+    pub ns_pid: u32,
+    /// SM (3D/compute) utilisation by this process over the last period, percent.
+    pub sm_util_pct: u32,
+    /// Frame-buffer memory utilisation by this process, percent.
+    pub mem_util_pct: u32,
+    /// Encoder utilisation by this process, percent.
+    pub enc_util_pct: u32,
+    /// Decoder utilisation by this process, percent.
+    pub dec_util_pct: u32,
+    /// CPU time used over the last period, in hundredths of a percent of one core.
+    pub cpu_centipct: u32,
+    /// Resident host memory, bytes.
+    pub host_rss_bytes: u64,
+    /// When the process started, Unix epoch ns.
+    pub start_unix_ns: u64,
+    /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`).
+    pub pid_ns_inode: u64,
+    /// Length in bytes of the whole command line; `cmdline` holds at most its first
+    /// 327 bytes, so a larger value means it was truncated.
+    pub cmdline_len: u32,
+    /// Zero.
+    pub reserved1: u32,
+    /// Container runtime from the cgroup path: "docker", "containerd", "cri-o",
+    /// "podman", "lxc", "kubepods" (a pod whose runtime is unknown).
+    pub container_runtime: [u8; 16],
+    /// Container id (lower-case hex, usually 64 digits), NUL-terminated.
+    pub container_id: [u8; 72],
+    /// Kubernetes pod uid (`8-4-4-4-12` hex), empty when not in a pod.
+    pub pod_uid: [u8; 40],
+    /// The command line: arguments separated by NUL bytes, NUL-terminated.
+    pub cmdline: [u8; 328],
+}
