@@ -22,6 +22,7 @@ mod prompt;
 mod run;
 mod sampler;
 mod sysfs;
+mod waiter;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -7,8 +7,10 @@
 //! Readers then fill in their own processes from the `/proc` they can see.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use gpupeek_shm::ProcPolicy;
+use gpupeek_shm::layout::proc_flags;
+use gpupeek_shm::{ProcContext, ProcPolicy};
 
 /// The `--process-info` choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +109,52 @@ pub fn detect_hidepid(proc_root: &Path) -> bool {
         .ok()
         .and_then(|info| hidepid(&info, &root))
         .unwrap_or(true)
+}
+
+/// How often `/proc`'s mount options are read again for `hidepid`.
+pub const PRIVACY_RECHECK: Duration = Duration::from_secs(60);
+
+/// The process policy in force, and when it was last judged.
+pub struct Privacy {
+    /// What the process table's head says: policy, flags, pid namespace.
+    pub context: ProcContext,
+    checked_at: Instant,
+}
+
+impl Privacy {
+    /// Reads `/proc`'s mount options and decides the policy. Logs it at start
+    /// (`previous` is `None`) and when it differs from `previous`, not at every re-check.
+    pub fn judge(proc_root: &Path, choice: Choice, previous: Option<&ProcContext>) -> Privacy {
+        let hidepid = detect_hidepid(proc_root);
+        let policy = choice.policy(hidepid);
+        let context = ProcContext {
+            policy,
+            flags: if hidepid { proc_flags::HIDEPID } else { 0 },
+            pid_ns_inode: crate::procfs::pid_namespace_of(proc_root),
+            sample_mono_ns: 0,
+            period_ns: 0,
+        };
+        if previous.is_none_or(|p| p.policy != context.policy || p.flags != context.flags) {
+            log::info!(
+                "publishing {} process information{}",
+                policy.name(),
+                if hidepid {
+                    " (/proc hides processes: hidepid)"
+                } else {
+                    ""
+                }
+            );
+        }
+        Privacy {
+            context,
+            checked_at: Instant::now(),
+        }
+    }
+
+    /// Whether [`PRIVACY_RECHECK`] has passed since the policy was judged.
+    pub fn due(&self) -> bool {
+        self.checked_at.elapsed() >= PRIVACY_RECHECK
+    }
 }
 
 #[cfg(test)]

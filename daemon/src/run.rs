@@ -18,28 +18,25 @@
 //! kept informed ([`crate::notify`]): ready after the first publish, watchdog pings from
 //! this loop, stopping on the way out.
 
-use std::io::ErrorKind;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mio::{Events, Interest, Poll, Token};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook_mio::v1_0::Signals;
+use signal_hook::consts::{SIGINT, SIGTERM};
 
-use gpupeek_shm::layout::{proc_flags, status_valid, DaemonState, GpuState};
-use gpupeek_shm::{text, GpuRecord, ProcContext, Publisher, StatusRecord};
+use gpupeek_shm::layout::{status_valid, DaemonState, GpuState};
+use gpupeek_shm::{text, GpuRecord, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
 use crate::history;
 use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
-use crate::privacy::{self, Choice};
-use crate::procfs;
+use crate::privacy::{Choice, Privacy};
 use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
 use crate::sampler::{Failure, Sampler, SystemInfo};
+use crate::waiter::Waiter;
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
 /// record write (counting from 0), leaving that record mid-write as a daemon killed
@@ -71,15 +68,6 @@ pub struct Config {
     pub release_after: Duration,
     /// The prompt file to rewrite each tick, if any.
     pub prompt: Option<PromptFile>,
-}
-
-/// How often `/proc`'s mount options are read again for `hidepid`.
-const PRIVACY_RECHECK: Duration = Duration::from_secs(60);
-
-/// The process policy in force, and when it was last judged.
-struct Privacy {
-    context: ProcContext,
-    checked_at: Instant,
 }
 
 enum Nvml {
@@ -168,61 +156,6 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The one thing the loop waits on between ticks: signals, or a deadline.
-struct Waiter {
-    poll: Poll,
-    events: Events,
-    signals: Signals,
-    stop: Arc<AtomicBool>,
-}
-
-impl Waiter {
-    fn new(stop: Arc<AtomicBool>) -> std::io::Result<Self> {
-        let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-        let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut signals, Token(0), Interest::READABLE)?;
-        Ok(Waiter {
-            poll,
-            events: Events::with_capacity(4),
-            signals,
-            stop,
-        })
-    }
-
-    /// Sleeps until `deadline` or until a stop signal arrives, waking in between to send
-    /// any watchdog ping that falls due.
-    fn until(&mut self, deadline: Instant, notifier: &mut Notifier) -> std::io::Result<()> {
-        loop {
-            let now = Instant::now();
-            if self.stop.load(Ordering::Relaxed) || now >= deadline {
-                return Ok(());
-            }
-            let wake = match notifier.ping_due() {
-                Some(due) if due <= now => {
-                    notifier.ping(now);
-                    continue;
-                }
-                Some(due) => due.min(deadline),
-                None => deadline,
-            };
-            match self.poll.poll(&mut self.events, Some(wake - now)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            for signal in self.signals.pending() {
-                match signal {
-                    SIGHUP => {
-                        log::info!("SIGHUP ignored: gpupeekd has no configuration to reload")
-                    }
-                    _ => log::info!("signal {signal} received"),
-                }
-            }
-        }
-    }
-}
-
 impl Daemon {
     fn new(mut config: Config, publisher: Publisher) -> Self {
         let prompt = config.prompt.take();
@@ -237,7 +170,7 @@ impl Daemon {
             ..Default::default()
         };
         let procs = ProcTier::new(config.process_interval, config.interval, &config.proc_root);
-        let privacy = Privacy::judge(&config, None);
+        let privacy = Privacy::judge(&config.proc_root, config.process_info, None);
         Daemon {
             publisher,
             procs,
@@ -462,9 +395,10 @@ impl Daemon {
         }
         self.alerts.observe_count(count);
         self.pm.observe(now, all_idle);
-        if self.privacy.checked_at.elapsed() >= PRIVACY_RECHECK {
+        if self.privacy.due() {
             let was = self.privacy.context;
-            self.privacy = Privacy::judge(&self.config, Some(&was));
+            self.privacy =
+                Privacy::judge(&self.config.proc_root, self.config.process_info, Some(&was));
             if self.privacy.context != was {
                 self.procs.rewrite();
             }
@@ -564,36 +498,5 @@ fn put_system_info(status: &mut StatusRecord, info: &SystemInfo) {
     if let Some(v) = info.cuda_driver_version {
         status.cuda_driver_version = v;
         status.valid |= status_valid::CUDA_DRIVER_VERSION;
-    }
-}
-
-impl Privacy {
-    /// Reads `/proc`'s mount options and decides the policy. Logs it at start
-    /// (`previous` is `None`) and when it differs from `previous`, not at every re-check.
-    fn judge(config: &Config, previous: Option<&ProcContext>) -> Privacy {
-        let hidepid = privacy::detect_hidepid(&config.proc_root);
-        let policy = config.process_info.policy(hidepid);
-        let context = ProcContext {
-            policy,
-            flags: if hidepid { proc_flags::HIDEPID } else { 0 },
-            pid_ns_inode: procfs::pid_namespace_of(&config.proc_root),
-            sample_mono_ns: 0,
-            period_ns: 0,
-        };
-        if previous.is_none_or(|p| p.policy != context.policy || p.flags != context.flags) {
-            log::info!(
-                "publishing {} process information{}",
-                policy.name(),
-                if hidepid {
-                    " (/proc hides processes: hidepid)"
-                } else {
-                    ""
-                }
-            );
-        }
-        Privacy {
-            context,
-            checked_at: Instant::now(),
-        }
     }
 }
