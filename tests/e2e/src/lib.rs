@@ -488,6 +488,56 @@ pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
     found
 }
 
+/// Steps the fake NVML through `phases` (`scenario(util, used_gib)` each), waiting each
+/// time until GPU 0's history ring holds a sample of that utilisation.
+pub fn record_history_phases(
+    sandbox: &Sandbox,
+    daemon: &Daemon,
+    scenario: impl Fn(u32, u64) -> serde_json::Value,
+    phases: &[(u32, u64)],
+) {
+    for &(util, used_gib) in phases {
+        sandbox.write_scenario(&scenario(util, used_gib));
+        wait_for(&format!("a history sample at {util} %"), daemon, || {
+            let history = sandbox.segment().history(0).unwrap().unwrap();
+            history
+                .samples
+                .last()
+                .is_some_and(|s| u32::from(s.util_gpu_pct) == util)
+        });
+    }
+}
+
+/// The repository's root (for contrib/, man/, scripts/).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Compiles the C program `source` into `sandbox.dir/out`, with contrib/c on the include
+/// path and as strictly as contrib/README.md says; `None` when there is no C compiler
+/// outside CI.
+pub fn compile_c(sandbox: &Sandbox, source: &Path, out: &str) -> Option<PathBuf> {
+    let cc = tool("cc", "gcc")?;
+    let exe = sandbox.dir.join(out);
+    let mut cmd = Command::new(cc);
+    cmd.args([
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+        "-O2",
+        "-I",
+    ])
+    .arg(repo().join("contrib/c"))
+    .arg("-o")
+    .arg(&exe)
+    .arg(source);
+    let built = run_with_watchdog(cmd);
+    assert!(built.status.success(), "cc failed:\n{}", stderr(&built));
+    Some(exe)
+}
+
 /// A plain HTTP/1.0 GET (or another method) to a server on this machine: (status, body).
 pub fn http(method: &str, addr: &str, path: &str) -> (u16, String) {
     use std::io::{Read, Write};

@@ -2,41 +2,13 @@
 //! system C compiler, and the Python module with its own tests, each against a live
 //! daemon on the fake NVML, and each checked against the Rust definition of the layout.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use gpupeek_e2e::{run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox};
+use gpupeek_e2e::{compile_c, repo, run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox};
 use serde_json::json;
 
 const GIB: u64 = 1 << 30;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Compiles `source` (with contrib/c on the include path) as strictly as the README
-/// says; returns the executable, or `None` when there is no C compiler outside CI.
-fn compile(sandbox: &Sandbox, source: &Path, out: &str) -> Option<PathBuf> {
-    let cc = tool("cc", "gcc")?;
-    let exe = sandbox.dir.join(out);
-    let mut cmd = Command::new(cc);
-    cmd.args([
-        "-std=c11",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-pedantic",
-        "-O2",
-        "-I",
-    ])
-    .arg(repo().join("contrib/c"))
-    .arg("-o")
-    .arg(&exe)
-    .arg(source);
-    let built = run_with_watchdog(cmd);
-    assert!(built.status.success(), "cc failed:\n{}", stderr(&built));
-    Some(exe)
-}
 
 fn live(tag: &str) -> (Sandbox, Daemon) {
     let sandbox = Sandbox::new(tag);
@@ -95,7 +67,7 @@ fn scaled(value: &str, divisor: u64) -> String {
 #[test]
 fn c_example_reader_prints_what_gpupeek_json_shows() {
     let (sandbox, _daemon) = live("c-reader");
-    let Some(exe) = compile(
+    let Some(exe) = compile_c(
         &sandbox,
         &repo().join("contrib/c/gpupeek-read.c"),
         "gpupeek-read",
@@ -153,7 +125,7 @@ fn c_example_reader_prints_what_gpupeek_json_shows() {
 #[test]
 fn c_example_reader_refuses_untrusted_corrupt_and_foreign_segments() {
     let sandbox = Sandbox::new("c-refuse");
-    let Some(exe) = compile(
+    let Some(exe) = compile_c(
         &sandbox,
         &repo().join("contrib/c/gpupeek-read.c"),
         "gpupeek-read",
@@ -238,7 +210,7 @@ fn c_header_structs_have_the_rust_layout() {
         format!("#include \"gpupeek.h\"\nint main(void) {{\n{body}return 0;\n}}\n"),
     )
     .unwrap();
-    let Some(exe) = compile(&sandbox, &source, "layout") else {
+    let Some(exe) = compile_c(&sandbox, &source, "layout") else {
         return;
     };
     let out = run_with_watchdog(Command::new(exe));

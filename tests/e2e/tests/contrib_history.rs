@@ -5,39 +5,24 @@
 //! whose history fields do not fit the segment.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use gpupeek_e2e::{hostile, run_with_watchdog, stderr, stdout, tool, wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{
+    compile_c, hostile, record_history_phases, repo, run_with_watchdog, stderr, stdout, tool,
+    Sandbox,
+};
 use gpupeek_shm::layout::history_valid;
 use gpupeek_shm::History;
 use serde_json::json;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// Builds contrib/c/gpupeek-read.c; `None` when there is no C compiler outside CI.
 fn c_reader(sandbox: &Sandbox) -> Option<PathBuf> {
-    let cc = tool("cc", "gcc")?;
-    let exe = sandbox.dir.join("gpupeek-read");
-    let mut cmd = Command::new(cc);
-    cmd.args([
-        "-std=c11",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-pedantic",
-        "-O2",
-    ])
-    .arg("-I")
-    .arg(repo().join("contrib/c"))
-    .arg("-o")
-    .arg(&exe)
-    .arg(repo().join("contrib/c/gpupeek-read.c"));
-    let built = run_with_watchdog(cmd);
-    assert!(built.status.success(), "cc failed:\n{}", stderr(&built));
-    Some(exe)
+    compile_c(
+        sandbox,
+        &repo().join("contrib/c/gpupeek-read.c"),
+        "gpupeek-read",
+    )
 }
 
 /// The two contrib readers, run with `--history` on segment `name`.
@@ -66,20 +51,6 @@ fn scenario(util: u32, used_gib: u64) -> serde_json::Value {
          "power_usage_mw": 100_000 + util * 1000},
         {"name": "NVIDIA A100", "memory_total_bytes": 40u64 << 30}
     ]})
-}
-
-/// Steps the scenario through `phases`, waiting until GPU 0's ring holds a sample of each.
-fn record_phases(sandbox: &Sandbox, daemon: &Daemon, phases: &[(u32, u64)]) {
-    for &(util, used_gib) in phases {
-        sandbox.write_scenario(&scenario(util, used_gib));
-        wait_for(&format!("a history sample at {util} %"), daemon, || {
-            let history = sandbox.segment().history(0).unwrap().unwrap();
-            history
-                .samples
-                .last()
-                .is_some_and(|s| u32::from(s.util_gpu_pct) == util)
-        });
-    }
 }
 
 /// `KEY=VALUE` pairs of one output line.
@@ -167,7 +138,7 @@ fn c_and_python_readers_return_the_history_the_rust_reader_does() {
     sandbox.write_scenario(&scenario(10, 8));
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
-    record_phases(&sandbox, &daemon, &[(10, 8), (60, 40), (90, 72)]);
+    record_history_phases(&sandbox, &daemon, scenario, &[(10, 8), (60, 40), (90, 72)]);
     let runs = run_readers(&sandbox, &sandbox.shm);
     let segment = sandbox.segment();
     let rings: Vec<History> = (0..2)

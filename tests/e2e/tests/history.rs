@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use gpupeek_e2e::{bins, wait_for, Background, Daemon, Sandbox, WATCHDOG};
+use gpupeek_e2e::{bins, record_history_phases, Background, Sandbox, WATCHDOG};
 use gpupeek_shm::layout::history_valid;
 use serde_json::json;
 
@@ -16,27 +16,13 @@ fn scenario(util: u32, used_gib: u64) -> serde_json::Value {
     ]})
 }
 
-/// Steps the scenario through `phases`, waiting until the ring holds a sample of each.
-fn record_phases(sandbox: &Sandbox, daemon: &Daemon, phases: &[(u32, u64)]) {
-    for &(util, used_gib) in phases {
-        sandbox.write_scenario(&scenario(util, used_gib));
-        wait_for(&format!("a history sample at {util} %"), daemon, || {
-            let history = sandbox.segment().history(0).unwrap().unwrap();
-            history
-                .samples
-                .last()
-                .is_some_and(|s| s.util_gpu_pct as u32 == util)
-        });
-    }
-}
-
 #[test]
 fn a_reader_opened_late_sees_the_earlier_samples_in_order() {
     let sandbox = Sandbox::new("history-late");
     sandbox.write_scenario(&scenario(10, 8));
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
-    record_phases(&sandbox, &daemon, &[(10, 8), (60, 40), (90, 72)]);
+    record_history_phases(&sandbox, &daemon, scenario, &[(10, 8), (60, 40), (90, 72)]);
     let history = sandbox.segment().history(0).unwrap().unwrap();
     assert_eq!(
         history.step_ns, 1_000_000_000,
@@ -70,7 +56,7 @@ fn a_fresh_watch_draws_the_earlier_minutes_in_its_first_frame() {
     sandbox.write_scenario(&scenario(0, 8));
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
-    record_phases(&sandbox, &daemon, &[(0, 8), (100, 8)]);
+    record_history_phases(&sandbox, &daemon, scenario, &[(0, 8), (100, 8)]);
     let child = Command::new(&bins().client)
         .args(["--shm", &sandbox.shm, "--watch", "5"])
         .stdin(Stdio::null())
@@ -121,7 +107,7 @@ fn a_format_sparkline_draws_the_rings_newest_samples_and_moves_with_the_load() {
     sandbox.write_scenario(&scenario(0, 0));
     let daemon = sandbox.start_daemon_with("100ms", &[]);
     sandbox.wait_live(&daemon);
-    record_phases(&sandbox, &daemon, &[(0, 0), (50, 0), (100, 0)]);
+    record_history_phases(&sandbox, &daemon, scenario, &[(0, 0), (50, 0), (100, 0)]);
     let template = "[{util:spark6}] [{0.util:spark3}] {mem_used:spark2}";
     // Retry if a sample was appended between the client's read and ours.
     let line = (0..5)

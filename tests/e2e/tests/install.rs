@@ -4,14 +4,10 @@
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, Sandbox};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, Sandbox};
 
 /// Runs scripts/install with these settings and the binaries under test.
 fn install(env: &[(&str, &Path)], extra: &[&str]) -> std::process::Output {

@@ -6,11 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, tool};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, tool};
 
 fn page(name: &str) -> String {
     let source = std::fs::read_to_string(repo().join("man").join(name)).unwrap();
