@@ -16,6 +16,7 @@ mod logging;
 mod notify;
 mod power;
 mod privacy;
+mod procfile;
 mod procfs;
 mod proctier;
 mod prompt;

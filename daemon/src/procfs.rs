@@ -12,22 +12,32 @@
 //! every [`DETAILS_REFRESH_NS`] (programs may rewrite their command line). A process is
 //! recognised across ticks by pid and start time, so a recycled pid is a new process.
 //! User names are cached per uid.
+//!
+//! Allocation: files are read into buffers kept across ticks ([`ProcFiles`]), and a
+//! refresh replaces a detail only when what it was made from changed (the uid, the raw
+//! command line, the raw cgroup text), so a tick that reads only unchanged processes,
+//! refresh or not, makes no heap allocation. A new process or a real change may.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use gpupeek_shm::procfs as proc;
 
 use crate::container::{self, Container};
+use crate::procfile::ProcFiles;
 
 /// How often the slow-changing details of a live process are read again.
 pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
 
+/// Test hook: `MS` makes the daemon read process details again every `MS` milliseconds
+/// instead of every [`DETAILS_REFRESH_NS`], so that a test sees many refreshes in a short
+/// run. Read once at start (and logged); unset in production.
+pub const REFRESH_ENV: &str = "GPUPEEKD_TEST_DETAILS_REFRESH_MS";
+
 /// Reads process details below a `/proc` root (injectable for tests and containers).
 pub struct Procfs {
-    root: PathBuf,
+    files: ProcFiles,
+    details_refresh_ns: u64,
     ticks_per_sec: u64,
     page_size: u64,
     boot_unix_ns: Option<u64>,
@@ -35,9 +45,6 @@ pub struct Procfs {
     known: HashMap<u32, Known>,
     tick: u64,
     now_ns: u64,
-    buf: String,
-    /// `/proc/PID/FILE` of the file being read, reused so a tick allocates nothing.
-    path: PathBuf,
 }
 
 /// Everything known about one process.
@@ -69,6 +76,9 @@ struct Known {
     cpu_ticks: u64,
     cpu_at_ns: u64,
     info: ProcInfo,
+    /// The raw `/proc/PID/cgroup` that `info.container` was parsed from (empty when it
+    /// could not be read: no container either way).
+    cgroup: Vec<u8>,
 }
 
 impl Procfs {
@@ -77,16 +87,15 @@ impl Procfs {
         let root = root.into();
         let boot_unix_ns = proc::boot_unix_ns(&root);
         Procfs {
+            files: ProcFiles::new(root),
+            details_refresh_ns: details_refresh_ns(),
             ticks_per_sec: proc::ticks_per_sec(),
             page_size: proc::page_size(),
             boot_unix_ns,
-            root,
             users: HashMap::new(),
             known: HashMap::new(),
             tick: 0,
             now_ns: 0,
-            buf: String::new(),
-            path: PathBuf::new(),
         }
     }
 
@@ -130,36 +139,15 @@ impl Procfs {
                     cpu_ticks: stat.cpu_ticks,
                     cpu_at_ns: now,
                     info,
+                    cgroup: Vec::new(),
                 },
             );
         }
-        let stale_details = {
-            let k = &self.known[&pid];
-            !same || now.saturating_sub(k.details_at_ns) >= DETAILS_REFRESH_NS
-        };
-        if stale_details {
-            let dir = self.root.join(pid.to_string());
-            let user = real_uid_and_ns_pid(&dir).map(|(uid, ns_pid)| {
-                let name = self.user_name(uid);
-                ((uid, name), ns_pid)
-            });
-            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            let command = command(&dir, &cmdline);
-            let namespace = user
-                .as_ref()
-                .and_then(|(_, ns_pid)| Some((*ns_pid, proc::pid_ns_inode(&dir.join("ns/pid"))?)));
-            let container = std::fs::read_to_string(dir.join("cgroup"))
-                .ok()
-                .and_then(|s| container::parse(&s));
-            let k = self.known.get_mut(&pid).expect("inserted above");
-            k.details_at_ns = now;
-            k.info.user = user.map(|(user, _)| user);
-            k.info.command = command;
-            k.info.cmdline = cmdline;
-            k.info.namespace = namespace;
-            k.info.container = container;
-        }
         let k = self.known.get_mut(&pid).expect("inserted above");
+        if !same || now.saturating_sub(k.details_at_ns) >= self.details_refresh_ns {
+            k.details_at_ns = now;
+            refresh_details(&mut self.files, &mut self.users, pid, k);
+        }
         if same {
             let elapsed = now.saturating_sub(k.cpu_at_ns);
             if elapsed > 0 {
@@ -177,66 +165,81 @@ impl Procfs {
     }
 
     fn read_stat(&mut self, pid: u32) -> Option<proc::Stat> {
-        self.read(pid, "stat")?;
-        proc::parse_stat(&self.buf)
+        proc::parse_stat(self.files.read_str(pid, "stat")?)
     }
 
     /// Resident pages, the second field of `/proc/PID/statm`.
     fn read_statm(&mut self, pid: u32) -> Option<u64> {
-        self.read(pid, "statm")?;
-        proc::parse_statm_resident(&self.buf)
+        proc::parse_statm_resident(self.files.read_str(pid, "statm")?)
     }
+}
 
-    /// Reads the small UTF-8 file `/proc/PID/FILE` into the reused buffer.
-    ///
-    /// A plain read loop: `read_to_string` on a `File` would first `statx` and `lseek` it
-    /// for a size hint, two more system calls per file (and /proc files say size 0).
-    fn read(&mut self, pid: u32, file: &str) -> Option<()> {
-        let mut digits = [0u8; 10];
-        let mut start = digits.len();
-        let mut rest = pid;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
+/// The refresh period: [`DETAILS_REFRESH_NS`] unless the test hook [`REFRESH_ENV`] says.
+fn details_refresh_ns() -> u64 {
+    let Some(ms) = std::env::var(REFRESH_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return DETAILS_REFRESH_NS;
+    };
+    log::info!("test hook {REFRESH_ENV}: process details are read again every {ms} ms");
+    ms.saturating_mul(1_000_000)
+}
+
+/// Reads the slow-changing details of `pid` into `k` again, replacing each only when
+/// what it is made from changed, so that refreshing an unchanged process allocates
+/// nothing. `users` caches user names by uid.
+fn refresh_details(
+    files: &mut ProcFiles,
+    users: &mut HashMap<u32, String>,
+    pid: u32,
+    k: &mut Known,
+) {
+    let info = &mut k.info;
+    let status = files
+        .read_str(pid, "status")
+        .and_then(|s| Some((proc::real_uid(s)?, ns_pid(s))));
+    match status {
+        Some((uid, _)) if info.user.as_ref().is_some_and(|(known, _)| *known == uid) => {}
+        Some((uid, _)) => {
+            let name = users.entry(uid).or_insert_with(|| proc::user_name(uid));
+            info.user = Some((uid, name.clone()));
         }
-        let path = self.path.as_mut_os_string();
-        path.clear();
-        path.push(self.root.as_os_str());
-        self.path
-            .push(std::ffi::OsStr::from_bytes(&digits[start..]));
-        self.path.push(file);
-        let mut bytes = std::mem::take(&mut self.buf).into_bytes();
-        bytes.clear();
-        let mut file = std::fs::File::open(&self.path).ok()?;
-        loop {
-            if bytes.len() == bytes.capacity() {
-                bytes.reserve(512);
-            }
-            let start = bytes.len();
-            bytes.resize(bytes.capacity(), 0);
-            match file.read(&mut bytes[start..]) {
-                Ok(0) => {
-                    bytes.truncate(start);
-                    break;
-                }
-                Ok(n) => bytes.truncate(start + n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => bytes.truncate(start),
-                Err(_) => return None,
-            }
-        }
-        self.buf = String::from_utf8(bytes).ok()?;
-        Some(())
+        None => info.user = None,
     }
+    info.namespace = status.and_then(|(_, ns_pid)| Some((ns_pid, files.inode(pid, "ns/pid")?)));
+    let cmdline = files.read(pid, "cmdline").unwrap_or_default();
+    let cmdline_changed = cmdline != info.cmdline.as_slice();
+    if cmdline_changed {
+        info.cmdline.clear();
+        info.cmdline.extend_from_slice(cmdline);
+    }
+    refresh_command(files, pid, info, cmdline_changed);
+    let cgroup = files.read(pid, "cgroup").unwrap_or_default();
+    if cgroup != k.cgroup.as_slice() {
+        info.container = std::str::from_utf8(cgroup).ok().and_then(container::parse);
+        k.cgroup.clear();
+        k.cgroup.extend_from_slice(cgroup);
+    }
+}
 
-    fn user_name(&mut self, uid: u32) -> String {
-        self.users
-            .entry(uid)
-            .or_insert_with(|| proc::user_name(uid))
-            .clone()
+/// Sets the command gpustat shows, `basename(argv[0])`, else `/proc/PID/comm` (read
+/// again on every refresh: a program may rename itself).
+fn refresh_command(files: &mut ProcFiles, pid: u32, info: &mut ProcInfo, cmdline_changed: bool) {
+    let argv0 = info.cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let base = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if !base.is_empty() {
+        if cmdline_changed || info.command.is_none() {
+            info.command = Some(String::from_utf8_lossy(base).into_owned());
+        }
+        return;
+    }
+    let comm = files
+        .read_str(pid, "comm")
+        .map(|c| c.trim_end_matches('\n'))
+        .filter(|c| !c.is_empty());
+    if info.command.as_deref() != comm {
+        info.command = comm.map(str::to_owned);
     }
 }
 
@@ -255,29 +258,14 @@ fn centipct(ticks: u64, ticks_per_sec: u64, elapsed_ns: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// The real uid (what `ps` and gpustat show) and the innermost namespace pid, from
-/// `/proc/PID/status`.
-fn real_uid_and_ns_pid(dir: &Path) -> Option<(u32, u32)> {
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
-    let uid = proc::real_uid(&status)?;
-    let ns_pid = status
+/// The innermost namespace pid, from the text of `/proc/PID/status` (0 when missing).
+fn ns_pid(status: &str) -> u32 {
+    status
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))
         .and_then(|v| v.split_whitespace().last())
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    Some((uid, ns_pid))
-}
-
-/// `basename(argv[0])` as gpustat shows it, else `/proc/PID/comm`.
-fn command(dir: &Path, cmdline: &[u8]) -> Option<String> {
-    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
-    let base = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
-    if !base.is_empty() {
-        return Some(String::from_utf8_lossy(base).into_owned());
-    }
-    let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-    Some(comm.trim_end_matches('\n').to_owned()).filter(|c| !c.is_empty())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -416,6 +404,57 @@ mod tests {
             Some("second"),
             "but are after the refresh period"
         );
+    }
+
+    /// Where each detail's text lives: the same addresses mean nothing was replaced.
+    fn addresses(info: &ProcInfo) -> [usize; 4] {
+        let user = info.user.as_ref().unwrap().1.as_ptr();
+        let command = info.command.as_ref().unwrap().as_ptr();
+        let container = info.container.as_ref().unwrap().id.as_ptr();
+        [user, command, info.cmdline.as_ptr(), container].map(|p| p as usize)
+    }
+
+    #[test]
+    fn a_refresh_keeps_unchanged_details_and_replaces_changed_ones() {
+        let id = "3f1e9bd2c8a74e5f9b0d6c1a2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f";
+        let proc = FakeProc::new("keep");
+        proc.process(12, "Uid:\t0\t0\t0\t0\n", b"/bin/app\0--x\0", "app\n");
+        let cgroup = |id: &str| format!("0::/system.slice/docker-{id}.scope\n");
+        std::fs::write(proc.0.join("12/cgroup"), cgroup(id)).unwrap();
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        let first = addresses(procfs.lookup(12).unwrap());
+        procfs.new_tick(SEC + DETAILS_REFRESH_NS);
+        let info = procfs.lookup(12).unwrap();
+        assert_eq!(
+            addresses(info),
+            first,
+            "unchanged details are kept, not rebuilt"
+        );
+        assert_eq!(info.command.as_deref(), Some("app"));
+        assert_eq!(info.container.as_ref().unwrap().id, id);
+
+        let other = id.replace('3', "4");
+        std::fs::write(proc.0.join("12/cgroup"), cgroup(&other)).unwrap();
+        std::fs::write(proc.0.join("12/cmdline"), b"").unwrap();
+        std::fs::write(proc.0.join("12/status"), "Uid:\t4000000\t0\t0\t0\n").unwrap();
+        procfs.new_tick(SEC + 2 * DETAILS_REFRESH_NS);
+        let info = procfs.lookup(12).unwrap();
+        assert_eq!(info.container.as_ref().unwrap().id, other);
+        assert_eq!(info.command.as_deref(), Some("app"), "from comm now");
+        assert_eq!(info.user, Some((4000000, "4000000".to_owned())));
+        assert!(info.cmdline.is_empty());
+
+        std::fs::write(proc.0.join("12/comm"), "renamed\n").unwrap();
+        std::fs::remove_file(proc.0.join("12/cgroup")).unwrap();
+        procfs.new_tick(SEC + 3 * DETAILS_REFRESH_NS);
+        let info = procfs.lookup(12).unwrap();
+        assert_eq!(
+            info.command.as_deref(),
+            Some("renamed"),
+            "comm is read again"
+        );
+        assert_eq!(info.container, None, "an unreadable cgroup is no container");
     }
 
     #[test]
