@@ -281,6 +281,13 @@ impl Sandbox {
         gpupeek_shm::Segment::open(&self.shm).expect("segment opens")
     }
 
+    /// Lets `ticks` more publishes happen (waits for that many generations past the
+    /// current one: a tick that started after the call has then completed).
+    pub fn let_ticks_pass(&self, daemon: &Daemon, ticks: u64) {
+        let now = self.segment().generation();
+        self.wait_generation(now + ticks, daemon);
+    }
+
     /// Waits until the daemon has published at least `generation`.
     pub fn wait_generation(&self, generation: u64, daemon: &Daemon) {
         wait_for(&format!("generation {generation}"), daemon, || {

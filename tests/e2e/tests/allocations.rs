@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use gpupeek_e2e::{stderr, stdout, tool, wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{stderr, stdout, tool, Sandbox};
 use serde_json::json;
 
 const REFRESH_ENV: &str = "GPUPEEKD_TEST_DETAILS_REFRESH_MS";
@@ -41,11 +41,6 @@ fn counters(file: &Path) -> [u64; 4] {
     let bytes = std::fs::read(file).unwrap();
     assert_eq!(bytes.len(), 32, "the shim maps its 32-byte counter file");
     std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap()))
-}
-
-fn wait_ticks(sb: &Sandbox, daemon: &Daemon, ticks: u64) {
-    let target = sb.segment().generation() + ticks;
-    wait_for("ticks", daemon, || sb.segment().generation() >= target);
 }
 
 /// Idle child processes standing for GPU jobs, killed when dropped.
@@ -133,10 +128,10 @@ fn steady_state_ticks_make_no_allocation_in_the_daemon() {
         .count();
     assert_eq!(sleeps, 4, "{doc}");
     // Warm-up: buffers grow to fit, the per-process utilisation settles.
-    wait_ticks(&sb, &daemon, 10);
+    sb.let_ticks_pass(&daemon, 10);
     let before = counters(&count_file);
     // 40 ticks of 50 ms: about 20 refreshes of every process's details.
-    wait_ticks(&sb, &daemon, 40);
+    sb.let_ticks_pass(&daemon, 40);
     let after = counters(&count_file);
     assert!(
         after[1] > before[1],

@@ -45,20 +45,13 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
-/// Waits for generation `n` past the current one (each tick writes the file after it
-/// publishes, so the file then reflects a tick that started after the call).
-fn let_ticks_pass(sb: &Sandbox, daemon: &Daemon, n: u64) {
-    let now = sb.segment().generation();
-    sb.wait_generation(now + n, daemon);
-}
-
 #[test]
 fn prompt_file_holds_what_gpupeek_format_prints_and_follows_changes_within_two_ticks() {
     let sb = Sandbox::new("pf-same");
     sb.write_scenario(&two_gpus(45));
     let daemon = start(&sb, "100ms", &["--prompt-format", TEMPLATE]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 1);
+    sb.let_ticks_pass(&daemon, 1);
     let client = stdout(&sb.client(&["--format", TEMPLATE]));
     assert_eq!(
         client,
@@ -74,7 +67,7 @@ fn prompt_file_holds_what_gpupeek_format_prints_and_follows_changes_within_two_t
     sb.write_scenario(&two_gpus(5));
     // Tick n+1 may have sampled before the change; tick n+2 started after it, and
     // wrote the file before tick n+3 published.
-    let_ticks_pass(&sb, &daemon, 3);
+    sb.let_ticks_pass(&daemon, 3);
     let client = stdout(&sb.client(&["--format", TEMPLATE]));
     assert!(client.starts_with("GPU 50% "), "{client}");
     assert_eq!(read(&prompt_path(&sb)), client);
@@ -86,7 +79,7 @@ fn default_template_matches_gpupeeks_prompt_outputs_without_colour() {
     sb.write_scenario(&two_gpus(45));
     let daemon = start(&sb, "100ms", &[]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 1);
+    sb.let_ticks_pass(&daemon, 1);
     let starship = stdout(&sb.client(&["--output", "starship"]));
     assert_eq!(starship, "70% 40.0G\n");
     assert_eq!(read(&prompt_path(&sb)), starship);
@@ -100,7 +93,7 @@ fn prompt_file_says_the_gpus_are_asleep_as_gpupeek_format_does() {
     sb.add_sysfs_gpu("0000:01:00.0", "suspended", "auto");
     let daemon = start(&sb, "100ms", &["--prompt-format", TEMPLATE]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 1);
+    sb.let_ticks_pass(&daemon, 1);
     let client = stdout(&sb.client(&["--format", TEMPLATE]));
     assert_eq!(client, "GPU asleep\n");
     assert_eq!(read(&prompt_path(&sb)), client);
@@ -134,7 +127,7 @@ fn a_reader_in_a_tight_loop_never_sees_an_empty_or_partial_line_at_100_hz() {
     // Keep the line changing: the first GPU's utilisation steps through 0..100.
     for step in 0..60u32 {
         sb.write_scenario(&two_gpus(step % 100));
-        let_ticks_pass(&sb, &daemon, 2);
+        sb.let_ticks_pass(&daemon, 2);
     }
     stop.store(true, Ordering::Relaxed);
     let distinct = reader.join().expect("no torn read");
@@ -190,7 +183,7 @@ fn write_failures_are_logged_once_and_never_stop_publishing() {
     let missing = sb.dir.join("missing/prompt");
     let daemon = sb.start_daemon_with("20ms", &["--prompt-file", missing.to_str().unwrap()]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 10);
+    sb.let_ticks_pass(&daemon, 10);
     let warnings = |log: &str| log.matches("cannot write prompt file").count();
     assert_eq!(warnings(&daemon.log()), 1, "{}", daemon.log());
     std::fs::create_dir(sb.dir.join("missing")).unwrap();
@@ -250,7 +243,7 @@ fn sparklines_in_the_prompt_file_draw_the_same_samples_as_gpupeek_format() {
     let (file, client) = (0..5)
         .find_map(|_| {
             let before = written();
-            let_ticks_pass(&sb, &daemon, 1);
+            sb.let_ticks_pass(&daemon, 1);
             let file = read(&prompt_path(&sb));
             let client = stdout(&sb.client(&["--format", SPARK]));
             (written() == before).then_some((file, client))

@@ -94,12 +94,6 @@ fn calls(sb: &Sandbox, daemon: &Daemon) -> BTreeMap<String, u64> {
     sb.nvml_call_file(daemon.pid()).unwrap_or_default()
 }
 
-/// Lets `ticks` more publishes happen.
-fn let_ticks_pass(sb: &Sandbox, daemon: &Daemon, ticks: u64) {
-    let generation = sb.segment().generation();
-    sb.wait_generation(generation + ticks, daemon);
-}
-
 #[test]
 fn a_gpu_asleep_at_start_is_never_touched_and_is_reported_within_a_tick_of_waking() {
     let sb = Sandbox::new("pm-start");
@@ -107,7 +101,7 @@ fn a_gpu_asleep_at_start_is_never_touched_and_is_reported_within_a_tick_of_wakin
     sb.add_sysfs_gpu(DGPU, "suspended", "auto");
     let daemon = sb.start_daemon("250ms");
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 3);
+    sb.let_ticks_pass(&daemon, 3);
 
     assert_eq!(
         sb.nvml_call_file(daemon.pid()),
@@ -174,7 +168,7 @@ fn an_idle_gpu_is_released_makes_no_nvml_call_while_suspended_and_comes_back_fre
         state(s, 0) == Some(GpuState::Suspended)
     });
     let asleep = calls(&sb, &daemon);
-    let_ticks_pass(&sb, &daemon, 4);
+    sb.let_ticks_pass(&daemon, 4);
     assert_eq!(
         calls(&sb, &daemon),
         asleep,
@@ -243,7 +237,7 @@ fn runtime_pm_off_in_sysfs_means_nvml_is_never_released() {
     sb.add_sysfs_gpu(DGPU, "active", "on");
     let daemon = sb.start_daemon_with("50ms", &["--release-after", "0s"]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 10);
+    sb.let_ticks_pass(&daemon, 10);
     let snap = sb.segment().snapshot().unwrap();
     assert_eq!(state(&snap, 0), Some(GpuState::Ok));
     let calls = calls(&sb, &daemon);
@@ -262,7 +256,7 @@ fn of_two_gpus_the_suspended_one_gets_no_call_while_the_busy_one_is_sampled() {
     sb.add_sysfs_gpu(OTHER, "suspended", "auto");
     let daemon = sb.start_daemon_with("50ms", &["--release-after", "0s"]);
     sb.wait_live(&daemon);
-    let_ticks_pass(&sb, &daemon, 6);
+    sb.let_ticks_pass(&daemon, 6);
     let snap = sb.segment().snapshot().unwrap();
     assert_eq!(state(&snap, 0), Some(GpuState::Ok));
     assert_eq!(snap.gpus[0].util_gpu_pct, 80);
@@ -310,7 +304,7 @@ fn unreadable_or_gpu_less_sysfs_falls_back_to_holding_nvml_and_says_so_once() {
         }
         let daemon = sb.start_daemon_with("50ms", &["--release-after", "0s"]);
         sb.wait_live(&daemon);
-        let_ticks_pass(&sb, &daemon, 6);
+        sb.let_ticks_pass(&daemon, 6);
         let snap = sb.segment().snapshot().unwrap();
         assert_eq!(state(&snap, 0), Some(GpuState::Ok), "{tag}");
         assert_eq!(calls(&sb, &daemon)["open_handles"], 1, "{tag}");
