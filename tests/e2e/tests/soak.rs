@@ -229,7 +229,9 @@ fn many_readers_at_full_speed_add_no_driver_calls_to_the_daemons_tick() {
     let secs = env_u64("GPUPEEK_LOAD_SECS", 2);
     let sb = Sandbox::new("loadcalls");
     sb.write_scenario(&gpus(1, 0, &[]));
-    let daemon = sb.start_daemon("10ms");
+    // Every tick a slow one: with the default process interval the share of slow ticks
+    // in a window depends on how many ticks the machine let run, not on the readers.
+    let daemon = sb.start_daemon_with("10ms", &["--process-interval", "10ms"]);
     sb.wait_live(&daemon);
     let [idle, loaded] = idle_then_loaded(&sb, &daemon, readers, secs);
     eprintln!(
