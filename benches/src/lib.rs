@@ -49,13 +49,7 @@ impl Fixture {
             p.write_gpu(i as usize, &gpu(i));
         }
         let table: Vec<ProcRecord> = (0..procs).map(|i| process(i, gpus.max(1))).collect();
-        let context = ProcContext {
-            policy: ProcPolicy::Full,
-            flags: 0,
-            pid_ns_inode: 0,
-            sample_mono_ns: 0,
-            period_ns: 0,
-        };
+        let context = ProcContext::new(ProcPolicy::Full);
         p.write_processes(&context, &table);
         p.bump_generation();
     }

@@ -128,11 +128,9 @@ impl Privacy {
         let hidepid = detect_hidepid(proc_root);
         let policy = choice.policy(hidepid);
         let context = ProcContext {
-            policy,
             flags: if hidepid { proc_flags::HIDEPID } else { 0 },
             pid_ns_inode: crate::procfs::pid_namespace_of(proc_root),
-            sample_mono_ns: 0,
-            period_ns: 0,
+            ..ProcContext::new(policy)
         };
         if previous.is_none_or(|p| p.policy != context.policy || p.flags != context.flags) {
             log::info!(

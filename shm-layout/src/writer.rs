@@ -387,6 +387,20 @@ pub struct ProcContext {
     pub period_ns: u64,
 }
 
+impl ProcContext {
+    /// A table published under `policy`, with no flags, an unknown pid namespace and no
+    /// sample time yet (the daemon fills those in).
+    pub fn new(policy: ProcPolicy) -> Self {
+        ProcContext {
+            policy,
+            flags: 0,
+            pid_ns_inode: 0,
+            sample_mono_ns: 0,
+            period_ns: 0,
+        }
+    }
+}
+
 /// Removes the name; other processes' mappings stay valid.
 pub fn unlink(name: &str) -> Result<(), Error> {
     let path = mapping::shm_path(name)?;

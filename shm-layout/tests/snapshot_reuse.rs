@@ -24,13 +24,7 @@ fn publish(p: &Publisher, gpus: u32, procs: u32, tag: u32) {
             r
         })
         .collect();
-    let context = ProcContext {
-        policy: ProcPolicy::Full,
-        flags: 0,
-        pid_ns_inode: 0,
-        sample_mono_ns: 0,
-        period_ns: 0,
-    };
+    let context = ProcContext::new(ProcPolicy::Full);
     p.write_processes(&context, &table);
     let mut s = StatusRecord::new_zeroed();
     s.state = DaemonState::Live as u32;

@@ -79,13 +79,7 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
             p
         })
         .collect();
-    let context = ProcContext {
-        policy: ProcPolicy::Full,
-        flags: 0,
-        pid_ns_inode: 0,
-        sample_mono_ns: 0,
-        period_ns: 0,
-    };
+    let context = ProcContext::new(ProcPolicy::Full);
     publisher.write_processes(&context, &processes);
     let mut status = StatusRecord {
         state: DaemonState::Live as u32,
