@@ -71,14 +71,15 @@ fn main() -> ExitCode {
         logging::to_syslog();
         publisher.set_writer_pid(std::process::id());
     }
+    // Never more often than every tick.
+    let process_interval = args.process_interval.max(args.interval);
     log::info!(
-        "publishing to segment '{name}' every {:?}, processes every {:?}",
+        "publishing to segment '{name}' every {:?}, processes every {process_interval:?}",
         args.interval,
-        args.process_interval.max(args.interval)
     );
     let config = run::Config {
         interval: args.interval,
-        process_interval: args.process_interval.max(args.interval),
+        process_interval,
         alerts: args.alerts(),
         nvml_lib: args.nvml_lib,
         process_info: args.process_info,

@@ -377,6 +377,16 @@ fn every_malformed_daemon_flag_gets_one_line_and_exit_2() {
         vec![b"--shm", long_name.as_bytes()],
         vec![b"--shm", b"\xff"],
         vec![b"--interval", b"\xff"],
+        vec![b"--process-interval"],
+        vec![b"--process-interval", b"often"],
+        vec![b"--process-interval", b"9ms"],
+        vec![b"--process-interval", b"-1s"],
+        vec![b"--prompt-file"],
+        vec![b"--prompt-file", b""],
+        vec![b"--prompt-file", b"dir/"],
+        vec![b"--prompt-file", b"p", b"--prompt-format", b"{bogus}"],
+        vec![b"--prompt-file", b"p", b"--prompt-format", b"{util:spark0}"],
+        vec![b"--prompt-format", b"{util}"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().daemon);
