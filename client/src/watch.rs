@@ -22,7 +22,7 @@ use gpupeek_shm::Segment;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 
-use crate::template::{self, BARS};
+use crate::template::{self, spark_bar};
 use crate::{cli, Exit, EXIT_USAGE};
 
 /// Samples kept per GPU.
@@ -188,16 +188,15 @@ impl History {
             return false;
         }
         self.gpus.clear();
-        for (slot, g) in snap.gpus.iter().enumerate() {
+        let rings = crate::commands::histories(segment, snap, HISTORY);
+        for g in &snap.gpus {
             // A ring that cannot be read (a writer died mid-append) shows as empty.
-            let samples = segment
-                .history(slot)
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-                .samples;
+            let samples = rings
+                .iter()
+                .find(|(index, _)| *index == g.index)
+                .map_or(&[][..], |(_, h)| &h.samples[..]);
             let total_mib = (g.mem_total_bytes >> 20).max(1);
-            let ring = samples[samples.len().saturating_sub(HISTORY)..]
+            let ring = samples
                 .iter()
                 .map(|s| {
                     (s.valid & hv::UTILIZATION != 0).then(|| {
@@ -220,7 +219,7 @@ impl History {
         for (index, ring) in &self.gpus {
             let line = |pick: fn((u32, u32)) -> u32| -> String {
                 ring.iter()
-                    .map(|s| s.map_or(' ', |s| BARS[(pick(s) as usize * 7).div_ceil(100).min(7)]))
+                    .map(|s| s.map_or(' ', |s| spark_bar(f64::from(pick(s)) / 100.0)))
                     .collect()
             };
             out.push_str(&format!(

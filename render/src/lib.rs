@@ -36,7 +36,7 @@ pub use fields::field_names;
 use fields::{Field, Unit};
 use parse::parse_items;
 use render::render_items;
-pub use spark::{BARS, DEFAULT_WIDTH as SPARK_WIDTH, MAX_WIDTH as SPARK_MAX_WIDTH};
+pub use spark::{bar as spark_bar, BARS};
 
 /// How alarming a value (or a whole line) is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -18,9 +18,9 @@ use gpupeek_shm::{GpuRecord, History, HistorySample};
 use crate::Agg;
 
 /// Samples drawn by a bare `spark`.
-pub const DEFAULT_WIDTH: usize = 10;
+pub(crate) const DEFAULT_WIDTH: usize = 10;
 /// The widest sparkline a template may ask for.
-pub const MAX_WIDTH: usize = 240;
+pub(crate) const MAX_WIDTH: usize = 240;
 /// The eight bar heights, lowest first.
 pub const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
@@ -110,7 +110,7 @@ pub(crate) fn render(
 }
 
 /// One bar for a fraction of the full scale (clamped to 0..=1); the lowest bar is zero.
-pub(crate) fn bar(fraction: f64) -> char {
+pub fn bar(fraction: f64) -> char {
     let f = if fraction.is_finite() {
         fraction.clamp(0.0, 1.0)
     } else {
