@@ -6,8 +6,8 @@
 //! `--process-interval` (never more often than every tick). On the ticks in between the
 //! table keeps its last contents, and its head's `sample_mono_ns` says how old they are.
 //!
-//! The kept list never outlives what it describes: a GPU that sleeps, is lost or fails is
-//! dropped from it (and the table rewritten) in the tick that finds it so, and the next
+//! The kept list never outlives what it describes: a GPU that sleeps, is lost, fails or is
+//! no longer counted by the driver is dropped from it (and the table rewritten) in the tick that finds it so, and the next
 //! tick samples every process again; so does the tick after the table was emptied
 //! because NVML went down or was released, and the tick after a GPU came back.
 
@@ -75,6 +75,17 @@ impl ProcTier {
     /// The list the sampler fills on a slow tick (`None` on a fast one).
     pub fn list(&mut self) -> Option<&mut Vec<GpuProcess>> {
         self.slow.then_some(&mut self.listed)
+    }
+
+    /// This tick watches GPUs `0..count`: processes kept for GPUs beyond it (the driver
+    /// lists fewer GPUs than it did) leave the table in this tick.
+    pub fn gpu_count(&mut self, count: u32) {
+        self.absent.truncate(count as usize);
+        let before = self.listed.len();
+        self.listed.retain(|p| p.gpu_index < count);
+        if self.listed.len() != before {
+            self.dirty = true;
+        }
     }
 
     /// Compute processes of GPU `index` in the kept list.

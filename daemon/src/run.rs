@@ -364,6 +364,7 @@ impl Daemon {
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
         self.procs.begin(now);
+        self.procs.gpu_count(count);
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {

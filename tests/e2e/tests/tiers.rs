@@ -1,7 +1,8 @@
 //! The daemon's two tiers: cheap GPU fields every tick, process lists (and ECC) only
 //! every `--process-interval`, counted through the fake NVML's calls file; the process
-//! table head saying when its processes were sampled; and a GPU that sleeps, is lost or
-//! comes back changing the table at once rather than a process interval later.
+//! table head saying when its processes were sampled; and a GPU that sleeps, is lost,
+//! comes back or is no longer counted changing the table at once rather than a process
+//! interval later.
 
 use std::collections::BTreeMap;
 
@@ -217,4 +218,27 @@ fn a_gpu_that_sleeps_or_is_lost_leaves_the_table_at_once_and_comes_back_at_once(
         "gone in the same tick"
     );
     assert_eq!(pids_on(&snap, 0), [100]);
+}
+
+#[test]
+fn a_gpu_the_driver_no_longer_counts_takes_its_processes_with_it_at_once() {
+    let sb = Sandbox::new("tier-shrink");
+    let mut doc = scenario(&[&[100], &[200]]);
+    sb.write_scenario(&doc);
+    // An hour between process samples: only the GPU count can clear GPU 1's row.
+    let daemon = sb.start_daemon_with("20ms", &["--process-interval", "60m"]);
+    sb.wait_live(&daemon);
+    snapshot_when(&sb, &daemon, "both GPUs' processes", |s| {
+        pids_on(s, 0) == [100] && pids_on(s, 1) == [200]
+    });
+
+    doc["gpus"].as_array_mut().unwrap().truncate(1);
+    sb.write_scenario(&doc);
+    let snap = snapshot_when(&sb, &daemon, "one GPU counted", |s| s.status.gpu_count == 1);
+    assert_eq!(
+        pids_on(&snap, 1),
+        Vec::<u32>::new(),
+        "gone in the tick that counted one GPU"
+    );
+    assert_eq!(pids_on(&snap, 0), [100], "GPU 0's stay");
 }
