@@ -431,18 +431,26 @@ pub fn wait_for(what: &str, daemon: &Daemon, mut done: impl FnMut() -> bool) {
 }
 
 /// Runs `cmd` to completion, killing it if it outlives [`WATCHDOG`].
-pub fn run_with_watchdog(mut cmd: Command) -> Output {
+pub fn run_with_watchdog(cmd: Command) -> Output {
+    run_with_limit(cmd, WATCHDOG)
+}
+
+/// Runs `cmd` to completion in its own process group, killing the whole group (so that
+/// no child it started outlives the test) if it runs longer than `limit`.
+pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
     let child = cmd
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("command starts");
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let (done, finished) = std::sync::mpsc::channel::<()>();
     let guard = std::thread::spawn(move || {
-        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(WATCHDOG) {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(limit) {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         }
     });
     let output = child.wait_with_output().expect("command runs");

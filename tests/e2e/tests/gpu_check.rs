@@ -1,0 +1,133 @@
+//! `scripts/gpu-check`, the real-GPU check, kept working where there is no GPU: run on
+//! the fake NVML with a stand-in `nvidia-smi`, every section must come out with
+//! gpupeek's side filled in, so that a session lent a GPU does not spend it on a broken
+//! script. (What the real driver reports is recorded in docs/real-gpu.md.)
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout, Sandbox};
+use serde_json::json;
+
+/// Builds `dump-segment` (the example gpu-check prints every field with) next to the
+/// binaries under test.
+fn build_dump_segment() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.current_dir(repo()).args([
+        "build",
+        "-q",
+        "-p",
+        "gpupeek-shm",
+        "--example",
+        "dump-segment",
+    ]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    assert!(build.status().expect("cargo runs").success());
+}
+
+/// A stand-in `nvidia-smi` in `dir/bin` that says what it was asked.
+fn stand_in_nvidia_smi(dir: &Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, "#!/bin/sh\necho \"stand-in nvidia-smi $*\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
+    build_dump_segment();
+    let sb = Sandbox::new("gpu-check");
+    let mut worker = Command::new("sleep").arg("60").spawn().unwrap();
+    sb.write_scenario(&json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-check-0",
+        "utilization_gpu_pct": 97, "utilization_memory_pct": 10,
+        "temperature_c": 60, "memory_total_bytes": 80u64 << 30,
+        "memory_used_bytes": 40u64 << 30, "power_usage_mw": 300_000,
+        "power_limit_mw": 700_000, "clock_event_reasons": 0,
+        "gpm": {"sm_activity_pct": 12.0, "sm_occupancy_pct": 6.0,
+                "tensor_activity_pct": 5.5, "dram_bw_util_pct": 40.25,
+                "pcie_tx_mib_per_s": 100.0, "pcie_rx_mib_per_s": 2.5,
+                "nvlink_tx_mib_per_s": 0.0, "nvlink_rx_mib_per_s": 0.0},
+        "processes": [{"pid": worker.id(), "used_gpu_memory_bytes": 3u64 << 30,
+                       "utilization_pct": [42, 7, 0, 0]}]
+    }]}));
+    let path = format!(
+        "{}:{}",
+        stand_in_nvidia_smi(&sb.dir).display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let profile_dir = bins().daemon.parent().unwrap();
+    let mut cmd = Command::new(repo().join("scripts/gpu-check"));
+    cmd.arg("1")
+        .env("PATH", path)
+        .env("GPU_CHECK_BIN", profile_dir)
+        .env(
+            "GPU_CHECK_DAEMON_FLAGS",
+            format!(
+                "--nvml-lib {} --sysfs-root {}",
+                bins().fake_nvml.display(),
+                sb.sysfs_root().display()
+            ),
+        )
+        .env("GPU_CHECK_LOAD", "sleep 6")
+        .env("FAKE_NVML_SCENARIO", sb.scenario_path())
+        .env("FAKE_NVML_SYSFS_ROOT", sb.sysfs_root())
+        .env("GPUPEEK_LOCK_DIR", &sb.dir);
+    let run = run_with_limit(cmd, Duration::from_secs(90));
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let (out, err) = (stdout(&run), stderr(&run));
+    assert!(run.status.success(), "gpu-check failed:\n{out}\n{err}");
+
+    let section = |title: &str| -> &str {
+        let start = out
+            .find(&format!("== {title}"))
+            .unwrap_or_else(|| panic!("no section {title:?} in:\n{out}"));
+        let rest = &out[start..];
+        let end = rest[3..].find("\n== ").map_or(rest.len(), |e| e + 3);
+        &rest[..end]
+    };
+    let has = |title: &str, want: &str| {
+        let text = section(title);
+        assert!(text.contains(want), "{title:?} lacks {want:?}:\n{text}");
+    };
+    has(
+        "round 1: nvidia-smi",
+        "stand-in nvidia-smi --query-gpu=index,name,uuid",
+    );
+    has(
+        "round 1: gpupeek query",
+        "0, NVIDIA H100 80GB HBM3, GPU-check-0",
+    );
+    has("round 1: gpupeek\n", "root:sleep/");
+    has("round 1: gpupeek\n", "gpu0.uuid=GPU-check-0");
+    // The JSON line (index, verdict, reasons, GPM): GPM may need one more tick here.
+    has("GPM and verdicts at rest", "\n0 ");
+    has("GPM under load: sleep 6", "gpupeek_gpu_sm_activity_ratio");
+    has("GPM under load: sleep 6", "starved");
+    has("processes under load", &format!(" {} ", worker.id()));
+    has("processes under load", "sleep");
+    has("GPM after the load", "starved");
+    has("gpupeekd log", "NVML initialised");
+
+    let shm = Path::new("/dev/shm").join(format!("gpupeek-check-{}", run_pid(&out)));
+    assert!(!shm.exists(), "{} left behind", shm.display());
+}
+
+/// The script's pid, from the segment name its daemon log or output mentions.
+fn run_pid(out: &str) -> String {
+    let at = out
+        .find("gpupeek-check-")
+        .expect("segment name in the output");
+    out[at + "gpupeek-check-".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
