@@ -139,6 +139,11 @@ pub struct Args {
     /// "{util}% {mem_used:GiB:.1}G"; plain text, no colours)
     #[argh(option)]
     pub prompt_format: Option<String>,
+
+    /// only write "gpupeekd stopped" to --prompt-file and exit, touching no segment: for
+    /// a service manager to run after the daemon died without a clean stop (ExecStopPost)
+    #[argh(switch)]
+    pub prompt_stopped: bool,
 }
 
 /// Every reason of [`crate::alerts::THROTTLE_REASONS`] but sw_power_cap, which is

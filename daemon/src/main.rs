@@ -3,7 +3,7 @@
 //!
 //! Exit status: 0 after a clean stop, 1 on an internal error (or a second stop signal),
 //! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
-//! be created.
+//! be created, 5 when `--prompt-stopped` cannot write the prompt file.
 
 mod alerts;
 mod cli;
@@ -34,6 +34,7 @@ const EXIT_INTERNAL: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_ALREADY_RUNNING: u8 = 3;
 const EXIT_SEGMENT: u8 = 4;
+const EXIT_PROMPT_FILE: u8 = 5;
 
 fn main() -> ExitCode {
     let args = match parse_args() {
@@ -48,6 +49,9 @@ fn main() -> ExitCode {
         Ok(prompt) => prompt,
         Err(code) => return code,
     };
+    if args.prompt_stopped {
+        return mark_prompt_stopped(prompt);
+    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
     let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
@@ -111,6 +115,22 @@ fn prompt_file(args: &cli::Args) -> Result<Option<prompt::PromptFile>, ExitCode>
         (Some(path), format) => prompt::PromptFile::new(path, format.as_deref())
             .map(Some)
             .map_err(|e| usage(&e)),
+    }
+}
+
+/// `--prompt-stopped`: the line a clean stop leaves, written by a process of its own
+/// because the daemon that should have written it was killed.
+fn mark_prompt_stopped(prompt: Option<prompt::PromptFile>) -> ExitCode {
+    let Some(mut prompt) = prompt else {
+        logging::say(format_args!("--prompt-stopped needs --prompt-file"));
+        return ExitCode::from(EXIT_USAGE);
+    };
+    match prompt.mark_stopped() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            logging::say(format_args!("{e}"));
+            ExitCode::from(EXIT_PROMPT_FILE)
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //! The line is exactly what `gpupeek --format TEMPLATE` prints for the same records
 //! (same engine, [`gpupeek_render`], plain markup, trailing newline); "GPU asleep" when
 //! every GPU sleeps; "GPU: NVML error" while NVML fails; and, after a clean stop,
-//! [`STOPPED_TEXT`], which cannot be mistaken for values.
+//! [`STOPPED_TEXT`], which cannot be mistaken for values. A daemon that is killed cannot
+//! write that line; `gpupeekd --prompt-stopped`, run by the service manager once the
+//! daemon is gone (the unit's `ExecStopPost`), writes it in its place.
 //!
 //! Replacement is atomic: the text goes to a temporary file in the same directory,
 //! created `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC` with mode 0644, then renamed over the
@@ -162,6 +164,17 @@ impl PromptFile {
         self.line.push_str(STOPPED_TEXT);
         self.line.push('\n');
         self.write_if_changed();
+    }
+
+    /// Writes [`STOPPED_TEXT`] once, saying why not in one line: `gpupeekd
+    /// --prompt-stopped`, run by the service manager after a daemon that could not stop
+    /// cleanly (killed, crashed, hung past its watchdog) left its last values behind.
+    pub fn mark_stopped(&mut self) -> Result<(), String> {
+        self.line.clear();
+        self.line.push_str(STOPPED_TEXT);
+        self.line.push('\n');
+        self.replace()
+            .map_err(|e| format!("cannot write prompt file {}: {}", self.display(), e.desc()))
     }
 
     fn write_if_changed(&mut self) {

@@ -387,6 +387,8 @@ fn every_malformed_daemon_flag_gets_one_line_and_exit_2() {
         vec![b"--prompt-file", b"p", b"--prompt-format", b"{bogus}"],
         vec![b"--prompt-file", b"p", b"--prompt-format", b"{util:spark0}"],
         vec![b"--prompt-format", b"{util}"],
+        vec![b"--prompt-stopped"],
+        vec![b"--prompt-stopped", b"--prompt-file", b"dir/"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().daemon);

@@ -107,6 +107,12 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
         ),
         "{unit}"
     );
+    assert!(
+        unit.contains(
+            "\nExecStopPost=-/usr/sbin/gpupeekd --prompt-file /run/gpupeek/prompt --prompt-stopped\n"
+        ),
+        "the line a killed daemon cannot write goes to the same file: {unit}"
+    );
     assert!(unit.contains("\nType=notify\n"), "{unit}");
     let exporter =
         std::fs::read_to_string(dest.join("usr/lib/systemd/system/gpupeek-exporter.service"))

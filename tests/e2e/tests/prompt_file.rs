@@ -2,13 +2,16 @@
 //! `gpupeek --format` for the same records, following changes within a tick or two,
 //! replaced atomically (a reader in a tight loop never sees a partial line), never
 //! written through a planted symlink, a stopped daemon's line that cannot pass for
-//! values, and a bad template refused in one line before anything is created.
+//! values (written by `--prompt-stopped` for a daemon that was killed), and a bad
+//! template refused in one line before anything is created.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use gpupeek_e2e::{assert_one_line_failure, run_with_watchdog, stdout, wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{
+    assert_one_line_failure, run_with_watchdog, stderr, stdout, wait_for, Daemon, Sandbox,
+};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -174,6 +177,54 @@ fn a_clean_stop_leaves_a_line_that_cannot_pass_for_values() {
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
     assert_eq!(read(&path), "gpupeekd stopped\n");
+}
+
+#[test]
+fn prompt_stopped_replaces_a_killed_daemons_last_line_and_touches_no_segment() {
+    let sb = Sandbox::new("pf-killed");
+    sb.write_scenario(&two_gpus(45));
+    let mut daemon = start(&sb, "100ms", &[]);
+    sb.wait_live(&daemon);
+    let path = prompt_path(&sb);
+    wait_for("the prompt file", &daemon, || read(&path) == "70% 40.0G\n");
+    daemon.signal(Signal::SIGKILL);
+    daemon.wait_exit();
+    assert_eq!(
+        read(&path),
+        "70% 40.0G\n",
+        "a killed daemon cannot say it stopped"
+    );
+    std::fs::remove_file(sb.shm_path()).unwrap();
+
+    // What the unit's ExecStopPost runs (with the same environment as the daemon).
+    let mut cmd = sb.daemon_command("100ms");
+    cmd.arg("--prompt-file").arg(&path).arg("--prompt-stopped");
+    let out = run_with_watchdog(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert_eq!(read(&path), "gpupeekd stopped\n");
+    assert!(
+        !sb.shm_path().exists(),
+        "--prompt-stopped created a segment"
+    );
+    assert!(
+        !sb.dir.join("run/.prompt.tmp").exists(),
+        "temporary left over"
+    );
+
+    // A file it cannot write: exit 5, why in one line.
+    let missing = sb.dir.join("missing/prompt");
+    let mut cmd = sb.daemon_command("100ms");
+    cmd.arg("--prompt-file")
+        .arg(&missing)
+        .arg("--prompt-stopped");
+    let out = run_with_watchdog(cmd);
+    assert_one_line_failure(&out, 5, "--prompt-stopped into a missing directory");
+    assert!(
+        stderr(&out).contains("cannot write prompt file"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
