@@ -195,6 +195,7 @@ mod tests {
             driver_version: None,
             published_unix_ns: 0,
             proc_policy: None,
+            processes_age_ms: None,
             gpus: vec![
                 gpu(
                     0,

@@ -5,7 +5,8 @@
 //! (`"suspended"` or `"idle"`), and `null` for every value. After gpustat's keys each GPU
 //! has gpupeek's own: `"verdict"` (see `verdict.rs`; `null` when it cannot be told),
 //! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
-//! bytes per second; `null` without GPM).
+//! bytes per second; `null` without GPM). After `"gpus"`, `"processes_age_ms"` says how
+//! old the process lists are (the daemon samples them every `--process-interval`).
 
 use serde::Serialize;
 
@@ -17,6 +18,8 @@ struct Document<'a> {
     driver_version: Option<&'a str>,
     query_time: &'a str,
     gpus: Vec<Gpu<'a>>,
+    // gpupeek's own key, after gpustat's.
+    processes_age_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -114,6 +117,7 @@ pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
         driver_version: view.driver_version.as_deref(),
         query_time,
         gpus: view.gpus.iter().map(gpu).collect(),
+        processes_age_ms: view.processes_age_ms,
     };
     to_text(&doc)
 }

@@ -153,6 +153,24 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
     if !up {
         return out.0;
     }
+    if let Some(age) = crate::view::processes_age_ns(snap, now_mono_ns) {
+        out.family(
+            "gpupeek_process_sample_age_seconds",
+            "gauge",
+            "Seconds since gpupeekd last sampled the GPU process lists.",
+        );
+        out.sample("gpupeek_process_sample_age_seconds", "", age as f64 / 1e9);
+        out.family(
+            "gpupeek_process_sampling_period_seconds",
+            "gauge",
+            "How often gpupeekd samples the GPU process lists (--process-interval).",
+        );
+        out.sample(
+            "gpupeek_process_sampling_period_seconds",
+            "",
+            snap.proc_head.period_ns as f64 / 1e9,
+        );
+    }
     let version = |bit, field: &[u8]| {
         if status.valid & bit != 0 {
             text::decode(field)

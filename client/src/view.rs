@@ -23,6 +23,9 @@ pub struct View {
     pub gpus: Vec<GpuView>,
     /// How much the daemon publishes about processes (`None` from a 1.0 daemon).
     pub proc_policy: Option<ProcPolicy>,
+    /// How long before this view was built the daemon sampled the process lists, ms
+    /// (it samples them every `--process-interval`; `None` from a daemon before ABI 1.2).
+    pub processes_age_ms: Option<u64>,
 }
 
 /// One GPU.
@@ -197,8 +200,17 @@ impl View {
             published_unix_ns: s.published_unix_ns,
             gpus,
             proc_policy: snap.proc_policy(),
+            processes_age_ms: processes_age_ns(snap, gpupeek_shm::mono_now_ns())
+                .map(|ns| ns / 1_000_000),
         })
     }
+}
+
+/// How long before `now_mono_ns` the daemon sampled the process table; `None` when the
+/// daemon does not say (before ABI 1.2).
+pub fn processes_age_ns(snap: &Snapshot, now_mono_ns: u64) -> Option<u64> {
+    let sampled = snap.proc_head.sample_mono_ns;
+    (sampled != 0).then(|| now_mono_ns.saturating_sub(sampled))
 }
 
 impl GpuView {

@@ -242,3 +242,39 @@ fn a_gpu_the_driver_no_longer_counts_takes_its_processes_with_it_at_once() {
     );
     assert_eq!(pids_on(&snap, 0), [100], "GPU 0's stay");
 }
+
+#[test]
+fn json_and_metrics_say_how_old_the_process_lists_are() {
+    let sb = Sandbox::new("tier-age");
+    sb.write_scenario(&scenario(&[&[4242]]));
+    // Processes are sampled once, at the first tick; the GPU values keep coming.
+    let daemon = sb.start_daemon_with("20ms", &["--process-interval", "60m"]);
+    sb.wait_live(&daemon);
+    let first = snapshot_when(&sb, &daemon, "the process", |s| pids_on(s, 0) == [4242]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sb.let_ticks_pass(&daemon, 2);
+    let later = sb.segment().snapshot().unwrap();
+    assert_eq!(
+        later.proc_head.sample_mono_ns,
+        first.proc_head.sample_mono_ns
+    );
+
+    let json: Value = serde_json::from_str(&gpupeek_e2e::stdout(&sb.client(&["--json"]))).unwrap();
+    let age_ms = json["processes_age_ms"].as_u64().expect("processes_age_ms");
+    assert!(
+        age_ms >= 300,
+        "{age_ms} ms, sampled before the 300 ms sleep"
+    );
+    assert_eq!(json["gpus"][0]["processes"][0]["pid"], 4242);
+
+    let metrics = gpupeek_e2e::stdout(&sb.client_env(&["metrics"], &[]));
+    let value = |name: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"));
+        line[name.len() + 1..].parse().unwrap()
+    };
+    assert!(value("gpupeek_process_sample_age_seconds") >= 0.3);
+    assert_eq!(value("gpupeek_process_sampling_period_seconds"), 3600.0);
+}
