@@ -1,0 +1,67 @@
+//! `scripts/demo`, the first command README.md gives a newcomer: without a driver it must
+//! say it is a demo, show the fake GPUs in every view it runs, follow a change, and leave
+//! nothing behind (segment, worker process).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout};
+
+#[test]
+fn the_demo_says_it_is_one_shows_every_view_and_cleans_up() {
+    let profile_dir = bins().daemon.parent().unwrap();
+    let mut cmd = Command::new(repo().join("scripts/demo"));
+    cmd.env("GPUPEEK_DEMO", "1")
+        .env("GPUPEEK_DEMO_BIN", profile_dir)
+        .env_remove("FAKE_NVML_SCENARIO");
+    let run = run_with_limit(cmd, Duration::from_secs(60));
+    let out = stdout(&run);
+    assert!(
+        run.status.success(),
+        "demo failed:\n{out}\n{}",
+        stderr(&run)
+    );
+
+    assert!(
+        out.starts_with("== DEMO: no NVIDIA driver here."),
+        "the demo must say it is one first:\n{out}"
+    );
+    for view in ["-a", "-cupf", "--by-user", "--json --id 0"] {
+        assert!(
+            out.contains(&format!("\n$ gpupeek {view}\n")),
+            "no `gpupeek {view}` in:\n{out}"
+        );
+    }
+    assert!(out.contains("[1] NVIDIA H100 80GB HBM3"), "{out}");
+    // The worker the scenario names is a real process, resolved through /proc.
+    let at = out.find(":sleep/").expect("the worker in -cup's line");
+    let pid: String = out[at + ":sleep/".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    // The scenario change: GPU 1 becomes busy in the last view.
+    let last = &out[out.rfind("\n$ gpupeek \n").expect("a last plain view")..];
+    assert!(
+        last.lines()
+            .any(|l| l.starts_with("[1]") && l.contains(" 88 %")),
+        "GPU 1 busy at the end:\n{last}"
+    );
+    assert!(out.contains("gpupeekd log:"), "{out}");
+
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() != "sleep"),
+        "the demo's worker {pid} outlived it"
+    );
+    let segment = out
+        .lines()
+        .find_map(|l| l.split("segment '").nth(1))
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the daemon log names its segment");
+    assert!(
+        !Path::new("/dev/shm").join(segment).exists(),
+        "{segment} left behind"
+    );
+}
