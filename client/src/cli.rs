@@ -107,8 +107,8 @@ pub struct Args {
     #[argh(option)]
     pub asleep: Option<String>,
 
-    /// redraw every SECS seconds (bare -i: 1) with utilisation sparklines, until q or
-    /// Ctrl-C (also --interval, as gpustat)
+    /// redraw every SECS seconds (0.01 to 86400; bare -i: 1) with utilisation
+    /// sparklines, until q or Ctrl-C (also --interval, as gpustat)
     #[argh(option, short = 'i')]
     pub watch: Option<f64>,
 
@@ -230,8 +230,10 @@ fn is_codec_value(s: &str) -> bool {
     !s.starts_with('-') && parse_codec(s).is_ok()
 }
 
+/// Any number is taken as `-i`'s value, so `-i 0` or `-i -1` gets the interval's own
+/// error rather than "Unrecognized argument".
 fn is_seconds(s: &str) -> bool {
-    s.parse::<f64>().is_ok_and(|x| x > 0.0)
+    s.parse::<f64>().is_ok()
 }
 
 fn is_power_value(s: &str) -> bool {
@@ -304,6 +306,8 @@ mod tests {
         assert_eq!(norm(&["-i"]), ["-i", "1"]);
         assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
         assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
+        assert_eq!(norm(&["-i", "0"]), ["-i", "0"]);
+        assert_eq!(norm(&["-i", "-1"]), ["-i", "-1"]);
     }
 
     #[test]

@@ -340,6 +340,8 @@ fn every_malformed_client_flag_gets_one_line_and_exit_2() {
         vec![b"--watch", b"0.001"],
         vec![b"--watch", b"-1"],
         vec![b"--watch", b"nan"],
+        vec![b"--watch", b"1e20"],
+        vec![b"-i", b"0"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().client);
