@@ -1,8 +1,9 @@
 //! Command-line flags of `gpupeek`, following gpustat's where gpustat has one.
 //!
 //! argh parses the flags; [`normalize`] first rewrites the gpustat habits argh does not
-//! know: bundled short switches (`-cup`) and the optional values of `-e`/`--show-codec`
-//! and `-P`/`--show-power` (a bare `-P` means `draw,limit`).
+//! know: `--flag=value` (argparse takes it), bundled short switches (`-cup`) and the
+//! optional values of `-e`/`--show-codec`, `-P`/`--show-power` (a bare `-P` means
+//! `draw,limit`) and `-i`/`--watch`.
 
 use argh::FromArgs;
 
@@ -187,6 +188,7 @@ const BUNDLEABLE: &str = "cupfFavV";
 
 /// Rewrites gpustat-style arguments into the form argh parses.
 pub fn normalize(args: &[String]) -> Vec<String> {
+    let args = crate::commands::split_equals(args);
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut iter = args.iter().peekable();
     while let Some(arg) = iter.next() {
@@ -290,6 +292,15 @@ mod tests {
         assert!(args.show_cmd && args.show_user && args.show_pid && args.show_fan_speed);
         assert_eq!(args.show_power, Some(Power::DrawLimit));
         assert!(!args.show_full_cmd, "gpustat's -a leaves out -f");
+    }
+
+    #[test]
+    fn long_flags_take_their_value_after_an_equals_sign_as_argparse_does() {
+        assert_eq!(
+            norm(&["--id=0,1", "--shm=x", "--format={util}=%", "--watch=0.5"]),
+            ["--id", "0,1", "--shm", "x", "--format", "{util}=%", "--watch", "0.5"]
+        );
+        assert_eq!(norm(&["--show-codec=dec", "-c"]), ["--show-codec", "dec", "-c"]);
     }
 
     #[test]

@@ -45,8 +45,8 @@ fn parse<T: FromArgs>(name: &str, args: &[String]) -> Result<T, Exit> {
     })
 }
 
-/// `--flag=value` becomes `--flag value` (up to a `--`).
-fn split_equals(args: &[String]) -> Vec<String> {
+/// `--flag=value` becomes `--flag value` (up to a `--`); `gpupeek`'s own flags too.
+pub fn split_equals(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut iter = args.iter();
     for arg in iter.by_ref() {
