@@ -243,6 +243,21 @@ fn is_power_value(s: &str) -> bool {
 }
 
 impl Args {
+    /// A flag of the table view given with `--format`, `--output` or `--follow`, which
+    /// print a one-line output instead and would silently ignore it.
+    pub fn table_flag_with_line_output(&self) -> Option<&'static str> {
+        if self.format.is_none() && self.output.is_none() && !self.follow {
+            return None;
+        }
+        [
+            (self.json, "--json"),
+            (self.by_user, "--by-user"),
+            (self.watch.is_some(), "--watch"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// Applies `-a`.
     pub fn expand_show_all(&mut self) {
         if self.show_all {
@@ -300,7 +315,31 @@ mod tests {
             norm(&["--id=0,1", "--shm=x", "--format={util}=%", "--watch=0.5"]),
             ["--id", "0,1", "--shm", "x", "--format", "{util}=%", "--watch", "0.5"]
         );
-        assert_eq!(norm(&["--show-codec=dec", "-c"]), ["--show-codec", "dec", "-c"]);
+        assert_eq!(
+            norm(&["--show-codec=dec", "-c"]),
+            ["--show-codec", "dec", "-c"]
+        );
+    }
+
+    #[test]
+    fn json_by_user_and_watch_do_not_mix_with_one_line_outputs() {
+        let line = |follow, json| Args {
+            follow,
+            json,
+            ..Args::default()
+        };
+        assert_eq!(
+            line(true, true).table_flag_with_line_output(),
+            Some("--json")
+        );
+        assert_eq!(line(true, false).table_flag_with_line_output(), None);
+        assert_eq!(line(false, true).table_flag_with_line_output(), None);
+        let watch = Args {
+            output: Some("waybar".into()),
+            watch: Some(1.0),
+            ..Args::default()
+        };
+        assert_eq!(watch.table_flag_with_line_output(), Some("--watch"));
     }
 
     #[test]

@@ -449,6 +449,12 @@ fn pango_escape(text: &str) -> String {
 /// protocol (class `stopped` or `error`; nothing for a prompt) and exit status 0, so the
 /// bar shows it instead of hiding the module; `text` keeps the usual error and status.
 pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
+    if let Some(flag) = args.table_flag_with_line_output() {
+        return Err(Exit::new(
+            EXIT_USAGE,
+            format!("{flag} does not go with --format, --output or --follow, which print one line"),
+        ));
+    }
     let kind = match &args.output {
         Some(o) => Kind::parse(o).map_err(|e| Exit::new(EXIT_USAGE, e))?,
         None => Kind::Text,

@@ -260,7 +260,11 @@ mod tests {
         for bad in [0.0, 0.001, -1.0, 86_400.5, 1e20, f64::INFINITY, f64::NAN] {
             let exit = interval(bad).unwrap_err();
             assert_eq!(exit.code, EXIT_USAGE, "{bad}");
-            assert!(exit.message.contains("0.01 to 86400 seconds"), "{}", exit.message);
+            assert!(
+                exit.message.contains("0.01 to 86400 seconds"),
+                "{}",
+                exit.message
+            );
         }
     }
 }

@@ -342,6 +342,10 @@ fn every_malformed_client_flag_gets_one_line_and_exit_2() {
         vec![b"--watch", b"nan"],
         vec![b"--watch", b"1e20"],
         vec![b"-i", b"0"],
+        // Table flags the one-line outputs would silently ignore.
+        vec![b"--follow", b"--json"],
+        vec![b"-o", b"waybar", b"--by-user"],
+        vec![b"--format", b"{util}", b"-i", b"1"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().client);
