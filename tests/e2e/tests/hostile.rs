@@ -428,6 +428,8 @@ fn every_malformed_format_template_is_exit_2_naming_the_column_without_output() 
         "{{util}",
         "{util}}",
         "{name:\u{1b}[31m}",
+        "{util!90,70}",
+        "{util!nan}",
     ] {
         let out = sb.client(&["--format", template]);
         let err = stderr(&out);
