@@ -1,8 +1,9 @@
 //! Command-line flags of `gpupeek`, following gpustat's where gpustat has one.
 //!
 //! argh parses the flags; [`normalize`] first rewrites the gpustat habits argh does not
-//! know: bundled short switches (`-cup`) and the optional values of `-e`/`--show-codec`
-//! and `-P`/`--show-power` (a bare `-P` means `draw,limit`).
+//! know: `--flag=value` (argparse takes it), bundled short switches (`-cup`) and the
+//! optional values of `-e`/`--show-codec`, `-P`/`--show-power` (a bare `-P` means
+//! `draw,limit`) and `-i`/`--watch`.
 
 use argh::FromArgs;
 
@@ -107,8 +108,8 @@ pub struct Args {
     #[argh(option)]
     pub asleep: Option<String>,
 
-    /// redraw every SECS seconds (bare -i: 1) with utilisation sparklines, until q or
-    /// Ctrl-C (also --interval, as gpustat)
+    /// redraw every SECS seconds (0.01 to 86400; bare -i: 1) with utilisation
+    /// sparklines, until q or Ctrl-C (also --interval, as gpustat)
     #[argh(option, short = 'i')]
     pub watch: Option<f64>,
 
@@ -187,6 +188,7 @@ const BUNDLEABLE: &str = "cupfFavV";
 
 /// Rewrites gpustat-style arguments into the form argh parses.
 pub fn normalize(args: &[String]) -> Vec<String> {
+    let args = crate::commands::split_equals(args);
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut iter = args.iter().peekable();
     while let Some(arg) = iter.next() {
@@ -230,8 +232,10 @@ fn is_codec_value(s: &str) -> bool {
     !s.starts_with('-') && parse_codec(s).is_ok()
 }
 
+/// Any number is taken as `-i`'s value, so `-i 0` or `-i -1` gets the interval's own
+/// error rather than "Unrecognized argument".
 fn is_seconds(s: &str) -> bool {
-    s.parse::<f64>().is_ok_and(|x| x > 0.0)
+    s.parse::<f64>().is_ok()
 }
 
 fn is_power_value(s: &str) -> bool {
@@ -239,6 +243,21 @@ fn is_power_value(s: &str) -> bool {
 }
 
 impl Args {
+    /// A flag of the table view given with `--format`, `--output` or `--follow`, which
+    /// print a one-line output instead and would silently ignore it.
+    pub fn table_flag_with_line_output(&self) -> Option<&'static str> {
+        if self.format.is_none() && self.output.is_none() && !self.follow {
+            return None;
+        }
+        [
+            (self.json, "--json"),
+            (self.by_user, "--by-user"),
+            (self.watch.is_some(), "--watch"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// Applies `-a`.
     pub fn expand_show_all(&mut self) {
         if self.show_all {
@@ -291,6 +310,39 @@ mod tests {
     }
 
     #[test]
+    fn long_flags_take_their_value_after_an_equals_sign_as_argparse_does() {
+        assert_eq!(
+            norm(&["--id=0,1", "--shm=x", "--format={util}=%", "--watch=0.5"]),
+            ["--id", "0,1", "--shm", "x", "--format", "{util}=%", "--watch", "0.5"]
+        );
+        assert_eq!(
+            norm(&["--show-codec=dec", "-c"]),
+            ["--show-codec", "dec", "-c"]
+        );
+    }
+
+    #[test]
+    fn json_by_user_and_watch_do_not_mix_with_one_line_outputs() {
+        let line = |follow, json| Args {
+            follow,
+            json,
+            ..Args::default()
+        };
+        assert_eq!(
+            line(true, true).table_flag_with_line_output(),
+            Some("--json")
+        );
+        assert_eq!(line(true, false).table_flag_with_line_output(), None);
+        assert_eq!(line(false, true).table_flag_with_line_output(), None);
+        let watch = Args {
+            output: Some("waybar".into()),
+            watch: Some(1.0),
+            ..Args::default()
+        };
+        assert_eq!(watch.table_flag_with_line_output(), Some("--watch"));
+    }
+
+    #[test]
     fn unknown_letters_are_left_for_argh_to_reject() {
         assert_eq!(norm(&["-cx"]), ["-cx"]);
     }
@@ -304,6 +356,8 @@ mod tests {
         assert_eq!(norm(&["-i"]), ["-i", "1"]);
         assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
         assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
+        assert_eq!(norm(&["-i", "0"]), ["-i", "0"]);
+        assert_eq!(norm(&["-i", "-1"]), ["-i", "-1"]);
     }
 
     #[test]

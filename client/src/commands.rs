@@ -32,6 +32,16 @@ pub fn dispatch(argv: &[String]) -> Option<Result<(), Exit>> {
     })
 }
 
+/// For argh's error about a subcommand named after other arguments (`gpupeek --shm x
+/// query` is "Unrecognized argument: query"), the hint to put it first.
+pub fn misplaced(argh_error: &str) -> Option<String> {
+    let name = argh_error
+        .trim_end()
+        .strip_prefix("Unrecognized argument: ")?;
+    matches!(name, "query" | "metrics" | "serve")
+        .then(|| format!("the {name} command comes first: gpupeek {name} [its flags, --shm too]"))
+}
+
 /// Parses a subcommand's flags; `--help` prints and exits 0, bad flags exit 2.
 fn parse<T: FromArgs>(name: &str, args: &[String]) -> Result<T, Exit> {
     let args = split_equals(args);
@@ -45,8 +55,8 @@ fn parse<T: FromArgs>(name: &str, args: &[String]) -> Result<T, Exit> {
     })
 }
 
-/// `--flag=value` becomes `--flag value` (up to a `--`).
-fn split_equals(args: &[String]) -> Vec<String> {
+/// `--flag=value` becomes `--flag value` (up to a `--`); `gpupeek`'s own flags too.
+pub fn split_equals(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut iter = args.iter();
     for arg in iter.by_ref() {
@@ -131,6 +141,14 @@ mod tests {
             split_equals(&strings(&["--", "--x=y", "a=b"])),
             strings(&["--", "--x=y", "a=b"])
         );
+    }
+
+    #[test]
+    fn a_subcommand_after_other_arguments_gets_a_hint_to_put_it_first() {
+        let hint = misplaced("Unrecognized argument: query\n");
+        assert!(hint.unwrap().contains("gpupeek query"));
+        assert_eq!(misplaced("Unrecognized argument: quest"), None);
+        assert_eq!(misplaced("Required options not provided"), None);
     }
 
     #[test]

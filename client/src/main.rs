@@ -275,7 +275,10 @@ fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
                 Ok(()) => Exit::new(0, ""),
                 Err(e) => e,
             },
-            Err(()) => Exit::new(EXIT_USAGE, exit.output.trim_end()),
+            Err(()) => match commands::misplaced(&exit.output) {
+                Some(hint) => Exit::new(EXIT_USAGE, hint),
+                None => Exit::new(EXIT_USAGE, exit.output.trim_end()),
+            },
         }
     })
 }

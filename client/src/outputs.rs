@@ -16,6 +16,7 @@
 //! template; `suspended` when every selected GPU is asleep; `stopped` when the daemon is
 //! not running or not responding; `error` for anything else (NVML error, bad segment).
 
+use gpupeek_shm::layout::{gpu_valid, GpuState};
 use gpupeek_shm::{GpuRecord, History, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
@@ -196,13 +197,17 @@ impl Renderer {
             return Ok(self.finish(&text, "suspended", Level::Ok, 0, &data));
         }
         let rendered = self.template.render(&data, self.markup.as_ref());
-        let awake: Vec<&GpuRecord> = gpus
+        // The mean over the GPUs that report it, as `{util}`: a lost GPU is not 0 %.
+        let reporting: Vec<&GpuRecord> = gpus
             .iter()
             .copied()
-            .filter(|g| !template::asleep(g))
+            .filter(|g| g.valid & gpu_valid::UTILIZATION != 0 && !template::asleep(g))
             .collect();
-        let util = awake.iter().map(|g| u64::from(g.util_gpu_pct)).sum::<u64>()
-            / (awake.len().max(1) as u64);
+        let util = reporting
+            .iter()
+            .map(|g| u64::from(g.util_gpu_pct))
+            .sum::<u64>()
+            / (reporting.len().max(1) as u64);
         Ok(self.finish(
             &rendered.text,
             rendered.level.name(),
@@ -307,21 +312,22 @@ fn select<'a>(snap: &'a Snapshot, ids: Option<&[u32]>) -> Result<Vec<&'a GpuReco
         .collect()
 }
 
-/// waybar's tooltip: a line per GPU.
+/// waybar's tooltip: a line per GPU; one that is not `ok` (asleep, lost, in error) has
+/// no values to show, only its state.
 struct Tooltip {
-    awake: Template,
-    asleep: Template,
+    ok: Template,
+    other: Template,
 }
 
 impl Tooltip {
-    const AWAKE: &str = "GPU {index} {name}: {util}% · {mem_used:GiB:.1}/{mem_total:GiB:.1} GiB · {temp}°C · {power} W";
-    const ASLEEP: &str = "GPU {index} {name}: {state}";
+    const OK: &str = "GPU {index} {name}: {util}% · {mem_used:GiB:.1}/{mem_total:GiB:.1} GiB · {temp}°C · {power} W";
+    const OTHER: &str = "GPU {index} {name}: {state}";
 
     fn new() -> Tooltip {
         let parse = |src| Template::parse(src).unwrap_or_else(|_| unreachable!("{src}"));
         Tooltip {
-            awake: parse(Self::AWAKE),
-            asleep: parse(Self::ASLEEP),
+            ok: parse(Self::OK),
+            other: parse(Self::OTHER),
         }
     }
 
@@ -337,10 +343,10 @@ impl Tooltip {
                 status: data.status,
                 history: &[],
             };
-            let t = if template::asleep(g) {
-                &self.asleep
+            let t = if GpuState::from_raw(g.state) == Some(GpuState::Ok) {
+                &self.ok
             } else {
-                &self.awake
+                &self.other
             };
             t.render_into(&d, &Pango, &mut out);
         }
@@ -443,6 +449,12 @@ fn pango_escape(text: &str) -> String {
 /// protocol (class `stopped` or `error`; nothing for a prompt) and exit status 0, so the
 /// bar shows it instead of hiding the module; `text` keeps the usual error and status.
 pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
+    if let Some(flag) = args.table_flag_with_line_output() {
+        return Err(Exit::new(
+            EXIT_USAGE,
+            format!("{flag} does not go with --format, --output or --follow, which print one line"),
+        ));
+    }
     let kind = match &args.output {
         Some(o) => Kind::parse(o).map_err(|e| Exit::new(EXIT_USAGE, e))?,
         None => Kind::Text,

@@ -65,13 +65,19 @@ pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
     }
 }
 
-/// The redraw interval `--watch SECS` asks for; a usage error below 0.01 s. Checked before
-/// the segment is opened, so bad usage is reported as such even with no daemon running.
+/// Longest `--watch` interval, a day: any longer and the deadline could overflow.
+pub const MAX_INTERVAL_SECS: f64 = 86_400.0;
+
+/// The redraw interval `--watch SECS` asks for; a usage error outside 0.01 s to a day.
+/// Checked before the segment is opened, so bad usage is reported as such even with no
+/// daemon running.
 pub fn interval(secs: f64) -> Result<Duration, Exit> {
-    if !(secs.is_finite() && secs >= 0.01) {
+    if !(0.01..=MAX_INTERVAL_SECS).contains(&secs) {
         return Err(Exit::new(
             EXIT_USAGE,
-            format!("--watch {secs}: the interval must be at least 0.01 seconds"),
+            format!(
+                "--watch {secs}: the interval must be from 0.01 to {MAX_INTERVAL_SECS} seconds"
+            ),
         ));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -245,5 +251,20 @@ mod tests {
         let text = h.render();
         assert!(text.starts_with("[0] util ▁▅ █"), "{text}");
         assert!(text.trim_end().ends_with("mem █▅ ▁"), "{text}");
+    }
+
+    #[test]
+    fn watch_intervals_outside_a_hundredth_of_a_second_to_a_day_are_usage_errors() {
+        assert_eq!(interval(0.5).unwrap(), Duration::from_millis(500));
+        assert_eq!(interval(86_400.0).unwrap(), Duration::from_secs(86_400));
+        for bad in [0.0, 0.001, -1.0, 86_400.5, 1e20, f64::INFINITY, f64::NAN] {
+            let exit = interval(bad).unwrap_err();
+            assert_eq!(exit.code, EXIT_USAGE, "{bad}");
+            assert!(
+                exit.message.contains("0.01 to 86400 seconds"),
+                "{}",
+                exit.message
+            );
+        }
     }
 }

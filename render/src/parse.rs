@@ -217,8 +217,15 @@ pub(crate) fn parse_threshold(t: &str, col: usize) -> Result<Threshold, ParseErr
         None => None,
         Some(n) => Some(n.map_err(|_| bad())?),
     };
-    if numbers.next().is_some() {
+    if numbers.next().is_some() || !warn.is_finite() || crit.is_some_and(|c| !c.is_finite()) {
         return Err(bad());
+    }
+    if let Some(c) = crit.filter(|&c| if below { c > warn } else { c < warn }) {
+        let side = if below { "at or below" } else { "at or above" };
+        return Err(err(
+            col,
+            format!("bad threshold \"!{t}\": critical {c} must be {side} warning {warn}"),
+        ));
     }
     Ok(Threshold { below, warn, crit })
 }

@@ -149,3 +149,31 @@ fn errors_point_at_the_column() {
     assert_eq!(col("{name!5}"), 2, "threshold on text");
     assert_eq!(col("{}"), 2, "empty placeholder");
 }
+
+#[test]
+fn thresholds_whose_critical_comes_before_warning_or_that_are_not_numbers_are_errors() {
+    for bad in [
+        "{util!90,70}",
+        "{util!<10,20}",
+        "{util!nan}",
+        "{util!70,inf}",
+    ] {
+        let e = Template::parse(bad).unwrap_err();
+        assert_eq!(e.column, 7, "{bad}");
+        assert!(
+            e.message.starts_with("bad threshold"),
+            "{bad}: {}",
+            e.message
+        );
+    }
+    let e = Template::parse("{util!90,70}").unwrap_err();
+    assert!(
+        e.message
+            .contains("critical 70 must be at or above warning 90"),
+        "{}",
+        e.message
+    );
+    for good in ["{util!70,90}", "{util!<20,10}", "{util!80,80}", "{util!80}"] {
+        assert!(Template::parse(good).is_ok(), "{good}");
+    }
+}

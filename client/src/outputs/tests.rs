@@ -164,3 +164,20 @@ fn unknown_outputs_and_bad_templates_are_usage_errors() {
         e.message
     );
 }
+
+#[test]
+fn a_lost_gpu_is_left_out_of_waybars_percentage_and_its_tooltip_says_lost() {
+    let mut snap = snapshot(&[GpuState::Lost, GpuState::Ok]);
+    snap.gpus[0].valid = v::NAME;
+    snap.gpus[0].util_gpu_pct = 0;
+    let r = Renderer::new(Kind::Waybar, Some("{util}%"), None, false).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&r.live(&snap, &[], None).unwrap()).unwrap();
+    assert_eq!(
+        (doc["text"].as_str(), doc["percentage"].as_u64()),
+        (Some("80%"), Some(80))
+    );
+    assert_eq!(
+        doc["tooltip"],
+        "GPU 0 A&amp;B&lt;GPU: lost\nGPU 1 A&amp;B&lt;GPU: 80% · 10.0/80.0 GiB · 60°C · 100 W"
+    );
+}

@@ -340,6 +340,12 @@ fn every_malformed_client_flag_gets_one_line_and_exit_2() {
         vec![b"--watch", b"0.001"],
         vec![b"--watch", b"-1"],
         vec![b"--watch", b"nan"],
+        vec![b"--watch", b"1e20"],
+        vec![b"-i", b"0"],
+        // Table flags the one-line outputs would silently ignore.
+        vec![b"--follow", b"--json"],
+        vec![b"-o", b"waybar", b"--by-user"],
+        vec![b"--format", b"{util}", b"-i", b"1"],
     ];
     for args in cases {
         let mut cmd = Command::new(&bins().client);
@@ -422,6 +428,8 @@ fn every_malformed_format_template_is_exit_2_naming_the_column_without_output() 
         "{{util}",
         "{util}}",
         "{name:\u{1b}[31m}",
+        "{util!90,70}",
+        "{util!nan}",
     ] {
         let out = sb.client(&["--format", template]);
         let err = stderr(&out);

@@ -1,12 +1,12 @@
 //! The man pages cannot drift: every flag `--help` lists is in the matching page and
 //! every flag a page names exists; gpupeek-shm(5)'s field tables are the Rust layout;
-//! and `mandoc -T lint` finds nothing to say about any page.
+//! `mandoc -T lint` finds nothing to say about any page; and its `jq` examples work.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, tool};
+use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, tool, Sandbox};
 
 fn page(name: &str) -> String {
     let source = std::fs::read_to_string(repo().join("man").join(name)).unwrap();
@@ -183,4 +183,44 @@ fn mandoc_lint_finds_nothing_in_any_page() {
         (out.status.code(), stdout(&out), stderr(&out)),
         (Some(0), String::new(), String::new())
     );
+}
+
+/// The `jq` filters of the page's `gpupeek --json | jq '...'` examples.
+fn jq_examples(man: &str) -> Vec<String> {
+    man.lines()
+        .filter_map(|l| l.split_once("| jq \\(aq")?.1.split_once("\\(aq"))
+        .map(|(filter, _)| filter.to_owned())
+        .collect()
+}
+
+#[test]
+fn the_pages_jq_examples_pick_values_out_of_real_json() {
+    let Some(jq) = tool("jq", "jq") else {
+        return;
+    };
+    let filters = jq_examples(&page("gpupeek.1"));
+    assert!(!filters.is_empty(), "gpupeek.1 has no jq example");
+    let sb = Sandbox::new("manjq");
+    sb.write_scenario(&serde_json::json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0",
+        "memory_total_bytes": 85520809984u64, "memory_used_bytes": 1u64 << 30,
+        "utilization_gpu_pct": 45, "temperature_c": 41
+    }]}));
+    let daemon = sb.start_daemon("50ms");
+    sb.wait_live(&daemon);
+    let json = sb.client(&["--json"]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let json_file = sb.dir.join("gpupeek.json");
+    std::fs::write(&json_file, &json.stdout).unwrap();
+    for filter in filters {
+        let mut cmd = Command::new(&jq);
+        cmd.arg(&filter).arg(&json_file);
+        let out = run_with_watchdog(cmd);
+        assert!(out.status.success(), "jq {filter}: {}", stderr(&out));
+        let values = stdout(&out);
+        assert!(
+            !values.trim().is_empty() && !values.contains("null"),
+            "jq {filter} gives {values:?}"
+        );
+    }
 }
