@@ -251,8 +251,8 @@ const GPU_FAMILIES: &[GpuFamily] = &[
     GpuFamily {
         name: "gpupeek_gpu_verdict",
         kind: "gauge",
-        help: "1 for the verdict that applies (thermal, power-capped, hw-slowdown, starved, \
-               idle-holding, healthy); no sample when it cannot be told.",
+        help: "1 for the verdict that applies, 0 for the others (thermal, power-capped, \
+               hw-slowdown, starved, idle-holding, healthy); no sample when it cannot be told.",
         values: verdict_sample,
     },
 ];
@@ -283,11 +283,12 @@ fn verdict_sample(g: &GpuRecord) -> Vec<(&'static str, Value)> {
     let Some(verdict) = judge(g, &Thresholds::current()) else {
         return Vec::new();
     };
+    // Every verdict, as gpupeek_gpu_state has every state: a series that only existed
+    // while it applied could not be alerted on with `== 0` or counted over time.
     Verdict::ALL
         .iter()
         .zip(LABELS)
-        .filter(|(v, _)| **v == verdict)
-        .map(|(_, label)| (label, Value::Int(1)))
+        .map(|(v, label)| (label, Value::Int(u64::from(*v == verdict))))
         .collect()
 }
 

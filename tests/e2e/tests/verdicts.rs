@@ -147,14 +147,17 @@ fn each_case_gets_its_verdict_and_no_other_in_json_table_and_metrics() {
             })
             .collect();
         match w {
+            // Every verdict has a sample: 1 for the right one, 0 for each other.
             Some(w) => {
-                assert_eq!(samples.len(), 1, "GPU {i}: {samples:?}");
-                assert!(
-                    samples[0].contains(&format!("verdict=\"{w}\"")),
-                    "{}",
-                    samples[0]
-                );
-                assert!(samples[0].ends_with(" 1"), "{}", samples[0]);
+                assert_eq!(samples.len(), VERDICTS.len(), "GPU {i}: {samples:?}");
+                for verdict in VERDICTS {
+                    let line = samples
+                        .iter()
+                        .find(|l| l.contains(&format!("verdict=\"{verdict}\"")))
+                        .unwrap_or_else(|| panic!("GPU {i}: no {verdict} in {samples:?}"));
+                    let want = if verdict == *w { " 1" } else { " 0" };
+                    assert!(line.ends_with(want), "GPU {i}: {line}");
+                }
             }
             None => assert!(samples.is_empty(), "GPU {i}: {samples:?}"),
         }
