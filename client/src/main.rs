@@ -178,7 +178,9 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
         (true, false) => {
             let mut out = String::new();
             if !args.no_header {
-                out = table::header(&view, 0, painter, &hostname, &time);
+                // The same header as the table's, so the two views line up.
+                let width = table::name_width(&view, args);
+                out = table::header(&view, width, painter, &hostname, &time);
             }
             out + &byuser::render(&byuser::rows(&view), painter)
         }

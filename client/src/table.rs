@@ -18,15 +18,21 @@ use crate::view::{GpuView, ProcView, View};
 /// Name column width when none is known (gpustat's default).
 const DEFAULT_NAME_WIDTH: usize = 16;
 
-/// Renders the table; `hostname` and `time` come from the caller so tests are exact.
-pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &str) -> String {
-    let name_width = args.gpuname_width.unwrap_or_else(|| {
+/// The width of the GPU name column: `--gpuname-width`, else the longest name (as
+/// gpustat); the header's host name is padded to match.
+pub fn name_width(view: &View, args: &Args) -> usize {
+    args.gpuname_width.unwrap_or_else(|| {
         view.gpus
             .iter()
             .map(|g| display_name(g).chars().count())
             .max()
             .unwrap_or(0)
-    });
+    })
+}
+
+/// Renders the table; `hostname` and `time` come from the caller so tests are exact.
+pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &str) -> String {
+    let name_width = name_width(view, args);
     let mut out = String::new();
     if !args.no_header {
         out.push_str(&header(view, name_width, paint, hostname, time));

@@ -108,6 +108,14 @@ fn default_output_matches_the_scenario_in_gpustats_layout() {
 }
 
 #[test]
+fn by_user_has_the_tables_header_line() {
+    // A 60 s period: both runs read the same publish, so the same time.
+    let (sb, _sleeper, _daemon) = live("byuser-header", "60s");
+    let first_line = |args: &[&str]| stdout(&sb.client(args)).lines().next().map(str::to_owned);
+    assert_eq!(first_line(&["--by-user"]), first_line(&[]));
+}
+
+#[test]
 fn show_all_adds_command_pid_codec_power_and_fan() {
     let (sb, sleeper, _daemon) = live("all", "100ms");
     let out = sb.client(&["-aF", "--no-header"]);
