@@ -228,8 +228,11 @@ pub fn normalize(args: &[String]) -> Vec<String> {
     out
 }
 
+/// gpupeek takes no positional argument, so a word after `-e` or `-P` can only be meant
+/// as its value: a wrong one gets the flag's own error ("bad codec"), not "Unrecognized
+/// argument".
 fn is_codec_value(s: &str) -> bool {
-    !s.starts_with('-') && parse_codec(s).is_ok()
+    !s.starts_with('-')
 }
 
 /// Any number is taken as `-i`'s value, so `-i 0` or `-i -1` gets the interval's own
@@ -239,7 +242,7 @@ fn is_seconds(s: &str) -> bool {
 }
 
 fn is_power_value(s: &str) -> bool {
-    !s.starts_with('-') && parse_power(s).is_ok()
+    !s.starts_with('-')
 }
 
 impl Args {
@@ -280,6 +283,22 @@ mod tests {
 
     fn norm(args: &[&str]) -> Vec<String> {
         normalize(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    /// argh's error for `args` after [`normalize`].
+    fn parse_error(args: &[&str]) -> String {
+        let argv = norm(args);
+        let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
+        match <Args as FromArgs>::from_args(&["gpupeek"], &strs) {
+            Ok(_) => panic!("{args:?} parsed"),
+            Err(e) => e.output,
+        }
+    }
+
+    #[test]
+    fn a_bad_codec_or_power_value_gets_the_flags_own_error() {
+        assert!(parse_error(&["-e", "foo"]).contains("bad codec \"foo\""));
+        assert!(parse_error(&["-P", "watts", "-c"]).contains("bad power field \"watts\""));
     }
 
     #[test]
@@ -353,6 +372,8 @@ mod tests {
         assert_eq!(norm(&["-e", "dec"]), ["-e", "dec"]);
         assert_eq!(norm(&["-P", "-c"]), ["-P", "draw,limit", "-c"]);
         assert_eq!(norm(&["--show-power", "draw"]), ["--show-power", "draw"]);
+        assert_eq!(norm(&["-e", "foo"]), ["-e", "foo"], "for -e's own error");
+        assert_eq!(norm(&["-P", "watts"]), ["-P", "watts"]);
         assert_eq!(norm(&["-i"]), ["-i", "1"]);
         assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
         assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
