@@ -213,6 +213,35 @@ fn nvml_that_stops_working_mid_run_is_reported_then_reinitialised_without_leakin
     );
 }
 
+/// A driver whose library initialises but then cannot count the GPUs must not flap
+/// between "initialised" and "stopped working" at every retry: that is two log lines
+/// per two ticks forever, and no backoff at all.
+#[test]
+fn nvml_that_initialises_but_cannot_count_gpus_is_logged_once_and_backs_off() {
+    let (sb, daemon) = live("nvmlflap", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["errors"] = json!({"nvmlDeviceGetCount_v2": "UNKNOWN"});
+    sb.write_scenario(&scenario);
+    wait_for("the client to report the NVML error", &daemon, || {
+        sb.client(&[]).status.code() == Some(5)
+    });
+    sb.let_ticks_pass(&daemon, 40);
+    let log = daemon.log();
+    let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("NVML stopped working"), 1, "{log}");
+    assert_eq!(count("NVML initialised"), 1, "only the first one:\n{log}");
+    // At most one attempt a tick, with a doubling backoff: a handful in 40 ticks, where
+    // a retry every other tick would make about 20.
+    let calls = sb.nvml_call_file(daemon.pid()).unwrap_or_default();
+    let inits = calls.get("nvmlInit_v2").copied().unwrap_or(0)
+        + calls.get("nvmlInitWithFlags").copied().unwrap_or(0);
+    assert!(inits <= 12, "{inits} initialisations in 40 ticks: {calls:?}");
+    sb.write_scenario(&two_gpus());
+    wait_for("NVML to be re-initialised", &daemon, || {
+        sb.client(&[]).status.code() == Some(0)
+    });
+}
+
 #[test]
 fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
     let period_ns = 50_000_000;
