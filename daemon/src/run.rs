@@ -171,6 +171,14 @@ impl Daemon {
         };
         let procs = ProcTier::new(config.process_interval, config.interval, &config.proc_root);
         let privacy = Privacy::judge(&config.proc_root, config.process_info, None);
+        // The first tick can spend seconds in nvmlInit: until it publishes, readers judge
+        // the "starting" state against the real period (a period of 0 made them call the
+        // daemon stale after 1 s). No generation bump: nothing is published yet.
+        publisher.set_status(&StatusRecord {
+            heartbeat_mono_ns: gpupeek_shm::mono_now_ns(),
+            period_ns: config.interval.as_nanos() as u64,
+            ..Default::default()
+        });
         Daemon {
             publisher,
             procs,

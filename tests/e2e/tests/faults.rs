@@ -242,6 +242,29 @@ fn nvml_that_initialises_but_cannot_count_gpus_is_logged_once_and_backs_off() {
     });
 }
 
+/// NVML can take seconds to initialise (no persistence mode): until the first publish
+/// readers must judge the segment against the daemon's period, so a daemon still in its
+/// first tick reads as starting, not as "not responding ..., period 0.000s".
+#[test]
+fn a_daemon_slow_to_initialise_nvml_reads_as_starting_not_stale() {
+    let sb = Sandbox::new("slowinit");
+    let mut scenario = two_gpus();
+    scenario["latency_us_by_function"] =
+        json!({"nvmlInit_v2": 8_000_000, "nvmlInitWithFlags": 8_000_000});
+    sb.write_scenario(&scenario);
+    let daemon = sb.start_daemon("10s");
+    // Past the 1 s floor of the staleness limit, still inside the first tick.
+    wait_for("the segment to be 1.5 s old", &daemon, || {
+        Segment::open(&sb.shm)
+            .and_then(|s| s.status())
+            .is_ok_and(|st| gpupeek_shm::mono_now_ns() > st.heartbeat_mono_ns + 1_500_000_000)
+    });
+    let out = sb.client(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is starting"), "{}", stderr(&out));
+    assert_eq!(sb.segment().generation(), 0, "the first tick has not published yet");
+}
+
 #[test]
 fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
     let period_ns = 50_000_000;
