@@ -235,7 +235,10 @@ fn nvml_that_initialises_but_cannot_count_gpus_is_logged_once_and_backs_off() {
     let calls = sb.nvml_call_file(daemon.pid()).unwrap_or_default();
     let inits = calls.get("nvmlInit_v2").copied().unwrap_or(0)
         + calls.get("nvmlInitWithFlags").copied().unwrap_or(0);
-    assert!(inits <= 12, "{inits} initialisations in 40 ticks: {calls:?}");
+    assert!(
+        inits <= 12,
+        "{inits} initialisations in 40 ticks: {calls:?}"
+    );
     sb.write_scenario(&two_gpus());
     wait_for("NVML to be re-initialised", &daemon, || {
         sb.client(&[]).status.code() == Some(0)
@@ -262,7 +265,11 @@ fn a_daemon_slow_to_initialise_nvml_reads_as_starting_not_stale() {
     let out = sb.client(&[]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("is starting"), "{}", stderr(&out));
-    assert_eq!(sb.segment().generation(), 0, "the first tick has not published yet");
+    assert_eq!(
+        sb.segment().generation(),
+        0,
+        "the first tick has not published yet"
+    );
 }
 
 #[test]
