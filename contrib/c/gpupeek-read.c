@@ -45,7 +45,11 @@ static const char *gpu_state(uint32_t state)
 
 static int fail(const struct gpupeek_segment *seg, int err)
 {
-    fprintf(stderr, "gpupeek-read: %s\n", err == GPUPEEK_ERR_STALE ? "stale record" : seg->why);
+    /* A read that gave up on a seqlock leaves no reason; every other failure names one. */
+    const char *why = seg->why[0] != '\0'     ? seg->why
+                      : err == GPUPEEK_ERR_STALE ? "a record stayed mid-write (stale daemon?)"
+                                                 : "failed";
+    fprintf(stderr, "gpupeek-read: %s\n", why);
     return gpupeek_exit_status(err);
 }
 

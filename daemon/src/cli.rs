@@ -188,7 +188,7 @@ fn parse_power_pct(s: &str) -> Result<u32, String> {
     parse_bounded(s, "power percentage", 1000)
 }
 
-/// Parses `250ms`, `1s`, `1.5s`, `2m` or a bare number of seconds, within the limits.
+/// Parses `250ms`, `1s`, `1.5s`, `2m`, `1h` or a bare number of seconds, within the limits.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_INTERVAL || d > MAX_INTERVAL {
@@ -207,7 +207,7 @@ pub fn parse_release_after(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("bad duration {s:?}: use e.g. 250ms, 1s, 1.5s or 2m");
+    let bad = || format!("bad duration {s:?}: use e.g. 250ms, 1s, 1.5s, 2m or 1h");
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -217,6 +217,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => 1e-3,
         "s" | "" => 1.0,
         "m" | "min" => 60.0,
+        "h" => 3600.0,
         _ => return Err(bad()),
     };
     let secs = value * scale;
@@ -238,6 +239,16 @@ mod tests {
         assert_eq!(parse_interval("60s"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_interval("10ms"), Ok(MIN_INTERVAL));
+    }
+
+    #[test]
+    fn the_one_hour_maximum_can_be_written_as_1h() {
+        assert_eq!(parse_interval("1h"), Ok(MAX_INTERVAL));
+        assert_eq!(parse_release_after("1h"), Ok(MAX_INTERVAL));
+        assert_eq!(
+            parse_interval("2h"),
+            Err("interval 2h is outside 10ms..1h".to_owned())
+        );
     }
 
     #[test]
@@ -265,7 +276,7 @@ mod tests {
     #[test]
     fn interval_rejects_garbage_and_out_of_range_values() {
         for bad in [
-            "", "s", "1h", "-1s", "abc", "1.2.3s", "9ms", "2h", "1e400", "NaN",
+            "", "s", "-1s", "abc", "1.2.3s", "9ms", "2h", "1e400", "NaN", "1d",
         ] {
             assert!(parse_interval(bad).is_err(), "{bad} should be rejected");
         }

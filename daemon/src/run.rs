@@ -4,8 +4,8 @@
 //! Each tick samples every GPU into its slot; on the slow tier's ticks (see
 //! [`crate::proctier`]) also their processes, resolved through `/proc`, and rewrites the
 //! process table; then writes the status record (heartbeat), then bumps the
-//! generation. While NVML cannot be initialised the status says so (code and message)
-//! and initialisation is retried with a doubling backoff capped at [`MAX_BACKOFF`]; the
+//! generation. While NVML cannot be initialised (or, initialised, cannot count the GPUs)
+//! the status says so (code and message) and initialisation is retried with a doubling backoff capped at [`MAX_BACKOFF`]; the
 //! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
 //! that overruns its period is logged and the missed ticks are skipped, never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
@@ -171,6 +171,14 @@ impl Daemon {
         };
         let procs = ProcTier::new(config.process_interval, config.interval, &config.proc_root);
         let privacy = Privacy::judge(&config.proc_root, config.process_info, None);
+        // The first tick can spend seconds in nvmlInit: until it publishes, readers judge
+        // the "starting" state against the real period (a period of 0 made them call the
+        // daemon stale after 1 s). No generation bump: nothing is published yet.
+        publisher.set_status(&StatusRecord {
+            heartbeat_mono_ns: gpupeek_shm::mono_now_ns(),
+            period_ns: config.interval.as_nanos() as u64,
+            ..Default::default()
+        });
         Daemon {
             publisher,
             procs,
@@ -321,7 +329,12 @@ impl Daemon {
             self.nvml = Nvml::Released;
             return;
         }
-        match Sampler::init(self.config.nvml_lib.as_deref()) {
+        // A library that initialises but cannot count the GPUs (a driver in a bad state)
+        // has not come back: counting here keeps such a flapping driver on the backoff,
+        // logged once, instead of a "stopped working" and an "initialised" line per retry.
+        let init = Sampler::init(self.config.nvml_lib.as_deref())
+            .and_then(|sampler| sampler.device_count().map(|_| sampler));
+        match init {
             Ok(sampler) => {
                 self.info = sampler.system_info();
                 log::info!(

@@ -172,6 +172,35 @@ fn c_example_reader_refuses_untrusted_corrupt_and_foreign_segments() {
     }
 }
 
+/// A daemon that stopped beating (here: SIGSTOP) is exit 4 with the reason the header
+/// found, no heartbeat, not "stale record", which sends a reader looking for a torn write.
+#[test]
+fn c_example_reader_names_a_daemon_without_heartbeat() {
+    let (sandbox, daemon) = live("c-stale");
+    let Some(exe) = compile_c(
+        &sandbox,
+        &repo().join("contrib/c/gpupeek-read.c"),
+        "gpupeek-read",
+    ) else {
+        return;
+    };
+    daemon.signal(nix::sys::signal::Signal::SIGSTOP);
+    gpupeek_e2e::wait_for("gpupeek to call the daemon stale", &daemon, || {
+        sandbox.client(&[]).status.code() == Some(4)
+    });
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(&exe);
+        cmd.arg(&sandbox.shm);
+        cmd
+    });
+    daemon.signal(nix::sys::signal::Signal::SIGCONT);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "gpupeek-read: the daemon is stale (no heartbeat)\n"
+    );
+}
+
 /// Compiles a program that prints every field's `offsetof` and `sizeof` from the C
 /// structs in `pin::describe()`'s format, and compares it with the Rust layout.
 #[test]

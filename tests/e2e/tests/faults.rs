@@ -213,6 +213,65 @@ fn nvml_that_stops_working_mid_run_is_reported_then_reinitialised_without_leakin
     );
 }
 
+/// A driver whose library initialises but then cannot count the GPUs must not flap
+/// between "initialised" and "stopped working" at every retry: that is two log lines
+/// per two ticks forever, and no backoff at all.
+#[test]
+fn nvml_that_initialises_but_cannot_count_gpus_is_logged_once_and_backs_off() {
+    let (sb, daemon) = live("nvmlflap", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["errors"] = json!({"nvmlDeviceGetCount_v2": "UNKNOWN"});
+    sb.write_scenario(&scenario);
+    wait_for("the client to report the NVML error", &daemon, || {
+        sb.client(&[]).status.code() == Some(5)
+    });
+    sb.let_ticks_pass(&daemon, 40);
+    let log = daemon.log();
+    let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("NVML stopped working"), 1, "{log}");
+    assert_eq!(count("NVML initialised"), 1, "only the first one:\n{log}");
+    // At most one attempt a tick, with a doubling backoff: a handful in 40 ticks, where
+    // a retry every other tick would make about 20.
+    let calls = sb.nvml_call_file(daemon.pid()).unwrap_or_default();
+    let inits = calls.get("nvmlInit_v2").copied().unwrap_or(0)
+        + calls.get("nvmlInitWithFlags").copied().unwrap_or(0);
+    assert!(
+        inits <= 12,
+        "{inits} initialisations in 40 ticks: {calls:?}"
+    );
+    sb.write_scenario(&two_gpus());
+    wait_for("NVML to be re-initialised", &daemon, || {
+        sb.client(&[]).status.code() == Some(0)
+    });
+}
+
+/// NVML can take seconds to initialise (no persistence mode): until the first publish
+/// readers must judge the segment against the daemon's period, so a daemon still in its
+/// first tick reads as starting, not as "not responding ..., period 0.000s".
+#[test]
+fn a_daemon_slow_to_initialise_nvml_reads_as_starting_not_stale() {
+    let sb = Sandbox::new("slowinit");
+    let mut scenario = two_gpus();
+    scenario["latency_us_by_function"] =
+        json!({"nvmlInit_v2": 8_000_000, "nvmlInitWithFlags": 8_000_000});
+    sb.write_scenario(&scenario);
+    let daemon = sb.start_daemon("10s");
+    // Past the 1 s floor of the staleness limit, still inside the first tick.
+    wait_for("the segment to be 1.5 s old", &daemon, || {
+        Segment::open(&sb.shm)
+            .and_then(|s| s.status())
+            .is_ok_and(|st| gpupeek_shm::mono_now_ns() > st.heartbeat_mono_ns + 1_500_000_000)
+    });
+    let out = sb.client(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is starting"), "{}", stderr(&out));
+    assert_eq!(
+        sb.segment().generation(),
+        0,
+        "the first tick has not published yet"
+    );
+}
+
 #[test]
 fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
     let period_ns = 50_000_000;
