@@ -5,9 +5,10 @@
 //! [`crate::proctier`]) also their processes, resolved through `/proc`, and rewrites the
 //! process table; then writes the status record (heartbeat), then bumps the
 //! generation. While NVML cannot be initialised (or, initialised, cannot count the GPUs)
-//! the status says so (code and message) and initialisation is retried with a doubling backoff capped at [`MAX_BACKOFF`]; the
-//! heartbeat keeps beating so clients can tell "NVML error" from "daemon dead". A tick
-//! that overruns its period is logged and the missed ticks are skipped, never queued.
+//! the status says so (code and message) and initialisation is retried with a doubling
+//! backoff capped at [`MAX_BACKOFF`]; the heartbeat keeps beating so clients can tell
+//! "NVML error" from "daemon dead". A tick that overruns its period is logged and the
+//! missed ticks are skipped, never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
 //!
 //! Runtime power management (see [`crate::power`]): each tick first reads the GPUs'
