@@ -4,11 +4,14 @@
 //! opens the segment, takes one snapshot and renders it ([`crate::metrics`]), so the
 //! exporter never holds state between scrapes and follows a daemon restart at once. `/`
 //! is a short page pointing at `/metrics`; anything else is 404, and methods other than
-//! GET and HEAD are 405. HTTP parsing is tiny_http's. Requests are answered one at a time:
-//! a scrape costs microseconds, and one at a time bounds what a flood of clients can take.
+//! GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
+//! at a time and bounds what any number of clients can take: 64 connections at most (a
+//! new one closes the oldest), each closed 10 s after it was accepted.
+
+mod http;
 
 use argh::FromArgs;
-use tiny_http::{Header, Method, Request, Response, Server};
+use http::{Limits, Request, Response, Server};
 
 use crate::{metrics, Exit, EXIT_OS, EXIT_USAGE};
 
@@ -44,17 +47,15 @@ const INDEX: &str = "<!DOCTYPE html>
 pub fn run(args: Args) -> Result<(), Exit> {
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let addr = resolve(&args.listen)?;
-    let server = Server::http(addr)
+    let mut server = Server::bind(addr, Limits::default())
         .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
     let bound = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| args.listen.clone(), |a| a.to_string());
+        .local_addr()
+        .map_or_else(|_| args.listen.clone(), |a| a.to_string());
     eprintln!("gpupeek: serving segment '{name}' at http://{bound}/metrics");
-    for request in server.incoming_requests() {
-        respond(request, &name);
-    }
-    Ok(())
+    server
+        .run(|request| respond(request, &name))
+        .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
 
 /// The first address `listen` resolves to.
@@ -68,32 +69,24 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-fn respond(request: Request, name: &str) {
-    let path = request.url().split('?').next().unwrap_or("");
-    let (status, content_type, body) = match (request.method(), path) {
-        (Method::Get | Method::Head, "/metrics") => (
+fn respond(request: &Request, name: &str) -> Response {
+    let (status, content_type, body) = match (request.method, request.path) {
+        ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
             metrics::scrape(name).text,
         ),
-        (Method::Get | Method::Head, "/") => (200, "text/html; charset=utf-8", INDEX.into()),
-        (Method::Get | Method::Head, _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
+        ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
+        ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
         _ => (
             405,
             "text/plain; charset=utf-8",
             "only GET and HEAD\n".into(),
         ),
     };
-    let header = |name: &str, value: &str| {
-        Header::from_bytes(name, value).expect("constant headers are valid")
-    };
-    let mut response = Response::from_string(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", content_type));
-    if status == 405 {
-        response.add_header(header("Allow", "GET, HEAD"));
+    Response {
+        status,
+        content_type,
+        body,
     }
-    // tiny_http leaves the body out for HEAD. A client that went away mid-response is its
-    // own problem, not the exporter's.
-    let _ = request.respond(response);
 }

@@ -144,7 +144,22 @@ fn without_a_daemon_metrics_say_down_exit_0_and_explain_on_stderr() {
 
 /// `gpupeek serve` on a free loopback port; returns it and its address.
 fn serve(sandbox: &Sandbox) -> (Background, String) {
-    let mut child = Command::new(&bins().client)
+    serve_with_fd_limit(sandbox, None)
+}
+
+/// [`serve`], with at most `fd_limit` open descriptors when given.
+fn serve_with_fd_limit(sandbox: &Sandbox, fd_limit: Option<u32>) -> (Background, String) {
+    let mut command = match fd_limit {
+        None => Command::new(&bins().client),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", "ulimit -n \"$1\" && shift && exec \"$@\"", "sh"])
+                .arg(n.to_string())
+                .arg(&bins().client);
+            sh
+        }
+    };
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -188,6 +203,44 @@ fn serve_answers_metrics_an_index_and_errors_and_follows_the_daemon() {
         body.contains("gpupeek_daemon_state{state=\"stopped\"} 1\n"),
         "{body}"
     );
+}
+
+/// Threads and open descriptors of process `pid`.
+fn threads_and_fds(pid: u32) -> (usize, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    (threads, fds)
+}
+
+#[test]
+fn a_flood_of_idle_connections_neither_stops_scrapes_nor_grows_the_exporter() {
+    let (sandbox, _daemon) = live("serve-flood");
+    // 40 descriptors: fewer than the 300 connections, and than the exporter's own bound
+    // of 64, so running out of descriptors is met too.
+    for fd_limit in [None, Some(40)] {
+        let (mut serve, addr) = serve_with_fd_limit(&sandbox, fd_limit);
+        let idle: Vec<std::net::TcpStream> = (0..300)
+            .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+            .collect();
+        let (status, body) = http("GET", &addr, "/metrics");
+        assert_eq!(status, 200, "{fd_limit:?}");
+        assert!(body.contains("\ngpupeek_up 1\n"), "{body}");
+        let (threads, fds) = threads_and_fds(serve.child.id());
+        assert_eq!(threads, 1, "{fd_limit:?}: one thread whatever the clients");
+        assert!(fds <= 64 + 8, "{fd_limit:?}: {fds} descriptors open");
+        assert!(
+            serve.child.try_wait().unwrap().is_none(),
+            "the exporter died"
+        );
+        drop(idle);
+    }
 }
 
 #[test]
