@@ -547,7 +547,8 @@ static inline int gpupeek_open(struct gpupeek_segment *seg, const char *name)
         if (name == NULL || name[0] == '\0')
             name = GPUPEEK_DEFAULT_NAME;
     }
-    if (strchr(name, '/') != NULL || strlen(name) > 200)
+    if (strchr(name, '/') != NULL || strlen(name) > 200 || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0)
         return gpupeek_fail(seg, GPUPEEK_ERR_OS, "invalid segment name");
     snprintf(path, sizeof path, "/dev/shm/%s", name);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -341,7 +341,7 @@ class Segment:
 
     def __init__(self, name: Optional[str] = None):
         name = name or os.environ.get(ENV_NAME) or DEFAULT_NAME
-        if "/" in name or "\0" in name or len(name) > 200:
+        if "/" in name or "\0" in name or len(name) > 200 or name in (".", ".."):
             raise Error(f"invalid segment name {name!r}")
         self.name = name
         path = "/dev/shm/" + name

@@ -120,7 +120,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidName { name } => write!(
                 f,
-                "invalid segment name {name:?}: use 1-200 characters without '/'"
+                "invalid segment name {name:?}: use 1-200 characters without '/', not . or .."
             ),
             Error::NotFound { name } => write!(
                 f,

@@ -20,9 +20,16 @@ use crate::error::{Error, Untrusted};
 /// Longest accepted segment name.
 pub const MAX_NAME_LEN: usize = 200;
 
-/// Checks a segment name and returns the `shm_open` path (`/NAME`).
+/// Checks a segment name and returns the `shm_open` path (`/NAME`). `.` and `..` name
+/// `/dev/shm` and its parent, not an object.
 pub fn shm_path(name: &str) -> Result<String, Error> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN || name.contains('/') || name.contains('\0') {
+    if name.is_empty()
+        || name.len() > MAX_NAME_LEN
+        || name.contains('/')
+        || name.contains('\0')
+        || name == "."
+        || name == ".."
+    {
         return Err(Error::InvalidName {
             name: name.to_owned(),
         });
