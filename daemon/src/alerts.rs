@@ -6,7 +6,8 @@
 //! points) below it; a clock event (throttle) reason starts an episode when NVML reports
 //! it and ends it after it has been absent for [`CLEAR_TICKS`] ticks in a row; a GPU is
 //! lost from the tick NVML reports it lost (or stops listing it) until it is sampled
-//! normally again. Episodes start as warnings and end as info messages, through the
+//! normally again; and a GPU's queries fail from the first tick one of them fails with
+//! an error other than "not supported" until a tick where none does. Episodes start as warnings and end as info messages, through the
 //! daemon's logger (stderr in the foreground, syslog when detached).
 //!
 //! Only published values are judged: a field the GPU does not support never alerts, and
@@ -54,7 +55,7 @@ pub struct Thresholds {
     pub power_pct: Option<u32>,
     /// Clock event reason bits that alert.
     pub throttle_mask: u64,
-    /// Whether a lost GPU alerts.
+    /// Whether a lost GPU, or one whose NVML queries fail, alerts.
     pub lost: bool,
 }
 
@@ -102,6 +103,8 @@ struct GpuEpisodes {
     /// What `label` was made from (see [`identity_of`]).
     identity: Vec<u8>,
     lost: bool,
+    /// Some NVML query of this GPU fails (other than "not supported").
+    failing: bool,
     temp: bool,
     memory: bool,
     power: bool,
@@ -153,6 +156,8 @@ impl Alerts {
             Some(GpuState::Lost) => {
                 if t.lost && !g.lost {
                     g.lost = true;
+                    // Lost says it all: no separate "queries fail" episode.
+                    g.failing = false;
                     log::warn!("{}: GPU is lost (fell off the bus?)", g.label);
                 }
                 return;
@@ -163,8 +168,13 @@ impl Alerts {
                     log::info!("{}: GPU is back", g.label);
                 }
             }
+            Some(GpuState::Error) => {
+                judge_failing(g, rec, t.lost);
+                return;
+            }
             _ => return,
         }
+        judge_failing(g, rec, t.lost);
         judge_values(g, rec, &t);
         judge_throttle(g, rec, t.throttle_mask);
     }
@@ -206,6 +216,28 @@ fn label(rec: &GpuRecord) -> String {
         format!("GPU {}", rec.index)
     } else {
         format!("GPU {} ({})", rec.index, parts.join(", "))
+    }
+}
+
+/// Starts or ends the episode of NVML queries failing on this GPU (the record's
+/// `nvml_error_code`: the first error of the tick other than "not supported" or "lost").
+fn judge_failing(g: &mut GpuEpisodes, rec: &GpuRecord, on: bool) {
+    let failing = rec.nvml_error_code != 0;
+    if !on || failing == g.failing {
+        return;
+    }
+    g.failing = failing;
+    if failing {
+        let code = rec.nvml_error_code;
+        let what = nvml_wrapper::error::nvml_try(code as u32)
+            .err()
+            .map_or_else(|| "error".to_owned(), |e| e.to_string());
+        log::warn!(
+            "{}: NVML queries fail: {what} (code {code}); their values are not published",
+            g.label
+        );
+    } else {
+        log::info!("{}: NVML queries work again", g.label);
     }
 }
 

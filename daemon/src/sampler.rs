@@ -4,7 +4,9 @@
 //! supported" (or a function the driver does not have) leaves the bit clear, never a
 //! zero. A GPU that reports `GPU_IS_LOST` is marked lost and not queried further this
 //! tick; any other failure is remembered in the record's `nvml_error_code` and the other
-//! fields and GPUs carry on. Static identity (name, UUID, PCI bus id, maximum clocks) is
+//! fields and GPUs carry on. A GPU none of whose memory, utilisation, temperature and
+//! power could be read, for such a failure, is marked in error: a record of nothing but
+//! unknowns with state "ok" would tell readers it is fine. Static identity (name, UUID, PCI bus id, maximum clocks) is
 //! read once per NVML session and kept for GPUs that later fail, so clients can still
 //! say which GPU is in trouble.
 //!
@@ -237,6 +239,8 @@ impl Sampler {
             self.gpm[slot].release(&self.nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
+        } else if fill.rec.nvml_error_code != 0 && fill.rec.valid & CORE_VALUES == 0 {
+            fill.rec.state = GpuState::Error as u32;
         }
     }
 }
@@ -250,6 +254,10 @@ impl Sampler {
         }
     }
 }
+
+/// The values every working GPU gives one of: without any of them, and with a failure,
+/// the GPU is in error.
+const CORE_VALUES: u64 = v::MEMORY | v::UTILIZATION | v::TEMPERATURE | v::POWER_DRAW;
 
 /// Publishes since when the GPU has shown 0 % utilisation, remembering it in `since`.
 fn track_idle(rec: &mut GpuRecord, since: &mut Option<u64>) {

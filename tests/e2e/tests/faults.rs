@@ -178,9 +178,52 @@ fn a_gpu_whose_calls_start_failing_reports_the_error_and_recovers_when_they_stop
     assert_eq!(doc["gpus"][0]["memory.used"], 1024);
     assert_eq!(doc["gpus"][1]["temperature.gpu"], 50);
 
+    // Said once for the whole episode, however many ticks it lasts.
+    sb.let_ticks_pass(&daemon, 5);
+    let failing = |log: &str| log.matches("GPU 0 (NVIDIA H100 80GB HBM3 #0, GPU-").count();
+    let log = daemon.log();
+    assert_eq!(failing(&log), 1, "{log}");
+    assert!(
+        log.contains("NVML queries fail: ") && log.contains("(code 999)"),
+        "{log}"
+    );
+
     sb.write_scenario(&two_gpus());
     wait_snapshot(&sb, &daemon, "GPU 0 to recover", |s| {
         s.gpus[0].nvml_error_code == 0 && s.gpus[0].temp_gpu_c == 40
+    });
+    wait_for("the recovery logged", &daemon, || {
+        daemon.log().contains("NVML queries work again")
+    });
+    assert_eq!(failing(&daemon.log()), 2, "{}", daemon.log());
+}
+
+#[test]
+fn a_gpu_whose_every_query_fails_is_in_error_not_ok_with_unknowns() {
+    let (sb, daemon) = live("allfail", &two_gpus(), "50ms");
+    let mut scenario = two_gpus();
+    scenario["gpus"][1]["errors"] = json!({"*": "UNKNOWN"});
+    sb.write_scenario(&scenario);
+    wait_snapshot(&sb, &daemon, "GPU 1 in error", |s| {
+        s.gpus[1].state == GpuState::Error as u32
+    });
+    let snap = sb.segment().snapshot().unwrap();
+    assert_eq!(snap.gpus[1].nvml_error_code, 999);
+    assert_eq!(snap.gpus[0].state, GpuState::Ok as u32, "GPU 0 goes on");
+    let table = stdout(&sb.client(&[]));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("[1] ((Unknown Error))")),
+        "{table}"
+    );
+    wait_for("the failure logged", &daemon, || {
+        daemon.log().contains("NVML queries fail")
+    });
+
+    sb.write_scenario(&two_gpus());
+    wait_snapshot(&sb, &daemon, "GPU 1 back", |s| {
+        s.gpus[1].state == GpuState::Ok as u32 && s.gpus[1].temp_gpu_c == 50
     });
 }
 
