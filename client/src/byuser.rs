@@ -85,14 +85,20 @@ pub fn rows(view: &View) -> Vec<UserRow> {
     rows
 }
 
+/// GPU processes in `view` that no row counts: withheld by the daemon (`--process-info
+/// none`) or beyond the process table's slots.
+pub fn not_shown(view: &View) -> u32 {
+    view.gpus.iter().map(|g| g.processes_not_shown).sum()
+}
+
 fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>) {
     if let Some(v) = value {
         *total.get_or_insert_with(T::default) += v;
     }
 }
 
-/// The per-user table.
-pub fn render(rows: &[UserRow], paint: Painter) -> String {
+/// The per-user table; `not_shown` processes (see [`not_shown`]) are said to be missing.
+pub fn render(rows: &[UserRow], not_shown: u32, paint: Painter) -> String {
     let user_width = rows
         .iter()
         .map(|r| r.username.as_deref().unwrap_or("?").chars().count())
@@ -116,7 +122,7 @@ pub fn render(rows: &[UserRow], paint: Painter) -> String {
         "{:user_width$}  {:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
         "USER", "GPUS", "PROCS", "GPU MEMORY", "SM%", "CPU%", "HOST MEM"
     );
-    if rows.is_empty() {
+    if rows.is_empty() && not_shown == 0 {
         out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
         out.push('\n');
     }
@@ -140,6 +146,11 @@ pub fn render(rows: &[UserRow], paint: Painter) -> String {
             unknown(row.cpu_percent.map(|c| format!("{c:.0}"))),
             unknown(row.cpu_memory_usage.map(bytes2human)),
         );
+    }
+    if not_shown > 0 {
+        let line = format!("({not_shown} GPU processes not shown, so not counted)");
+        out.push_str(&paint.paint(s::YELLOW, line));
+        out.push('\n');
     }
     out
 }
@@ -223,7 +234,40 @@ mod tests {
         );
         assert_eq!(a.cpu_memory_usage, Some(1 << 30));
         assert_eq!(rows[2].username, None, "withheld owners group together");
-        let text = render(&rows, Painter::new(false, true, false));
+        let text = render(&rows, not_shown(&view), Painter::new(false, true, false));
         assert!(text.contains("alice  0,1       2"), "{text}");
+        assert!(!text.contains("not shown"), "{text}");
+    }
+
+    #[test]
+    fn processes_the_table_does_not_hold_are_said_to_be_missing() {
+        let mut hidden = gpu(0, Vec::new());
+        hidden.processes_not_shown = 3;
+        let mut full = gpu(1, vec![proc(10, Some(("alice", 1000)), 1000, 40)]);
+        full.processes_not_shown = 2;
+        let plain = Painter::new(false, true, false);
+        let mut view = View {
+            driver_version: None,
+            published_unix_ns: 0,
+            proc_policy: None,
+            processes_age_ms: None,
+            gpus: vec![hidden],
+        };
+        let text = render(&rows(&view), not_shown(&view), plain);
+        assert!(!text.contains("No GPU processes"), "{text}");
+        assert!(
+            text.contains("(3 GPU processes not shown, so not counted)"),
+            "{text}"
+        );
+        view.gpus.push(full);
+        let text = render(&rows(&view), not_shown(&view), plain);
+        assert!(text.contains("alice"), "{text}");
+        assert!(text.contains("(5 GPU processes not shown"), "{text}");
+        let empty = View {
+            gpus: vec![gpu(0, Vec::new())],
+            ..view
+        };
+        let text = render(&rows(&empty), not_shown(&empty), plain);
+        assert!(text.contains("(No GPU processes)"), "{text}");
     }
 }

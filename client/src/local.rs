@@ -36,12 +36,12 @@ pub fn read(pid: u32) -> Option<LocalProc> {
 
 fn read_from(root: &Path, pid: u32) -> Option<LocalProc> {
     let dir = root.join(pid.to_string());
-    let status = std::fs::read_to_string(dir.join("status")).ok()?;
+    let status = read_text(&dir.join("status"))?;
     let uid = proc::real_uid(&status)?;
     let user = proc::user_name(uid);
     let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-    let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-    let stat = std::fs::read_to_string(dir.join("stat")).ok();
+    let comm = read_text(&dir.join("comm")).unwrap_or_default();
+    let stat = read_text(&dir.join("stat"));
     let start_ticks = stat
         .as_deref()
         .and_then(proc::parse_stat)
@@ -60,6 +60,14 @@ fn read_from(root: &Path, pid: u32) -> Option<LocalProc> {
         rss_bytes: rss_pages.map(|p| p.saturating_mul(proc::page_size())),
         start_unix_ns,
     })
+}
+
+/// A `/proc` file as text, bytes that are not UTF-8 replaced: a process's name (in
+/// `status`, `stat` and `comm`) need not be UTF-8, and must not hide the rest of the file.
+fn read_text(path: &Path) -> Option<String> {
+    std::fs::read(path)
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 impl LocalProc {
@@ -102,6 +110,32 @@ mod tests {
         me.fill(&mut view, now);
         assert!(view.running_secs.unwrap() < 3600, "started just now");
         assert!(view.command.is_some() && view.full_command.is_some());
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_does_not_hide_the_process() {
+        let root = std::env::temp_dir().join(format!("gpupeek-local-{}", std::process::id()));
+        let dir = root.join("13");
+        std::fs::create_dir_all(&dir).unwrap();
+        // "обучение" cut at 15 bytes, inside its 8th character, as the kernel does.
+        let name: &[u8] = &"обучение".as_bytes()[..15];
+        let with_name = |head: &[u8], tail: &str| [head, name, tail.as_bytes()].concat();
+        let status = with_name(b"Name:\t", "\nUid:\t4000000\t0\t0\t0\n");
+        std::fs::write(dir.join("status"), status).unwrap();
+        std::fs::write(dir.join("comm"), with_name(b"", "\n")).unwrap();
+        let stat = with_name(
+            b"13 (",
+            ") S 1 1 1 0 -1 0 0 0 0 0 7 0 0 0 20 0 1 0 500 1000 25 0\n",
+        );
+        std::fs::write(dir.join("stat"), stat).unwrap();
+        std::fs::write(dir.join("cmdline"), b"").unwrap();
+        std::fs::write(root.join("stat"), "btime 1700000000\n").unwrap();
+        let found = read_from(&root, 13);
+        std::fs::remove_dir_all(&root).unwrap();
+        let found = found.expect("the process is there");
+        assert_eq!((found.uid, found.user.as_str()), (4000000, "4000000"));
+        assert_eq!(found.comm, "обучени\u{fffd}");
+        assert!(found.start_unix_ns.is_some());
     }
 
     #[test]

@@ -174,6 +174,7 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
             driver_version: view.driver_version.as_deref(),
             query_time: &iso_time(&published),
             users: byuser::rows(&view),
+            processes_not_shown: byuser::not_shown(&view),
         }),
         (true, false) => {
             let mut out = String::new();
@@ -182,7 +183,7 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
                 let width = table::name_width(&view, args);
                 out = table::header(&view, width, painter, &hostname, &time);
             }
-            out + &byuser::render(&byuser::rows(&view), painter)
+            out + &byuser::render(&byuser::rows(&view), byuser::not_shown(&view), painter)
         }
     };
     Ok(out)
@@ -195,6 +196,8 @@ struct ByUserDocument<'a> {
     driver_version: Option<&'a str>,
     query_time: &'a str,
     users: Vec<byuser::UserRow>,
+    /// GPU processes no user row counts (withheld, or beyond the table).
+    processes_not_shown: u32,
 }
 
 /// The reader's pid namespace, and its own `/proc` for details the daemon withheld.

@@ -5,6 +5,7 @@
 //! `status`) and never shrinks, so once the daemon has seen its processes a read makes
 //! no heap allocation. What a read returns borrows the buffer until the next read.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -60,9 +61,13 @@ impl ProcFiles {
         }
     }
 
-    /// The text of `/proc/PID/FILE`; `None` when it cannot be read or is not UTF-8.
-    pub fn read_str(&mut self, pid: u32, file: &str) -> Option<&str> {
-        std::str::from_utf8(self.read(pid, file)?).ok()
+    /// The text of `/proc/PID/FILE`, bytes that are not UTF-8 replaced by U+FFFD; `None`
+    /// when it cannot be read. A process's name (in `stat`, `status` and `comm`) is
+    /// whatever bytes it chose, or its file name cut at 15 bytes, possibly inside a
+    /// character, so it need not be UTF-8: the rest of the file must still be read.
+    /// Borrows the buffer (no allocation) when the file is valid UTF-8.
+    pub fn read_str(&mut self, pid: u32, file: &str) -> Option<Cow<'_, str>> {
+        self.read(pid, file).map(String::from_utf8_lossy)
     }
 
     /// The inode that `/proc/PID/FILE` leads to, following links: for `ns/pid`, the
@@ -116,16 +121,23 @@ mod tests {
     }
 
     #[test]
-    fn a_file_longer_than_a_chunk_is_read_whole_and_non_utf8_is_not_text() {
+    fn a_file_longer_than_a_chunk_is_read_whole_and_non_utf8_text_is_replaced() {
         let root = std::env::temp_dir().join(format!("gpupeek-procfile-{}", std::process::id()));
         std::fs::create_dir_all(root.join("3")).unwrap();
         let long: Vec<u8> = (0..3 * CHUNK + 7).map(|i| (i % 251) as u8).collect();
         std::fs::write(root.join("3/cmdline"), &long).unwrap();
         let mut files = ProcFiles::new(root.clone());
         assert_eq!(files.read(3, "cmdline"), Some(long.as_slice()));
-        assert_eq!(files.read_str(3, "cmdline"), None);
+        std::fs::write(root.join("3/comm"), b"\xd0\xbe\xd0\n").unwrap();
+        assert_eq!(
+            files.read_str(3, "comm").as_deref(),
+            Some("\u{43e}\u{fffd}\n")
+        );
         std::fs::write(root.join("3/cmdline"), b"short\0").unwrap();
-        assert_eq!(files.read_str(3, "cmdline"), Some("short\0"));
+        assert!(matches!(
+            files.read_str(3, "cmdline"),
+            Some(Cow::Borrowed("short\0"))
+        ));
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -165,12 +165,12 @@ impl Procfs {
     }
 
     fn read_stat(&mut self, pid: u32) -> Option<proc::Stat> {
-        proc::parse_stat(self.files.read_str(pid, "stat")?)
+        proc::parse_stat(&self.files.read_str(pid, "stat")?)
     }
 
     /// Resident pages, the second field of `/proc/PID/statm`.
     fn read_statm(&mut self, pid: u32) -> Option<u64> {
-        proc::parse_statm_resident(self.files.read_str(pid, "statm")?)
+        proc::parse_statm_resident(&self.files.read_str(pid, "statm")?)
     }
 }
 
@@ -198,7 +198,7 @@ fn refresh_details(
     let info = &mut k.info;
     let status = files
         .read_str(pid, "status")
-        .and_then(|s| Some((proc::real_uid(s)?, ns_pid(s))));
+        .and_then(|s| Some((proc::real_uid(&s)?, ns_pid(&s))));
     match status {
         Some((uid, _)) if info.user.as_ref().is_some_and(|(known, _)| *known == uid) => {}
         Some((uid, _)) => {
@@ -234,8 +234,9 @@ fn refresh_command(files: &mut ProcFiles, pid: u32, info: &mut ProcInfo, cmdline
         }
         return;
     }
-    let comm = files
-        .read_str(pid, "comm")
+    let comm = files.read_str(pid, "comm");
+    let comm = comm
+        .as_deref()
         .map(|c| c.trim_end_matches('\n'))
         .filter(|c| !c.is_empty());
     if info.command.as_deref() != comm {
@@ -353,6 +354,30 @@ mod tests {
         assert_eq!(info.command.as_deref(), Some("kworker"));
         assert_eq!(info.user, Some((4000000, "4000000".to_owned())));
         assert!(info.cmdline.is_empty());
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_keeps_the_process_and_its_owner() {
+        // "обучение" cut at 15 bytes, inside its 8th character, as the kernel does.
+        let name: &[u8] = &"обучение".as_bytes()[..15];
+        let proc = FakeProc::new("nonutf8");
+        proc.process(13, "", b"", "");
+        let dir = proc.0.join("13");
+        let with_name = |head: &[u8], tail: &str| [head, name, tail.as_bytes()].concat();
+        std::fs::write(dir.join("comm"), with_name(b"", "\n")).unwrap();
+        let status = with_name(b"Name:\t", "\nUid:\t4000000\t0\t0\t0\nNSpid:\t13\t2\n");
+        std::fs::write(dir.join("status"), status).unwrap();
+        let stat = with_name(
+            b"13 (",
+            ") S 1 1 1 0 -1 0 0 0 0 0 7 0 0 0 20 0 1 0 500 1000 25 0\n",
+        );
+        std::fs::write(dir.join("stat"), stat).unwrap();
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        let info = procfs.lookup(13).expect("a process, not a vanished one");
+        assert_eq!(info.user, Some((4000000, "4000000".to_owned())));
+        assert_eq!(info.command.as_deref(), Some("обучени\u{fffd}"));
+        assert_eq!(info.rss_bytes, Some(25 * procfs_page_size()));
     }
 
     #[test]

@@ -318,6 +318,31 @@ fn more_processes_than_slots_are_counted_not_dropped() {
         "{}",
         &text[text.len() - 60..]
     );
+    let by_user = json_of(&sb.client(&["--by-user", "--json"]));
+    assert_eq!(by_user["processes_not_shown"], 77);
+    let text = stdout(&sb.client(&["--by-user", "--no-header"]));
+    assert!(
+        text.ends_with("(77 GPU processes not shown, so not counted)\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_process_whose_name_is_cut_inside_a_character_keeps_its_owner() {
+    let sb = Sandbox::new("procnonutf8");
+    // The kernel keeps 15 bytes of a program's file name as its name (in stat, status
+    // and comm): 7 and a half Cyrillic letters here, which is not UTF-8.
+    let program = sb.scenario_path().with_file_name("обучение");
+    std::fs::copy("/bin/sleep", &program).unwrap();
+    let named = Proc::spawn(Command::new(&program).arg("600"));
+    sb.write_scenario(&scenario(&[(named.pid(), 10, [0; 4])]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let doc = json_with_cpu(&sb, &daemon, &["--json"]);
+    let p = &doc["gpus"][0]["processes"][0];
+    assert_eq!(p["username"], user_name(nix::unistd::getuid().as_raw()));
+    assert_eq!(p["command"], "обучение");
+    assert!(p["cpu_memory_usage"].as_u64().unwrap() > 0, "{p}");
 }
 
 #[test]
