@@ -163,6 +163,33 @@ fn opt<T>(valid: u64, bit: u64, value: T) -> Option<T> {
 }
 
 /// A string field, decoded only when its validity bit is set.
+/// The segment's user field holds 31 bytes: a longer name (SSSD or AD `user@domain`
+/// names) arrives cut. One that fills the field is completed from the reader's own user
+/// database (`lookup`), when the name found there for the uid begins with what was
+/// published; otherwise the published name stands.
+fn complete_user_name(
+    published: String,
+    field: &[u8],
+    uid: u32,
+    lookup: impl Fn(u32) -> String,
+) -> String {
+    let used = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    // Within a character of full: encoding cuts at a character boundary.
+    if used + 4 < field.len() {
+        return published;
+    }
+    let local = lookup(uid);
+    if local.len() > published.len() && local.starts_with(&published) {
+        local
+    } else {
+        published
+    }
+}
+
+fn user_name_of(uid: u32) -> String {
+    gpupeek_shm::procfs::user_name(uid)
+}
+
 fn opt_text(valid: u64, bit: u64, field: &[u8]) -> Option<String> {
     (valid & bit != 0).then(|| text::decode(field))
 }
@@ -284,7 +311,8 @@ impl ProcView {
             pid: if same_ns { p.ns_pid } else { p.pid },
             host_pid: p.pid,
             uid: opt(valid, proc_valid::USER, p.uid),
-            user: opt_text(valid, proc_valid::USER, &p.user),
+            user: opt_text(valid, proc_valid::USER, &p.user)
+                .map(|user| complete_user_name(user, &p.user, p.uid, user_name_of)),
             command: opt_text(valid, proc_valid::COMMAND, &p.command),
             full_command: opt(valid, proc_valid::CMDLINE, ())
                 .map(|()| text::decode_argv(&p.cmdline, p.cmdline_len)),
@@ -328,5 +356,48 @@ impl ProcView {
             }
         }
         view
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(name: &str) -> [u8; 32] {
+        let mut f = [0u8; 32];
+        text::encode(&mut f, name);
+        f
+    }
+
+    #[test]
+    fn a_user_name_cut_by_the_field_is_completed_from_the_readers_user_database() {
+        let long = "averyveryverylongusername@ad.example.edu";
+        let f = field(long);
+        let published = text::decode(&f);
+        assert_eq!(published.len(), 31, "the field cuts it");
+        let lookup = |uid: u32| {
+            if uid == 4242 {
+                long.to_owned()
+            } else {
+                uid.to_string()
+            }
+        };
+        assert_eq!(
+            complete_user_name(published.clone(), &f, 4242, lookup),
+            long
+        );
+        // A database that says something else (another container's) is not believed.
+        let other = |_: u32| "someone-else-entirely-with-a-long-name".to_owned();
+        assert_eq!(
+            complete_user_name(published.clone(), &f, 4242, other),
+            published
+        );
+        // A name that fits is never looked up.
+        let short = field("alice");
+        let never = |_: u32| -> String { panic!("looked up a name that fits") };
+        assert_eq!(
+            complete_user_name("alice".into(), &short, 1000, never),
+            "alice"
+        );
     }
 }
