@@ -528,6 +528,16 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Builds contrib/c/gpupeek-read.c, the example C reader, into the sandbox; `None` when
+/// there is no C compiler outside CI.
+pub fn compile_c_reader(sandbox: &Sandbox) -> Option<PathBuf> {
+    compile_c(
+        sandbox,
+        &repo().join("contrib/c/gpupeek-read.c"),
+        "gpupeek-read",
+    )
+}
+
 /// Compiles the C program `source` into `sandbox.dir/out`, with contrib/c on the include
 /// path and as strictly as contrib/README.md says; `None` when there is no C compiler
 /// outside CI.

@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use gpupeek_e2e::{compile_c, repo, run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox};
+use gpupeek_e2e::{
+    compile_c, compile_c_reader, repo, run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox,
+};
 use serde_json::json;
 
 const GIB: u64 = 1 << 30;
@@ -67,11 +69,7 @@ fn scaled(value: &str, divisor: u64) -> String {
 #[test]
 fn c_example_reader_prints_what_gpupeek_json_shows() {
     let (sandbox, _daemon) = live("c-reader");
-    let Some(exe) = compile_c(
-        &sandbox,
-        &repo().join("contrib/c/gpupeek-read.c"),
-        "gpupeek-read",
-    ) else {
+    let Some(exe) = compile_c_reader(&sandbox) else {
         return;
     };
     let out = run_with_watchdog({
@@ -125,11 +123,7 @@ fn c_example_reader_prints_what_gpupeek_json_shows() {
 #[test]
 fn c_example_reader_refuses_untrusted_corrupt_and_foreign_segments() {
     let sandbox = Sandbox::new("c-refuse");
-    let Some(exe) = compile_c(
-        &sandbox,
-        &repo().join("contrib/c/gpupeek-read.c"),
-        "gpupeek-read",
-    ) else {
+    let Some(exe) = compile_c_reader(&sandbox) else {
         return;
     };
     let mut header = vec![0u8; 4096];
@@ -177,11 +171,7 @@ fn c_example_reader_refuses_untrusted_corrupt_and_foreign_segments() {
 #[test]
 fn c_example_reader_names_a_daemon_without_heartbeat() {
     let (sandbox, daemon) = live("c-stale");
-    let Some(exe) = compile_c(
-        &sandbox,
-        &repo().join("contrib/c/gpupeek-read.c"),
-        "gpupeek-read",
-    ) else {
+    let Some(exe) = compile_c_reader(&sandbox) else {
         return;
     };
     daemon.signal(nix::sys::signal::Signal::SIGSTOP);

@@ -5,30 +5,20 @@
 //! whose history fields do not fit the segment.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use gpupeek_e2e::{
-    compile_c, hostile, record_history_phases, repo, run_with_watchdog, stderr, stdout, tool,
-    Sandbox,
+    compile_c_reader, hostile, record_history_phases, repo, run_with_watchdog, stderr, stdout,
+    tool, Sandbox,
 };
 use gpupeek_shm::layout::history_valid;
 use gpupeek_shm::History;
 use serde_json::json;
 
-/// Builds contrib/c/gpupeek-read.c; `None` when there is no C compiler outside CI.
-fn c_reader(sandbox: &Sandbox) -> Option<PathBuf> {
-    compile_c(
-        sandbox,
-        &repo().join("contrib/c/gpupeek-read.c"),
-        "gpupeek-read",
-    )
-}
-
 /// The two contrib readers, run with `--history` on segment `name`.
 fn run_readers(sandbox: &Sandbox, name: &str) -> Vec<(&'static str, Output)> {
     let mut runs = Vec::new();
-    if let Some(exe) = c_reader(sandbox) {
+    if let Some(exe) = compile_c_reader(sandbox) {
         let mut cmd = Command::new(exe);
         cmd.args(["--history", name]);
         runs.push(("C", run_with_watchdog(cmd)));
