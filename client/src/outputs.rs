@@ -16,7 +16,7 @@
 //! template; `suspended` when every selected GPU is asleep; `stopped` when the daemon is
 //! not running or not responding; `error` for anything else (NVML error, bad segment).
 
-use gpupeek_shm::layout::{gpu_valid, GpuState};
+use gpupeek_shm::layout::GpuState;
 use gpupeek_shm::{GpuRecord, History, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
@@ -135,8 +135,9 @@ pub struct Renderer {
     template: Template,
     markup: Box<dyn Markup>,
     asleep: String,
-    /// waybar's tooltip templates, parsed once (a follower renders a line per update).
-    tooltip: Option<Tooltip>,
+    /// waybar's tooltip and percentage templates, parsed once (a follower renders a line
+    /// per update).
+    waybar: Option<Waybar>,
 }
 
 impl Renderer {
@@ -161,7 +162,7 @@ impl Renderer {
             template,
             markup: kind.markup(ansi),
             asleep: asleep.unwrap_or(default_asleep).to_owned(),
-            tooltip: (kind == Kind::Waybar).then(Tooltip::new),
+            waybar: (kind == Kind::Waybar).then(Waybar::new),
         })
     }
 
@@ -194,27 +195,10 @@ impl Renderer {
         };
         if template::all_asleep(&gpus) {
             let text = self.markup.escape(&self.asleep);
-            return Ok(self.finish(&text, "suspended", Level::Ok, 0, &data));
+            return Ok(self.finish(&text, "suspended", Level::Ok, &data));
         }
         let rendered = self.template.render(&data, self.markup.as_ref());
-        // The mean over the GPUs that report it, as `{util}`: a lost GPU is not 0 %.
-        let reporting: Vec<&GpuRecord> = gpus
-            .iter()
-            .copied()
-            .filter(|g| g.valid & gpu_valid::UTILIZATION != 0 && !template::asleep(g))
-            .collect();
-        let util = reporting
-            .iter()
-            .map(|g| u64::from(g.util_gpu_pct))
-            .sum::<u64>()
-            / (reporting.len().max(1) as u64);
-        Ok(self.finish(
-            &rendered.text,
-            rendered.level.name(),
-            rendered.level,
-            util,
-            &data,
-        ))
+        Ok(self.finish(&rendered.text, rendered.level.name(), rendered.level, &data))
     }
 
     /// The line for a daemon that cannot be read (`exit` says why).
@@ -240,7 +224,7 @@ impl Renderer {
         } else {
             Level::Warning
         };
-        let mut line = self.finish(&text, class, level, 0, &data);
+        let mut line = self.finish(&text, class, level, &data);
         if self.kind == Kind::Waybar {
             // The tooltip says what to do about it.
             let mut doc: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
@@ -251,14 +235,14 @@ impl Renderer {
     }
 
     /// Wraps the text in the output's protocol.
-    fn finish(&self, text: &str, class: &str, level: Level, pct: u64, data: &Data) -> String {
+    fn finish(&self, text: &str, class: &str, level: Level, data: &Data) -> String {
         let json = |v: serde_json::Value| v.to_string() + "\n";
         match self.kind {
             Kind::Waybar => json(serde_json::json!({
                 "text": text,
-                "tooltip": self.tooltip.as_ref().map(|t| t.render(data)).unwrap_or_default(),
+                "tooltip": self.waybar.as_ref().map(|w| w.tooltip(data)).unwrap_or_default(),
                 "class": class,
-                "percentage": pct.min(100),
+                "percentage": self.waybar.as_ref().map_or(0, |w| w.percentage(data)),
                 "alt": class,
             })),
             Kind::I3blocks => {
@@ -312,26 +296,37 @@ fn select<'a>(snap: &'a Snapshot, ids: Option<&[u32]>) -> Result<Vec<&'a GpuReco
         .collect()
 }
 
-/// waybar's tooltip: a line per GPU; one that is not `ok` (asleep, lost, in error) has
-/// no values to show, only its state.
-struct Tooltip {
+/// waybar's extras: the tooltip, a line per GPU (one that is not `ok`, i.e. asleep, lost
+/// or in error, has no values to show, only its state); and the percentage, what `{util}`
+/// shows, so a GPU that does not report utilisation does not count as 0 %.
+struct Waybar {
     ok: Template,
     other: Template,
+    percentage: Template,
 }
 
-impl Tooltip {
+impl Waybar {
     const OK: &str = "GPU {index} {name}: {util}% · {mem_used:GiB:.1}/{mem_total:GiB:.1} GiB · {temp}°C · {power} W";
     const OTHER: &str = "GPU {index} {name}: {state}";
+    const PERCENTAGE: &str = "{util}";
 
-    fn new() -> Tooltip {
+    fn new() -> Waybar {
         let parse = |src| Template::parse(src).unwrap_or_else(|_| unreachable!("{src}"));
-        Tooltip {
+        Waybar {
             ok: parse(Self::OK),
             other: parse(Self::OTHER),
+            percentage: parse(Self::PERCENTAGE),
         }
     }
 
-    fn render(&self, data: &Data) -> String {
+    /// 0 to 100; 0 when no GPU reports utilisation.
+    fn percentage(&self, data: &Data) -> u64 {
+        self.percentage
+            .first_number(data)
+            .map_or(0, |pct| pct.clamp(0.0, 100.0) as u64)
+    }
+
+    fn tooltip(&self, data: &Data) -> String {
         let mut out = String::new();
         for (i, g) in data.gpus.iter().enumerate() {
             if i > 0 {

@@ -246,6 +246,20 @@ impl Template {
         widest(&self.items)
     }
 
+    /// The number the template's first placeholder stands for, before unit and
+    /// precision (for `{util}`: the mean utilisation of the GPUs that report it); `None`
+    /// when no GPU reports it, it is text, or there is no placeholder.
+    pub fn first_number(&self, data: &Data) -> Option<f64> {
+        let first = self.items.iter().find_map(|item| match item {
+            Item::Value(p) => Some(p),
+            _ => None,
+        })?;
+        match first.value(data, None)? {
+            fields::Value::Num(x) => Some(x),
+            fields::Value::Text(_) => None,
+        }
+    }
+
     /// Renders for `data`, painting thresholded values with `markup`.
     pub fn render(&self, data: &Data, markup: &dyn Markup) -> Rendered {
         let mut text = String::new();

@@ -74,7 +74,7 @@ impl Placeholder {
         Level::Ok
     }
 
-    fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
+    pub(crate) fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
         let get = |g: &GpuRecord| {
             if asleep(g)
                 && !matches!(
