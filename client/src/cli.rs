@@ -193,8 +193,8 @@ pub fn normalize(args: &[String]) -> Vec<String> {
     let mut iter = args.iter().peekable();
     while let Some(arg) = iter.next() {
         let optional = match arg.as_str() {
-            "-e" | "--show-codec" => Some(("enc,dec", is_codec_value as fn(&str) -> bool)),
-            "-P" | "--show-power" => Some(("draw,limit", is_power_value as fn(&str) -> bool)),
+            "-e" | "--show-codec" => Some(("enc,dec", is_word as fn(&str) -> bool)),
+            "-P" | "--show-power" => Some(("draw,limit", is_word as fn(&str) -> bool)),
             "-i" | "--watch" | "--interval" => Some(("1", is_seconds as fn(&str) -> bool)),
             _ => None,
         };
@@ -231,7 +231,7 @@ pub fn normalize(args: &[String]) -> Vec<String> {
 /// gpupeek takes no positional argument, so a word after `-e` or `-P` can only be meant
 /// as its value: a wrong one gets the flag's own error ("bad codec"), not "Unrecognized
 /// argument".
-fn is_codec_value(s: &str) -> bool {
+fn is_word(s: &str) -> bool {
     !s.starts_with('-')
 }
 
@@ -239,10 +239,6 @@ fn is_codec_value(s: &str) -> bool {
 /// error rather than "Unrecognized argument".
 fn is_seconds(s: &str) -> bool {
     s.parse::<f64>().is_ok()
-}
-
-fn is_power_value(s: &str) -> bool {
-    !s.starts_with('-')
 }
 
 impl Args {

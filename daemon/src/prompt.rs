@@ -160,9 +160,7 @@ impl PromptFile {
 
     /// After a clean stop: replaces the line with [`STOPPED_TEXT`].
     pub fn stopped(&mut self) {
-        self.line.clear();
-        self.line.push_str(STOPPED_TEXT);
-        self.line.push('\n');
+        self.set_line(STOPPED_TEXT);
         self.write_if_changed();
     }
 
@@ -170,11 +168,16 @@ impl PromptFile {
     /// --prompt-stopped`, run by the service manager after a daemon that could not stop
     /// cleanly (killed, crashed, hung past its watchdog) left its last values behind.
     pub fn mark_stopped(&mut self) -> Result<(), String> {
-        self.line.clear();
-        self.line.push_str(STOPPED_TEXT);
-        self.line.push('\n');
+        self.set_line(STOPPED_TEXT);
         self.replace()
             .map_err(|e| format!("cannot write prompt file {}: {}", self.display(), e.desc()))
+    }
+
+    /// A fixed line, with its newline, as the next to write.
+    fn set_line(&mut self, text: &str) {
+        self.line.clear();
+        self.line.push_str(text);
+        self.line.push('\n');
     }
 
     fn write_if_changed(&mut self) {
