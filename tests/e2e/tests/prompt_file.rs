@@ -166,14 +166,20 @@ fn a_symlink_at_the_target_or_temporary_name_is_replaced_and_its_pointee_untouch
     );
 }
 
-#[test]
-fn a_clean_stop_leaves_a_line_that_cannot_pass_for_values() {
-    let sb = Sandbox::new("pf-stop");
+/// A daemon with the default template whose prompt file holds its first line; the file.
+fn writing_default_line(tag: &str) -> (Sandbox, Daemon, PathBuf) {
+    let sb = Sandbox::new(tag);
     sb.write_scenario(&two_gpus(45));
-    let mut daemon = start(&sb, "100ms", &[]);
+    let daemon = start(&sb, "100ms", &[]);
     sb.wait_live(&daemon);
     let path = prompt_path(&sb);
     wait_for("the prompt file", &daemon, || read(&path) == "70% 40.0G\n");
+    (sb, daemon, path)
+}
+
+#[test]
+fn a_clean_stop_leaves_a_line_that_cannot_pass_for_values() {
+    let (_sb, mut daemon, path) = writing_default_line("pf-stop");
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0));
     assert_eq!(read(&path), "gpupeekd stopped\n");
@@ -181,12 +187,7 @@ fn a_clean_stop_leaves_a_line_that_cannot_pass_for_values() {
 
 #[test]
 fn prompt_stopped_replaces_a_killed_daemons_last_line_and_touches_no_segment() {
-    let sb = Sandbox::new("pf-killed");
-    sb.write_scenario(&two_gpus(45));
-    let mut daemon = start(&sb, "100ms", &[]);
-    sb.wait_live(&daemon);
-    let path = prompt_path(&sb);
-    wait_for("the prompt file", &daemon, || read(&path) == "70% 40.0G\n");
+    let (sb, mut daemon, path) = writing_default_line("pf-killed");
     daemon.signal(Signal::SIGKILL);
     daemon.wait_exit();
     assert_eq!(
