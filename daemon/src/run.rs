@@ -36,7 +36,7 @@ use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{Choice, Privacy};
 use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
-use crate::sampler::{Failure, Sampler, SystemInfo};
+use crate::sampler::{Failure, GpuSampler, Sampler, SystemInfo};
 use crate::waiter::Waiter;
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
@@ -72,8 +72,8 @@ pub struct Config {
 }
 
 enum Nvml {
-    /// Initialised: sampling.
-    Up(Box<Sampler>),
+    /// Initialised: sampling, with a sampler per GPU seen so far.
+    Up(Box<Sampler>, Vec<GpuSampler>),
     /// Failed, or not initialised yet: retried at `retry_at`.
     Down {
         failure: Failure,
@@ -203,7 +203,7 @@ impl Daemon {
     /// One line on what the daemon is doing, for the service manager's status.
     fn summary(&self) -> String {
         match &self.nvml {
-            Nvml::Up { .. } => format!(
+            Nvml::Up(..) => format!(
                 "publishing {} GPU{} every {:?}",
                 self.gpu_count,
                 if self.gpu_count == 1 { "" } else { "s" },
@@ -226,7 +226,7 @@ impl Daemon {
         self.pm.refresh();
         self.wake_if_needed(now);
         self.retry_nvml(now);
-        if matches!(self.nvml, Nvml::Up(_)) && self.pm.release_due(now) {
+        if matches!(self.nvml, Nvml::Up(..)) && self.pm.release_due(now) {
             log::info!(
                 "every GPU is suspended or has idled for {:?}: releasing NVML so that they \
                  can runtime-suspend",
@@ -241,7 +241,7 @@ impl Daemon {
             ..Default::default()
         };
         match &self.nvml {
-            Nvml::Up(sampler) => match sampler.device_count() {
+            Nvml::Up(sampler, _) => match sampler.device_count() {
                 Ok(count) => {
                     status.state = DaemonState::Live as u32;
                     status.gpu_count = self.sample_all(count, now);
@@ -342,7 +342,7 @@ impl Daemon {
                     "NVML initialised (driver {})",
                     self.info.driver_version.as_deref().unwrap_or("unknown")
                 );
-                self.nvml = Nvml::Up(Box::new(sampler));
+                self.nvml = Nvml::Up(Box::new(sampler), Vec::new());
                 self.pm.discover();
             }
             Err(new) => {
@@ -365,7 +365,7 @@ impl Daemon {
     /// queried.
     fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
         let history_step = self.history_step();
-        let Nvml::Up(sampler) = &mut self.nvml else {
+        let Nvml::Up(sampler, gpus) = &mut self.nvml else {
             return 0;
         };
         let capacity = self.publisher.geometry().gpu_capacity as u32;
@@ -377,16 +377,19 @@ impl Daemon {
         let mut all_idle = count <= capacity;
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
+        while gpus.len() < count as usize {
+            gpus.push(sampler.gpu(gpus.len() as u32));
+        }
         self.procs.begin(now);
         self.procs.gpu_count(count);
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
                 self.pm.sleeping_record(slot, &mut self.gpu);
-                sampler.forget_slow(slot);
+                gpus[slot].forget_slow();
                 self.procs.gpu_absent(index);
             } else {
-                sampler.sample(index, &mut self.gpu, self.procs.list());
+                gpus[slot].sample(&mut self.gpu, self.procs.list());
                 if self.gpu.state == GpuState::Ok as u32 {
                     self.procs.gpu_present(index);
                 } else {

@@ -10,6 +10,9 @@
 //! read once per NVML session and kept for GPUs that later fail, so clients can still
 //! say which GPU is in trouble.
 //!
+//! A [`Sampler`] is one NVML session; each GPU is sampled by a [`GpuSampler`] that owns
+//! its state across ticks and a share of the session, so GPUs can be sampled apart.
+//!
 //! Two things need history across ticks: GPM metrics (see [`crate::gpm`]) and how long
 //! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
 //! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
@@ -23,6 +26,8 @@ use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
 };
 use nvml_wrapper::error::NvmlError;
+use std::sync::Arc;
+
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
@@ -118,29 +123,9 @@ struct Identity {
     max_clocks_mhz: [Option<u32>; 3],
 }
 
-/// An initialised NVML session.
+/// An initialised NVML session: driver-wide queries, and a [`GpuSampler`] per GPU.
 pub struct Sampler {
-    nvml: Nvml,
-    identities: Vec<Option<Identity>>,
-    /// Per GPU, the newest process-utilisation sample seen (NVML's µs timestamp).
-    util_seen: Vec<u64>,
-    /// Per GPU, GPM support and the sample kept for the next window.
-    gpm: Vec<Gpm>,
-    /// Per GPU, since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
-    idle_since: Vec<Option<u64>>,
-    /// Per GPU, the slow tier's values from the last slow tick.
-    slow: Vec<Slow>,
-    /// What NVML's process lists are read into.
-    proc_buffers: gpuprocs::Buffers,
-}
-
-impl Drop for Sampler {
-    /// Frees the kept GPM samples while the session that made them is still open.
-    fn drop(&mut self) {
-        for gpm in &mut self.gpm {
-            gpm.release(&self.nvml);
-        }
-    }
+    nvml: Arc<Nvml>,
 }
 
 impl Sampler {
@@ -152,13 +137,7 @@ impl Sampler {
         }
         let nvml = builder.init()?;
         Ok(Sampler {
-            nvml,
-            identities: Vec::new(),
-            util_seen: Vec::new(),
-            gpm: Vec::new(),
-            idle_since: Vec::new(),
-            slow: Vec::new(),
-            proc_buffers: gpuprocs::Buffers::default(),
+            nvml: Arc::new(nvml),
         })
     }
 
@@ -176,23 +155,60 @@ impl Sampler {
         Ok(self.nvml.device_count()?)
     }
 
-    /// Fills `rec` for GPU `index`. On a slow tick (`procs` given) also reads the slow
+    /// A sampler for GPU `index` in this session. It holds the session open: NVML is
+    /// shut down when the last of the session and its GPU samplers is dropped.
+    pub fn gpu(&self, index: u32) -> GpuSampler {
+        GpuSampler {
+            nvml: Arc::clone(&self.nvml),
+            index,
+            identity: None,
+            util_seen: 0,
+            gpm: Gpm::default(),
+            idle_since: None,
+            slow: Slow::default(),
+            proc_buffers: gpuprocs::Buffers::default(),
+        }
+    }
+}
+
+/// One GPU of an NVML session, with what its sampling remembers across ticks. It owns
+/// everything it touches, so each GPU can be sampled on a thread of its own.
+pub struct GpuSampler {
+    nvml: Arc<Nvml>,
+    index: u32,
+    /// Static identity, read once per session and kept for when the GPU fails.
+    identity: Option<Identity>,
+    /// The newest process-utilisation sample seen (NVML's µs timestamp).
+    util_seen: u64,
+    /// GPM support and the sample kept for the next window.
+    gpm: Gpm,
+    /// Since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
+    idle_since: Option<u64>,
+    /// The slow tier's values from the last slow tick.
+    slow: Slow,
+    /// What NVML's process lists are read into.
+    proc_buffers: gpuprocs::Buffers,
+}
+
+impl Drop for GpuSampler {
+    /// Frees the kept GPM sample while the session that made it is still open.
+    fn drop(&mut self) {
+        self.gpm.release(&self.nvml);
+    }
+}
+
+impl GpuSampler {
+    /// Fills `rec` for this GPU. On a slow tick (`procs` given) also reads the slow
     /// tier and appends the GPU's processes to `procs`; on a fast one (`None`) the record
     /// carries what the last slow tick read.
-    pub fn sample(&mut self, index: u32, rec: &mut GpuRecord, procs: Option<&mut Vec<GpuProcess>>) {
+    pub fn sample(&mut self, rec: &mut GpuRecord, procs: Option<&mut Vec<GpuProcess>>) {
+        let index = self.index;
         *rec = Default::default();
         rec.index = index;
         rec.state = GpuState::Ok as u32;
         rec.sample_mono_ns = gpupeek_shm::mono_now_ns();
-        let slot = index as usize;
-        if self.identities.len() <= slot {
-            self.identities.resize(slot + 1, None);
-            self.util_seen.resize(slot + 1, 0);
-            self.gpm.resize_with(slot + 1, Gpm::default);
-            self.idle_since.resize(slot + 1, None);
-            self.slow.resize(slot + 1, Slow::default());
-        }
-        let device = match self.nvml.device_by_index(index) {
+        let nvml = &*self.nvml;
+        let device = match nvml.device_by_index(index) {
             Ok(device) => device,
             Err(e) => {
                 let lost = matches!(e, NvmlError::GpuLost);
@@ -202,56 +218,52 @@ impl Sampler {
                     GpuState::Error
                 } as u32;
                 rec.nvml_error_code = code(e);
-                self.gpm[slot].release(&self.nvml);
-                self.idle_since[slot] = None;
-                self.slow[slot] = Slow::default();
-                if let Some(id) = &self.identities[slot] {
+                self.gpm.release(nvml);
+                self.idle_since = None;
+                self.slow = Slow::default();
+                if let Some(id) = &self.identity {
                     put_identity(rec, id);
                 }
                 return;
             }
         };
         let mut fill = Fill { rec, lost: false };
-        if self.identities[slot].is_none() {
-            self.identities[slot] = Some(read_identity(&device, &mut fill));
+        if self.identity.is_none() {
+            self.identity = Some(read_identity(&device, &mut fill));
         }
-        if let Some(id) = &self.identities[slot] {
+        if let Some(id) = &self.identity {
             put_identity(fill.rec, id);
         }
-        sample_dynamic(&self.nvml, &device, &mut fill);
+        sample_dynamic(nvml, &device, &mut fill);
         let now = fill.rec.sample_mono_ns;
-        if let Some(Some(metrics)) = fill.call(|| self.gpm[slot].tick(&self.nvml, &device, now)) {
+        if let Some(Some(metrics)) = fill.call(|| self.gpm.tick(nvml, &device, now)) {
             metrics.put(fill.rec);
         }
-        track_idle(fill.rec, &mut self.idle_since[slot]);
+        track_idle(fill.rec, &mut self.idle_since);
         match procs {
             Some(procs) => {
                 sample_ecc(&device, &mut fill);
-                let seen = &mut self.util_seen[slot];
+                let seen = &mut self.util_seen;
                 let bufs = &mut self.proc_buffers;
-                gpuprocs::sample(&self.nvml, &device, &mut fill, index, seen, bufs, procs);
-                self.slow[slot] = Slow::of(fill.rec);
+                gpuprocs::sample(nvml, &device, &mut fill, index, seen, bufs, procs);
+                self.slow = Slow::of(fill.rec);
             }
-            None => self.slow[slot].put(fill.rec),
+            None => self.slow.put(fill.rec),
         }
         if fill.lost {
-            self.slow[slot] = Slow::default();
-            self.gpm[slot].release(&self.nvml);
+            self.slow = Slow::default();
+            self.gpm.release(nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
         } else if fill.rec.nvml_error_code != 0 && fill.rec.valid & CORE_VALUES == 0 {
             fill.rec.state = GpuState::Error as u32;
         }
     }
-}
 
-impl Sampler {
-    /// Forgets the slow tier's values of GPU slot `slot` (it sleeps): its next fast
-    /// ticks publish no process count or ECC until a slow tick reads them again.
-    pub fn forget_slow(&mut self, slot: usize) {
-        if let Some(slow) = self.slow.get_mut(slot) {
-            *slow = Slow::default();
-        }
+    /// Forgets the slow tier's values (the GPU sleeps): the next fast ticks publish no
+    /// process count or ECC until a slow tick reads them again.
+    pub fn forget_slow(&mut self) {
+        self.slow = Slow::default();
     }
 }
 
