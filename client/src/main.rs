@@ -53,6 +53,7 @@ const EXIT_ABI: u8 = 6;
 const EXIT_UNTRUSTED: u8 = 7;
 const EXIT_CORRUPT: u8 = 8;
 const EXIT_OS: u8 = 9;
+const EXIT_RELEASED: u8 = 10;
 
 /// A reason to stop: the exit status and the line to print (none when empty).
 #[derive(Debug)]
@@ -225,6 +226,13 @@ fn check_live(name: &str, liveness: Liveness, period_ns: u64) -> Result<(), Exit
         Liveness::Stopped => Err(Exit::new(
             EXIT_NO_DAEMON,
             format!("gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"),
+        )),
+        Liveness::Released => Err(Exit::new(
+            EXIT_RELEASED,
+            format!(
+                "gpupeekd on segment '{name}' has let go of the driver on request (GPU reset or \
+                 MIG change): `gpupeekd --resume` takes it back"
+            ),
         )),
         Liveness::Stale { age_ns } => Err(Exit::new(
             EXIT_STALE,

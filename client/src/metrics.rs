@@ -78,6 +78,7 @@ pub fn scrape(name: &str) -> Scrape {
                 Liveness::Live => "live",
                 Liveness::Starting => "starting",
                 Liveness::Stopped => "stopped",
+                Liveness::Released => "released",
                 Liveness::Stale { .. } => "stale",
                 Liveness::NvmlError { .. } => "nvml_error",
             };

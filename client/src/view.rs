@@ -244,7 +244,9 @@ impl GpuView {
     fn new(g: &GpuRecord, snap: &Snapshot, ctx: &Context) -> GpuView {
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
         let valid = match state {
-            GpuState::Suspended | GpuState::Idle => g.valid & (v::NAME | v::UUID | v::PCI_BUS_ID),
+            GpuState::Suspended | GpuState::Idle | GpuState::NotResponding => {
+                g.valid & (v::NAME | v::UUID | v::PCI_BUS_ID)
+            }
             _ => g.valid,
         };
         let processes = (valid & v::PROCESSES != 0).then(|| {
@@ -288,6 +290,7 @@ impl GpuView {
         match self.state {
             GpuState::Ok | GpuState::Suspended | GpuState::Idle => None,
             GpuState::Lost => Some("((GPU is lost))"),
+            GpuState::NotResponding => Some("((Driver not responding))"),
             GpuState::Error | GpuState::Empty => Some("((Unknown Error))"),
         }
     }

@@ -30,7 +30,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 2;
+pub const ABI_MINOR: u32 = 3;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -62,6 +62,9 @@ pub enum DaemonState {
     NvmlError = 2,
     /// The daemon shut down cleanly.
     Stopped = 3,
+    /// An operator asked the daemon to let go of NVML (for a GPU reset or a MIG change):
+    /// it holds no NVML handle and publishes no GPU until asked to take it back (1.3).
+    Released = 4,
 }
 
 impl DaemonState {
@@ -72,6 +75,7 @@ impl DaemonState {
             1 => Self::Live,
             2 => Self::NvmlError,
             3 => Self::Stopped,
+            4 => Self::Released,
             _ => return None,
         })
     }
@@ -94,6 +98,10 @@ pub enum GpuState {
     /// Idle, and the daemon has released NVML so that runtime PM can suspend it, but it
     /// has not suspended yet: not queried; values are not current.
     Idle = 5,
+    /// The driver has not answered a call for this GPU within the daemon's NVML timeout
+    /// (a GPU after an Xid, a driver stuck in D state): values are not current; identity
+    /// is kept. Cleared when the call returns (1.3).
+    NotResponding = 6,
 }
 
 impl GpuState {
@@ -106,6 +114,7 @@ impl GpuState {
             3 => Self::Error,
             4 => Self::Suspended,
             5 => Self::Idle,
+            6 => Self::NotResponding,
             _ => return None,
         })
     }
@@ -119,6 +128,7 @@ impl GpuState {
             Self::Error => "error",
             Self::Suspended => "suspended",
             Self::Idle => "idle",
+            Self::NotResponding => "not responding",
         }
     }
 }

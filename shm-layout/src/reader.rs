@@ -321,6 +321,8 @@ pub enum Liveness {
     Starting,
     /// Shut down cleanly.
     Stopped,
+    /// Alive, but NVML released on an operator's request (GPU reset, MIG change).
+    Released,
     /// NVML failed; the daemon keeps retrying.
     NvmlError {
         /// NVML return code.
@@ -354,6 +356,7 @@ impl Snapshot {
         }
         match state {
             Some(DaemonState::Live) => Liveness::Live,
+            Some(DaemonState::Released) => Liveness::Released,
             Some(DaemonState::NvmlError) => Liveness::NvmlError {
                 code: s.nvml_error_code,
                 message: crate::text::decode(&s.error_message),
