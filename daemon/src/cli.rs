@@ -86,6 +86,25 @@ pub struct Args {
     #[argh(option, default = "PathBuf::from(\"/sys\")")]
     pub sysfs_root: PathBuf,
 
+    /// how long an NVML call may run before its GPU is published as "not responding"
+    /// (the other GPUs and the heartbeat go on meanwhile; default 2s, 10ms to 1h)
+    #[argh(
+        option,
+        default = "Duration::from_secs(2)",
+        from_str_fn(parse_interval)
+    )]
+    pub nvml_timeout: Duration,
+
+    /// ask the gpupeekd running on the segment to let go of NVML, so that a GPU can be
+    /// reset or its MIG mode changed (readers then say so), and wait until it has
+    #[argh(switch)]
+    pub release: bool,
+
+    /// ask the gpupeekd running on the segment to take NVML back after --release, and
+    /// wait until it publishes again
+    #[argh(switch)]
+    pub resume: bool,
+
     /// release NVML once every GPU has been idle this long, so runtime PM can power it
     /// down (default 10s; 0s releases at the first idle tick)
     #[argh(

@@ -108,6 +108,11 @@ pub struct Kept {
     taken_ns: u64,
 }
 
+// SAFETY: the sample handle is an opaque allocation of NVML's (which is thread-safe),
+// owned by this value alone: it is used and freed by whichever single thread holds the
+// value, so moving it to another thread (a GPU's sampling worker) is sound.
+unsafe impl Send for Kept {}
+
 /// GPM state of one GPU within one NVML session.
 #[derive(Debug, Default)]
 pub enum Gpm {

@@ -3,7 +3,9 @@
 //!
 //! Exit status: 0 after a clean stop, 1 on an internal error (or a second stop signal),
 //! 2 for bad flags, 3 when another gpupeekd owns the segment, 4 when the segment cannot
-//! be created, 5 when `--prompt-stopped` cannot write the prompt file.
+//! be created, 5 when `--prompt-stopped` cannot write the prompt file. `--release` and
+//! `--resume` exit 0 once done, 1 when the daemon did not do it in time, 3 when there is
+//! no daemon to ask.
 
 mod alerts;
 mod cli;
@@ -20,10 +22,13 @@ mod procfile;
 mod procfs;
 mod proctier;
 mod prompt;
+mod request;
 mod run;
 mod sampler;
+mod session;
 mod sysfs;
 mod waiter;
+mod worker;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -53,6 +58,20 @@ fn main() -> ExitCode {
         return mark_prompt_stopped(prompt);
     }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let request = match (args.release, args.resume) {
+        (true, true) => {
+            logging::say(format_args!("--release and --resume exclude each other"));
+            return ExitCode::from(EXIT_USAGE);
+        }
+        (true, false) => Some(waiter::Request::Release),
+        (false, true) => Some(waiter::Request::Resume),
+        (false, false) => None,
+    };
+    if let Some(request) = request {
+        // The daemon waits up to its NVML timeout for a call to return before it lets go.
+        let wait = args.nvml_timeout * 2 + std::time::Duration::from_secs(5);
+        return request::send(&name, request, wait);
+    }
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
     let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
         Ok(publisher) => publisher,
@@ -92,6 +111,7 @@ fn main() -> ExitCode {
         runtime_pm: !args.no_runtime_pm,
         release_after: args.release_after,
         prompt,
+        nvml_timeout: args.nvml_timeout,
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,

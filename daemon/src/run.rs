@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -36,8 +36,10 @@ use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{Choice, Privacy};
 use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
-use crate::sampler::{Failure, GpuSampler, Sampler, SystemInfo};
-use crate::waiter::Waiter;
+use crate::sampler::{Failure, SystemInfo};
+use crate::session::{Control, ControlJob, ControlOut, Session};
+use crate::waiter::{Request, Waiter};
+use crate::worker::{Done, Worker};
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
 /// record write (counting from 0), leaving that record mid-write as a daemon killed
@@ -69,19 +71,43 @@ pub struct Config {
     pub release_after: Duration,
     /// The prompt file to rewrite each tick, if any.
     pub prompt: Option<PromptFile>,
+    /// How long an NVML call may run before its GPU is published as not responding.
+    pub nvml_timeout: Duration,
 }
 
+/// How many NVML timeouts `nvmlInit` may run before the daemon says the driver does not
+/// respond (30 s by default): it takes seconds on a large machine without persistence
+/// mode.
+const INIT_TIMEOUTS: u32 = 15;
+
+/// NVML's `NVML_ERROR_TIMEOUT`, published while `nvmlInit` does not return.
+const NVML_ERROR_TIMEOUT: i32 = 10;
+
 enum Nvml {
-    /// Initialised: sampling, with a sampler per GPU seen so far.
-    Up(Box<Sampler>, Vec<GpuSampler>),
-    /// Failed, or not initialised yet: retried at `retry_at`.
+    /// Initialised: sampling, each GPU on a worker of its own.
+    Up(Box<Session>),
+    /// Not initialised (never yet, when `failure` is `None`): `nvmlInit` is tried at
+    /// `retry_at`.
     Down {
-        failure: Failure,
+        failure: Option<Failure>,
         retry_at: Instant,
         backoff: Duration,
     },
+    /// `nvmlInit` runs on the control worker since `since` (`hung` once it has run past
+    /// [`INIT_TIMEOUTS`] NVML timeouts: published as an NVML error, and logged once).
+    Starting {
+        failure: Option<Failure>,
+        since: Instant,
+        backoff: Duration,
+        hung: bool,
+    },
     /// Released by the runtime-PM policy while the GPUs sleep or idle.
     Released,
+    /// Released on an operator's request until asked to take it back; `closing` while
+    /// a call that has not returned still holds the session open.
+    OnRequest {
+        closing: Option<Weak<nvml_wrapper::Nvml>>,
+    },
 }
 
 struct Daemon {
@@ -108,6 +134,12 @@ struct Daemon {
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
     published: Vec<GpuRecord>,
+    /// Runs `nvmlInit` and the device count.
+    control: Worker<Control>,
+    /// A device count posted to the control worker and not answered yet.
+    counting: bool,
+    /// Signalled by every worker's finished job.
+    done: Arc<Done>,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -120,12 +152,15 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
     }
     let mut waiter = Waiter::new(Arc::clone(&stop))?;
     let mut notifier = Notifier::from_env();
-    let mut daemon = Daemon::new(config, publisher);
+    let mut daemon = Daemon::new(config, publisher)?;
     let period = daemon.config.interval;
     let mut deadline = Instant::now();
     let mut last_slow_log: Option<Instant> = None;
     let mut ready = false;
     while !stop.load(Ordering::Relaxed) {
+        if let Some(request) = waiter.take_request() {
+            daemon.on_request(request);
+        }
         daemon.tick();
         if notifier.active() {
             let summary = daemon.summary();
@@ -158,7 +193,7 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
 }
 
 impl Daemon {
-    fn new(mut config: Config, publisher: Publisher) -> Self {
+    fn new(mut config: Config, publisher: Publisher) -> std::io::Result<Self> {
         let prompt = config.prompt.take();
         let nvml = not_initialised(Instant::now(), config.interval);
         let pm = RuntimePm::new(
@@ -180,7 +215,9 @@ impl Daemon {
             period_ns: config.interval.as_nanos() as u64,
             ..Default::default()
         });
-        Daemon {
+        let done = Arc::new(Done::default());
+        let control = Worker::spawn("nvml".into(), Control, Arc::clone(&done))?;
+        Ok(Daemon {
             publisher,
             procs,
             privacy,
@@ -196,8 +233,11 @@ impl Daemon {
             history_due: false,
             prompt,
             published: Vec::new(),
+            control,
+            counting: false,
+            done,
             config,
-        }
+        })
     }
 
     /// One line on what the daemon is doing, for the service manager's status.
@@ -209,8 +249,17 @@ impl Daemon {
                 if self.gpu_count == 1 { "" } else { "s" },
                 self.config.interval
             ),
-            Nvml::Down { failure, .. } => {
-                format!("NVML unavailable, retrying: {}", failure.message)
+            Nvml::Down {
+                failure: Some(failure),
+                ..
+            }
+            | Nvml::Starting {
+                failure: Some(failure),
+                ..
+            } => format!("NVML unavailable, retrying: {}", failure.message),
+            Nvml::Down { .. } | Nvml::Starting { .. } => "initialising NVML".into(),
+            Nvml::OnRequest { .. } => {
+                "NVML released on request (gpupeekd --resume takes it back)".into()
             }
             Nvml::Released => format!(
                 "GPUs asleep, NVML released; watching {} GPU{} in sysfs",
@@ -222,61 +271,131 @@ impl Daemon {
 
     fn tick(&mut self) {
         let now = Instant::now();
+        // How long this tick may wait for the workers: past it, a late GPU keeps its
+        // last record (or is not responding) and the heartbeat goes out on time.
+        let wait_until = now + self.config.nvml_timeout.min(self.config.interval / 2);
         self.history_due = self.history.due(now);
         self.pm.refresh();
         self.wake_if_needed(now);
-        self.retry_nvml(now);
+        self.retry_nvml(now, wait_until);
         if matches!(self.nvml, Nvml::Up(..)) && self.pm.release_due(now) {
             log::info!(
                 "every GPU is suspended or has idled for {:?}: releasing NVML so that they \
                  can runtime-suspend",
                 self.pm.release_after()
             );
-            self.nvml = Nvml::Released; // drops the sampler: nvmlShutdown
+            self.close(Nvml::Released);
             self.pm.park(now);
         }
+        self.count_gpus(now);
         self.published.clear();
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
         match &self.nvml {
-            Nvml::Up(sampler, _) => match sampler.device_count() {
-                Ok(count) => {
+            Nvml::Up(session) => {
+                let count = session.count;
+                let (published, ready) = self.sample_all(count, now, wait_until);
+                status.gpu_count = published;
+                if ready {
                     status.state = DaemonState::Live as u32;
-                    status.gpu_count = self.sample_all(count, now);
-                    self.gpu_count = status.gpu_count;
+                    self.gpu_count = published;
                 }
-                Err(failure) => {
-                    log::error!("NVML stopped working: {}", failure.message);
-                    self.nvml = Nvml::Down {
-                        failure,
-                        retry_at: now + self.config.interval,
-                        backoff: self.config.interval,
-                    };
-                    self.procs
-                        .publish_empty(&self.publisher, &self.privacy.context);
-                }
-            },
+            }
             Nvml::Released => {
                 status.state = DaemonState::Live as u32;
                 status.gpu_count = self.publish_sleeping();
                 self.gpu_count = status.gpu_count;
             }
-            Nvml::Down { .. } => {}
+            Nvml::OnRequest { closing } => {
+                if closing.as_ref().is_some_and(|s| s.strong_count() > 0) {
+                    status.state = DaemonState::NvmlError as u32;
+                    status.nvml_error_code = NVML_ERROR_TIMEOUT;
+                    let message = "releasing NVML on request: waiting for a call that has not \
+                                   returned";
+                    text::encode(&mut status.error_message, message);
+                } else {
+                    status.state = DaemonState::Released as u32;
+                }
+            }
+            Nvml::Down { .. } | Nvml::Starting { .. } => {}
         }
-        if status.state == DaemonState::Live as u32 {
+        if status.state != DaemonState::Starting as u32 {
             put_system_info(&mut status, &self.info);
         }
-        if let Nvml::Down { failure, .. } = &self.nvml {
-            status.state = DaemonState::NvmlError as u32;
-            status.nvml_error_code = failure.code;
-            text::encode(&mut status.error_message, &failure.message);
+        match &self.nvml {
+            Nvml::Down {
+                failure: Some(failure),
+                ..
+            }
+            | Nvml::Starting {
+                failure: Some(failure),
+                hung: false,
+                ..
+            } => {
+                status.state = DaemonState::NvmlError as u32;
+                status.nvml_error_code = failure.code;
+                text::encode(&mut status.error_message, &failure.message);
+            }
+            Nvml::Starting {
+                since, hung: true, ..
+            } => {
+                status.state = DaemonState::NvmlError as u32;
+                status.nvml_error_code = NVML_ERROR_TIMEOUT;
+                let message = format!(
+                    "driver not responding: nvmlInit has not returned for {}s",
+                    now.saturating_duration_since(*since).as_secs()
+                );
+                text::encode(&mut status.error_message, &message);
+            }
+            _ => {}
         }
         self.publish_status(&mut status);
         if let Some(prompt) = &mut self.prompt {
             prompt.update(&status, &self.published, self.history_due);
         }
+    }
+
+    /// An operator's request: let go of NVML (for a GPU reset or a MIG change), or take
+    /// it back.
+    fn on_request(&mut self, request: Request) {
+        match (request, &self.nvml) {
+            (Request::Release, Nvml::OnRequest { .. }) | (Request::Resume, Nvml::Up(..)) => {}
+            (Request::Release, _) => {
+                log::info!("releasing NVML on request (SIGUSR1); SIGUSR2 takes it back");
+                let closing = self.close(Nvml::OnRequest { closing: None });
+                self.nvml = Nvml::OnRequest { closing };
+                self.procs
+                    .publish_empty(&self.publisher, &self.privacy.context);
+            }
+            (Request::Resume, Nvml::OnRequest { .. }) => {
+                log::info!("taking NVML back on request (SIGUSR2)");
+                self.nvml = not_initialised(Instant::now(), self.config.interval);
+            }
+            (Request::Resume, _) => {}
+        }
+    }
+
+    /// Ends the NVML session (if one is up) and goes to `next`; waits, up to the NVML
+    /// timeout, for every worker to let go of it so that `nvmlShutdown` has run when the
+    /// new state is published. A worker stuck in a call keeps the session open until the
+    /// call returns: then what tells when it closes is returned.
+    fn close(&mut self, next: Nvml) -> Option<Weak<nvml_wrapper::Nvml>> {
+        let Nvml::Up(session) = std::mem::replace(&mut self.nvml, next) else {
+            return None;
+        };
+        let watch = session.watch();
+        drop(session);
+        let deadline = Instant::now() + self.config.nvml_timeout;
+        if self.done.wait_until(deadline, || watch.strong_count() == 0) {
+            return None;
+        }
+        log::warn!(
+            "NVML is not shut down yet: a call has not returned; it shuts down when the call \
+             returns"
+        );
+        Some(watch)
     }
 
     /// Keeps a copy of `self.gpu`, just published, for the prompt file.
@@ -311,62 +430,130 @@ impl Daemon {
         self.nvml = not_initialised(now, self.config.interval);
     }
 
-    /// Tries to (re)initialise NVML when it is down and the backoff has passed; parks
-    /// instead when every GPU is asleep, since initialising NVML would wake them.
-    fn retry_nvml(&mut self, now: Instant) {
-        let Nvml::Down {
+    /// Starts `nvmlInit` on the control worker when NVML is down and the backoff has
+    /// passed (or parks instead when every GPU is asleep, since initialising NVML would
+    /// wake them), and waits for it until `wait_until`.
+    fn retry_nvml(&mut self, now: Instant, wait_until: Instant) {
+        if let Nvml::Down {
             failure,
             retry_at,
             backoff,
         } = &mut self.nvml
+        {
+            if now < *retry_at {
+                return;
+            }
+            if self.pm.park_if_all_asleep(now) {
+                log::info!("every GPU is runtime-suspended: NVML is left alone until one wakes");
+                self.nvml = Nvml::Released;
+                return;
+            }
+            let lib = self.config.nvml_lib.clone();
+            if !self.control.post(ControlJob::Init(lib), now) {
+                return; // still busy with a late count of an earlier session
+            }
+            self.nvml = Nvml::Starting {
+                failure: failure.take(),
+                since: now,
+                backoff: *backoff,
+                hung: false,
+            };
+        }
+        let Nvml::Starting {
+            failure,
+            since,
+            backoff,
+            hung,
+        } = &mut self.nvml
         else {
             return;
         };
-        if now < *retry_at {
+        let control = &self.control;
+        self.done.wait_until(wait_until, || control.has_fresh());
+        let mut out = ControlOut::None;
+        if !self.control.take(&mut out) {
+            let limit = self.config.nvml_timeout * INIT_TIMEOUTS;
+            if !*hung && now.saturating_duration_since(*since) >= limit {
+                log::error!("nvmlInit has not returned for {limit:?}: the driver does not respond");
+                *hung = true;
+            }
             return;
         }
-        if self.pm.park_if_all_asleep(now) {
-            log::info!("every GPU is runtime-suspended: NVML is left alone until one wakes");
-            self.nvml = Nvml::Released;
-            return;
-        }
-        // A library that initialises but cannot count the GPUs (a driver in a bad state)
-        // has not come back: counting here keeps such a flapping driver on the backoff,
-        // logged once, instead of a "stopped working" and an "initialised" line per retry.
-        let init = Sampler::init(self.config.nvml_lib.as_deref())
-            .and_then(|sampler| sampler.device_count().map(|_| sampler));
-        match init {
-            Ok(sampler) => {
-                self.info = sampler.system_info();
+        match out {
+            ControlOut::Init(Ok((sampler, info, count))) => {
+                self.info = info;
                 log::info!(
                     "NVML initialised (driver {})",
                     self.info.driver_version.as_deref().unwrap_or("unknown")
                 );
-                self.nvml = Nvml::Up(Box::new(sampler), Vec::new());
+                let session = Session::new(
+                    sampler,
+                    count,
+                    self.config.nvml_timeout,
+                    Arc::clone(&self.done),
+                );
+                self.nvml = Nvml::Up(Box::new(session));
                 self.pm.discover();
             }
-            Err(new) => {
-                if new != *failure {
+            ControlOut::Init(Err(new)) => {
+                if failure.as_ref() != Some(&new) {
                     log::error!(
                         "NVML initialisation failed: {} (code {})",
                         new.message,
                         new.code
                     );
                 }
-                *failure = new;
-                *retry_at = now + *backoff;
-                *backoff = (*backoff * 2).min(MAX_BACKOFF.max(self.config.interval));
+                let backoff = *backoff;
+                self.nvml = Nvml::Down {
+                    failure: Some(new),
+                    retry_at: now + backoff,
+                    backoff: (backoff * 2).min(MAX_BACKOFF.max(self.config.interval)),
+                };
             }
+            // A count of an earlier session, answered late: nothing to do with it.
+            ControlOut::Count(_) | ControlOut::None => {}
+        }
+    }
+
+    /// Takes the newest device count (going down when NVML could not count), and asks
+    /// for the next one; the GPUs are published by the last count meanwhile.
+    fn count_gpus(&mut self, now: Instant) {
+        let Nvml::Up(session) = &mut self.nvml else {
+            return;
+        };
+        let mut out = ControlOut::None;
+        if self.counting && self.control.take(&mut out) {
+            self.counting = false;
+        }
+        match out {
+            ControlOut::Count(Ok(count)) => session.count = count,
+            ControlOut::Count(Err(failure)) => {
+                log::error!("NVML stopped working: {}", failure.message);
+                self.close(Nvml::Down {
+                    failure: Some(failure),
+                    retry_at: now + self.config.interval,
+                    backoff: self.config.interval,
+                });
+                self.procs
+                    .publish_empty(&self.publisher, &self.privacy.context);
+                return;
+            }
+            ControlOut::Init(_) | ControlOut::None => {}
+        }
+        if !self.counting {
+            let job = ControlJob::Count(session.sampler().clone());
+            self.counting = self.control.post(job, now);
         }
     }
 
     /// Samples GPUs `0..count` (bounded by the capacity), and their processes when the
-    /// slow tier is due; returns the number of GPU slots written. An asleep GPU is not
-    /// queried.
-    fn sample_all(&mut self, count: u32, now: Instant) -> u32 {
+    /// slow tier is due, each on its worker, waiting for them until `wait_until`; returns
+    /// the number of GPU slots written, and whether every GPU has been heard from (the
+    /// session is no longer starting). An asleep GPU is not queried.
+    fn sample_all(&mut self, count: u32, now: Instant, wait_until: Instant) -> (u32, bool) {
         let history_step = self.history_step();
-        let Nvml::Up(sampler, gpus) = &mut self.nvml else {
-            return 0;
+        let Nvml::Up(session) = &mut self.nvml else {
+            return (0, false);
         };
         let capacity = self.publisher.geometry().gpu_capacity as u32;
         if count > capacity && !self.warned_capacity {
@@ -377,20 +564,28 @@ impl Daemon {
         let mut all_idle = count <= capacity;
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
-        while gpus.len() < count as usize {
-            gpus.push(sampler.gpu(gpus.len() as u32));
+        let slow = self.procs.begin(now);
+        for slot in 0..count as usize {
+            if self.pm.asleep(slot) {
+                session.asleep(slot);
+            } else {
+                session.post(slot, slow, now);
+            }
         }
-        self.procs.begin(now);
+        session.wait(count as usize, wait_until);
+        let ready = session.ready(count as usize, Instant::now());
         self.procs.gpu_count(count);
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
                 self.pm.sleeping_record(slot, &mut self.gpu);
-                gpus[slot].forget_slow();
                 self.procs.gpu_absent(index);
             } else {
-                gpus[slot].sample(&mut self.gpu, self.procs.list());
+                let procs = session.record(slot, &mut self.gpu, Instant::now());
                 if self.gpu.state == GpuState::Ok as u32 {
+                    if let Some(list) = self.procs.list() {
+                        list.extend_from_slice(procs);
+                    }
                     self.procs.gpu_present(index);
                 } else {
                     self.procs.gpu_absent(index);
@@ -422,7 +617,7 @@ impl Daemon {
             }
         }
         self.procs.publish(&self.publisher, &self.privacy.context);
-        count
+        (count, ready)
     }
 
     /// While NVML is released: publishes every GPU from its kept identity, suspended or
@@ -456,12 +651,18 @@ impl Daemon {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         self.publisher.set_status(status);
-        self.publisher.bump_generation();
+        // While starting, only the heartbeat moves: the first generation is the first
+        // tick with something to show (tests and `--follow` wait for it).
+        if status.state != DaemonState::Starting as u32 {
+            self.publisher.bump_generation();
+        }
     }
 
-    /// Publishes the final "stopped" state; dropping `self` then releases NVML
-    /// (`nvmlShutdown`, when the sampler is dropped).
+    /// Shuts NVML down, then publishes the final "stopped" state.
     fn stop(mut self) {
+        // nvmlShutdown before "stopped" is published; a worker stuck in a call delays
+        // this by at most the NVML timeout (a second signal exits at once).
+        self.close(Nvml::Released);
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,
@@ -495,10 +696,7 @@ fn publish_gpu(publisher: &Publisher, gpu: &GpuRecord, history_step: Option<u64>
 /// NVML not initialised yet, to be tried at `now`.
 fn not_initialised(now: Instant, interval: Duration) -> Nvml {
     Nvml::Down {
-        failure: Failure {
-            code: 0,
-            message: "not initialised yet".into(),
-        },
+        failure: None,
         retry_at: now,
         backoff: interval,
     }

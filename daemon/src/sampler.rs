@@ -124,6 +124,8 @@ struct Identity {
 }
 
 /// An initialised NVML session: driver-wide queries, and a [`GpuSampler`] per GPU.
+/// Clones share the session.
+#[derive(Clone)]
 pub struct Sampler {
     nvml: Arc<Nvml>,
 }
@@ -148,6 +150,12 @@ impl Sampler {
             nvml_version: self.nvml.sys_nvml_version().ok(),
             cuda_driver_version: self.nvml.sys_cuda_driver_version().ok(),
         }
+    }
+
+    /// Something that tells when the session is closed: its strong count falls to 0
+    /// once this sampler, its clones and its GPU samplers are all dropped.
+    pub fn watch(&self) -> std::sync::Weak<Nvml> {
+        Arc::downgrade(&self.nvml)
     }
 
     /// Number of GPUs NVML sees.

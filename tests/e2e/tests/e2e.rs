@@ -534,9 +534,9 @@ fn a_second_sigterm_exits_at_once_even_inside_a_slow_nvml_call() {
     sb.write_scenario(&slow);
     let mut daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    // Every tick spends 2 s in one NVML call and the next starts 100 ms after the last
-    // publish, so half a second from now the daemon is inside that call: the first
-    // signal cannot be acted on until it returns, the second must not wait for it.
+    // Every slow tick spends 2 s in one NVML call (on a GPU's worker thread), so half a
+    // second from now a worker is inside that call: the first signal's clean stop waits
+    // for it (up to the NVML timeout) to shut NVML down, the second must not wait.
     std::thread::sleep(Duration::from_millis(500));
     daemon.signal(Signal::SIGTERM);
     std::thread::sleep(Duration::from_millis(100));

@@ -316,18 +316,17 @@ fn a_daemon_slow_to_initialise_nvml_reads_as_starting_not_stale() {
 }
 
 #[test]
-fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
+fn a_stalled_tick_skips_missed_ticks_instead_of_queueing_them() {
     let period_ns = 50_000_000;
     let (sb, daemon) = live("slow", &two_gpus(), "50ms");
-    let mut slow = two_gpus();
-    slow["latency_us_by_function"] = json!({"nvmlDeviceGetTemperature": 300_000});
-    sb.write_scenario(&slow);
     let segment = sb.segment();
-    let start = segment.generation();
-    wait_for("slow ticks", &daemon, || segment.generation() >= start + 4);
-    sb.write_scenario(&two_gpus());
-    // Heartbeats of the ticks right after the slow phase: a daemon that queued the
-    // missed ticks would now publish several of them back to back.
+    // A daemon held up for 300 ms (stopped here; on a real machine, swapping or a
+    // starved CPU) finds six ticks missed when it runs again.
+    daemon.signal(Signal::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(300));
+    daemon.signal(Signal::SIGCONT);
+    // Heartbeats of the ticks right after: a daemon that queued the missed ticks would
+    // now publish several of them back to back.
     let after = segment.generation() + 1;
     let mut beats = Vec::new();
     let mut last = 0;
@@ -355,6 +354,40 @@ fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
         }
     }
     assert!(daemon.log().contains("overran"), "{}", daemon.log());
+}
+
+#[test]
+fn a_slow_nvml_call_delays_its_gpu_not_the_heartbeat() {
+    let (sb, daemon) = live("slowcall", &two_gpus(), "50ms");
+    let mut slow = two_gpus();
+    slow["latency_us_by_function"] = json!({"nvmlDeviceGetUtilizationRates": 300_000});
+    sb.write_scenario(&slow);
+    let segment = sb.segment();
+    // Let the slow calls begin, then count twenty ticks.
+    sb.let_ticks_pass(&daemon, 4);
+    let start = segment.snapshot().unwrap();
+    wait_for("twenty ticks", &daemon, || {
+        segment.generation() >= start.generation + 20
+    });
+    let end = segment.snapshot().unwrap();
+    // Ticks waited for no call: twenty of them took far less than twenty 300 ms calls
+    // (each GPU is sampled on its own thread, and a tick publishes what has come).
+    let span = end.status.heartbeat_mono_ns - start.status.heartbeat_mono_ns;
+    assert!(span < 3_000_000_000, "twenty ticks took {span} ns");
+    // The GPUs are late, not hung (300 ms is under the 2 s timeout): still ok, with
+    // records older than the heartbeat.
+    for g in &end.gpus {
+        assert_eq!(GpuState::from_raw(g.state), Some(GpuState::Ok));
+    }
+    assert!(end
+        .gpus
+        .iter()
+        .any(|g| g.sample_mono_ns + 50_000_000 < end.status.heartbeat_mono_ns));
+    let log = daemon.log();
+    assert!(
+        !log.contains("overran") && !log.contains("not returned"),
+        "{log}"
+    );
 }
 
 #[test]

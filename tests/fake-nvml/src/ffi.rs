@@ -35,9 +35,21 @@ pub fn simulate_latency(scenario: &Scenario, name: &str) {
     }
 }
 
+/// Blocks while the scenario in force says a call of `name` (on GPU `gpu`) hangs,
+/// re-reading the scenario file every few milliseconds: a test releases the call by
+/// rewriting the file.
+pub fn hang_while_listed(name: &str, gpu: Option<u32>) {
+    while state::refresh()
+        .scenario
+        .is_some_and(|scenario| scenario.hangs(name, gpu))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Prologue for every function that needs an initialized library: scenario
-/// check, latency, `UNINITIALIZED` check, then the scenario's top-level
-/// forced error for `name`, if any.
+/// check, latency, a hang the scenario lists, `UNINITIALIZED` check, then the
+/// scenario's top-level forced error for `name`, if any.
 pub fn system_call(
     name: &'static str,
     body: impl FnOnce(&Scenario) -> nvmlReturn_t,
@@ -47,6 +59,7 @@ pub fn system_call(
         if let Some(scenario) = &snap.scenario {
             simulate_latency(scenario, name);
         }
+        hang_while_listed(name, None);
         if !snap.initialized {
             return UNINITIALIZED;
         }
@@ -61,8 +74,8 @@ pub fn system_call(
 }
 
 /// Prologue for functions taking a device handle: [`system_call`], then
-/// handle validation (and counting a call on a suspended GPU), then the GPU's
-/// forced error for `name` or `"*"`.
+/// handle validation (and counting a call on a suspended GPU), a hang the GPU
+/// lists, then the GPU's forced error for `name` or `"*"`.
 pub fn device_call(
     name: &'static str,
     device: nvmlDevice_t,
@@ -73,6 +86,7 @@ pub fn device_call(
             return INVALID_ARGUMENT;
         };
         note_if_suspended(gpu);
+        hang_while_listed(name, Some(index));
         if let Some(code) = gpu.errors.get(name).or_else(|| gpu.errors.get("*")) {
             return code.0;
         }

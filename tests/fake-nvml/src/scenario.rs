@@ -37,6 +37,10 @@ pub struct Scenario {
     /// Forced errors by exported function name.
     #[serde(default)]
     pub errors: BTreeMap<String, ErrorCode>,
+    /// Functions that hang (a driver stuck in D state): a call blocks for as long as
+    /// the scenario in force lists it, so a test releases it by rewriting the file.
+    #[serde(default)]
+    pub hang: Vec<String>,
     /// The GPUs, in index order.
     #[serde(default)]
     pub gpus: Vec<Gpu>,
@@ -108,6 +112,10 @@ pub struct Gpu {
     /// that takes this GPU's handle.
     #[serde(default)]
     pub errors: BTreeMap<String, ErrorCode>,
+    /// Functions that hang on this GPU (a GPU after an Xid), `"*"` for all that take
+    /// its handle; released like the scenario's own `hang`.
+    #[serde(default)]
+    pub hang: Vec<String>,
 }
 
 /// Default `samplingPeriodUs` for encoder/decoder utilization.
@@ -245,6 +253,14 @@ pub fn parse_pci_bus_id(s: &str) -> Option<PciAddress> {
 }
 
 impl Scenario {
+    /// Whether a call of `name` (on GPU `gpu`, for a function taking a handle) hangs.
+    pub fn hangs(&self, name: &str, gpu: Option<u32>) -> bool {
+        let on_gpu = gpu
+            .and_then(|i| self.gpus.get(usize::try_from(i).ok()?))
+            .is_some_and(|g| g.hang.iter().any(|h| h == name || h == "*"));
+        on_gpu || self.hang.iter().any(|h| h == name)
+    }
+
     /// Parses and validates scenario text.
     pub fn parse(text: &str) -> Result<Self, String> {
         let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -270,6 +286,9 @@ impl Scenario {
         for name in self.latency_us_by_function.keys() {
             check_fn("latency_us_by_function", name, false)?;
         }
+        for name in &self.hang {
+            check_fn("hang", name, false)?;
+        }
         let strings = [
             ("driver_version", &self.driver_version),
             ("nvml_version", &self.nvml_version),
@@ -280,6 +299,9 @@ impl Scenario {
         for (i, gpu) in self.gpus.iter().enumerate() {
             for name in gpu.errors.keys() {
                 check_fn(&format!("gpus[{i}].errors"), name, true)?;
+            }
+            for name in &gpu.hang {
+                check_fn(&format!("gpus[{i}].hang"), name, true)?;
             }
             check_c_string(&format!("gpus[{i}].name"), gpu.name.as_deref())?;
             check_c_string(&format!("gpus[{i}].uuid"), gpu.uuid.as_deref())?;
@@ -394,6 +416,9 @@ mod tests {
             r#"{"gpus": [{"pci_bus_id": "18:00"}]}"#,
             r#"{"gpus": [{"processes": [{"pid": 1, "type": "video"}]}]}"#,
             r#"{"latency_us_by_function": {"nope": 1}}"#,
+            r#"{"hang": ["nvmlNope"]}"#,
+            r#"{"hang": ["*"]}"#,
+            r#"{"gpus": [{"hang": ["nvmlNope"]}]}"#,
             "{",
         ] {
             assert!(Scenario::parse(bad).is_err(), "accepted {bad}");

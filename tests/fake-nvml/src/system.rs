@@ -28,6 +28,7 @@ fn init(name: &'static str) -> nvmlReturn_t {
             }
         };
         simulate_latency(&scenario, name);
+        crate::ffi::hang_while_listed(name, None);
         if let Some(code) = scenario.init_error {
             return code.0;
         }
