@@ -288,6 +288,7 @@ impl Daemon {
             self.pm.park(now);
         }
         self.count_gpus(now);
+        self.drop_stray_answer();
         self.published.clear();
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
@@ -543,6 +544,16 @@ impl Daemon {
         if !self.counting {
             let job = ControlJob::Count(session.sampler().clone());
             self.counting = self.control.post(job, now);
+        }
+    }
+
+    /// Drops an answer of the control worker that nobody waits for any more (an
+    /// `nvmlInit` that returned after an operator's release, say), so that no session
+    /// stays open in it.
+    fn drop_stray_answer(&mut self) {
+        if !self.counting && !matches!(self.nvml, Nvml::Starting { .. }) {
+            let mut stray = ControlOut::None;
+            self.control.take(&mut stray);
         }
     }
 

@@ -111,6 +111,20 @@ struct Gpu {
     forget_slow: bool,
     /// Published as not responding (and logged so).
     hung: bool,
+    /// Given a job this tick: the tick waits for it.
+    posted: bool,
+}
+
+impl Gpu {
+    /// Takes the worker's newest result, if one came since the last take.
+    fn collect(&mut self) {
+        if self.worker.take(&mut self.newest) {
+            self.sampled = true;
+            if self.newest.slow {
+                std::mem::swap(&mut self.procs, &mut self.newest.procs);
+            }
+        }
+    }
 }
 
 /// An NVML session and its GPU workers.
@@ -165,6 +179,7 @@ impl Session {
                 procs: Vec::new(),
                 forget_slow: false,
                 hung: false,
+                posted: false,
             });
         }
     }
@@ -174,11 +189,15 @@ impl Session {
     pub fn post(&mut self, slot: usize, slow: bool, now: Instant) {
         self.grow(slot + 1);
         if let Some(gpu) = self.gpus.get_mut(slot) {
+            // A result that came after the last tick published is taken now, so that
+            // waiting for this tick's job is not fooled by it.
+            gpu.collect();
             let job = GpuJob {
                 slow,
                 forget_slow: gpu.forget_slow,
             };
-            if gpu.worker.post(job, now) {
+            gpu.posted = gpu.worker.post(job, now);
+            if gpu.posted {
                 gpu.forget_slow = false;
             }
         }
@@ -188,15 +207,17 @@ impl Session {
     pub fn asleep(&mut self, slot: usize) {
         if let Some(gpu) = self.gpus.get_mut(slot) {
             gpu.forget_slow = true;
+            gpu.posted = false;
         }
     }
 
-    /// Waits until every GPU of `0..count` has answered or `deadline` passes.
+    /// Waits until every GPU of `0..count` given a job this tick has answered, or
+    /// `deadline` passes.
     pub fn wait(&self, count: usize, deadline: Instant) {
         let gpus = &self.gpus[..count.min(self.gpus.len())];
         self.done.wait_until(deadline, || {
             gpus.iter()
-                .all(|g| g.worker.has_fresh() || g.worker.busy_for(deadline).is_none())
+                .all(|g| !g.posted || g.worker.busy_for(deadline).is_none())
         });
     }
 
@@ -224,12 +245,7 @@ impl Session {
             };
             return &[];
         };
-        if gpu.worker.take(&mut gpu.newest) {
-            gpu.sampled = true;
-            if gpu.newest.slow {
-                std::mem::swap(&mut gpu.procs, &mut gpu.newest.procs);
-            }
-        }
+        gpu.collect();
         let late = gpu.worker.busy_for(now).filter(|&busy| busy >= timeout);
         match late {
             Some(busy) => {
