@@ -20,6 +20,8 @@ mod procfile;
 mod procfs;
 mod proctier;
 mod prompt;
+#[cfg(test)]
+mod prompt_lines;
 mod run;
 mod sampler;
 mod sysfs;
