@@ -91,6 +91,17 @@ pub fn not_shown(view: &View) -> u32 {
     view.gpus.iter().map(|g| g.processes_not_shown).sum()
 }
 
+/// GPUs in `view` whose processes nobody knows (lost, failing, or the driver not
+/// responding): the rows leave them out, so the table must say so rather than show
+/// them as unused. An asleep GPU has no process: it is not one of these.
+pub fn not_counted(view: &View) -> Vec<u32> {
+    view.gpus
+        .iter()
+        .filter(|g| g.problem().is_some())
+        .map(|g| g.index)
+        .collect()
+}
+
 fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>) {
     if let Some(v) = value {
         *total.get_or_insert_with(T::default) += v;
@@ -98,7 +109,7 @@ fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>
 }
 
 /// The per-user table; `not_shown` processes (see [`not_shown`]) are said to be missing.
-pub fn render(rows: &[UserRow], not_shown: u32, paint: Painter) -> String {
+pub fn render(rows: &[UserRow], not_shown: u32, not_counted: &[u32], paint: Painter) -> String {
     let user_width = rows
         .iter()
         .map(|r| r.username.as_deref().unwrap_or("?").chars().count())
@@ -122,7 +133,7 @@ pub fn render(rows: &[UserRow], not_shown: u32, paint: Painter) -> String {
         "{:user_width$}  {:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
         "USER", "GPUS", "PROCS", "GPU MEMORY", "SM%", "CPU%", "HOST MEM"
     );
-    if rows.is_empty() && not_shown == 0 {
+    if rows.is_empty() && not_shown == 0 && not_counted.is_empty() {
         out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
         out.push('\n');
     }
@@ -150,6 +161,20 @@ pub fn render(rows: &[UserRow], not_shown: u32, paint: Painter) -> String {
     if not_shown > 0 {
         let line = format!("({not_shown} GPU processes not shown, so not counted)");
         out.push_str(&paint.paint(s::YELLOW, line));
+        out.push('\n');
+    }
+    if !not_counted.is_empty() {
+        let list: Vec<String> = not_counted.iter().map(u32::to_string).collect();
+        let (gpus, its) = if list.len() == 1 {
+            ("GPU", "its")
+        } else {
+            ("GPUs", "their")
+        };
+        let line = format!(
+            "({gpus} {} could not be read: {its} processes are not counted)",
+            list.join(",")
+        );
+        out.push_str(&paint.paint(s::RED, line));
         out.push('\n');
     }
     out
@@ -234,7 +259,12 @@ mod tests {
         );
         assert_eq!(a.cpu_memory_usage, Some(1 << 30));
         assert_eq!(rows[2].username, None, "withheld owners group together");
-        let text = render(&rows, not_shown(&view), Painter::new(false, true, false));
+        let text = render(
+            &rows,
+            not_shown(&view),
+            &[],
+            Painter::new(false, true, false),
+        );
         assert!(text.contains("alice  0,1       2"), "{text}");
         assert!(!text.contains("not shown"), "{text}");
     }
@@ -253,21 +283,46 @@ mod tests {
             processes_age_ms: None,
             gpus: vec![hidden],
         };
-        let text = render(&rows(&view), not_shown(&view), plain);
+        let text = render(&rows(&view), not_shown(&view), &[], plain);
         assert!(!text.contains("No GPU processes"), "{text}");
         assert!(
             text.contains("(3 GPU processes not shown, so not counted)"),
             "{text}"
         );
         view.gpus.push(full);
-        let text = render(&rows(&view), not_shown(&view), plain);
+        let text = render(&rows(&view), not_shown(&view), &[], plain);
         assert!(text.contains("alice"), "{text}");
         assert!(text.contains("(5 GPU processes not shown"), "{text}");
         let empty = View {
             gpus: vec![gpu(0, Vec::new())],
             ..view
         };
-        let text = render(&rows(&empty), not_shown(&empty), plain);
+        let text = render(&rows(&empty), not_shown(&empty), &[], plain);
         assert!(text.contains("(No GPU processes)"), "{text}");
+    }
+
+    #[test]
+    fn gpus_whose_processes_cannot_be_read_are_named_not_shown_as_unused() {
+        let mut hung = gpu(1, Vec::new());
+        hung.state = GpuState::NotResponding;
+        hung.processes = None;
+        let mut asleep = gpu(2, Vec::new());
+        asleep.state = GpuState::Suspended;
+        asleep.processes = None;
+        let view = View {
+            driver_version: None,
+            published_unix_ns: 0,
+            proc_policy: None,
+            processes_age_ms: None,
+            gpus: vec![gpu(0, Vec::new()), hung, asleep],
+        };
+        assert_eq!(not_counted(&view), [1]);
+        let plain = Painter::new(false, true, false);
+        let text = render(&rows(&view), not_shown(&view), &not_counted(&view), plain);
+        assert!(!text.contains("No GPU processes"), "{text}");
+        assert!(
+            text.contains("(GPU 1 could not be read: its processes are not counted)"),
+            "{text}"
+        );
     }
 }

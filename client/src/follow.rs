@@ -6,8 +6,9 @@
 //! daemon wakes after each publish), so it uses no CPU and sees a publish as soon as it
 //! is made. A timed fallback (three periods, at least a second) catches a daemon that
 //! died without waking anyone: the follower then prints the output's "down" line
-//! (`stopped` class: daemon not responding / no daemon) once and keeps waiting. A
-//! restarted daemon either takes the same object over (its first publish wakes the
+//! (`stopped` class: daemon not responding / no daemon) once and keeps waiting. A daemon
+//! that let go of the driver on request keeps its heartbeat: the follower prints the
+//! `released` line once and goes on waiting for publishes. A restarted daemon either takes the same object over (its first publish wakes the
 //! follower) or re-creates it, which the follower notices at its next timeout and
 //! reopens. Only a closed stdout, or bad usage, ends it.
 

@@ -7,6 +7,14 @@
 //! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
 //! bytes per second; `null` without GPM). After `"gpus"`, `"processes_age_ms"` says how
 //! old the process lists are (the daemon samples them every `--process-interval`).
+//!
+//! A GPU that could not be sampled is gpustat's "invalid GPU": `index`, `name` saying
+//! what is wrong (`"((GPU is lost))"`, `"((Unknown Error))"`, and for a GPU whose driver
+//! has not answered within the daemon's timeout `"((Driver not responding))"`) and
+//! `"processes": null`, so no tool reads it as a GPU at 0 %; then gpupeek's `"state"`
+//! (`"lost"`, `"error"`, `"not responding"`) and `"uuid"` (kept, or `null`). A daemon
+//! that let go of the driver on request publishes no GPU: there is no document then,
+//! only the message on stderr and exit status 10, as for any daemon that is not live.
 
 use serde::Serialize;
 
@@ -30,6 +38,9 @@ enum Gpu<'a> {
         index: u32,
         name: &'static str,
         processes: Option<()>,
+        // gpupeek's own keys, after gpustat's.
+        state: &'static str,
+        uuid: Option<&'a str>,
     },
 }
 
@@ -128,6 +139,8 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             index: g.index,
             name: problem,
             processes: None,
+            state: g.state.name(),
+            uuid: g.uuid.as_deref(),
         };
     }
     Gpu::Healthy(Box::new(HealthyGpu {
@@ -202,4 +215,83 @@ pub fn to_text(doc: &impl Serialize) -> String {
     let mut text = String::from_utf8(buf).expect("serde_json writes UTF-8");
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
+    use gpupeek_shm::{text, GpuRecord, Snapshot, StaticHeader, StatusRecord};
+
+    fn document(states: &[GpuState]) -> serde_json::Value {
+        let gpus: Vec<GpuRecord> = states
+            .iter()
+            .enumerate()
+            .map(|(i, &state)| {
+                let mut g = GpuRecord {
+                    index: i as u32,
+                    state: state as u32,
+                    valid: v::NAME | v::UUID | v::UTILIZATION | v::MEMORY,
+                    util_gpu_pct: 75,
+                    mem_total_bytes: 80 << 30,
+                    ..GpuRecord::default()
+                };
+                text::encode(&mut g.name, "H100");
+                text::encode(&mut g.uuid, &format!("GPU-{i}"));
+                g
+            })
+            .collect();
+        let snap = Snapshot {
+            header: StaticHeader::default(),
+            status: StatusRecord {
+                state: DaemonState::Live as u32,
+                gpu_count: gpus.len() as u32,
+                ..StatusRecord::default()
+            },
+            gpus,
+            processes: Vec::new(),
+            proc_overflow: 0,
+            proc_head: Default::default(),
+            generation: 1,
+            consistent: true,
+        };
+        let view = View::new(&snap, None, &Default::default()).unwrap();
+        serde_json::from_str(&render(&view, "host", "2024-01-01T00:00:00")).unwrap()
+    }
+
+    #[test]
+    fn a_gpu_whose_driver_is_not_responding_is_gpustats_invalid_gpu_with_its_state() {
+        let doc = document(&[GpuState::Ok, GpuState::NotResponding]);
+        assert_eq!(doc["gpus"][0]["utilization.gpu"], 75);
+        assert!(
+            doc["gpus"][0].get("state").is_none(),
+            "healthy: gpustat's keys"
+        );
+        assert_eq!(
+            doc["gpus"][1],
+            serde_json::json!({
+                "index": 1,
+                "name": "((Driver not responding))",
+                "processes": null,
+                "state": "not responding",
+                "uuid": "GPU-1",
+            })
+        );
+        let keys: Vec<&String> = doc["gpus"][1].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["index", "name", "processes", "state", "uuid"],
+            "order"
+        );
+    }
+
+    #[test]
+    fn a_lost_gpu_says_lost_and_an_asleep_one_keeps_gpustats_shape() {
+        let doc = document(&[GpuState::Lost, GpuState::Idle]);
+        assert_eq!(doc["gpus"][0]["name"], "((GPU is lost))");
+        assert_eq!(doc["gpus"][0]["state"], "lost");
+        assert_eq!(doc["gpus"][1]["state"], "idle");
+        assert_eq!(doc["gpus"][1]["name"], "H100");
+        assert_eq!(doc["gpus"][1]["utilization.gpu"], serde_json::Value::Null);
+    }
 }

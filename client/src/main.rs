@@ -6,7 +6,9 @@
 //! segment, daemon starting or stopped), 4 stale daemon (no heartbeat, or a record left
 //! half-written), 5 NVML error reported by the
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
-//! 9 operating-system error (e.g. permission denied). A closed stdout is a quiet 0.
+//! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
+//! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back).
+//! A closed stdout is a quiet 0.
 //!
 //! A first argument naming a subcommand (`query`, `metrics`, `serve`) is handed to
 //! [`commands`] before the gpustat-style flags are parsed.
@@ -176,6 +178,7 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
             query_time: &iso_time(&published),
             users: byuser::rows(&view),
             processes_not_shown: byuser::not_shown(&view),
+            gpus_not_counted: byuser::not_counted(&view),
         }),
         (true, false) => {
             let mut out = String::new();
@@ -184,7 +187,9 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
                 let width = table::name_width(&view, args);
                 out = table::header(&view, width, painter, &hostname, &time);
             }
-            out + &byuser::render(&byuser::rows(&view), byuser::not_shown(&view), painter)
+            let rows = byuser::rows(&view);
+            let not_counted = byuser::not_counted(&view);
+            out + &byuser::render(&rows, byuser::not_shown(&view), &not_counted, painter)
         }
     };
     Ok(out)
@@ -199,6 +204,8 @@ struct ByUserDocument<'a> {
     users: Vec<byuser::UserRow>,
     /// GPU processes no user row counts (withheld, or beyond the table).
     processes_not_shown: u32,
+    /// GPUs whose processes could not be read (lost, failing, driver not responding).
+    gpus_not_counted: Vec<u32>,
 }
 
 /// The reader's pid namespace, and its own `/proc` for details the daemon withheld.

@@ -7,8 +7,11 @@
 //!
 //! `gpupeek_up` is 1 while the daemon publishes and 0 otherwise; `gpupeek_daemon_state`
 //! says which state it is in (a state set: one series per state, the current one 1).
+//! A daemon that let go of the driver on request is `released`: up 0 (it publishes no
+//! GPU) but alive, which an alert tells from `stale`/`stopped` by that series.
 //! A daemon that is not live gets no GPU samples at all (its numbers are not current);
-//! a GPU that is lost, failing or suspended keeps its identity and state but no values;
+//! a GPU that is lost, failing, asleep or not responding (its driver has not answered
+//! within the daemon's timeout) keeps its identity and state but no values;
 //! a field a GPU does not support is left out, never exported as 0. Output is always a
 //! valid exposition, so a textfile collector never keeps a stale file: the command exits
 //! 0 and says on stderr why the daemon is down.
@@ -54,10 +57,11 @@ pub struct Scrape {
 }
 
 /// Every state `gpupeek_daemon_state` can report.
-const STATES: [&str; 10] = [
+const STATES: [&str; 11] = [
     "live",
     "starting",
     "stopped",
+    "released",
     "stale",
     "nvml_error",
     "no_segment",
@@ -341,6 +345,53 @@ mod tests {
             !text.contains(r#"gpupeek_gpu_temperature_celsius{gpu="1""#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_gpu_state_has_a_series_and_a_hung_gpu_exports_no_values() {
+        let mut hung = gpu(1, "B");
+        hung.state = GpuState::NotResponding as u32;
+        let mut idle = gpu(2, "C");
+        idle.state = GpuState::Idle as u32;
+        let text = render(Some(&snapshot(vec![gpu(0, "A"), hung, idle])), "live", 0);
+        let state = |gpu: &str, name: &str, state: &str, v: u8| {
+            format!("gpupeek_gpu_state{{gpu=\"{gpu}\",uuid=\"\",name=\"{name}\",state=\"{state}\"}} {v}\n")
+        };
+        for s in ["ok", "lost", "error", "suspended", "idle", "not_responding"] {
+            let hung_value = u8::from(s == "not_responding");
+            assert!(
+                text.contains(&state("1", "B", s, hung_value)),
+                "{s}: {text}"
+            );
+            assert!(
+                text.contains(&state("2", "C", s, u8::from(s == "idle"))),
+                "{s}: {text}"
+            );
+        }
+        assert!(
+            !text.contains("not responding"),
+            "label values have no spaces: {text}"
+        );
+        assert!(
+            !text.contains(r#"gpupeek_gpu_temperature_celsius{gpu="1""#),
+            "{text}"
+        );
+        assert!(text.contains(r#"gpupeek_gpu_temperature_celsius{gpu="0""#));
+    }
+
+    #[test]
+    fn a_released_daemon_is_up_0_in_its_own_state_with_its_heartbeat() {
+        let mut snap = snapshot(Vec::new());
+        snap.status.state = DaemonState::Released as u32;
+        let text = render(Some(&snap), "released", 0);
+        assert!(text.contains("gpupeek_up 0\n"));
+        assert!(text.contains("gpupeek_daemon_state{state=\"released\"} 1\n"));
+        assert!(text.contains("gpupeek_daemon_state{state=\"stopped\"} 0\n"));
+        assert!(text.contains("gpupeek_heartbeat_age_seconds"));
+        let set = text
+            .lines()
+            .filter(|l| l.starts_with("gpupeek_daemon_state{") && l.ends_with(" 1"));
+        assert_eq!(set.count(), 1, "one state at a time: {text}");
     }
 
     #[test]

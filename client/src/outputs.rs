@@ -13,14 +13,25 @@
 //!   `fish`: plain ANSI, `starship`: plain text (starship styles it).
 //!
 //! The class / level of a line: `ok`, `warning` or `critical` from the thresholds in the
-//! template; `suspended` when every selected GPU is asleep; `stopped` when the daemon is
-//! not running or not responding; `error` for anything else (NVML error, bad segment).
+//! template; `suspended` when every selected GPU is asleep; `not_responding` (level
+//! critical) when the driver is not answering for a selected GPU: the line then says
+//! "GPU not responding" when no selected GPU is awake, else ends in
+//! `[GPU 1 not responding]`, since aggregates skip the hung GPU; `released` (level ok,
+//! grey) when the daemon is alive but has let go of the driver on an operator's request
+//! (GPU reset, MIG change); `stopped` when the daemon is not running or not responding;
+//! `error` for anything else (NVML error, bad segment).
 
 use gpupeek_shm::layout::GpuState;
 use gpupeek_shm::{GpuRecord, History, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
-use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_STALE, EXIT_USAGE};
+use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_RELEASED, EXIT_STALE, EXIT_USAGE};
+
+/// The class of a line when a selected GPU's driver is not responding.
+const NOT_RESPONDING: &str = "not_responding";
+
+/// The class of the line for a daemon that let go of the driver on request.
+const RELEASED: &str = "released";
 
 /// Appended to `gpupeek --help`.
 pub const HELP: &str = r#"
@@ -197,7 +208,15 @@ impl Renderer {
             let text = self.markup.escape(&self.asleep);
             return Ok(self.finish(&text, "suspended", Level::Ok, &data));
         }
-        let rendered = self.template.render(&data, self.markup.as_ref());
+        if template::none_responding(&gpus) {
+            let text = self.markup.escape(template::NOT_RESPONDING_TEXT);
+            let text = self.markup.paint(Level::Critical, &text);
+            return Ok(self.finish(&text, NOT_RESPONDING, Level::Critical, &data));
+        }
+        let mut rendered = self.template.render(&data, self.markup.as_ref());
+        if template::note_not_responding(&gpus, self.markup.as_ref(), &mut rendered.text) {
+            return Ok(self.finish(&rendered.text, NOT_RESPONDING, Level::Critical, &data));
+        }
         Ok(self.finish(&rendered.text, rendered.level.name(), rendered.level, &data))
     }
 
@@ -208,6 +227,8 @@ impl Renderer {
             EXIT_NO_DAEMON => ("stopped", "no daemon"),
             EXIT_STALE => ("stopped", "daemon not responding"),
             EXIT_NVML => ("error", "NVML error"),
+            // Alive and let go of the driver on purpose: neither down nor failing.
+            EXIT_RELEASED => (RELEASED, "released"),
             _ => ("error", "error"),
         };
         if self.kind.is_prompt() {
@@ -219,10 +240,10 @@ impl Renderer {
             status: &gpupeek_shm::StatusRecord::default(),
             history: &[],
         };
-        let level = if class == "error" {
-            Level::Critical
-        } else {
-            Level::Warning
+        let level = match class {
+            "error" => Level::Critical,
+            RELEASED => Level::Ok,
+            _ => Level::Warning,
         };
         let mut line = self.finish(&text, class, level, &data);
         if self.kind == Kind::Waybar {
@@ -255,7 +276,7 @@ impl Renderer {
             Kind::I3statusRust => json(serde_json::json!({
                 "icon": "gpu",
                 "state": match (class, level) {
-                    ("suspended", _) => "Idle",
+                    ("suspended" | RELEASED, _) => "Idle",
                     (_, Level::Critical) => "Critical",
                     (_, Level::Warning) => "Warning",
                     _ => "Info",
@@ -271,7 +292,7 @@ impl Renderer {
 /// The `#rrggbb` of a level (none for a plain ok line).
 fn colour(level: Level, class: &str) -> Option<&'static str> {
     match (level, class) {
-        (_, "suspended") => Some("#888888"),
+        (_, "suspended" | RELEASED) => Some("#888888"),
         (Level::Critical, _) => Some("#ff5555"),
         (Level::Warning, _) => Some("#f0c674"),
         (Level::Ok, _) => None,

@@ -6,7 +6,9 @@
 //! (`memory.used [MiB]`, even with `nounits`, as nvidia-smi does) unless `noheader`, then
 //! one line per GPU, values joined by `", "`. Values carry their unit (`45 %`, `1234 MiB`,
 //! `123.45 W`, `1410 MHz`) unless `nounits`. A value the GPU does not report, and every
-//! live value of a GPU that is lost, failing or suspended, is `[N/A]`. Memory is in MiB
+//! live value of a GPU that is lost, failing or suspended, is `[N/A]`; every live value of
+//! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
+//! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
@@ -157,6 +159,29 @@ const FIELDS: &[Field] = &[
 /// What nvidia-smi prints for a value it cannot give.
 const NOT_AVAILABLE: &str = "[N/A]";
 
+/// What nvidia-smi prints for a value whose NVML call failed in a way it cannot name:
+/// the live values of a GPU whose driver is not responding, which scripts must not take
+/// for a GPU that merely lacks the field (or sleeps).
+const UNKNOWN_ERROR: &str = "[Unknown Error]";
+
+/// Fields that are not sampled live: known, or `[N/A]`, whatever state the GPU is in.
+const KEPT: &[&str] = &[
+    "timestamp",
+    "driver_version",
+    "count",
+    "name",
+    "uuid",
+    "pci.bus_id",
+    "index",
+    "clocks.max.graphics",
+    "clocks.max.sm",
+    "clocks.max.memory",
+];
+
+fn not_responding(g: &GpuRecord) -> bool {
+    GpuState::from_raw(g.state) == Some(GpuState::NotResponding)
+}
+
 type Getter = fn(&Context, &GpuRecord) -> Option<String>;
 
 /// One queryable field.
@@ -290,6 +315,9 @@ fn render(snap: &Snapshot, gpus: &[&GpuRecord], fields: &[&Field], format: &Form
         let values: Vec<String> = fields
             .iter()
             .map(|f| match (f.get)(&context, gpu) {
+                None if not_responding(gpu) && !KEPT.contains(&f.names[0]) => {
+                    UNKNOWN_ERROR.to_owned()
+                }
                 None => NOT_AVAILABLE.to_owned(),
                 Some(value) if format.units && !f.unit.is_empty() => {
                     format!("{value} {}", f.unit)
@@ -417,6 +445,47 @@ mod tests {
                     || help.contains(&format!("({name}),")),
                 "--help does not list {name}"
             );
+        }
+    }
+
+    #[test]
+    fn a_gpu_whose_driver_is_not_responding_keeps_its_identity_and_errs_on_live_values() {
+        let mut hung = GpuRecord {
+            index: 1,
+            state: GpuState::NotResponding as u32,
+            valid: v::NAME | v::CLOCK_SM_MAX | v::UTILIZATION,
+            clock_sm_max_mhz: 1980,
+            util_gpu_pct: 0,
+            ..GpuRecord::default()
+        };
+        text::encode(&mut hung.name, "H100");
+        let snap = Snapshot {
+            header: Default::default(),
+            status: Default::default(),
+            gpus: vec![hung],
+            processes: Vec::new(),
+            proc_overflow: 0,
+            proc_head: Default::default(),
+            generation: 1,
+            consistent: true,
+        };
+        let gpus: Vec<&GpuRecord> = snap.gpus.iter().collect();
+        let fields =
+            parse_fields("index,name,uuid,clocks.max.sm,utilization.gpu,memory.used").unwrap();
+        let format = Format {
+            header: false,
+            units: true,
+        };
+        assert_eq!(
+            render(&snap, &gpus, &fields, &format),
+            "1, H100, [N/A], 1980 MHz, [Unknown Error], [Unknown Error]\n"
+        );
+    }
+
+    #[test]
+    fn kept_fields_are_field_names() {
+        for name in KEPT {
+            assert!(FIELDS.iter().any(|f| f.names[0] == *name), "{name}");
         }
     }
 

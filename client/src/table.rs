@@ -369,4 +369,58 @@ mod tests {
         assert_eq!(shorten_left("A100", 8), "A100");
         assert_eq!(shorten_left("A100", 1), "…");
     }
+
+    #[test]
+    fn a_gpu_whose_driver_is_not_responding_shows_its_problem_and_no_value() {
+        use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
+        use gpupeek_shm::{text, GpuRecord, Snapshot, StatusRecord};
+        let gpu = |index: u32, state: GpuState| {
+            let mut g = GpuRecord {
+                index,
+                state: state as u32,
+                valid: v::NAME | v::UTILIZATION | v::TEMPERATURE | v::MEMORY | v::PROCESSES,
+                util_gpu_pct: 97,
+                temp_gpu_c: 63,
+                mem_used_bytes: 1 << 30,
+                mem_total_bytes: 80 << 30,
+                ..GpuRecord::default()
+            };
+            text::encode(&mut g.name, "H100");
+            g
+        };
+        let snap = Snapshot {
+            header: Default::default(),
+            status: StatusRecord {
+                state: DaemonState::Live as u32,
+                gpu_count: 2,
+                ..StatusRecord::default()
+            },
+            gpus: vec![gpu(0, GpuState::Ok), gpu(1, GpuState::NotResponding)],
+            processes: Vec::new(),
+            proc_overflow: 0,
+            proc_head: Default::default(),
+            generation: 1,
+            consistent: true,
+        };
+        let view = View::new(&snap, None, &Default::default()).unwrap();
+        let plain = Painter::new(false, true, false);
+        for flags in [&[][..], &["-a"], &["-c", "-u", "-p", "-f"]] {
+            let argv: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+            let mut args = crate::parse_args(&argv).unwrap();
+            args.expand_show_all();
+            let table = render(&view, &args, plain, "host", "now");
+            let lines: Vec<&str> = table.lines().collect();
+            assert!(lines[1].starts_with("[0] H100"), "{flags:?}: {table}");
+            assert!(lines[1].contains("97 %"), "{flags:?}: {table}");
+            let hung = lines[2];
+            assert!(
+                hung.starts_with("[1] ((Driver not responding))"),
+                "{flags:?}: {table}"
+            );
+            assert!(
+                !hung.contains("97") && !hung.contains("63") && hung.contains("  ? %"),
+                "no old value is shown: {flags:?}: {table}"
+            );
+        }
+    }
 }

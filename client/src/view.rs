@@ -1,8 +1,9 @@
 //! What a client shows, decoded once from a snapshot: every optional value as an
 //! `Option`, in gpustat's units (MiB, whole watts), processes grouped under their GPU.
 //! Every renderer (table, JSON) works from this, never from raw records.
-//! A GPU that is asleep (runtime-suspended, or idle and released by the daemon) keeps
-//! only its identity here, whatever else its record holds: no value is shown as current.
+//! A GPU that is asleep (runtime-suspended, or idle and released by the daemon), or whose
+//! driver is not responding, keeps only its identity here, whatever else its record
+//! holds: no value is shown as current.
 
 use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, GpuState};
 use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
@@ -255,6 +256,11 @@ impl GpuView {
                 .collect::<Vec<_>>()
         });
         let shown = processes.as_ref().map_or(0, Vec::len) as u32;
+        // Not sampled now: the record's process count is not current either.
+        let unsampled = matches!(
+            state,
+            GpuState::Suspended | GpuState::Idle | GpuState::NotResponding
+        );
         GpuView {
             index: g.index,
             state,
@@ -270,7 +276,11 @@ impl GpuView {
             power_limit_w: opt(valid, v::POWER_LIMIT, g.power_limit_mw / 1000),
             mem_used_mib: opt(valid, v::MEMORY, g.mem_used_bytes / MIB),
             mem_total_mib: opt(valid, v::MEMORY, g.mem_total_bytes / MIB),
-            processes_not_shown: g.process_count.saturating_sub(shown),
+            processes_not_shown: if unsampled {
+                0
+            } else {
+                g.process_count.saturating_sub(shown)
+            },
             processes,
             verdict: verdict::judge(g, &Thresholds::current()),
             clock_event_reasons: opt(valid, v::CLOCK_EVENT_REASONS, g.clock_event_reasons)

@@ -8,8 +8,10 @@
 //! separated by a blank line. The sparklines show the last [`HISTORY`] samples of the
 //! segment's per-GPU history rings (one sample per `max(period, 1 s)`), so a fresh
 //! `gpupeek -i` shows the last minutes at once; from a daemon without history rings
-//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep GPU
-//! leaves a gap.
+//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep GPU,
+//! or one whose driver is not responding, leaves a gap. A daemon that stops, or lets go
+//! of the driver on request, replaces the frame with its one-line reason until it is
+//! live again.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{IsTerminal, Read};
@@ -175,10 +177,11 @@ impl History {
         self.generation = Some(snap.generation);
         for g in &snap.gpus {
             use gpupeek_shm::layout::gpu_valid as v;
-            let sample = (!template::asleep(g) && g.valid & v::UTILIZATION != 0).then(|| {
-                let mem = (100 * g.mem_used_bytes / g.mem_total_bytes.max(1)) as u32;
-                (g.util_gpu_pct.min(100), mem.min(100))
-            });
+            let sample =
+                (template::has_current_values(g) && g.valid & v::UTILIZATION != 0).then(|| {
+                    let mem = (100 * g.mem_used_bytes / g.mem_total_bytes.max(1)) as u32;
+                    (g.util_gpu_pct.min(100), mem.min(100))
+                });
             let ring = self.gpus.entry(g.index).or_default();
             if ring.len() == HISTORY {
                 ring.pop_front();

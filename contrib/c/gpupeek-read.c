@@ -9,7 +9,10 @@
  * line (step_ns, samples written) and a `sample` line per sample of its ring, oldest
  * first, `n` counting the samples the daemon appended (a gap has every value N/A). Takes a snapshot consistent across records
  * (retaken while the generation word moves). Exit status as gpupeek(1): 0 ok, 3 no
- * daemon, 4 stale, 5 NVML error, 6 ABI mismatch, 7 untrusted, 8 corrupt, 9 OS error.
+ * daemon, 4 stale, 5 NVML error, 6 ABI mismatch, 7 untrusted, 8 corrupt, 9 OS error,
+ * 10 daemon released the driver on request (GPU reset, MIG change). A GPU that is not
+ * `ok` (asleep, lost, failing, driver not responding) shows its identity and N/A for
+ * every value.
  */
 #include "gpupeek.h"
 
@@ -39,8 +42,10 @@ static void put_str(const char *key, uint64_t valid, uint64_t bit, const char *s
 
 static const char *gpu_state(uint32_t state)
 {
-    static const char *names[] = {"empty", "ok", "lost", "error", "suspended", "idle"};
-    return state < 6 ? names[state] : "unknown";
+    /* One word each, as KEY=VALUE output needs: "not_responding" for "not responding". */
+    static const char *names[] = {"empty", "ok",   "lost",          "error",
+                                  "suspended", "idle", "not_responding"};
+    return state < sizeof names / sizeof names[0] ? names[state] : "unknown";
 }
 
 static int fail(const struct gpupeek_segment *seg, int err)
@@ -128,6 +133,12 @@ int main(int argc, char **argv)
         gpupeek_close(&seg);
         return 5;
     }
+    if (live == GPUPEEK_LIVE_RELEASED) {
+        fprintf(stderr, "gpupeek-read: the daemon has let go of the driver on request "
+                        "(GPU reset or MIG change); `gpupeekd --resume` takes it back\n");
+        gpupeek_close(&seg);
+        return 10;
+    }
     if (live != GPUPEEK_OK) {
         snprintf(seg.why, sizeof seg.why, "%s",
                  live == GPUPEEK_ERR_STALE ? "the daemon is stale (no heartbeat)"
@@ -141,7 +152,9 @@ int main(int argc, char **argv)
             sizeof st.driver_version);
     printf(" gpus=%" PRIu32 " processes=%zu\n", ngpus, nprocs);
     for (uint32_t i = 0; i < ngpus; i++) {
-        const struct gpupeek_gpu *g = &gpus[i];
+        struct gpupeek_gpu *g = &gpus[i];
+        if (!gpupeek_gpu_current(g))
+            g->valid &= GPUPEEK_GPU_NAME | GPUPEEK_GPU_UUID | GPUPEEK_GPU_PCI_BUS_ID;
         printf("gpu index=%" PRIu32 " state=%s", g->index, gpu_state(g->state));
         put_str("name", g->valid, GPUPEEK_GPU_NAME, g->name, sizeof g->name);
         put_str("uuid", g->valid, GPUPEEK_GPU_UUID, g->uuid, sizeof g->uuid);

@@ -56,7 +56,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 2u
+#define GPUPEEK_ABI_MINOR 3u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -67,12 +67,20 @@
 #define GPUPEEK_MAX_HISTORY_SLOTS 65536u
 
 /* Daemon states (gpupeek_status.state). */
+/* RELEASED (ABI 1.3): alive, heartbeat beating, NVML let go on an operator's request
+ * (GPU reset, MIG change); no GPU is published (gpu_count 0). */
 enum { GPUPEEK_DAEMON_STARTING = 0, GPUPEEK_DAEMON_LIVE = 1, GPUPEEK_DAEMON_NVML_ERROR = 2,
-       GPUPEEK_DAEMON_STOPPED = 3 };
+       GPUPEEK_DAEMON_STOPPED = 3, GPUPEEK_DAEMON_RELEASED = 4 };
 
 /* GPU states (gpupeek_gpu.state). */
+/* NOT_RESPONDING (ABI 1.3): the driver has not answered a call for this GPU within the
+ * daemon's timeout; identity (name, UUID, PCI bus id, maximum clocks) is kept, no value
+ * is current. Only an OK GPU's values are current: see gpupeek_gpu_current. */
 enum { GPUPEEK_GPU_EMPTY = 0, GPUPEEK_GPU_OK = 1, GPUPEEK_GPU_LOST = 2, GPUPEEK_GPU_ERROR = 3,
-       GPUPEEK_GPU_SUSPENDED = 4, GPUPEEK_GPU_IDLE = 5 };
+       GPUPEEK_GPU_SUSPENDED = 4, GPUPEEK_GPU_IDLE = 5, GPUPEEK_GPU_NOT_RESPONDING = 6 };
+
+/* Liveness beyond GPUPEEK_OK (positive returns of gpupeek_liveness). */
+enum { GPUPEEK_LIVE_NVML_ERROR = 1, GPUPEEK_LIVE_RELEASED = 2 };
 
 /* Validity bits of gpupeek_status.valid. */
 #define GPUPEEK_STATUS_DRIVER_VERSION (UINT64_C(1) << 0)
@@ -396,7 +404,8 @@ enum gpupeek_error {
 };
 
 /* gpupeek(1)'s exit status for an error: 3 no daemon, 4 stale, 6 ABI, 7 untrusted,
- * 8 corrupt, 9 OS error. */
+ * 8 corrupt, 9 OS error. (gpupeek_liveness's positive returns: 5 for
+ * GPUPEEK_LIVE_NVML_ERROR, 10 for GPUPEEK_LIVE_RELEASED.) */
 static inline int gpupeek_exit_status(int err)
 {
     switch (err) {
@@ -718,7 +727,9 @@ static inline int gpupeek_read_history(const struct gpupeek_segment *seg, uint32
 
 /* Liveness from a status record: GPUPEEK_OK when live, GPUPEEK_ERR_NO_DAEMON when
  * starting or stopped, GPUPEEK_ERR_STALE when no heartbeat for 3 periods (at least 1 s),
- * and 1 (positive) when the daemon reports an NVML error (see error_message). */
+ * GPUPEEK_LIVE_NVML_ERROR (1) when the daemon reports an NVML error (see error_message),
+ * and GPUPEEK_LIVE_RELEASED (2) when it is alive but has let go of NVML on request (no
+ * GPU is published until it takes it back: not a dead daemon, not a failure). */
 static inline int gpupeek_liveness(const struct gpupeek_status *st)
 {
     if (st->state == GPUPEEK_DAEMON_STOPPED)
@@ -737,8 +748,18 @@ static inline int gpupeek_liveness(const struct gpupeek_status *st)
     if (st->state == GPUPEEK_DAEMON_LIVE)
         return GPUPEEK_OK;
     if (st->state == GPUPEEK_DAEMON_NVML_ERROR)
-        return 1;
+        return GPUPEEK_LIVE_NVML_ERROR;
+    if (st->state == GPUPEEK_DAEMON_RELEASED)
+        return GPUPEEK_LIVE_RELEASED;
     return GPUPEEK_ERR_NO_DAEMON;
+}
+
+/* Whether a GPU record's values are current: only an OK GPU was sampled this tick. An
+ * asleep GPU, one whose driver is not responding, a lost or a failing one keeps at most
+ * its identity; whatever else its record holds must not be shown as current. */
+static inline int gpupeek_gpu_current(const struct gpupeek_gpu *g)
+{
+    return g->state == GPUPEEK_GPU_OK;
 }
 
 #endif /* GPUPEEK_H */

@@ -49,14 +49,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 __all__ = [
-    "Error", "NoDaemonError", "StaleError", "AbiError", "UntrustedError", "CorruptError",
+    "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
     "vram", "track_vram",
 ]
 
 MAGIC = int.from_bytes(b"GPUPEEK\0", "little")
 ABI_MAJOR = 1
-ABI_MINOR = 2
+ABI_MINOR = 3
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -68,8 +68,15 @@ HISTORY_HEAD_SIZE = 32
 HISTORY_SAMPLE_SIZE = 24
 STALE_PERIODS = 3
 
-DAEMON_STATES = {0: "starting", 1: "live", 2: "nvml_error", 3: "stopped"}
-GPU_STATES = {0: "empty", 1: "ok", 2: "lost", 3: "error", 4: "suspended", 5: "idle"}
+# ABI 1.3: "released" (the daemon let go of NVML on request, for a GPU reset or a MIG
+# change: alive, no GPU published) and "not responding" (the driver has not answered for
+# this GPU within the daemon's timeout: identity kept, no current value).
+DAEMON_STATES = {0: "starting", 1: "live", 2: "nvml_error", 3: "stopped", 4: "released"}
+GPU_STATES = {0: "empty", 1: "ok", 2: "lost", 3: "error", 4: "suspended", 5: "idle",
+              6: "not responding"}
+# What a GPU that is not "ok" keeps: its identity. Every other value is None.
+GPU_KEPT = ("name", "uuid", "pci_bus_id", "clock_graphics_max_mhz", "clock_sm_max_mhz",
+            "clock_mem_max_mhz", "nvml_error_code")
 POLICIES = {1: "full", 2: "basic", 3: "none"}
 
 # Validity bits: a field whose bit is clear is None ("not available"), never 0.
@@ -214,6 +221,11 @@ class NvmlError(Error):
     exit_status = 5
 
 
+class ReleasedError(Error):
+    """The daemon is alive but has let go of NVML on request (GPU reset, MIG change)."""
+    exit_status = 10
+
+
 class AbiError(Error):
     """The segment has another ABI major version."""
     exit_status = 6
@@ -227,6 +239,14 @@ class UntrustedError(Error):
 class CorruptError(Error):
     """A header number does not fit the segment."""
     exit_status = 8
+
+
+def _current_only(state: str, values: dict) -> dict:
+    """A GPU that is not "ok" (asleep, lost, failing, driver not responding) was not
+    sampled: whatever its record holds besides its identity is None, never shown as current."""
+    if state == "ok":
+        return values
+    return {k: (v if k in GPU_KEPT else None) for k, v in values.items()}
 
 
 def _validity(rec: dict, bits: Dict[str, int]) -> dict:
@@ -326,14 +346,15 @@ class Snapshot:
     proc_period_ns: int = 0
 
     def liveness(self) -> str:
-        """"live", "starting", "stopped", "nvml_error" or "stale"."""
+        """"live", "starting", "stopped", "nvml_error", "released" (alive, NVML let go on
+        request: not a dead daemon) or "stale"."""
         s = self.status
         if s.state == "stopped":
             return "stopped"
         age = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - s.heartbeat_mono_ns
         if age > max(s.period_ns * STALE_PERIODS, 1_000_000_000):
             return "stale"
-        return s.state if s.state in ("live", "nvml_error") else "starting"
+        return s.state if s.state in ("live", "nvml_error", "released") else "starting"
 
 
 class Segment:
@@ -465,8 +486,8 @@ class Segment:
         size = h["gpu_record_size_bytes"]
         raw, _ = self._read(h["gpu_table_offset"] + slot * size, min(size, 512))
         v = _validity(_decode("GpuRecord", raw), GPU_VALID)
-        return Gpu(index=v.pop("index"), state=GPU_STATES.get(v.pop("state"), "unknown"),
-                   values=v)
+        state = GPU_STATES.get(v.pop("state"), "unknown")
+        return Gpu(index=v.pop("index"), state=state, values=_current_only(state, v))
 
     def _processes(self):
         h = self.header
@@ -555,6 +576,10 @@ def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:
         if live == "nvml_error":
             raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
                             f"{snap.status.error_message}")
+        if live == "released":
+            raise ReleasedError(f"segment {seg.name}: the daemon has let go of the driver on "
+                                "request (GPU reset or MIG change); `gpupeekd --resume` "
+                                "takes it back")
         if live != "live":
             raise NoDaemonError(f"segment {seg.name}: the daemon is {live}")
     return snap

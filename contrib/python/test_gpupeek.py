@@ -175,7 +175,7 @@ class Trust(unittest.TestCase):
         with self.assertRaises(gpupeek.AbiError) as e:
             gpupeek.Segment(name)
         self.assertIn("2.0", str(e.exception))
-        self.assertIn("1.2", str(e.exception))
+        self.assertIn(f"1.{gpupeek.ABI_MINOR}", str(e.exception))
 
     def test_refuses_a_header_whose_regions_lie_outside(self):
         name = self.fake_segment("bad", self.header(1), 0o644)
@@ -185,6 +185,41 @@ class Trust(unittest.TestCase):
     def test_missing_segment_means_no_daemon(self):
         with self.assertRaises(gpupeek.NoDaemonError):
             gpupeek.snapshot(SHM + "-missing")
+
+
+class States(unittest.TestCase):
+    """ABI 1.3's states, on records made here (the fake daemon cannot publish them yet)."""
+
+    def snapshot(self, state, heartbeat_age_ns=0):
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        status = gpupeek.Status(
+            state=state, nvml_error_code=0, heartbeat_mono_ns=now - heartbeat_age_ns,
+            period_ns=1_000_000_000, published_unix_ns=0, gpu_count=0,
+            cuda_driver_version=None, driver_version=None, nvml_version=None,
+            error_message="")
+        return gpupeek.Snapshot(status=status, gpus=[], processes=[], proc_overflow=0,
+                                proc_policy=None, hidepid=False, pid_ns_inode=0,
+                                generation=1, consistent=True)
+
+    def test_state_names_cover_abi_1_3(self):
+        self.assertEqual(gpupeek.DAEMON_STATES[4], "released")
+        self.assertEqual(gpupeek.GPU_STATES[6], "not responding")
+        self.assertEqual(gpupeek.ReleasedError.exit_status, 10)
+
+    def test_a_released_daemon_that_beats_is_released_not_dead(self):
+        self.assertEqual(self.snapshot("released").liveness(), "released")
+        self.assertEqual(self.snapshot("released", 10_000_000_000).liveness(), "stale")
+        self.assertEqual(self.snapshot("stopped").liveness(), "stopped")
+
+    def test_a_gpu_that_is_not_responding_keeps_only_its_identity(self):
+        values = {"name": "H100", "uuid": "GPU-1", "pci_bus_id": "0000:01:00.0",
+                  "clock_sm_max_mhz": 1980, "util_gpu_pct": 97, "mem_used_bytes": GIB}
+        kept = gpupeek._current_only("not responding", values)
+        self.assertEqual(kept["name"], "H100")
+        self.assertEqual(kept["clock_sm_max_mhz"], 1980)
+        self.assertIsNone(kept["util_gpu_pct"])
+        self.assertIsNone(kept["mem_used_bytes"])
+        self.assertEqual(gpupeek._current_only("ok", values), values)
 
 
 if __name__ == "__main__":

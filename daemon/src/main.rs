@@ -22,6 +22,8 @@ mod procfile;
 mod procfs;
 mod proctier;
 mod prompt;
+#[cfg(test)]
+mod prompt_lines;
 mod request;
 mod run;
 mod sampler;

@@ -4,7 +4,10 @@
 //!
 //! The line is exactly what `gpupeek --format TEMPLATE` prints for the same records
 //! (same engine, [`gpupeek_render`], plain markup, trailing newline); "GPU asleep" when
-//! every GPU sleeps; "GPU: NVML error" while NVML fails; and, after a clean stop,
+//! every GPU sleeps; "GPU not responding" when no GPU is awake and the driver does not
+//! answer for one, and `[GPU 1 not responding]` after the values when some others are
+//! awake; "GPU: NVML error" while NVML fails; [`RELEASED_TEXT`] while the daemon has
+//! let go of NVML on request; and, after a clean stop,
 //! [`STOPPED_TEXT`], which cannot be mistaken for values. A daemon that is killed cannot
 //! write that line; `gpupeekd --prompt-stopped`, run by the service manager once the
 //! daemon is gone (the unit's `ExecStopPost`), writes it in its place.
@@ -30,7 +33,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use gpupeek_render::{all_asleep, Data, Plain, Template, ASLEEP_TEXT};
+use gpupeek_render::{
+    all_asleep, none_responding, note_not_responding, Data, Plain, Template, ASLEEP_TEXT,
+    NOT_RESPONDING_TEXT,
+};
 use gpupeek_shm::layout::DaemonState;
 use gpupeek_shm::{GpuRecord, History, StatusRecord};
 use nix::errno::Errno;
@@ -49,6 +55,10 @@ pub const STOPPED_TEXT: &str = "gpupeekd stopped";
 
 /// What the file says while NVML fails.
 pub const NVML_ERROR_TEXT: &str = "GPU: NVML error";
+
+/// What the file says while the daemon has let go of NVML on an operator's request (GPU
+/// reset, MIG change): alive, on purpose, and publishing no GPU.
+pub const RELEASED_TEXT: &str = "gpupeekd released";
 
 /// The prompt file and the buffers reused every tick.
 pub struct PromptFile {
@@ -109,14 +119,17 @@ impl PromptFile {
             self.record_history(gpus);
         }
         self.line.clear();
-        let live = status.state == DaemonState::Live as u32;
-        if !live {
+        if status.state == DaemonState::Released as u32 {
+            self.line.push_str(RELEASED_TEXT);
+        } else if status.state != DaemonState::Live as u32 {
             self.line.push_str(NVML_ERROR_TEXT);
         } else {
             let mut refs = recycle(std::mem::take(&mut self.refs));
             refs.extend(gpus);
             if all_asleep(&refs) {
                 self.line.push_str(ASLEEP_TEXT);
+            } else if none_responding(&refs) {
+                self.line.push_str(NOT_RESPONDING_TEXT);
             } else {
                 let data = Data {
                     gpus: &refs,
@@ -124,6 +137,7 @@ impl PromptFile {
                     history: &self.history,
                 };
                 self.template.render_into(&data, &Plain, &mut self.line);
+                note_not_responding(&refs, &Plain, &mut self.line);
             }
             self.refs = recycle(refs);
         }

@@ -17,7 +17,8 @@
 //! An unqualified field inside `{each}` is the current GPU's; outside it is the field's
 //! natural aggregate over the selected GPUs (memory and power summed, utilisation and
 //! fan averaged, temperature the maximum; text fields joined by commas). A value the GPU
-//! does not report, and every value of an asleep GPU, is `N/A`; aggregates skip them.
+//! does not report, and every value of an asleep GPU or of one whose driver is not
+//! responding (its identity aside), is `N/A`; aggregates skip them.
 //! Units convert the number only (`{mem_used:GiB:.1}` prints `9.8`), except `auto`,
 //! which picks a unit and appends it. A threshold compares the displayed number:
 //! `!70,90` is warning from 70 and critical from 90; `!<20,10` the same downwards.
@@ -172,6 +173,55 @@ pub fn asleep(g: &GpuRecord) -> bool {
 
 /// What a status bar or prompt shows, by default, when every selected GPU is asleep.
 pub const ASLEEP_TEXT: &str = "GPU asleep";
+
+/// True when the driver has not answered the daemon for this GPU within its NVML
+/// timeout (a GPU after an Xid, a driver stuck in D state): the record keeps the GPU's
+/// identity and holds no current value.
+pub fn not_responding(g: &GpuRecord) -> bool {
+    GpuState::from_raw(g.state) == Some(GpuState::NotResponding)
+}
+
+/// True when the record holds current values: the GPU is neither asleep nor hung.
+/// (A lost or failing GPU's record has its values' validity bits cleared by the daemon.)
+pub fn has_current_values(g: &GpuRecord) -> bool {
+    !asleep(g) && !not_responding(g)
+}
+
+/// What a status bar or prompt shows when no selected GPU is awake and at least one of
+/// them is not responding: a line of `N/A`s would read as a GPU that reports nothing.
+pub const NOT_RESPONDING_TEXT: &str = "GPU not responding";
+
+/// True when there are GPUs, at least one is not responding and none has current values
+/// (the others are asleep): a line then says [`NOT_RESPONDING_TEXT`].
+pub fn none_responding(gpus: &[&GpuRecord]) -> bool {
+    gpus.iter().any(|g| not_responding(g)) && !gpus.iter().any(|g| has_current_values(g))
+}
+
+/// Appends to a rendered line what says that some of `gpus` are not responding, painted
+/// critical: ` [GPU 1 not responding]`, ` [GPU 1,3 not responding]`. Aggregates skip a
+/// hung GPU like any missing value, so without this a line would show only the healthy
+/// GPUs and pass for all of them. Returns whether any is; appends nothing otherwise.
+/// Allocates nothing with [`Plain`] markup once `out` has room.
+pub fn note_not_responding(gpus: &[&GpuRecord], markup: &dyn Markup, out: &mut String) -> bool {
+    use std::fmt::Write;
+    let mut hung = gpus.iter().filter(|g| not_responding(g)).peekable();
+    if hung.peek().is_none() {
+        return false;
+    }
+    out.push(' ');
+    let start = out.len();
+    out.push_str("[GPU ");
+    for (i, g) in hung.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{}", g.index);
+    }
+    out.push_str(" not responding]");
+    markup.paint_tail(Level::Critical, out, start);
+    true
+}
 
 /// True when there are GPUs and every one of them is asleep: a line then says so
 /// instead of rendering the template (whose values would all be `N/A`).

@@ -6,7 +6,7 @@ use gpupeek_shm::{text, GpuRecord};
 
 use crate::fields::Dim::Text;
 use crate::fields::*;
-use crate::{asleep, spark, Agg, Data, Item, Level, Markup, Placeholder, Scope};
+use crate::{has_current_values, spark, Agg, Data, Item, Level, Markup, Placeholder, Scope};
 
 pub(crate) fn render_items(
     items: &[Item],
@@ -76,7 +76,7 @@ impl Placeholder {
 
     pub(crate) fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
         let get = |g: &GpuRecord| {
-            if asleep(g)
+            if !has_current_values(g)
                 && !matches!(
                     self.field.name,
                     "index" | "name" | "uuid" | "pci_bus_id" | "state"

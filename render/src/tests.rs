@@ -125,6 +125,45 @@ fn missing_values_and_asleep_gpus_show_na_and_are_skipped_by_aggregates() {
 }
 
 #[test]
+fn a_gpu_whose_driver_is_not_responding_shows_only_its_identity() {
+    let mut gpus = two();
+    // Whatever the record still holds, nothing of it is current.
+    gpus[1].state = GpuState::NotResponding as u32;
+    let r = render(
+        "{1.util} {1.name} {1.state} {util} {sum.mem_used:GiB}",
+        &gpus,
+    );
+    assert_eq!(r.text, "N/A H100 not responding 40 10.0");
+    assert!(!has_current_values(&gpus[1]) && has_current_values(&gpus[0]));
+}
+
+#[test]
+fn a_line_names_the_gpus_that_are_not_responding() {
+    let mut gpus = two();
+    let note = |gpus: &[GpuRecord]| {
+        let list: Vec<&GpuRecord> = gpus.iter().collect();
+        let mut out = String::from("40%");
+        let any = note_not_responding(&list, &Brackets, &mut out);
+        (any, out, none_responding(&list))
+    };
+    assert_eq!(note(&gpus), (false, "40%".into(), false));
+    gpus[1].state = GpuState::NotResponding as u32;
+    assert_eq!(
+        note(&gpus),
+        (true, "40% <critical:[GPU 1 not responding]>".into(), false)
+    );
+    gpus[0].state = GpuState::Suspended as u32;
+    assert_eq!(
+        note(&gpus),
+        (true, "40% <critical:[GPU 1 not responding]>".into(), true),
+        "asleep and hung: nothing is awake"
+    );
+    gpus[0].state = GpuState::NotResponding as u32;
+    assert_eq!(note(&gpus).1, "40% <critical:[GPU 0,1 not responding]>");
+    assert!(!none_responding(&[]), "no GPU is not a hung GPU");
+}
+
+#[test]
 fn errors_point_at_the_column() {
     let e = Template::parse("GPU {0.mem_usd}").unwrap_err();
     assert_eq!(e.column, 8);

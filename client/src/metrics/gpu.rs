@@ -332,11 +332,15 @@ fn event_reasons(g: &GpuRecord) -> Vec<(&'static str, Value)> {
         .collect()
 }
 
-const GPU_STATES: [GpuState; 4] = [
-    GpuState::Ok,
-    GpuState::Lost,
-    GpuState::Error,
-    GpuState::Suspended,
+/// Every state `gpupeek_gpu_state` reports, with its label value: the state's name with
+/// `_` for a space (Prometheus-friendly, as the daemon states are).
+const GPU_STATES: [(GpuState, &str); 6] = [
+    (GpuState::Ok, "ok"),
+    (GpuState::Lost, "lost"),
+    (GpuState::Error, "error"),
+    (GpuState::Suspended, "suspended"),
+    (GpuState::Idle, "idle"),
+    (GpuState::NotResponding, "not_responding"),
 ];
 
 /// Every per-GPU family, each GPU a sample.
@@ -359,15 +363,16 @@ pub(super) fn families(out: &mut Out, snap: &Snapshot) {
     out.family(
         "gpupeek_gpu_state",
         "gauge",
-        "State of each GPU: 1 for the current state (ok, lost, error or suspended).",
+        "State of each GPU: 1 for the current state (ok, lost, error, suspended, idle or \
+         not_responding: the driver has not answered within gpupeekd's timeout).",
     );
     for (g, l) in snap.gpus.iter().zip(&labels) {
         let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
-        for s in GPU_STATES {
+        for (s, label) in GPU_STATES {
             let value = u64::from(s == state);
             out.sample(
                 "gpupeek_gpu_state",
-                &format!("{l},state=\"{}\"", s.name()),
+                &format!("{l},state=\"{label}\""),
                 value,
             );
         }
@@ -417,6 +422,22 @@ fn gpu_labels(g: &GpuRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_labels_are_the_shared_names_with_underscores() {
+        for (state, label) in GPU_STATES {
+            assert_eq!(label, state.name().replace(' ', "_"));
+        }
+        let mut every: Vec<u32> = (0..=u32::from(u8::MAX))
+            .filter_map(GpuState::from_raw)
+            .filter(|&s| s != GpuState::Empty)
+            .map(|s| s as u32)
+            .collect();
+        every.sort_unstable();
+        let mut listed: Vec<u32> = GPU_STATES.iter().map(|&(s, _)| s as u32).collect();
+        listed.sort_unstable();
+        assert_eq!(listed, every, "a state of a published GPU is missing");
+    }
 
     #[test]
     fn reason_labels_are_the_shared_names() {

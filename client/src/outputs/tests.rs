@@ -181,3 +181,77 @@ fn a_lost_gpu_is_left_out_of_waybars_percentage_and_its_tooltip_says_lost() {
         "GPU 0 A&amp;B&lt;GPU: lost\nGPU 1 A&amp;B&lt;GPU: 80% · 10.0/80.0 GiB · 60°C · 100 W"
     );
 }
+
+#[test]
+fn a_gpu_whose_driver_is_not_responding_is_named_on_the_line_and_sets_its_class() {
+    let mut snap = snapshot(&[GpuState::Ok, GpuState::NotResponding]);
+    // The record may still hold old numbers: none of them is shown or counted.
+    snap.gpus[1].util_gpu_pct = 99;
+    let r = Renderer::new(Kind::Waybar, Some("{util}%"), None, false).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&r.live(&snap, &[], None).unwrap()).unwrap();
+    assert_eq!(doc["text"], "40% [GPU 1 not responding]");
+    assert_eq!(
+        (doc["class"].as_str(), doc["alt"].as_str()),
+        (Some("not_responding"), Some("not_responding"))
+    );
+    assert_eq!(doc["percentage"], 40);
+    assert_eq!(
+        doc["tooltip"],
+        "GPU 0 A&amp;B&lt;GPU: 40% · 10.0/80.0 GiB · 60°C · 100 W\nGPU 1 A&amp;B&lt;GPU: not responding"
+    );
+    let hung = &[GpuState::NotResponding, GpuState::Ok];
+    assert_eq!(
+        line("tmux", "{util}%", hung),
+        "80% #[fg=red][GPU 0 not responding]#[fg=default]\n"
+    );
+    assert_eq!(
+        line("bash", "{util}%", hung),
+        "80% \x01\x1b[31m\x02[GPU 0 not responding]\x01\x1b[0m\x02\n"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&line("i3blocks", "{util}", hung)).unwrap();
+    assert_eq!(doc["color"], "#ff5555");
+    let doc: serde_json::Value =
+        serde_json::from_str(&line("i3status-rust", "{util}", hung)).unwrap();
+    assert_eq!(doc["state"], "Critical");
+}
+
+#[test]
+fn no_gpu_awake_and_one_not_responding_is_a_line_of_its_own_even_in_a_prompt() {
+    let states = &[GpuState::NotResponding, GpuState::Suspended];
+    let doc: serde_json::Value = serde_json::from_str(&line("waybar", "{util}", states)).unwrap();
+    assert_eq!(
+        (doc["text"].as_str(), doc["class"].as_str()),
+        (Some("GPU not responding"), Some("not_responding"))
+    );
+    assert_eq!(line("starship", "{util}", states), "GPU not responding\n");
+    assert_eq!(line("text", "{util}", states), "GPU not responding\n");
+    assert_eq!(
+        line("polybar", "{util}", states),
+        "%{F#ff5555}GPU not responding%{F-}\n"
+    );
+}
+
+#[test]
+fn a_released_daemon_is_its_own_quiet_class_not_a_stopped_one() {
+    let exit = Exit::new(
+        crate::EXIT_RELEASED,
+        "gpupeekd on segment 'x' has let go of the driver on request",
+    );
+    let r = Renderer::new(Kind::Waybar, None, None, false).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&r.down(&exit)).unwrap();
+    assert_eq!(
+        (doc["class"].as_str(), doc["text"].as_str()),
+        (Some("released"), Some("GPU: released"))
+    );
+    assert_eq!(doc["tooltip"], exit.message);
+    let r = Renderer::new(Kind::I3blocks, None, None, false).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&r.down(&exit)).unwrap();
+    assert_eq!(doc["color"], "#888888");
+    let r = Renderer::new(Kind::I3statusRust, None, None, false).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&r.down(&exit)).unwrap();
+    assert_eq!(doc["state"], "Idle");
+    let r = Renderer::new(Kind::Tmux, None, None, false).unwrap();
+    assert_eq!(r.down(&exit), "GPU: released\n");
+    let r = Renderer::new(Kind::Bash, None, None, false).unwrap();
+    assert_eq!(r.down(&exit), "\n");
+}
