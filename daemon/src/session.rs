@@ -113,6 +113,8 @@ struct Gpu {
     hung: bool,
     /// Given a job this tick: the tick waits for it.
     posted: bool,
+    /// Asleep this tick: not sampled, and not waited for.
+    asleep: bool,
 }
 
 impl Gpu {
@@ -180,6 +182,7 @@ impl Session {
                 forget_slow: false,
                 hung: false,
                 posted: false,
+                asleep: false,
             });
         }
     }
@@ -196,6 +199,7 @@ impl Session {
                 slow,
                 forget_slow: gpu.forget_slow,
             };
+            gpu.asleep = false;
             gpu.posted = gpu.worker.post(job, now);
             if gpu.posted {
                 gpu.forget_slow = false;
@@ -205,7 +209,9 @@ impl Session {
 
     /// GPU `slot` sleeps: its slow-tier values are forgotten before its next sample.
     pub fn asleep(&mut self, slot: usize) {
+        self.grow(slot + 1);
         if let Some(gpu) = self.gpus.get_mut(slot) {
+            gpu.asleep = true;
             gpu.forget_slow = true;
             gpu.posted = false;
         }
@@ -221,14 +227,14 @@ impl Session {
         });
     }
 
-    /// Whether every GPU of `0..count` has a record to publish, or has been given up
-    /// on: until then the session is still starting.
+    /// Whether every awake GPU of `0..count` has a record to publish, or has been
+    /// given up on: until then the session is still starting.
     pub fn ready(&mut self, count: usize, now: Instant) -> bool {
         self.grow(count);
         let timeout = self.timeout;
-        self.gpus[..count.min(self.gpus.len())]
-            .iter()
-            .all(|g| g.sampled || g.worker.has_fresh() || g.worker.busy_for(now) >= Some(timeout))
+        self.gpus[..count.min(self.gpus.len())].iter().all(|g| {
+            g.asleep || g.sampled || g.worker.has_fresh() || g.worker.busy_for(now) >= Some(timeout)
+        })
     }
 
     /// Writes into `rec` what to publish for GPU `slot` at `now`, taking its newest

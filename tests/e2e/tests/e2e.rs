@@ -174,7 +174,7 @@ fn json_matches_the_scenario_with_gpustats_keys_and_units() {
     assert_eq!(doc["gpus"][1]["processes"], json!([]));
     assert_eq!(
         doc["gpus"][2],
-        json!({"index": 2, "name": "((GPU is lost))", "processes": null})
+        json!({"index": 2, "name": "((GPU is lost))", "processes": null, "state": "lost", "uuid": null})
     );
     // Key order is gpustat's, for tools that read it positionally.
     let raw = stdout(&out);
