@@ -108,6 +108,10 @@ pub struct Gpu {
     /// that takes this GPU's handle.
     #[serde(default)]
     pub errors: BTreeMap<String, ErrorCode>,
+    /// `nvmlDeviceGetProcessUtilization` adds junk to the real samples: a pid that is
+    /// not running, values over 100, timestamps not newer than asked for.
+    #[serde(default)]
+    pub junk_process_samples: bool,
 }
 
 /// Default `samplingPeriodUs` for encoder/decoder utilization.
