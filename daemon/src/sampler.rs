@@ -151,6 +151,7 @@ impl Sampler {
             builder.lib_path(path.as_ref());
         }
         let nvml = builder.init()?;
+        let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
         Ok(Sampler {
             nvml,
             identities: Vec::new(),
@@ -158,7 +159,7 @@ impl Sampler {
             gpm: Vec::new(),
             idle_since: Vec::new(),
             slow: Vec::new(),
-            proc_buffers: gpuprocs::Buffers::default(),
+            proc_buffers,
         })
     }
 

@@ -256,7 +256,7 @@ impl Sandbox {
             // gpupeekd's arrays are malloc blocks: the fake checks it writes within them.
             .env(fake_nvml::procs::CHECK_HEAP_BUFFERS_ENV, "1")
             // The fake lists the pids of the namespace the tests run in: those are the
-            // "host" pids for gpupeekd (its GPUPEEKD_TEST_HOST_PID_NS hook).
+            // "host" pids for gpupeekd (its test hook, proctier::HOST_PID_NS_ENV).
             .env("GPUPEEKD_TEST_HOST_PID_NS", own_pid_namespace().to_string())
             .env("GPUPEEK_LOCK_DIR", &self.dir);
         cmd
