@@ -535,10 +535,10 @@ mod tests {
 
     #[test]
     fn junk_samples_are_not_believed() {
-        let s = |timeStamp, smUtil| nvmlProcessUtilizationSample_t {
+        let s = |stamp, sm| nvmlProcessUtilizationSample_t {
             pid: 1,
-            timeStamp,
-            smUtil,
+            timeStamp: stamp,
+            smUtil: sm,
             memUtil: 0,
             encUtil: 0,
             decUtil: 0,
