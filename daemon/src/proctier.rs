@@ -10,6 +10,11 @@
 //! no longer counted by the driver is dropped from it (and the table rewritten) in the tick that finds it so, and the next
 //! tick samples every process again; so does the tick after the table was emptied
 //! because NVML went down or was released, and the tick after a GPU came back.
+//!
+//! NVML reports host pids. When the `/proc` the daemon reads is not the host's pid
+//! namespace (the daemon runs in a container with its own), a pid there names another
+//! process or none: processes are then published with what NVML says only, never
+//! resolved through that `/proc` ([`host_pids`], logged once at start).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -38,6 +43,35 @@ pub struct ProcTier {
     records: Vec<ProcRecord>,
     sample_mono_ns: u64,
     procfs: Procfs,
+    /// The pids under the `/proc` root are host pids, which NVML reports.
+    host_pids: bool,
+}
+
+/// Test hook: the inode of the pid namespace whose pids NVML reports, instead of the
+/// kernel's initial one (the fake NVML lists the pids of the tests' namespace).
+pub const HOST_PID_NS_ENV: &str = "GPUPEEKD_TEST_HOST_PID_NS";
+
+/// The inode of the initial pid namespace, fixed by the kernel (`PROC_PID_INIT_INO`).
+const INIT_PID_NS_INODE: u64 = 0xEFFF_FFFC;
+
+/// Whether the pids under `proc_root` are those NVML reports (the initial pid
+/// namespace's); logs why not. Unknown (unreadable) counts as yes.
+fn host_pids(proc_root: &Path) -> bool {
+    let host = std::env::var(HOST_PID_NS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(INIT_PID_NS_INODE);
+    let ours = crate::procfs::pid_namespace_of(proc_root);
+    if ours == 0 || ours == host {
+        return true;
+    }
+    log::warn!(
+        "{} is not the host's pid namespace (pid namespace {ours}, the host's {host}): \
+         NVML reports host pids, so GPU processes are published with pid and GPU memory \
+         only, not resolved through it",
+        proc_root.display()
+    );
+    false
 }
 
 impl ProcTier {
@@ -56,6 +90,7 @@ impl ProcTier {
             records: Vec::new(),
             sample_mono_ns: 0,
             procfs: Procfs::new(proc_root),
+            host_pids: host_pids(proc_root),
         }
     }
 
@@ -139,7 +174,7 @@ impl ProcTier {
         if context.policy != ProcPolicy::None {
             for p in &self.listed {
                 let mut rec = nvml_part(p);
-                if context.policy == ProcPolicy::Full {
+                if context.policy == ProcPolicy::Full && self.host_pids {
                     if let Some(info) = self.procfs.lookup(p.pid) {
                         put_proc_info(&mut rec, info);
                     }

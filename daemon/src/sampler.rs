@@ -128,6 +128,8 @@ struct Identity {
 #[derive(Clone)]
 pub struct Sampler {
     nvml: Arc<Nvml>,
+    /// The process-list entry point this driver has (empty buffers, cloned per GPU).
+    proc_buffers: gpuprocs::Buffers,
 }
 
 impl Sampler {
@@ -138,8 +140,10 @@ impl Sampler {
             builder.lib_path(path.as_ref());
         }
         let nvml = builder.init()?;
+        let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
         Ok(Sampler {
             nvml: Arc::new(nvml),
+            proc_buffers,
         })
     }
 
@@ -174,7 +178,7 @@ impl Sampler {
             gpm: Gpm::default(),
             idle_since: None,
             slow: Slow::default(),
-            proc_buffers: gpuprocs::Buffers::default(),
+            proc_buffers: self.proc_buffers.clone(),
         }
     }
 }

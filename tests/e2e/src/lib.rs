@@ -4,6 +4,8 @@
 
 pub mod hostile;
 
+pub use fake_nvml::profiles::{self, Profile};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -22,6 +24,8 @@ pub struct Bins {
     pub client: PathBuf,
     /// libfake_nvml.so.
     pub fake_nvml: PathBuf,
+    /// libfake_nvml.a, from which [`driver_library`] links the driver profiles.
+    pub fake_nvml_static: PathBuf,
 }
 
 /// Builds gpupeekd, gpupeek and the fake NVML (once per test binary) with the same
@@ -57,8 +61,54 @@ pub fn bins() -> &'static Bins {
             daemon: profile_dir.join("gpupeekd"),
             client: profile_dir.join("gpupeek"),
             fake_nvml: profile_dir.join("libfake_nvml.so"),
+            fake_nvml_static: profile_dir.join("libfake_nvml.a"),
         }
     })
+}
+
+/// The fake NVML as driver `profile` ships it: a library linked (once per test binary)
+/// from the fake's static library whose dynamic symbol table holds exactly the functions
+/// that driver exports, so that looking up any other one fails as it would there.
+pub fn driver_library(profile: Profile) -> PathBuf {
+    static LIBS: OnceLock<BTreeMap<&'static str, PathBuf>> = OnceLock::new();
+    let libs = LIBS.get_or_init(|| {
+        let archive = &bins().fake_nvml_static;
+        let dir = archive.with_file_name("fake-nvml-drivers");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut libs = BTreeMap::new();
+        for p in profiles::PROFILES {
+            let lib = dir.join(p.library_name());
+            // Private names, renamed into place: test binaries link concurrently.
+            let tag = format!("{}.{}", p.name, std::process::id());
+            let script = dir.join(format!("{tag}.map"));
+            let tmp = dir.join(format!("{tag}.so"));
+            std::fs::write(&script, p.version_script()).unwrap();
+            let mut cc = Command::new("cc");
+            cc.args(["-shared", "-o"]).arg(&tmp);
+            cc.arg(format!("-Wl,--version-script={}", script.display()));
+            // Rust's thread-locals and statics must outlive a dlclose().
+            cc.arg("-Wl,-z,nodelete");
+            // Pull exactly the exported functions (and what they need) from the archive.
+            cc.args(p.exports().map(|f| format!("-Wl,-u,{f}")));
+            cc.arg(archive);
+            cc.args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+            let out = run_with_watchdog(cc);
+            assert!(out.status.success(), "linking {}: {}", p.name, stderr(&out));
+            std::fs::rename(&tmp, &lib).unwrap();
+            let _ = std::fs::remove_file(script);
+            libs.insert(p.name, lib);
+        }
+        libs
+    });
+    libs[profile.name].clone()
 }
 
 /// A unique scratch directory and segment name for one test, removed on drop.
@@ -68,6 +118,7 @@ pub struct Sandbox {
     /// Scratch directory (scenario file, call counts, logs).
     pub dir: PathBuf,
     daemons_started: std::cell::Cell<u32>,
+    driver: std::cell::Cell<Option<Profile>>,
 }
 
 impl Sandbox {
@@ -84,7 +135,21 @@ impl Sandbox {
             shm: id,
             dir,
             daemons_started: std::cell::Cell::new(0),
+            driver: std::cell::Cell::new(None),
         }
+    }
+
+    /// Daemons started from now on load the fake NVML as driver `profile` ships it
+    /// ([`driver_library`]); the scenario should report `profile.driver_version`.
+    pub fn use_driver(&self, profile: Profile) {
+        self.driver.set(Some(profile));
+    }
+
+    /// The NVML library daemons are started with.
+    pub fn nvml_library(&self) -> PathBuf {
+        self.driver
+            .get()
+            .map_or_else(|| bins().fake_nvml.clone(), driver_library)
     }
 
     /// `/dev/shm/NAME`.
@@ -181,13 +246,18 @@ impl Sandbox {
         cmd.args(["--foreground", "--shm", &self.shm, "--interval", interval])
             .envs(env.iter().copied())
             .arg("--nvml-lib")
-            .arg(&bins().fake_nvml)
+            .arg(self.nvml_library())
             .arg("--sysfs-root")
             .arg(self.sysfs_root())
             .args(flags)
             .env("FAKE_NVML_SCENARIO", self.scenario_path())
             .env("FAKE_NVML_CALLS_DIR", self.dir.join("calls"))
             .env("FAKE_NVML_SYSFS_ROOT", self.sysfs_root())
+            // gpupeekd's arrays are malloc blocks: the fake checks it writes within them.
+            .env(fake_nvml::procs::CHECK_HEAP_BUFFERS_ENV, "1")
+            // The fake lists the pids of the namespace the tests run in: those are the
+            // "host" pids for gpupeekd (its test hook, proctier::HOST_PID_NS_ENV).
+            .env("GPUPEEKD_TEST_HOST_PID_NS", own_pid_namespace().to_string())
             .env("GPUPEEK_LOCK_DIR", &self.dir);
         cmd
     }
@@ -337,8 +407,14 @@ impl Daemon {
 
     /// Waits for it to exit (watchdog-bounded) and returns its exit code.
     pub fn wait_exit(&mut self) -> Option<i32> {
+        self.wait_exit_within(WATCHDOG)
+    }
+
+    /// Waits up to `limit` for it to exit (then kills it and fails the test) and returns
+    /// its exit code.
+    pub fn wait_exit_within(&mut self, limit: Duration) -> Option<i32> {
         let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + WATCHDOG;
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 return status.code();
@@ -371,6 +447,14 @@ impl Drop for Daemon {
             let _ = child.wait();
         }
     }
+}
+
+/// The inode of this process's pid namespace.
+pub fn own_pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid")
+        .expect("/proc/self/ns/pid")
+        .ino()
 }
 
 /// A command for `program` that runs in its own mount namespace with `/proc` mounted

@@ -530,7 +530,7 @@ fn a_second_sigterm_exits_at_once_even_inside_a_slow_nvml_call() {
     let sb = Sandbox::new("twice");
     let sleeper = Sleeper::new();
     let mut slow = scenario(sleeper.pid());
-    slow["latency_us_by_function"] = json!({"nvmlDeviceGetComputeRunningProcesses_v3": 2_000_000});
+    slow["latency_us_by_function"] = json!({"nvmlDeviceGetRunningProcessDetailList": 2_000_000});
     sb.write_scenario(&slow);
     let mut daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);

@@ -10,7 +10,7 @@ use gpupeek_e2e::{wait_for, Daemon, Sandbox};
 use gpupeek_shm::{GpuState, Snapshot};
 use serde_json::{json, Value};
 
-const LIST: &str = "nvmlDeviceGetComputeRunningProcesses_v3";
+const LIST: &str = "nvmlDeviceGetRunningProcessDetailList";
 const PER_TICK: &str = "nvmlDeviceGetUtilizationRates";
 const ECC: &str = "nvmlDeviceGetTotalEccErrors";
 const MS: u64 = 1_000_000;

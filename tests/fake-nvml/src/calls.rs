@@ -1,7 +1,9 @@
 //! Call counting: after every exported call, when `$FAKE_NVML_CALLS_DIR` is
 //! set, `<dir>/<pid>.calls` is atomically rewritten with the counts so far.
 //! With `$FAKE_NVML_SYSFS_ROOT` set, a `suspended_gpu_calls N` line follows
-//! `open_handles`: calls made on a GPU that fake sysfs says is suspended.
+//! `open_handles`: calls made on a GPU that fake sysfs says is suspended. After any
+//! array write that overran the caller's buffer, a `buffer_overflows N` line follows
+//! ([`OVERFLOWS`]; see [`crate::procs`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,15 +13,20 @@ use std::sync::Mutex;
 /// Environment variable naming the directory for call-count files.
 pub const CALLS_DIR_ENV: &str = "FAKE_NVML_CALLS_DIR";
 
+/// The calls file's key for the number of array writes that overran their buffer.
+pub const OVERFLOWS: &str = "buffer_overflows";
+
 struct Counts {
     total: u64,
     suspended_gpu_calls: u64,
+    overflows: u64,
     by_function: BTreeMap<&'static str, u64>,
 }
 
 static COUNTS: Mutex<Counts> = Mutex::new(Counts {
     total: 0,
     suspended_gpu_calls: 0,
+    overflows: 0,
     by_function: BTreeMap::new(),
 });
 
@@ -27,6 +34,12 @@ static COUNTS: Mutex<Counts> = Mutex::new(Counts {
 pub fn record_suspended_gpu_call() {
     let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
     counts.suspended_gpu_calls = counts.suspended_gpu_calls.saturating_add(1);
+}
+
+/// Counts an array write that overran the caller's buffer (written with the next record).
+pub fn record_overflow() {
+    let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    counts.overflows = counts.overflows.saturating_add(1);
 }
 
 /// Counts one call of `function` and, if enabled, rewrites the calls file.
@@ -43,7 +56,10 @@ pub fn record(function: &'static str, open_handles: impl FnOnce() -> u64) {
     };
     let suspended =
         std::env::var_os(crate::sysfs::SYSFS_ROOT_ENV).map(|_| counts.suspended_gpu_calls);
-    let text = render(counts.total, open_handles(), suspended, &counts.by_function);
+    let mut text = render(counts.total, open_handles(), suspended, &counts.by_function);
+    if counts.overflows > 0 {
+        let _ = writeln!(text, "{OVERFLOWS} {}", counts.overflows);
+    }
     if let Err(e) = write_atomically(Path::new(&dir), std::process::id(), &text) {
         eprintln!("fake-nvml: cannot write call counts to {dir:?}: {e}");
     }

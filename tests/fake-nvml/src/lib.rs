@@ -1,5 +1,7 @@
 //! `fake-nvml`: a stand-in for `libnvidia-ml.so`, built as a `cdylib`
-//! (`libfake_nvml.so`) for gpupeek's tests.
+//! (`libfake_nvml.so`) for gpupeek's tests, and as a static library from which the
+//! e2e harness links one library per driver profile (see [`profiles`]); as an `rlib` it
+//! gives the harness those profiles.
 //!
 //! It exports the subset of the NVML C API the daemon uses, with the exact C
 //! signatures, so `nvml-wrapper` can load it via
@@ -30,6 +32,8 @@ pub mod codes;
 pub mod device;
 mod ffi;
 pub mod gpm;
+pub mod procs;
+pub mod profiles;
 pub mod scenario;
 pub mod state;
 pub mod sysfs;
@@ -76,8 +80,13 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetPcieThroughput",
     "nvmlDeviceGetCurrPcieLinkGeneration",
     "nvmlDeviceGetCurrPcieLinkWidth",
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetGraphicsRunningProcesses",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetGraphicsRunningProcesses_v2",
     "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetRunningProcessDetailList",
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetProcessUtilization",
     "nvmlGpmQueryDeviceSupport",
@@ -92,7 +101,7 @@ mod tests {
     use super::EXPORTED;
 
     /// Names of the functions defined in `src`, either directly or via the
-    /// `scalar_getter!` macro.
+    /// `scalar_getter!` or `process_list!` macro.
     fn defined(src: &str) -> Vec<String> {
         let mut names = Vec::new();
         let mut lines = src.lines().peekable();
@@ -103,7 +112,7 @@ mod tests {
                     names.push(name.to_owned());
                 }
             }
-            if line.starts_with("scalar_getter!(") {
+            if line.starts_with("scalar_getter!(") || line.starts_with("process_list!(") {
                 let args = lines.by_ref().find(|l| !l.trim().starts_with("///"));
                 if let Some(name) = args.and_then(|l| l.trim().split(',').next()) {
                     names.push(name.to_owned());
@@ -118,6 +127,7 @@ mod tests {
         let mut found = defined(include_str!("system.rs"));
         found.extend(defined(include_str!("device.rs")));
         found.extend(defined(include_str!("gpm.rs")));
+        found.extend(defined(include_str!("procs.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -133,6 +143,7 @@ mod tests {
             include_str!("system.rs"),
             include_str!("device.rs"),
             include_str!("gpm.rs"),
+            include_str!("procs.rs"),
         ]
         .concat();
         for name in EXPORTED {

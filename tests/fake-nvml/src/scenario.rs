@@ -116,6 +116,10 @@ pub struct Gpu {
     /// its handle; released like the scenario's own `hang`.
     #[serde(default)]
     pub hang: Vec<String>,
+    /// `nvmlDeviceGetProcessUtilization` adds junk to the real samples: a pid that is
+    /// not running, values over 100, timestamps not newer than asked for.
+    #[serde(default)]
+    pub junk_process_samples: bool,
 }
 
 /// Default `samplingPeriodUs` for encoder/decoder utilization.

@@ -1,0 +1,110 @@
+//! Driver profiles: which NVML entry points a driver generation exports, and the
+//! version string it reports. One declaration per driver; the e2e harness links one
+//! `libfake_nvml_<name>.so` per profile from the static library, with
+//! [`Profile::version_script`] as its symbol table, so that a function the driver lacks
+//! really is missing (`dlsym` fails), as it would be on that machine.
+//!
+//! What a function writes on a given driver follows the scenario's `driver_version`
+//! ([`crate::procs`]), which a test sets to [`Profile::driver_version`].
+
+use crate::EXPORTED;
+
+/// One driver generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    /// Names the library: `libfake_nvml_<name>.so`.
+    pub name: &'static str,
+    /// What `nvmlSystemGetDriverVersion` says.
+    pub driver_version: &'static str,
+    /// Functions of [`EXPORTED`] this driver does not have.
+    pub absent: &'static [&'static str],
+}
+
+const V2: [&str; 2] = [
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetGraphicsRunningProcesses_v2",
+];
+const V3: [&str; 2] = [
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+];
+const DETAIL_LIST: &str = "nvmlDeviceGetRunningProcessDetailList";
+
+/// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
+pub const R450: Profile = Profile {
+    name: "r450",
+    driver_version: "450.51.06",
+    absent: &[V2[0], V2[1], V3[0], V3[1], DETAIL_LIST],
+};
+/// R470: v1 and `_v2`.
+pub const R470: Profile = Profile {
+    name: "r470",
+    driver_version: "470.256.02",
+    absent: &[V3[0], V3[1], DETAIL_LIST],
+};
+/// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
+pub const R535_54: Profile = Profile {
+    name: "r535_54",
+    driver_version: "535.54.03",
+    absent: &[DETAIL_LIST],
+};
+/// 535.98: `_v3` withdrawn (it came back in 535.104).
+pub const R535_98: Profile = Profile {
+    name: "r535_98",
+    driver_version: "535.98",
+    absent: &[V3[0], V3[1], DETAIL_LIST],
+};
+/// A current driver: everything the fake has, `_v3` with 24-byte entries and
+/// `nvmlDeviceGetRunningProcessDetailList`.
+pub const CURRENT: Profile = Profile {
+    name: "current",
+    driver_version: "550.54.15",
+    absent: &[],
+};
+
+/// Every profile, oldest first.
+pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT];
+
+impl Profile {
+    /// The functions this driver exports.
+    pub fn exports(&self) -> impl Iterator<Item = &'static str> + '_ {
+        EXPORTED
+            .iter()
+            .copied()
+            .filter(|f| !self.absent.contains(f))
+    }
+
+    /// A GNU ld version script exporting exactly [`Profile::exports`].
+    pub fn version_script(&self) -> String {
+        let mut script = String::from("{\n  global:\n");
+        for f in self.exports() {
+            script.push_str(&format!("    {f};\n"));
+        }
+        script.push_str("  local: *;\n};\n");
+        script
+    }
+
+    /// The library's file name.
+    pub fn library_name(&self) -> String {
+        format!("libfake_nvml_{}.so", self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_name_only_exported_functions() {
+        for p in PROFILES {
+            for f in p.absent {
+                assert!(EXPORTED.contains(f), "{}: {f} is not exported", p.name);
+            }
+            assert!(p.version_script().contains("nvmlInit_v2;"));
+        }
+        assert!(R450
+            .exports()
+            .any(|f| f == "nvmlDeviceGetComputeRunningProcesses"));
+        assert!(!R450.exports().any(|f| f == V2[0]));
+    }
+}
