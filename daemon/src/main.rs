@@ -9,6 +9,7 @@ mod alerts;
 mod cli;
 mod container;
 mod fallback;
+mod fields;
 mod gpm;
 mod gpuprocs;
 mod history;
@@ -23,6 +24,7 @@ mod prompt;
 mod run;
 mod sampler;
 mod sysfs;
+mod tiers;
 mod waiter;
 
 use std::io::Write;
