@@ -21,7 +21,7 @@ use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
-    nvmlMemory_t, nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU, nvmlTemperature_t,
+    self, nvmlMemory_t, nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU, nvmlTemperature_t,
 };
 
 /// Memory in bytes: (total, used, free, reserved when the driver says).
@@ -127,8 +127,8 @@ fn legacy_reasons(device: &Device) -> Result<u64, NvmlError> {
 const TEMPERATURE_V1: u32 = (std::mem::size_of::<nvmlTemperature_t>() as u32) | (1 << 24);
 
 /// The GPU temperature in °C, from `nvmlDeviceGetTemperatureV` unless `legacy` says this
-/// GPU needs the old call; sets `legacy` when V failed (absent, or refusing its struct
-/// version) and the old call then worked.
+/// GPU needs the old call; sets `legacy` when V is missing or refuses its struct version
+/// and the old call then works. Any other failure of V is this tick's failure.
 pub fn temperature(nvml: &Nvml, device: &Device, legacy: &mut bool) -> Result<i32, NvmlError> {
     let old = || {
         #[allow(deprecated)]
@@ -153,13 +153,13 @@ pub fn temperature(nvml: &Nvml, device: &Device, legacy: &mut bool) -> Result<i3
         }
         Err(_) => Err(NvmlError::FunctionNotFound),
     };
+    let version_mismatch = bindings::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     match result {
-        Err(NvmlError::NotSupported | NvmlError::GpuLost) => result,
-        Err(_) => {
-            let value = old();
-            *legacy = value.is_ok();
-            value
-        }
-        ok => ok,
+        Err(NvmlError::UnexpectedVariant(code)) if code == version_mismatch => {}
+        Err(ref e) if missing(e) => {}
+        other => return other,
     }
+    let value = old();
+    *legacy = value.is_ok();
+    value
 }

@@ -8,6 +8,7 @@
 mod alerts;
 mod cli;
 mod container;
+mod counters;
 mod fallback;
 mod fields;
 mod gpm;

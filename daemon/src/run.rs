@@ -108,6 +108,8 @@ struct Daemon {
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
     published: Vec<GpuRecord>,
+    /// Energy and ECC counters kept monotonic across NVML sessions.
+    counters: crate::counters::Monotonic,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -196,6 +198,7 @@ impl Daemon {
             history_due: false,
             prompt,
             published: Vec::new(),
+            counters: Default::default(),
             config,
         }
     }
@@ -390,6 +393,7 @@ impl Daemon {
                 self.procs.gpu_absent(index);
             } else {
                 gpus[slot].sample(&mut self.gpu, self.procs.list());
+                self.counters.apply(&mut self.gpu);
                 if self.gpu.state == GpuState::Ok as u32 {
                     self.procs.gpu_present(index);
                 } else {

@@ -151,7 +151,7 @@ fn a_gpu_whose_calls_start_failing_reports_the_error_and_recovers_when_they_stop
     let (sb, daemon) = live("failing", &two_gpus(), "50ms");
     let mut scenario = two_gpus();
     scenario["gpus"][0]["errors"] = json!({
-        "nvmlDeviceGetTemperature": "UNKNOWN",
+        "nvmlDeviceGetTemperatureV": "UNKNOWN",
         "nvmlDeviceGetUtilizationRates": "UNKNOWN",
     });
     sb.write_scenario(&scenario);
@@ -320,7 +320,7 @@ fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
     let period_ns = 50_000_000;
     let (sb, daemon) = live("slow", &two_gpus(), "50ms");
     let mut slow = two_gpus();
-    slow["latency_us_by_function"] = json!({"nvmlDeviceGetTemperature": 300_000});
+    slow["latency_us_by_function"] = json!({"nvmlDeviceGetTemperatureV": 300_000});
     sb.write_scenario(&slow);
     let segment = sb.segment();
     let start = segment.generation();
