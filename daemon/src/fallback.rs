@@ -7,16 +7,22 @@
 //! - memory: `nvmlDeviceGetMemoryInfo_v2` (used excludes reserved), else v1;
 //! - fan: `nvmlDeviceGetFanSpeed_v2` (fan 0), else v1;
 //! - clock event reasons: `nvmlDeviceGetCurrentClocksEventReasons` (driver 535+), else the
-//!   deprecated `nvmlDeviceGetCurrentClocksThrottleReasons`.
+//!   deprecated `nvmlDeviceGetCurrentClocksThrottleReasons`;
+//! - temperature: `nvmlDeviceGetTemperatureV` (versioned struct), else the deprecated
+//!   `nvmlDeviceGetTemperature`, remembered per GPU once the new one failed where the
+//!   old one worked.
 //!
 //! This is the daemon's only FFI: each call passes a handle from the live session and a
 //! pointer to a local of the C type.
 
 use std::os::raw::c_uint;
 
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::{Device, Nvml};
-use nvml_wrapper_sys::bindings::nvmlMemory_t;
+use nvml_wrapper_sys::bindings::{
+    self, nvmlMemory_t, nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU, nvmlTemperature_t,
+};
 
 /// Memory in bytes: (total, used, free, reserved when the driver says).
 pub struct Memory {
@@ -115,4 +121,45 @@ fn legacy_reasons(device: &Device) -> Result<u64, NvmlError> {
     device
         .current_throttle_reasons()
         .map(|reasons| reasons.bits())
+}
+
+/// `nvmlTemperature_v1` from nvml.h: `NVML_STRUCT_VERSION(Temperature, 1)`.
+const TEMPERATURE_V1: u32 = (std::mem::size_of::<nvmlTemperature_t>() as u32) | (1 << 24);
+
+/// The GPU temperature in °C, from `nvmlDeviceGetTemperatureV` unless `legacy` says this
+/// GPU needs the old call; sets `legacy` when V is missing or refuses its struct version
+/// and the old call then works. Any other failure of V is this tick's failure.
+pub fn temperature(nvml: &Nvml, device: &Device, legacy: &mut bool) -> Result<i32, NvmlError> {
+    let old = || {
+        #[allow(deprecated)]
+        device
+            .temperature(TemperatureSensor::Gpu)
+            .map(|t| i32::try_from(t).unwrap_or(i32::MAX))
+    };
+    if *legacy {
+        return old();
+    }
+    let result = match nvml.lib().nvmlDeviceGetTemperatureV.as_ref() {
+        Ok(get) => {
+            let mut t = nvmlTemperature_t {
+                version: TEMPERATURE_V1,
+                sensorType: nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU,
+                temperature: 0,
+            };
+            // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
+            // nvmlTemperature_t *)` in the loaded library; the handle is from the live
+            // session and `t` is a valid, writable v1 struct with its version set.
+            nvml_try(unsafe { get(device.handle(), &mut t) }).map(|()| t.temperature)
+        }
+        Err(_) => Err(NvmlError::FunctionNotFound),
+    };
+    let version_mismatch = bindings::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    match result {
+        Err(NvmlError::UnexpectedVariant(code)) if code == version_mismatch => {}
+        Err(ref e) if missing(e) => {}
+        other => return other,
+    }
+    let value = old();
+    *legacy = value.is_ok();
+    value
 }

@@ -8,6 +8,11 @@
 //! the last metrics. Support is asked once per NVML session (`nvmlGpmQueryDeviceSupport`);
 //! an unsupported GPU is never asked again and its GPM fields stay invalid.
 //!
+//! Any other failure is published once and then backed off ([`Backoff`]): GPM is not
+//! asked again for 1 s, then 2, 4… up to [`MAX_BACKOFF_NS`], and after
+//! [`GIVE_UP_AFTER`] failures in a row not at all until the next NVML session, so a
+//! broken GPM costs no calls on every tick.
+//!
 //! Percentages are published in hundredths of a percent; NVML reports PCIe and NVLink
 //! traffic in MiB/s, published in bytes per second. A sample belongs to the NVML session
 //! that made it: [`Gpm::release`] frees it, and must run before that session shuts down.
@@ -20,6 +25,36 @@ use nvml_wrapper_sys::bindings::nvmlGpmSample_t;
 
 use gpupeek_shm::layout::gpu_valid as v;
 use gpupeek_shm::GpuRecord;
+
+/// Longest wait between two GPM attempts after failures, ns.
+pub const MAX_BACKOFF_NS: u64 = 64_000_000_000;
+/// Failures in a row after which GPM is given up for the NVML session.
+pub const GIVE_UP_AFTER: u32 = 10;
+
+/// When GPM may be asked again after failures that were not "not supported".
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    failures: u32,
+    retry_at_ns: u64,
+}
+
+impl Backoff {
+    /// Whether GPM may be asked at `now_ns`.
+    pub fn allows(&self, now_ns: u64) -> bool {
+        self.failures < GIVE_UP_AFTER && now_ns >= self.retry_at_ns
+    }
+
+    /// Records the outcome of an attempt at `now_ns`.
+    pub fn record(&mut self, ok: bool, now_ns: u64) {
+        if ok {
+            *self = Backoff::default();
+            return;
+        }
+        let wait = (1_000_000_000u64 << self.failures.min(6)).min(MAX_BACKOFF_NS);
+        self.failures += 1;
+        self.retry_at_ns = now_ns.saturating_add(wait);
+    }
+}
 
 /// The shortest window NVML computes GPM metrics over, ns.
 pub const MIN_INTERVAL_NS: u64 = 100_000_000;
@@ -222,5 +257,30 @@ fn free(nvml: &Nvml, kept: &mut Option<Kept>) {
         // `Gpm::tick`) and is owned only by `kept`, from which it was just taken: it is
         // freed exactly once, here, when the wrapper drops.
         drop(unsafe { GpmSample::from_handle(nvml, k.handle) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn failures_back_off_doubling_then_give_up_and_success_resets() {
+        let mut b = Backoff::default();
+        assert!(b.allows(0));
+        b.record(false, 0);
+        assert!(!b.allows(S - 1));
+        assert!(b.allows(S));
+        b.record(false, S);
+        assert!(!b.allows(3 * S - 1));
+        assert!(b.allows(3 * S));
+        b.record(true, 3 * S);
+        assert_eq!(b, Backoff::default());
+        for _ in 0..GIVE_UP_AFTER {
+            b.record(false, 0);
+        }
+        assert!(!b.allows(u64::MAX), "given up for the session");
     }
 }

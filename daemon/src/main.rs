@@ -10,7 +10,9 @@
 mod alerts;
 mod cli;
 mod container;
+mod counters;
 mod fallback;
+mod fields;
 mod gpm;
 mod gpuprocs;
 mod history;
@@ -29,6 +31,7 @@ mod run;
 mod sampler;
 mod session;
 mod sysfs;
+mod tiers;
 mod waiter;
 mod worker;
 

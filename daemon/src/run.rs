@@ -140,6 +140,8 @@ struct Daemon {
     counting: bool,
     /// Signalled by every worker's finished job.
     done: Arc<Done>,
+    /// Energy and ECC counters kept monotonic across NVML sessions.
+    counters: crate::counters::Monotonic,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -236,6 +238,7 @@ impl Daemon {
             control,
             counting: false,
             done,
+            counters: Default::default(),
             config,
         })
     }
@@ -593,6 +596,7 @@ impl Daemon {
                 self.procs.gpu_absent(index);
             } else {
                 let procs = session.record(slot, &mut self.gpu, Instant::now());
+                self.counters.apply(&mut self.gpu);
                 if self.gpu.state == GpuState::Ok as u32 {
                     if let Some(list) = self.procs.list() {
                         list.extend_from_slice(procs);

@@ -17,13 +17,15 @@
 //! a GPU has been idle (`idle_since_mono_ns`: the first of the current run of samples
 //! with 0 % utilisation; forgotten when utilisation is unknown or non-zero).
 //!
-//! Two tiers: the cheap fields are read every tick; the expensive ones (process lists,
-//! per-process utilisation, ECC counts) only on the ticks the caller says are slow. In
-//! between, the record carries the last slow tick's ECC counts and process count
-//! ([`Slow`]), forgotten when the GPU fails or sleeps.
+//! Values are read in tiers by what they cost the driver (see [`crate::tiers`]): a
+//! few cheap calls every tick, the rest on the ticks the caller says are slow or on
+//! cadences of their own. In between, the record carries the last values read
+//! ([`tiers::Carry`]), forgotten when the GPU fails or sleeps. The device handle is
+//! looked up once per session and kept; a GPU that was lost looks it up again on a
+//! later tick.
 
 use nvml_wrapper::enum_wrappers::device::{
-    Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
+    Clock, EccCounter, MemoryError, PcieUtilCounter, PerformanceState,
 };
 use nvml_wrapper::error::NvmlError;
 use std::sync::Arc;
@@ -35,8 +37,10 @@ use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::fallback;
-use crate::gpm::Gpm;
+use crate::fields::{self, Fields};
+use crate::gpm::{Backoff, Gpm};
 use crate::gpuprocs::{self, GpuProcess};
+use crate::tiers::{self, Carry};
 
 /// An NVML failure as it is published: return code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,39 +84,6 @@ pub struct SystemInfo {
     pub nvml_version: Option<String>,
     /// e.g. 12040.
     pub cuda_driver_version: Option<i32>,
-}
-
-/// What the last slow tick read of one GPU, republished on the fast ticks after it.
-#[derive(Debug, Default, Clone, Copy)]
-struct Slow {
-    /// Validity bits among `PROCESSES`, `ECC_CORRECTED` and `ECC_UNCORRECTED`.
-    valid: u64,
-    process_count: u32,
-    ecc: [u64; 2],
-}
-
-impl Slow {
-    const BITS: u64 = v::PROCESSES | v::ECC_CORRECTED | v::ECC_UNCORRECTED;
-
-    fn of(rec: &GpuRecord) -> Self {
-        Slow {
-            valid: rec.valid & Self::BITS,
-            process_count: rec.process_count,
-            ecc: [
-                rec.ecc_corrected_volatile_count,
-                rec.ecc_uncorrected_volatile_count,
-            ],
-        }
-    }
-
-    fn put(&self, rec: &mut GpuRecord) {
-        rec.valid |= self.valid;
-        rec.process_count = self.process_count;
-        [
-            rec.ecc_corrected_volatile_count,
-            rec.ecc_uncorrected_volatile_count,
-        ] = self.ecc;
-    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -176,9 +147,13 @@ impl Sampler {
             identity: None,
             util_seen: 0,
             gpm: Gpm::default(),
+            gpm_backoff: Backoff::default(),
             idle_since: None,
-            slow: Slow::default(),
+            carry: Carry::default(),
             proc_buffers: self.proc_buffers.clone(),
+            handle: None,
+            fields: Fields::default(),
+            legacy_temperature: false,
         }
     }
 }
@@ -194,13 +169,30 @@ pub struct GpuSampler {
     util_seen: u64,
     /// GPM support and the sample kept for the next window.
     gpm: Gpm,
+    /// When GPM may be asked again after failures.
+    gpm_backoff: Backoff,
     /// Since when utilisation has been 0 % (`CLOCK_MONOTONIC` ns).
     idle_since: Option<u64>,
-    /// The slow tier's values from the last slow tick.
-    slow: Slow,
+    /// The less frequent tiers' last values, and when they are due.
+    carry: Carry,
     /// What NVML's process lists are read into.
     proc_buffers: gpuprocs::Buffers,
+    /// The device handle, looked up once per session (and again after a loss).
+    handle: Option<Handle>,
+    /// Field-value support of this GPU and its last PCIe counters.
+    fields: Fields,
+    /// This GPU's driver needs the deprecated `nvmlDeviceGetTemperature`.
+    legacy_temperature: bool,
 }
+
+/// A raw NVML device handle kept across ticks.
+#[derive(Debug, Clone, Copy)]
+struct Handle(bindings::nvmlDevice_t);
+
+// SAFETY: an NVML device handle is an opaque token that NVML (thread-safe by its
+// documentation) accepts from any thread; it is only ever passed back to NVML, and only
+// while the session it came from (held by the same `GpuSampler`) is open.
+unsafe impl Send for Handle {}
 
 impl Drop for GpuSampler {
     /// Frees the kept GPM sample while the session that made it is still open.
@@ -220,24 +212,35 @@ impl GpuSampler {
         rec.state = GpuState::Ok as u32;
         rec.sample_mono_ns = gpupeek_shm::mono_now_ns();
         let nvml = &*self.nvml;
-        let device = match nvml.device_by_index(index) {
-            Ok(device) => device,
-            Err(e) => {
-                let lost = matches!(e, NvmlError::GpuLost);
-                rec.state = if lost {
-                    GpuState::Lost
-                } else {
-                    GpuState::Error
-                } as u32;
-                rec.nvml_error_code = code(e);
-                self.gpm.release(nvml);
-                self.idle_since = None;
-                self.slow = Slow::default();
-                if let Some(id) = &self.identity {
-                    put_identity(rec, id);
+        let device = match self.handle {
+            // SAFETY: the handle came from `device_by_index` in this session, which
+            // `self.nvml` holds open; it is dropped when the GPU is lost.
+            Some(Handle(h)) => unsafe { Device::new(h, nvml) },
+            None => match nvml.device_by_index(index) {
+                Ok(device) => {
+                    // SAFETY: the raw handle is only kept, to be passed back to NVML in
+                    // this session (see `Handle`).
+                    self.handle = Some(Handle(unsafe { device.handle() }));
+                    device
                 }
-                return;
-            }
+                Err(e) => {
+                    let lost = matches!(e, NvmlError::GpuLost);
+                    rec.state = if lost {
+                        GpuState::Lost
+                    } else {
+                        GpuState::Error
+                    } as u32;
+                    rec.nvml_error_code = code(e);
+                    self.gpm.release(nvml);
+                    self.idle_since = None;
+                    self.carry.forget(ALL_CARRIED);
+                    self.fields.forget();
+                    if let Some(id) = &self.identity {
+                        put_identity(rec, id);
+                    }
+                    return;
+                }
+            },
         };
         let mut fill = Fill { rec, lost: false };
         if self.identity.is_none() {
@@ -246,24 +249,61 @@ impl GpuSampler {
         if let Some(id) = &self.identity {
             put_identity(fill.rec, id);
         }
-        sample_dynamic(nvml, &device, &mut fill);
         let now = fill.rec.sample_mono_ns;
-        if let Some(Some(metrics)) = fill.call(|| self.gpm.tick(nvml, &device, now)) {
-            metrics.put(fill.rec);
+        let legacy = &mut self.legacy_temperature;
+        sample_fast(nvml, &device, &mut fill, &mut self.fields, legacy);
+        if self.gpm_backoff.allows(now) {
+            let mut failed = false;
+            let result = self.gpm.tick(nvml, &device, now).map_err(|e| {
+                failed = !matches!(e, NvmlError::GpuLost);
+                e
+            });
+            if let Some(Some(metrics)) = fill.call(|| result) {
+                metrics.put(fill.rec);
+            }
+            self.gpm_backoff.record(!failed, now);
+            if !self.gpm_backoff.allows(u64::MAX) {
+                self.gpm.release(nvml);
+                self.gpm = Gpm::Unsupported;
+            }
         }
         track_idle(fill.rec, &mut self.idle_since);
+        if fill.rec.valid & tiers::PCIE == 0 && fill.rec.valid & v::GPM_PCIE != 0 {
+            let kb = |bytes: u64| u32::try_from(bytes / 1024).unwrap_or(u32::MAX);
+            fill.rec.pcie_tx_kbytes_per_s = kb(fill.rec.gpm_pcie_tx_bytes_per_s);
+            fill.rec.pcie_rx_kbytes_per_s = kb(fill.rec.gpm_pcie_rx_bytes_per_s);
+            fill.rec.valid |= tiers::PCIE;
+        }
+        let pcie_counted = fill.rec.valid & tiers::PCIE != 0
+            || (self.fields.supported(fields::PCIE_TX) && self.fields.supported(fields::PCIE_RX));
+        if !pcie_counted {
+            if self.carry.pcie_due(now) {
+                sample_pcie_throughput(&device, &mut fill);
+                self.carry.keep(fill.rec, tiers::PCIE);
+            } else {
+                self.carry.put(fill.rec, tiers::PCIE);
+            }
+        }
+        if self.carry.static_due(now) {
+            sample_static(&device, &mut fill);
+            self.carry.keep(fill.rec, tiers::STATIC);
+        } else {
+            self.carry.put(fill.rec, tiers::STATIC);
+        }
         match procs {
             Some(procs) => {
-                sample_ecc(&device, &mut fill);
+                sample_slow(nvml, &device, &mut fill);
                 let seen = &mut self.util_seen;
                 let bufs = &mut self.proc_buffers;
                 gpuprocs::sample(nvml, &device, &mut fill, index, seen, bufs, procs);
-                self.slow = Slow::of(fill.rec);
+                self.carry.keep(fill.rec, tiers::SLOW);
             }
-            None => self.slow.put(fill.rec),
+            None => self.carry.put(fill.rec, tiers::SLOW),
         }
         if fill.lost {
-            self.slow = Slow::default();
+            self.carry.forget(ALL_CARRIED);
+            self.fields.forget();
+            self.handle = None;
             self.gpm.release(nvml);
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
@@ -275,9 +315,13 @@ impl GpuSampler {
     /// Forgets the slow tier's values (the GPU sleeps): the next fast ticks publish no
     /// process count or ECC until a slow tick reads them again.
     pub fn forget_slow(&mut self) {
-        self.slow = Slow::default();
+        self.carry.forget(tiers::SLOW);
+        self.fields.forget();
     }
 }
+
+/// Every value the tiers carry between reads.
+const ALL_CARRIED: u64 = tiers::SLOW | tiers::STATIC | tiers::PCIE;
 
 /// The values every working GPU gives one of: without any of them, and with a failure,
 /// the GPU is in error.
@@ -383,7 +427,9 @@ fn put_identity(rec: &mut GpuRecord, id: &Identity) {
     rec.valid |= valid;
 }
 
-fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
+/// The every-tick values: at most six calls (memory, utilisation, temperature, the
+/// field-value batch, two clocks), plus a getter for each field the GPU's batch lacks.
+fn sample_fast(nvml: &Nvml, d: &Device, f: &mut Fill, fields: &mut Fields, legacy: &mut bool) {
     f.field(
         v::MEMORY,
         || fallback::memory(nvml, d),
@@ -406,40 +452,32 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         },
     );
     f.field(
-        v::UTIL_ENC,
-        || d.encoder_utilization(),
-        |r, u| r.util_enc_pct = u.utilization,
-    );
-    f.field(
-        v::UTIL_DEC,
-        || d.decoder_utilization(),
-        |r, u| r.util_dec_pct = u.utilization,
-    );
-    f.field(
         v::TEMPERATURE,
-        || d.temperature(TemperatureSensor::Gpu),
-        |r, t| r.temp_gpu_c = i32::try_from(t).unwrap_or(i32::MAX),
+        || fallback::temperature(nvml, d, legacy),
+        |r, t| r.temp_gpu_c = t,
     );
-    f.field(
-        v::FAN_SPEED,
-        || fallback::fan_speed(nvml, d),
-        |r, s| r.fan_speed_pct = s,
-    );
-    f.field(
-        v::POWER_DRAW,
-        || d.power_usage(),
-        |r, p| r.power_draw_mw = p,
-    );
-    f.field(
-        v::POWER_LIMIT,
-        || d.enforced_power_limit(),
-        |r, p| r.power_limit_mw = p,
-    );
-    f.field(
-        v::ENERGY,
-        || d.total_energy_consumption(),
-        |r, e| r.energy_mj = e,
-    );
+    if let Some(answers) = f.call(|| fields.read(nvml, d)) {
+        let power =
+            |r: &mut GpuRecord, p: u64| r.power_draw_mw = u32::try_from(p).unwrap_or(u32::MAX);
+        if let Some((tx, rx)) = fields.pcie_rate(&answers) {
+            f.rec.pcie_tx_kbytes_per_s = tx;
+            f.rec.pcie_rx_kbytes_per_s = rx;
+            f.rec.valid |= tiers::PCIE;
+        }
+        let [power_answer, energy_answer, ..] = answers;
+        match power_answer {
+            Some(p) => f.field(v::POWER_DRAW, || p, power),
+            None => f.field(v::POWER_DRAW, || d.power_usage().map(u64::from), power),
+        };
+        match energy_answer {
+            Some(e) => f.field(v::ENERGY, || e, |r, e| r.energy_mj = e),
+            None => f.field(
+                v::ENERGY,
+                || d.total_energy_consumption(),
+                |r, e| r.energy_mj = e,
+            ),
+        };
+    }
     f.field(
         v::CLOCK_GRAPHICS,
         || d.clock_info(Clock::Graphics),
@@ -450,30 +488,61 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.clock_info(Clock::SM),
         |r, c| r.clock_sm_mhz = c,
     );
+}
+
+/// The slow tier's per-GPU values (besides processes): see [`tiers::SLOW`].
+fn sample_slow(nvml: &Nvml, d: &Device, f: &mut Fill) {
     f.field(
         v::CLOCK_MEM,
         || d.clock_info(Clock::Memory),
         |r, c| r.clock_mem_mhz = c,
     );
-    f.field(
-        v::PSTATE,
-        || d.performance_state(),
-        |r, p| r.pstate = p as u32,
-    );
+    // NVML_PSTATE_UNKNOWN (32) is no value, not a P-state.
+    let pstate = f
+        .call(|| d.performance_state())
+        .filter(|p| *p != PerformanceState::Unknown);
+    if let Some(p) = pstate {
+        f.rec.pstate = p as u32;
+        f.rec.valid |= v::PSTATE;
+    }
     f.field(
         v::CLOCK_EVENT_REASONS,
         || fallback::clock_event_reasons(nvml, d),
         |r, c| r.clock_event_reasons = c,
     );
     f.field(
-        v::PCIE_TX,
-        || d.pcie_throughput(PcieUtilCounter::Send),
-        |r, t| r.pcie_tx_kbytes_per_s = t,
+        v::FAN_SPEED,
+        || fallback::fan_speed(nvml, d),
+        |r, s| r.fan_speed_pct = s,
     );
     f.field(
-        v::PCIE_RX,
-        || d.pcie_throughput(PcieUtilCounter::Receive),
-        |r, t| r.pcie_rx_kbytes_per_s = t,
+        v::UTIL_ENC,
+        || d.encoder_utilization(),
+        |r, u| r.util_enc_pct = u.utilization,
+    );
+    f.field(
+        v::UTIL_DEC,
+        || d.decoder_utilization(),
+        |r, u| r.util_dec_pct = u.utilization,
+    );
+    f.field(
+        v::ECC_CORRECTED,
+        || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
+        |r, n| r.ecc_corrected_volatile_count = n,
+    );
+    f.field(
+        v::ECC_UNCORRECTED,
+        || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
+        |r, n| r.ecc_uncorrected_volatile_count = n,
+    );
+}
+
+/// The near-static values: see [`tiers::STATIC`].
+fn sample_static(d: &Device, f: &mut Fill) {
+    f.field(
+        v::POWER_LIMIT,
+        || d.enforced_power_limit(),
+        |r, p| r.power_limit_mw = p,
     );
     f.field(
         v::PCIE_LINK_GEN,
@@ -487,16 +556,16 @@ fn sample_dynamic(nvml: &Nvml, d: &Device, f: &mut Fill) {
     );
 }
 
-/// The slow tier's per-GPU values: volatile ECC error counts.
-fn sample_ecc(d: &Device, f: &mut Fill) {
+/// PCIe throughput the slow way (20 ms per direction), for GPUs with no other source.
+fn sample_pcie_throughput(d: &Device, f: &mut Fill) {
     f.field(
-        v::ECC_CORRECTED,
-        || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
-        |r, n| r.ecc_corrected_volatile_count = n,
+        v::PCIE_TX,
+        || d.pcie_throughput(PcieUtilCounter::Send),
+        |r, t| r.pcie_tx_kbytes_per_s = t,
     );
     f.field(
-        v::ECC_UNCORRECTED,
-        || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
-        |r, n| r.ecc_uncorrected_volatile_count = n,
+        v::PCIE_RX,
+        || d.pcie_throughput(PcieUtilCounter::Receive),
+        |r, t| r.pcie_rx_kbytes_per_s = t,
     );
 }

@@ -375,13 +375,13 @@ pub struct GpuRecord {
     pub mem_free_bytes: u64,
     /// Memory reserved by the driver, bytes.
     pub mem_reserved_bytes: u64,
-    /// Energy since the driver was loaded, millijoules.
+    /// Energy, millijoules: the driver's counter, kept monotonic across driver reloads.
     pub energy_mj: u64,
     /// NVML clock event (throttle) reason bits.
     pub clock_event_reasons: u64,
-    /// Corrected ECC errors since the driver was loaded.
+    /// Corrected volatile ECC errors, kept monotonic across driver reloads.
     pub ecc_corrected_volatile_count: u64,
-    /// Uncorrected ECC errors since the driver was loaded.
+    /// Uncorrected volatile ECC errors, kept monotonic across driver reloads.
     pub ecc_uncorrected_volatile_count: u64,
     /// `CLOCK_MONOTONIC` time this record was sampled, ns.
     pub sample_mono_ns: u64,

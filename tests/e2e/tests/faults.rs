@@ -151,7 +151,7 @@ fn a_gpu_whose_calls_start_failing_reports_the_error_and_recovers_when_they_stop
     let (sb, daemon) = live("failing", &two_gpus(), "50ms");
     let mut scenario = two_gpus();
     scenario["gpus"][0]["errors"] = json!({
-        "nvmlDeviceGetTemperature": "UNKNOWN",
+        "nvmlDeviceGetTemperatureV": "UNKNOWN",
         "nvmlDeviceGetUtilizationRates": "UNKNOWN",
     });
     sb.write_scenario(&scenario);

@@ -2,8 +2,13 @@
 //! set, `<dir>/<pid>.calls` is atomically rewritten with the counts so far.
 //! With `$FAKE_NVML_SYSFS_ROOT` set, a `suspended_gpu_calls N` line follows
 //! `open_handles`: calls made on a GPU that fake sysfs says is suspended. After any
-//! array write that overran the caller's buffer, a `buffer_overflows N` line follows
-//! ([`OVERFLOWS`]; see [`crate::procs`]).
+//! array write that overran the caller's buffer, a `buffer_overflows N` line ends the
+//! file ([`OVERFLOWS`]; see [`crate::procs`]).
+//!
+//! Each call's simulated latency (see [`crate::latency`]) is added up too: a
+//! `time_us T` line (all functions) follows those, and after the `NAME COUNT`
+//! lines come `us:NAME T` lines for the functions that slept, so benchmarks can
+//! tell time inside NVML by function.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,7 +25,8 @@ struct Counts {
     total: u64,
     suspended_gpu_calls: u64,
     overflows: u64,
-    by_function: BTreeMap<&'static str, u64>,
+    /// Per function: calls, and simulated µs spent in them.
+    by_function: BTreeMap<&'static str, (u64, u64)>,
 }
 
 static COUNTS: Mutex<Counts> = Mutex::new(Counts {
@@ -42,14 +48,15 @@ pub fn record_overflow() {
     counts.overflows = counts.overflows.saturating_add(1);
 }
 
-/// Counts one call of `function` and, if enabled, rewrites the calls file.
-/// `open_handles` is asked for while the count lock is held, so the last
-/// file written always carries the latest value.
-pub fn record(function: &'static str, open_handles: impl FnOnce() -> u64) {
+/// Counts one call of `function` that slept `spent_us` and, if enabled,
+/// rewrites the calls file. `open_handles` is asked for while the count lock is
+/// held, so the last file written always carries the latest value.
+pub fn record(function: &'static str, spent_us: u64, open_handles: impl FnOnce() -> u64) {
     let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
     counts.total = counts.total.saturating_add(1);
-    let n = counts.by_function.entry(function).or_insert(0);
+    let (n, us) = counts.by_function.entry(function).or_insert((0, 0));
     *n = n.saturating_add(1);
+    *us = us.saturating_add(spent_us);
 
     let Some(dir) = std::env::var_os(CALLS_DIR_ENV) else {
         return;
@@ -66,20 +73,26 @@ pub fn record(function: &'static str, open_handles: impl FnOnce() -> u64) {
 }
 
 /// The calls file's text: `total N`, `open_handles K`, `suspended_gpu_calls S`
-/// (when watching sysfs), then one `NAME COUNT` line per function, sorted by name.
+/// (when watching sysfs), `time_us T`, then one `NAME COUNT` line per function,
+/// then one `us:NAME T` line per function that slept, each sorted by name.
 fn render(
     total: u64,
     open_handles: u64,
     suspended_gpu_calls: Option<u64>,
-    by_function: &BTreeMap<&'static str, u64>,
+    by_function: &BTreeMap<&'static str, (u64, u64)>,
 ) -> String {
     let mut text = format!("total {total}\nopen_handles {open_handles}\n");
+    // Writing to a String cannot fail.
     if let Some(n) = suspended_gpu_calls {
         let _ = writeln!(text, "suspended_gpu_calls {n}");
     }
-    for (name, count) in by_function {
-        // Writing to a String cannot fail.
+    let time_us: u64 = by_function.values().map(|&(_, us)| us).sum();
+    let _ = writeln!(text, "time_us {time_us}");
+    for (name, (count, _)) in by_function {
         let _ = writeln!(text, "{name} {count}");
+    }
+    for (name, (_, us)) in by_function.iter().filter(|(_, (_, us))| *us > 0) {
+        let _ = writeln!(text, "us:{name} {us}");
     }
     text
 }
@@ -98,15 +111,27 @@ mod tests {
     #[test]
     fn renders_sorted_counts() {
         let mut m = BTreeMap::new();
-        m.insert("nvmlShutdown", 1);
-        m.insert("nvmlInit_v2", 2);
+        m.insert("nvmlShutdown", (1, 0));
+        m.insert("nvmlInit_v2", (2, 0));
         assert_eq!(
             render(3, 1, None, &m),
-            "total 3\nopen_handles 1\nnvmlInit_v2 2\nnvmlShutdown 1\n"
+            "total 3\nopen_handles 1\ntime_us 0\nnvmlInit_v2 2\nnvmlShutdown 1\n"
         );
         assert_eq!(
             render(3, 0, Some(2), &m),
-            "total 3\nopen_handles 0\nsuspended_gpu_calls 2\nnvmlInit_v2 2\nnvmlShutdown 1\n"
+            "total 3\nopen_handles 0\nsuspended_gpu_calls 2\ntime_us 0\nnvmlInit_v2 2\nnvmlShutdown 1\n"
+        );
+    }
+
+    #[test]
+    fn renders_time_spent_by_function() {
+        let mut m = BTreeMap::new();
+        m.insert("nvmlDeviceGetPcieThroughput", (2, 40_000));
+        m.insert("nvmlDeviceGetName", (1, 0));
+        assert_eq!(
+            render(3, 1, None, &m),
+            "total 3\nopen_handles 1\ntime_us 40000\nnvmlDeviceGetName 1\n\
+             nvmlDeviceGetPcieThroughput 2\nus:nvmlDeviceGetPcieThroughput 40000\n"
         );
     }
 

@@ -4,7 +4,6 @@
 
 use std::os::raw::{c_char, c_uint};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
 use nvml_wrapper_sys::bindings::{nvmlDevice_t, nvmlReturn_t};
 
@@ -12,27 +11,21 @@ use crate::codes::{
     INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS, UNINITIALIZED, UNKNOWN,
 };
 use crate::scenario::{Gpu, Scenario};
-use crate::{calls, state, sysfs};
+use crate::{calls, latency, state, sysfs};
 
 /// Runs `body` without letting a panic cross the FFI boundary (a panic
 /// yields `fallback`), then counts the call.
 pub fn guarded<R>(name: &'static str, fallback: R, body: impl FnOnce() -> R) -> R {
     let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback);
+    let spent_us = latency::take_spent_us();
     // Counting must not unwind into C either; a failure there is ignored.
-    let _ = catch_unwind(|| calls::record(name, state::open_handles));
+    let _ = catch_unwind(|| calls::record(name, spent_us, state::open_handles));
     result
 }
 
 /// Sleeps as long as the scenario asks for `name`.
 pub fn simulate_latency(scenario: &Scenario, name: &str) {
-    let us = scenario
-        .latency_us_by_function
-        .get(name)
-        .copied()
-        .unwrap_or(scenario.latency_us);
-    if us > 0 {
-        std::thread::sleep(Duration::from_micros(us));
-    }
+    latency::sleep_us(latency::latency_us(scenario, name));
 }
 
 /// Blocks while the scenario in force says a call of `name` (on GPU `gpu`) hangs,
@@ -43,7 +36,7 @@ pub fn hang_while_listed(name: &str, gpu: Option<u32>) {
         .scenario
         .is_some_and(|scenario| scenario.hangs(name, gpu))
     {
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

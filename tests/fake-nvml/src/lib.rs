@@ -13,7 +13,8 @@
 //!
 //! If `$FAKE_NVML_CALLS_DIR` is set, every exported call rewrites
 //! `$FAKE_NVML_CALLS_DIR/<pid>.calls` with per-function call counts and the
-//! number of open init references (see [`calls`]). If `$FAKE_NVML_SYSFS_ROOT` names a
+//! number of open init references, and the simulated time spent per function
+//! (see [`calls`] and [`latency`]). If `$FAKE_NVML_SYSFS_ROOT` names a
 //! fake sysfs tree, calls on a GPU that tree says is runtime-suspended are counted too
 //! (see [`sysfs`]).
 //!
@@ -31,7 +32,9 @@ pub mod calls;
 pub mod codes;
 pub mod device;
 mod ffi;
+pub mod fields;
 pub mod gpm;
+pub mod latency;
 pub mod procs;
 pub mod profiles;
 pub mod scenario;
@@ -60,6 +63,8 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetUtilizationRates",
     "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetTemperatureV",
+    "nvmlDeviceGetFieldValues",
     "nvmlDeviceGetPowerUsage",
     "nvmlDeviceGetEnforcedPowerLimit",
     "nvmlDeviceGetPowerManagementLimit",
@@ -128,6 +133,7 @@ mod tests {
         found.extend(defined(include_str!("device.rs")));
         found.extend(defined(include_str!("gpm.rs")));
         found.extend(defined(include_str!("procs.rs")));
+        found.extend(defined(include_str!("fields.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -144,6 +150,7 @@ mod tests {
             include_str!("device.rs"),
             include_str!("gpm.rs"),
             include_str!("procs.rs"),
+            include_str!("fields.rs"),
         ]
         .concat();
         for name in EXPORTED {

@@ -28,10 +28,14 @@ pub struct Scenario {
     /// `nvmlSystemGetCudaDriverVersion{,_v2}`; `null` means not supported.
     #[serde(default = "default_cuda_driver_version")]
     pub cuda_driver_version: Option<i32>,
-    /// Sleep this many microseconds in every call.
+    /// Sleep this many microseconds in every call (unless a profile is on).
     #[serde(default)]
     pub latency_us: u64,
-    /// Per-function sleep in microseconds; replaces `latency_us` for that function.
+    /// A per-function latency table (see [`crate::latency`]); replaces `latency_us`.
+    #[serde(default)]
+    pub latency_profile: crate::latency::Profile,
+    /// Per-function sleep in microseconds; replaces `latency_us` and the profile for
+    /// that function.
     #[serde(default)]
     pub latency_us_by_function: BTreeMap<String, u64>,
     /// Forced errors by exported function name.
@@ -98,6 +102,9 @@ pub struct Gpu {
     pub codec_sampling_period_us: Option<u32>,
     pub pcie_tx_kbps: Option<u32>,
     pub pcie_rx_kbps: Option<u32>,
+    /// Cumulative PCIe bytes sent and received (field values 197 and 198).
+    pub pcie_tx_bytes: Option<u64>,
+    pub pcie_rx_bytes: Option<u64>,
     pub pcie_link_gen: Option<u32>,
     pub pcie_link_width: Option<u32>,
     pub ecc_corrected_volatile: Option<u64>,
@@ -105,6 +112,10 @@ pub struct Gpu {
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
+    /// Field ids `nvmlDeviceGetFieldValues` answers `NOT_SUPPORTED` for on this GPU,
+    /// whatever the values above say (drivers differ per GPU).
+    #[serde(default)]
+    pub unsupported_fields: Vec<u32>,
     /// Running processes; absent means none.
     #[serde(default)]
     pub processes: Vec<Process>,

@@ -1,0 +1,191 @@
+//! Exported batch and versioned getters: `nvmlDeviceGetFieldValues` and
+//! `nvmlDeviceGetTemperatureV`.
+//!
+//! Field values answer per entry, as real drivers do: the call succeeds for a valid
+//! handle and each `nvmlFieldValue_t` carries its own `nvmlReturn`, `NOT_SUPPORTED` for a
+//! field the GPU does not have (its scenario value is absent, or it is listed in the
+//! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
+//! (83), power average/instant (185, 186), current power limit (190) and the PCIe
+//! byte counters (197, 198).
+
+// Function, parameter and (bindgen-made) constant names are NVML's C names.
+#![allow(non_snake_case, non_upper_case_globals)]
+
+use std::os::raw::c_int;
+
+use nvml_wrapper_sys::bindings::field_id::*;
+use nvml_wrapper_sys::bindings::*;
+
+use crate::codes::{ARGUMENT_VERSION_MISMATCH, INVALID_ARGUMENT, NOT_SUPPORTED, SUCCESS};
+use crate::ffi::{device_call, put};
+use crate::latency::{self, Profile, FIELD_VALUE_US};
+use crate::scenario::Gpu;
+use crate::state;
+
+/// A field's value as the scenario gives it.
+enum Value {
+    Uint(u32),
+    Ulonglong(u64),
+}
+
+/// The value of field `id` on `g`, if it has one.
+fn field(g: &Gpu, id: u32) -> Option<Value> {
+    if g.unsupported_fields.contains(&id) {
+        return None;
+    }
+    let ull = |v: Option<u64>| v.map(Value::Ulonglong);
+    let ui = |v: Option<u32>| v.map(Value::Uint);
+    match id {
+        NVML_FI_DEV_ECC_SBE_VOL_TOTAL => ull(g.ecc_corrected_volatile),
+        NVML_FI_DEV_ECC_DBE_VOL_TOTAL => ull(g.ecc_uncorrected_volatile),
+        NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION => ull(g.energy_mj),
+        NVML_FI_DEV_POWER_AVERAGE | NVML_FI_DEV_POWER_INSTANT => ui(g.power_usage_mw),
+        NVML_FI_DEV_POWER_CURRENT_LIMIT => ui(g.power_limit_mw),
+        NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
+        NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
+        _ => None,
+    }
+}
+
+/// Fills one entry from `g`: value, type, timestamp and its own return code.
+fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64) {
+    entry.timestamp = now_us;
+    entry.latencyUsec = 0;
+    match field(g, entry.fieldId) {
+        None => entry.nvmlReturn = NOT_SUPPORTED,
+        Some(Value::Uint(v)) => {
+            entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT;
+            entry.value.uiVal = v;
+            entry.nvmlReturn = SUCCESS;
+        }
+        Some(Value::Ulonglong(v)) => {
+            entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+            entry.value.ullVal = v;
+            entry.nvmlReturn = SUCCESS;
+        }
+    }
+}
+
+/// `nvmlDeviceGetFieldValues(device, valuesCount, values)`: each entry's `fieldId` in,
+/// its value and `nvmlReturn` out. In the realistic latency profile each field adds
+/// [`FIELD_VALUE_US`] to the call.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
+    device: nvmlDevice_t,
+    valuesCount: c_int,
+    values: *mut nvmlFieldValue_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetFieldValues", device, |g, _| {
+        let Ok(count) = usize::try_from(valuesCount) else {
+            return INVALID_ARGUMENT;
+        };
+        if values.is_null() || count == 0 {
+            return INVALID_ARGUMENT;
+        }
+        if let Some(s) = state::refresh().scenario {
+            let overridden = s
+                .latency_us_by_function
+                .contains_key("nvmlDeviceGetFieldValues");
+            if s.latency_profile == Profile::Realistic && !overridden {
+                latency::sleep_us(FIELD_VALUE_US * count as u64);
+            }
+        }
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        for i in 0..count {
+            // SAFETY: the caller passes `valuesCount` valid, writable entries; each is
+            // copied out, filled and written back (unaligned-safe).
+            unsafe {
+                let p = values.add(i);
+                let mut entry = p.read_unaligned();
+                answer(g, &mut entry, now_us);
+                p.write_unaligned(entry);
+            }
+        }
+        SUCCESS
+    })
+}
+
+/// `nvmlTemperature_v1` from nvml.h: `NVML_STRUCT_VERSION(Temperature, 1)`.
+pub const TEMPERATURE_V1_VERSION: u32 =
+    (std::mem::size_of::<nvmlTemperature_v1_t>() as u32) | (1 << 24);
+
+/// `nvmlDeviceGetTemperatureV(device, temperature)`: the GPU sensor only;
+/// `temperature->version` must be `nvmlTemperature_v1`, else
+/// `ARGUMENT_VERSION_MISMATCH` like real NVML.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetTemperatureV(
+    device: nvmlDevice_t,
+    temperature: *mut nvmlTemperature_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetTemperatureV", device, |g, _| {
+        if temperature.is_null() {
+            return INVALID_ARGUMENT;
+        }
+        // SAFETY: non-null, and the caller passes an `nvmlTemperature_t` it set up.
+        let request = unsafe { temperature.read_unaligned() };
+        if request.version != TEMPERATURE_V1_VERSION {
+            return ARGUMENT_VERSION_MISMATCH;
+        }
+        if request.sensorType != nvmlTemperatureSensors_enum_NVML_TEMPERATURE_GPU {
+            return INVALID_ARGUMENT;
+        }
+        let value = g.temperature_c.map(|t| nvmlTemperature_t {
+            temperature: i32::try_from(t).unwrap_or(i32::MAX),
+            ..request
+        });
+        // SAFETY: as above.
+        unsafe { put(temperature, value) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn entry(id: u32) -> nvmlFieldValue_t {
+        nvmlFieldValue_t {
+            fieldId: id,
+            scopeId: 0,
+            timestamp: 0,
+            latencyUsec: 0,
+            valueType: 0,
+            nvmlReturn: 0,
+            value: nvmlValue_t { ullVal: 0 },
+        }
+    }
+
+    #[test]
+    fn each_field_answers_for_itself() {
+        let s = Scenario::parse(
+            r#"{"gpus": [{"energy_mj": 5, "power_usage_mw": 7, "pcie_tx_bytes": 9,
+                          "unsupported_fields": [198]}]}"#,
+        )
+        .unwrap();
+        let g = &s.gpus[0];
+        let mut energy = entry(NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION);
+        answer(g, &mut energy, 1);
+        assert_eq!(energy.nvmlReturn, SUCCESS);
+        // SAFETY: the entry says it holds an unsigned long long.
+        assert_eq!(unsafe { energy.value.ullVal }, 5);
+        let mut power = entry(NVML_FI_DEV_POWER_AVERAGE);
+        answer(g, &mut power, 1);
+        assert_eq!(
+            power.valueType,
+            nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT
+        );
+        // SAFETY: the entry says it holds an unsigned int.
+        assert_eq!(unsafe { power.value.uiVal }, 7);
+        for id in [
+            NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+            NVML_FI_DEV_ECC_SBE_VOL_TOTAL,
+            9999,
+        ] {
+            let mut e = entry(id);
+            answer(g, &mut e, 1);
+            assert_eq!(e.nvmlReturn, NOT_SUPPORTED, "field {id}");
+        }
+    }
+}
