@@ -142,6 +142,8 @@ struct Daemon {
     done: Arc<Done>,
     /// Energy and ECC counters kept monotonic across NVML sessions.
     counters: crate::counters::Monotonic,
+    /// A generation has been published (the service manager may hear "ready").
+    has_published: bool,
 }
 
 /// Runs until a signal stops the daemon; returns the process exit status.
@@ -168,7 +170,8 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
             let summary = daemon.summary();
             if ready {
                 notifier.status(&summary);
-            } else {
+            } else if daemon.has_published {
+                // Ready once something is published (not while NVML is starting).
                 notifier.ready(&summary);
                 ready = true;
             }
@@ -239,6 +242,7 @@ impl Daemon {
             counting: false,
             done,
             counters: Default::default(),
+            has_published: false,
             config,
         })
     }
@@ -274,9 +278,10 @@ impl Daemon {
 
     fn tick(&mut self) {
         let now = Instant::now();
-        // How long this tick may wait for the workers: past it, a late GPU keeps its
-        // last record (or is not responding) and the heartbeat goes out on time.
-        let wait_until = now + self.config.nvml_timeout.min(self.config.interval / 2);
+        // How long this tick may wait for its jobs: past it, a late GPU keeps its last
+        // record (or is not responding) and the heartbeat goes out on time. A quarter
+        // of the period is left for publishing.
+        let wait_until = now + self.config.nvml_timeout.min(self.config.interval * 3 / 4);
         self.history_due = self.history.due(now);
         self.pm.refresh();
         self.wake_if_needed(now);
@@ -660,7 +665,7 @@ impl Daemon {
         self.history_due.then(|| self.history.step_ns())
     }
 
-    fn publish_status(&self, status: &mut StatusRecord) {
+    fn publish_status(&mut self, status: &mut StatusRecord) {
         status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
         status.published_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -670,6 +675,7 @@ impl Daemon {
         // tick with something to show (tests and `--follow` wait for it).
         if status.state != DaemonState::Starting as u32 {
             self.publisher.bump_generation();
+            self.has_published = true;
         }
     }
 

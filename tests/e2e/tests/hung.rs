@@ -69,7 +69,7 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
     let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "300ms"]);
     sb.wait_live(&daemon);
 
-    sb.write_scenario(&hanging(1, "nvmlDeviceGetPowerUsage"));
+    sb.write_scenario(&hanging(1, "nvmlDeviceGetUtilizationRates"));
     let hung = snapshot_when(&sb, &daemon, "GPU 1 not responding", |s| {
         state(s, 1) == Some(GpuState::NotResponding)
     });
@@ -124,7 +124,7 @@ fn a_gpu_hung_in_its_process_list_on_a_slow_tick_is_not_responding_too() {
     sb.write_scenario(&s);
     let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "300ms"]);
     sb.wait_live(&daemon);
-    s["gpus"][0]["hang"] = json!(["nvmlDeviceGetComputeRunningProcesses_v3"]);
+    s["gpus"][0]["hang"] = json!(["nvmlDeviceGetRunningProcessDetailList"]);
     sb.write_scenario(&s);
     let snap = snapshot_when(&sb, &daemon, "GPU 0 not responding", |s| {
         state(s, 0) == Some(GpuState::NotResponding)
