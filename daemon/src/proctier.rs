@@ -156,6 +156,14 @@ impl ProcTier {
         }
     }
 
+    /// GPU `index`'s processes from a slow result that came after the slow tick that
+    /// asked for it (a GPU late to answer): they replace its part of the kept list.
+    pub fn replace(&mut self, index: u32, procs: &[GpuProcess]) {
+        self.listed.retain(|p| p.gpu_index != index);
+        self.listed.extend_from_slice(procs);
+        self.dirty = true;
+    }
+
     /// The publishing policy changed: this tick rewrites the table from the kept list.
     pub fn rewrite(&mut self) {
         self.dirty = true;

@@ -37,7 +37,7 @@ use crate::privacy::{Choice, Privacy};
 use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
 use crate::sampler::{Failure, SystemInfo};
-use crate::session::{Control, ControlJob, ControlOut, Session};
+use crate::session::{Answer, Control, ControlJob, ControlOut, Session};
 use crate::waiter::{Request, Waiter};
 use crate::worker::{Done, Worker};
 
@@ -600,19 +600,30 @@ impl Daemon {
                 self.pm.sleeping_record(slot, &mut self.gpu);
                 self.procs.gpu_absent(index);
             } else {
-                let procs = session.record(slot, &mut self.gpu, Instant::now());
-                self.counters.apply(&mut self.gpu);
-                if self.gpu.state == GpuState::Ok as u32 {
-                    if let Some(list) = self.procs.list() {
-                        list.extend_from_slice(procs);
-                    }
-                    self.procs.gpu_present(index);
+                let answer = session.record(slot, &mut self.gpu, Instant::now());
+                if let Answer::NotYet = answer {
+                    // Not heard from yet (the session is starting): nothing to judge.
+                    all_idle = false;
                 } else {
-                    self.procs.gpu_absent(index);
+                    self.counters.apply(&mut self.gpu);
+                    match answer {
+                        Answer::Sampled { procs, new_procs }
+                            if self.gpu.state == GpuState::Ok as u32 =>
+                        {
+                            match self.procs.list() {
+                                Some(list) => list.extend_from_slice(procs),
+                                // A slow result that came after its slow tick.
+                                None if new_procs => self.procs.replace(index, procs),
+                                None => {}
+                            }
+                            self.procs.gpu_present(index);
+                        }
+                        _ => self.procs.gpu_absent(index),
+                    }
+                    self.pm.remember(slot, &self.gpu);
+                    all_idle &= power::idle(&self.gpu, self.procs.compute_on(index));
+                    self.alerts.observe(&self.gpu);
                 }
-                self.pm.remember(slot, &self.gpu);
-                all_idle &= power::idle(&self.gpu, self.procs.compute_on(index));
-                self.alerts.observe(&self.gpu);
             }
             self.freeze_after = match self.freeze_after {
                 Some(0) => {

@@ -115,6 +115,8 @@ struct Gpu {
     posted: bool,
     /// Asleep this tick: not sampled, and not waited for.
     asleep: bool,
+    /// `procs` came from a result taken since the last tick published.
+    new_procs: bool,
 }
 
 impl Gpu {
@@ -124,6 +126,7 @@ impl Gpu {
             self.sampled = true;
             if self.newest.slow {
                 std::mem::swap(&mut self.procs, &mut self.newest.procs);
+                self.new_procs = true;
             }
         }
     }
@@ -183,6 +186,7 @@ impl Session {
                 hung: false,
                 posted: false,
                 asleep: false,
+                new_procs: false,
             });
         }
     }
@@ -238,59 +242,69 @@ impl Session {
     }
 
     /// Writes into `rec` what to publish for GPU `slot` at `now`, taking its newest
-    /// result; returns its processes as of its newest slow result. A GPU whose job
-    /// has run past the timeout is published from its kept identity as not
-    /// responding.
-    pub fn record(&mut self, slot: usize, rec: &mut GpuRecord, now: Instant) -> &[GpuProcess] {
+    /// result, and says what it is. A GPU whose job has run past the timeout is
+    /// published from its kept identity as not responding.
+    pub fn record(&mut self, slot: usize, rec: &mut GpuRecord, now: Instant) -> Answer<'_> {
         let timeout = self.timeout;
         let Some(gpu) = self.gpus.get_mut(slot) else {
-            *rec = GpuRecord {
-                index: slot as u32,
-                state: GpuState::NotResponding as u32,
-                ..Default::default()
-            };
-            return &[];
+            not_responding(rec, slot as u32, None);
+            return Answer::NotYet;
         };
         gpu.collect();
         let late = gpu.worker.busy_for(now).filter(|&busy| busy >= timeout);
-        match late {
-            Some(busy) => {
-                if !gpu.hung {
-                    log::warn!(
-                        "GPU {slot}: an NVML call has not returned for {:.1}s: published as \
-                         not responding until it does",
-                        busy.as_secs_f64()
-                    );
-                    gpu.hung = true;
-                }
-                not_responding(&gpu.newest.rec, slot as u32, gpu.sampled, rec);
-                &[]
+        if let Some(busy) = late {
+            if !gpu.hung {
+                log::warn!(
+                    "GPU {slot}: an NVML call has not returned for {:.1}s: published as not \
+                     responding until it does",
+                    busy.as_secs_f64()
+                );
+                gpu.hung = true;
             }
-            None => {
-                if gpu.hung {
-                    log::info!("GPU {slot}: the driver answers again");
-                    gpu.hung = false;
-                }
-                if gpu.sampled {
-                    *rec = gpu.newest.rec;
-                } else {
-                    not_responding(&gpu.newest.rec, slot as u32, false, rec);
-                }
-                &gpu.procs
-            }
+            not_responding(rec, slot as u32, gpu.sampled.then_some(&gpu.newest.rec));
+            return Answer::Hung;
+        }
+        if gpu.hung {
+            log::info!("GPU {slot}: the driver answers again");
+            gpu.hung = false;
+        }
+        if !gpu.sampled {
+            not_responding(rec, slot as u32, None);
+            return Answer::NotYet;
+        }
+        *rec = gpu.newest.rec;
+        Answer::Sampled {
+            procs: &gpu.procs,
+            new_procs: std::mem::take(&mut gpu.new_procs),
         }
     }
 }
 
-/// A "not responding" record for GPU `index`: the identity of `last` (when `sampled`)
-/// and no current value.
-fn not_responding(last: &GpuRecord, index: u32, sampled: bool, rec: &mut GpuRecord) {
+/// What [`Session::record`] wrote for a GPU.
+pub enum Answer<'a> {
+    /// Its newest record, and its processes as of its newest slow result (`new_procs`:
+    /// that result was taken since the last tick published).
+    Sampled {
+        /// The processes.
+        procs: &'a [GpuProcess],
+        /// They came since the last tick.
+        new_procs: bool,
+    },
+    /// Not sampled yet in this session (the session is still starting).
+    NotYet,
+    /// Its job has run past the timeout: not responding.
+    Hung,
+}
+
+/// A "not responding" record for GPU `index` into `rec`: the identity of its `last`
+/// record, if any, and no current value.
+fn not_responding(rec: &mut GpuRecord, index: u32, last: Option<&GpuRecord>) {
     *rec = GpuRecord {
         index,
         state: GpuState::NotResponding as u32,
         ..Default::default()
     };
-    if sampled {
+    if let Some(last) = last {
         rec.name = last.name;
         rec.uuid = last.uuid;
         rec.pci_bus_id = last.pci_bus_id;

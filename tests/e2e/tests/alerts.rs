@@ -104,7 +104,8 @@ fn each_threshold_episode_is_logged_once_when_it_starts_and_once_when_it_ends() 
 fn throttling_alerts_name_the_reason_and_ignore_the_routine_power_cap() {
     let sandbox = Sandbox::new("alerts-throttle");
     sandbox.write_scenario(&scenario(40, 8, 100, 0x4, false));
-    let daemon = sandbox.start_daemon("20ms");
+    // Clock event reasons are read on the slow tier: make every tick a slow one.
+    let daemon = sandbox.start_daemon_with("20ms", &["--process-interval", "20ms"]);
     sandbox.wait_live(&daemon);
     advance(&sandbox, &daemon, 5);
     assert!(
