@@ -16,6 +16,7 @@
 mod call;
 mod probes;
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -72,11 +73,36 @@ fn main() -> ExitCode {
         }
     };
     match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
+        // A closed stdout (`| head`) is a quiet end, after NVML was shut down.
+        Ok(()) | Err(Stop::Closed) => ExitCode::SUCCESS,
+        Err(Stop::Failed(msg)) => {
             eprintln!("nvml-latency: {msg}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Why a run ended early.
+enum Stop {
+    /// Stdout was closed.
+    Closed,
+    /// What failed.
+    Failed(String),
+}
+
+impl From<String> for Stop {
+    fn from(msg: String) -> Self {
+        Stop::Failed(msg)
+    }
+}
+
+/// Writes `text` and a newline to stdout.
+fn out(text: &str) -> Result<(), Stop> {
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::Closed),
+        Err(e) => Err(Stop::Failed(format!("writing to stdout: {e}"))),
     }
 }
 
@@ -88,23 +114,24 @@ struct Row {
     times: Vec<Duration>,
 }
 
-fn run(args: &Args) -> Result<(), String> {
+fn run(args: &Args) -> Result<(), Stop> {
     let start = Instant::now();
     // SAFETY: loading runs the library's initialisers; it is NVML (or the stand-in the
     // caller named), made to be loaded into any process.
     let lib =
         unsafe { NvmlLib::new(&args.lib) }.map_err(|e| format!("cannot load {}: {e}", args.lib))?;
     let loaded = start.elapsed();
-    let init = call::sym(&lib.nvmlInit_v2).map_err(|_| "the library has no nvmlInit_v2")?;
+    let init =
+        call::sym(&lib.nvmlInit_v2).map_err(|_| "the library has no nvmlInit_v2".to_owned())?;
     let start = Instant::now();
     // SAFETY: nvmlInit_v2 takes no arguments.
     let code = unsafe { init() };
     let first_init = start.elapsed();
 
-    println!(
+    out(&format!(
         "nvml-latency: {}, {} rounds, times in microseconds",
         args.lib, args.rounds
-    );
+    ))?;
     let mut rows = vec![
         Row {
             name: "load library (dlopen, dlsym)".into(),
@@ -118,12 +145,12 @@ fn run(args: &Args) -> Result<(), String> {
         },
     ];
     if code != b::nvmlReturn_enum_NVML_SUCCESS {
-        print_table(&rows);
-        return Err(format!("nvmlInit_v2 returned {}", code_name(code)));
+        out(&table(&rows))?;
+        return Err(format!("nvmlInit_v2 returned {}", code_name(code)).into());
     }
     let result = measure(&lib, args, &mut rows);
     let cycles = if result.is_ok() { args.init_cycles } else { 0 };
-    let last_init = reinit_cycles(&lib, cycles);
+    let (last_init, cycles_table) = reinit_cycles(&lib, cycles);
     if last_init == b::nvmlReturn_enum_NVML_SUCCESS {
         if let Ok(shutdown) = call::sym(&lib.nvmlShutdown) {
             // SAFETY: nvmlShutdown takes no arguments; it drops the reference taken by the
@@ -131,47 +158,50 @@ fn run(args: &Args) -> Result<(), String> {
             unsafe { shutdown() };
         }
     }
-    result
+    result?;
+    match cycles_table {
+        Some(text) => out(&text),
+        None => Ok(()),
+    }
 }
 
 /// Times the system calls and every GPU's calls, printing a table for each.
-fn measure(lib: &NvmlLib, args: &Args, rows: &mut Vec<Row>) -> Result<(), String> {
-    println!("driver {}", driver_version(lib));
+fn measure(lib: &NvmlLib, args: &Args, rows: &mut Vec<Row>) -> Result<(), Stop> {
+    out(&format!("driver {}", driver_version(lib)))?;
     rows.extend(time_rounds(probes::system(lib), args.rounds));
-    println!();
-    print_table(rows);
+    out(&format!("\n{}", table(rows)))?;
     let count_fn = call::sym(&lib.nvmlDeviceGetCount_v2)?;
     let mut count = 0;
     // SAFETY: writes one unsigned int through the pointer.
     let code = unsafe { count_fn(&mut count) };
     if code != b::nvmlReturn_enum_NVML_SUCCESS {
-        return Err(format!(
-            "nvmlDeviceGetCount_v2 returned {}",
-            code_name(code)
-        ));
+        return Err(format!("nvmlDeviceGetCount_v2 returned {}", code_name(code)).into());
     }
     let gpus: Vec<u32> = match args.gpu {
         Some(g) if g < count => vec![g],
-        Some(g) => return Err(format!("--gpu {g}: NVML sees {count} GPUs")),
+        Some(g) => return Err(format!("--gpu {g}: NVML sees {count} GPUs").into()),
         None => (0..count).collect(),
     };
     for index in gpus {
         let dev = handle(lib, index)?;
-        println!("\nGPU {index}: {}\n", device_name(lib, dev));
-        print_table(&time_rounds(probes::device(lib, index, dev), args.rounds));
+        out(&format!("\nGPU {index}: {}\n", device_name(lib, dev)))?;
+        out(&table(&time_rounds(
+            probes::device(lib, index, dev),
+            args.rounds,
+        )))?;
     }
     Ok(())
 }
 
-/// `cycles` times nvmlShutdown then nvmlInit_v2, each timed; prints their table and
-/// returns the last init's code (the session is held only after a success).
-fn reinit_cycles(lib: &NvmlLib, cycles: usize) -> nvmlReturn_t {
+/// `cycles` times nvmlShutdown then nvmlInit_v2, each timed; returns the last init's
+/// code (the session is held only after a success) and their table, if any cycle ran.
+fn reinit_cycles(lib: &NvmlLib, cycles: usize) -> (nvmlReturn_t, Option<String>) {
     let (Ok(shutdown), Ok(init)) = (call::sym(&lib.nvmlShutdown), call::sym(&lib.nvmlInit_v2))
     else {
-        return b::nvmlReturn_enum_NVML_SUCCESS;
+        return (b::nvmlReturn_enum_NVML_SUCCESS, None);
     };
     if cycles == 0 {
-        return b::nvmlReturn_enum_NVML_SUCCESS;
+        return (b::nvmlReturn_enum_NVML_SUCCESS, None);
     }
     let mut down = Row {
         name: "nvmlShutdown (last reference)".into(),
@@ -199,9 +229,9 @@ fn reinit_cycles(lib: &NvmlLib, cycles: usize) -> nvmlReturn_t {
             break;
         }
     }
-    println!("\nre-initialisation (nvmlShutdown, then nvmlInit_v2), cycles: {cycles}\n");
-    print_table(&[down, up]);
-    last
+    let title =
+        format!("\nre-initialisation (nvmlShutdown, then nvmlInit_v2), cycles: {cycles}\n\n");
+    (last, Some(title + &table(&[down, up])))
 }
 
 /// Calls every probe once per round, `rounds` times, and returns a row per probe.
@@ -226,24 +256,28 @@ fn time_rounds(mut probes: Vec<Probe<'_>>, rounds: usize) -> Vec<Row> {
     rows
 }
 
-/// Prints `rows` as a Markdown table.
-fn print_table(rows: &[Row]) {
+/// `rows` as a Markdown table (without a final newline).
+fn table(rows: &[Row]) -> String {
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(8);
-    println!(
-        "| {:width$} | {:24} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} |",
-        "function", "last code", "calls", "min", "median", "p90", "max"
-    );
-    println!(
-        "|{:-<w$}|{:-<26}|{:->7}|{:->12}|{:->12}|{:->12}|{:->12}|",
-        "",
-        "",
-        ":",
-        ":",
-        ":",
-        ":",
-        ":",
-        w = width + 2
-    );
+    let line = |cells: [&str; 7]| {
+        let [name, code, calls, min, median, p90, max] = cells;
+        format!("| {name:width$} | {code:24} | {calls:>5} | {min:>10} | {median:>10} | {p90:>10} | {max:>10} |")
+    };
+    let mut text = line([
+        "function",
+        "last code",
+        "calls",
+        "min",
+        "median",
+        "p90",
+        "max",
+    ]);
+    // The rule under the header: text columns plain, numeric ones right-aligned.
+    let rule = |n: usize, end: &str| format!("{end:->n$}");
+    let text_rules = [width + 2, 26].map(|n| rule(n, "-"));
+    let numeric_rules = [7, 12, 12, 12, 12].map(|n| rule(n, ":"));
+    let rules = [&text_rules[..], &numeric_rules[..]].concat();
+    text += &format!("\n|{}|\n", rules.join("|"));
     for row in rows {
         let mut sorted = row.times.clone();
         sorted.sort();
@@ -255,17 +289,14 @@ fn print_table(rows: &[Row]) {
                 format!("{:.1}", sorted[rank - 1].as_secs_f64() * 1e6)
             }
         };
-        println!(
-            "| {:width$} | {:24} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} |",
-            row.name,
-            row.code,
-            sorted.len(),
-            us(0.0),
-            us(0.5),
-            us(0.9),
-            us(1.0)
-        );
+        let calls = sorted.len().to_string();
+        let times = [0.0, 0.5, 0.9, 1.0].map(us);
+        let [min, median, p90, max] = times.each_ref().map(String::as_str);
+        text += &line([&row.name, &row.code, &calls, min, median, p90, max]);
+        text.push('\n');
     }
+    text.pop();
+    text
 }
 
 /// NVML's handle for GPU `index` (valid until the session shuts down).
