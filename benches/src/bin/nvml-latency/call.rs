@@ -1,7 +1,7 @@
 //! One NVML call ready to be timed: a [`Probe`] is a name and a closure over a raw
 //! symbol of the loaded library, its device handle and its own output buffer. The
-//! helpers here build probes for the shapes NVML's getters share; every unsafe call of
-//! this program is in this module or in `probes.rs`.
+//! helpers here build probes for the shapes NVML's getters share; `probes.rs` lists the
+//! calls; `main.rs` makes the rest (load, init and shutdown, device count, handles).
 //!
 //! A probe never changes anything on the GPU: only getters are called. Output buffers
 //! are zeroed once, written by NVML on every call and never read back (except a field
