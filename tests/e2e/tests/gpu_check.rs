@@ -10,23 +10,25 @@ use std::time::Duration;
 use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout, Sandbox};
 use serde_json::json;
 
-/// Builds `dump-segment` (the example gpu-check prints every field with) next to the
-/// binaries under test.
-fn build_dump_segment() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.current_dir(repo()).args([
-        "build",
-        "-q",
-        "-p",
-        "gpupeek-shm",
-        "--example",
-        "dump-segment",
-    ]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
+/// Builds what gpu-check runs besides gpupeekd and gpupeek, next to the binaries under
+/// test: `dump-segment` (the example it prints every field with) and `nvml-latency`
+/// (the bench binary that times each NVML call).
+fn build_extras() {
+    for target in [
+        ["gpupeek-shm", "--example", "dump-segment"],
+        ["gpupeek-benches", "--bin", "nvml-latency"],
+    ] {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .current_dir(repo())
+            .args(["build", "-q", "-p"])
+            .args(target);
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        assert!(build.status().expect("cargo runs").success());
     }
-    assert!(build.status().expect("cargo runs").success());
 }
 
 /// A stand-in `nvidia-smi` in `dir/bin` that says what it was asked.
@@ -42,10 +44,13 @@ fn stand_in_nvidia_smi(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
-    build_dump_segment();
+    build_extras();
     let sb = Sandbox::new("gpu-check");
     let mut worker = Command::new("sleep").arg("60").spawn().unwrap();
-    sb.write_scenario(&json!({"gpus": [{
+    // A call gpupeekd never makes, slowed down, for nvml-latency's table.
+    sb.write_scenario(&json!({
+        "latency_us_by_function": {"nvmlDeviceGetPowerManagementLimit": 20_000},
+        "gpus": [{
         "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-check-0",
         "utilization_gpu_pct": 97, "utilization_memory_pct": 10,
         "temperature_c": 60, "memory_total_bytes": 80u64 << 30,
@@ -74,6 +79,13 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
                 "--nvml-lib {} --sysfs-root {}",
                 bins().fake_nvml.display(),
                 sb.sysfs_root().display()
+            ),
+        )
+        .env(
+            "GPU_CHECK_LATENCY_FLAGS",
+            format!(
+                "--nvml-lib {} --rounds 5 --init-cycles 1",
+                bins().fake_nvml.display()
             ),
         )
         .env("GPU_CHECK_LOAD", "sleep 6")
@@ -116,6 +128,7 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
     has("processes under load", "sleep");
     has("GPM after the load", "starved");
     has("gpupeekd log", "NVML initialised");
+    check_latency_table(section("NVML call latency"));
 
     let shm = Path::new("/dev/shm").join(format!("gpupeek-check-{}", run_pid(&out)));
     assert!(!shm.exists(), "{} left behind", shm.display());
@@ -130,4 +143,42 @@ fn run_pid(out: &str) -> String {
         .chars()
         .take_while(char::is_ascii_digit)
         .collect()
+}
+
+/// The cells of `name`'s row in nvml-latency's Markdown table: code, calls, min,
+/// median, p90, max.
+fn latency_row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.split('|').nth(1).map(str::trim) == Some(name))
+        .unwrap_or_else(|| panic!("no row {name:?} in:\n{table}"));
+    line.split('|')
+        .skip(2)
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// nvml-latency on the fake NVML: a call the scenario slows down by 20 ms takes at least
+/// that (a lower bound the sleep guarantees, not a speed target); a value the scenario
+/// leaves out is NOT_SUPPORTED; an entry point the fake lacks is reported, not fatal.
+fn check_latency_table(table: &str) {
+    let slow = latency_row(table, "nvmlDeviceGetPowerManagementLimit");
+    assert_eq!(slow[..2], ["SUCCESS", "5"], "{table}");
+    let median_us: f64 = slow[3].parse().expect("a median in microseconds");
+    assert!(median_us >= 20_000.0, "median {median_us} us:\n{table}");
+    assert_eq!(latency_row(table, "nvmlDeviceGetPowerUsage")[0], "SUCCESS");
+    assert_eq!(
+        latency_row(table, "nvmlDeviceGetFanSpeed")[0],
+        "NOT_SUPPORTED"
+    );
+    assert_eq!(
+        latency_row(table, "nvmlDeviceGetFieldValues(5 ids)"),
+        ["FUNCTION_NOT_FOUND", "0", "-", "-", "-", "-"]
+    );
+    assert_eq!(latency_row(table, "nvmlGpmSampleGet")[0], "SUCCESS");
+    assert_eq!(
+        latency_row(table, "nvmlInit_v2 (after nvmlShutdown)")[..2],
+        ["SUCCESS", "1"]
+    );
 }
