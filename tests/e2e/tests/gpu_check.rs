@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout, Sandbox};
+use gpupeek_e2e::{bins, driver_library, profiles, repo, run_with_limit, stderr, stdout, Sandbox};
 use serde_json::json;
 
 /// Builds what gpu-check runs besides gpupeekd and gpupeek, next to the binaries under
@@ -83,9 +83,10 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
         )
         .env(
             "GPU_CHECK_LATENCY_FLAGS",
+            // An R450 driver, to see entry points it lacks reported, not fatal.
             format!(
                 "--nvml-lib {} --rounds 5 --init-cycles 1",
-                bins().fake_nvml.display()
+                driver_library(profiles::R450).display()
             ),
         )
         .env("GPU_CHECK_LOAD", "sleep 6")
@@ -161,7 +162,8 @@ fn latency_row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
 
 /// nvml-latency on the fake NVML: a call the scenario slows down by 20 ms takes at least
 /// that (a lower bound the sleep guarantees, not a speed target); a value the scenario
-/// leaves out is NOT_SUPPORTED; an entry point the fake lacks is reported, not fatal.
+/// leaves out is NOT_SUPPORTED; an entry point the driver lacks (R450's `_v3`) is
+/// reported, not fatal.
 fn check_latency_table(table: &str) {
     let slow = latency_row(table, "nvmlDeviceGetPowerManagementLimit");
     assert_eq!(slow[..2], ["SUCCESS", "5"], "{table}");
@@ -173,8 +175,12 @@ fn check_latency_table(table: &str) {
         "NOT_SUPPORTED"
     );
     assert_eq!(
-        latency_row(table, "nvmlDeviceGetFieldValues(5 ids)"),
+        latency_row(table, "nvmlDeviceGetComputeRunningProcesses_v3"),
         ["FUNCTION_NOT_FOUND", "0", "-", "-", "-", "-"]
+    );
+    assert_eq!(
+        latency_row(table, "nvmlDeviceGetFieldValues(5 ids)")[0],
+        "SUCCESS"
     );
     assert_eq!(latency_row(table, "nvmlGpmSampleGet")[0], "SUCCESS");
     assert_eq!(
