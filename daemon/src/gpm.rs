@@ -18,7 +18,7 @@
 //! that made it: [`Gpm::release`] frees it, and must run before that session shuts down.
 
 use nvml_wrapper::enums::gpm::GpmMetricId;
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 use nvml_wrapper_sys::bindings::nvmlGpmSample_t;
@@ -160,6 +160,10 @@ pub enum Gpm {
     Supported {
         /// The newest sample, taken at the start of the next window.
         kept: Option<Kept>,
+        /// The sample buffer of the window before, reused for the next sample: a
+        /// window costs two calls (`nvmlGpmSampleGet`, `nvmlGpmMetricsGet`) instead
+        /// of an allocation and a free besides.
+        spare: Option<Kept>,
         /// Republished until the next window is at least 100 ms long.
         last: Option<Metrics>,
     },
@@ -186,6 +190,7 @@ impl Gpm {
             *self = match device.gpm_support() {
                 Ok(true) => Gpm::Supported {
                     kept: None,
+                    spare: None,
                     last: None,
                 },
                 Ok(false) => Gpm::Unsupported,
@@ -193,7 +198,7 @@ impl Gpm {
                 Err(e) => return Err(e),
             };
         }
-        let Gpm::Supported { kept, last } = self else {
+        let Gpm::Supported { kept, spare, last } = self else {
             return Ok(None);
         };
         if kept
@@ -202,10 +207,11 @@ impl Gpm {
         {
             return Ok(*last);
         }
-        let new = match device.gpm_sample() {
-            Ok(sample) => sample,
+        let new = match take_sample(nvml, device, spare) {
+            Ok(handle) => handle,
             Err(e) if unsupported(&e) => {
                 free(nvml, kept);
+                free(nvml, spare);
                 *self = Gpm::Unsupported;
                 return Ok(None);
             }
@@ -213,15 +219,16 @@ impl Gpm {
         };
         let taken_ns = gpupeek_shm::mono_now_ns();
         let Some(old) = kept.replace(Kept {
-            handle: new.into_handle(),
+            handle: new,
             taken_ns,
         }) else {
             return Ok(None);
         };
         // SAFETY: `old.handle` was allocated by `nvmlGpmSampleAlloc` of this session's
-        // library (it came from `into_handle` of a sample made with `nvml`, the Nvml this
-        // `Gpm` is always called with), and it is owned here only: it was just taken out
-        // of `kept`, so nothing else frees it; `old_sample` frees it when dropped.
+        // library (`take_sample`, with `nvml`, the Nvml this `Gpm` is always called
+        // with), and it is owned here only: it was just taken out of `kept`; wrapping
+        // it is undone by `into_handle` below (it becomes the spare), so it is never
+        // freed twice.
         let old_sample = unsafe { GpmSample::from_handle(nvml, old.handle) };
         let new_handle = kept.as_ref().map(|k| k.handle).expect("just stored");
         // SAFETY: `new_handle` is the sample now owned by `kept`; wrapping it again is
@@ -229,7 +236,10 @@ impl Gpm {
         let new_sample = unsafe { GpmSample::from_handle(nvml, new_handle) };
         let result = gpm_metrics_get(nvml, &old_sample, &new_sample, &METRICS);
         let _still_kept = new_sample.into_handle();
-        drop(old_sample);
+        *spare = Some(Kept {
+            handle: old_sample.into_handle(),
+            taken_ns: 0,
+        });
         let mut metrics = Metrics {
             interval_ns: taken_ns.saturating_sub(old.taken_ns),
             ..Metrics::default()
@@ -241,11 +251,53 @@ impl Gpm {
         Ok(Some(metrics))
     }
 
-    /// Frees the kept sample (GPU lost, or the session ends) and forgets the metrics.
+    /// Frees the kept samples (GPU lost, or the session ends) and forgets the metrics.
     pub fn release(&mut self, nvml: &Nvml) {
-        if let Gpm::Supported { kept, last } = self {
+        if let Gpm::Supported { kept, spare, last } = self {
             free(nvml, kept);
+            free(nvml, spare);
             *last = None;
+        }
+    }
+}
+
+/// Takes a GPM sample of `device` into the `spare` buffer (allocated the first time);
+/// returns its handle, now the caller's. On failure the buffer stays the spare.
+fn take_sample(
+    nvml: &Nvml,
+    device: &Device,
+    spare: &mut Option<Kept>,
+) -> Result<nvmlGpmSample_t, NvmlError> {
+    let lib = nvml.lib();
+    let handle = match spare.take() {
+        Some(k) => k.handle,
+        None => {
+            let alloc = lib
+                .nvmlGpmSampleAlloc
+                .as_ref()
+                .map_err(|_| NvmlError::FunctionNotFound)?;
+            let mut handle: nvmlGpmSample_t = std::ptr::null_mut();
+            // SAFETY: `alloc` has the C signature `nvmlReturn_t (nvmlGpmSample_t *)` in
+            // the loaded library, and `handle` is a valid, writable nvmlGpmSample_t.
+            nvml_try(unsafe { alloc(&mut handle) })?;
+            handle
+        }
+    };
+    let get = match lib.nvmlGpmSampleGet.as_ref() {
+        Ok(get) => get,
+        Err(_) => {
+            *spare = Some(Kept { handle, taken_ns: 0 });
+            return Err(NvmlError::FunctionNotFound);
+        }
+    };
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, nvmlGpmSample_t)`;
+    // the device handle is from the live session and `handle` a sample buffer that
+    // session allocated and that only this call touches now.
+    match nvml_try(unsafe { get(device.handle(), handle) }) {
+        Ok(()) => Ok(handle),
+        Err(e) => {
+            *spare = Some(Kept { handle, taken_ns: 0 });
+            Err(e)
         }
     }
 }
