@@ -286,7 +286,10 @@ fn take_sample(
     let get = match lib.nvmlGpmSampleGet.as_ref() {
         Ok(get) => get,
         Err(_) => {
-            *spare = Some(Kept { handle, taken_ns: 0 });
+            *spare = Some(Kept {
+                handle,
+                taken_ns: 0,
+            });
             return Err(NvmlError::FunctionNotFound);
         }
     };
@@ -296,7 +299,10 @@ fn take_sample(
     match nvml_try(unsafe { get(device.handle(), handle) }) {
         Ok(()) => Ok(handle),
         Err(e) => {
-            *spare = Some(Kept { handle, taken_ns: 0 });
+            *spare = Some(Kept {
+                handle,
+                taken_ns: 0,
+            });
             Err(e)
         }
     }

@@ -180,7 +180,10 @@ fn fields_a_gpu_does_not_support_come_from_their_getters_and_old_drivers_still_w
     let n = |f: &str| diff.get(f).copied().unwrap_or(0);
     // GPU 1 (only) reads power and energy alone; temperature falls back for both GPUs,
     // and the new call is not tried again once it failed.
-    assert!(n("nvmlDeviceGetPowerUsage") >= ticks / 2 && n("nvmlDeviceGetPowerUsage") <= ticks + 1);
+    // (`ticks` counts both GPUs' ticks, and each GPU has a worker of its own: the file
+    // may be read with one GPU a tick ahead of the other.)
+    let power = n("nvmlDeviceGetPowerUsage");
+    assert!(power + 2 >= ticks / 2 && power <= ticks / 2 + 2, "{diff:?}");
     assert!(n("nvmlDeviceGetPowerUsage").abs_diff(n("nvmlDeviceGetTotalEnergyConsumption")) <= 1);
     assert_eq!(n("nvmlDeviceGetTemperatureV"), 0, "{diff:?}");
     assert!(n("nvmlDeviceGetTemperature") >= ticks, "{diff:?}");
