@@ -17,7 +17,8 @@
 //!   Init/Shutdown cycles as the main cost of a service run on 8 B200s;
 //!   llnl/variorum#427 "these functions are costly"; gpustat#166 moved to one init for
 //!   the same reason. `nvmlShutdown`: 20,000.
-//! - Process lists (`nvmlDeviceGet{Compute,Graphics}RunningProcesses*`): 1,500 each, and
+//! - Process lists (`nvmlDeviceGet{Compute,Graphics}RunningProcesses*`, every version, and
+//!   `nvmlDeviceGetRunningProcessDetailList`): 1,500 each, and
 //!   `nvmlDeviceGetProcessUtilization`: 2,000: the driver walks its client list and
 //!   sample buffer ("a few ms" in DESIGN.md's survey; nvitop#65 on NVML latency setting
 //!   a 1 s floor on its refresh).
@@ -62,9 +63,8 @@ pub fn realistic_us(name: &str) -> u64 {
         "nvmlDeviceGetPcieThroughput" => 20_000,
         "nvmlInit_v2" | "nvmlInitWithFlags" => 300_000,
         "nvmlShutdown" => 20_000,
-        "nvmlDeviceGetComputeRunningProcesses_v3" | "nvmlDeviceGetGraphicsRunningProcesses_v3" => {
-            1_500
-        }
+        // Every version of the lists, and the detail list (one call per mode).
+        n if n.contains("RunningProcess") => 1_500,
         "nvmlDeviceGetProcessUtilization" => 2_000,
         "nvmlDeviceGetPowerUsage" | "nvmlDeviceGetTotalEnergyConsumption" => 300,
         "nvmlDeviceGetHandleByIndex_v2" => 200,
