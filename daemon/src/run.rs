@@ -6,9 +6,11 @@
 //! process table; then writes the status record (heartbeat), then bumps the
 //! generation. While NVML cannot be initialised (or, initialised, cannot count the GPUs)
 //! the status says so (code and message) and initialisation is retried with a doubling
-//! backoff capped at [`MAX_BACKOFF`]; the heartbeat keeps beating so clients can tell
-//! "NVML error" from "daemon dead". A tick that overruns its period is logged and the
-//! missed ticks are skipped, never queued.
+//! backoff (see [`crate::driver`]); the heartbeat keeps beating so clients can tell
+//! "NVML error" from "daemon dead". No NVML call runs on this thread: GPUs are sampled on
+//! workers of their own ([`crate::session`]), waited for at most three quarters of a
+//! period. A tick that overruns its period is logged and the missed ticks are skipped,
+//! never queued.
 //! The first SIGTERM/SIGINT stops cleanly (state "stopped"); a second one exits at once.
 //!
 //! Runtime power management (see [`crate::power`]): each tick first reads the GPUs'
@@ -21,33 +23,30 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use gpupeek_shm::layout::{status_valid, DaemonState, GpuState};
-use gpupeek_shm::{text, GpuRecord, Publisher, StatusRecord};
+use gpupeek_shm::layout::{DaemonState, GpuState};
+use gpupeek_shm::{GpuRecord, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
+use crate::driver::{put_system_info, Driver, Nvml};
 use crate::history;
 use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{Choice, Privacy};
 use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
-use crate::sampler::{Failure, SystemInfo};
-use crate::session::{Answer, Control, ControlJob, ControlOut, Session};
+use crate::sampler::SystemInfo;
+use crate::session::Answer;
 use crate::waiter::{Request, Waiter};
-use crate::worker::{Done, Worker};
 
 /// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
 /// record write (counting from 0), leaving that record mid-write as a daemon killed
 /// there would. Used by the fault tests; unset in production.
 pub const FREEZE_ENV: &str = "GPUPEEKD_TEST_FREEZE_MID_WRITE";
-
-/// Longest wait between two NVML initialisation attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// What the loop needs to know.
 pub struct Config {
@@ -75,49 +74,13 @@ pub struct Config {
     pub nvml_timeout: Duration,
 }
 
-/// How many NVML timeouts `nvmlInit` may run before the daemon says the driver does not
-/// respond (30 s by default): it takes seconds on a large machine without persistence
-/// mode.
-const INIT_TIMEOUTS: u32 = 15;
-
-/// NVML's `NVML_ERROR_TIMEOUT`, published while `nvmlInit` does not return.
-const NVML_ERROR_TIMEOUT: i32 = 10;
-
-enum Nvml {
-    /// Initialised: sampling, each GPU on a worker of its own.
-    Up(Box<Session>),
-    /// Not initialised (never yet, when `failure` is `None`): `nvmlInit` is tried at
-    /// `retry_at`.
-    Down {
-        failure: Option<Failure>,
-        retry_at: Instant,
-        backoff: Duration,
-    },
-    /// `nvmlInit` runs on the control worker since `since` (`hung` once it has run past
-    /// [`INIT_TIMEOUTS`] NVML timeouts: published as an NVML error, and logged once).
-    Starting {
-        failure: Option<Failure>,
-        since: Instant,
-        backoff: Duration,
-        hung: bool,
-    },
-    /// Released by the runtime-PM policy while the GPUs sleep or idle.
-    Released,
-    /// Released on an operator's request until asked to take it back; `closing` while
-    /// a call that has not returned still holds the session open.
-    OnRequest {
-        closing: Option<Weak<nvml_wrapper::Nvml>>,
-    },
-}
-
 struct Daemon {
     config: Config,
     publisher: Publisher,
     procs: ProcTier,
     privacy: Privacy,
-    nvml: Nvml,
-    /// Driver-wide facts from the last NVML session (or the driver version from sysfs).
-    info: SystemInfo,
+    /// NVML's state and the driver-wide calls.
+    driver: Driver,
     pm: RuntimePm,
     gpu: GpuRecord,
     warned_capacity: bool,
@@ -134,12 +97,6 @@ struct Daemon {
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
     published: Vec<GpuRecord>,
-    /// Runs `nvmlInit` and the device count.
-    control: Worker<Control>,
-    /// A device count posted to the control worker and not answered yet.
-    counting: bool,
-    /// Signalled by every worker's finished job.
-    done: Arc<Done>,
     /// Energy and ECC counters kept monotonic across NVML sessions.
     counters: crate::counters::Monotonic,
     /// A generation has been published (the service manager may hear "ready").
@@ -200,7 +157,6 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
 impl Daemon {
     fn new(mut config: Config, publisher: Publisher) -> std::io::Result<Self> {
         let prompt = config.prompt.take();
-        let nvml = not_initialised(Instant::now(), config.interval);
         let pm = RuntimePm::new(
             config.sysfs_root.clone(),
             config.runtime_pm,
@@ -220,14 +176,17 @@ impl Daemon {
             period_ns: config.interval.as_nanos() as u64,
             ..Default::default()
         });
-        let done = Arc::new(Done::default());
-        let control = Worker::spawn("nvml".into(), Control, Arc::clone(&done))?;
+        let driver = Driver::new(
+            config.nvml_lib.clone(),
+            config.interval,
+            config.nvml_timeout,
+            info,
+        )?;
         Ok(Daemon {
             publisher,
             procs,
             privacy,
-            nvml,
-            info,
+            driver,
             pm,
             gpu: GpuRecord::default(),
             warned_capacity: false,
@@ -238,9 +197,6 @@ impl Daemon {
             history_due: false,
             prompt,
             published: Vec::new(),
-            control,
-            counting: false,
-            done,
             counters: Default::default(),
             has_published: false,
             config,
@@ -249,7 +205,7 @@ impl Daemon {
 
     /// One line on what the daemon is doing, for the service manager's status.
     fn summary(&self) -> String {
-        match &self.nvml {
+        match &self.driver.state {
             Nvml::Up(..) => format!(
                 "publishing {} GPU{} every {:?}",
                 self.gpu_count,
@@ -285,24 +241,26 @@ impl Daemon {
         self.history_due = self.history.due(now);
         self.pm.refresh();
         self.wake_if_needed(now);
-        self.retry_nvml(now, wait_until);
-        if matches!(self.nvml, Nvml::Up(..)) && self.pm.release_due(now) {
+        self.driver.retry(now, wait_until, &mut self.pm);
+        if matches!(self.driver.state, Nvml::Up(..)) && self.pm.release_due(now) {
             log::info!(
                 "every GPU is suspended or has idled for {:?}: releasing NVML so that they \
                  can runtime-suspend",
                 self.pm.release_after()
             );
-            self.close(Nvml::Released);
+            self.driver.close(Nvml::Released);
             self.pm.park(now);
         }
-        self.count_gpus(now);
-        self.drop_stray_answer();
+        if self.driver.count(now) {
+            self.procs
+                .publish_empty(&self.publisher, &self.privacy.context);
+        }
         self.published.clear();
         let mut status = StatusRecord {
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        match &self.nvml {
+        match &self.driver.state {
             Nvml::Up(session) => {
                 let count = session.count;
                 let (published, ready) = self.sample_all(count, now, wait_until);
@@ -317,49 +275,9 @@ impl Daemon {
                 status.gpu_count = self.publish_sleeping();
                 self.gpu_count = status.gpu_count;
             }
-            Nvml::OnRequest { closing } => {
-                if closing.as_ref().is_some_and(|s| s.strong_count() > 0) {
-                    status.state = DaemonState::NvmlError as u32;
-                    status.nvml_error_code = NVML_ERROR_TIMEOUT;
-                    let message = "releasing NVML on request: waiting for a call that has not \
-                                   returned";
-                    text::encode(&mut status.error_message, message);
-                } else {
-                    status.state = DaemonState::Released as u32;
-                }
-            }
-            Nvml::Down { .. } | Nvml::Starting { .. } => {}
+            Nvml::Down { .. } | Nvml::Starting { .. } | Nvml::OnRequest { .. } => {}
         }
-        if status.state != DaemonState::Starting as u32 {
-            put_system_info(&mut status, &self.info);
-        }
-        match &self.nvml {
-            Nvml::Down {
-                failure: Some(failure),
-                ..
-            }
-            | Nvml::Starting {
-                failure: Some(failure),
-                hung: false,
-                ..
-            } => {
-                status.state = DaemonState::NvmlError as u32;
-                status.nvml_error_code = failure.code;
-                text::encode(&mut status.error_message, &failure.message);
-            }
-            Nvml::Starting {
-                since, hung: true, ..
-            } => {
-                status.state = DaemonState::NvmlError as u32;
-                status.nvml_error_code = NVML_ERROR_TIMEOUT;
-                let message = format!(
-                    "driver not responding: nvmlInit has not returned for {}s",
-                    now.saturating_duration_since(*since).as_secs()
-                );
-                text::encode(&mut status.error_message, &message);
-            }
-            _ => {}
-        }
+        self.driver.put_status(now, &mut status);
         self.publish_status(&mut status);
         if let Some(prompt) = &mut self.prompt {
             prompt.update(&status, &self.published, self.history_due);
@@ -369,42 +287,10 @@ impl Daemon {
     /// An operator's request: let go of NVML (for a GPU reset or a MIG change), or take
     /// it back.
     fn on_request(&mut self, request: Request) {
-        match (request, &self.nvml) {
-            (Request::Release, Nvml::OnRequest { .. }) | (Request::Resume, Nvml::Up(..)) => {}
-            (Request::Release, _) => {
-                log::info!("releasing NVML on request (SIGUSR1); SIGUSR2 takes it back");
-                let closing = self.close(Nvml::OnRequest { closing: None });
-                self.nvml = Nvml::OnRequest { closing };
-                self.procs
-                    .publish_empty(&self.publisher, &self.privacy.context);
-            }
-            (Request::Resume, Nvml::OnRequest { .. }) => {
-                log::info!("taking NVML back on request (SIGUSR2)");
-                self.nvml = not_initialised(Instant::now(), self.config.interval);
-            }
-            (Request::Resume, _) => {}
+        if self.driver.on_request(request) {
+            self.procs
+                .publish_empty(&self.publisher, &self.privacy.context);
         }
-    }
-
-    /// Ends the NVML session (if one is up) and goes to `next`; waits, up to the NVML
-    /// timeout, for every worker to let go of it so that `nvmlShutdown` has run when the
-    /// new state is published. A worker stuck in a call keeps the session open until the
-    /// call returns: then what tells when it closes is returned.
-    fn close(&mut self, next: Nvml) -> Option<Weak<nvml_wrapper::Nvml>> {
-        let Nvml::Up(session) = std::mem::replace(&mut self.nvml, next) else {
-            return None;
-        };
-        let watch = session.watch();
-        drop(session);
-        let deadline = Instant::now() + self.config.nvml_timeout;
-        if self.done.wait_until(deadline, || watch.strong_count() == 0) {
-            return None;
-        }
-        log::warn!(
-            "NVML is not shut down yet: a call has not returned; it shuts down when the call \
-             returns"
-        );
-        Some(watch)
     }
 
     /// Keeps a copy of `self.gpu`, just published, for the prompt file.
@@ -416,7 +302,7 @@ impl Daemon {
 
     /// While NVML is released: initialises it again (this tick) when a GPU woke up.
     fn wake_if_needed(&mut self, now: Instant) {
-        if !matches!(self.nvml, Nvml::Released) {
+        if !matches!(self.driver.state, Nvml::Released) {
             return;
         }
         let Some(wake) = self.pm.wake(now) else {
@@ -436,133 +322,7 @@ impl Daemon {
                 log::info!("the runtime PM state of GPU {addr} cannot be read: initialising NVML")
             }
         }
-        self.nvml = not_initialised(now, self.config.interval);
-    }
-
-    /// Starts `nvmlInit` on the control worker when NVML is down and the backoff has
-    /// passed (or parks instead when every GPU is asleep, since initialising NVML would
-    /// wake them), and waits for it until `wait_until`.
-    fn retry_nvml(&mut self, now: Instant, wait_until: Instant) {
-        if let Nvml::Down {
-            failure,
-            retry_at,
-            backoff,
-        } = &mut self.nvml
-        {
-            if now < *retry_at {
-                return;
-            }
-            if self.pm.park_if_all_asleep(now) {
-                log::info!("every GPU is runtime-suspended: NVML is left alone until one wakes");
-                self.nvml = Nvml::Released;
-                return;
-            }
-            let lib = self.config.nvml_lib.clone();
-            if !self.control.post(ControlJob::Init(lib), now) {
-                return; // still busy with a late count of an earlier session
-            }
-            self.nvml = Nvml::Starting {
-                failure: failure.take(),
-                since: now,
-                backoff: *backoff,
-                hung: false,
-            };
-        }
-        let Nvml::Starting {
-            failure,
-            since,
-            backoff,
-            hung,
-        } = &mut self.nvml
-        else {
-            return;
-        };
-        let control = &self.control;
-        self.done.wait_until(wait_until, || control.has_fresh());
-        let mut out = ControlOut::None;
-        if !self.control.take(&mut out) {
-            let limit = self.config.nvml_timeout * INIT_TIMEOUTS;
-            if !*hung && now.saturating_duration_since(*since) >= limit {
-                log::error!("nvmlInit has not returned for {limit:?}: the driver does not respond");
-                *hung = true;
-            }
-            return;
-        }
-        match out {
-            ControlOut::Init(Ok((sampler, info, count))) => {
-                self.info = info;
-                log::info!(
-                    "NVML initialised (driver {})",
-                    self.info.driver_version.as_deref().unwrap_or("unknown")
-                );
-                let session = Session::new(
-                    sampler,
-                    count,
-                    self.config.nvml_timeout,
-                    Arc::clone(&self.done),
-                );
-                self.nvml = Nvml::Up(Box::new(session));
-                self.pm.discover();
-            }
-            ControlOut::Init(Err(new)) => {
-                if failure.as_ref() != Some(&new) {
-                    log::error!(
-                        "NVML initialisation failed: {} (code {})",
-                        new.message,
-                        new.code
-                    );
-                }
-                let backoff = *backoff;
-                self.nvml = Nvml::Down {
-                    failure: Some(new),
-                    retry_at: now + backoff,
-                    backoff: (backoff * 2).min(MAX_BACKOFF.max(self.config.interval)),
-                };
-            }
-            // A count of an earlier session, answered late: nothing to do with it.
-            ControlOut::Count(_) | ControlOut::None => {}
-        }
-    }
-
-    /// Takes the newest device count (going down when NVML could not count), and asks
-    /// for the next one; the GPUs are published by the last count meanwhile.
-    fn count_gpus(&mut self, now: Instant) {
-        let Nvml::Up(session) = &mut self.nvml else {
-            return;
-        };
-        let mut out = ControlOut::None;
-        if self.counting && self.control.take(&mut out) {
-            self.counting = false;
-        }
-        match out {
-            ControlOut::Count(Ok(count)) => session.count = count,
-            ControlOut::Count(Err(failure)) => {
-                log::error!("NVML stopped working: {}", failure.message);
-                self.close(Nvml::Down {
-                    failure: Some(failure),
-                    retry_at: now + self.config.interval,
-                    backoff: self.config.interval,
-                });
-                self.procs
-                    .publish_empty(&self.publisher, &self.privacy.context);
-                return;
-            }
-            ControlOut::Init(_) | ControlOut::None => {}
-        }
-        if !self.counting {
-            let job = ControlJob::Count(session.sampler().clone());
-            self.counting = self.control.post(job, now);
-        }
-    }
-
-    /// Drops an answer of the control worker that nobody waits for any more (an
-    /// `nvmlInit` that returned after an operator's release, say), so that no session
-    /// stays open in it.
-    fn drop_stray_answer(&mut self) {
-        if !self.counting && !matches!(self.nvml, Nvml::Starting { .. }) {
-            let mut stray = ControlOut::None;
-            self.control.take(&mut stray);
-        }
+        self.driver.restart(now);
     }
 
     /// Samples GPUs `0..count` (bounded by the capacity), and their processes when the
@@ -571,7 +331,7 @@ impl Daemon {
     /// session is no longer starting). An asleep GPU is not queried.
     fn sample_all(&mut self, count: u32, now: Instant, wait_until: Instant) -> (u32, bool) {
         let history_step = self.history_step();
-        let Nvml::Up(session) = &mut self.nvml else {
+        let Nvml::Up(session) = &mut self.driver.state else {
             return (0, false);
         };
         let capacity = self.publisher.geometry().gpu_capacity as u32;
@@ -694,13 +454,13 @@ impl Daemon {
     fn stop(mut self) {
         // nvmlShutdown before "stopped" is published; a worker stuck in a call delays
         // this by at most the NVML timeout (a second signal exits at once).
-        self.close(Nvml::Released);
+        self.driver.close(Nvml::Released);
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,
             ..Default::default()
         };
-        put_system_info(&mut status, &self.info);
+        put_system_info(&mut status, &self.driver.info);
         self.publish_status(&mut status);
         if let Some(prompt) = &mut self.prompt {
             prompt.stopped();
@@ -722,29 +482,5 @@ fn publish_gpu(publisher: &Publisher, gpu: &GpuRecord, history_step: Option<u64>
     publisher.write_gpu(slot, gpu);
     if let Some(step_ns) = history_step {
         publisher.append_history(slot, step_ns, &history::sample_of(gpu));
-    }
-}
-
-/// NVML not initialised yet, to be tried at `now`.
-fn not_initialised(now: Instant, interval: Duration) -> Nvml {
-    Nvml::Down {
-        failure: None,
-        retry_at: now,
-        backoff: interval,
-    }
-}
-
-fn put_system_info(status: &mut StatusRecord, info: &SystemInfo) {
-    if let Some(v) = &info.driver_version {
-        text::encode(&mut status.driver_version, v);
-        status.valid |= status_valid::DRIVER_VERSION;
-    }
-    if let Some(v) = &info.nvml_version {
-        text::encode(&mut status.nvml_version, v);
-        status.valid |= status_valid::NVML_VERSION;
-    }
-    if let Some(v) = info.cuda_driver_version {
-        status.cuda_driver_version = v;
-        status.valid |= status_valid::CUDA_DRIVER_VERSION;
     }
 }
