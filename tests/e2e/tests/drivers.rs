@@ -126,6 +126,51 @@ fn every_driver_lists_forty_processes_per_gpu_with_their_memory() {
 }
 
 #[test]
+fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
+    for &profile in PROFILES {
+        let what = profile.name;
+        let sb = Sandbox::new(&format!("drv-core-{what}"));
+        sb.use_driver(profile);
+        sb.write_scenario(&scenario(
+            profile,
+            vec![json!({
+                "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-core",
+                "memory_total_bytes": 80u64 << 30, "memory_used_bytes": 5u64 << 30,
+                "memory_reserved_bytes": 1u64 << 30,
+                "utilization_gpu_pct": 50, "utilization_memory_pct": 20,
+                "temperature_c": 61, "power_usage_mw": 250_000, "energy_mj": 123_456,
+                "clock_event_reasons": 0x40,
+                "gpm": {"sm_activity_pct": 40.0}
+            })],
+        ));
+        // Every tick a slow one, so the slow tier's values come too.
+        let daemon = sb.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+        sb.wait_live(&daemon);
+        sb.let_ticks_pass(&daemon, 4);
+        let g = sb.segment().snapshot().unwrap().gpus[0];
+        let core = gpu_valid::MEMORY
+            | gpu_valid::UTILIZATION
+            | gpu_valid::TEMPERATURE
+            | gpu_valid::POWER_DRAW
+            | gpu_valid::ENERGY
+            | gpu_valid::CLOCK_EVENT_REASONS;
+        assert_eq!(g.valid & core, core, "{what}: {:#x}", g.valid);
+        assert_eq!(g.mem_used_bytes, 5u64 << 30, "{what}");
+        assert_eq!(
+            (g.temp_gpu_c, g.power_draw_mw, g.clock_event_reasons),
+            (61, 250_000, 0x40),
+            "{what}"
+        );
+        // Reserved memory and GPM only where the driver has the entry points.
+        let newer = profile.exports().any(|f| f == "nvmlDeviceGetMemoryInfo_v2");
+        assert_eq!(g.valid & gpu_valid::MEM_RESERVED != 0, newer, "{what}");
+        let gpm = profile.exports().any(|f| f == "nvmlGpmSampleGet");
+        assert_eq!(g.valid & gpu_valid::GPM != 0, gpm, "{what}");
+        assert_no_overflow_and_alive(&sb, &daemon, what);
+    }
+}
+
+#[test]
 fn a_driver_without_v3_still_publishes_the_process_count() {
     let sb = Sandbox::new("drv-nov3");
     sb.use_driver(profiles::R535_98);

@@ -16,8 +16,8 @@ pub struct Profile {
     pub name: &'static str,
     /// What `nvmlSystemGetDriverVersion` says.
     pub driver_version: &'static str,
-    /// Functions of [`EXPORTED`] this driver does not have.
-    pub absent: &'static [&'static str],
+    /// Functions of [`EXPORTED`] this driver does not have, in groups.
+    pub absent: &'static [&'static [&'static str]],
 }
 
 const V2: [&str; 2] = [
@@ -29,30 +29,45 @@ const V3: [&str; 2] = [
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
 ];
 const DETAIL_LIST: &str = "nvmlDeviceGetRunningProcessDetailList";
+/// Entry points newer than R470 that the daemon falls back from: memory with
+/// `reserved` (`_v2`, R510), GPM (R520), clock *event* reasons (R535, which renamed the
+/// throttle reasons) and the versioned temperature call (R550).
+const NEWER_THAN_470: [&str; 8] = [
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
+    "nvmlGpmMetricsGet",
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetTemperatureV",
+];
+/// Of those, the one newer than R535.
+const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
 
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
 pub const R450: Profile = Profile {
     name: "r450",
     driver_version: "450.51.06",
-    absent: &[V2[0], V2[1], V3[0], V3[1], DETAIL_LIST],
+    absent: &[&NEWER_THAN_470, &V2, &V3, &[DETAIL_LIST]],
 };
 /// R470: v1 and `_v2`.
 pub const R470: Profile = Profile {
     name: "r470",
     driver_version: "470.256.02",
-    absent: &[V3[0], V3[1], DETAIL_LIST],
+    absent: &[&NEWER_THAN_470, &V3, &[DETAIL_LIST]],
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
 pub const R535_54: Profile = Profile {
     name: "r535_54",
     driver_version: "535.54.03",
-    absent: &[DETAIL_LIST],
+    absent: &[&[DETAIL_LIST, NEWER_THAN_535]],
 };
 /// 535.98: `_v3` withdrawn (it came back in 535.104).
 pub const R535_98: Profile = Profile {
     name: "r535_98",
     driver_version: "535.98",
-    absent: &[V3[0], V3[1], DETAIL_LIST],
+    absent: &[&V3, &[DETAIL_LIST, NEWER_THAN_535]],
 };
 /// A current driver: everything the fake has, `_v3` with 24-byte entries and
 /// `nvmlDeviceGetRunningProcessDetailList`.
@@ -71,7 +86,7 @@ impl Profile {
         EXPORTED
             .iter()
             .copied()
-            .filter(|f| !self.absent.contains(f))
+            .filter(|f| !self.absent.iter().any(|group| group.contains(f)))
     }
 
     /// A GNU ld version script exporting exactly [`Profile::exports`].
@@ -97,7 +112,7 @@ mod tests {
     #[test]
     fn profiles_name_only_exported_functions() {
         for p in PROFILES {
-            for f in p.absent {
+            for f in p.absent.iter().copied().flatten() {
                 assert!(EXPORTED.contains(f), "{}: {f} is not exported", p.name);
             }
             assert!(p.version_script().contains("nvmlInit_v2;"));
@@ -106,5 +121,7 @@ mod tests {
             .exports()
             .any(|f| f == "nvmlDeviceGetComputeRunningProcesses"));
         assert!(!R450.exports().any(|f| f == V2[0]));
+        assert!(!R470.exports().any(|f| f == "nvmlDeviceGetMemoryInfo_v2"));
+        assert!(CURRENT.exports().any(|f| f == "nvmlDeviceGetTemperatureV"));
     }
 }
