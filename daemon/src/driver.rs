@@ -20,7 +20,8 @@ use gpupeek_shm::layout::DaemonState;
 use gpupeek_shm::{text, StatusRecord};
 
 use crate::power::RuntimePm;
-use crate::sampler::{Failure, SystemInfo};
+use crate::reads::Failure;
+use crate::sampler::SystemInfo;
 use crate::session::{Control, ControlJob, ControlOut, Session};
 use crate::waiter::Request;
 use crate::worker::{Done, Worker};

@@ -36,7 +36,7 @@ use nvml_wrapper_sys::bindings::{self, nvmlProcessUtilizationSample_t, nvmlRetur
 
 use gpupeek_shm::layout::{gpu_valid as v, proc_kind};
 
-use crate::sampler::Fill;
+use crate::reads::Fill;
 
 mod entry_points;
 

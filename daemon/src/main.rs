@@ -27,6 +27,7 @@ mod proctier;
 mod prompt;
 #[cfg(test)]
 mod prompt_lines;
+mod reads;
 mod request;
 mod run;
 mod sampler;

@@ -21,7 +21,8 @@ use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::GpuRecord;
 
 use crate::gpuprocs::GpuProcess;
-use crate::sampler::{Failure, GpuSampler, Sampler, SystemInfo};
+use crate::reads::Failure;
+use crate::sampler::{GpuSampler, Sampler, SystemInfo};
 use crate::worker::{Done, Task, Worker};
 
 /// The identity fields a "not responding" GPU keeps from its last record.
