@@ -40,6 +40,9 @@ pub struct ProcTier {
     absent: Vec<bool>,
     /// What NVML listed on the last slow tick, every GPU.
     listed: Vec<GpuProcess>,
+    /// Per GPU index: when its part of `listed` was sampled (0: it has none). A GPU
+    /// late to answer on a slow tick keeps an older part.
+    listed_ns: Vec<u64>,
     records: Vec<ProcRecord>,
     sample_mono_ns: u64,
     procfs: Procfs,
@@ -87,6 +90,7 @@ impl ProcTier {
             dirty: false,
             absent: Vec::new(),
             listed: Vec::new(),
+            listed_ns: Vec::new(),
             records: Vec::new(),
             sample_mono_ns: 0,
             procfs: Procfs::new(proc_root),
@@ -95,27 +99,40 @@ impl ProcTier {
     }
 
     /// Starts a tick with NVML up at `now`; returns whether it samples processes (and
-    /// then empties the list for the sampler to fill, see [`Self::list`]).
+    /// then empties the list for each GPU's processes, see [`Self::set_gpu`]).
     pub fn begin(&mut self, now: Instant) -> bool {
         let forced = std::mem::take(&mut self.force);
         self.slow = self.clock.due(now) || forced;
         if self.slow {
             self.listed.clear();
+            self.listed_ns.fill(0);
             self.sample_mono_ns = gpupeek_shm::mono_now_ns();
             self.dirty = true;
         }
         self.slow
     }
 
-    /// The list the sampler fills on a slow tick (`None` on a fast one).
-    pub fn list(&mut self) -> Option<&mut Vec<GpuProcess>> {
-        self.slow.then_some(&mut self.listed)
+    /// GPU `index`'s processes as its newest slow result listed them at `sampled_ns`:
+    /// on a slow tick (once per GPU), or between slow ticks for a GPU whose result
+    /// came after the slow tick that asked for it. They replace its part of the list.
+    pub fn set_gpu(&mut self, index: u32, procs: &[GpuProcess], sampled_ns: u64) {
+        if !self.slow {
+            self.listed.retain(|p| p.gpu_index != index);
+            self.dirty = true;
+        }
+        self.listed.extend_from_slice(procs);
+        let slot = index as usize;
+        if self.listed_ns.len() <= slot {
+            self.listed_ns.resize(slot + 1, 0);
+        }
+        self.listed_ns[slot] = sampled_ns;
     }
 
     /// This tick watches GPUs `0..count`: processes kept for GPUs beyond it (the driver
     /// lists fewer GPUs than it did) leave the table in this tick.
     pub fn gpu_count(&mut self, count: u32) {
         self.absent.truncate(count as usize);
+        self.listed_ns.truncate(count as usize);
         let before = self.listed.len();
         self.listed.retain(|p| p.gpu_index < count);
         if self.listed.len() != before {
@@ -142,6 +159,9 @@ impl ProcTier {
             return;
         }
         self.listed.retain(|p| p.gpu_index != index);
+        if let Some(ns) = self.listed_ns.get_mut(slot) {
+            *ns = 0;
+        }
         self.dirty = true;
         self.force = true;
     }
@@ -154,14 +174,6 @@ impl ProcTier {
                 self.force = true;
             }
         }
-    }
-
-    /// GPU `index`'s processes from a slow result that came after the slow tick that
-    /// asked for it (a GPU late to answer): they replace its part of the kept list.
-    pub fn replace(&mut self, index: u32, procs: &[GpuProcess]) {
-        self.listed.retain(|p| p.gpu_index != index);
-        self.listed.extend_from_slice(procs);
-        self.dirty = true;
     }
 
     /// The publishing policy changed: this tick rewrites the table from the kept list.
@@ -197,14 +209,18 @@ impl ProcTier {
     /// samples processes.
     pub fn publish_empty(&mut self, publisher: &Publisher, context: &ProcContext) {
         self.listed.clear();
+        self.listed_ns.fill(0);
         self.force = true;
         self.sample_mono_ns = gpupeek_shm::mono_now_ns();
         publisher.write_processes(&self.stamped(context), &[]);
     }
 
+    /// The table head: sampled when the oldest GPU's part of it was (the slow tick's
+    /// start when no GPU has one).
     fn stamped(&self, context: &ProcContext) -> ProcContext {
+        let oldest = self.listed_ns.iter().copied().filter(|&ns| ns != 0).min();
         ProcContext {
-            sample_mono_ns: self.sample_mono_ns,
+            sample_mono_ns: oldest.unwrap_or(self.sample_mono_ns),
             period_ns: self.period.as_nanos() as u64,
             ..*context
         }

@@ -367,14 +367,15 @@ impl Daemon {
                 } else {
                     self.counters.apply(&mut self.gpu);
                     match answer {
-                        Answer::Sampled { procs, new_procs }
-                            if self.gpu.state == GpuState::Ok as u32 =>
-                        {
-                            match self.procs.list() {
-                                Some(list) => list.extend_from_slice(procs),
-                                // A slow result that came after its slow tick.
-                                None if new_procs => self.procs.replace(index, procs),
-                                None => {}
+                        Answer::Sampled {
+                            procs,
+                            procs_ns,
+                            new_procs,
+                        } if self.gpu.state == GpuState::Ok as u32 => {
+                            // On a slow tick every GPU's newest list; between them, a
+                            // slow result that came after its slow tick.
+                            if slow || new_procs {
+                                self.procs.set_gpu(index, procs, procs_ns);
                             }
                             self.procs.gpu_present(index);
                         }

@@ -118,6 +118,8 @@ struct Gpu {
     asleep: bool,
     /// `procs` came from a result taken since the last tick published.
     new_procs: bool,
+    /// When the result `procs` came from was sampled (`CLOCK_MONOTONIC` ns).
+    procs_ns: u64,
 }
 
 impl Gpu {
@@ -128,6 +130,7 @@ impl Gpu {
             if self.newest.slow {
                 std::mem::swap(&mut self.procs, &mut self.newest.procs);
                 self.new_procs = true;
+                self.procs_ns = self.newest.rec.sample_mono_ns;
             }
         }
     }
@@ -188,6 +191,7 @@ impl Session {
                 posted: false,
                 asleep: false,
                 new_procs: false,
+                procs_ns: 0,
             });
         }
     }
@@ -276,6 +280,7 @@ impl Session {
         *rec = gpu.newest.rec;
         Answer::Sampled {
             procs: &gpu.procs,
+            procs_ns: gpu.procs_ns,
             new_procs: std::mem::take(&mut gpu.new_procs),
         }
     }
@@ -288,6 +293,8 @@ pub enum Answer<'a> {
     Sampled {
         /// The processes.
         procs: &'a [GpuProcess],
+        /// When they were sampled (`CLOCK_MONOTONIC` ns).
+        procs_ns: u64,
         /// They came since the last tick.
         new_procs: bool,
     },

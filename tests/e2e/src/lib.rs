@@ -365,6 +365,23 @@ impl Sandbox {
         });
     }
 
+    /// The first consistent snapshot of the segment that satisfies `done` (failing the
+    /// test with the daemon's log after [`WATCHDOG`]).
+    pub fn snapshot_when(
+        &self,
+        daemon: &Daemon,
+        what: &str,
+        done: impl Fn(&gpupeek_shm::Snapshot) -> bool,
+    ) -> gpupeek_shm::Snapshot {
+        let mut found = None;
+        wait_for(what, daemon, || {
+            let snap = gpupeek_shm::Segment::open(&self.shm).and_then(|s| s.snapshot());
+            found = snap.ok().filter(|s| s.consistent && done(s));
+            found.is_some()
+        });
+        found.expect("wait_for returned only once one was found")
+    }
+
     /// Waits for the daemon's first publish and returns the generation.
     pub fn wait_live(&self, daemon: &Daemon) -> u64 {
         self.wait_generation(1, daemon);

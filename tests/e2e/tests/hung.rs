@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, wait_for, Sandbox};
 use gpupeek_shm::{DaemonState, GpuState, Liveness, Snapshot};
 use serde_json::{json, Value};
 
@@ -34,24 +34,6 @@ fn hanging(gpu: usize, function: &str) -> Value {
     s
 }
 
-fn snapshot_when(
-    sb: &Sandbox,
-    daemon: &Daemon,
-    what: &str,
-    done: impl Fn(&Snapshot) -> bool,
-) -> Snapshot {
-    let segment = sb.segment();
-    let mut found = None;
-    wait_for(what, daemon, || {
-        let snap = segment.snapshot().unwrap();
-        if snap.consistent && done(&snap) {
-            found = Some(snap);
-        }
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 fn state(snap: &Snapshot, slot: usize) -> Option<GpuState> {
     snap.gpus
         .get(slot)
@@ -70,7 +52,7 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
     sb.wait_live(&daemon);
 
     sb.write_scenario(&hanging(1, "nvmlDeviceGetUtilizationRates"));
-    let hung = snapshot_when(&sb, &daemon, "GPU 1 not responding", |s| {
+    let hung = sb.snapshot_when(&daemon, "GPU 1 not responding", |s| {
         state(s, 1) == Some(GpuState::NotResponding)
     });
     // The hung GPU keeps its identity and shows no value as current.
@@ -78,7 +60,7 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
     assert_eq!(gpupeek_shm::text::decode(&g1.uuid), "GPU-00000001");
     assert_eq!(g1.valid & gpupeek_shm::layout::gpu_valid::UTILIZATION, 0);
     // The other GPUs and the heartbeat keep moving while the call stays stuck.
-    let later = snapshot_when(&sb, &daemon, "newer samples of GPUs 0 and 2", |s| {
+    let later = sb.snapshot_when(&daemon, "newer samples of GPUs 0 and 2", |s| {
         [0, 2].iter().all(|&i| {
             state(s, i) == Some(GpuState::Ok)
                 && s.gpus[i].sample_mono_ns > hung.gpus[i].sample_mono_ns + 200_000_000
@@ -102,7 +84,7 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
 
     // Released: the GPU answers again and is sampled as before.
     sb.write_scenario(&scenario());
-    snapshot_when(&sb, &daemon, "GPU 1 back", |s| {
+    sb.snapshot_when(&daemon, "GPU 1 back", |s| {
         state(s, 1) == Some(GpuState::Ok) && s.gpus[1].util_gpu_pct == 41
     });
     let log = daemon.log();
@@ -126,7 +108,7 @@ fn a_gpu_hung_in_its_process_list_on_a_slow_tick_is_not_responding_too() {
     sb.wait_live(&daemon);
     s["gpus"][0]["hang"] = json!(["nvmlDeviceGetRunningProcessDetailList"]);
     sb.write_scenario(&s);
-    let snap = snapshot_when(&sb, &daemon, "GPU 0 not responding", |s| {
+    let snap = sb.snapshot_when(&daemon, "GPU 0 not responding", |s| {
         state(s, 0) == Some(GpuState::NotResponding)
     });
     assert_eq!(state(&snap, 1), Some(GpuState::Ok));
@@ -137,7 +119,7 @@ fn a_gpu_hung_in_its_process_list_on_a_slow_tick_is_not_responding_too() {
     );
     s["gpus"][0]["hang"] = json!([]);
     sb.write_scenario(&s);
-    snapshot_when(&sb, &daemon, "GPU 0 back with its process", |s| {
+    sb.snapshot_when(&daemon, "GPU 0 back with its process", |s| {
         state(s, 0) == Some(GpuState::Ok) && s.processes_on(0).count() == 1
     });
 }
@@ -155,7 +137,7 @@ fn a_hung_nvml_init_keeps_the_heartbeat_and_says_the_driver_does_not_respond() {
     });
     let segment = sb.segment();
     let first = segment.status().unwrap();
-    let snap = snapshot_when(&sb, &daemon, "NVML error: not responding", |s| {
+    let snap = sb.snapshot_when(&daemon, "NVML error: not responding", |s| {
         s.status.state == DaemonState::NvmlError as u32
     });
     assert_eq!(snap.status.nvml_error_code, 10, "NVML_ERROR_TIMEOUT");
@@ -169,7 +151,7 @@ fn a_hung_nvml_init_keeps_the_heartbeat_and_says_the_driver_does_not_respond() {
     );
 
     sb.write_scenario(&scenario());
-    snapshot_when(&sb, &daemon, "live after init returned", |s| {
+    sb.snapshot_when(&daemon, "live after init returned", |s| {
         s.status.state == DaemonState::Live as u32 && s.gpus.len() == GPUS
     });
     let log = daemon.log();
@@ -214,9 +196,7 @@ fn an_operator_makes_the_daemon_let_go_of_nvml_and_take_it_back() {
     let out = operator(&sb, "--resume");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(open(&sb), 1);
-    snapshot_when(&sb, &daemon, "GPUs published again", |s| {
-        s.gpus.len() == GPUS
-    });
+    sb.snapshot_when(&daemon, "GPUs published again", |s| s.gpus.len() == GPUS);
     let out = sb.client(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = daemon.log();

@@ -43,24 +43,6 @@ fn calls(sb: &Sandbox, daemon: &Daemon) -> BTreeMap<String, u64> {
 }
 
 /// The first consistent snapshot satisfying `done`.
-fn snapshot_when(
-    sb: &Sandbox,
-    daemon: &Daemon,
-    what: &str,
-    done: impl Fn(&Snapshot) -> bool,
-) -> Snapshot {
-    let segment = sb.segment();
-    let mut found = None;
-    wait_for(what, daemon, || {
-        let snap = segment.snapshot().unwrap();
-        if snap.consistent && done(&snap) {
-            found = Some(snap);
-        }
-        found.is_some()
-    });
-    found.unwrap()
-}
-
 fn pids_on(snap: &Snapshot, gpu: u32) -> Vec<u32> {
     let mut pids: Vec<u32> = snap
         .processes
@@ -149,7 +131,7 @@ fn a_new_process_is_in_the_first_table_sampled_after_it_started() {
     assert_eq!(first.period_ns, 300 * MS);
     assert_ne!(first.sample_mono_ns, 0);
     // Fast ticks keep the table and its sample time: wait for the next slow tick.
-    let next = snapshot_when(&sb, &daemon, "a slow tick", |s| {
+    let next = sb.snapshot_when(&daemon, "a slow tick", |s| {
         s.proc_head.sample_mono_ns != first.sample_mono_ns
     });
     let c = calls(&sb, &daemon);
@@ -161,7 +143,7 @@ fn a_new_process_is_in_the_first_table_sampled_after_it_started() {
 
     let started = gpupeek_shm::mono_now_ns();
     sb.write_scenario(&scenario(&[&[777]]));
-    let snap = snapshot_when(&sb, &daemon, "a table sampled after the start", |s| {
+    let snap = sb.snapshot_when(&daemon, "a table sampled after the start", |s| {
         s.proc_head.sample_mono_ns > started
     });
     assert_eq!(pids_on(&snap, 0), [777], "{:?}", snap.proc_head);
@@ -183,13 +165,13 @@ fn a_gpu_that_sleeps_or_is_lost_leaves_the_table_at_once_and_comes_back_at_once(
         &["--process-interval", "60m", "--release-after", "60m"],
     );
     sb.wait_live(&daemon);
-    let snap = snapshot_when(&sb, &daemon, "both GPUs' processes", |s| {
+    let snap = sb.snapshot_when(&daemon, "both GPUs' processes", |s| {
         pids_on(s, 0) == [100] && pids_on(s, 1) == [200]
     });
     assert_eq!(snap.proc_head.period_ns, 3_600_000 * MS);
 
     sb.set_runtime_pm(GPU1, "suspended", "auto");
-    let snap = snapshot_when(&sb, &daemon, "GPU 1 asleep", |s| {
+    let snap = sb.snapshot_when(&daemon, "GPU 1 asleep", |s| {
         s.gpus[1].state == GpuState::Suspended as u32
     });
     assert_eq!(
@@ -203,13 +185,13 @@ fn a_gpu_that_sleeps_or_is_lost_leaves_the_table_at_once_and_comes_back_at_once(
     doc["gpus"][1]["processes"] = json!([{"pid": 201, "used_gpu_memory_bytes": 1}]);
     sb.write_scenario(&doc);
     sb.set_runtime_pm(GPU1, "active", "auto");
-    snapshot_when(&sb, &daemon, "GPU 1's new process", |s| {
+    sb.snapshot_when(&daemon, "GPU 1's new process", |s| {
         pids_on(s, 1) == [201] && s.gpus[1].process_count == 1
     });
 
     doc["gpus"][1]["errors"] = json!({"*": "GPU_IS_LOST"});
     sb.write_scenario(&doc);
-    let snap = snapshot_when(&sb, &daemon, "GPU 1 lost", |s| {
+    let snap = sb.snapshot_when(&daemon, "GPU 1 lost", |s| {
         s.gpus[1].state == GpuState::Lost as u32
     });
     assert_eq!(
@@ -228,13 +210,13 @@ fn a_gpu_the_driver_no_longer_counts_takes_its_processes_with_it_at_once() {
     // An hour between process samples: only the GPU count can clear GPU 1's row.
     let daemon = sb.start_daemon_with("20ms", &["--process-interval", "60m"]);
     sb.wait_live(&daemon);
-    snapshot_when(&sb, &daemon, "both GPUs' processes", |s| {
+    sb.snapshot_when(&daemon, "both GPUs' processes", |s| {
         pids_on(s, 0) == [100] && pids_on(s, 1) == [200]
     });
 
     doc["gpus"].as_array_mut().unwrap().truncate(1);
     sb.write_scenario(&doc);
-    let snap = snapshot_when(&sb, &daemon, "one GPU counted", |s| s.status.gpu_count == 1);
+    let snap = sb.snapshot_when(&daemon, "one GPU counted", |s| s.status.gpu_count == 1);
     assert_eq!(
         pids_on(&snap, 1),
         Vec::<u32>::new(),
@@ -250,7 +232,7 @@ fn json_and_metrics_say_how_old_the_process_lists_are() {
     // Processes are sampled once, at the first tick; the GPU values keep coming.
     let daemon = sb.start_daemon_with("20ms", &["--process-interval", "60m"]);
     sb.wait_live(&daemon);
-    let first = snapshot_when(&sb, &daemon, "the process", |s| pids_on(s, 0) == [4242]);
+    let first = sb.snapshot_when(&daemon, "the process", |s| pids_on(s, 0) == [4242]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     sb.let_ticks_pass(&daemon, 2);
     let later = sb.segment().snapshot().unwrap();
@@ -277,4 +259,29 @@ fn json_and_metrics_say_how_old_the_process_lists_are() {
     };
     assert!(value("gpupeek_process_sample_age_seconds") >= 0.3);
     assert_eq!(value("gpupeek_process_sampling_period_seconds"), 3600.0);
+}
+
+#[test]
+fn the_table_is_as_old_as_its_oldest_gpus_processes() {
+    let sb = Sandbox::new("tier-late");
+    let mut doc = scenario(&[&[4242], &[4343]]);
+    // Each GPU's slow job spends 2 × 300 ms in its process lists (compute and graphics),
+    // so the processes it publishes were sampled at least 600 ms before.
+    doc["latency_us_by_function"] = json!({ LIST: 300_000 });
+    sb.write_scenario(&doc);
+    let daemon = sb.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+    sb.wait_live(&daemon);
+    sb.snapshot_when(&daemon, "both GPUs' processes", |s| {
+        pids_on(s, 0) == [4242] && pids_on(s, 1) == [4343]
+    });
+    sb.let_ticks_pass(&daemon, 5);
+    let snap = sb.segment().snapshot().unwrap();
+    let head = snap.proc_head.sample_mono_ns;
+    let age = snap.status.heartbeat_mono_ns - head;
+    // The head says when the processes were sampled, not when the tick that published
+    // them started (a 50 ms tick's start would be at most about a period old).
+    assert!(age >= 500 * MS, "the table claims to be {age} ns old");
+    for g in &snap.gpus {
+        assert!(head <= g.sample_mono_ns, "{head} > {}", g.sample_mono_ns);
+    }
 }
