@@ -371,6 +371,7 @@ impl Daemon {
                             procs,
                             procs_ns,
                             new_procs,
+                            ..
                         } if self.gpu.state == GpuState::Ok as u32 => {
                             // On a slow tick every GPU's newest list; between them, a
                             // slow result that came after its slow tick.
@@ -383,7 +384,11 @@ impl Daemon {
                     }
                     self.pm.remember(slot, &self.gpu);
                     all_idle &= power::idle(&self.gpu, self.procs.compute_on(index));
-                    self.alerts.observe(&self.gpu);
+                    // Each sample is judged once: a late GPU's record, republished, is not
+                    // a second observation.
+                    if !matches!(answer, Answer::Sampled { fresh: false, .. }) {
+                        self.alerts.observe(&self.gpu);
+                    }
                 }
             }
             self.freeze_after = match self.freeze_after {

@@ -120,6 +120,8 @@ struct Gpu {
     new_procs: bool,
     /// When the result `procs` came from was sampled (`CLOCK_MONOTONIC` ns).
     procs_ns: u64,
+    /// `newest` was taken since the last tick published.
+    fresh: bool,
 }
 
 impl Gpu {
@@ -127,6 +129,7 @@ impl Gpu {
     fn collect(&mut self) {
         if self.worker.take(&mut self.newest) {
             self.sampled = true;
+            self.fresh = true;
             if self.newest.slow {
                 std::mem::swap(&mut self.procs, &mut self.newest.procs);
                 self.new_procs = true;
@@ -192,6 +195,7 @@ impl Session {
                 asleep: false,
                 new_procs: false,
                 procs_ns: 0,
+                fresh: false,
             });
         }
     }
@@ -282,6 +286,7 @@ impl Session {
             procs: &gpu.procs,
             procs_ns: gpu.procs_ns,
             new_procs: std::mem::take(&mut gpu.new_procs),
+            fresh: std::mem::take(&mut gpu.fresh),
         }
     }
 }
@@ -295,6 +300,8 @@ pub enum Answer<'a> {
         procs: &'a [GpuProcess],
         /// When they were sampled (`CLOCK_MONOTONIC` ns).
         procs_ns: u64,
+        /// The record is a new sample (not republished: the GPU was late).
+        fresh: bool,
         /// They came since the last tick.
         new_procs: bool,
     },

@@ -104,8 +104,10 @@ fn each_threshold_episode_is_logged_once_when_it_starts_and_once_when_it_ends() 
 fn throttling_alerts_name_the_reason_and_ignore_the_routine_power_cap() {
     let sandbox = Sandbox::new("alerts-throttle");
     sandbox.write_scenario(&scenario(40, 8, 100, 0x4, false));
-    // Clock event reasons are read on the slow tier: make every tick a slow one.
-    let daemon = sandbox.start_daemon_with("20ms", &["--process-interval", "20ms"]);
+    // Clock event reasons are read on the slow tier: make every tick a slow one. Ticks
+    // of 60 ms keep a one-tick flicker (the test reacting to a generation) well apart
+    // from the three ticks that end an episode, on a loaded machine too.
+    let daemon = sandbox.start_daemon_with("60ms", &["--process-interval", "60ms"]);
     sandbox.wait_live(&daemon);
     advance(&sandbox, &daemon, 5);
     assert!(
