@@ -83,10 +83,11 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
         )
         .env(
             "GPU_CHECK_LATENCY_FLAGS",
-            // An R450 driver, to see entry points it lacks reported, not fatal.
+            // A 535.98 driver (no `_v3`), to see entry points it lacks reported, not
+            // fatal, next to GPM and field values, which it has.
             format!(
                 "--nvml-lib {} --rounds 5 --init-cycles 1",
-                driver_library(profiles::R450).display()
+                driver_library(profiles::R535_98).display()
             ),
         )
         .env("GPU_CHECK_LOAD", "sleep 6")
@@ -162,7 +163,7 @@ fn latency_row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
 
 /// nvml-latency on the fake NVML: a call the scenario slows down by 20 ms takes at least
 /// that (a lower bound the sleep guarantees, not a speed target); a value the scenario
-/// leaves out is NOT_SUPPORTED; an entry point the driver lacks (R450's `_v3`) is
+/// leaves out is NOT_SUPPORTED; an entry point the driver lacks (535.98's `_v3`) is
 /// reported, not fatal.
 fn check_latency_table(table: &str) {
     let slow = latency_row(table, "nvmlDeviceGetPowerManagementLimit");
