@@ -42,6 +42,22 @@ pub enum FieldType {
     Words(usize),
 }
 
+impl FieldType {
+    /// Its name in gpupeek-shm(5)'s tables: `u32`, `char[96]`, `u64[5]`.
+    pub fn name(self) -> String {
+        match self {
+            Self::U8 => "u8".into(),
+            Self::U16 => "u16".into(),
+            Self::I16 => "i16".into(),
+            Self::U32 => "u32".into(),
+            Self::I32 => "i32".into(),
+            Self::U64 => "u64".into(),
+            Self::Text(n) => format!("char[{n}]"),
+            Self::Words(n) => format!("u64[{n}]"),
+        }
+    }
+}
+
 /// The field types a record may use.
 trait Typed {
     const TYPE: FieldType;
