@@ -10,6 +10,7 @@ and sets:
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -72,6 +73,113 @@ class Layout(unittest.TestCase):
     def test_layout_table_is_the_rust_crates(self):
         with open(os.environ["GPUPEEK_TEST_LAYOUT"]) as f:
             self.assertEqual(gpupeek.describe(), f.read())
+
+
+class Validity(unittest.TestCase):
+    """Every field with a validity bit, in every record the tables name, is None when its
+    bit is clear and its value when the bit is set: walked over the generated tables, so a
+    field added in shm-layout is covered without touching this test."""
+
+    # One segment made here: header, generation, status, 1 GPU slot, the process table
+    # with 1 slot, and 1 history ring of 1 sample.
+    STATUS, GPUS = 256, 512
+    PROCS = GPUS + gpupeek.GPU_RECORD_SIZE
+    SLOTS = PROCS + gpupeek.PROC_TABLE_HEAD_SIZE
+    RING = -(-(gpupeek.HISTORY_HEAD_SIZE + gpupeek.HISTORY_SAMPLE_SIZE) // 8) * 8
+    HISTORY = SLOTS + gpupeek.PROC_RECORD_SIZE
+    SIZE = HISTORY + RING
+
+    # Values that make a record read as current: an ok GPU, a live daemon, one process.
+    FIXED = {"StatusRecord": {"state": 1, "gpu_count": 1}, "GpuRecord": {"state": 1},
+             "ProcTableHead": {"count": 1}, "ProcRecord": {"kind": 1},
+             "HistoryHead": {"written": 1, "step_ns": 1}}
+
+    @staticmethod
+    def value(name, offset, fmt):
+        """A distinct value for a field: its name for a string, else from its offset."""
+        if fmt.endswith("s"):
+            return name.encode()[:int(fmt[:-1]) - 1]
+        return {"B": 7, "h": 40}.get(fmt, 1000 + offset)
+
+    def record(self, name, valid):
+        size, fields = gpupeek._RECORDS[name]
+        raw = bytearray(size)
+        for field, offset, fmt in fields:
+            value = self.FIXED.get(name, {}).get(field, self.value(field, offset, fmt))
+            if field == "valid":
+                value = valid & (1 << 8 * struct.calcsize("=" + fmt)) - 1
+            elif field.startswith("reserved") or field == "seq":
+                continue
+            struct.pack_into("=" + fmt, raw, offset, value)
+        return bytes(raw)
+
+    def segment(self, valid):
+        """A segment whose GPU, status, process and history records all carry `valid`."""
+        h = {"magic": gpupeek.MAGIC, "abi_major": gpupeek.ABI_MAJOR,
+             "abi_minor": gpupeek.ABI_MINOR, "segment_size_bytes": self.SIZE,
+             "status_size_bytes": gpupeek.STATUS_RECORD_SIZE, "status_offset": self.STATUS,
+             "gpu_table_offset": self.GPUS, "gpu_record_size_bytes": gpupeek.GPU_RECORD_SIZE,
+             "gpu_capacity": 1, "proc_table_offset": self.PROCS,
+             "proc_record_size_bytes": gpupeek.PROC_RECORD_SIZE, "proc_capacity": 1,
+             "generation_offset": 128, "history_offset": self.HISTORY,
+             "history_ring_size_bytes": self.RING, "history_slots": 1,
+             "history_sample_size_bytes": gpupeek.HISTORY_SAMPLE_SIZE}
+        data = bytearray(self.SIZE)
+        for field, offset, fmt in gpupeek._RECORDS["StaticHeader"][1]:
+            struct.pack_into("=" + fmt, data, offset, h.get(field, 0 if fmt[-1] != "s" else b""))
+        for record, at in (("StatusRecord", self.STATUS), ("GpuRecord", self.GPUS),
+                           ("ProcTableHead", self.PROCS), ("ProcRecord", self.SLOTS),
+                           ("HistoryHead", self.HISTORY),
+                           ("HistorySample", self.HISTORY + gpupeek.HISTORY_HEAD_SIZE)):
+            raw = self.record(record, valid)
+            data[at:at + len(raw)] = raw
+        name = f"{SHM or 'gpupeek-test'}-valid-{os.getpid()}"
+        path = "/dev/shm/" + name
+        fd = os.open(path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, bytes(data))
+        finally:
+            os.close(fd)
+        self.addCleanup(lambda: os.path.exists(path) and os.unlink(path))
+        with gpupeek.Segment(name) as seg:
+            snap = seg.snapshot()
+            history = seg.history(0)
+        return {"StatusRecord": snap.status, "GpuRecord": snap.gpus[0],
+                "ProcRecord": snap.processes[0], "HistorySample": history.samples[0]}
+
+    def expected(self, record, field):
+        size, fields = gpupeek._RECORDS[record]
+        offset, fmt = next((o, f) for n, o, f in fields if n == field)
+        value = self.value(field, offset, fmt)
+        if field == "cmdline":
+            return [value.decode()]
+        return value.decode() if isinstance(value, bytes) else value
+
+    def test_gpu_status_process_and_history_records_have_validity_tables(self):
+        self.assertEqual(set(gpupeek.VALID_FIELDS),
+                         {"StatusRecord", "GpuRecord", "ProcRecord", "HistorySample"})
+        self.assertEqual(gpupeek.GPU_VALID["idle_since_mono_ns"], 35)
+
+    def test_a_field_is_its_value_with_its_bit_set(self):
+        decoded = self.segment(valid=(1 << 64) - 1)
+        for record, table in gpupeek.VALID_FIELDS.items():
+            for field in table:
+                with self.subTest(record=record, field=field):
+                    self.assertEqual(getattr(decoded[record], field),
+                                     self.expected(record, field))
+
+    def test_a_field_is_none_with_its_bit_clear(self):
+        bits = sorted({b for t in gpupeek.VALID_FIELDS.values() for b in t.values()})
+        for bit in bits:
+            decoded = self.segment(valid=((1 << 64) - 1) & ~(1 << bit))
+            for record, table in gpupeek.VALID_FIELDS.items():
+                for field, field_bit in table.items():
+                    with self.subTest(record=record, field=field, bit=bit):
+                        value = getattr(decoded[record], field)
+                        if field_bit == bit:
+                            self.assertIsNone(value)
+                        else:
+                            self.assertEqual(value, self.expected(record, field))
 
 
 class Snapshot(unittest.TestCase):

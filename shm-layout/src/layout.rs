@@ -19,11 +19,14 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+#[macro_use]
+mod tables;
 mod history;
 mod procs;
 
 pub use history::*;
 pub use procs::*;
+pub use tables::{Bit, BitSet, EnumTable, Variant};
 
 /// `b"GPUPEEK\0"` read as a little-endian `u64`; the first word of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
@@ -50,86 +53,57 @@ pub const MAX_HISTORY_SLOTS: u32 = 65536;
 /// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.
 pub const MAX_CAPACITY: u32 = 65536;
 
-/// What the daemon is doing; `StatusRecord::state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum DaemonState {
-    /// Segment created, nothing published yet.
-    Starting = 0,
-    /// Publishing every period.
-    Live = 1,
-    /// NVML failed (to load or initialise); see `nvml_error_code` / `error_message`.
-    NvmlError = 2,
-    /// The daemon shut down cleanly.
-    Stopped = 3,
-    /// An operator asked the daemon to let go of NVML (for a GPU reset or a MIG change):
-    /// it holds no NVML handle and publishes no GPU until asked to take it back (1.3).
-    Released = 4,
-}
+/// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
+pub const BIT_SETS: [BitSet; 6] = [
+    status_valid::SET,
+    gpu_valid::SET,
+    proc_flags::SET,
+    proc_kind::SET,
+    proc_valid::SET,
+    history_valid::SET,
+];
 
-impl DaemonState {
-    /// Decodes the raw word; unknown values are `None`.
-    pub fn from_raw(raw: u32) -> Option<Self> {
-        Some(match raw {
-            0 => Self::Starting,
-            1 => Self::Live,
-            2 => Self::NvmlError,
-            3 => Self::Stopped,
-            4 => Self::Released,
-            _ => return None,
-        })
+/// Every state enum of the ABI as a table.
+pub const STATE_ENUMS: [EnumTable; 3] = [DaemonState::TABLE, GpuState::TABLE, ProcPolicy::TABLE];
+
+state_enum! {
+    /// What the daemon is doing; `StatusRecord::state`.
+    pub enum DaemonState in StatusRecord.state {
+        /// Segment created, nothing published yet.
+        Starting = 0 => "starting",
+        /// Publishing every period.
+        Live = 1 => "live",
+        /// NVML failed (to load or initialise); see `nvml_error_code` / `error_message`.
+        NvmlError = 2 => "nvml_error",
+        /// The daemon shut down cleanly.
+        Stopped = 3 => "stopped",
+        /// An operator asked the daemon to let go of NVML (for a GPU reset or a MIG
+        /// change): it holds no NVML handle and publishes no GPU until asked to take it
+        /// back (1.3).
+        Released = 4 => "released",
     }
 }
 
-/// The health of one GPU; `GpuRecord::state`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum GpuState {
-    /// Unused slot.
-    Empty = 0,
-    /// Sampled normally this tick.
-    Ok = 1,
-    /// NVML reports the GPU as lost (fell off the bus); values are not current.
-    Lost = 2,
-    /// The GPU could not be sampled (e.g. its handle failed); see `nvml_error_code`.
-    Error = 3,
-    /// Runtime-suspended: not queried so it can sleep; values are not current.
-    Suspended = 4,
-    /// Idle, and the daemon has released NVML so that runtime PM can suspend it, but it
-    /// has not suspended yet: not queried; values are not current.
-    Idle = 5,
-    /// The driver has not answered a call for this GPU within the daemon's NVML timeout
-    /// (a GPU after an Xid, a driver stuck in D state): values are not current; identity
-    /// is kept. Cleared when the call returns (1.3).
-    NotResponding = 6,
-}
-
-impl GpuState {
-    /// Decodes the raw word; unknown values are `None`.
-    pub fn from_raw(raw: u32) -> Option<Self> {
-        Some(match raw {
-            0 => Self::Empty,
-            1 => Self::Ok,
-            2 => Self::Lost,
-            3 => Self::Error,
-            4 => Self::Suspended,
-            5 => Self::Idle,
-            6 => Self::NotResponding,
-            _ => return None,
-        })
-    }
-
-    /// Lower-case name used in JSON and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Empty => "empty",
-            Self::Ok => "ok",
-            Self::Lost => "lost",
-            Self::Error => "error",
-            Self::Suspended => "suspended",
-            Self::Idle => "idle",
-            Self::NotResponding => "not responding",
-        }
+state_enum! {
+    /// The health of one GPU; `GpuRecord::state`.
+    pub enum GpuState in GpuRecord.state {
+        /// Unused slot.
+        Empty = 0 => "empty",
+        /// Sampled normally this tick.
+        Ok = 1 => "ok",
+        /// NVML reports the GPU as lost (fell off the bus); values are not current.
+        Lost = 2 => "lost",
+        /// The GPU could not be sampled (e.g. its handle failed); see `nvml_error_code`.
+        Error = 3 => "error",
+        /// Runtime-suspended: not queried so it can sleep; values are not current.
+        Suspended = 4 => "suspended",
+        /// Idle, and the daemon has released NVML so that runtime PM can suspend it, but
+        /// it has not suspended yet: not queried; values are not current.
+        Idle = 5 => "idle",
+        /// The driver has not answered a call for this GPU within the daemon's NVML
+        /// timeout (a GPU after an Xid, a driver stuck in D state): values are not
+        /// current; identity is kept. Cleared when the call returns (1.3).
+        NotResponding = 6 => "not responding",
     }
 }
 
@@ -183,14 +157,16 @@ pub struct StaticHeader {
     pub reserved: [u64; 2],
 }
 
-/// Validity bits of [`StatusRecord::valid`].
-pub mod status_valid {
-    /// `driver_version` is set.
-    pub const DRIVER_VERSION: u64 = 1 << 0;
-    /// `nvml_version` is set.
-    pub const NVML_VERSION: u64 = 1 << 1;
-    /// `cuda_driver_version` is set.
-    pub const CUDA_DRIVER_VERSION: u64 = 1 << 2;
+bit_set! {
+    /// Validity bits of [`StatusRecord::valid`].
+    pub mod status_valid: u64, in StatusRecord.valid {
+        /// `driver_version` is set.
+        DRIVER_VERSION = 0 [driver_version],
+        /// `nvml_version` is set.
+        NVML_VERSION = 1 [nvml_version],
+        /// `cuda_driver_version` is set.
+        CUDA_DRIVER_VERSION = 2 [cuda_driver_version],
+    }
 }
 
 /// The daemon's state, heartbeat and versions, under its own seqlock.
@@ -225,82 +201,84 @@ pub struct StatusRecord {
     pub reserved: [u64; 1],
 }
 
-/// Validity bits of [`GpuRecord::valid`]: one per optional field.
-pub mod gpu_valid {
-    /// `name`.
-    pub const NAME: u64 = 1 << 0;
-    /// `uuid`.
-    pub const UUID: u64 = 1 << 1;
-    /// `pci_bus_id`.
-    pub const PCI_BUS_ID: u64 = 1 << 2;
-    /// `mem_total_bytes`, `mem_used_bytes`, `mem_free_bytes`.
-    pub const MEMORY: u64 = 1 << 3;
-    /// `mem_reserved_bytes`.
-    pub const MEM_RESERVED: u64 = 1 << 4;
-    /// `util_gpu_pct` and `util_mem_pct`.
-    pub const UTILIZATION: u64 = 1 << 5;
-    /// `util_enc_pct`.
-    pub const UTIL_ENC: u64 = 1 << 6;
-    /// `util_dec_pct`.
-    pub const UTIL_DEC: u64 = 1 << 7;
-    /// `temp_gpu_c`.
-    pub const TEMPERATURE: u64 = 1 << 8;
-    /// `fan_speed_pct`.
-    pub const FAN_SPEED: u64 = 1 << 9;
-    /// `power_draw_mw`.
-    pub const POWER_DRAW: u64 = 1 << 10;
-    /// `power_limit_mw`.
-    pub const POWER_LIMIT: u64 = 1 << 11;
-    /// `energy_mj`.
-    pub const ENERGY: u64 = 1 << 12;
-    /// `clock_graphics_mhz`.
-    pub const CLOCK_GRAPHICS: u64 = 1 << 13;
-    /// `clock_sm_mhz`.
-    pub const CLOCK_SM: u64 = 1 << 14;
-    /// `clock_mem_mhz`.
-    pub const CLOCK_MEM: u64 = 1 << 15;
-    /// `clock_graphics_max_mhz`.
-    pub const CLOCK_GRAPHICS_MAX: u64 = 1 << 16;
-    /// `clock_sm_max_mhz`.
-    pub const CLOCK_SM_MAX: u64 = 1 << 17;
-    /// `clock_mem_max_mhz`.
-    pub const CLOCK_MEM_MAX: u64 = 1 << 18;
-    /// `pstate`.
-    pub const PSTATE: u64 = 1 << 19;
-    /// `clock_event_reasons`.
-    pub const CLOCK_EVENT_REASONS: u64 = 1 << 20;
-    /// `pcie_tx_kbytes_per_s`.
-    pub const PCIE_TX: u64 = 1 << 21;
-    /// `pcie_rx_kbytes_per_s`.
-    pub const PCIE_RX: u64 = 1 << 22;
-    /// `pcie_link_gen`.
-    pub const PCIE_LINK_GEN: u64 = 1 << 23;
-    /// `pcie_link_width`.
-    pub const PCIE_LINK_WIDTH: u64 = 1 << 24;
-    /// `ecc_corrected_volatile_count`.
-    pub const ECC_CORRECTED: u64 = 1 << 25;
-    /// `ecc_uncorrected_volatile_count`.
-    pub const ECC_UNCORRECTED: u64 = 1 << 26;
-    /// `process_count` and this GPU's process slots (the process list was readable).
-    pub const PROCESSES: u64 = 1 << 27;
-    /// `gpm_interval_ns`: GPM metrics were computed this period (ABI 1.1). Each GPM value
-    /// below has its own bit as well, since a GPU may support only some of them.
-    pub const GPM: u64 = 1 << 28;
-    /// `gpm_sm_activity_centipct` (ABI 1.1).
-    pub const GPM_SM_ACTIVITY: u64 = 1 << 29;
-    /// `gpm_sm_occupancy_centipct` (ABI 1.1).
-    pub const GPM_SM_OCCUPANCY: u64 = 1 << 30;
-    /// `gpm_tensor_activity_centipct` (ABI 1.1).
-    pub const GPM_TENSOR_ACTIVITY: u64 = 1 << 31;
-    /// `gpm_dram_bw_util_centipct` (ABI 1.1).
-    pub const GPM_DRAM_BW: u64 = 1 << 32;
-    /// `gpm_pcie_tx_bytes_per_s` and `gpm_pcie_rx_bytes_per_s` (ABI 1.1).
-    pub const GPM_PCIE: u64 = 1 << 33;
-    /// `gpm_nvlink_tx_bytes_per_s` and `gpm_nvlink_rx_bytes_per_s` (ABI 1.1).
-    pub const GPM_NVLINK: u64 = 1 << 34;
-    /// `idle_since_mono_ns`: utilisation is known and has been 0 % since then (ABI 1.1).
-    /// Clear while the GPU is busy.
-    pub const IDLE_SINCE: u64 = 1 << 35;
+bit_set! {
+    /// Validity bits of [`GpuRecord::valid`]: one per optional field.
+    pub mod gpu_valid: u64, in GpuRecord.valid {
+        /// `name`.
+        NAME = 0 [name],
+        /// `uuid`.
+        UUID = 1 [uuid],
+        /// `pci_bus_id`.
+        PCI_BUS_ID = 2 [pci_bus_id],
+        /// `mem_total_bytes`, `mem_used_bytes`, `mem_free_bytes`.
+        MEMORY = 3 [mem_total_bytes, mem_used_bytes, mem_free_bytes],
+        /// `mem_reserved_bytes`.
+        MEM_RESERVED = 4 [mem_reserved_bytes],
+        /// `util_gpu_pct` and `util_mem_pct`.
+        UTILIZATION = 5 [util_gpu_pct, util_mem_pct],
+        /// `util_enc_pct`.
+        UTIL_ENC = 6 [util_enc_pct],
+        /// `util_dec_pct`.
+        UTIL_DEC = 7 [util_dec_pct],
+        /// `temp_gpu_c`.
+        TEMPERATURE = 8 [temp_gpu_c],
+        /// `fan_speed_pct`.
+        FAN_SPEED = 9 [fan_speed_pct],
+        /// `power_draw_mw`.
+        POWER_DRAW = 10 [power_draw_mw],
+        /// `power_limit_mw`.
+        POWER_LIMIT = 11 [power_limit_mw],
+        /// `energy_mj`.
+        ENERGY = 12 [energy_mj],
+        /// `clock_graphics_mhz`.
+        CLOCK_GRAPHICS = 13 [clock_graphics_mhz],
+        /// `clock_sm_mhz`.
+        CLOCK_SM = 14 [clock_sm_mhz],
+        /// `clock_mem_mhz`.
+        CLOCK_MEM = 15 [clock_mem_mhz],
+        /// `clock_graphics_max_mhz`.
+        CLOCK_GRAPHICS_MAX = 16 [clock_graphics_max_mhz],
+        /// `clock_sm_max_mhz`.
+        CLOCK_SM_MAX = 17 [clock_sm_max_mhz],
+        /// `clock_mem_max_mhz`.
+        CLOCK_MEM_MAX = 18 [clock_mem_max_mhz],
+        /// `pstate`.
+        PSTATE = 19 [pstate],
+        /// `clock_event_reasons`.
+        CLOCK_EVENT_REASONS = 20 [clock_event_reasons],
+        /// `pcie_tx_kbytes_per_s`.
+        PCIE_TX = 21 [pcie_tx_kbytes_per_s],
+        /// `pcie_rx_kbytes_per_s`.
+        PCIE_RX = 22 [pcie_rx_kbytes_per_s],
+        /// `pcie_link_gen`.
+        PCIE_LINK_GEN = 23 [pcie_link_gen],
+        /// `pcie_link_width`.
+        PCIE_LINK_WIDTH = 24 [pcie_link_width],
+        /// `ecc_corrected_volatile_count`.
+        ECC_CORRECTED = 25 [ecc_corrected_volatile_count],
+        /// `ecc_uncorrected_volatile_count`.
+        ECC_UNCORRECTED = 26 [ecc_uncorrected_volatile_count],
+        /// `process_count` and this GPU's process slots (the process list was readable).
+        PROCESSES = 27 [process_count],
+        /// `gpm_interval_ns`: GPM metrics were computed this period (ABI 1.1). Each GPM value
+        /// below has its own bit as well, since a GPU may support only some of them.
+        GPM = 28 [gpm_interval_ns],
+        /// `gpm_sm_activity_centipct` (ABI 1.1).
+        GPM_SM_ACTIVITY = 29 [gpm_sm_activity_centipct],
+        /// `gpm_sm_occupancy_centipct` (ABI 1.1).
+        GPM_SM_OCCUPANCY = 30 [gpm_sm_occupancy_centipct],
+        /// `gpm_tensor_activity_centipct` (ABI 1.1).
+        GPM_TENSOR_ACTIVITY = 31 [gpm_tensor_activity_centipct],
+        /// `gpm_dram_bw_util_centipct` (ABI 1.1).
+        GPM_DRAM_BW = 32 [gpm_dram_bw_util_centipct],
+        /// `gpm_pcie_tx_bytes_per_s` and `gpm_pcie_rx_bytes_per_s` (ABI 1.1).
+        GPM_PCIE = 33 [gpm_pcie_tx_bytes_per_s, gpm_pcie_rx_bytes_per_s],
+        /// `gpm_nvlink_tx_bytes_per_s` and `gpm_nvlink_rx_bytes_per_s` (ABI 1.1).
+        GPM_NVLINK = 34 [gpm_nvlink_tx_bytes_per_s, gpm_nvlink_rx_bytes_per_s],
+        /// `idle_since_mono_ns`: utilisation is known and has been 0 % since then (ABI 1.1).
+        /// Clear while the GPU is busy.
+        IDLE_SINCE = 35 [idle_since_mono_ns],
+    }
 }
 
 /// Bits of [`GpuRecord::clock_event_reasons`] (NVML's `nvmlClocksEventReason*`), and

@@ -3,7 +3,9 @@
 //! `pin_layout!` turns each listed offset into a `const` assertion, and checks that the
 //! listed fields' sizes add up to the record's size, so a field added, removed, resized or
 //! moved without updating this file fails to compile. The same table, rendered by
-//! [`describe`], is compared with a golden file in the tests and documents the layout.
+//! [`describe`], is compared with a golden file in the tests and documents the layout;
+//! walked through [`RECORDS`], with each field's [`FieldType`], it is what the C and
+//! Python readers' record definitions are generated from (`examples/gen-readers`).
 
 use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
@@ -14,6 +16,70 @@ const fn size_of_field<T, F>(_accessor: fn(&T) -> &F) -> usize {
     core::mem::size_of::<F>()
 }
 
+/// [`FieldType`] of the type a field accessor returns.
+const fn type_of_field<T, F: Typed>(_accessor: fn(&T) -> &F) -> FieldType {
+    F::TYPE
+}
+
+/// The type of a field, as a reader in another language must declare it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `i16`.
+    I16,
+    /// `u32`.
+    U32,
+    /// `i32`.
+    I32,
+    /// `u64`.
+    U64,
+    /// `[u8; N]`: a NUL-padded string.
+    Text(usize),
+    /// `[u64; N]`: reserved words.
+    Words(usize),
+}
+
+impl FieldType {
+    /// Its name in gpupeek-shm(5)'s tables: `u32`, `char[96]`, `u64[5]`.
+    pub fn name(self) -> String {
+        match self {
+            Self::U8 => "u8".into(),
+            Self::U16 => "u16".into(),
+            Self::I16 => "i16".into(),
+            Self::U32 => "u32".into(),
+            Self::I32 => "i32".into(),
+            Self::U64 => "u64".into(),
+            Self::Text(n) => format!("char[{n}]"),
+            Self::Words(n) => format!("u64[{n}]"),
+        }
+    }
+}
+
+/// The field types a record may use.
+trait Typed {
+    const TYPE: FieldType;
+}
+
+macro_rules! typed {
+    ($($ty:ty => $field_type:expr),* $(,)?) => {
+        $(impl Typed for $ty { const TYPE: FieldType = $field_type; })*
+    };
+}
+
+typed!(u8 => FieldType::U8, u16 => FieldType::U16, i16 => FieldType::I16,
+       u32 => FieldType::U32, i32 => FieldType::I32, u64 => FieldType::U64);
+
+impl<const N: usize> Typed for [u8; N] {
+    const TYPE: FieldType = FieldType::Text(N);
+}
+
+impl<const N: usize> Typed for [u64; N] {
+    const TYPE: FieldType = FieldType::Words(N);
+}
+
 macro_rules! pin_layout {
     ($ty:ident, size = $size:expr, { $($field:ident : $off:expr),* $(,)? }) => {
         const _: () = assert!(core::mem::size_of::<$ty>() == $size);
@@ -21,9 +87,13 @@ macro_rules! pin_layout {
         $( const _: () = assert!(core::mem::offset_of!($ty, $field) == $off); )*
         const _: () = assert!(0 $(+ size_of_field(|r: &$ty| &r.$field))* == $size);
         impl $ty {
-            /// Every field as (name, offset in bytes, size in bytes), in memory order.
-            pub const FIELDS: &'static [Field] =
-                &[$((stringify!($field), $off, size_of_field(|r: &$ty| &r.$field))),*];
+            /// Every field, in memory order.
+            pub const FIELDS: &'static [Field] = &[$(Field {
+                name: stringify!($field),
+                offset: $off,
+                size: size_of_field(|r: &$ty| &r.$field),
+                ty: type_of_field(|r: &$ty| &r.$field),
+            }),*];
         }
     };
 }
@@ -87,42 +157,58 @@ pin_layout!(HistorySample, size = 24, {
 /// Size of a 1.0 process record: the smallest a reader accepts.
 pub const PROC_RECORD_V1_0_SIZE: usize = 128;
 
-/// A field as (name, offset in bytes, size in bytes).
-pub type Field = (&'static str, usize, usize);
+/// One field of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Its name, the same in every reader.
+    pub name: &'static str,
+    /// Offset from the start of the record, bytes.
+    pub offset: usize,
+    /// Size, bytes.
+    pub size: usize,
+    /// Its type.
+    pub ty: FieldType,
+}
+
+/// One record of the ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// The Rust type's name, e.g. `"GpuRecord"`.
+    pub name: &'static str,
+    /// Size in bytes.
+    pub size: usize,
+    /// Every field, in memory order.
+    pub fields: &'static [Field],
+}
+
+macro_rules! records {
+    ($($ty:ident),* $(,)?) => {
+        [$(Record { name: stringify!($ty), size: size_of::<$ty>(), fields: $ty::FIELDS }),*]
+    };
+}
+
+/// Every record of the ABI, in the order of [`describe`].
+pub const RECORDS: [Record; 7] = records!(
+    StaticHeader,
+    StatusRecord,
+    GpuRecord,
+    ProcTableHead,
+    ProcRecord,
+    HistoryHead,
+    HistorySample,
+);
 
 /// The whole ABI as text: one block per record, one `offset size name` line per field.
 /// The golden test compares this with `tests/layout-v1.golden`; the man page shows it.
 pub fn describe() -> String {
-    let records: [(&str, usize, &[Field]); 7] = [
-        (
-            "StaticHeader",
-            size_of::<StaticHeader>(),
-            StaticHeader::FIELDS,
-        ),
-        (
-            "StatusRecord",
-            size_of::<StatusRecord>(),
-            StatusRecord::FIELDS,
-        ),
-        ("GpuRecord", size_of::<GpuRecord>(), GpuRecord::FIELDS),
-        (
-            "ProcTableHead",
-            size_of::<ProcTableHead>(),
-            ProcTableHead::FIELDS,
-        ),
-        ("ProcRecord", size_of::<ProcRecord>(), ProcRecord::FIELDS),
-        ("HistoryHead", size_of::<HistoryHead>(), HistoryHead::FIELDS),
-        (
-            "HistorySample",
-            size_of::<HistorySample>(),
-            HistorySample::FIELDS,
-        ),
-    ];
     let mut out = String::new();
-    for (name, size, fields) in records {
-        out.push_str(&format!("{name} size={size}\n"));
-        for (field, offset, len) in fields {
-            out.push_str(&format!("  {offset:4} {len:3} {field}\n"));
+    for record in RECORDS {
+        out.push_str(&format!("{} size={}\n", record.name, record.size));
+        for field in record.fields {
+            out.push_str(&format!(
+                "  {:4} {:3} {}\n",
+                field.offset, field.size, field.name
+            ));
         }
     }
     out

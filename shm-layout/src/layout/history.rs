@@ -20,19 +20,21 @@ pub struct HistoryHead {
     pub reserved: u64,
 }
 
-/// Validity bits of [`HistorySample::valid`]. A sample of a GPU that was asleep, lost or
-/// failing has every bit clear: a gap, not zeros.
-pub mod history_valid {
-    /// `util_gpu_pct`.
-    pub const UTILIZATION: u16 = 1 << 0;
-    /// `mem_used_mib`.
-    pub const MEMORY: u16 = 1 << 1;
-    /// `power_draw_mw`.
-    pub const POWER_DRAW: u16 = 1 << 2;
-    /// `temp_gpu_c`.
-    pub const TEMPERATURE: u16 = 1 << 3;
-    /// `util_mem_pct`.
-    pub const UTIL_MEM: u16 = 1 << 4;
+bit_set! {
+    /// Validity bits of [`HistorySample::valid`]. A sample of a GPU that was asleep, lost or
+    /// failing has every bit clear: a gap, not zeros.
+    pub mod history_valid: u16, in HistorySample.valid {
+        /// `util_gpu_pct`.
+        UTILIZATION = 0 [util_gpu_pct],
+        /// `mem_used_mib`.
+        MEMORY = 1 [mem_used_mib],
+        /// `power_draw_mw`.
+        POWER_DRAW = 2 [power_draw_mw],
+        /// `temp_gpu_c`.
+        TEMPERATURE = 3 [temp_gpu_c],
+        /// `util_mem_pct`.
+        UTIL_MEM = 4 [util_mem_pct],
+    }
 }
 
 /// One history sample of one GPU (ABI 1.1): compact, 24 bytes.

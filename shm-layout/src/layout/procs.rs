@@ -31,78 +31,64 @@ pub struct ProcTableHead {
     pub reserved: [u64; 10],
 }
 
-/// How much the daemon publishes about each process; [`ProcTableHead::policy`].
-///
-/// The segment is world-readable, so the daemon never publishes more than `/proc` shows
-/// every user: with `hidepid` on `/proc` the default is [`ProcPolicy::Basic`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum ProcPolicy {
-    /// Everything: user, command line, CPU, host memory, container.
-    Full = 1,
-    /// Only what NVML shows every user: pid, GPU memory and utilisation, kind, MIG ids.
-    Basic = 2,
-    /// No process slots at all (the per-GPU process count stays).
-    None = 3,
-}
-
-impl ProcPolicy {
-    /// Decodes the raw word; unknown values (and 0, from a 1.0 writer) are `None`.
-    pub fn from_raw(raw: u32) -> Option<Self> {
-        Some(match raw {
-            1 => Self::Full,
-            2 => Self::Basic,
-            3 => Self::None,
-            _ => return None,
-        })
-    }
-
-    /// Lower-case name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::Basic => "basic",
-            Self::None => "none",
-        }
+state_enum! {
+    /// How much the daemon publishes about each process; [`ProcTableHead::policy`] (0, from
+    /// a 1.0 writer, decodes to `None`).
+    ///
+    /// The segment is world-readable, so the daemon never publishes more than `/proc`
+    /// shows every user: with `hidepid` on `/proc` the default is [`ProcPolicy::Basic`].
+    pub enum ProcPolicy in ProcTableHead.policy {
+        /// Everything: user, command line, CPU, host memory, container.
+        Full = 1 => "full",
+        /// Only what NVML shows every user: pid, GPU memory and utilisation, kind, MIG ids.
+        Basic = 2 => "basic",
+        /// No process slots at all (the per-GPU process count stays).
+        None = 3 => "none",
     }
 }
 
-/// Bits of [`ProcTableHead::flags`].
-pub mod proc_flags {
-    /// `/proc` is mounted with `hidepid`: users cannot see each other's processes.
-    pub const HIDEPID: u32 = 1 << 0;
+bit_set! {
+    /// Bits of [`ProcTableHead::flags`].
+    pub mod proc_flags: u32, in ProcTableHead.flags {
+        /// `/proc` is mounted with `hidepid`: users cannot see each other's processes.
+        HIDEPID = 0,
+    }
 }
 
-/// Process kinds of [`ProcRecord::kind`] (bit set).
-pub mod proc_kind {
-    /// Listed by NVML as a compute process.
-    pub const COMPUTE: u32 = 1;
-    /// Listed by NVML as a graphics process.
-    pub const GRAPHICS: u32 = 2;
+bit_set! {
+    /// Process kinds of [`ProcRecord::kind`] (bit set).
+    pub mod proc_kind: u32, in ProcRecord.kind {
+        /// Listed by NVML as a compute process.
+        COMPUTE = 0,
+        /// Listed by NVML as a graphics process.
+        GRAPHICS = 1,
+    }
 }
 
-/// Validity bits of [`ProcRecord::valid`].
-pub mod proc_valid {
-    /// `gpu_mem_bytes`.
-    pub const GPU_MEMORY: u64 = 1 << 0;
-    /// `uid` and `user`.
-    pub const USER: u64 = 1 << 1;
-    /// `command`.
-    pub const COMMAND: u64 = 1 << 2;
-    /// `cmdline` and `cmdline_len` (ABI 1.1).
-    pub const CMDLINE: u64 = 1 << 3;
-    /// `sm_util_pct`, `mem_util_pct`, `enc_util_pct`, `dec_util_pct` (ABI 1.1).
-    pub const GPU_UTIL: u64 = 1 << 4;
-    /// `cpu_centipct` (ABI 1.1).
-    pub const CPU: u64 = 1 << 5;
-    /// `host_rss_bytes` (ABI 1.1).
-    pub const HOST_MEMORY: u64 = 1 << 6;
-    /// `start_unix_ns` (ABI 1.1).
-    pub const START_TIME: u64 = 1 << 7;
-    /// `ns_pid` and `pid_ns_inode` (ABI 1.1).
-    pub const NAMESPACE: u64 = 1 << 8;
-    /// `container_runtime` and `container_id`, and `pod_uid` when non-empty (ABI 1.1).
-    pub const CONTAINER: u64 = 1 << 9;
+bit_set! {
+    /// Validity bits of [`ProcRecord::valid`].
+    pub mod proc_valid: u64, in ProcRecord.valid {
+        /// `gpu_mem_bytes`.
+        GPU_MEMORY = 0 [gpu_mem_bytes],
+        /// `uid` and `user`.
+        USER = 1 [uid, user],
+        /// `command`.
+        COMMAND = 2 [command],
+        /// `cmdline` and `cmdline_len` (ABI 1.1).
+        CMDLINE = 3 [cmdline, cmdline_len],
+        /// `sm_util_pct`, `mem_util_pct`, `enc_util_pct`, `dec_util_pct` (ABI 1.1).
+        GPU_UTIL = 4 [sm_util_pct, mem_util_pct, enc_util_pct, dec_util_pct],
+        /// `cpu_centipct` (ABI 1.1).
+        CPU = 5 [cpu_centipct],
+        /// `host_rss_bytes` (ABI 1.1).
+        HOST_MEMORY = 6 [host_rss_bytes],
+        /// `start_unix_ns` (ABI 1.1).
+        START_TIME = 7 [start_unix_ns],
+        /// `ns_pid` and `pid_ns_inode` (ABI 1.1).
+        NAMESPACE = 8 [ns_pid, pid_ns_inode],
+        /// `container_runtime` and `container_id`, and `pod_uid` when non-empty (ABI 1.1).
+        CONTAINER = 9 [container_runtime, container_id, pod_uid],
+    }
 }
 
 /// One process on one GPU (a process on two GPUs has two slots).

@@ -161,6 +161,65 @@ fn shm_page_field_tables_are_the_pinned_layout() {
     assert_eq!(described, gpupeek_shm::pin::describe());
 }
 
+/// Each row of gpupeek-shm(5)'s field tables as (record, field, type, meaning), the
+/// meaning of a `T{`...`T}` cell joined into one line.
+fn shm_page_rows() -> Vec<(String, String, String, String)> {
+    let man = std::fs::read_to_string(repo().join("man/gpupeek-shm.5")).unwrap();
+    let (mut rows, mut record) = (Vec::new(), String::new());
+    let mut lines = man.lines();
+    while let Some(line) = lines.next() {
+        if let Some(title) = line.strip_prefix(".SS ") {
+            record = title.split(' ').next().unwrap().to_owned();
+            continue;
+        }
+        let cells: Vec<&str> = line.split('|').collect();
+        if cells.len() == 5 && cells[0].parse::<usize>().is_ok() {
+            let mut meaning = cells[4].to_owned();
+            if meaning == "T{" {
+                meaning = lines.by_ref().take_while(|l| *l != "T}").collect();
+            }
+            rows.push((record.clone(), cells[2].into(), cells[3].into(), meaning));
+        }
+    }
+    rows
+}
+
+/// The type column is the Rust field's type, and a field's `[bit N]` is the validity bit
+/// shm-layout declares for it (none where it declares none), so the page cannot keep a
+/// bit the readers' generated tables have dropped, or miss one they have.
+#[test]
+fn shm_page_field_types_and_validity_bits_are_the_rust_ones() {
+    use gpupeek_shm::layout::BIT_SETS;
+    let rows = shm_page_rows();
+    let mut checked = 0;
+    for record in gpupeek_shm::pin::RECORDS {
+        let valid = BIT_SETS
+            .iter()
+            .find(|s| s.record == record.name && s.field == "valid");
+        for field in record.fields {
+            let row = rows
+                .iter()
+                .find(|r| r.0 == record.name && r.1 == field.name)
+                .unwrap_or_else(|| panic!("{}.{} has no row", record.name, field.name));
+            assert_eq!(row.2, field.ty.name(), "{}.{}", record.name, field.name);
+            let note = row.3.rfind('[').map(|i| &row.3[i + 1..]);
+            let bit_note = note.map(|n| n.trim_start_matches("valid "));
+            let documented = bit_note.and_then(|n| n.strip_prefix("bit ")).map(|rest| {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse::<u32>().unwrap()
+            });
+            let declared = valid.and_then(|s| s.bit_of(field.name));
+            assert_eq!(
+                documented, declared,
+                "{}.{}: {}",
+                record.name, field.name, row.3
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} rows found");
+}
+
 #[test]
 fn mandoc_lint_finds_nothing_in_any_page() {
     let Some(mandoc) = tool("mandoc", "mandoc") else {
