@@ -3,12 +3,13 @@
 //! once, where a file per binary linked it about thirty times.
 //!
 //! A test's name is its module and function: `cargo test -p gpupeek-e2e --test e2e --
-//! soak::` runs one module, `hung::a_hung_` the tests whose names start so.
+//! soak::` runs one module, `-- hung::a_hung_` the tests whose names contain that.
 //!
 //! Every test shares this process with the others, run in parallel: none sets an
 //! environment variable, changes the current directory or handles a signal in it, and
 //! helpers that must happen once ([`gpupeek_e2e::bins`], [`gpupeek_e2e::driver_library`])
-//! happen once per process.
+//! happen once per process. Tests that load the machine heavily, or measure what a
+//! loaded machine would skew, take turns ([`gpupeek_e2e::one_at_a_time`]).
 
 mod alerts;
 mod allocations;
