@@ -19,8 +19,9 @@ pub const WATCHDOG: Duration = Duration::from_secs(20);
 /// A turn for the tests that must not overlap one another, now that every test shares
 /// one process: those that load the machine (a hundred reader processes, a busy loop,
 /// valgrind, an unpaced seqlock writer) and those that measure what such load would
-/// skew (a daemon's rate, CPU time or driver calls per tick). Other tests still run
-/// beside the holder: they assert nothing that a loaded machine changes.
+/// skew (a daemon's rate, CPU time or driver calls per tick, its first publish within
+/// two ticks). Other tests still run beside the holder: they assert nothing that a
+/// loaded machine changes.
 pub fn one_at_a_time() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     // A test that failed during its turn poisoned the lock; the next one still runs.

@@ -53,6 +53,9 @@ fn wait_snapshot(
 
 #[test]
 fn a_daemon_frozen_mid_write_reads_stale_and_after_sigkill_a_restart_resumes_old_readers() {
+    // A daemon starved by a test loading both cores publishes nothing in its first ticks,
+    // and would freeze before its first publish.
+    let _turn = gpupeek_e2e::one_at_a_time();
     let sb = Sandbox::new("frozen");
     sb.write_scenario(&two_gpus());
     let mut cmd = sb.daemon_command("50ms");
