@@ -1,7 +1,8 @@
 //! Hostile segments: arbitrary bytes turned into a segment image, placed where a reader
 //! will open it, and read the way a client reads. The fuzz target
-//! (`fuzz/fuzz_targets/reader.rs`) and the corpus regression test (`tests/hostile.rs`)
-//! share this code, so what the fuzzer found keeps being checked by `cargo test`.
+//! (`fuzz/fuzz_targets/reader.rs`) and the corpus regression test
+//! (`tests/e2e/hostile.rs`) share this code, so what the fuzzer found keeps being checked
+//! by `cargo test`.
 //!
 //! A fuzz input is decoded as follows. Its first byte's low bit picks the mode:
 //! - raw (bit clear): the rest of the input is the whole segment;

@@ -10,11 +10,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long any wait in a test may take before the test fails instead of hanging.
 pub const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// A turn for the tests that must not overlap one another, now that every test shares
+/// one process: those that load the machine (a hundred reader processes, a busy loop,
+/// valgrind, an unpaced seqlock writer) and those that measure what such load would
+/// skew (a daemon's rate, CPU time or driver calls per tick, its first publish within
+/// two ticks). Other tests still run beside the holder: they assert nothing that a
+/// loaded machine changes.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    // A test that failed during its turn poisoned the lock; the next one still runs.
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Paths of the binaries under test.
 pub struct Bins {
@@ -28,7 +40,7 @@ pub struct Bins {
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek and the fake NVML (once per test binary) with the same
+/// Builds gpupeekd, gpupeek and the fake NVML (once per test process) with the same
 /// profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
@@ -66,7 +78,7 @@ pub fn bins() -> &'static Bins {
     })
 }
 
-/// The fake NVML as driver `profile` ships it: a library linked (once per test binary)
+/// The fake NVML as driver `profile` ships it: a library linked (once per test process)
 /// from the fake's static library whose dynamic symbol table holds exactly the functions
 /// that driver exports, so that looking up any other one fails as it would there.
 pub fn driver_library(profile: Profile) -> PathBuf {
@@ -78,7 +90,7 @@ pub fn driver_library(profile: Profile) -> PathBuf {
         let mut libs = BTreeMap::new();
         for p in profiles::PROFILES {
             let lib = dir.join(p.library_name());
-            // Private names, renamed into place: test binaries link concurrently.
+            // Private names, renamed into place: test processes link concurrently.
             let tag = format!("{}.{}", p.name, std::process::id());
             let script = dir.join(format!("{tag}.map"));
             let tmp = dir.join(format!("{tag}.so"));

@@ -53,11 +53,15 @@ fn wait_snapshot(
 
 #[test]
 fn a_daemon_frozen_mid_write_reads_stale_and_after_sigkill_a_restart_resumes_old_readers() {
+    // A daemon starved by a test loading both cores publishes nothing in its first ticks.
+    let _turn = gpupeek_e2e::one_at_a_time();
     let sb = Sandbox::new("frozen");
     sb.write_scenario(&two_gpus());
     let mut cmd = sb.daemon_command("50ms");
-    // Freeze inside the 5th GPU write: GPU 0's record of the third tick.
-    cmd.env("GPUPEEKD_TEST_FREEZE_MID_WRITE", "4");
+    // Freeze inside the 41st GPU write: GPU 0's record of the 21st tick, about a second
+    // in. (The 3rd tick was too soon: on a loaded machine the first ticks publish
+    // nothing, the daemon froze before its first publish and `wait_live` timed out.)
+    cmd.env("GPUPEEKD_TEST_FREEZE_MID_WRITE", "40");
     let mut daemon = sb.spawn_daemon(cmd);
     sb.wait_live(&daemon);
     // A long-lived reader, mapped before the fault and kept across the restart.

@@ -75,6 +75,8 @@ fn json_with_cpu(sb: &Sandbox, daemon: &gpupeek_e2e::Daemon, args: &[&str]) -> V
 
 #[test]
 fn processes_carry_gpustats_keys_and_our_own_from_real_proc() {
+    // Its busy loop takes a core for the whole test.
+    let _turn = gpupeek_e2e::one_at_a_time();
     let sb = Sandbox::new("procfull");
     let burner = Proc::spawn(Command::new("sh").args(["-c", "while :; do :; done"]));
     let sleeper = Proc::sleeper();

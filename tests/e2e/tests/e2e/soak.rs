@@ -14,7 +14,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{stdout, Daemon, Sandbox};
+use gpupeek_e2e::{one_at_a_time, stdout, Daemon, Sandbox};
 use serde_json::{json, Value};
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -46,13 +46,6 @@ fn fds(pid: u32) -> usize {
         })
         .min()
         .unwrap()
-}
-
-/// One measurement at a time: the load tests' readers would slow the soak's daemon down,
-/// and two load tests at once would measure each other.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Time `pid` has run on a CPU and time it waited, runnable, for one, ns
