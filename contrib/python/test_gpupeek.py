@@ -1,6 +1,6 @@
 """Tests of gpupeek.py against a live gpupeekd on the fake NVML.
 
-Run by the Rust end-to-end suite (tests/e2e/tests/contrib.rs), which starts the daemon
+Run by the Rust end-to-end suite (tests/e2e/tests/e2e/contrib.rs), which starts the daemon
 and sets:
   GPUPEEK_SHM             the daemon's segment
   GPUPEEK_TEST_SCENARIO   the fake NVML's scenario file (these tests rewrite it)
