@@ -13,7 +13,7 @@
 //! worker has let go of it, so that `nvmlShutdown` has run when the new state is
 //! published.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpupeek_shm::layout::DaemonState;
@@ -21,7 +21,7 @@ use gpupeek_shm::{text, StatusRecord};
 
 use crate::power::RuntimePm;
 use crate::reads::Failure;
-use crate::sampler::SystemInfo;
+use crate::sampler::{Closed, SystemInfo};
 use crate::session::{Control, ControlJob, ControlOut, Session};
 use crate::waiter::Request;
 use crate::worker::{Done, Worker};
@@ -61,9 +61,7 @@ pub enum Nvml {
     Released,
     /// Released on an operator's request until asked to take it back; `closing` while
     /// a call that has not returned still holds the session open.
-    OnRequest {
-        closing: Option<Weak<nvml_wrapper::Nvml>>,
-    },
+    OnRequest { closing: Option<Closed> },
 }
 
 /// NVML's state and the control worker.
@@ -137,21 +135,27 @@ impl Driver {
     /// timeout, for every worker to let go of it so that `nvmlShutdown` has run when the
     /// new state is published. A worker stuck in a call keeps the session open until the
     /// call returns: then what tells when it closes is returned.
-    pub fn close(&mut self, next: Nvml) -> Option<Weak<nvml_wrapper::Nvml>> {
+    pub fn close(&mut self, next: Nvml) -> Option<Closed> {
         let Nvml::Up(session) = std::mem::replace(&mut self.state, next) else {
             return None;
         };
-        let watch = session.watch();
-        drop(session);
+        let closed = session.closed();
+        // `nvmlShutdown` runs where the last share of the session is dropped: ours goes
+        // to the control worker, so that a driver stuck there cannot stop the
+        // publishing thread (when that worker is busy, it is dropped here).
+        drop(
+            self.control
+                .post(ControlJob::Close(session), Instant::now()),
+        );
         let deadline = Instant::now() + self.timeout;
-        if self.done.wait_until(deadline, || watch.strong_count() == 0) {
+        if self.done.wait_until(deadline, || closed.is_closed()) {
             return None;
         }
         log::warn!(
             "NVML is not shut down yet: a call has not returned; it shuts down when the call \
              returns"
         );
-        Some(watch)
+        Some(closed)
     }
 
     /// Starts `nvmlInit` on the control worker when NVML is down and the backoff has
@@ -172,7 +176,11 @@ impl Driver {
                 self.state = Nvml::Released;
                 return;
             }
-            if !self.control.post(ControlJob::Init(self.lib.clone()), now) {
+            if self
+                .control
+                .post(ControlJob::Init(self.lib.clone()), now)
+                .is_err()
+            {
                 return; // still busy with a late count of an earlier session
             }
             self.state = Nvml::Starting {
@@ -265,7 +273,7 @@ impl Driver {
         }
         if !self.counting {
             let job = ControlJob::Count(session.sampler().clone());
-            self.counting = self.control.post(job, now);
+            self.counting = self.control.post(job, now).is_ok();
         }
         false
     }
@@ -298,9 +306,7 @@ impl Driver {
                     now.saturating_duration_since(*since).as_secs()
                 ),
             ),
-            Nvml::OnRequest { closing }
-                if closing.as_ref().is_some_and(|s| s.strong_count() > 0) =>
-            {
+            Nvml::OnRequest { closing } if closing.as_ref().is_some_and(|c| !c.is_closed()) => {
                 error(
                     NVML_ERROR_TIMEOUT,
                     "releasing NVML on request: waiting for a call that has not returned",

@@ -24,6 +24,7 @@
 //! later tick.
 
 use nvml_wrapper::error::NvmlError;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nvml_wrapper::{Device, Nvml};
@@ -52,11 +53,45 @@ pub struct SystemInfo {
     pub cuda_driver_version: Option<i32>,
 }
 
+/// The NVML handle of a session, shared by its samplers: dropping the last share runs
+/// `nvmlShutdown`, then marks the session closed (fields drop in declaration order).
+struct Held {
+    nvml: Nvml,
+    closed: MarkOnDrop,
+}
+
+/// Sets its flag when dropped.
+struct MarkOnDrop(Arc<AtomicBool>);
+
+impl Drop for MarkOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Says whether a session's `nvmlShutdown` has returned (see [`Sampler::closed`]).
+#[derive(Clone)]
+pub struct Closed(Arc<AtomicBool>);
+
+impl Closed {
+    /// `nvmlShutdown` has returned: the session holds nothing of the driver.
+    pub fn is_closed(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Nvml;
+    fn deref(&self) -> &Nvml {
+        &self.nvml
+    }
+}
+
 /// An initialised NVML session: driver-wide queries, and a [`GpuSampler`] per GPU.
 /// Clones share the session.
 #[derive(Clone)]
 pub struct Sampler {
-    nvml: Arc<Nvml>,
+    nvml: Arc<Held>,
     /// The process-list entry point this driver has (empty buffers, cloned per GPU).
     proc_buffers: gpuprocs::Buffers,
 }
@@ -71,7 +106,10 @@ impl Sampler {
         let nvml = builder.init()?;
         let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
         Ok(Sampler {
-            nvml: Arc::new(nvml),
+            nvml: Arc::new(Held {
+                nvml,
+                closed: MarkOnDrop(Arc::new(AtomicBool::new(false))),
+            }),
             proc_buffers,
         })
     }
@@ -85,10 +123,11 @@ impl Sampler {
         }
     }
 
-    /// Something that tells when the session is closed: its strong count falls to 0
-    /// once this sampler, its clones and its GPU samplers are all dropped.
-    pub fn watch(&self) -> std::sync::Weak<Nvml> {
-        Arc::downgrade(&self.nvml)
+    /// Tells when the session is closed: once this sampler, its clones and its GPU
+    /// samplers are all dropped, and the `nvmlShutdown` that the last drop runs has
+    /// returned.
+    pub fn closed(&self) -> Closed {
+        Closed(Arc::clone(&self.nvml.closed.0))
     }
 
     /// Number of GPUs NVML sees.
@@ -119,7 +158,7 @@ impl Sampler {
 /// One GPU of an NVML session, with what its sampling remembers across ticks. It owns
 /// everything it touches, so each GPU can be sampled on a thread of its own.
 pub struct GpuSampler {
-    nvml: Arc<Nvml>,
+    nvml: Arc<Held>,
     index: u32,
     /// Static identity, read once per session and kept for when the GPU fails.
     identity: Option<Identity>,

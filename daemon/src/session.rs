@@ -14,7 +14,7 @@
 //! The process lists of a GPU are those of its newest slow job, so a slow tick always
 //! has a list for every GPU that answered (the newest one it gave).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
@@ -22,7 +22,7 @@ use gpupeek_shm::GpuRecord;
 
 use crate::gpuprocs::GpuProcess;
 use crate::reads::Failure;
-use crate::sampler::{GpuSampler, Sampler, SystemInfo};
+use crate::sampler::{Closed, GpuSampler, Sampler, SystemInfo};
 use crate::worker::{Done, Task, Worker};
 
 /// The identity fields a "not responding" GPU keeps from its last record.
@@ -35,6 +35,9 @@ pub enum ControlJob {
     Init(Option<String>),
     /// Count the GPUs of this session.
     Count(Sampler),
+    /// Drop this session's share here: when it is the last, `nvmlShutdown` runs on
+    /// this worker, not on the publishing thread.
+    Close(Box<Session>),
 }
 
 /// What the control worker answered.
@@ -68,6 +71,10 @@ impl Task for Control {
                 }))
             }
             ControlJob::Count(sampler) => ControlOut::Count(sampler.device_count()),
+            ControlJob::Close(session) => {
+                drop(session);
+                ControlOut::None
+            }
         };
     }
 }
@@ -167,9 +174,9 @@ impl Session {
         &self.sampler
     }
 
-    /// Tells when the session is closed (see [`Sampler::watch`]).
-    pub fn watch(&self) -> Weak<nvml_wrapper::Nvml> {
-        self.sampler.watch()
+    /// Tells when the session is closed (see [`Sampler::closed`]).
+    pub fn closed(&self) -> Closed {
+        self.sampler.closed()
     }
 
     /// Starts the workers of GPUs `0..count` that are not running yet.
@@ -213,7 +220,7 @@ impl Session {
                 forget_slow: gpu.forget_slow,
             };
             gpu.asleep = false;
-            gpu.posted = gpu.worker.post(job, now);
+            gpu.posted = gpu.worker.post(job, now).is_ok();
             if gpu.posted {
                 gpu.forget_slow = false;
             }

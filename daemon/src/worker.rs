@@ -108,18 +108,18 @@ impl<T: Task> Worker<T> {
         Ok(Worker { shared })
     }
 
-    /// Posts `job` unless the worker is still busy with an earlier one; returns whether
-    /// it was posted.
-    pub fn post(&self, job: T::Job, now: Instant) -> bool {
+    /// Posts `job` unless the worker is still busy with an earlier one, which gives the
+    /// job back.
+    pub fn post(&self, job: T::Job, now: Instant) -> Result<(), T::Job> {
         let mut slot = lock(&self.shared.slot);
         if slot.busy_since.is_some() {
-            return false;
+            return Err(job);
         }
         slot.job = Some(job);
         slot.busy_since = Some(now);
         drop(slot);
         self.shared.wake.notify_one();
-        true
+        Ok(())
     }
 
     /// How long the job in hand has been running (counted from its posting), or `None`
@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn a_posted_job_is_run_and_its_output_taken_once() {
         let (worker, done, _gate) = sum();
-        assert!(worker.post(5, Instant::now()));
+        assert!(worker.post(5, Instant::now()).is_ok());
         assert!(done.wait_until(far(), || worker.has_fresh()));
         let mut out = 0;
         assert!(worker.take(&mut out));
@@ -245,20 +245,24 @@ mod tests {
     fn a_blocked_worker_is_busy_refuses_jobs_and_catches_up_when_released() {
         let (worker, done, gate) = sum();
         let posted = Instant::now();
-        assert!(worker.post(0, posted));
+        assert!(worker.post(0, posted).is_ok());
         let soon = Instant::now() + Duration::from_millis(50);
         assert!(
             !done.wait_until(soon, || worker.has_fresh()),
             "it is blocked"
         );
         assert!(worker.busy_for(Instant::now()).unwrap() >= Duration::from_millis(50));
-        assert!(!worker.post(7, Instant::now()), "no second job while busy");
+        assert_eq!(
+            worker.post(7, Instant::now()),
+            Err(7),
+            "no second job while busy"
+        );
         gate.send(()).unwrap();
         assert!(done.wait_until(far(), || worker.has_fresh()));
         let mut out = 99;
         assert!(worker.take(&mut out));
         assert_eq!(out, 0, "the refused job never ran");
-        assert!(worker.post(7, Instant::now()));
+        assert!(worker.post(7, Instant::now()).is_ok());
         assert!(done.wait_until(far(), || worker.has_fresh()));
         assert!(worker.take(&mut out));
         assert_eq!(out, 7);
@@ -267,7 +271,7 @@ mod tests {
     #[test]
     fn dropping_a_busy_worker_does_not_wait_for_it() {
         let (worker, _done, gate) = sum();
-        assert!(worker.post(0, Instant::now()));
+        assert!(worker.post(0, Instant::now()).is_ok());
         drop(worker); // returns at once although the job is blocked
         gate.send(()).unwrap();
     }

@@ -215,3 +215,32 @@ fn release_and_resume_without_a_daemon_fail_in_one_line() {
     cmd.args(["--shm", &sb.shm, "--release", "--resume"]);
     gpupeek_e2e::assert_one_line_failure(&run_with_watchdog(cmd), 2, "both");
 }
+
+#[test]
+fn a_hung_nvml_shutdown_stops_neither_the_heartbeat_nor_the_truth() {
+    let sb = Sandbox::new("hung-shutdown");
+    sb.write_scenario(&scenario());
+    let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "200ms"]);
+    sb.wait_live(&daemon);
+    let mut stuck = scenario();
+    stuck["hang"] = json!(["nvmlShutdown"]);
+    sb.write_scenario(&stuck);
+    daemon.signal(nix::sys::signal::Signal::SIGUSR1);
+    // NVML cannot be shut down: the daemon says it is waiting for that, not "released",
+    // and keeps publishing.
+    let waiting = sb.snapshot_when(&daemon, "waiting to let go", |s| {
+        s.status.state == DaemonState::NvmlError as u32 && s.status.nvml_error_code == 10
+    });
+    let message = gpupeek_shm::text::decode(&waiting.status.error_message);
+    assert!(message.contains("releasing NVML"), "{message}");
+    sb.snapshot_when(&daemon, "the heartbeat going on", |s| {
+        s.status.heartbeat_mono_ns > waiting.status.heartbeat_mono_ns + 300_000_000
+            && s.status.state == DaemonState::NvmlError as u32
+    });
+    // nvmlShutdown returns: released, and no handle is left open.
+    sb.write_scenario(&scenario());
+    sb.snapshot_when(&daemon, "released", |s| {
+        s.status.state == DaemonState::Released as u32
+    });
+    assert_eq!(sb.nvml_call_file(daemon.pid()).unwrap()["open_handles"], 0);
+}
