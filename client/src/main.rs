@@ -57,11 +57,13 @@ const EXIT_CORRUPT: u8 = 8;
 const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
 
-/// A reason to stop: the exit status and the line to print (none when empty).
+/// A reason to stop: the exit status and the line to print (none when empty), and the
+/// daemon's state when that is the reason.
 #[derive(Debug)]
 struct Exit {
     code: u8,
     message: String,
+    daemon: Option<Liveness>,
 }
 
 impl Exit {
@@ -69,6 +71,7 @@ impl Exit {
         Exit {
             code,
             message: message.into(),
+            daemon: None,
         }
     }
 }
@@ -224,36 +227,40 @@ fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
 
 /// Turns a daemon that is not live into the matching exit.
 fn check_live(name: &str, liveness: Liveness, period_ns: u64) -> Result<(), Exit> {
-    match liveness {
-        Liveness::Live => Ok(()),
-        Liveness::Starting => Err(Exit::new(
+    let exit = match &liveness {
+        Liveness::Live => return Ok(()),
+        Liveness::Starting => Exit::new(
             EXIT_NO_DAEMON,
             format!("gpupeekd on segment '{name}' is starting and has not published yet"),
-        )),
-        Liveness::Stopped => Err(Exit::new(
+        ),
+        Liveness::Stopped => Exit::new(
             EXIT_NO_DAEMON,
             format!("gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"),
-        )),
-        Liveness::Released => Err(Exit::new(
+        ),
+        Liveness::Released => Exit::new(
             EXIT_RELEASED,
             format!(
                 "gpupeekd on segment '{name}' has let go of the driver on request (GPU reset or \
                  MIG change): `gpupeekd --resume` takes it back"
             ),
-        )),
-        Liveness::Stale { age_ns } => Err(Exit::new(
+        ),
+        Liveness::Stale { age_ns } => Exit::new(
             EXIT_STALE,
             format!(
                 "gpupeekd on segment '{name}' is not responding: last update {:.1}s ago, period {:.3}s",
-                age_ns as f64 / 1e9,
+                *age_ns as f64 / 1e9,
                 period_ns as f64 / 1e9
             ),
-        )),
-        Liveness::NvmlError { code, message } => Err(Exit::new(
+        ),
+        Liveness::NvmlError { code, message } => Exit::new(
             EXIT_NVML,
             format!("gpupeekd cannot use NVML: {message} (NVML error {code})"),
-        )),
-    }
+        ),
+    };
+    Err(Exit {
+        daemon: Some(liveness),
+        ..exit
+    })
 }
 
 fn published_time(unix_ns: u64) -> DateTime<Local> {

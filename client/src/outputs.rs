@@ -22,7 +22,7 @@
 //! `error` for anything else (NVML error, bad segment).
 
 use gpupeek_shm::layout::GpuState;
-use gpupeek_shm::{GpuRecord, History, Snapshot};
+use gpupeek_shm::{GpuRecord, History, Liveness, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
 use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_RELEASED, EXIT_STALE, EXIT_USAGE};
@@ -223,7 +223,7 @@ impl Renderer {
     /// The line for a daemon that cannot be read (`exit` says why).
     pub fn down(&self, exit: &Exit) -> String {
         let (class, what) = match exit.code {
-            EXIT_NO_DAEMON if exit.message.contains("starting") => ("stopped", "starting"),
+            EXIT_NO_DAEMON if exit.daemon == Some(Liveness::Starting) => ("stopped", "starting"),
             EXIT_NO_DAEMON => ("stopped", "no daemon"),
             EXIT_STALE => ("stopped", "daemon not responding"),
             EXIT_NVML => ("error", "NVML error"),

@@ -255,3 +255,15 @@ fn a_released_daemon_is_its_own_quiet_class_not_a_stopped_one() {
     let r = Renderer::new(Kind::Bash, None, None, false).unwrap();
     assert_eq!(r.down(&exit), "\n");
 }
+
+#[test]
+fn a_starting_daemon_is_told_by_its_state_not_by_the_words_of_its_message() {
+    let r = Renderer::new(Kind::Tmux, None, None, false).unwrap();
+    let line = |liveness| {
+        let exit = crate::check_live("starting-gpus", liveness, 1_000_000_000).unwrap_err();
+        r.down(&exit)
+    };
+    assert_eq!(line(gpupeek_shm::Liveness::Starting), "GPU: starting\n");
+    // A segment whose name says "starting": its stopped daemon is not a starting one.
+    assert_eq!(line(gpupeek_shm::Liveness::Stopped), "GPU: no daemon\n");
+}
