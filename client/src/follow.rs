@@ -65,8 +65,7 @@ fn follow(
                 );
                 match live {
                     Ok(()) => {
-                        let history =
-                            crate::commands::histories(segment, &snap, renderer.history());
+                        let history = crate::live::histories(segment, &snap, renderer.history());
                         (renderer.live(&snap, &history, ids)?, period_ns, true)
                     }
                     Err(exit) => (renderer.down(&exit), period_ns, false),

@@ -27,6 +27,7 @@ mod cli;
 mod commands;
 mod follow;
 mod json;
+mod live;
 mod local;
 mod metrics;
 mod outputs;

@@ -490,9 +490,9 @@ pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
     if args.follow {
         return crate::follow::run(&renderer, &name, args.id.as_deref());
     }
-    match crate::commands::live_segment(&name) {
+    match crate::live::live_segment(&name) {
         Ok((segment, snap)) => {
-            let history = crate::commands::histories(&segment, &snap, renderer.history());
+            let history = crate::live::histories(&segment, &snap, renderer.history());
             crate::write_stdout(&renderer.live(&snap, &history, args.id.as_deref())?)
         }
         Err(exit) if exit.code == EXIT_USAGE || !renderer.shows_down() => Err(exit),

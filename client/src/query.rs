@@ -18,7 +18,7 @@ use chrono::{DateTime, Local};
 use gpupeek_shm::layout::{gpu_valid as v, status_valid, GpuState};
 use gpupeek_shm::{text, GpuRecord, Snapshot};
 
-use crate::{commands, Exit, EXIT_USAGE};
+use crate::{live, Exit, EXIT_USAGE};
 
 /// Query GPU fields by nvidia-smi's names and print them as nvidia-smi's CSV.
 #[derive(FromArgs, Debug)]
@@ -252,7 +252,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
     }
     let format = parse_format(&args.format).map_err(|e| Exit::new(EXIT_USAGE, e))?;
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
-    let snapshot = commands::live_snapshot(&name)?;
+    let snapshot = live::live_snapshot(&name)?;
     let gpus = select(&snapshot, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
     crate::write_stdout(&render(&snapshot, &gpus, &fields, &format))
 }

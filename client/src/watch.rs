@@ -48,7 +48,7 @@ pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
     let mut history = History::default();
     let mut keys_open = true;
     loop {
-        let frame = match crate::commands::live_snapshot(segment.name()) {
+        let frame = match crate::live::live_snapshot(segment.name()) {
             Ok(snap) => {
                 history.record(segment, &snap);
                 crate::render(args, &snap)? + &history.render()
@@ -197,7 +197,7 @@ impl History {
             return false;
         }
         self.gpus.clear();
-        let rings = crate::commands::histories(segment, snap, HISTORY);
+        let rings = crate::live::histories(segment, snap, HISTORY);
         for g in &snap.gpus {
             // A ring that cannot be read (a writer died mid-append) shows as empty.
             let samples = rings
