@@ -17,6 +17,7 @@ mod fields;
 mod gpm;
 mod gpuprocs;
 mod history;
+mod hooks;
 mod logging;
 mod notify;
 mod power;

@@ -24,15 +24,11 @@ use std::path::{Path, PathBuf};
 use gpupeek_shm::procfs as proc;
 
 use crate::container::{self, Container};
+use crate::hooks;
 use crate::procfile::ProcFiles;
 
 /// How often the slow-changing details of a live process are read again.
 pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
-
-/// Test hook: `MS` makes the daemon read process details again every `MS` milliseconds
-/// instead of every [`DETAILS_REFRESH_NS`], so that a test sees many refreshes in a short
-/// run. Read once at start (and logged); unset in production.
-pub const REFRESH_ENV: &str = "GPUPEEKD_TEST_DETAILS_REFRESH_MS";
 
 /// Reads process details below a `/proc` root (injectable for tests and containers).
 pub struct Procfs {
@@ -174,15 +170,14 @@ impl Procfs {
     }
 }
 
-/// The refresh period: [`DETAILS_REFRESH_NS`] unless the test hook [`REFRESH_ENV`] says.
+/// The refresh period: [`DETAILS_REFRESH_NS`] unless the test hook
+/// [`hooks::DETAILS_REFRESH_MS`] says.
 fn details_refresh_ns() -> u64 {
-    let Some(ms) = std::env::var(REFRESH_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    else {
+    let Some(ms) = hooks::get::<u64>(hooks::DETAILS_REFRESH_MS) else {
         return DETAILS_REFRESH_NS;
     };
-    log::info!("test hook {REFRESH_ENV}: process details are read again every {ms} ms");
+    let hook = hooks::DETAILS_REFRESH_MS;
+    log::info!("test hook {hook}: process details are read again every {ms} ms");
     ms.saturating_mul(1_000_000)
 }
 

@@ -50,20 +50,13 @@ pub struct ProcTier {
     host_pids: bool,
 }
 
-/// Test hook: the inode of the pid namespace whose pids NVML reports, instead of the
-/// kernel's initial one (the fake NVML lists the pids of the tests' namespace).
-pub const HOST_PID_NS_ENV: &str = "GPUPEEKD_TEST_HOST_PID_NS";
-
 /// The inode of the initial pid namespace, fixed by the kernel (`PROC_PID_INIT_INO`).
 const INIT_PID_NS_INODE: u64 = 0xEFFF_FFFC;
 
 /// Whether the pids under `proc_root` are those NVML reports (the initial pid
 /// namespace's); logs why not. Unknown (unreadable) counts as yes.
 fn host_pids(proc_root: &Path) -> bool {
-    let host = std::env::var(HOST_PID_NS_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(INIT_PID_NS_INODE);
+    let host = crate::hooks::get(crate::hooks::HOST_PID_NS).unwrap_or(INIT_PID_NS_INODE);
     let ours = crate::procfs::pid_namespace_of(proc_root);
     if ours == 0 || ours == host {
         return true;

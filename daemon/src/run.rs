@@ -34,6 +34,7 @@ use gpupeek_shm::{GpuRecord, Publisher, StatusRecord};
 use crate::alerts::{Alerts, Thresholds};
 use crate::driver::{put_system_info, Driver, Nvml};
 use crate::history;
+use crate::hooks;
 use crate::notify::Notifier;
 use crate::power::{self, RuntimePm, Wake};
 use crate::privacy::{Choice, Privacy};
@@ -42,11 +43,6 @@ use crate::prompt::PromptFile;
 use crate::sampler::SystemInfo;
 use crate::session::Answer;
 use crate::waiter::{Request, Waiter};
-
-/// Test hook: `N` makes the daemon stop itself (SIGSTOP) in the middle of its N-th GPU
-/// record write (counting from 0), leaving that record mid-write as a daemon killed
-/// there would. Used by the fault tests; unset in production.
-pub const FREEZE_ENV: &str = "GPUPEEKD_TEST_FREEZE_MID_WRITE";
 
 /// What the loop needs to know.
 pub struct Config {
@@ -84,7 +80,8 @@ struct Daemon {
     pm: RuntimePm,
     gpu: GpuRecord,
     warned_capacity: bool,
-    /// GPU writes left before the test hook freezes the daemon (see [`FREEZE_ENV`]).
+    /// GPU writes left before the test hook freezes the daemon (see
+    /// [`hooks::FREEZE_MID_WRITE`]).
     freeze_after: Option<u64>,
     alerts: Alerts,
     /// GPUs published by the last tick.
@@ -190,7 +187,7 @@ impl Daemon {
             pm,
             gpu: GpuRecord::default(),
             warned_capacity: false,
-            freeze_after: std::env::var(FREEZE_ENV).ok().and_then(|n| n.parse().ok()),
+            freeze_after: hooks::get(hooks::FREEZE_MID_WRITE),
             alerts: Alerts::new(config.alerts),
             gpu_count: 0,
             history: history::Clock::new(config.interval),
@@ -474,7 +471,7 @@ impl Daemon {
     }
 }
 
-/// The test hook of [`FREEZE_ENV`]: the daemon stops itself (SIGSTOP) inside a write of
+/// The test hook [`hooks::FREEZE_MID_WRITE`]: the daemon stops itself (SIGSTOP) inside a write of
 /// `slot`, after its odd sequence and before any payload word.
 fn freeze_mid_write(publisher: &Publisher, slot: usize, gpu: &GpuRecord) {
     publisher.write_gpu_interrupted(slot, gpu, || {

@@ -57,6 +57,9 @@ pub fn bins() -> &'static Bins {
             "gpupeek",
             "-p",
             "fake-nvml",
+            // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.
+            "--features",
+            "gpupeekd/test-hooks",
         ]);
         if !cfg!(debug_assertions) {
             build.arg("--release");
@@ -268,7 +271,7 @@ impl Sandbox {
             // gpupeekd's arrays are malloc blocks: the fake checks it writes within them.
             .env(fake_nvml::procs::CHECK_HEAP_BUFFERS_ENV, "1")
             // The fake lists the pids of the namespace the tests run in: those are the
-            // "host" pids for gpupeekd (its test hook, proctier::HOST_PID_NS_ENV).
+            // "host" pids for gpupeekd (its test hook, hooks::HOST_PID_NS).
             .env("GPUPEEKD_TEST_HOST_PID_NS", own_pid_namespace().to_string())
             .env("GPUPEEK_LOCK_DIR", &self.dir);
         cmd
