@@ -220,8 +220,8 @@ pub fn to_text(doc: &impl Serialize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
-    use gpupeek_shm::{text, GpuRecord, Snapshot, StaticHeader, StatusRecord};
+    use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+    use gpupeek_shm::{text, GpuRecord};
 
     fn document(states: &[GpuState]) -> serde_json::Value {
         let gpus: Vec<GpuRecord> = states
@@ -241,20 +241,7 @@ mod tests {
                 g
             })
             .collect();
-        let snap = Snapshot {
-            header: StaticHeader::default(),
-            status: StatusRecord {
-                state: DaemonState::Live as u32,
-                gpu_count: gpus.len() as u32,
-                ..StatusRecord::default()
-            },
-            gpus,
-            processes: Vec::new(),
-            proc_overflow: 0,
-            proc_head: Default::default(),
-            generation: 1,
-            consistent: true,
-        };
+        let snap = crate::testing::live_snapshot(gpus);
         let view = View::new(&snap, None, &Default::default()).unwrap();
         serde_json::from_str(&render(&view, "host", "2024-01-01T00:00:00")).unwrap()
     }

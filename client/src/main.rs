@@ -35,6 +35,8 @@ mod query;
 mod serve;
 mod style;
 mod table;
+#[cfg(test)]
+mod testing;
 mod verdict;
 mod view;
 mod watch;

@@ -277,26 +277,9 @@ pub fn escape(s: &str) -> String {
 mod tests {
     use super::*;
     use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
-    use gpupeek_shm::{GpuRecord, StaticHeader, StatusRecord};
+    use gpupeek_shm::GpuRecord;
 
-    fn snapshot(gpus: Vec<GpuRecord>) -> Snapshot {
-        let status = StatusRecord {
-            state: DaemonState::Live as u32,
-            gpu_count: gpus.len() as u32,
-            period_ns: 1_000_000_000,
-            ..Default::default()
-        };
-        Snapshot {
-            header: StaticHeader::default(),
-            status,
-            gpus,
-            processes: Vec::new(),
-            proc_overflow: 0,
-            proc_head: Default::default(),
-            generation: 1,
-            consistent: true,
-        }
-    }
+    use crate::testing::live_snapshot as snapshot;
 
     fn gpu(index: u32, name: &str) -> GpuRecord {
         let mut g = GpuRecord {

@@ -459,16 +459,7 @@ mod tests {
             ..GpuRecord::default()
         };
         text::encode(&mut hung.name, "H100");
-        let snap = Snapshot {
-            header: Default::default(),
-            status: Default::default(),
-            gpus: vec![hung],
-            processes: Vec::new(),
-            proc_overflow: 0,
-            proc_head: Default::default(),
-            generation: 1,
-            consistent: true,
-        };
+        let snap = crate::testing::live_snapshot(vec![hung]);
         let gpus: Vec<&GpuRecord> = snap.gpus.iter().collect();
         let fields =
             parse_fields("index,name,uuid,clocks.max.sm,utilization.gpu,memory.used").unwrap();

@@ -372,8 +372,8 @@ mod tests {
 
     #[test]
     fn a_gpu_whose_driver_is_not_responding_shows_its_problem_and_no_value() {
-        use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
-        use gpupeek_shm::{text, GpuRecord, Snapshot, StatusRecord};
+        use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+        use gpupeek_shm::{text, GpuRecord};
         let gpu = |index: u32, state: GpuState| {
             let mut g = GpuRecord {
                 index,
@@ -388,20 +388,10 @@ mod tests {
             text::encode(&mut g.name, "H100");
             g
         };
-        let snap = Snapshot {
-            header: Default::default(),
-            status: StatusRecord {
-                state: DaemonState::Live as u32,
-                gpu_count: 2,
-                ..StatusRecord::default()
-            },
-            gpus: vec![gpu(0, GpuState::Ok), gpu(1, GpuState::NotResponding)],
-            processes: Vec::new(),
-            proc_overflow: 0,
-            proc_head: Default::default(),
-            generation: 1,
-            consistent: true,
-        };
+        let snap = crate::testing::live_snapshot(vec![
+            gpu(0, GpuState::Ok),
+            gpu(1, GpuState::NotResponding),
+        ]);
         let view = View::new(&snap, None, &Default::default()).unwrap();
         let plain = Painter::new(false, true, false);
         for flags in [&[][..], &["-a"], &["-c", "-u", "-p", "-f"]] {

@@ -1,11 +1,9 @@
 use super::*;
-use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
-use gpupeek_shm::StatusRecord;
+use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 
 const GIB: u64 = 1 << 30;
 
 fn snapshot(states: &[GpuState]) -> Snapshot {
-    let segment_free = gpupeek_shm::StaticHeader::default();
     let gpus = states
         .iter()
         .enumerate()
@@ -25,20 +23,7 @@ fn snapshot(states: &[GpuState]) -> Snapshot {
             g
         })
         .collect();
-    Snapshot {
-        header: segment_free,
-        status: StatusRecord {
-            state: DaemonState::Live as u32,
-            gpu_count: states.len() as u32,
-            ..StatusRecord::default()
-        },
-        gpus,
-        processes: Vec::new(),
-        proc_overflow: 0,
-        proc_head: Default::default(),
-        generation: 1,
-        consistent: true,
-    }
+    crate::testing::live_snapshot(gpus)
 }
 
 fn line(kind: &str, format: &str, states: &[GpuState]) -> String {
