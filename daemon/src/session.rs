@@ -249,8 +249,7 @@ impl Session {
 
     /// Whether every awake GPU of `0..count` has a record to publish, or has been
     /// given up on: until then the session is still starting.
-    pub fn ready(&mut self, count: usize, now: Instant) -> bool {
-        self.grow(count);
+    pub fn ready(&self, count: usize, now: Instant) -> bool {
         let timeout = self.timeout;
         self.gpus[..count.min(self.gpus.len())].iter().all(|g| {
             g.asleep || g.sampled || g.worker.has_fresh() || g.worker.busy_for(now) >= Some(timeout)
