@@ -4,11 +4,14 @@
 //! Process lists, per-process utilisation and the `/proc` reads that resolve each process
 //! cost far more than the cheap per-GPU fields, so they are read only every
 //! `--process-interval` (never more often than every tick). On the ticks in between the
-//! table keeps its last contents, and its head's `sample_mono_ns` says how old they are.
+//! table keeps its last contents. Each GPU is sampled on its own worker, so a GPU late to
+//! answer a slow tick keeps its older part of the list until its answer comes (which
+//! replaces that part at once); the head's `sample_mono_ns` is when the oldest part was
+//! sampled, so it never claims to be fresher than the processes it lists.
 //!
 //! The kept list never outlives what it describes: a GPU that sleeps, is lost, fails or is
-//! no longer counted by the driver is dropped from it (and the table rewritten) in the tick that finds it so, and the next
-//! tick samples every process again; so does the tick after the table was emptied
+//! no longer counted by the driver is dropped from it (and the table rewritten) in the
+//! tick that finds it so, and the next tick samples every process again; so does the tick after the table was emptied
 //! because NVML went down or was released, and the tick after a GPU came back.
 //!
 //! NVML reports host pids. When the `/proc` the daemon reads is not the host's pid
