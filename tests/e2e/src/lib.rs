@@ -710,3 +710,26 @@ impl Drop for Background {
         let _ = self.child.wait();
     }
 }
+
+/// `promtool check metrics` on `text`: (success, everything it printed).
+pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}

@@ -4,12 +4,13 @@
 //! promtool and prometheus come from Debian's `prometheus` package; without them the
 //! tests that need them are skipped with a message, except under CI, where they fail.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpupeek_e2e::{
-    bins, http, run_with_watchdog, stderr, stdout, tool, Background, Daemon, Sandbox,
+    bins, http, promtool_check, run_with_watchdog, stderr, stdout, tool, Background, Daemon,
+    Sandbox,
 };
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -41,28 +42,6 @@ fn metrics(sandbox: &Sandbox) -> std::process::Output {
     let mut cmd = Command::new(&bins().client);
     cmd.args(["metrics", "--shm", &sandbox.shm]);
     run_with_watchdog(cmd)
-}
-
-/// `promtool check metrics` on `text`: (success, everything it printed).
-fn promtool_check(promtool: &std::path::Path, text: &str) -> (bool, String) {
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        format!("{}{}", stdout(&out), stderr(&out)),
-    )
 }
 
 const GPU0: &str =

@@ -167,28 +167,9 @@ fn a_gpu_whose_driver_is_not_responding_is_shown_as_such_by_every_reader() {
 
 /// `promtool check metrics` accepts `text` (skipped without promtool).
 fn promtool_accepts(text: &str) {
-    use std::io::Write;
     let Some(promtool) = tool("promtool", "prometheus") else {
         return;
     };
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}\n{text}",
-        stdout(&out),
-        stderr(&out)
-    );
+    let (ok, said) = gpupeek_e2e::promtool_check(&promtool, text);
+    assert!(ok, "{said}\n{text}");
 }
