@@ -34,10 +34,21 @@ fn advance(sandbox: &Sandbox, daemon: &Daemon, ticks: u64) {
     sandbox.wait_generation(now + ticks, daemon);
 }
 
-/// Applies a scenario and lets it settle for a few ticks.
+/// Applies a scenario and lets it settle: until GPU 0's record shows its temperature,
+/// memory and power (on a loaded machine a tick's sample can come late), then a few
+/// more ticks.
 fn step(sandbox: &Sandbox, daemon: &Daemon, scenario: Value) {
     sandbox.write_scenario(&scenario);
-    advance(sandbox, daemon, 5);
+    let gpu0 = &scenario["gpus"][0];
+    let want = |key: &str| gpu0[key].as_u64().unwrap_or_default();
+    sandbox.snapshot_when(daemon, "the new scenario published", |s| {
+        s.gpus.first().is_some_and(|g| {
+            u64::try_from(g.temp_gpu_c).ok() == Some(want("temperature_c"))
+                && g.mem_used_bytes == want("memory_used_bytes")
+                && u64::from(g.power_draw_mw) == want("power_usage_mw")
+        })
+    });
+    advance(sandbox, daemon, 3);
 }
 
 fn count(daemon: &Daemon, needle: &str) -> usize {
