@@ -52,12 +52,12 @@ pub struct Args {
     )]
     pub interval: Duration,
 
-    /// how often to sample the expensive values: process lists, per-process utilisation
-    /// and /proc details, ECC counts (default 1s; never more often than --interval, so
-    /// at least --interval); the process table keeps its contents in between
+    /// how often to sample each GPU's expensive values: process lists, per-process
+    /// utilisation and /proc details, ECC counts (default 2s, the GPUs' turns spread over
+    /// it; at least --interval); the process table keeps its contents in between
     #[argh(
         option,
-        default = "Duration::from_secs(1)",
+        default = "Duration::from_secs(2)",
         from_str_fn(parse_interval)
     )]
     pub process_interval: Duration,

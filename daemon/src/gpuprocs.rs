@@ -54,7 +54,7 @@ const HEADROOM: usize = 8;
 /// More entries than this in one list is a driver's nonsense, not a buffer to allocate.
 const MAX_ENTRIES: usize = 1 << 20;
 /// A process as NVML listed it, before `/proc` resolution.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GpuProcess {
     /// NVML index of its GPU.
     pub gpu_index: u32,

@@ -44,6 +44,14 @@ impl Clock {
         }
     }
 
+    /// Like [`Self::every`], first due at `first`.
+    pub fn every_from(step: Duration, period: Duration, first: Instant) -> Self {
+        Clock {
+            next: Some(first),
+            ..Clock::every(step, period)
+        }
+    }
+
     /// Time between two samples, ns.
     pub fn step_ns(&self) -> u64 {
         self.step.as_nanos() as u64

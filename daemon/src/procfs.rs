@@ -41,6 +41,8 @@ pub struct Procfs {
     known: HashMap<u32, Known>,
     tick: u64,
     now_ns: u64,
+    /// A process not looked up for this long is forgotten (see [`Self::keep_for`]).
+    keep_ns: u64,
 }
 
 /// Everything known about one process.
@@ -68,6 +70,7 @@ pub struct ProcInfo {
 struct Known {
     start_ticks: u64,
     seen_tick: u64,
+    seen_ns: u64,
     details_at_ns: u64,
     cpu_ticks: u64,
     cpu_at_ns: u64,
@@ -92,14 +95,24 @@ impl Procfs {
             known: HashMap::new(),
             tick: 0,
             now_ns: 0,
+            keep_ns: 0,
         }
     }
 
+    /// Keeps what is known of a process (its CPU time, for the next CPU figure) for
+    /// `keep_ns` after its last lookup, for callers that look a process up less often
+    /// than every tick; by default only until the tick after its last lookup.
+    pub fn keep_for(&mut self, keep_ns: u64) {
+        self.keep_ns = keep_ns;
+    }
+
     /// Starts a new tick at monotonic time `now_ns`: processes are read again on their
-    /// next lookup, and those not looked up during the last tick are forgotten.
+    /// next lookup, and those not looked up during the last tick (nor, with
+    /// [`Self::keep_for`], for that long) are forgotten.
     pub fn new_tick(&mut self, now_ns: u64) {
-        let last = self.tick;
-        self.known.retain(|_, k| k.seen_tick == last);
+        let (last, keep_ns) = (self.tick, self.keep_ns);
+        self.known
+            .retain(|_, k| k.seen_tick == last || now_ns.saturating_sub(k.seen_ns) < keep_ns);
         self.tick += 1;
         self.now_ns = now_ns;
     }
@@ -131,6 +144,7 @@ impl Procfs {
                 Known {
                     start_ticks: stat.start_ticks,
                     seen_tick: tick,
+                    seen_ns: now,
                     details_at_ns: 0,
                     cpu_ticks: stat.cpu_ticks,
                     cpu_at_ns: now,
@@ -156,7 +170,7 @@ impl Procfs {
         let rss_bytes = self.read_statm(pid).map(|p| p.saturating_mul(page_size));
         let k = self.known.get_mut(&pid).expect("inserted above");
         k.info.rss_bytes = rss_bytes;
-        k.seen_tick = tick;
+        (k.seen_tick, k.seen_ns) = (tick, now);
         Some(&k.info)
     }
 
@@ -396,6 +410,29 @@ mod tests {
         // A recycled pid (new start time) starts over.
         proc.stat(9, 10 * tps, 900);
         procfs.new_tick(4 * SEC);
+        assert_eq!(procfs.lookup(9).unwrap().cpu_centipct, None);
+    }
+
+    #[test]
+    fn a_process_looked_up_every_other_tick_is_kept_for_its_next_cpu_figure() {
+        let tps = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .unwrap()
+            .unwrap() as u64;
+        let proc = FakeProc::new("keep");
+        proc.process(9, "Uid:\t0\t0\t0\t0\n", b"burn\0", "burn\n");
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.keep_for(3 * SEC);
+        procfs.new_tick(SEC);
+        procfs.lookup(9);
+        // Its GPU's turn is every other tick: the tick between looks up someone else.
+        procfs.new_tick(2 * SEC);
+        proc.stat(9, 2 * tps, 500);
+        procfs.new_tick(3 * SEC);
+        assert_eq!(procfs.lookup(9).unwrap().cpu_centipct, Some(10_000));
+        // Not looked up for longer than that: forgotten, so no rate on its next sight.
+        for t in 4..8 {
+            procfs.new_tick(t * SEC);
+        }
         assert_eq!(procfs.lookup(9).unwrap().cpu_centipct, None);
     }
 

@@ -1,18 +1,22 @@
-//! The slow tier: which ticks sample GPU processes, the process list kept in between, and
-//! turning that list into the published process table.
+//! The slow tier: which ticks sample each GPU's processes, the process list kept in
+//! between, and turning that list into the published process table.
 //!
 //! Process lists, per-process utilisation and the `/proc` reads that resolve each process
-//! cost far more than the cheap per-GPU fields, so they are read only every
-//! `--process-interval` (never more often than every tick). On the ticks in between the
-//! table keeps its last contents. Each GPU is sampled on its own worker, so a GPU late to
-//! answer a slow tick keeps its older part of the list until its answer comes (which
-//! replaces that part at once); the head's `sample_mono_ns` is when the oldest part was
-//! sampled, so it never claims to be fresher than the processes it lists.
+//! cost far more than the cheap per-GPU fields, so each GPU's are read only every
+//! `--process-interval` (never more often than every tick). The GPUs' turns are spread
+//! evenly over that interval: at 2 s and a 1 s tick, half the GPUs list their processes
+//! on one tick and half on the next, so no tick pays for all of them (see
+//! docs/PERFORMANCE.md). On the ticks in between a GPU's part of the table keeps its last
+//! contents, and its processes are not read from `/proc` again. Each GPU is sampled on its
+//! own worker, so a GPU late to answer keeps its older part of the list until its answer
+//! comes (which replaces that part at once); the head's `sample_mono_ns` is when the
+//! oldest part was sampled, so it never claims to be fresher than the processes it lists.
 //!
 //! The kept list never outlives what it describes: a GPU that sleeps, is lost, fails or is
 //! no longer counted by the driver is dropped from it (and the table rewritten) in the
-//! tick that finds it so, and the next tick samples every process again; so does the tick after the table was emptied
-//! because NVML went down or was released, and the tick after a GPU came back.
+//! tick that finds it so, and the next tick samples every GPU's processes again; so does
+//! the tick after the table was emptied because NVML went down or was released, and the
+//! tick after a GPU came back.
 //!
 //! NVML reports host pids. When the `/proc` the daemon reads is not the host's pid
 //! namespace (the daemon runs in a container with its own), a pid there names another
@@ -31,22 +35,33 @@ use crate::procfs::{ProcInfo, Procfs};
 
 /// The process tier's state.
 pub struct ProcTier {
-    clock: Clock,
     period: Duration,
-    /// The next tick samples processes whatever the clock says.
+    tick: Duration,
+    /// Per GPU index: when its processes are due next.
+    clocks: Vec<Clock>,
+    /// The next tick samples every GPU's processes whatever the clocks say.
     force: bool,
-    /// This tick samples processes (set by [`Self::begin`]).
-    slow: bool,
+    /// Per GPU index: this tick samples its processes (set by [`Self::begin`]).
+    due: Vec<bool>,
+    /// Per GPU index: its part of the list was replaced this tick, so its processes are
+    /// read from `/proc` again.
+    fresh: Vec<bool>,
     /// The table must be written at the end of this tick.
     dirty: bool,
+    /// Every process must be resolved again (the publishing policy changed).
+    resolve_all: bool,
     /// Per GPU index: dropped from the list as asleep, lost or failing.
     absent: Vec<bool>,
-    /// What NVML listed on the last slow tick, every GPU.
+    /// What NVML listed for each GPU on its last slow tick, in GPU order.
     listed: Vec<GpuProcess>,
     /// Per GPU index: when its part of `listed` was sampled (0: it has none). A GPU
-    /// late to answer on a slow tick keeps an older part.
+    /// late to answer keeps an older part.
     listed_ns: Vec<u64>,
+    /// The table as last written, in the order of `listed`.
     records: Vec<ProcRecord>,
+    /// The table before, whose unchanged GPU parts are copied (kept to reuse its memory).
+    before: Vec<ProcRecord>,
+    /// When a GPU's processes were last due (the head's time while no GPU has a part).
     sample_mono_ns: u64,
     procfs: Procfs,
     /// The pids under the `/proc` root are host pids, which NVML reports.
@@ -74,66 +89,88 @@ fn host_pids(proc_root: &Path) -> bool {
 }
 
 impl ProcTier {
-    /// Samples processes every `period` (at least every tick of `tick`), resolving them
-    /// under `proc_root`.
+    /// Samples each GPU's processes every `period` (at least every tick of `tick`),
+    /// resolving them under `proc_root`.
     pub fn new(period: Duration, tick: Duration, proc_root: &Path) -> Self {
         let period = period.max(tick);
+        let mut procfs = Procfs::new(proc_root);
+        // A process is looked up once per period; its CPU time is kept for the next.
+        procfs.keep_for((period + tick).as_nanos() as u64);
         ProcTier {
-            clock: Clock::every(period, tick),
             period,
+            tick,
+            clocks: Vec::new(),
             force: true,
-            slow: false,
+            due: Vec::new(),
+            fresh: Vec::new(),
             dirty: false,
+            resolve_all: false,
             absent: Vec::new(),
             listed: Vec::new(),
             listed_ns: Vec::new(),
             records: Vec::new(),
+            before: Vec::new(),
             sample_mono_ns: 0,
-            procfs: Procfs::new(proc_root),
+            procfs,
             host_pids: host_pids(proc_root),
         }
     }
 
-    /// Starts a tick with NVML up at `now`; returns whether it samples processes (and
-    /// then empties the list for each GPU's processes, see [`Self::set_gpu`]).
-    pub fn begin(&mut self, now: Instant) -> bool {
+    /// Starts a tick with NVML up at `now`, watching GPUs `0..count`: decides which of
+    /// them sample their processes ([`Self::due`]). Processes kept for GPUs beyond
+    /// `count` (the driver lists fewer GPUs than it did) leave the table in this tick.
+    pub fn begin(&mut self, now: Instant, count: u32) {
         let forced = std::mem::take(&mut self.force);
-        self.slow = self.clock.due(now) || forced;
-        if self.slow {
-            self.listed.clear();
-            self.listed_ns.fill(0);
-            self.sample_mono_ns = gpupeek_shm::mono_now_ns();
-            self.dirty = true;
-        }
-        self.slow
-    }
-
-    /// GPU `index`'s processes as its newest slow result listed them at `sampled_ns`:
-    /// on a slow tick (once per GPU), or between slow ticks for a GPU whose result
-    /// came after the slow tick that asked for it. They replace its part of the list.
-    pub fn set_gpu(&mut self, index: u32, procs: &[GpuProcess], sampled_ns: u64) {
-        if !self.slow {
-            self.listed.retain(|p| p.gpu_index != index);
-            self.dirty = true;
-        }
-        self.listed.extend_from_slice(procs);
-        let slot = index as usize;
-        if self.listed_ns.len() <= slot {
-            self.listed_ns.resize(slot + 1, 0);
-        }
-        self.listed_ns[slot] = sampled_ns;
-    }
-
-    /// This tick watches GPUs `0..count`: processes kept for GPUs beyond it (the driver
-    /// lists fewer GPUs than it did) leave the table in this tick.
-    pub fn gpu_count(&mut self, count: u32) {
-        self.absent.truncate(count as usize);
-        self.listed_ns.truncate(count as usize);
+        let n = count as usize;
+        self.absent.truncate(n);
+        self.listed_ns.truncate(n);
         let before = self.listed.len();
         self.listed.retain(|p| p.gpu_index < count);
         if self.listed.len() != before {
             self.dirty = true;
         }
+        self.clocks.truncate(n);
+        while self.clocks.len() < n {
+            // A GPU's first turn comes its share of the period after now, so that the
+            // GPUs' turns are spread evenly over it.
+            let share = self.period.mul_f64(self.clocks.len() as f64 / n as f64);
+            self.clocks
+                .push(Clock::every_from(self.period, self.tick, now + share));
+        }
+        self.due.clear();
+        // Every clock is asked, forced or not, so that each keeps its own schedule.
+        let clocks = self.clocks.iter_mut();
+        self.due.extend(clocks.map(|clock| clock.due(now) | forced));
+        self.fresh.clear();
+        self.fresh.resize(n, false);
+        if self.due.contains(&true) {
+            self.sample_mono_ns = gpupeek_shm::mono_now_ns();
+        }
+        // A forced tick writes the table even when no GPU lists anything.
+        self.dirty |= forced;
+    }
+
+    /// Whether this tick samples GPU `index`'s processes.
+    pub fn due(&self, index: u32) -> bool {
+        self.due.get(index as usize).copied().unwrap_or(false)
+    }
+
+    /// GPU `index`'s processes as its newest slow result listed them at `sampled_ns`
+    /// (given once per result, on the tick it is taken). They replace its part of the
+    /// list.
+    pub fn set_gpu(&mut self, index: u32, procs: &[GpuProcess], sampled_ns: u64) {
+        let start = self.listed.partition_point(|p| p.gpu_index < index);
+        let end = self.listed.partition_point(|p| p.gpu_index <= index);
+        self.listed.splice(start..end, procs.iter().cloned());
+        let slot = index as usize;
+        if self.listed_ns.len() <= slot {
+            self.listed_ns.resize(slot + 1, 0);
+        }
+        self.listed_ns[slot] = sampled_ns;
+        if let Some(fresh) = self.fresh.get_mut(slot) {
+            *fresh = true;
+        }
+        self.dirty = true;
     }
 
     /// Compute processes of GPU `index` in the kept list.
@@ -175,27 +212,46 @@ impl ProcTier {
     /// The publishing policy changed: this tick rewrites the table from the kept list.
     pub fn rewrite(&mut self) {
         self.dirty = true;
+        self.resolve_all = true;
     }
 
-    /// Ends a tick with NVML up: rewrites the table when this tick sampled processes or
-    /// dropped some, resolving them through `/proc` as `context` allows.
+    /// Ends a tick with NVML up: rewrites the table when its list changed, resolving
+    /// the processes of the GPUs listed anew through `/proc` as `context` allows and
+    /// keeping the other GPUs' records as they were.
     pub fn publish(&mut self, publisher: &Publisher, context: &ProcContext) {
         if !std::mem::take(&mut self.dirty) {
             return;
         }
-        self.records.clear();
-        if self.slow {
-            self.procfs.new_tick(self.sample_mono_ns);
+        let resolve_all = std::mem::take(&mut self.resolve_all);
+        if self.fresh.contains(&true) {
+            self.procfs.new_tick(gpupeek_shm::mono_now_ns());
         }
+        std::mem::swap(&mut self.records, &mut self.before);
+        self.records.clear();
         if context.policy != ProcPolicy::None {
-            for p in &self.listed {
-                let mut rec = nvml_part(p);
-                if context.policy == ProcPolicy::Full && self.host_pids {
-                    if let Some(info) = self.procfs.lookup(p.pid) {
-                        put_proc_info(&mut rec, info);
-                    }
+            let resolve = context.policy == ProcPolicy::Full && self.host_pids;
+            let mut rest = &self.listed[..];
+            while let Some(first) = rest.first() {
+                let gpu = first.gpu_index;
+                let (part, after) = rest.split_at(rest.partition_point(|p| p.gpu_index == gpu));
+                rest = after;
+                let fresh = self.fresh.get(gpu as usize).copied().unwrap_or(true);
+                let start = self.before.partition_point(|r| r.gpu_index < gpu);
+                let end = self.before.partition_point(|r| r.gpu_index <= gpu);
+                let kept = &self.before[start..end];
+                if !fresh && !resolve_all && kept.len() == part.len() {
+                    self.records.extend_from_slice(kept);
+                    continue;
                 }
-                self.records.push(rec);
+                for p in part {
+                    let mut rec = nvml_part(p);
+                    if resolve {
+                        if let Some(info) = self.procfs.lookup(p.pid) {
+                            put_proc_info(&mut rec, info);
+                        }
+                    }
+                    self.records.push(rec);
+                }
             }
         }
         publisher.write_processes(&self.stamped(context), &self.records);
@@ -206,13 +262,14 @@ impl ProcTier {
     pub fn publish_empty(&mut self, publisher: &Publisher, context: &ProcContext) {
         self.listed.clear();
         self.listed_ns.fill(0);
+        self.records.clear();
         self.force = true;
         self.sample_mono_ns = gpupeek_shm::mono_now_ns();
         publisher.write_processes(&self.stamped(context), &[]);
     }
 
-    /// The table head: sampled when the oldest GPU's part of it was (the slow tick's
-    /// start when no GPU has one).
+    /// The table head: sampled when the oldest GPU's part of it was (the last due
+    /// tick's start when no GPU has one).
     fn stamped(&self, context: &ProcContext) -> ProcContext {
         let oldest = self.listed_ns.iter().copied().filter(|&ns| ns != 0).min();
         ProcContext {
@@ -279,5 +336,88 @@ fn put_proc_info(rec: &mut ProcRecord, info: &ProcInfo) {
         text::encode(&mut rec.container_id, &c.id);
         text::encode(&mut rec.pod_uid, c.pod_uid.as_deref().unwrap_or(""));
         rec.valid |= proc_valid::CONTAINER;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK: Duration = Duration::from_secs(1);
+
+    /// Which of `count` GPUs are due on the tick at `now`.
+    fn due_at(tier: &mut ProcTier, now: Instant, count: u32) -> Vec<u32> {
+        tier.begin(now, count);
+        (0..count).filter(|&i| tier.due(i)).collect()
+    }
+
+    #[test]
+    fn at_twice_the_tick_half_the_gpus_list_their_processes_on_each_tick() {
+        let mut tier = ProcTier::new(2 * TICK, TICK, Path::new("/proc"));
+        let t0 = Instant::now();
+        assert_eq!(
+            due_at(&mut tier, t0, 8),
+            (0..8).collect::<Vec<_>>(),
+            "the first tick: all"
+        );
+        let (mut odd, mut even) = (Vec::new(), Vec::new());
+        for tick in 1..9u32 {
+            let due = due_at(&mut tier, t0 + TICK * tick, 8);
+            assert_eq!(due.len(), 4, "tick {tick}: {due:?}");
+            if tick % 2 == 1 { &mut odd } else { &mut even }.push(due);
+        }
+        // Each GPU every other tick, always with the same others.
+        assert!(odd.windows(2).all(|w| w[0] == w[1]) && even.windows(2).all(|w| w[0] == w[1]));
+        let mut all = [odd[0].clone(), even[0].clone()].concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn at_100_ticks_a_period_each_gpu_lists_once_on_a_tick_of_its_own() {
+        let tick = Duration::from_millis(10);
+        let mut tier = ProcTier::new(Duration::from_secs(1), tick, Path::new("/proc"));
+        let t0 = Instant::now();
+        due_at(&mut tier, t0, 8);
+        let mut times = vec![0; 8];
+        for n in 1..=100u32 {
+            let due = due_at(&mut tier, t0 + tick * n, 8);
+            assert!(due.len() <= 1, "tick {n}: {due:?}");
+            for i in due {
+                times[i as usize] += 1;
+            }
+        }
+        assert_eq!(times, [1; 8]);
+    }
+
+    #[test]
+    fn a_forced_tick_lists_every_gpu_and_keeps_their_turns() {
+        let mut tier = ProcTier::new(2 * TICK, TICK, Path::new("/proc"));
+        let t0 = Instant::now();
+        due_at(&mut tier, t0, 4);
+        let turn = due_at(&mut tier, t0 + TICK, 4);
+        // GPU 3 sleeps and comes back: the next tick lists every GPU's processes.
+        tier.gpu_absent(3);
+        tier.gpu_present(3);
+        assert_eq!(due_at(&mut tier, t0 + 2 * TICK, 4), [0, 1, 2, 3]);
+        assert_eq!(due_at(&mut tier, t0 + 3 * TICK, 4), turn);
+    }
+
+    #[test]
+    fn a_gpu_part_is_replaced_in_gpu_order() {
+        let mut tier = ProcTier::new(2 * TICK, TICK, Path::new("/proc"));
+        tier.begin(Instant::now(), 3);
+        let p = |gpu_index, pid| GpuProcess {
+            gpu_index,
+            pid,
+            ..Default::default()
+        };
+        tier.set_gpu(2, &[p(2, 20)], 1);
+        tier.set_gpu(0, &[p(0, 1), p(0, 2)], 1);
+        tier.set_gpu(1, &[p(1, 10)], 1);
+        tier.set_gpu(0, &[p(0, 3)], 2);
+        let listed: Vec<_> = tier.listed.iter().map(|p| (p.gpu_index, p.pid)).collect();
+        assert_eq!(listed, [(0, 3), (1, 10), (2, 20)]);
+        assert_eq!(tier.listed_ns, [2, 1, 1]);
     }
 }

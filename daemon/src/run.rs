@@ -340,17 +340,16 @@ impl Daemon {
         let mut all_idle = count <= capacity;
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
-        let slow = self.procs.begin(now);
+        self.procs.begin(now, count);
         for slot in 0..count as usize {
             if self.pm.asleep(slot) {
                 session.asleep(slot);
             } else {
-                session.post(slot, slow, now);
+                session.post(slot, self.procs.due(slot as u32), now);
             }
         }
         session.wait(count as usize, wait_until);
         let ready = session.ready(count as usize, Instant::now());
-        self.procs.gpu_count(count);
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
@@ -370,9 +369,8 @@ impl Daemon {
                             new_procs,
                             ..
                         } if self.gpu.state == GpuState::Ok as u32 => {
-                            // On a slow tick every GPU's newest list; between them, a
-                            // slow result that came after its slow tick.
-                            if slow || new_procs {
+                            // Each slow result once, on the tick it is taken.
+                            if new_procs {
                                 self.procs.set_gpu(index, procs, procs_ns);
                             }
                             self.procs.gpu_present(index);

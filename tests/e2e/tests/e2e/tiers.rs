@@ -69,7 +69,7 @@ fn counts_after(sb: &Sandbox, daemon: &Daemon, ticks: u64) -> [u64; 3] {
 }
 
 #[test]
-fn at_10ms_ticks_processes_and_ecc_are_read_about_once_a_second_not_every_tick() {
+fn at_10ms_ticks_processes_and_ecc_are_read_about_every_2_s_not_every_tick() {
     let sb = Sandbox::new("tier-rate");
     sb.write_scenario(&scenario(&[&[4242]]));
     let started = std::time::Instant::now();
@@ -77,9 +77,9 @@ fn at_10ms_ticks_processes_and_ecc_are_read_about_once_a_second_not_every_tick()
     sb.wait_live(&daemon);
     let [ticks, slow, lists] = counts_after(&sb, &daemon, 100);
     let elapsed_s = started.elapsed().as_secs();
-    // However slow the machine, no more than one slow tick a second (and the first).
+    // However slow the machine, no more than one slow tick every 2 s (and the first).
     assert!(
-        (1..=elapsed_s + 1).contains(&slow),
+        (1..=elapsed_s / 2 + 1).contains(&slow),
         "{slow} slow ticks of {ticks} in {elapsed_s} s"
     );
     assert!(lists >= slow, "the process lists are read on slow ticks");
@@ -92,7 +92,7 @@ fn at_10ms_ticks_processes_and_ecc_are_read_about_once_a_second_not_every_tick()
     assert_eq!(pids_on(&snap, 0), [4242]);
     assert_eq!(snap.gpus[0].process_count, 1);
     assert_eq!(snap.gpus[0].ecc_corrected_volatile_count, 3);
-    assert_eq!(snap.proc_head.period_ns, 1000 * MS);
+    assert_eq!(snap.proc_head.period_ns, 2000 * MS);
 }
 
 #[test]
