@@ -146,7 +146,7 @@ impl Sampler {
             gpm: Gpm::default(),
             gpm_backoff: Backoff::default(),
             idle_since: None,
-            carry: Carry::default(),
+            carry: Carry::for_gpu(index),
             proc_buffers: self.proc_buffers.clone(),
             handle: None,
             fields: Fields::default(),

@@ -15,6 +15,10 @@
 //!   neither calls `nvmlDeviceGetPcieThroughput` (20 ms per direction), every
 //!   [`PCIE_FALLBACK_PERIOD`].
 //!
+//! The GPUs' turns at the two cadences are spread over the period (see
+//! [`Carry::for_gpu`]), as the process tier spreads theirs (see [`crate::proctier`]), so
+//! that no tick pays for every GPU at once.
+//!
 //! Between two reads a value is republished from [`Carry`], the last record that read
 //! it; what the GPU failed to give, or what was forgotten (GPU lost, in error, asleep),
 //! is published as no value, never as a stale one.
@@ -80,17 +84,32 @@ pub struct Carry {
     static_due: u64,
     /// `CLOCK_MONOTONIC` ns when the PCIe fallback is due (0: now).
     pcie_due: u64,
+    /// This GPU's place in a period, from 0 to 1: the second read of a cadence comes
+    /// that much of a period later than the others.
+    phase: f64,
 }
 
 impl Carry {
+    /// The carry of GPU `index`. Its cadenced reads come at once, then after a period and
+    /// its share of one: the shares of GPUs 0, 1, 2... are the fractional parts of
+    /// multiples of the golden ratio, which spread any number of GPUs evenly over the
+    /// period without knowing how many there are.
+    pub fn for_gpu(index: u32) -> Self {
+        const INVERSE_GOLDEN_RATIO: f64 = 0.618_033_988_749_895;
+        Carry {
+            phase: (f64::from(index) * INVERSE_GOLDEN_RATIO).fract(),
+            ..Carry::default()
+        }
+    }
+
     /// Whether the near-static values are due at `now`; if so, the next time is set.
     pub fn static_due(&mut self, now: u64) -> bool {
-        due(&mut self.static_due, now, STATIC_PERIOD)
+        due(&mut self.static_due, now, STATIC_PERIOD, self.phase)
     }
 
     /// Whether the PCIe fallback is due at `now`; if so, the next time is set.
     pub fn pcie_due(&mut self, now: u64) -> bool {
-        due(&mut self.pcie_due, now, PCIE_FALLBACK_PERIOD)
+        due(&mut self.pcie_due, now, PCIE_FALLBACK_PERIOD, self.phase)
     }
 
     /// Keeps the `bits` values of `rec`, just read.
@@ -111,11 +130,19 @@ impl Carry {
     }
 }
 
-fn due(at: &mut u64, now: u64, period: u64) -> bool {
+/// Whether a cadence next due `at` is due at `now`; if so, schedules the next read a
+/// `period` later, and after a read that was due at once (the first, or the first after
+/// forgetting) also this GPU's `phase` of a period.
+fn due(at: &mut u64, now: u64, period: u64, phase: f64) -> bool {
     if now < *at {
         return false;
     }
-    *at = now.saturating_add(period);
+    let share = if *at == 0 {
+        (period as f64 * phase) as u64
+    } else {
+        0
+    };
+    *at = now.saturating_add(period).saturating_add(share);
     true
 }
 
@@ -141,6 +168,23 @@ mod tests {
         let mut next = GpuRecord::default();
         carry.put(&mut next, SLOW);
         assert_eq!(next.valid, 0);
+    }
+
+    #[test]
+    fn the_gpus_second_reads_are_spread_over_the_period() {
+        // PCIe fallback every 10 s at a 1 s tick: eight GPUs, eight different ticks.
+        let tick = 1_000_000_000;
+        let mut ticks: Vec<u64> = (0..8)
+            .map(|index| {
+                let mut carry = Carry::for_gpu(index);
+                assert!(carry.pcie_due(tick), "the first read is at once");
+                (2..=20).find(|&t| carry.pcie_due(t * tick)).unwrap()
+            })
+            .collect();
+        assert!(ticks.iter().all(|t| (11..=20).contains(t)), "{ticks:?}");
+        ticks.sort_unstable();
+        ticks.dedup();
+        assert_eq!(ticks.len(), 8, "{ticks:?}");
     }
 
     #[test]
