@@ -285,16 +285,21 @@ pub fn sample_static(d: &Device, f: &mut Fill) {
     );
 }
 
-/// PCIe throughput the slow way (20 ms per direction), for GPUs with no other source.
-pub fn sample_pcie_throughput(d: &Device, f: &mut Fill) {
-    f.field(
-        v::PCIE_TX,
-        || d.pcie_throughput(PcieUtilCounter::Send),
-        |r, t| r.pcie_tx_kbytes_per_s = t,
-    );
-    f.field(
-        v::PCIE_RX,
-        || d.pcie_throughput(PcieUtilCounter::Receive),
-        |r, t| r.pcie_rx_kbytes_per_s = t,
-    );
+/// PCIe throughput the slow way (20 ms per direction), for GPUs with no other source:
+/// the directions of `bits` ([`crate::tiers::PCIE`]'s).
+pub fn sample_pcie_throughput(d: &Device, f: &mut Fill, bits: u64) {
+    if bits & v::PCIE_TX != 0 {
+        f.field(
+            v::PCIE_TX,
+            || d.pcie_throughput(PcieUtilCounter::Send),
+            |r, t| r.pcie_tx_kbytes_per_s = t,
+        );
+    }
+    if bits & v::PCIE_RX != 0 {
+        f.field(
+            v::PCIE_RX,
+            || d.pcie_throughput(PcieUtilCounter::Receive),
+            |r, t| r.pcie_rx_kbytes_per_s = t,
+        );
+    }
 }

@@ -274,12 +274,10 @@ impl GpuSampler {
         let pcie_counted = fill.rec.valid & tiers::PCIE != 0
             || (self.fields.supported(fields::PCIE_TX) && self.fields.supported(fields::PCIE_RX));
         if !pcie_counted {
-            if self.carry.pcie_due(now) {
-                sample_pcie_throughput(&device, &mut fill);
-                self.carry.keep(fill.rec, tiers::PCIE);
-            } else {
-                self.carry.put(fill.rec, tiers::PCIE);
-            }
+            let read = self.carry.pcie_due(now);
+            sample_pcie_throughput(&device, &mut fill, read);
+            self.carry.keep(fill.rec, read);
+            self.carry.put(fill.rec, tiers::PCIE & !read);
         }
         if self.carry.static_due(now) {
             sample_static(&device, &mut fill);

@@ -12,8 +12,10 @@
 //!   generation and width. By default every tick is also a slow tick, so these have a
 //!   cadence of their own.
 //! - **PCIe throughput** comes from the field-value counters, else GPM; only a GPU with
-//!   neither calls `nvmlDeviceGetPcieThroughput` (20 ms per direction), every
-//!   [`PCIE_FALLBACK_PERIOD`].
+//!   neither calls `nvmlDeviceGetPcieThroughput`, which samples for 20 ms per call: both
+//!   directions at once at first, then one direction in each turn, a turn every
+//!   [`PCIE_FALLBACK_PERIOD`] (each direction every two), so that a turn costs one 20 ms
+//!   call.
 //!
 //! The GPUs' turns at the two cadences are spread over the period (see
 //! [`Carry::for_gpu`]), as the process tier spreads theirs (see [`crate::proctier`]), so
@@ -28,8 +30,9 @@ use gpupeek_shm::GpuRecord;
 
 /// How often the near-static values are read again, ns.
 pub const STATIC_PERIOD: u64 = 30_000_000_000;
-/// How often a GPU without PCIe counters or GPM samples its throughput, ns.
-pub const PCIE_FALLBACK_PERIOD: u64 = 10_000_000_000;
+/// How often a GPU without PCIe counters or GPM samples one direction of its
+/// throughput, ns.
+pub const PCIE_FALLBACK_PERIOD: u64 = 15_000_000_000;
 
 /// Read on slow ticks only.
 pub const SLOW: u64 = v::PROCESSES
@@ -43,7 +46,7 @@ pub const SLOW: u64 = v::PROCESSES
     | v::UTIL_DEC;
 /// Read every [`STATIC_PERIOD`].
 pub const STATIC: u64 = v::POWER_LIMIT | v::PCIE_LINK_GEN | v::PCIE_LINK_WIDTH;
-/// Read by `nvmlDeviceGetPcieThroughput` every [`PCIE_FALLBACK_PERIOD`].
+/// Read by `nvmlDeviceGetPcieThroughput` on a cadence of its own (see [`Carry::pcie_due`]).
 pub const PCIE: u64 = v::PCIE_TX | v::PCIE_RX;
 
 /// Copies the fields behind `bits` from `from` into `to`, with their validity bits
@@ -84,6 +87,8 @@ pub struct Carry {
     static_due: u64,
     /// `CLOCK_MONOTONIC` ns when the PCIe fallback is due (0: now).
     pcie_due: u64,
+    /// The PCIe fallback's next turn reads the receive direction.
+    pcie_rx_next: bool,
     /// This GPU's place in a period, from 0 to 1: the second read of a cadence comes
     /// that much of a period later than the others.
     phase: f64,
@@ -107,9 +112,24 @@ impl Carry {
         due(&mut self.static_due, now, STATIC_PERIOD, self.phase)
     }
 
-    /// Whether the PCIe fallback is due at `now`; if so, the next time is set.
-    pub fn pcie_due(&mut self, now: u64) -> bool {
-        due(&mut self.pcie_due, now, PCIE_FALLBACK_PERIOD, self.phase)
+    /// Which of the [`PCIE`] values the fallback reads at `now` (0: none): both when due
+    /// at once, then transmit and receive in turn. If any, the next turn is set.
+    pub fn pcie_due(&mut self, now: u64) -> u64 {
+        let first = self.pcie_due == 0;
+        if !due(&mut self.pcie_due, now, PCIE_FALLBACK_PERIOD, self.phase) {
+            return 0;
+        }
+        if first {
+            self.pcie_rx_next = false;
+            return PCIE;
+        }
+        let rx = self.pcie_rx_next;
+        self.pcie_rx_next = !rx;
+        if rx {
+            v::PCIE_RX
+        } else {
+            v::PCIE_TX
+        }
     }
 
     /// Keeps the `bits` values of `rec`, just read.
@@ -172,19 +192,42 @@ mod tests {
 
     #[test]
     fn the_gpus_second_reads_are_spread_over_the_period() {
-        // PCIe fallback every 10 s at a 1 s tick: eight GPUs, eight different ticks.
+        // PCIe fallback every 15 s at a 1 s tick: eight GPUs, eight different ticks.
         let tick = 1_000_000_000;
         let mut ticks: Vec<u64> = (0..8)
             .map(|index| {
                 let mut carry = Carry::for_gpu(index);
-                assert!(carry.pcie_due(tick), "the first read is at once");
-                (2..=20).find(|&t| carry.pcie_due(t * tick)).unwrap()
+                assert_eq!(carry.pcie_due(tick), PCIE, "the first read is at once");
+                (2..=30).find(|&t| carry.pcie_due(t * tick) != 0).unwrap()
             })
             .collect();
-        assert!(ticks.iter().all(|t| (11..=20).contains(t)), "{ticks:?}");
+        assert!(ticks.iter().all(|t| (16..=30).contains(t)), "{ticks:?}");
         ticks.sort_unstable();
         ticks.dedup();
         assert_eq!(ticks.len(), 8, "{ticks:?}");
+    }
+
+    #[test]
+    fn the_pcie_fallback_reads_both_directions_at_first_then_one_a_turn() {
+        let mut carry = Carry::default();
+        let turns: Vec<u64> = (0..5)
+            .map(|n| carry.pcie_due(1 + n * PCIE_FALLBACK_PERIOD))
+            .collect();
+        assert_eq!(
+            turns,
+            [PCIE, v::PCIE_TX, v::PCIE_RX, v::PCIE_TX, v::PCIE_RX]
+        );
+        assert_eq!(
+            carry.pcie_due(2 + 4 * PCIE_FALLBACK_PERIOD),
+            0,
+            "between turns"
+        );
+        carry.forget(PCIE);
+        assert_eq!(
+            carry.pcie_due(3 + 4 * PCIE_FALLBACK_PERIOD),
+            PCIE,
+            "after forgetting"
+        );
     }
 
     #[test]
