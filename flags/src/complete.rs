@@ -187,12 +187,7 @@ fn zsh(tree: &Tree) -> String {
         }
         out += "            '(- *)'{-h,--help}'[print the help and exit]' \\\n";
         if name.is_empty() && !names.is_empty() {
-            let described: Vec<String> = tree
-                .commands
-                .iter()
-                .map(|(n, about, _)| format!("{n}\\:{}", zsh_text(about).replace(' ', "\\ ")))
-                .collect();
-            out += &format!("            '1:command:(({}))'\n", described.join(" "));
+            out += &format!("            '1:command:({})'\n", names.join(" "));
         } else if !name.is_empty() {
             out += &format!("            '1:command:({name})'\n");
         } else {
@@ -255,6 +250,14 @@ fn fish(tree: &Tree) -> String {
             }
             line += &format!(" -d {}\n", fish_quote(spec.help));
             out += &line;
+            // fish has no optional values: offer them right after the flag.
+            if let (Arity::Optional(..), Values::Choices(words)) = (spec.arity, spec.values) {
+                out += &format!(
+                    "complete -c {p} -n '__fish_prev_arg_in {}' -a {}\n",
+                    spec.names().join(" "),
+                    fish_quote(&words.join(" "))
+                );
+            }
         }
         out += &format!("complete -c {p}{condition} -s h -l help -d 'print the help and exit'\n");
     }
