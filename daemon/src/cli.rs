@@ -137,10 +137,17 @@ pub enum Invocation {
 /// Parses the arguments after the program name; an error is one line for the user.
 pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
     let mut args = Args::default();
-    match Parser::new(argv)
-        .parse(&GPUPEEKD, &mut args)
-        .map_err(|e| e.0)?
+    let mut parser = Parser::new(argv);
+    let stop = parser.parse(&GPUPEEKD, &mut args).map_err(|e| e.0)?;
+    // A daemon's configuration says each thing once: a flag given twice is a mistake
+    // (gpupeek, like gpustat, keeps the last).
+    let seen = parser.seen();
+    if let Some(flag) =
+        (1..seen.len()).find_map(|i| seen[..i].contains(&seen[i]).then_some(seen[i]))
     {
+        return Err(format!("--{flag} is given more than once"));
+    }
+    match stop {
         Stop::Help => Ok(Invocation::Print(help::render(&GPUPEEKD))),
         Stop::Word(word) => Err(format!(
             "unexpected argument {word:?}: gpupeekd takes only flags"
@@ -323,6 +330,10 @@ mod tests {
             (&["--shm"], "--shm needs a value"),
             (&["--process-info", "all"], "--process-info"),
             (&["extra"], "unexpected argument"),
+            (
+                &["--interval", "1s", "--interval=2s"],
+                "--interval is given more than once",
+            ),
         ] {
             let err = run(argv).unwrap_err();
             assert!(err.contains(says) && !err.contains('\n'), "{argv:?}: {err}");
