@@ -30,7 +30,7 @@ clocks.current.sm (clocks.sm), clocks.current.memory (clocks.mem), clocks.max.gr
 clocks_event_reasons.active, clocks_throttle_reasons.active, pcie.link.gen.current, \
 pcie.link.width.current, ecc.errors.corrected.volatile.total, \
 ecc.errors.uncorrected.volatile.total.\n\n\
-Example: gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
+Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
 
 /// The flags of `gpupeek query` (their table is `crate::commands::QUERY`).
 #[derive(Debug)]

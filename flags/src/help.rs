@@ -10,10 +10,9 @@ const WIDTH: usize = 80;
 
 /// The `--help` text of `command`.
 pub fn render<A>(command: &Command<A>) -> String {
-    let mut out = format!(
-        "Usage: {}\n\n{}\n\nOptions:\n",
-        command.usage, command.about
-    );
+    let mut out = format!("Usage: {}\n\n", command.usage);
+    out.push_str(&wrap(command.about, 0));
+    out.push_str("\nOptions:\n");
     let help = Spec {
         short: Some('h'),
         ..Spec::switch("help", "print this help and exit")
@@ -21,10 +20,20 @@ pub fn render<A>(command: &Command<A>) -> String {
     for spec in command.flags.iter().map(|f| &f.spec).chain([&help]) {
         out.push_str(&entry(spec));
     }
-    if !command.after.is_empty() {
+    // Notes: a paragraph on one line is wrapped, one laid out in lines is kept.
+    for paragraph in command
+        .after
+        .trim_end()
+        .split("\n\n")
+        .filter(|p| !p.is_empty())
+    {
         out.push('\n');
-        out.push_str(command.after.trim_end());
-        out.push('\n');
+        if paragraph.contains('\n') {
+            out.push_str(paragraph);
+            out.push('\n');
+        } else {
+            out.push_str(&wrap(paragraph, 0));
+        }
     }
     out
 }
@@ -42,24 +51,29 @@ pub fn names_and_value(spec: &Spec) -> String {
 }
 
 fn entry(spec: &Spec) -> String {
-    let names = names_and_value(spec);
-    let mut out = format!("  {names}");
-    let indent = " ".repeat(NAMES);
-    let mut column = out.len();
-    if column + 2 > NAMES {
-        out.push('\n');
-        out.push_str(&indent);
+    let names = format!("  {}", names_and_value(spec));
+    let help = wrap(spec.help, NAMES);
+    if names.len() + 2 > NAMES {
+        format!("{names}\n{help}")
     } else {
-        out.push_str(&" ".repeat(NAMES - column));
+        format!("{names:NAMES$}{}", &help[NAMES..])
     }
-    column = NAMES;
-    for word in spec.help.split_whitespace() {
-        if column > NAMES && column + 1 + word.len() > WIDTH {
+}
+
+/// `text` in lines of at most [`WIDTH`] columns, each indented by `indent` spaces and
+/// ending in a newline.
+fn wrap(text: &str, indent: usize) -> String {
+    let mut out = String::new();
+    let mut column = 0;
+    for word in text.split_whitespace() {
+        if column > indent && column + 1 + word.len() > WIDTH {
             out.push('\n');
-            out.push_str(&indent);
-            column = NAMES;
+            column = 0;
         }
-        if column > NAMES {
+        if column == 0 {
+            out.push_str(&" ".repeat(indent));
+            column = indent;
+        } else {
             out.push(' ');
             column += 1;
         }
