@@ -56,7 +56,8 @@ fn entry(spec: &Spec) -> String {
     if names.len() + 2 > NAMES {
         format!("{names}\n{help}")
     } else {
-        format!("{names:NAMES$}{}", &help[NAMES..])
+        // `wrap` indents the first line too; the names take that place.
+        format!("{names:NAMES$}{}", help.get(NAMES..).unwrap_or("\n"))
     }
 }
 

@@ -219,3 +219,20 @@ fn splice_replaces_only_between_the_markers() {
     );
     assert!(man::splice(page, "y", "").is_err());
 }
+
+#[test]
+fn a_flag_without_help_or_a_command_without_about_still_renders() {
+    const BARE: Command<A> = Command {
+        name: "bare",
+        usage: "bare",
+        about: "",
+        flags: &[Flag {
+            spec: Spec::switch("quiet", ""),
+            apply: |_, _| Ok(()),
+        }],
+        after: "",
+    };
+    let text = help::render(&BARE);
+    assert!(text.contains("\n  --quiet "), "{text}");
+    assert!(man::options(&BARE.specs()).contains(".B \\-\\-quiet\n"));
+}
