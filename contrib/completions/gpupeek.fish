@@ -20,7 +20,7 @@ complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l 
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l no-processes -d 'do not print processes'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l json -d 'print gpustat-compatible JSON'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l gpuname-width -x -d 'width of the GPU name column, 0 to 1000 (default: the longest name)'
-complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l force-color -l color -d 'colour even when stdout is not a terminal'
+complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l force-color -l color -d 'colour even when stdout is not a terminal or $NO_COLOR is set'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l no-color -d 'never colour'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l shm -x -d 'shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s i -l watch -l interval -d 'redraw every SECS seconds (0.01 to 86400; bare: 1) with utilisation sparklines, until q or Ctrl-C'

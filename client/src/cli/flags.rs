@@ -222,15 +222,16 @@ means both; an empty value, none), as gpustat takes them.",
     Flag {
         spec: Spec {
             aliases: &["color"],
-            ..Spec::switch("force-color", "colour even when stdout is not a terminal")
+            ..Spec::switch(
+                "force-color",
+                "colour even when stdout is not a terminal or $NO_COLOR is set",
+            )
         },
         apply: set!(color),
     },
     Flag {
         spec: Spec {
-            man: r"Never colour (also when
-.B NO_COLOR
-is set).
+            man: r"Never colour.
 Not allowed with
 .BR \-\-force\-color ,
 as in gpustat.",
