@@ -210,7 +210,7 @@ fn finish(args: Args) -> Result<Invocation, String> {
 
 /// `gpupeek --help`: the flags, then the commands and the template language.
 pub fn main_help() -> String {
-    help::render(&MAIN) + commands::HELP + outputs::HELP
+    help::render(&MAIN) + &commands::help() + outputs::HELP
 }
 
 /// Every table, for the completion scripts.

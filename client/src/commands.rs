@@ -11,22 +11,26 @@ use crate::{metrics, query, serve};
 /// The commands, by name.
 pub const NAMES: [&str; 3] = ["query", "metrics", "serve"];
 
-/// Appended to `gpupeek --help`.
-pub const HELP: &str = "
-Commands (each has its own --help; --shm may come before or after the command):
-  query --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-i IDS]
-                    nvidia-smi-compatible CSV of the named fields
-  metrics           Prometheus text exposition (for node_exporter's textfile collector)
-  serve [--listen ADDR]
-                    serve /metrics over HTTP (default 127.0.0.1:9477), reading the
-                    segment at each scrape
-";
+/// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
+pub fn help() -> String {
+    let mut out = String::from(
+        "\nCommands (each has its own --help; --shm may come before or after the command):\n",
+    );
+    for (usage, about) in [
+        (QUERY.usage, QUERY.about),
+        (METRICS.usage, METRICS.about),
+        (SERVE.usage, SERVE.about),
+    ] {
+        out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
+        out += &gpupeek_flags::help::wrap(about, 6);
+    }
+    out
+}
 
 /// `gpupeek query`.
 pub const QUERY: Command<query::Args> = Command {
     name: "gpupeek query",
-    usage:
-        "gpupeek query --query-gpu=FIELDS [--format=csv[,noheader][,nounits]] [-i IDS] [--shm NAME]",
+    usage: "gpupeek query --query-gpu=FIELDS [--format=csv[,noheader][,nounits]] [options]",
     about: "Query GPU fields by nvidia-smi's names and print them as nvidia-smi's CSV.",
     flags: &[
         Flag {

@@ -61,9 +61,9 @@ fn entry(spec: &Spec) -> String {
     }
 }
 
-/// `text` in lines of at most [`WIDTH`] columns, each indented by `indent` spaces and
-/// ending in a newline.
-fn wrap(text: &str, indent: usize) -> String {
+/// `text` in lines of at most 80 columns, each indented by `indent` spaces and ending in
+/// a newline.
+pub fn wrap(text: &str, indent: usize) -> String {
     let mut out = String::new();
     let mut column = 0;
     for word in text.split_whitespace() {
