@@ -243,3 +243,57 @@ fn generated_completion_scripts_are_the_flag_tables() {
         check_generated(&dir.join(file), &completion(shell));
     }
 }
+
+/// Every sequence of up to three of these words parses or fails with one line; none
+/// panics (the parser sees hostile input too).
+#[test]
+fn no_short_command_line_panics_or_gets_a_multi_line_error() {
+    const WORDS: &[&str] = &[
+        "-c",
+        "-P",
+        "",
+        "draw",
+        "-Pdraw",
+        "--shm",
+        "x",
+        "query",
+        "metrics",
+        "--",
+        "-",
+        "-1",
+        "--show-p=",
+        "-e",
+        "-i",
+        "-cupP",
+        "--id",
+        "0,x",
+        "--query-gpu=i",
+        "--help",
+        "-h",
+        "--print-completion",
+        "=",
+        "--=",
+        "-=",
+        "é",
+        "-é",
+        "--no-color",
+        "--color",
+    ];
+    let mut argvs: Vec<Vec<&str>> = vec![vec![]];
+    for _ in 0..3 {
+        let longer: Vec<Vec<&str>> = argvs
+            .iter()
+            .filter(|argv| argv.len() == argvs.last().unwrap().len())
+            .flat_map(|argv| WORDS.iter().map(move |w| [&argv[..], &[*w]].concat()))
+            .collect();
+        argvs.extend(longer);
+    }
+    let mut lines = 0;
+    for argv in &argvs {
+        if let Err(e) = parse(strings(argv)) {
+            assert!(!e.contains('\n') && !e.is_empty(), "{argv:?}: {e:?}");
+        }
+        lines += 1;
+    }
+    assert!(lines > 20_000);
+}
