@@ -3,11 +3,13 @@
 #   sudo make install [PREFIX=/usr/local] [DESTDIR=]
 #   sudo make uninstall [PREFIX=/usr/local] [DESTDIR=]
 #   make check                             the test suite
+#   make generated                         rewrite what the flag tables generate: the man
+#                                          pages' option lists, contrib/completions/
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
 
-.PHONY: all install uninstall check
+.PHONY: all install uninstall check generated
 
 all:
 	$(CARGO) build --release -p gpupeekd -p gpupeek
@@ -20,3 +22,6 @@ uninstall:
 
 check:
 	$(CARGO) test --workspace
+
+generated:
+	GPUPEEK_WRITE_GENERATED=1 $(CARGO) test -p gpupeek -p gpupeekd generated

@@ -1,121 +1,92 @@
-//! Command-line flags of `gpupeek`, following gpustat's where gpustat has one.
+//! The command line of `gpupeek`: gpustat's flags, parsed as gpustat's argparse parses
+//! them, and the `query`, `metrics` and `serve` commands.
 //!
-//! argh parses the flags; [`normalize`] first rewrites the gpustat habits argh does not
-//! know: `--flag=value` (argparse takes it), bundled short switches (`-cup`) and the
-//! optional values of `-e`/`--show-codec`, `-P`/`--show-power` (a bare `-P` means
-//! `draw,limit`) and `-i`/`--watch`.
+//! Each flag is declared once, in a table ([`flags::MAIN`], and the commands' tables in
+//! [`crate::commands`]), with the `gpupeek-flags` crate's [`Flag`] type; parsing,
+//! `--help`, the OPTIONS lists of gpupeek(1) and the completion scripts
+//! (`--print-completion bash|zsh|fish`) all come from those tables. Global flags
+//! (`--shm`) may come before or after a command: `gpupeek --shm X metrics` is `gpupeek
+//! metrics --shm X`.
+//!
+//! Why lexopt and a table of our own rather than clap: start-up is most of what a
+//! one-shot call costs (docs/PERFORMANCE.md). A clap (4.6, derive) parser of a table this
+//! size, measured in a bare program with the same release profile, added about 127,000
+//! instructions to every start (165,000 to parse `-cup --shm x`) and 314 KB to the
+//! binary: a third more instructions than the whole of a one-shot `gpupeek` (357,000)
+//! and a third more file. lexopt only splits arguments (a few hundred lines, no
+//! dependency), so parsing costs what the table's look-ups cost: measured the same way,
+//! about 1,500 instructions more per call than argh did and 53 KB more file (the man
+//! paragraphs and the writers), see docs/PERFORMANCE.md. And the table can say exactly
+//! what argparse does with `-P ''` or `-cupP draw`, which clap cannot without
+//! work-arounds. The price is our own help, man and completion writers (gpupeek-flags).
 
-use argh::FromArgs;
+pub mod flags;
+#[cfg(test)]
+mod gpustat;
+#[cfg(test)]
+mod tests;
 
-/// gpupeek: show NVIDIA GPU status from gpupeekd's shared memory, gpustat-style, without
-/// a single driver call.
-#[derive(FromArgs, Debug, Default)]
+use gpupeek_flags::complete::{Shell, Tree};
+use gpupeek_flags::{help, Parser, Stop};
+
+pub use flags::MAIN;
+
+use crate::{commands, metrics, outputs, query, serve};
+
+/// The gpustat-style flags of the table, JSON and one-line outputs.
+#[derive(Debug, Default)]
 pub struct Args {
-    /// show the command name of each process
-    #[argh(switch, short = 'c')]
+    /// `-c`.
     pub show_cmd: bool,
-
-    /// show the user name of each process
-    #[argh(switch, short = 'u')]
+    /// `-u`.
     pub show_user: bool,
-
-    /// show the pid of each process
-    #[argh(switch, short = 'p')]
+    /// `-p`.
     pub show_pid: bool,
-
-    /// show fan speed
-    #[argh(switch, short = 'F')]
+    /// `-F`.
     pub show_fan_speed: bool,
-
-    /// show a line per process with its CPU use, host memory, running time, GPU (SM)
-    /// utilisation and full command line (also --full-process-info)
-    #[argh(switch, short = 'f')]
+    /// `-f`.
     pub show_full_cmd: bool,
-
-    /// show GPUs, processes, GPU memory and utilisation per user instead of per GPU
-    #[argh(switch)]
+    /// `--by-user`.
     pub by_user: bool,
-
-    /// show encoder/decoder utilisation: "enc", "dec" or "enc,dec" (bare -e: both)
-    #[argh(option, short = 'e', from_str_fn(parse_codec))]
+    /// `-e`: which codec columns (`None`: none, as gpustat's `''`).
     pub show_codec: Option<Codec>,
-
-    /// show power draw, and the limit: "draw" or "draw,limit" (bare -P: both)
-    #[argh(option, short = 'P', from_str_fn(parse_power))]
+    /// `-P`: which power columns (`None`: none, as gpustat's `''`).
     pub show_power: Option<Power>,
-
-    /// show everything: -c -u -p -F -e -P
-    #[argh(switch, short = 'a')]
+    /// `-a`.
     pub show_all: bool,
-
-    /// only these GPUs, by index, in this order, e.g. --id 0,2
-    #[argh(option, from_str_fn(parse_ids))]
+    /// `--id`.
     pub id: Option<Vec<u32>>,
-
-    /// after the utilisation, say whether the GPU is really working: thermal,
-    /// power-capped, hw-slowdown, starved, idle-holding or healthy (thresholds:
-    /// $GPUPEEK_VERDICT_THRESHOLDS, e.g. "busy=80,starved=30,idle=300,idle_mem=1024")
-    #[argh(switch, short = 'V')]
+    /// `-V`.
     pub verdict: bool,
-
-    /// do not print the header line
-    #[argh(switch)]
+    /// `--no-header`.
     pub no_header: bool,
-
-    /// do not print processes
-    #[argh(switch)]
+    /// `--no-processes`.
     pub no_processes: bool,
-
-    /// print gpustat-compatible JSON
-    #[argh(switch)]
+    /// `--json`.
     pub json: bool,
-
-    /// width of the GPU name column, 0 to 1000 (default: the longest name)
-    #[argh(option, from_str_fn(parse_width))]
+    /// `--gpuname-width`.
     pub gpuname_width: Option<usize>,
-
-    /// force colour even when stdout is not a terminal
-    #[argh(switch)]
+    /// `--force-color` or `--color`.
     pub color: bool,
-
-    /// same as --color (gpustat's spelling)
-    #[argh(switch)]
-    pub force_color: bool,
-
-    /// never colour
-    #[argh(switch)]
+    /// `--no-color`.
     pub no_color: bool,
-
-    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
-    #[argh(option)]
+    /// `--shm`.
     pub shm: Option<String>,
-
-    /// print one line from this template instead of the table (see below)
-    #[argh(option)]
+    /// `--format`.
     pub format: Option<String>,
-
-    /// print a line for a status bar or prompt: text, waybar, polybar, tmux, i3blocks,
-    /// i3status-rust, bash, zsh, fish, starship or p10k
-    #[argh(option, short = 'o')]
+    /// `-o`.
     pub output: Option<String>,
-
-    /// keep running and print a line at each daemon update (streaming bar modules)
-    #[argh(switch)]
+    /// `--follow`.
     pub follow: bool,
-
-    /// text shown when every selected GPU is asleep (default: "GPU asleep" in bars,
-    /// nothing in prompts)
-    #[argh(option)]
+    /// `--asleep`.
     pub asleep: Option<String>,
-
-    /// redraw every SECS seconds (0.01 to 86400; bare -i: 1) with utilisation
-    /// sparklines, until q or Ctrl-C (also --interval, as gpustat)
-    #[argh(option, short = 'i')]
+    /// `-i`: seconds between redraws (checked when used: gpustat's parser takes any
+    /// number, `-i 0` included).
     pub watch: Option<f64>,
-
-    /// print the version and exit
-    #[argh(switch, short = 'v')]
+    /// `-v`.
     pub version: bool,
+    /// `--print-completion`.
+    pub print_completion: Option<Shell>,
 }
 
 /// Which codec columns to show.
@@ -136,28 +107,166 @@ pub enum Power {
     DrawLimit,
 }
 
-fn parse_codec(s: &str) -> Result<Codec, String> {
-    let mut codec = Codec::default();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        match part {
-            "enc" => codec.enc = true,
-            "dec" => codec.dec = true,
-            _ => return Err(format!("bad codec {part:?}: use enc, dec or enc,dec")),
-        }
-    }
-    Ok(codec)
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// The table, JSON, watch or a one-line output.
+    Main(Box<Args>),
+    /// `gpupeek query`.
+    Query(query::Args),
+    /// `gpupeek metrics`.
+    Metrics(metrics::Args),
+    /// `gpupeek serve`.
+    Serve(serve::Args),
+    /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
+    Print(String),
 }
 
-fn parse_power(s: &str) -> Result<Power, String> {
-    let mut limit = false;
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        match part {
-            "draw" => {}
-            "limit" => limit = true,
-            _ => return Err(format!("bad power field {part:?}: use draw or draw,limit")),
+/// Parses the arguments after the program name; an error is one line for the user.
+pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
+    let mut parser = Parser::new(argv);
+    let mut args = Args::default();
+    match parser.parse(&MAIN, &mut args).map_err(|e| e.0)? {
+        Stop::End => finish(args),
+        Stop::Help => Ok(Invocation::Print(main_help())),
+        Stop::Word(word) => {
+            let before: Vec<&str> = parser.seen().to_vec();
+            if let Some(flag) = before.iter().find(|f| !flags::GLOBAL.contains(f)) {
+                if commands::NAMES.contains(&word.as_str()) {
+                    return Err(format!(
+                        "--{flag} is not an option of `gpupeek {word}` (only {} may come \
+                         before a command)",
+                        flags::GLOBAL.map(|g| format!("--{g}")).join(", ")
+                    ));
+                }
+            }
+            let shm = args.shm.take();
+            match word.as_str() {
+                "query" => sub(&mut parser, &commands::QUERY, query_args(shm))
+                    .map(|a| a.map_or_else(Invocation::Print, Invocation::Query))
+                    .and_then(commands::check_query),
+                "metrics" => sub(&mut parser, &commands::METRICS, metrics::Args { shm })
+                    .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
+                "serve" => sub(&mut parser, &commands::SERVE, serve_args(shm))
+                    .map(|a| a.map_or_else(Invocation::Print, Invocation::Serve)),
+                _ => Err(format!(
+                    "unexpected argument {word:?}: gpupeek takes no arguments but flags \
+                     and a command ({})",
+                    commands::NAMES.join(", ")
+                )),
+            }
         }
     }
-    Ok(if limit { Power::DrawLimit } else { Power::Draw })
+}
+
+fn query_args(shm: Option<String>) -> query::Args {
+    query::Args {
+        query_gpu: String::new(),
+        format: "csv".into(),
+        id: None,
+        shm,
+    }
+}
+
+fn serve_args(shm: Option<String>) -> serve::Args {
+    serve::Args {
+        listen: serve::DEFAULT_LISTEN.into(),
+        shm,
+    }
+}
+
+/// Parses the rest of the line with a command's table: its arguments, or its help.
+fn sub<A>(
+    parser: &mut Parser,
+    command: &gpupeek_flags::Command<A>,
+    mut args: A,
+) -> Result<Result<A, String>, String> {
+    match parser.parse(command, &mut args).map_err(|e| e.0)? {
+        Stop::End => Ok(Ok(args)),
+        Stop::Help => Ok(Err(help::render(command))),
+        Stop::Word(word) => Err(format!(
+            "unexpected argument {word:?} ({} takes only flags)",
+            command.name
+        )),
+    }
+}
+
+/// The checks argparse makes after parsing, and what is printed instead of run.
+fn finish(args: Args) -> Result<Invocation, String> {
+    if args.color && args.no_color {
+        return Err("--no-color: not allowed with --force-color (--color)".into());
+    }
+    if args.version {
+        return Ok(Invocation::Print(format!(
+            "gpupeek {}\n",
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    if let Some(shell) = args.print_completion {
+        return Ok(Invocation::Print(completion(shell)));
+    }
+    Ok(Invocation::Main(Box::new(args)))
+}
+
+/// `gpupeek --help`: the flags, then the commands and the template language.
+pub fn main_help() -> String {
+    help::render(&MAIN) + &commands::help() + outputs::HELP
+}
+
+/// Every table, for the completion scripts.
+fn tree() -> Tree<'static> {
+    Tree {
+        program: "gpupeek",
+        top: MAIN.specs(),
+        commands: vec![
+            ("query", commands::QUERY.about, commands::QUERY.specs()),
+            (
+                "metrics",
+                commands::METRICS.about,
+                commands::METRICS.specs(),
+            ),
+            ("serve", commands::SERVE.about, commands::SERVE.specs()),
+        ],
+    }
+}
+
+/// The completion script for `shell`.
+pub fn completion(shell: Shell) -> String {
+    gpupeek_flags::complete::script(shell, &tree())
+}
+
+/// A flag that sets a `bool` field.
+macro_rules! set {
+    ($field:ident) => {
+        |a, _| {
+            a.$field = true;
+            Ok(())
+        }
+    };
+}
+use set;
+
+/// The flags' value parsers, named in the table.
+fn parse_codec(s: &str) -> Result<Option<Codec>, String> {
+    let (enc, dec) = match s {
+        "" => return Ok(None),
+        "enc" => (true, false),
+        "dec" => (false, true),
+        "enc,dec" => (true, true),
+        _ => return Err(format!("bad codec {s:?}: use enc, dec, enc,dec or ''")),
+    };
+    Ok(Some(Codec { enc, dec }))
+}
+
+fn parse_power(s: &str) -> Result<Option<Power>, String> {
+    match s {
+        "" => Ok(None),
+        "draw" => Ok(Some(Power::Draw)),
+        "limit" | "draw,limit" | "limit,draw" => Ok(Some(Power::DrawLimit)),
+        _ => Err(format!(
+            "bad power field {s:?}: use draw, limit, draw,limit, limit,draw or ''"
+        )),
+    }
 }
 
 fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
@@ -183,62 +292,14 @@ fn parse_width(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Short switches that may be bundled (`-cup`).
-const BUNDLEABLE: &str = "cupfFavV";
-
-/// Rewrites gpustat-style arguments into the form argh parses.
-pub fn normalize(args: &[String]) -> Vec<String> {
-    let args = crate::commands::split_equals(args);
-    let mut out = Vec::with_capacity(args.len() + 2);
-    let mut iter = args.iter().peekable();
-    while let Some(arg) = iter.next() {
-        let optional = match arg.as_str() {
-            "-e" | "--show-codec" => Some(("enc,dec", is_word as fn(&str) -> bool)),
-            "-P" | "--show-power" => Some(("draw,limit", is_word as fn(&str) -> bool)),
-            "-i" | "--watch" | "--interval" => Some(("1", is_seconds as fn(&str) -> bool)),
-            _ => None,
-        };
-        if let Some((default, accepts)) = optional {
-            out.push(if arg == "--interval" {
-                "--watch".to_owned()
-            } else {
-                arg.clone()
-            });
-            if !iter.peek().is_some_and(|next| accepts(next)) {
-                out.push(default.to_owned());
-            }
-            continue;
-        }
-        if arg == "--full-process-info" {
-            out.push("--show-full-cmd".to_owned());
-            continue;
-        }
-        let bundle = arg.strip_prefix('-').filter(|rest| {
-            rest.len() > 1 && !rest.starts_with('-') && rest.chars().all(|c| BUNDLEABLE.contains(c))
-        });
-        match bundle {
-            Some(letters) => out.extend(letters.chars().map(|c| format!("-{c}"))),
-            None => out.push(arg.clone()),
-        }
-        if arg == "--" {
-            out.extend(iter.cloned());
-            break;
-        }
-    }
-    out
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("bad interval {s:?}: use a number of seconds"))
 }
 
-/// gpupeek takes no positional argument, so a word after `-e` or `-P` can only be meant
-/// as its value: a wrong one gets the flag's own error ("bad codec"), not "Unrecognized
-/// argument".
-fn is_word(s: &str) -> bool {
-    !s.starts_with('-')
-}
-
-/// Any number is taken as `-i`'s value, so `-i 0` or `-i -1` gets the interval's own
-/// error rather than "Unrecognized argument".
-fn is_seconds(s: &str) -> bool {
-    s.parse::<f64>().is_ok()
+fn parse_shell(s: &str) -> Result<Shell, String> {
+    Shell::from_name(s).ok_or_else(|| format!("no completion for {s:?}: use bash, zsh or fish"))
 }
 
 impl Args {
@@ -273,117 +334,11 @@ impl Args {
     }
 }
 
+/// The gpustat-style flags of `argv`, for tests of what they do.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn norm(args: &[&str]) -> Vec<String> {
-        normalize(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-    }
-
-    /// argh's error for `args` after [`normalize`].
-    fn parse_error(args: &[&str]) -> String {
-        let argv = norm(args);
-        let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
-        match <Args as FromArgs>::from_args(&["gpupeek"], &strs) {
-            Ok(_) => panic!("{args:?} parsed"),
-            Err(e) => e.output,
-        }
-    }
-
-    #[test]
-    fn a_bad_codec_or_power_value_gets_the_flags_own_error() {
-        assert!(parse_error(&["-e", "foo"]).contains("bad codec \"foo\""));
-        assert!(parse_error(&["-P", "watts", "-c"]).contains("bad power field \"watts\""));
-    }
-
-    #[test]
-    fn bundled_short_switches_are_split() {
-        assert_eq!(norm(&["-cup"]), ["-c", "-u", "-p"]);
-        assert_eq!(
-            norm(&["-cupF", "--json"]),
-            ["-c", "-u", "-p", "-F", "--json"]
-        );
-    }
-
-    #[test]
-    fn full_process_info_is_gpustats_show_full_cmd() {
-        assert_eq!(norm(&["-cupf"]), ["-c", "-u", "-p", "-f"]);
-        assert_eq!(norm(&["--full-process-info"]), ["--show-full-cmd"]);
-    }
-
-    #[test]
-    fn show_all_is_gpustats_set() {
-        let mut args = Args {
-            show_all: true,
-            ..Args::default()
-        };
-        args.expand_show_all();
-        assert!(args.show_cmd && args.show_user && args.show_pid && args.show_fan_speed);
-        assert_eq!(args.show_power, Some(Power::DrawLimit));
-        assert!(!args.show_full_cmd, "gpustat's -a leaves out -f");
-    }
-
-    #[test]
-    fn long_flags_take_their_value_after_an_equals_sign_as_argparse_does() {
-        assert_eq!(
-            norm(&["--id=0,1", "--shm=x", "--format={util}=%", "--watch=0.5"]),
-            ["--id", "0,1", "--shm", "x", "--format", "{util}=%", "--watch", "0.5"]
-        );
-        assert_eq!(
-            norm(&["--show-codec=dec", "-c"]),
-            ["--show-codec", "dec", "-c"]
-        );
-    }
-
-    #[test]
-    fn json_by_user_and_watch_do_not_mix_with_one_line_outputs() {
-        let line = |follow, json| Args {
-            follow,
-            json,
-            ..Args::default()
-        };
-        assert_eq!(
-            line(true, true).table_flag_with_line_output(),
-            Some("--json")
-        );
-        assert_eq!(line(true, false).table_flag_with_line_output(), None);
-        assert_eq!(line(false, true).table_flag_with_line_output(), None);
-        let watch = Args {
-            output: Some("waybar".into()),
-            watch: Some(1.0),
-            ..Args::default()
-        };
-        assert_eq!(watch.table_flag_with_line_output(), Some("--watch"));
-    }
-
-    #[test]
-    fn unknown_letters_are_left_for_argh_to_reject() {
-        assert_eq!(norm(&["-cx"]), ["-cx"]);
-    }
-
-    #[test]
-    fn codec_and_power_values_are_optional() {
-        assert_eq!(norm(&["-e"]), ["-e", "enc,dec"]);
-        assert_eq!(norm(&["-e", "dec"]), ["-e", "dec"]);
-        assert_eq!(norm(&["-P", "-c"]), ["-P", "draw,limit", "-c"]);
-        assert_eq!(norm(&["--show-power", "draw"]), ["--show-power", "draw"]);
-        assert_eq!(norm(&["-e", "foo"]), ["-e", "foo"], "for -e's own error");
-        assert_eq!(norm(&["-P", "watts"]), ["-P", "watts"]);
-        assert_eq!(norm(&["-i"]), ["-i", "1"]);
-        assert_eq!(norm(&["-i", "0.5", "-c"]), ["-i", "0.5", "-c"]);
-        assert_eq!(norm(&["--interval", "-c"]), ["--watch", "1", "-c"]);
-        assert_eq!(norm(&["-i", "0"]), ["-i", "0"]);
-        assert_eq!(norm(&["-i", "-1"]), ["-i", "-1"]);
-    }
-
-    #[test]
-    fn value_parsers_reject_garbage_with_a_message() {
-        assert!(parse_codec("mp4").unwrap_err().contains("mp4"));
-        assert_eq!(parse_power("limit,draw"), Ok(Power::DrawLimit));
-        assert_eq!(parse_ids("0, 2"), Ok(vec![0, 2]));
-        assert!(parse_ids("0,x").is_err());
-        assert_eq!(parse_width("1000"), Ok(1000));
-        assert!(parse_width("1001").unwrap_err().contains("0 to 1000"));
+pub fn parse_args(argv: &[String]) -> Result<Args, String> {
+    match parse(argv.to_vec())? {
+        Invocation::Main(args) => Ok(*args),
+        other => Err(format!("not the table's flags: {other:?}")),
     }
 }

@@ -1,127 +1,163 @@
-//! Subcommands: `gpupeek query`, `gpupeek metrics` and `gpupeek serve`.
-//!
-//! `main` offers every argument list to [`dispatch`] before its own (gpustat-style) flag
-//! parsing; a first argument naming a subcommand is handled here, anything else is left
-//! alone. Each subcommand has its own argh flags; `--flag=value` is accepted as well as
-//! `--flag value`, because nvidia-smi users write `--query-gpu=...`.
+//! Subcommands: `gpupeek query`, `gpupeek metrics` and `gpupeek serve`, and their flag
+//! tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
+//! with its table; `--shm` may come before the name too. nvidia-smi users write
+//! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
-use argh::FromArgs;
+use gpupeek_flags::{Arity, Command, Flag, Spec};
 
-use crate::{metrics, query, serve, Exit, EXIT_USAGE};
+use crate::cli::{flags::SHM, Invocation};
+use crate::{metrics, query, serve};
 
-/// Appended to `gpupeek --help`.
-pub const HELP: &str = "
-Commands (each has its own --help):
-  query --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-i IDS]
-                    nvidia-smi-compatible CSV of the named fields
-  metrics           Prometheus text exposition (for node_exporter's textfile collector)
-  serve [--listen ADDR]
-                    serve /metrics over HTTP (default 127.0.0.1:9477), reading the
-                    segment at each scrape
-";
+/// The commands, by name.
+pub const NAMES: [&str; 3] = ["query", "metrics", "serve"];
 
-/// Runs the subcommand named by `argv[0]`, if it names one.
-pub fn dispatch(argv: &[String]) -> Option<Result<(), Exit>> {
-    let (name, rest) = argv.split_first()?;
-    Some(match name.as_str() {
-        "query" => parse(name, rest).and_then(query::run),
-        "metrics" => parse(name, rest).and_then(metrics::run),
-        "serve" => parse(name, rest).and_then(serve::run),
-        _ => return None,
-    })
-}
-
-/// For argh's error about a subcommand named after other arguments (`gpupeek --shm x
-/// query` is "Unrecognized argument: query"), the hint to put it first.
-pub fn misplaced(argh_error: &str) -> Option<String> {
-    let name = argh_error
-        .trim_end()
-        .strip_prefix("Unrecognized argument: ")?;
-    matches!(name, "query" | "metrics" | "serve")
-        .then(|| format!("the {name} command comes first: gpupeek {name} [its flags, --shm too]"))
-}
-
-/// Parses a subcommand's flags; `--help` prints and exits 0, bad flags exit 2.
-fn parse<T: FromArgs>(name: &str, args: &[String]) -> Result<T, Exit> {
-    let args = split_equals(args);
-    let strs: Vec<&str> = args.iter().map(String::as_str).collect();
-    T::from_args(&["gpupeek", name], &strs).map_err(|exit| match exit.status {
-        Ok(()) => match crate::write_stdout(&exit.output) {
-            Ok(()) => Exit::new(0, ""),
-            Err(e) => e,
-        },
-        Err(()) => Exit::new(EXIT_USAGE, exit.output.trim_end()),
-    })
-}
-
-/// `--flag=value` becomes `--flag value` (up to a `--`); `gpupeek`'s own flags too.
-pub fn split_equals(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len() + 2);
-    let mut iter = args.iter();
-    for arg in iter.by_ref() {
-        if arg == "--" {
-            out.push(arg.clone());
-            break;
-        }
-        match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => {
-                out.push(flag.to_owned());
-                out.push(value.to_owned());
-            }
-            _ => out.push(arg.clone()),
-        }
+/// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
+pub fn help() -> String {
+    let mut out = String::from(
+        "\nCommands (each has its own --help; --shm may come before or after the command):\n",
+    );
+    for (usage, about) in [
+        (QUERY.usage, QUERY.about),
+        (METRICS.usage, METRICS.about),
+        (SERVE.usage, SERVE.about),
+    ] {
+        out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
+        out += &gpupeek_flags::help::wrap(about, 6);
     }
-    out.extend(iter.cloned());
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// `gpupeek query`.
+pub const QUERY: Command<query::Args> = Command {
+    name: "gpupeek query",
+    usage: "gpupeek query --query-gpu=FIELDS [--format=csv[,noheader][,nounits]] [options]",
+    about: "Query GPU fields by nvidia-smi's names and print them as nvidia-smi's CSV.",
+    flags: &[
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("FIELDS"),
+                man: QUERY_GPU,
+                ..Spec::switch(
+                    "query-gpu",
+                    "comma-separated fields, e.g. index,name,memory.used,utilization.gpu",
+                )
+            },
+            apply: |a, v| {
+                a.query_gpu = v.to_owned();
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("FORMAT"),
+                ..Spec::switch(
+                    "format",
+                    "csv, optionally followed by \",noheader\" and/or \",nounits\" (default csv)",
+                )
+            },
+            apply: |a, v| {
+                a.format = v.to_owned();
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                short: Some('i'),
+                arity: Arity::Value("IDS"),
+                ..Spec::switch(
+                    "id",
+                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids",
+                )
+            },
+            apply: |a, v| {
+                a.id = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: SHM,
+            apply: |a, v| {
+                a.shm = Some(v.to_owned());
+                Ok(())
+            },
+        },
+    ],
+    after: query::NOTE,
+};
 
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
+/// `gpupeek metrics`.
+pub const METRICS: Command<metrics::Args> = Command {
+    name: "gpupeek metrics",
+    usage: "gpupeek metrics [--shm NAME]",
+    about: "Print the GPUs as Prometheus metrics (text exposition format), e.g. for \
+            node_exporter's textfile collector.",
+    flags: &[Flag {
+        spec: SHM,
+        apply: |a, v| {
+            a.shm = Some(v.to_owned());
+            Ok(())
+        },
+    }],
+    after: "Example (cron or a systemd timer):\n  gpupeek metrics > \
+            /var/lib/node_exporter/gpupeek.prom.tmp && mv \
+            /var/lib/node_exporter/gpupeek.prom.tmp /var/lib/node_exporter/gpupeek.prom",
+};
 
-    #[test]
-    fn long_flags_with_equals_are_split_but_values_and_short_flags_are_not() {
-        assert_eq!(
-            split_equals(&strings(&[
-                "--query-gpu=index,name",
-                "--format=csv,noheader",
-                "-i",
-                "0"
-            ])),
-            strings(&[
-                "--query-gpu",
-                "index,name",
-                "--format",
-                "csv,noheader",
-                "-i",
-                "0"
-            ])
-        );
-        assert_eq!(
-            split_equals(&strings(&["--", "--x=y", "a=b"])),
-            strings(&["--", "--x=y", "a=b"])
-        );
-    }
+/// `gpupeek serve`.
+pub const SERVE: Command<serve::Args> = Command {
+    name: "gpupeek serve",
+    usage: "gpupeek serve [--listen HOST:PORT] [--shm NAME]",
+    about: "Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment \
+            at each scrape.",
+    flags: &[
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("HOST:PORT"),
+                ..Spec::switch(
+                    "listen",
+                    "address to listen on (default 127.0.0.1:9477; port 0 picks a free one)",
+                )
+            },
+            apply: |a, v| {
+                a.listen = v.to_owned();
+                Ok(())
+            },
+        },
+        Flag {
+            spec: SHM,
+            apply: |a, v| {
+                a.shm = Some(v.to_owned());
+                Ok(())
+            },
+        },
+    ],
+    after: "Run it as an unprivileged user (it needs only to read /dev/shm/gpupeek); \
+            contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be \
+            scraped from other hosts. Stop it with SIGTERM or SIGINT.",
+};
 
-    #[test]
-    fn a_subcommand_after_other_arguments_gets_a_hint_to_put_it_first() {
-        let hint = misplaced("Unrecognized argument: query\n");
-        assert!(hint.unwrap().contains("gpupeek query"));
-        assert_eq!(misplaced("Unrecognized argument: quest"), None);
-        assert_eq!(misplaced("Required options not provided"), None);
-    }
-
-    #[test]
-    fn only_subcommand_names_are_dispatched() {
-        assert!(dispatch(&strings(&["-cup"])).is_none());
-        assert!(dispatch(&[]).is_none());
-        let Some(Err(exit)) = dispatch(&strings(&["query", "--bogus"])) else {
-            panic!("query with a bad flag must fail");
-        };
-        assert_eq!(exit.code, EXIT_USAGE);
+/// `--query-gpu` is required.
+pub fn check_query(invocation: Invocation) -> Result<Invocation, String> {
+    match &invocation {
+        Invocation::Query(args) if args.query_gpu.is_empty() => {
+            Err("query needs --query-gpu=FIELDS (see gpupeek query --help)".into())
+        }
+        _ => Ok(invocation),
     }
 }
+
+const QUERY_GPU: &str = r"Comma-separated fields:
+timestamp, driver_version, count, name (gpu_name), uuid (gpu_uuid), pci.bus_id
+(gpu_bus_id), index, pstate, fan.speed, memory.total, memory.reserved,
+memory.used,
+memory.free, utilization.gpu, utilization.memory, utilization.encoder,
+utilization.decoder, temperature.gpu, power.draw, power.limit,
+enforced.power.limit,
+clocks.current.graphics (clocks.gr), clocks.current.sm (clocks.sm),
+clocks.current.memory (clocks.mem), clocks.max.graphics (clocks.max.gr),
+clocks.max.sm, clocks.max.memory (clocks.max.mem), clocks_event_reasons.active,
+clocks_throttle_reasons.active, pcie.link.gen.current, pcie.link.width.current,
+ecc.errors.corrected.volatile.total, ecc.errors.uncorrected.volatile.total.
+A value a GPU does not report prints as [N/A]; every live value of a GPU whose
+driver is not responding prints as [Unknown Error] (nvidia-smi's text for a call
+that failed), its name, UUID, bus id and maximum clocks as usual.";

@@ -10,8 +10,8 @@
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back).
 //! A closed stdout is a quiet 0.
 //!
-//! A first argument naming a subcommand (`query`, `metrics`, `serve`) is handed to
-//! [`commands`] before the gpustat-style flags are parsed.
+//! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
+//! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.
 //!
 //! Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
 //! enters [`main`] directly (`no_main`): std's own start-up would first install a
@@ -123,13 +123,13 @@ pub extern "C" fn main(
 fn run() -> Result<(), Exit> {
     let argv = utf8_args()?;
     verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
-    if let Some(result) = commands::dispatch(&argv) {
-        return result;
-    }
-    let mut args = parse_args(&argv)?;
-    if args.version {
-        return write_stdout(&format!("gpupeek {}\n", env!("CARGO_PKG_VERSION")));
-    }
+    let mut args = match cli::parse(argv).map_err(|e| Exit::new(EXIT_USAGE, e))? {
+        cli::Invocation::Main(args) => args,
+        cli::Invocation::Query(args) => return query::run(args),
+        cli::Invocation::Metrics(args) => return metrics::run(args),
+        cli::Invocation::Serve(args) => return serve::run(args),
+        cli::Invocation::Print(text) => return write_stdout(&text),
+    };
     args.expand_show_all();
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
@@ -169,11 +169,7 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let published = published_time(view.published_unix_ns);
-    let painter = style::Painter::new(
-        args.color || args.force_color,
-        args.no_color,
-        std::io::stdout().is_terminal(),
-    );
+    let painter = style::Painter::new(args.color, args.no_color, std::io::stdout().is_terminal());
     let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
     let out = match (args.by_user, args.json) {
         (false, true) => json::render(&view, &hostname, &iso_time(&published)),
@@ -294,23 +290,6 @@ fn utf8_args() -> Result<Vec<String>, Exit> {
             })
         })
         .collect()
-}
-
-fn parse_args(argv: &[String]) -> Result<cli::Args, Exit> {
-    let argv = cli::normalize(argv);
-    let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    <cli::Args as argh::FromArgs>::from_args(&["gpupeek"], &strs).map_err(|exit| {
-        match exit.status {
-            Ok(()) => match write_stdout(&(exit.output + commands::HELP + outputs::HELP)) {
-                Ok(()) => Exit::new(0, ""),
-                Err(e) => e,
-            },
-            Err(()) => match commands::misplaced(&exit.output) {
-                Some(hint) => Exit::new(EXIT_USAGE, hint),
-                None => Exit::new(EXIT_USAGE, exit.output.trim_end()),
-            },
-        }
-    })
 }
 
 /// Writes everything to stdout; a closed pipe (`gpupeek | head -1`) is a quiet success.

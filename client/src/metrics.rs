@@ -18,7 +18,6 @@
 
 use std::fmt::Write;
 
-use argh::FromArgs;
 use gpupeek_shm::layout::status_valid;
 use gpupeek_shm::{text, Liveness, Segment, Snapshot};
 
@@ -26,15 +25,10 @@ use crate::Exit;
 
 mod gpu;
 
-/// Print the GPUs as Prometheus metrics (text exposition format), e.g. for
-/// node_exporter's textfile collector.
-#[derive(FromArgs, Debug)]
-#[argh(
-    note = "Example (cron or a systemd timer):\n  gpupeek metrics > /var/lib/node_exporter/gpupeek.prom.tmp && mv /var/lib/node_exporter/gpupeek.prom.tmp /var/lib/node_exporter/gpupeek.prom"
-)]
+/// The flags of `gpupeek metrics` (their table is `crate::commands::METRICS`).
+#[derive(Debug)]
 pub struct Args {
-    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
-    #[argh(option)]
+    /// `--shm`.
     pub shm: Option<String>,
 }
 

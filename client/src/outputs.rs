@@ -476,7 +476,7 @@ pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
         None => Kind::Text,
     };
     let painter = crate::style::Painter::new(
-        args.color || args.force_color,
+        args.color,
         args.no_color,
         std::io::IsTerminal::is_terminal(&std::io::stdout()),
     );

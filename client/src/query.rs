@@ -13,17 +13,14 @@
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
 
-use argh::FromArgs;
 use chrono::{DateTime, Local};
 use gpupeek_shm::layout::{gpu_valid as v, status_valid, GpuState};
 use gpupeek_shm::{text, GpuRecord, Snapshot};
 
 use crate::{live, Exit, EXIT_USAGE};
 
-/// Query GPU fields by nvidia-smi's names and print them as nvidia-smi's CSV.
-#[derive(FromArgs, Debug)]
-#[argh(
-    note = "Fields (aliases in parentheses): timestamp, driver_version, count, \
+/// Appended to `gpupeek query --help`: every field this command knows.
+pub const NOTE: &str = "Fields (aliases in parentheses): timestamp, driver_version, count, \
 name (gpu_name), uuid (gpu_uuid), pci.bus_id (gpu_bus_id), index, pstate, fan.speed, \
 memory.total, memory.reserved, memory.used, memory.free, utilization.gpu, \
 utilization.memory, utilization.encoder, utilization.decoder, temperature.gpu, \
@@ -33,23 +30,21 @@ clocks.current.sm (clocks.sm), clocks.current.memory (clocks.mem), clocks.max.gr
 clocks_event_reasons.active, clocks_throttle_reasons.active, pcie.link.gen.current, \
 pcie.link.width.current, ecc.errors.corrected.volatile.total, \
 ecc.errors.uncorrected.volatile.total.\n\n\
-Example: gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader"
-)]
+Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
+
+/// The flags of `gpupeek query` (their table is `crate::commands::QUERY`).
+#[derive(Debug)]
 pub struct Args {
-    /// comma-separated fields, e.g. index,name,memory.used,utilization.gpu
-    #[argh(option)]
+    /// `--query-gpu`.
     pub query_gpu: String,
 
-    /// output format: csv, optionally followed by ",noheader" and/or ",nounits" (default csv)
-    #[argh(option, default = "String::from(\"csv\")")]
+    /// `--format`.
     pub format: String,
 
-    /// only these GPUs: comma-separated indices, UUIDs or PCI bus ids
-    #[argh(option, short = 'i')]
+    /// `-i`, `--id`.
     pub id: Option<String>,
 
-    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
-    #[argh(option)]
+    /// `--shm`.
     pub shm: Option<String>,
 }
 
@@ -432,10 +427,7 @@ mod tests {
 
     #[test]
     fn help_lists_every_field_name() {
-        let help = Args::from_args(&["gpupeek", "query"], &["--help"])
-            .unwrap_err()
-            .output
-            .replace('\n', " ");
+        let help = gpupeek_flags::help::render(&crate::commands::QUERY).replace('\n', " ");
         for name in FIELDS.iter().flat_map(|f| f.names.iter()) {
             assert!(
                 help.contains(&format!(" {name},"))

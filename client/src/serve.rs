@@ -10,7 +10,6 @@
 
 mod http;
 
-use argh::FromArgs;
 use http::{Limits, Request, Response, Server};
 
 use crate::{metrics, Exit, EXIT_OS, EXIT_USAGE};
@@ -18,21 +17,13 @@ use crate::{metrics, Exit, EXIT_OS, EXIT_USAGE};
 /// Default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
 
-/// Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment at
-/// each scrape.
-#[derive(FromArgs, Debug)]
-#[argh(
-    note = "Run it as an unprivileged user (it needs only to read /dev/shm/gpupeek); \
-contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be scraped \
-from other hosts. Stop it with SIGTERM or SIGINT."
-)]
+/// The flags of `gpupeek serve` (their table is `crate::commands::SERVE`).
+#[derive(Debug)]
 pub struct Args {
-    /// address to listen on, HOST:PORT (default 127.0.0.1:9477; port 0 picks a free one)
-    #[argh(option, default = "DEFAULT_LISTEN.to_owned()")]
+    /// `--listen`.
     pub listen: String,
 
-    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")
-    #[argh(option)]
+    /// `--shm`.
     pub shm: Option<String>,
 }
 

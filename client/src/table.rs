@@ -396,7 +396,7 @@ mod tests {
         let plain = Painter::new(false, true, false);
         for flags in [&[][..], &["-a"], &["-c", "-u", "-p", "-f"]] {
             let argv: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-            let mut args = crate::parse_args(&argv).unwrap();
+            let mut args = crate::cli::parse_args(&argv).unwrap();
             args.expand_show_all();
             let table = render(&view, &args, plain, "host", "now");
             let lines: Vec<&str> = table.lines().collect();

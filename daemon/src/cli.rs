@@ -3,19 +3,22 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use argh::FromArgs;
+use gpupeek_flags::complete::{Shell, Tree};
+use gpupeek_flags::{help, Parser, Stop};
 
 use crate::privacy::Choice;
+
+mod flags;
+
+pub use flags::GPUPEEKD;
 
 /// Shortest sampling period accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// Longest sampling period accepted.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// gpupeekd: sample NVIDIA GPUs through NVML and publish them in shared memory, so that
-/// any number of readers (gpupeek, status bars, exporters) see them without driver calls.
-#[derive(FromArgs, Debug)]
-#[argh(note = "Runtime power management (laptops):
+/// Appended to `gpupeekd --help`.
+pub const NOTES: &str = "Runtime power management (laptops):
   Before touching a GPU, gpupeekd reads its sysfs power/runtime_status. A
   suspended GPU is never queried: its record says \"suspended\".
   When every GPU is suspended, or idle (no compute process, 0% utilisation)
@@ -38,131 +41,136 @@ Alerts:
 
 Under systemd (Type=notify):
   READY=1 after the first publish, WATCHDOG=1 at least every half
-  $WATCHDOG_USEC, and STOPPING=1 when it stops, on $NOTIFY_SOCKET.")]
+  $WATCHDOG_USEC, and STOPPING=1 when it stops, on $NOTIFY_SOCKET.";
+
+/// gpupeekd's flags (each declared, with its help, in [`GPUPEEKD`]'s table).
+#[derive(Debug)]
 pub struct Args {
-    /// shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek", i.e. /dev/shm/gpupeek)
-    #[argh(option)]
+    /// `--shm`.
     pub shm: Option<String>,
-
-    /// sampling period, e.g. 250ms, 1s, 1.5s, 60s (default 1s, at least 10ms)
-    #[argh(
-        option,
-        default = "Duration::from_secs(1)",
-        from_str_fn(parse_interval)
-    )]
+    /// `--interval`.
     pub interval: Duration,
-
-    /// how often to sample each GPU's expensive values: process lists, per-process
-    /// utilisation and /proc details, ECC counts (default 2s, the GPUs' turns spread over
-    /// it; at least --interval); the process table keeps its contents in between
-    #[argh(
-        option,
-        default = "Duration::from_secs(2)",
-        from_str_fn(parse_interval)
-    )]
+    /// `--process-interval`.
     pub process_interval: Duration,
-
-    /// path of the NVML library to load (default: libnvidia-ml.so.1 from the loader path)
-    #[argh(option)]
+    /// `--nvml-lib`.
     pub nvml_lib: Option<String>,
-
-    /// what to publish about GPU processes, which every local user can read: full (user,
-    /// command line, CPU, host memory, container), basic (pid, GPU memory and
-    /// utilisation only), none, or auto (default: full, but basic when /proc is mounted
-    /// with hidepid, so the segment never shows more than /proc does)
-    #[argh(option, default = "Choice::Auto")]
+    /// `--process-info`.
     pub process_info: Choice,
-
-    /// where the proc filesystem to resolve processes in is mounted (default /proc; e.g.
-    /// the host's /proc mounted into the daemon's container)
-    #[argh(option, default = "PathBuf::from(\"/proc\")")]
+    /// `--proc-root`.
     pub proc_root: PathBuf,
-
-    /// stay in the foreground and log to stderr (default: detach and log to syslog)
-    #[argh(switch)]
+    /// `--foreground`.
     pub foreground: bool,
-
-    /// where sysfs is mounted, read for the GPUs' runtime power state (default /sys)
-    #[argh(option, default = "PathBuf::from(\"/sys\")")]
+    /// `--sysfs-root`.
     pub sysfs_root: PathBuf,
-
-    /// how long an NVML call may run before its GPU is published as "not responding"
-    /// (the other GPUs and the heartbeat go on meanwhile; default 2s, 10ms to 1h)
-    #[argh(
-        option,
-        default = "Duration::from_secs(2)",
-        from_str_fn(parse_interval)
-    )]
+    /// `--nvml-timeout`.
     pub nvml_timeout: Duration,
-
-    /// ask the gpupeekd running on the segment to let go of NVML, so that a GPU can be
-    /// reset or its MIG mode changed (readers then say so), and wait until it has
-    #[argh(switch)]
+    /// `--release`.
     pub release: bool,
-
-    /// ask the gpupeekd running on the segment to take NVML back after --release, and
-    /// wait until it publishes again
-    #[argh(switch)]
+    /// `--resume`.
     pub resume: bool,
-
-    /// release NVML once every GPU has been idle this long, so runtime PM can power it
-    /// down (default 10s; 0s releases at the first idle tick)
-    #[argh(
-        option,
-        default = "Duration::from_secs(10)",
-        from_str_fn(parse_release_after)
-    )]
+    /// `--release-after`.
     pub release_after: Duration,
-
-    /// ignore runtime power management: never read sysfs, always hold NVML and query
-    /// every GPU (for servers)
-    #[argh(switch)]
+    /// `--no-runtime-pm`.
     pub no_runtime_pm: bool,
-
-    /// print the version and exit
-    #[argh(switch)]
+    /// `--version`.
     pub version: bool,
-
-    /// log an alert when a GPU reaches this temperature in °C (default 85; 0: never)
-    #[argh(option, default = "85", from_str_fn(parse_temp))]
+    /// `--alert-temp`.
     pub alert_temp: u32,
-
-    /// log an alert when a GPU's memory is this percent used (default 95; 0: never)
-    #[argh(option, default = "95", from_str_fn(parse_memory_pct))]
+    /// `--alert-memory`.
     pub alert_memory: u32,
-
-    /// log an alert when a GPU draws this percent of its power limit (default 100; 0: never)
-    #[argh(option, default = "100", from_str_fn(parse_power_pct))]
+    /// `--alert-power`.
     pub alert_power: u32,
-
-    /// clock event reasons that log an alert, comma-separated: sw_power_cap, hw_slowdown,
-    /// sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown; or none
-    /// (default: all but sw_power_cap)
-    #[argh(
-        option,
-        default = "DEFAULT_THROTTLE_ALERTS",
-        from_str_fn(crate::alerts::parse_throttle)
-    )]
+    /// `--alert-throttle`, as a mask of clock event reasons.
     pub alert_throttle: u64,
-
-    /// log no alerts at all (not even for a lost GPU)
-    #[argh(switch)]
+    /// `--no-alerts`.
     pub no_alerts: bool,
-
-    /// also write one line of text to this file each tick, replaced atomically, for shell
-    /// prompts to read without forking (e.g. /run/gpupeek/prompt; see --prompt-format)
-    #[argh(option)]
+    /// `--prompt-file`.
     pub prompt_file: Option<PathBuf>,
-
-    /// the template of the --prompt-file line, in gpupeek --format's language (default
-    /// "{util}% {mem_used:GiB:.1}G"; plain text, no colours)
-    #[argh(option)]
+    /// `--prompt-format`.
     pub prompt_format: Option<String>,
-
-    /// only write "gpupeekd stopped" to --prompt-file and exit, touching no segment: for
-    /// a service manager to run after the daemon died without a clean stop (ExecStopPost)
-    #[argh(switch)]
+    /// `--prompt-stopped`.
     pub prompt_stopped: bool,
+    /// `--print-completion`.
+    pub print_completion: Option<Shell>,
+}
+
+impl Default for Args {
+    /// The defaults the flags' help states.
+    fn default() -> Self {
+        Args {
+            shm: None,
+            interval: Duration::from_secs(1),
+            process_interval: Duration::from_secs(2),
+            nvml_lib: None,
+            process_info: Choice::Auto,
+            proc_root: PathBuf::from("/proc"),
+            foreground: false,
+            sysfs_root: PathBuf::from("/sys"),
+            nvml_timeout: Duration::from_secs(2),
+            release: false,
+            resume: false,
+            release_after: Duration::from_secs(10),
+            no_runtime_pm: false,
+            version: false,
+            alert_temp: 85,
+            alert_memory: 95,
+            alert_power: 100,
+            alert_throttle: DEFAULT_THROTTLE_ALERTS,
+            no_alerts: false,
+            prompt_file: None,
+            prompt_format: None,
+            prompt_stopped: false,
+            print_completion: None,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run (or --release, --resume, --prompt-stopped) with these flags.
+    Run(Box<Args>),
+    /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
+    Print(String),
+}
+
+/// Parses the arguments after the program name; an error is one line for the user.
+pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
+    let mut args = Args::default();
+    let mut parser = Parser::new(argv);
+    let stop = parser.parse(&GPUPEEKD, &mut args).map_err(|e| e.0)?;
+    // A daemon's configuration says each thing once: a flag given twice is a mistake
+    // (gpupeek, like gpustat, keeps the last).
+    let seen = parser.seen();
+    if let Some(flag) =
+        (1..seen.len()).find_map(|i| seen[..i].contains(&seen[i]).then_some(seen[i]))
+    {
+        return Err(format!("--{flag} is given more than once"));
+    }
+    match stop {
+        Stop::Help => Ok(Invocation::Print(help::render(&GPUPEEKD))),
+        Stop::Word(word) => Err(format!(
+            "unexpected argument {word:?}: gpupeekd takes only flags"
+        )),
+        Stop::End if args.version => Ok(Invocation::Print(format!(
+            "gpupeekd {}\n",
+            env!("CARGO_PKG_VERSION")
+        ))),
+        Stop::End => match args.print_completion {
+            Some(shell) => Ok(Invocation::Print(completion(shell))),
+            None => Ok(Invocation::Run(Box::new(args))),
+        },
+    }
+}
+
+/// The completion script for `shell`.
+pub fn completion(shell: Shell) -> String {
+    let tree = Tree {
+        program: "gpupeekd",
+        top: GPUPEEKD.specs(),
+        commands: Vec::new(),
+    };
+    gpupeek_flags::complete::script(shell, &tree)
 }
 
 /// Every reason of [`crate::alerts::THROTTLE_REASONS`] but sw_power_cap, which is
@@ -195,15 +203,15 @@ fn parse_bounded(s: &str, what: &str, max: u32) -> Result<u32, String> {
     }
 }
 
-fn parse_temp(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_temp(s: &str) -> Result<u32, String> {
     parse_bounded(s, "temperature", 200)
 }
 
-fn parse_memory_pct(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_memory_pct(s: &str) -> Result<u32, String> {
     parse_bounded(s, "memory percentage", 100)
 }
 
-fn parse_power_pct(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_power_pct(s: &str) -> Result<u32, String> {
     parse_bounded(s, "power percentage", 1000)
 }
 
@@ -280,16 +288,21 @@ mod tests {
 
     #[test]
     fn alert_flags_have_sane_defaults_and_zero_turns_one_off() {
-        let args = Args::from_args(&["gpupeekd"], &["--alert-power", "0"]).unwrap();
+        let run = |argv: &[&str]| match parse(argv.iter().map(|s| s.to_string()).collect()) {
+            Ok(Invocation::Run(args)) => Ok(args),
+            Ok(Invocation::Print(_)) => panic!("{argv:?} printed"),
+            Err(e) => Err(e),
+        };
+        let args = run(&["--alert-power", "0"]).unwrap();
         let t = args.alerts();
         assert_eq!(t.temp_c, Some(85));
         assert_eq!(t.memory_pct, Some(95));
         assert_eq!(t.power_pct, None);
         assert_eq!(t.throttle_mask, DEFAULT_THROTTLE_ALERTS);
-        let args = Args::from_args(&["gpupeekd"], &["--no-alerts"]).unwrap();
+        let args = run(&["--no-alerts"]).unwrap();
         assert_eq!(args.alerts(), crate::alerts::Thresholds::OFF);
-        assert!(Args::from_args(&["gpupeekd"], &["--alert-memory", "101"]).is_err());
-        assert!(Args::from_args(&["gpupeekd"], &["--alert-temp", "-1"]).is_err());
+        assert!(run(&["--alert-memory", "101"]).is_err());
+        assert!(run(&["--alert-temp", "-1"]).is_err());
     }
 
     #[test]
@@ -298,6 +311,76 @@ mod tests {
             "", "s", "-1s", "abc", "1.2.3s", "9ms", "2h", "1e400", "NaN", "1d",
         ] {
             assert!(parse_interval(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn flags_take_argparse_forms_and_bad_ones_are_one_line() {
+        let run = |argv: &[&str]| parse(argv.iter().map(|s| s.to_string()).collect());
+        let Ok(Invocation::Run(args)) = run(&["--interval=250ms", "--foreground", "--shm", "x"])
+        else {
+            panic!("did not parse");
+        };
+        assert_eq!(args.interval, Duration::from_millis(250));
+        assert!(args.foreground);
+        assert_eq!(args.shm.as_deref(), Some("x"));
+        for (argv, says) in [
+            (&["--interval", "1ms"][..], "10ms"),
+            (&["--bogus"], "unknown option --bogus"),
+            (&["--shm"], "--shm needs a value"),
+            (&["--process-info", "all"], "--process-info"),
+            (&["extra"], "unexpected argument"),
+            (
+                &["--interval", "1s", "--interval=2s"],
+                "--interval is given more than once",
+            ),
+        ] {
+            let err = run(argv).unwrap_err();
+            assert!(err.contains(says) && !err.contains('\n'), "{argv:?}: {err}");
+        }
+        let Ok(Invocation::Print(help)) = run(&["--help"]) else {
+            panic!("no help");
+        };
+        assert!(help.contains("  --nvml-timeout DURATION") && help.contains("Alerts:"));
+    }
+
+    /// `path` must hold `text`; with `GPUPEEK_WRITE_GENERATED=1` it is written instead.
+    fn check_generated(path: &std::path::Path, text: &str) {
+        if std::env::var_os("GPUPEEK_WRITE_GENERATED").is_some() {
+            std::fs::write(path, text).unwrap();
+            return;
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == text,
+            "{} differs from what the flag table generates: run \
+             `GPUPEEK_WRITE_GENERATED=1 cargo test -p gpupeek -p gpupeekd generated` and commit it",
+            path.display()
+        );
+    }
+
+    fn repo() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    #[test]
+    fn generated_man_page_option_list_is_the_flag_table() {
+        let path = repo().join("man/gpupeekd.8");
+        let page = std::fs::read_to_string(&path).unwrap();
+        let options = gpupeek_flags::man::options(&GPUPEEKD.specs());
+        let page = gpupeek_flags::man::splice(&page, "gpupeekd options", &options).unwrap();
+        check_generated(&path, &page);
+    }
+
+    #[test]
+    fn generated_completion_scripts_are_the_flag_table() {
+        let dir = repo().join("contrib/completions");
+        for (file, shell) in [
+            ("gpupeekd.bash", Shell::Bash),
+            ("_gpupeekd", Shell::Zsh),
+            ("gpupeekd.fish", Shell::Fish),
+        ] {
+            check_generated(&dir.join(file), &completion(shell));
         }
     }
 }

@@ -54,10 +54,6 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(code) => return code,
     };
-    if args.version {
-        let _ = writeln!(std::io::stdout(), "gpupeekd {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
     let prompt = match prompt_file(&args) {
         Ok(prompt) => prompt,
         Err(code) => return code,
@@ -162,10 +158,11 @@ fn mark_prompt_stopped(prompt: Option<prompt::PromptFile>) -> ExitCode {
     }
 }
 
-/// Parses the command line; on `--help` or an error, prints and returns the exit code.
-fn parse_args() -> Result<cli::Args, ExitCode> {
+/// Parses the command line; on `--help`, `--version`, `--print-completion` or an error,
+/// prints and returns the exit code.
+fn parse_args() -> Result<Box<cli::Args>, ExitCode> {
     let mut argv = Vec::new();
-    for arg in std::env::args_os() {
+    for arg in std::env::args_os().skip(1) {
         match arg.into_string() {
             Ok(arg) => argv.push(arg),
             Err(arg) => {
@@ -174,22 +171,15 @@ fn parse_args() -> Result<cli::Args, ExitCode> {
             }
         }
     }
-    let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let (cmd, rest) = strs
-        .split_first()
-        .map_or(("gpupeekd", &[][..]), |(c, r)| (*c, r));
-    let cmd = std::path::Path::new(cmd)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("gpupeekd");
-    <cli::Args as argh::FromArgs>::from_args(&[cmd], rest).map_err(|exit| match exit.status {
-        Ok(()) => {
-            let _ = write!(std::io::stdout(), "{}", exit.output);
-            ExitCode::SUCCESS
+    match cli::parse(argv) {
+        Ok(cli::Invocation::Run(args)) => Ok(args),
+        Ok(cli::Invocation::Print(text)) => {
+            let _ = write!(std::io::stdout(), "{text}");
+            Err(ExitCode::SUCCESS)
         }
-        Err(()) => {
-            logging::say(format_args!("{}", exit.output.trim_end()));
-            ExitCode::from(EXIT_USAGE)
+        Err(message) => {
+            logging::say(format_args!("{message}"));
+            Err(ExitCode::from(EXIT_USAGE))
         }
-    })
+    }
 }

@@ -327,7 +327,8 @@ fn every_malformed_client_flag_gets_one_line_and_exit_2() {
         vec![b"--gpuname-width", b"1001"],
         vec![b"--gpuname-width", b"18446744073709551615"],
         vec![b"--gpuname-width", b"99999999999999999999"],
-        vec![b"--gpuname-width", b"1", b"--gpuname-width", b"2"],
+        // Given twice, a flag of gpupeek keeps its last value, as gpustat's argparse does
+        // (cli::gpustat checks it); gpupeekd refuses it (below).
         vec![b"--show-codec", b"enc,mp4"],
         vec![b"-P", b"watts"],
         vec![b"--shm"],

@@ -67,6 +67,12 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
         "/usr/lib/systemd/system/gpupeek-exporter.service",
         "/usr/share/doc/gpupeek/README.md",
         "/usr/share/gpupeek/install-manifest",
+        "/usr/share/bash-completion/completions/gpupeek",
+        "/usr/share/bash-completion/completions/gpupeekd",
+        "/usr/share/zsh/site-functions/_gpupeek",
+        "/usr/share/zsh/site-functions/_gpupeekd",
+        "/usr/share/fish/vendor_completions.d/gpupeek.fish",
+        "/usr/share/fish/vendor_completions.d/gpupeekd.fish",
     ]
     .map(String::from)
     .into();

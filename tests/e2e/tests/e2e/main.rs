@@ -13,6 +13,7 @@
 
 mod alerts;
 mod allocations;
+mod completions;
 mod contrib;
 mod contrib_history;
 mod contrib_snippets;

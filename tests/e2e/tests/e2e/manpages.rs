@@ -47,9 +47,11 @@ fn listed_flags(help: &str) -> BTreeSet<String> {
         // Option lines start "  -"; wrapped descriptions are indented further.
         .filter_map(|l| l.strip_prefix("  ").filter(|l| l.starts_with('-')))
         .flat_map(|l| {
+            // "-P, --show-power [WHAT]  help": the names, without the value's.
             let names = l.split("  ").next().unwrap();
             names
                 .split(", ")
+                .filter_map(|n| n.split(' ').next())
                 .filter(|n| n.starts_with('-') && *n != "--help")
                 .map(str::to_owned)
                 .collect::<Vec<_>>()

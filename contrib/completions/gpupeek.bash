@@ -1,0 +1,40 @@
+# bash completion for gpupeek, generated from its flag table by `gpupeek --print-completion bash`.
+_gpupeek() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i
+    if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in query | metrics | serve) cmd=${COMP_WORDS[i]}; break ;; esac
+    done
+    local flags
+    case $cmd in
+    '') flags='-c --show-cmd -u --show-user -p --show-pid -F --show-fan-speed --show-fan -f --show-full-cmd --full-process-info --by-user -V --verdict -e --show-codec -P --show-power -a --show-all --id --no-header --no-processes --json --gpuname-width --force-color --color --no-color --shm -i --watch --interval --format -o --output --follow --asleep --print-completion -v --version -h --help' ;;
+    query) flags='--query-gpu --format -i --id --shm -h --help' ;;
+    metrics) flags='--shm -h --help' ;;
+    serve) flags='--listen --shm -h --help' ;;
+    esac
+    case $cmd:$prev in
+    :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
+    :-P | :--show-power) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'draw limit draw,limit limit,draw' -- "$cur")); return; } ;;
+    :--id) { COMPREPLY=(); return; } ;;
+    :--gpuname-width) { COMPREPLY=(); return; } ;;
+    :--shm) { COMPREPLY=(); return; } ;;
+    :-i | :--watch | :--interval) [[ $cur == -* ]] || { COMPREPLY=(); return; } ;;
+    :--format) { COMPREPLY=(); return; } ;;
+    :-o | :--output) { COMPREPLY=($(compgen -W 'text waybar polybar tmux i3blocks i3status-rust bash zsh fish starship p10k' -- "$cur")); return; } ;;
+    :--asleep) { COMPREPLY=(); return; } ;;
+    :--print-completion) { COMPREPLY=($(compgen -W 'bash zsh fish' -- "$cur")); return; } ;;
+    query:--query-gpu) { COMPREPLY=(); return; } ;;
+    query:--format) { COMPREPLY=(); return; } ;;
+    query:-i | query:--id) { COMPREPLY=(); return; } ;;
+    query:--shm) { COMPREPLY=(); return; } ;;
+    metrics:--shm) { COMPREPLY=(); return; } ;;
+    serve:--listen) { COMPREPLY=(); return; } ;;
+    serve:--shm) { COMPREPLY=(); return; } ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+    elif [[ -z $cmd ]]; then
+        COMPREPLY=($(compgen -W 'query metrics serve' -- "$cur"))
+    fi
+}
+complete -F _gpupeek gpupeek
