@@ -15,8 +15,7 @@
 
 use argh::FromArgs;
 use chrono::{DateTime, Local};
-use gpupeek_shm::layout::{gpu_valid as v, status_valid, GpuState};
-use gpupeek_shm::{text, GpuRecord, Snapshot};
+use gpupeek_model::{Bytes, Gpu, MegaHertz, MilliWatts, Model, Text};
 
 use crate::{live, Exit, EXIT_USAGE};
 
@@ -58,101 +57,57 @@ const FIELDS: &[Field] = &[
     field(&["timestamp"], "", |c, _| Some(c.timestamp.clone())),
     field(&["driver_version"], "", |c, _| c.driver_version.clone()),
     field(&["count"], "", |c, _| Some(c.count.to_string())),
-    field(&["name", "gpu_name"], "", |_, g| {
-        id_text(g, v::NAME, &g.name)
-    }),
-    field(&["uuid", "gpu_uuid"], "", |_, g| {
-        id_text(g, v::UUID, &g.uuid)
-    }),
-    field(&["pci.bus_id", "gpu_bus_id"], "", |_, g| {
-        id_text(g, v::PCI_BUS_ID, &g.pci_bus_id)
-    }),
+    field(&["name", "gpu_name"], "", |_, g| text(g.name)),
+    field(&["uuid", "gpu_uuid"], "", |_, g| text(g.uuid)),
+    field(&["pci.bus_id", "gpu_bus_id"], "", |_, g| text(g.pci_bus_id)),
     field(&["index"], "", |_, g| Some(g.index.to_string())),
-    field(&["pstate"], "", |_, g| {
-        live(g, v::PSTATE, format!("P{}", g.pstate))
-    }),
-    field(&["fan.speed"], "%", |_, g| {
-        live(g, v::FAN_SPEED, g.fan_speed_pct.to_string())
-    }),
+    field(&["pstate"], "", |_, g| g.pstate.map(|p| format!("P{p}"))),
+    field(&["fan.speed"], "%", |_, g| show(g.fan_pct)),
     field(&["memory.total"], "MiB", |_, g| {
-        live(g, v::MEMORY, mib(g.mem_total_bytes))
+        mib(g.memory.map(|m| m.total))
     }),
-    field(&["memory.reserved"], "MiB", |_, g| {
-        live(g, v::MEM_RESERVED, mib(g.mem_reserved_bytes))
-    }),
+    field(&["memory.reserved"], "MiB", |_, g| mib(g.mem_reserved)),
     field(&["memory.used"], "MiB", |_, g| {
-        live(g, v::MEMORY, mib(g.mem_used_bytes))
+        mib(g.memory.map(|m| m.used))
     }),
     field(&["memory.free"], "MiB", |_, g| {
-        live(g, v::MEMORY, mib(g.mem_free_bytes))
+        mib(g.memory.map(|m| m.free))
     }),
-    field(&["utilization.gpu"], "%", |_, g| {
-        live(g, v::UTILIZATION, g.util_gpu_pct.to_string())
-    }),
-    field(&["utilization.memory"], "%", |_, g| {
-        live(g, v::UTILIZATION, g.util_mem_pct.to_string())
-    }),
-    field(&["utilization.encoder"], "%", |_, g| {
-        live(g, v::UTIL_ENC, g.util_enc_pct.to_string())
-    }),
-    field(&["utilization.decoder"], "%", |_, g| {
-        live(g, v::UTIL_DEC, g.util_dec_pct.to_string())
-    }),
-    field(&["temperature.gpu"], "", |_, g| {
-        live(g, v::TEMPERATURE, g.temp_gpu_c.to_string())
-    }),
-    field(&["power.draw"], "W", |_, g| {
-        live(g, v::POWER_DRAW, watts(g.power_draw_mw))
-    }),
-    field(&["power.limit"], "W", |_, g| {
-        live(g, v::POWER_LIMIT, watts(g.power_limit_mw))
-    }),
-    field(&["enforced.power.limit"], "W", |_, g| {
-        live(g, v::POWER_LIMIT, watts(g.power_limit_mw))
-    }),
+    field(&["utilization.gpu"], "%", |_, g| show(g.util_pct)),
+    field(&["utilization.memory"], "%", |_, g| show(g.util_mem_pct)),
+    field(&["utilization.encoder"], "%", |_, g| show(g.util_enc_pct)),
+    field(&["utilization.decoder"], "%", |_, g| show(g.util_dec_pct)),
+    field(&["temperature.gpu"], "", |_, g| show(g.temp_c)),
+    field(&["power.draw"], "W", |_, g| watts(g.power_draw)),
+    field(&["power.limit"], "W", |_, g| watts(g.power_limit)),
+    field(&["enforced.power.limit"], "W", |_, g| watts(g.power_limit)),
     field(&["clocks.current.graphics", "clocks.gr"], "MHz", |_, g| {
-        live(g, v::CLOCK_GRAPHICS, g.clock_graphics_mhz.to_string())
+        mhz(g.clock.graphics)
     }),
     field(&["clocks.current.sm", "clocks.sm"], "MHz", |_, g| {
-        live(g, v::CLOCK_SM, g.clock_sm_mhz.to_string())
+        mhz(g.clock.sm)
     }),
     field(&["clocks.current.memory", "clocks.mem"], "MHz", |_, g| {
-        live(g, v::CLOCK_MEM, g.clock_mem_mhz.to_string())
+        mhz(g.clock.mem)
     }),
     field(&["clocks.max.graphics", "clocks.max.gr"], "MHz", |_, g| {
-        static_value(g, v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz)
+        mhz(g.clock_max.graphics)
     }),
-    field(&["clocks.max.sm"], "MHz", |_, g| {
-        static_value(g, v::CLOCK_SM_MAX, g.clock_sm_max_mhz)
-    }),
+    field(&["clocks.max.sm"], "MHz", |_, g| mhz(g.clock_max.sm)),
     field(&["clocks.max.memory", "clocks.max.mem"], "MHz", |_, g| {
-        static_value(g, v::CLOCK_MEM_MAX, g.clock_mem_max_mhz)
+        mhz(g.clock_max.mem)
     }),
-    field(&["clocks_event_reasons.active"], "", |_, g| {
-        live(g, v::CLOCK_EVENT_REASONS, reasons(g))
-    }),
-    field(&["clocks_throttle_reasons.active"], "", |_, g| {
-        live(g, v::CLOCK_EVENT_REASONS, reasons(g))
-    }),
-    field(&["pcie.link.gen.current"], "", |_, g| {
-        live(g, v::PCIE_LINK_GEN, g.pcie_link_gen.to_string())
-    }),
+    field(&["clocks_event_reasons.active"], "", |_, g| reasons(g)),
+    field(&["clocks_throttle_reasons.active"], "", |_, g| reasons(g)),
+    field(&["pcie.link.gen.current"], "", |_, g| show(g.pcie_link_gen)),
     field(&["pcie.link.width.current"], "", |_, g| {
-        live(g, v::PCIE_LINK_WIDTH, g.pcie_link_width.to_string())
+        show(g.pcie_link_width)
     }),
     field(&["ecc.errors.corrected.volatile.total"], "", |_, g| {
-        live(
-            g,
-            v::ECC_CORRECTED,
-            g.ecc_corrected_volatile_count.to_string(),
-        )
+        show(g.ecc_corrected)
     }),
     field(&["ecc.errors.uncorrected.volatile.total"], "", |_, g| {
-        live(
-            g,
-            v::ECC_UNCORRECTED,
-            g.ecc_uncorrected_volatile_count.to_string(),
-        )
+        show(g.ecc_uncorrected)
     }),
 ];
 
@@ -178,11 +133,7 @@ const KEPT: &[&str] = &[
     "clocks.max.memory",
 ];
 
-fn not_responding(g: &GpuRecord) -> bool {
-    GpuState::from_raw(g.state) == Some(GpuState::NotResponding)
-}
-
-type Getter = fn(&Context, &GpuRecord) -> Option<String>;
+type Getter = fn(&Context, &Gpu) -> Option<String>;
 
 /// One queryable field.
 struct Field {
@@ -253,36 +204,43 @@ pub fn run(args: Args) -> Result<(), Exit> {
     let format = parse_format(&args.format).map_err(|e| Exit::new(EXIT_USAGE, e))?;
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let snapshot = live::live_snapshot(&name)?;
-    let gpus = select(&snapshot, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
-    crate::write_stdout(&render(&snapshot, &gpus, &fields, &format))
+    let model = Model::new(&snapshot);
+    let gpus = select(&model, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    crate::write_stdout(&render(&model, &gpus, &fields, &format))
 }
 
 /// The GPUs `ids` names (all when `None`), in the order named.
-fn select<'a>(snap: &'a Snapshot, ids: Option<&str>) -> Result<Vec<&'a GpuRecord>, String> {
+fn select<'a>(model: &'a Model, ids: Option<&str>) -> Result<Vec<&'a Gpu<'a>>, String> {
     let Some(ids) = ids else {
-        return Ok(snap.gpus.iter().collect());
+        return Ok(model.gpus.iter().collect());
     };
     ids.split(',')
         .map(str::trim)
         .filter(|id| !id.is_empty())
         .map(|id| {
-            snap.gpus.iter().find(|g| matches_id(g, id)).ok_or_else(|| {
-                let have: Vec<String> = snap.gpus.iter().map(|g| g.index.to_string()).collect();
-                format!("no GPU matches id \"{id}\" (GPUs: {})", have.join(","))
-            })
+            model
+                .gpus
+                .iter()
+                .find(|g| matches_id(g, id))
+                .ok_or_else(|| {
+                    let have: Vec<String> =
+                        model.gpus.iter().map(|g| g.index.to_string()).collect();
+                    format!("no GPU matches id \"{id}\" (GPUs: {})", have.join(","))
+                })
         })
         .collect()
 }
 
 /// An index, a UUID, or a PCI bus id (any case, any domain width).
-fn matches_id(g: &GpuRecord, id: &str) -> bool {
+fn matches_id(g: &Gpu, id: &str) -> bool {
     if let Ok(index) = id.parse::<u32>() {
         return g.index == index;
     }
-    if g.valid & v::UUID != 0 && text::decode(&g.uuid).eq_ignore_ascii_case(id) {
+    if g.uuid.is_some_and(|u| u.decode().eq_ignore_ascii_case(id)) {
         return true;
     }
-    g.valid & v::PCI_BUS_ID != 0 && normal_bus_id(&text::decode(&g.pci_bus_id)) == normal_bus_id(id)
+    g.pci_bus_id
+        .is_some_and(|b| normal_bus_id(&b.decode()) == normal_bus_id(id))
 }
 
 /// `0000:18:00.0` and `00000000:18:00.0` are the same GPU.
@@ -292,7 +250,7 @@ fn normal_bus_id(s: &str) -> Option<(u32, String)> {
     Some((domain, rest.to_ascii_lowercase()))
 }
 
-fn render(snap: &Snapshot, gpus: &[&GpuRecord], fields: &[&Field], format: &Format) -> String {
+fn render(model: &Model, gpus: &[&Gpu], fields: &[&Field], format: &Format) -> String {
     let mut out = String::new();
     if format.header {
         let header: Vec<String> = fields
@@ -306,16 +264,15 @@ fn render(snap: &Snapshot, gpus: &[&GpuRecord], fields: &[&Field], format: &Form
         out.push('\n');
     }
     let context = Context {
-        timestamp: timestamp(snap.status.published_unix_ns),
-        driver_version: (snap.status.valid & status_valid::DRIVER_VERSION != 0)
-            .then(|| text::decode(&snap.status.driver_version)),
-        count: snap.status.gpu_count,
+        timestamp: timestamp(model.status.published_unix_ns),
+        driver_version: text(model.status.driver_version),
+        count: model.status.gpu_count,
     };
     for gpu in gpus {
         let values: Vec<String> = fields
             .iter()
             .map(|f| match (f.get)(&context, gpu) {
-                None if not_responding(gpu) && !KEPT.contains(&f.names[0]) => {
+                None if gpu.not_responding() && !KEPT.contains(&f.names[0]) => {
                     UNKNOWN_ERROR.to_owned()
                 }
                 None => NOT_AVAILABLE.to_owned(),
@@ -342,40 +299,35 @@ fn timestamp(unix_ns: u64) -> String {
         .to_string()
 }
 
-fn is_current(g: &GpuRecord) -> bool {
-    GpuState::from_raw(g.state) == Some(GpuState::Ok)
+fn text(t: Option<Text>) -> Option<String> {
+    t.map(Text::decode)
 }
 
-/// A value sampled this tick: only from a GPU sampled normally.
-fn live(g: &GpuRecord, bit: u64, value: String) -> Option<String> {
-    (is_current(g) && g.valid & bit != 0).then_some(value)
+fn show(x: Option<impl ToString>) -> Option<String> {
+    x.map(|x| x.to_string())
 }
 
-/// An identity string, kept even for a GPU that is lost.
-fn id_text(g: &GpuRecord, bit: u64, field: &[u8]) -> Option<String> {
-    (g.valid & bit != 0).then(|| text::decode(field))
+fn mib(bytes: Option<Bytes>) -> Option<String> {
+    show(bytes.map(Bytes::mib))
 }
 
-/// A value read once per NVML session (maximum clocks), kept for a lost GPU.
-fn static_value(g: &GpuRecord, bit: u64, value: u32) -> Option<String> {
-    (g.valid & bit != 0).then(|| value.to_string())
+fn watts(p: Option<MilliWatts>) -> Option<String> {
+    p.map(|p| format!("{:.2}", p.watts()))
 }
 
-fn mib(bytes: u64) -> String {
-    (bytes >> 20).to_string()
+fn mhz(c: Option<MegaHertz>) -> Option<String> {
+    show(c.map(|c| c.0))
 }
 
-fn watts(mw: u32) -> String {
-    format!("{:.2}", f64::from(mw) / 1000.0)
-}
-
-fn reasons(g: &GpuRecord) -> String {
-    format!("{:#018x}", g.clock_event_reasons)
+fn reasons(g: &Gpu) -> Option<String> {
+    g.clock_event_reasons.map(|r| format!("{:#018x}", r.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+    use gpupeek_shm::{text, GpuRecord};
 
     #[test]
     fn format_accepts_nvidia_smi_options_in_any_order() {
@@ -414,10 +366,12 @@ mod tests {
 
     #[test]
     fn power_has_two_decimals_and_memory_rounds_down_to_mib() {
-        assert_eq!(watts(123_456), "123.46");
-        assert_eq!(watts(700_000), "700.00");
-        assert_eq!(mib(85_520_809_984), "81559");
-        assert_eq!(mib((1 << 20) - 1), "0");
+        let w = |mw| watts(Some(MilliWatts(mw))).unwrap();
+        assert_eq!(w(123_456), "123.46");
+        assert_eq!(w(700_000), "700.00");
+        let m = |b| mib(Some(Bytes(b))).unwrap();
+        assert_eq!(m(85_520_809_984), "81559");
+        assert_eq!(m((1 << 20) - 1), "0");
     }
 
     #[test]
@@ -460,7 +414,8 @@ mod tests {
         };
         text::encode(&mut hung.name, "H100");
         let snap = crate::testing::live_snapshot(vec![hung]);
-        let gpus: Vec<&GpuRecord> = snap.gpus.iter().collect();
+        let model = Model::new(&snap);
+        let gpus: Vec<&Gpu> = model.gpus.iter().collect();
         let fields =
             parse_fields("index,name,uuid,clocks.max.sm,utilization.gpu,memory.used").unwrap();
         let format = Format {
@@ -468,7 +423,7 @@ mod tests {
             units: true,
         };
         assert_eq!(
-            render(&snap, &gpus, &fields, &format),
+            render(&model, &gpus, &fields, &format),
             "1, H100, [N/A], 1980 MHz, [Unknown Error], [Unknown Error]\n"
         );
     }

@@ -1,9 +1,9 @@
 //! Every field a template can name: its dimension (which decides the units it accepts),
 //! its natural aggregate across GPUs and how it is read from a GPU record; and the
-//! units, with their factors from the raw published values.
+//! units, with their factors from the model's values (in the units the segment
+//! publishes).
 
-use gpupeek_shm::layout::{gpu_valid as v, GpuState};
-use gpupeek_shm::{text, GpuRecord};
+use gpupeek_model::{self as model, Gpu};
 
 use crate::Agg;
 
@@ -85,7 +85,7 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
 /// `auto`: the largest binary unit that keeps the number at or above 1.
 pub(crate) static AUTO: Unit = unit("auto", Dim::Count, 1.0, 1);
 
-pub(crate) type Getter = fn(&GpuRecord) -> Option<Value>;
+pub(crate) type Getter = fn(&Gpu) -> Option<Value>;
 
 /// One template field.
 #[derive(Debug)]
@@ -112,12 +112,16 @@ pub(crate) const fn f(name: &'static str, dim: Dim, natural: Agg, get: Getter) -
     }
 }
 
-pub(crate) fn num(g: &GpuRecord, bit: u64, x: impl Into<f64>) -> Option<Value> {
-    (g.valid & bit != 0).then(|| Value::Num(x.into()))
+fn num(x: Option<impl Into<f64>>) -> Option<Value> {
+    x.map(|x| Value::Num(x.into()))
 }
 
-pub(crate) fn txt(g: &GpuRecord, bit: u64, bytes: &[u8]) -> Option<Value> {
-    (g.valid & bit != 0).then(|| Value::Text(text::decode(bytes)))
+fn txt(t: Option<model::Text>) -> Option<Value> {
+    t.map(|t| Value::Text(t.decode()))
+}
+
+fn mhz(c: Option<model::MegaHertz>) -> Option<Value> {
+    num(c.map(|c| c.0))
 }
 
 use Agg::{Join, Max, Mean, Sum};
@@ -125,110 +129,68 @@ use Dim::*;
 
 /// Every field a template can name.
 pub(crate) const FIELDS: &[Field] = &[
-    f("index", Count, Join, |g| Some(Value::Num(g.index.into()))),
-    f("name", Text, Join, |g| txt(g, v::NAME, &g.name)),
-    f("uuid", Text, Join, |g| txt(g, v::UUID, &g.uuid)),
-    f("pci_bus_id", Text, Join, |g| {
-        txt(g, v::PCI_BUS_ID, &g.pci_bus_id)
-    }),
+    f("index", Count, Join, |g| num(Some(g.index))),
+    f("name", Text, Join, |g| txt(g.name)),
+    f("uuid", Text, Join, |g| txt(g.uuid)),
+    f("pci_bus_id", Text, Join, |g| txt(g.pci_bus_id)),
     f("state", Text, Join, |g| {
-        let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
-        Some(Value::Text(state.name().to_owned()))
+        Some(Value::Text(g.state.name().to_owned()))
     }),
-    f("util", Percent, Mean, |g| {
-        num(g, v::UTILIZATION, g.util_gpu_pct)
-    }),
-    f("util_mem", Percent, Mean, |g| {
-        num(g, v::UTILIZATION, g.util_mem_pct)
-    }),
-    f("util_enc", Percent, Mean, |g| {
-        num(g, v::UTIL_ENC, g.util_enc_pct)
-    }),
-    f("util_dec", Percent, Mean, |g| {
-        num(g, v::UTIL_DEC, g.util_dec_pct)
-    }),
+    f("util", Percent, Mean, |g| num(g.util_pct)),
+    f("util_mem", Percent, Mean, |g| num(g.util_mem_pct)),
+    f("util_enc", Percent, Mean, |g| num(g.util_enc_pct)),
+    f("util_dec", Percent, Mean, |g| num(g.util_dec_pct)),
     f("mem_used", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_used_bytes as f64)
+        num(g.memory.map(|m| m.used.f64()))
     }),
     f("mem_free", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_free_bytes as f64)
+        num(g.memory.map(|m| m.free.f64()))
     }),
     f("mem_total", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_total_bytes as f64)
+        num(g.memory.map(|m| m.total.f64()))
     }),
     f("mem_reserved", Bytes, Sum, |g| {
-        num(g, v::MEM_RESERVED, g.mem_reserved_bytes as f64)
+        num(g.mem_reserved.map(|b| b.f64()))
     }),
     f("mem_pct", Percent, Mean, |g| {
-        let pct = 100.0 * g.mem_used_bytes as f64 / (g.mem_total_bytes.max(1) as f64);
-        num(g, v::MEMORY, pct)
+        num(g.memory.map(|m| m.used_pct()))
     }),
-    f("temp", Celsius, Max, |g| {
-        num(g, v::TEMPERATURE, g.temp_gpu_c)
-    }),
-    f("fan", Percent, Mean, |g| {
-        num(g, v::FAN_SPEED, g.fan_speed_pct)
-    }),
-    f("power", MilliWatts, Sum, |g| {
-        num(g, v::POWER_DRAW, g.power_draw_mw)
-    }),
+    f("temp", Celsius, Max, |g| num(g.temp_c)),
+    f("fan", Percent, Mean, |g| num(g.fan_pct)),
+    f("power", MilliWatts, Sum, |g| num(g.power_draw.map(|p| p.0))),
     f("power_limit", MilliWatts, Sum, |g| {
-        num(g, v::POWER_LIMIT, g.power_limit_mw)
+        num(g.power_limit.map(|p| p.0))
     }),
-    f("power_pct", Percent, Mean, |g| {
-        let ok = g.valid & v::POWER_LIMIT != 0 && g.power_limit_mw > 0;
-        let pct = 100.0 * f64::from(g.power_draw_mw) / f64::from(g.power_limit_mw.max(1));
-        num(g, if ok { v::POWER_DRAW } else { 0 }, pct)
-    }),
+    f("power_pct", Percent, Mean, |g| num(g.power_pct())),
     f("energy", MilliJoules, Sum, |g| {
-        num(g, v::ENERGY, g.energy_mj as f64)
+        num(g.energy.map(|e| e.0 as f64))
     }),
-    f("clock_gr", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_GRAPHICS, g.clock_graphics_mhz)
-    }),
-    f("clock_sm", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_SM, g.clock_sm_mhz)
-    }),
-    f("clock_mem", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_MEM, g.clock_mem_mhz)
-    }),
+    f("clock_gr", MegaHertz, Max, |g| mhz(g.clock.graphics)),
+    f("clock_sm", MegaHertz, Max, |g| mhz(g.clock.sm)),
+    f("clock_mem", MegaHertz, Max, |g| mhz(g.clock.mem)),
     f("clock_gr_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz)
+        mhz(g.clock_max.graphics)
     }),
-    f("clock_sm_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_SM_MAX, g.clock_sm_max_mhz)
-    }),
-    f("clock_mem_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_MEM_MAX, g.clock_mem_max_mhz)
-    }),
+    f("clock_sm_max", MegaHertz, Max, |g| mhz(g.clock_max.sm)),
+    f("clock_mem_max", MegaHertz, Max, |g| mhz(g.clock_max.mem)),
     f("pstate", Text, Join, |g| {
-        (g.valid & v::PSTATE != 0).then(|| Value::Text(format!("P{}", g.pstate)))
+        g.pstate.map(|p| Value::Text(format!("P{p}")))
     }),
     f("pcie_tx", KiloBytesPerSec, Sum, |g| {
-        num(g, v::PCIE_TX, g.pcie_tx_kbytes_per_s)
+        num(g.pcie_tx.map(|r| r.0))
     }),
     f("pcie_rx", KiloBytesPerSec, Sum, |g| {
-        num(g, v::PCIE_RX, g.pcie_rx_kbytes_per_s)
+        num(g.pcie_rx.map(|r| r.0))
     }),
-    f("pcie_gen", Count, Max, |g| {
-        num(g, v::PCIE_LINK_GEN, g.pcie_link_gen)
-    }),
-    f("pcie_width", Count, Max, |g| {
-        num(g, v::PCIE_LINK_WIDTH, g.pcie_link_width)
-    }),
+    f("pcie_gen", Count, Max, |g| num(g.pcie_link_gen)),
+    f("pcie_width", Count, Max, |g| num(g.pcie_link_width)),
     f("ecc_corrected", Count, Sum, |g| {
-        num(g, v::ECC_CORRECTED, g.ecc_corrected_volatile_count as f64)
+        num(g.ecc_corrected.map(|n| n as f64))
     }),
     f("ecc_uncorrected", Count, Sum, |g| {
-        num(
-            g,
-            v::ECC_UNCORRECTED,
-            g.ecc_uncorrected_volatile_count as f64,
-        )
+        num(g.ecc_uncorrected.map(|n| n as f64))
     }),
-    f("procs", Count, Sum, |g| {
-        num(g, v::PROCESSES, g.process_count)
-    }),
+    f("procs", Count, Sum, |g| num(g.process_count)),
 ];
 
 /// Fields about the whole machine rather than one GPU (no scope allowed).

@@ -1,11 +1,12 @@
 //! gpupeekd renders its prompt file every tick into one reused buffer: with plain
 //! markup and numeric placeholders, rendering must allocate nothing once the buffer has
-//! grown. A counting global allocator checks it (its own test binary, so nothing else
+//! grown, and so must decoding the records into the model. A counting global allocator checks it (its own test binary, so nothing else
 //! allocates meanwhile).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use gpupeek_model::{Gpu, Status};
 use gpupeek_render::{Data, Plain, Template};
 use gpupeek_shm::layout::history_valid;
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
@@ -48,8 +49,8 @@ fn gpu(index: u32, util: u32) -> GpuRecord {
 
 #[test]
 fn plain_numeric_rendering_into_a_grown_buffer_allocates_nothing() {
-    let gpus = [gpu(0, 40), gpu(1, 95)];
-    let refs: Vec<&GpuRecord> = gpus.iter().collect();
+    let records = [gpu(0, 40), gpu(1, 95)];
+    let mut gpus: Vec<Gpu> = Vec::with_capacity(records.len());
     let status = StatusRecord::default();
     let sample = |util: u8| HistorySample {
         util_gpu_pct: util,
@@ -63,23 +64,29 @@ fn plain_numeric_rendering_into_a_grown_buffer_allocates_nothing() {
             ..History::default()
         },
     )];
-    let data = Data {
-        gpus: &refs,
-        status: &status,
-        history: &history,
-    };
     let template = Template::parse(
         "GPU {util!70,90}% {mem_used:GiB:.1}/{mem_total:auto} {max.temp}C \
          {each ' | '}{index}:{power:W}{end} {1.util} {1.util:spark8}",
     )
     .unwrap();
     let mut out = String::new();
-    template.render_into(&data, &Plain, &mut out);
-    let first = out.clone();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    for _ in 0..100 {
+    // What the daemon does every tick: decode the records into the model, then render.
+    let mut first = String::new();
+    let mut before = 0;
+    for i in 0..=100 {
+        gpus.clear();
+        gpus.extend(records.iter().map(Gpu::new));
+        let data = Data {
+            gpus: &gpus,
+            status: Status::new(&status),
+            history: &history,
+        };
         out.clear();
         template.render_into(&data, &Plain, &mut out);
+        if i == 0 {
+            first = out.clone();
+            before = ALLOCATIONS.load(Ordering::Relaxed);
+        }
     }
     let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
     assert_eq!(out, first);

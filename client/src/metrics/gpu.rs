@@ -1,8 +1,7 @@
 //! The per-GPU families of `gpupeek metrics`: identity and state for every GPU, values
 //! only for GPUs sampled normally, and only the fields each GPU supports.
 
-use gpupeek_shm::layout::{gpu_valid as v, GpuState};
-use gpupeek_shm::{text, GpuRecord, Snapshot};
+use gpupeek_model::{CentiPercent, Clocks, Gpu, GpuState, Model, Text, TxRx};
 
 use super::{escape, Out, Value};
 use crate::verdict::{judge, Thresholds, Verdict};
@@ -13,22 +12,16 @@ struct GpuFamily {
     name: &'static str,
     kind: &'static str,
     help: &'static str,
-    values: fn(&GpuRecord) -> Vec<(&'static str, Value)>,
+    values: fn(&Gpu) -> Vec<(&'static str, Value)>,
 }
 
-fn one(g: &GpuRecord, bit: u64, value: impl Into<Value>) -> Vec<(&'static str, Value)> {
-    if g.valid & bit != 0 {
-        vec![("", value.into())]
-    } else {
-        Vec::new()
-    }
+fn one<T: Into<Value>>(value: Option<T>) -> Vec<(&'static str, Value)> {
+    value.map(|v| ("", v.into())).into_iter().collect()
 }
 
-fn ratio(pct: u32) -> f64 {
-    f64::from(pct) / 100.0
+fn ratio(pct: Option<u32>) -> Option<f64> {
+    pct.map(|p| f64::from(p) / 100.0)
 }
-
-const MHZ: u64 = 1_000_000;
 
 /// Families every GPU sampled normally has (when it supports the field).
 const GPU_FAMILIES: &[GpuFamily] = &[
@@ -36,115 +29,97 @@ const GPU_FAMILIES: &[GpuFamily] = &[
         name: "gpupeek_gpu_utilization_ratio",
         kind: "gauge",
         help: "Fraction of time a kernel ran on the GPU over NVML's sample window.",
-        values: |g| one(g, v::UTILIZATION, ratio(g.util_gpu_pct)),
+        values: |g| one(ratio(g.util_pct)),
     },
     GpuFamily {
         name: "gpupeek_gpu_memory_utilization_ratio",
         kind: "gauge",
         help: "Fraction of time device memory was read or written.",
-        values: |g| one(g, v::UTILIZATION, ratio(g.util_mem_pct)),
+        values: |g| one(ratio(g.util_mem_pct)),
     },
     GpuFamily {
         name: "gpupeek_gpu_encoder_utilization_ratio",
         kind: "gauge",
         help: "Video encoder utilisation.",
-        values: |g| one(g, v::UTIL_ENC, ratio(g.util_enc_pct)),
+        values: |g| one(ratio(g.util_enc_pct)),
     },
     GpuFamily {
         name: "gpupeek_gpu_decoder_utilization_ratio",
         kind: "gauge",
         help: "Video decoder utilisation.",
-        values: |g| one(g, v::UTIL_DEC, ratio(g.util_dec_pct)),
+        values: |g| one(ratio(g.util_dec_pct)),
     },
     GpuFamily {
         name: "gpupeek_gpu_memory_total_bytes",
         kind: "gauge",
         help: "Device memory visible to the driver.",
-        values: |g| one(g, v::MEMORY, g.mem_total_bytes),
+        values: |g| one(g.memory.map(|m| m.total.0)),
     },
     GpuFamily {
         name: "gpupeek_gpu_memory_used_bytes",
         kind: "gauge",
         help: "Device memory in use.",
-        values: |g| one(g, v::MEMORY, g.mem_used_bytes),
+        values: |g| one(g.memory.map(|m| m.used.0)),
     },
     GpuFamily {
         name: "gpupeek_gpu_memory_free_bytes",
         kind: "gauge",
         help: "Device memory free.",
-        values: |g| one(g, v::MEMORY, g.mem_free_bytes),
+        values: |g| one(g.memory.map(|m| m.free.0)),
     },
     GpuFamily {
         name: "gpupeek_gpu_memory_reserved_bytes",
         kind: "gauge",
         help: "Device memory reserved by the driver.",
-        values: |g| one(g, v::MEM_RESERVED, g.mem_reserved_bytes),
+        values: |g| one(g.mem_reserved.map(|b| b.0)),
     },
     GpuFamily {
         name: "gpupeek_gpu_temperature_celsius",
         kind: "gauge",
         help: "GPU core temperature.",
-        values: |g| one(g, v::TEMPERATURE, g.temp_gpu_c.max(0) as u64),
+        values: |g| one(g.temp_c.map(|t| t.max(0) as u64)),
     },
     GpuFamily {
         name: "gpupeek_gpu_fan_speed_ratio",
         kind: "gauge",
         help: "Fan 0 speed as a fraction of its maximum.",
-        values: |g| one(g, v::FAN_SPEED, ratio(g.fan_speed_pct)),
+        values: |g| one(ratio(g.fan_pct)),
     },
     GpuFamily {
         name: "gpupeek_gpu_power_draw_watts",
         kind: "gauge",
         help: "Power draw.",
-        values: |g| one(g, v::POWER_DRAW, f64::from(g.power_draw_mw) / 1000.0),
+        values: |g| one(g.power_draw.map(|p| p.watts())),
     },
     GpuFamily {
         name: "gpupeek_gpu_power_limit_watts",
         kind: "gauge",
         help: "Enforced power limit.",
-        values: |g| one(g, v::POWER_LIMIT, f64::from(g.power_limit_mw) / 1000.0),
+        values: |g| one(g.power_limit.map(|p| p.watts())),
     },
     GpuFamily {
         name: "gpupeek_gpu_energy_joules_total",
         kind: "counter",
         help: "Energy consumed since the driver was loaded.",
-        values: |g| one(g, v::ENERGY, g.energy_mj as f64 / 1000.0),
+        values: |g| one(g.energy.map(|e| e.joules())),
     },
     GpuFamily {
         name: "gpupeek_gpu_clock_hertz",
         kind: "gauge",
         help: "Current clock of each clock domain.",
-        values: |g| {
-            clocks(
-                g,
-                [
-                    (v::CLOCK_GRAPHICS, g.clock_graphics_mhz),
-                    (v::CLOCK_SM, g.clock_sm_mhz),
-                    (v::CLOCK_MEM, g.clock_mem_mhz),
-                ],
-            )
-        },
+        values: |g| clocks(g.clock),
     },
     GpuFamily {
         name: "gpupeek_gpu_clock_max_hertz",
         kind: "gauge",
         help: "Maximum clock of each clock domain.",
-        values: |g| {
-            clocks(
-                g,
-                [
-                    (v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz),
-                    (v::CLOCK_SM_MAX, g.clock_sm_max_mhz),
-                    (v::CLOCK_MEM_MAX, g.clock_mem_max_mhz),
-                ],
-            )
-        },
+        values: |g| clocks(g.clock_max),
     },
     GpuFamily {
         name: "gpupeek_gpu_performance_state",
         kind: "gauge",
         help: "Performance state: 0 (P0, fastest) to 15.",
-        values: |g| one(g, v::PSTATE, u64::from(g.pstate)),
+        values: |g| one(g.pstate.map(u64::from)),
     },
     GpuFamily {
         name: "gpupeek_gpu_clock_event_reason",
@@ -156,97 +131,79 @@ const GPU_FAMILIES: &[GpuFamily] = &[
         name: "gpupeek_gpu_pcie_transmit_bytes_per_second",
         kind: "gauge",
         help: "PCIe transmit throughput.",
-        values: |g| one(g, v::PCIE_TX, u64::from(g.pcie_tx_kbytes_per_s) * 1024),
+        values: |g| one(g.pcie_tx.map(|r| r.bytes_per_s())),
     },
     GpuFamily {
         name: "gpupeek_gpu_pcie_receive_bytes_per_second",
         kind: "gauge",
         help: "PCIe receive throughput.",
-        values: |g| one(g, v::PCIE_RX, u64::from(g.pcie_rx_kbytes_per_s) * 1024),
+        values: |g| one(g.pcie_rx.map(|r| r.bytes_per_s())),
     },
     GpuFamily {
         name: "gpupeek_gpu_pcie_link_generation",
         kind: "gauge",
         help: "Current PCIe link generation.",
-        values: |g| one(g, v::PCIE_LINK_GEN, u64::from(g.pcie_link_gen)),
+        values: |g| one(g.pcie_link_gen.map(u64::from)),
     },
     GpuFamily {
         name: "gpupeek_gpu_pcie_link_width",
         kind: "gauge",
         help: "Current PCIe link width in lanes.",
-        values: |g| one(g, v::PCIE_LINK_WIDTH, u64::from(g.pcie_link_width)),
+        values: |g| one(g.pcie_link_width.map(u64::from)),
     },
     GpuFamily {
         name: "gpupeek_gpu_ecc_corrected_errors_total",
         kind: "counter",
         help: "Corrected ECC errors since the driver was loaded.",
-        values: |g| one(g, v::ECC_CORRECTED, g.ecc_corrected_volatile_count),
+        values: |g| one(g.ecc_corrected),
     },
     GpuFamily {
         name: "gpupeek_gpu_ecc_uncorrected_errors_total",
         kind: "counter",
         help: "Uncorrected ECC errors since the driver was loaded.",
-        values: |g| one(g, v::ECC_UNCORRECTED, g.ecc_uncorrected_volatile_count),
+        values: |g| one(g.ecc_uncorrected),
     },
     GpuFamily {
         name: "gpupeek_gpu_processes",
         kind: "gauge",
         help: "Processes using the GPU.",
-        values: |g| one(g, v::PROCESSES, u64::from(g.process_count)),
+        values: |g| one(g.process_count.map(u64::from)),
     },
     GpuFamily {
         name: "gpupeek_gpu_sm_activity_ratio",
         kind: "gauge",
         help: "GPM: fraction of time an SM had a warp, averaged over all SMs (Hopper+).",
-        values: |g| one(g, v::GPM_SM_ACTIVITY, centi(g.gpm_sm_activity_centipct)),
+        values: |g| gpm(g, |m| m.sm_activity),
     },
     GpuFamily {
         name: "gpupeek_gpu_sm_occupancy_ratio",
         kind: "gauge",
         help: "GPM: resident warps relative to the SMs' maximum (Hopper+).",
-        values: |g| one(g, v::GPM_SM_OCCUPANCY, centi(g.gpm_sm_occupancy_centipct)),
+        values: |g| gpm(g, |m| m.sm_occupancy),
     },
     GpuFamily {
         name: "gpupeek_gpu_tensor_activity_ratio",
         kind: "gauge",
         help: "GPM: fraction of time the SMs did tensor-core work (Hopper+).",
-        values: |g| {
-            one(
-                g,
-                v::GPM_TENSOR_ACTIVITY,
-                centi(g.gpm_tensor_activity_centipct),
-            )
-        },
+        values: |g| gpm(g, |m| m.tensor_activity),
     },
     GpuFamily {
         name: "gpupeek_gpu_dram_bandwidth_ratio",
         kind: "gauge",
         help: "GPM: DRAM bandwidth used relative to the peak (Hopper+).",
-        values: |g| one(g, v::GPM_DRAM_BW, centi(g.gpm_dram_bw_util_centipct)),
+        values: |g| gpm(g, |m| m.dram_bw_util),
     },
     GpuFamily {
         name: "gpupeek_gpu_gpm_pcie_bytes_per_second",
         kind: "gauge",
         help: "GPM: PCIe traffic by direction (Hopper+).",
-        values: |g| {
-            pair(
-                g,
-                v::GPM_PCIE,
-                (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s),
-            )
-        },
+        values: |g| pair(g.gpm.and_then(|m| m.pcie)),
     },
     GpuFamily {
         name: "gpupeek_gpu_nvlink_bytes_per_second",
         kind: "gauge",
         help: "GPM: NVLink traffic over all links by direction (Hopper+).",
-        values: |g| {
-            pair(
-                g,
-                v::GPM_NVLINK,
-                (g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s),
-            )
-        },
+        values: |g| pair(g.gpm.and_then(|m| m.nvlink)),
     },
     GpuFamily {
         name: "gpupeek_gpu_verdict",
@@ -257,21 +214,24 @@ const GPU_FAMILIES: &[GpuFamily] = &[
     },
 ];
 
-fn centi(centipct: u32) -> f64 {
-    f64::from(centipct) / 10_000.0
+fn gpm(
+    g: &Gpu,
+    get: fn(&gpupeek_model::Gpm) -> Option<CentiPercent>,
+) -> Vec<(&'static str, Value)> {
+    one(g.gpm.as_ref().and_then(get).map(|c| c.ratio()))
 }
 
-fn pair(g: &GpuRecord, bit: u64, (tx, rx): (u64, u64)) -> Vec<(&'static str, Value)> {
-    if g.valid & bit == 0 {
+fn pair(rates: Option<TxRx>) -> Vec<(&'static str, Value)> {
+    let Some(r) = rates else {
         return Vec::new();
-    }
+    };
     vec![
-        ("direction=\"tx\"", Value::Int(tx)),
-        ("direction=\"rx\"", Value::Int(rx)),
+        ("direction=\"tx\"", Value::Int(r.tx)),
+        ("direction=\"rx\"", Value::Int(r.rx)),
     ]
 }
 
-fn verdict_sample(g: &GpuRecord) -> Vec<(&'static str, Value)> {
+fn verdict_sample(g: &Gpu) -> Vec<(&'static str, Value)> {
     const LABELS: [&str; 6] = [
         "verdict=\"thermal\"",
         "verdict=\"power-capped\"",
@@ -292,43 +252,37 @@ fn verdict_sample(g: &GpuRecord) -> Vec<(&'static str, Value)> {
         .collect()
 }
 
-fn clocks(g: &GpuRecord, domains: [(u64, u32); 3]) -> Vec<(&'static str, Value)> {
+fn clocks(c: Clocks) -> Vec<(&'static str, Value)> {
     let names = ["clock=\"graphics\"", "clock=\"sm\"", "clock=\"memory\""];
     names
         .into_iter()
-        .zip(domains)
-        .filter(|(_, (bit, _))| g.valid & bit != 0)
-        .map(|(label, (_, mhz))| (label, Value::Int(u64::from(mhz) * MHZ)))
+        .zip([c.graphics, c.sm, c.mem])
+        .filter_map(|(label, mhz)| Some((label, Value::Int(mhz?.hz()))))
         .collect()
 }
 
-/// NVML clock event reason bits by nvidia-smi's names.
 /// `reason` labels for [`gpupeek_shm::layout::clock_event_reason::NAMES`], in its order
 /// (a test keeps the two in step).
-const EVENT_REASONS: [(u64, &str); 9] = [
-    (0x1, "reason=\"gpu_idle\""),
-    (0x2, "reason=\"applications_clocks_setting\""),
-    (0x4, "reason=\"sw_power_cap\""),
-    (0x8, "reason=\"hw_slowdown\""),
-    (0x10, "reason=\"sync_boost\""),
-    (0x20, "reason=\"sw_thermal_slowdown\""),
-    (0x40, "reason=\"hw_thermal_slowdown\""),
-    (0x80, "reason=\"hw_power_brake_slowdown\""),
-    (0x100, "reason=\"display_clock_setting\""),
+const EVENT_REASONS: [&str; 9] = [
+    "reason=\"gpu_idle\"",
+    "reason=\"applications_clocks_setting\"",
+    "reason=\"sw_power_cap\"",
+    "reason=\"hw_slowdown\"",
+    "reason=\"sync_boost\"",
+    "reason=\"sw_thermal_slowdown\"",
+    "reason=\"hw_thermal_slowdown\"",
+    "reason=\"hw_power_brake_slowdown\"",
+    "reason=\"display_clock_setting\"",
 ];
 
-fn event_reasons(g: &GpuRecord) -> Vec<(&'static str, Value)> {
-    if g.valid & v::CLOCK_EVENT_REASONS == 0 {
+fn event_reasons(g: &Gpu) -> Vec<(&'static str, Value)> {
+    let Some(reasons) = g.clock_event_reasons else {
         return Vec::new();
-    }
+    };
     EVENT_REASONS
-        .iter()
-        .map(|&(bit, label)| {
-            (
-                label,
-                Value::Int(u64::from(g.clock_event_reasons & bit != 0)),
-            )
-        })
+        .into_iter()
+        .zip(reasons.each())
+        .map(|(label, (_, on))| (label, Value::Int(u64::from(on))))
         .collect()
 }
 
@@ -344,16 +298,15 @@ const GPU_STATES: [(GpuState, &str); 6] = [
 ];
 
 /// Every per-GPU family, each GPU a sample.
-pub(super) fn families(out: &mut Out, snap: &Snapshot) {
-    let labels: Vec<String> = snap.gpus.iter().map(gpu_labels).collect();
+pub(super) fn families(out: &mut Out, model: &Model) {
+    let labels: Vec<String> = model.gpus.iter().map(gpu_labels).collect();
     out.family(
         "gpupeek_gpu_info",
         "gauge",
         "Identity of each GPU (always 1).",
     );
-    for (g, l) in snap.gpus.iter().zip(&labels) {
-        let bus = (g.valid & v::PCI_BUS_ID != 0).then(|| text::decode(&g.pci_bus_id));
-        let bus = escape(&bus.unwrap_or_default());
+    for (g, l) in model.gpus.iter().zip(&labels) {
+        let bus = escape(&text(g.pci_bus_id));
         out.sample(
             "gpupeek_gpu_info",
             &format!("{l},pci_bus_id=\"{bus}\""),
@@ -366,10 +319,9 @@ pub(super) fn families(out: &mut Out, snap: &Snapshot) {
         "State of each GPU: 1 for the current state (ok, lost, error, suspended, idle or \
          not_responding: the driver has not answered within gpupeekd's timeout).",
     );
-    for (g, l) in snap.gpus.iter().zip(&labels) {
-        let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
+    for (g, l) in model.gpus.iter().zip(&labels) {
         for (s, label) in GPU_STATES {
-            let value = u64::from(s == state);
+            let value = u64::from(s == g.state);
             out.sample(
                 "gpupeek_gpu_state",
                 &format!("{l},state=\"{label}\""),
@@ -377,19 +329,18 @@ pub(super) fn families(out: &mut Out, snap: &Snapshot) {
             );
         }
     }
-    let current: Vec<(&GpuRecord, &String)> = snap
-        .gpus
-        .iter()
-        .zip(&labels)
-        .filter(|(g, _)| GpuState::from_raw(g.state) == Some(GpuState::Ok))
-        .collect();
+    // Values only of GPUs sampled normally: not even the maximum clocks the model keeps
+    // as identity of an asleep or lost GPU.
     for family in GPU_FAMILIES {
-        let samples: Vec<(String, Value)> = current
+        let samples: Vec<(String, Value)> = model
+            .gpus
             .iter()
+            .zip(&labels)
+            .filter(|(g, _)| g.is_current())
             .flat_map(|(g, l)| {
                 (family.values)(g).into_iter().map(move |(extra, value)| {
                     let labels = if extra.is_empty() {
-                        (*l).clone()
+                        l.clone()
                     } else {
                         format!("{l},{extra}")
                     };
@@ -407,15 +358,17 @@ pub(super) fn families(out: &mut Out, snap: &Snapshot) {
     }
 }
 
+fn text(t: Option<Text>) -> String {
+    t.map(Text::decode).unwrap_or_default()
+}
+
 /// `gpu="0",uuid="GPU-...",name="..."`.
-fn gpu_labels(g: &GpuRecord) -> String {
-    let uuid = (g.valid & v::UUID != 0).then(|| text::decode(&g.uuid));
-    let name = (g.valid & v::NAME != 0).then(|| text::decode(&g.name));
+fn gpu_labels(g: &Gpu) -> String {
     format!(
         "gpu=\"{}\",uuid=\"{}\",name=\"{}\"",
         g.index,
-        escape(&uuid.unwrap_or_default()),
-        escape(&name.unwrap_or_default())
+        escape(&text(g.uuid)),
+        escape(&text(g.name))
     )
 }
 
@@ -443,11 +396,8 @@ mod tests {
     fn reason_labels_are_the_shared_names() {
         let shared = gpupeek_shm::layout::clock_event_reason::NAMES;
         assert_eq!(EVENT_REASONS.len(), shared.len());
-        for ((bit, label), (shared_bit, name)) in EVENT_REASONS.iter().zip(shared) {
-            assert_eq!(
-                (*bit, *label),
-                (shared_bit, format!("reason=\"{name}\"").as_str())
-            );
+        for (label, (_, name)) in EVENT_REASONS.iter().zip(shared) {
+            assert_eq!(*label, format!("reason=\"{name}\""));
         }
     }
 }

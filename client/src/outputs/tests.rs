@@ -1,5 +1,6 @@
 use super::*;
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+use gpupeek_shm::GpuRecord;
 
 const GIB: u64 = 1 << 30;
 
