@@ -63,9 +63,9 @@ struct HealthyGpu<'a> {
     #[serde(rename = "utilization.dec")]
     utilization_dec: Option<u32>,
     #[serde(rename = "power.draw")]
-    power_draw: Option<u32>,
+    power_draw: Option<u64>,
     #[serde(rename = "enforced.power.limit")]
-    enforced_power_limit: Option<u32>,
+    enforced_power_limit: Option<u64>,
     #[serde(rename = "memory.used")]
     memory_used: Option<u64>,
     #[serde(rename = "memory.total")]

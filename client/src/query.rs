@@ -12,10 +12,15 @@
 //! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
+//!
+//! The fields are the field table's ([`gpupeek_model::FIELDS`]) that have nvidia-smi
+//! names, after `timestamp`, `driver_version` and `count`; a field's unit decides how it
+//! prints, and its tier whether a hung GPU errs on it.
 
 use argh::FromArgs;
 use chrono::{DateTime, Local};
-use gpupeek_model::{Bytes, Gpu, MegaHertz, MilliWatts, Model, Text};
+use gpupeek_model::fields::{Tier, Unit, Value};
+use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 
 use crate::{live, Exit, EXIT_USAGE};
 
@@ -52,64 +57,22 @@ pub struct Args {
     pub shm: Option<String>,
 }
 
-/// Every field: names (the first is canonical and goes in the header), unit, and value.
-const FIELDS: &[Field] = &[
-    field(&["timestamp"], "", |c, _| Some(c.timestamp.clone())),
-    field(&["driver_version"], "", |c, _| c.driver_version.clone()),
-    field(&["count"], "", |c, _| Some(c.count.to_string())),
-    field(&["name", "gpu_name"], "", |_, g| text(g.name)),
-    field(&["uuid", "gpu_uuid"], "", |_, g| text(g.uuid)),
-    field(&["pci.bus_id", "gpu_bus_id"], "", |_, g| text(g.pci_bus_id)),
-    field(&["index"], "", |_, g| Some(g.index.to_string())),
-    field(&["pstate"], "", |_, g| g.pstate.map(|p| format!("P{p}"))),
-    field(&["fan.speed"], "%", |_, g| show(g.fan_pct)),
-    field(&["memory.total"], "MiB", |_, g| {
-        mib(g.memory.map(|m| m.total))
-    }),
-    field(&["memory.reserved"], "MiB", |_, g| mib(g.mem_reserved)),
-    field(&["memory.used"], "MiB", |_, g| {
-        mib(g.memory.map(|m| m.used))
-    }),
-    field(&["memory.free"], "MiB", |_, g| {
-        mib(g.memory.map(|m| m.free))
-    }),
-    field(&["utilization.gpu"], "%", |_, g| show(g.util_pct)),
-    field(&["utilization.memory"], "%", |_, g| show(g.util_mem_pct)),
-    field(&["utilization.encoder"], "%", |_, g| show(g.util_enc_pct)),
-    field(&["utilization.decoder"], "%", |_, g| show(g.util_dec_pct)),
-    field(&["temperature.gpu"], "", |_, g| show(g.temp_c)),
-    field(&["power.draw"], "W", |_, g| watts(g.power_draw)),
-    field(&["power.limit"], "W", |_, g| watts(g.power_limit)),
-    field(&["enforced.power.limit"], "W", |_, g| watts(g.power_limit)),
-    field(&["clocks.current.graphics", "clocks.gr"], "MHz", |_, g| {
-        mhz(g.clock.graphics)
-    }),
-    field(&["clocks.current.sm", "clocks.sm"], "MHz", |_, g| {
-        mhz(g.clock.sm)
-    }),
-    field(&["clocks.current.memory", "clocks.mem"], "MHz", |_, g| {
-        mhz(g.clock.mem)
-    }),
-    field(&["clocks.max.graphics", "clocks.max.gr"], "MHz", |_, g| {
-        mhz(g.clock_max.graphics)
-    }),
-    field(&["clocks.max.sm"], "MHz", |_, g| mhz(g.clock_max.sm)),
-    field(&["clocks.max.memory", "clocks.max.mem"], "MHz", |_, g| {
-        mhz(g.clock_max.mem)
-    }),
-    field(&["clocks_event_reasons.active"], "", |_, g| reasons(g)),
-    field(&["clocks_throttle_reasons.active"], "", |_, g| reasons(g)),
-    field(&["pcie.link.gen.current"], "", |_, g| show(g.pcie_link_gen)),
-    field(&["pcie.link.width.current"], "", |_, g| {
-        show(g.pcie_link_width)
-    }),
-    field(&["ecc.errors.corrected.volatile.total"], "", |_, g| {
-        show(g.ecc_corrected)
-    }),
-    field(&["ecc.errors.uncorrected.volatile.total"], "", |_, g| {
-        show(g.ecc_uncorrected)
-    }),
-];
+/// Facts about the machine, before the GPU fields of the field table.
+const GLOBALS: [&[&str]; 3] = [&["timestamp"], &["driver_version"], &["count"]];
+
+/// Every field: nvidia-smi's names (the first is canonical and goes in the header), and
+/// where its value comes from. The GPU fields are the field table's (`gpupeek_model::
+/// FIELDS`) that nvidia-smi has a name for.
+fn fields() -> impl Iterator<Item = Field> {
+    let globals = GLOBALS.into_iter().map(|names| Field { names, gpu: None });
+    let gpu = FIELDS.iter().flat_map(|f| {
+        f.smi.iter().map(move |&names| Field {
+            names,
+            gpu: Some(f),
+        })
+    });
+    globals.chain(gpu)
+}
 
 /// What nvidia-smi prints for a value it cannot give.
 const NOT_AVAILABLE: &str = "[N/A]";
@@ -119,31 +82,52 @@ const NOT_AVAILABLE: &str = "[N/A]";
 /// for a GPU that merely lacks the field (or sleeps).
 const UNKNOWN_ERROR: &str = "[Unknown Error]";
 
-/// Fields that are not sampled live: known, or `[N/A]`, whatever state the GPU is in.
-const KEPT: &[&str] = &[
-    "timestamp",
-    "driver_version",
-    "count",
-    "name",
-    "uuid",
-    "pci.bus_id",
-    "index",
-    "clocks.max.graphics",
-    "clocks.max.sm",
-    "clocks.max.memory",
-];
-
-type Getter = fn(&Context, &Gpu) -> Option<String>;
-
 /// One queryable field.
 struct Field {
     names: &'static [&'static str],
-    unit: &'static str,
-    get: Getter,
+    /// `None` for a global.
+    gpu: Option<&'static gpupeek_model::Field>,
 }
 
-const fn field(names: &'static [&'static str], unit: &'static str, get: Getter) -> Field {
-    Field { names, unit, get }
+impl Field {
+    /// nvidia-smi's unit for the field, in its header and after each value.
+    fn unit(&self) -> &'static str {
+        match self.gpu.map(|f| f.unit) {
+            Some(Unit::Bytes) => "MiB",
+            Some(Unit::Percent) => "%",
+            Some(Unit::MilliWatts) => "W",
+            Some(Unit::MegaHertz) => "MHz",
+            _ => "",
+        }
+    }
+
+    /// Whether the field is sampled live, so that a GPU whose driver is not responding
+    /// has no value for it (globals and identity are known, or `[N/A]`, in any state).
+    fn is_live(&self) -> bool {
+        self.gpu.is_some_and(|f| f.tier == Tier::Live)
+    }
+
+    /// The value, as nvidia-smi prints it without its unit.
+    fn value(&self, c: &Context, g: &Gpu) -> Option<String> {
+        let Some(field) = self.gpu else {
+            return match self.names[0] {
+                "timestamp" => Some(c.timestamp.clone()),
+                "driver_version" => c.driver_version.clone(),
+                _ => Some(c.count.to_string()),
+            };
+        };
+        Some(match ((field.get)(g)?, field.unit) {
+            (Value::Int(b), Unit::Bytes) => Bytes(b).mib().to_string(),
+            (Value::Int(mw), Unit::MilliWatts) => format!("{:.2}", MilliWatts(mw).watts()),
+            (Value::Int(x), _) => x.to_string(),
+            (Value::Signed(x), _) => x.to_string(),
+            (Value::Real(x), _) => x.to_string(),
+            (Value::Text(t), _) => t.decode(),
+            (Value::Name(n), _) => n.to_owned(),
+            (Value::PState(p), _) => format!("P{p}"),
+            (Value::Reasons(r), _) => format!("{:#018x}", r.0),
+        })
+    }
 }
 
 /// Facts shared by every GPU line.
@@ -182,13 +166,12 @@ fn parse_format(s: &str) -> Result<Format, String> {
 }
 
 /// Looks up every requested field, or gives nvidia-smi's error for the first unknown one.
-fn parse_fields(s: &str) -> Result<Vec<&'static Field>, String> {
+fn parse_fields(s: &str) -> Result<Vec<Field>, String> {
     s.split(',')
         .map(str::trim)
         .filter(|name| !name.is_empty())
         .map(|name| {
-            FIELDS
-                .iter()
+            fields()
                 .find(|f| f.names.contains(&name))
                 .ok_or_else(|| format!("Field \"{name}\" is not a valid field to query."))
         })
@@ -250,12 +233,12 @@ fn normal_bus_id(s: &str) -> Option<(u32, String)> {
     Some((domain, rest.to_ascii_lowercase()))
 }
 
-fn render(model: &Model, gpus: &[&Gpu], fields: &[&Field], format: &Format) -> String {
+fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> String {
     let mut out = String::new();
     if format.header {
         let header: Vec<String> = fields
             .iter()
-            .map(|f| match f.unit {
+            .map(|f| match f.unit() {
                 "" => f.names[0].to_owned(),
                 unit => format!("{} [{unit}]", f.names[0]),
             })
@@ -265,19 +248,17 @@ fn render(model: &Model, gpus: &[&Gpu], fields: &[&Field], format: &Format) -> S
     }
     let context = Context {
         timestamp: timestamp(model.status.published_unix_ns),
-        driver_version: text(model.status.driver_version),
+        driver_version: model.status.driver_version.map(Text::decode),
         count: model.status.gpu_count,
     };
     for gpu in gpus {
         let values: Vec<String> = fields
             .iter()
-            .map(|f| match (f.get)(&context, gpu) {
-                None if gpu.not_responding() && !KEPT.contains(&f.names[0]) => {
-                    UNKNOWN_ERROR.to_owned()
-                }
+            .map(|f| match f.value(&context, gpu) {
+                None if gpu.not_responding() && f.is_live() => UNKNOWN_ERROR.to_owned(),
                 None => NOT_AVAILABLE.to_owned(),
-                Some(value) if format.units && !f.unit.is_empty() => {
-                    format!("{value} {}", f.unit)
+                Some(value) if format.units && !f.unit().is_empty() => {
+                    format!("{value} {}", f.unit())
                 }
                 Some(value) => value,
             })
@@ -297,30 +278,6 @@ fn timestamp(unix_ns: u64) -> String {
         .with_timezone(&Local)
         .format("%Y/%m/%d %H:%M:%S%.3f")
         .to_string()
-}
-
-fn text(t: Option<Text>) -> Option<String> {
-    t.map(Text::decode)
-}
-
-fn show(x: Option<impl ToString>) -> Option<String> {
-    x.map(|x| x.to_string())
-}
-
-fn mib(bytes: Option<Bytes>) -> Option<String> {
-    show(bytes.map(Bytes::mib))
-}
-
-fn watts(p: Option<MilliWatts>) -> Option<String> {
-    p.map(|p| format!("{:.2}", p.watts()))
-}
-
-fn mhz(c: Option<MegaHertz>) -> Option<String> {
-    show(c.map(|c| c.0))
-}
-
-fn reasons(g: &Gpu) -> Option<String> {
-    g.clock_event_reasons.map(|r| format!("{:#018x}", r.0))
 }
 
 #[cfg(test)]
@@ -366,12 +323,24 @@ mod tests {
 
     #[test]
     fn power_has_two_decimals_and_memory_rounds_down_to_mib() {
-        let w = |mw| watts(Some(MilliWatts(mw))).unwrap();
-        assert_eq!(w(123_456), "123.46");
-        assert_eq!(w(700_000), "700.00");
-        let m = |b| mib(Some(Bytes(b))).unwrap();
-        assert_eq!(m(85_520_809_984), "81559");
-        assert_eq!(m((1 << 20) - 1), "0");
+        let mut g = GpuRecord {
+            state: GpuState::Ok as u32,
+            valid: v::POWER_DRAW | v::MEMORY,
+            power_draw_mw: 123_456,
+            mem_used_bytes: 85_520_809_984,
+            mem_free_bytes: (1 << 20) - 1,
+            ..GpuRecord::default()
+        };
+        let line = |g: &GpuRecord| {
+            let snap = crate::testing::live_snapshot(vec![*g]);
+            let model = Model::new(&snap);
+            let fields = parse_fields("power.draw,memory.used,memory.free").unwrap();
+            let format = Format::default();
+            render(&model, &[&model.gpus[0]], &fields, &format)
+        };
+        assert_eq!(line(&g), "123.46, 81559, 0\n");
+        g.power_draw_mw = 700_000;
+        assert_eq!(line(&g), "700.00, 81559, 0\n");
     }
 
     #[test]
@@ -390,7 +359,7 @@ mod tests {
             .unwrap_err()
             .output
             .replace('\n', " ");
-        for name in FIELDS.iter().flat_map(|f| f.names.iter()) {
+        for name in fields().flat_map(|f| f.names.iter()) {
             assert!(
                 help.contains(&format!(" {name},"))
                     || help.contains(&format!(" {name} "))
@@ -429,18 +398,8 @@ mod tests {
     }
 
     #[test]
-    fn kept_fields_are_field_names() {
-        for name in KEPT {
-            assert!(FIELDS.iter().any(|f| f.names[0] == *name), "{name}");
-        }
-    }
-
-    #[test]
     fn every_field_name_is_unique() {
-        let mut names: Vec<&str> = FIELDS
-            .iter()
-            .flat_map(|f| f.names.iter().copied())
-            .collect();
+        let mut names: Vec<&str> = fields().flat_map(|f| f.names.iter().copied()).collect();
         let n = names.len();
         names.sort_unstable();
         names.dedup();

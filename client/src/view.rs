@@ -49,9 +49,9 @@ pub struct GpuView {
     /// Percent.
     pub dec_pct: Option<u32>,
     /// Whole watts (rounded down, as gpustat).
-    pub power_draw_w: Option<u32>,
+    pub power_draw_w: Option<u64>,
     /// Whole watts.
-    pub power_limit_w: Option<u32>,
+    pub power_limit_w: Option<u64>,
     /// MiB (rounded down, as gpustat).
     pub mem_used_mib: Option<u64>,
     /// MiB.

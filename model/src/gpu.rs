@@ -174,7 +174,7 @@ impl<'a> Gpu<'a> {
         let has = |bit: u64| valid & bit != 0;
         let opt = |bit: u64, x: u32| has(bit).then_some(x);
         let text = |bit: u64, field: &'a [u8]| has(bit).then(|| Text::new(field));
-        let mhz = |bit: u64, x: u32| has(bit).then_some(MegaHertz(x));
+        let mhz = |bit: u64, x: u32| has(bit).then_some(MegaHertz(x.into()));
         let centi = |bit: u64, x: u32| has(bit).then_some(CentiPercent(x));
         Gpu {
             index: g.index,
@@ -199,8 +199,8 @@ impl<'a> Gpu<'a> {
             mem_reserved: has(v::MEM_RESERVED).then_some(Bytes(g.mem_reserved_bytes)),
             temp_c: has(v::TEMPERATURE).then_some(g.temp_gpu_c),
             fan_pct: opt(v::FAN_SPEED, g.fan_speed_pct),
-            power_draw: has(v::POWER_DRAW).then_some(MilliWatts(g.power_draw_mw)),
-            power_limit: has(v::POWER_LIMIT).then_some(MilliWatts(g.power_limit_mw)),
+            power_draw: has(v::POWER_DRAW).then_some(MilliWatts(g.power_draw_mw.into())),
+            power_limit: has(v::POWER_LIMIT).then_some(MilliWatts(g.power_limit_mw.into())),
             energy: has(v::ENERGY).then_some(MilliJoules(g.energy_mj)),
             clock: Clocks {
                 graphics: mhz(v::CLOCK_GRAPHICS, g.clock_graphics_mhz),
@@ -210,8 +210,8 @@ impl<'a> Gpu<'a> {
             pstate: opt(v::PSTATE, g.pstate),
             clock_event_reasons: has(v::CLOCK_EVENT_REASONS)
                 .then_some(ClockEventReasons(g.clock_event_reasons)),
-            pcie_tx: has(v::PCIE_TX).then_some(KiloBytesPerSec(g.pcie_tx_kbytes_per_s)),
-            pcie_rx: has(v::PCIE_RX).then_some(KiloBytesPerSec(g.pcie_rx_kbytes_per_s)),
+            pcie_tx: has(v::PCIE_TX).then_some(KiloBytesPerSec(g.pcie_tx_kbytes_per_s.into())),
+            pcie_rx: has(v::PCIE_RX).then_some(KiloBytesPerSec(g.pcie_rx_kbytes_per_s.into())),
             pcie_link_gen: opt(v::PCIE_LINK_GEN, g.pcie_link_gen),
             pcie_link_width: opt(v::PCIE_LINK_WIDTH, g.pcie_link_width),
             ecc_corrected: has(v::ECC_CORRECTED).then_some(g.ecc_corrected_volatile_count),
@@ -258,7 +258,7 @@ impl<'a> Gpu<'a> {
     /// not 0.
     pub fn power_pct(&self) -> Option<f64> {
         let limit = self.power_limit.filter(|l| l.0 > 0)?;
-        Some(100.0 * f64::from(self.power_draw?.0) / f64::from(limit.0))
+        Some(100.0 * self.power_draw?.0 as f64 / limit.0 as f64)
     }
 }
 

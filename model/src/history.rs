@@ -32,7 +32,7 @@ impl Sample {
             util_pct: has(hv::UTILIZATION).then_some(u32::from(s.util_gpu_pct)),
             util_mem_pct: has(hv::UTIL_MEM).then_some(u32::from(s.util_mem_pct)),
             mem_used_mib: has(hv::MEMORY).then_some(s.mem_used_mib),
-            power_draw: has(hv::POWER_DRAW).then_some(MilliWatts(s.power_draw_mw)),
+            power_draw: has(hv::POWER_DRAW).then_some(MilliWatts(s.power_draw_mw.into())),
             temp_c: has(hv::TEMPERATURE).then_some(i32::from(s.temp_gpu_c)),
         }
     }

@@ -16,6 +16,7 @@
 
 #![deny(missing_docs)]
 
+pub mod fields;
 mod gpu;
 mod history;
 mod process;
@@ -23,6 +24,7 @@ mod status;
 mod text;
 mod units;
 
+pub use fields::{Field, FIELDS};
 pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
 pub use gpupeek_shm::layout::{DaemonState, GpuState};
 pub use gpupeek_shm::ProcPolicy;

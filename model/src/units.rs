@@ -22,16 +22,16 @@ impl Bytes {
 
 /// A power in milliwatts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct MilliWatts(pub u32);
+pub struct MilliWatts(pub u64);
 
 impl MilliWatts {
     /// Whole watts, rounded down (gpustat's).
-    pub fn whole_watts(self) -> u32 {
+    pub fn whole_watts(self) -> u64 {
         self.0 / 1000
     }
     /// Watts.
     pub fn watts(self) -> f64 {
-        f64::from(self.0) / 1000.0
+        self.0 as f64 / 1000.0
     }
 }
 
@@ -48,23 +48,23 @@ impl MilliJoules {
 
 /// A clock frequency in MHz.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct MegaHertz(pub u32);
+pub struct MegaHertz(pub u64);
 
 impl MegaHertz {
     /// Hertz.
     pub fn hz(self) -> u64 {
-        u64::from(self.0) * 1_000_000
+        self.0 * 1_000_000
     }
 }
 
 /// A throughput in KB/s as NVML reports PCIe throughput (its "KB" is 1024 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct KiloBytesPerSec(pub u32);
+pub struct KiloBytesPerSec(pub u64);
 
 impl KiloBytesPerSec {
     /// Bytes per second.
     pub fn bytes_per_s(self) -> u64 {
-        u64::from(self.0) * 1024
+        self.0 * 1024
     }
 }
 

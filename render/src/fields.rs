@@ -1,25 +1,13 @@
-//! Every field a template can name: its dimension (which decides the units it accepts),
-//! its natural aggregate across GPUs and how it is read from a GPU record; and the
-//! units, with their factors from the model's values (in the units the segment
-//! publishes).
+//! The units a template can show a field in, with their factors from the model's values
+//! (which are in the units the segment publishes), and the template's view of the field
+//! table: every field of [`gpupeek_model::FIELDS`] that templates may name, its value as
+//! a number or text, plus the two fields about all GPUs.
 
-use gpupeek_model::{self as model, Gpu};
+pub(crate) use gpupeek_model::fields::Unit as Dim;
+use gpupeek_model::fields::{Aggregate, Field, Tier, Value as Reading};
+use gpupeek_model::Gpu;
 
 use crate::Agg;
-
-/// The physical dimension of a numeric field, which decides the units it accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dim {
-    Bytes,
-    MilliWatts,
-    Celsius,
-    Percent,
-    MegaHertz,
-    MilliJoules,
-    KiloBytesPerSec,
-    Count,
-    Text,
-}
 
 /// A unit a dimension can be shown in: name, factor from the raw value, default decimals.
 #[derive(Debug)]
@@ -85,124 +73,63 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
 /// `auto`: the largest binary unit that keeps the number at or above 1.
 pub(crate) static AUTO: Unit = unit("auto", Dim::Count, 1.0, 1);
 
-pub(crate) type Getter = fn(&Gpu) -> Option<Value>;
-
-/// One template field.
-#[derive(Debug)]
-pub(crate) struct Field {
-    pub(crate) name: &'static str,
-    pub(crate) dim: Dim,
-    pub(crate) natural: Agg,
-    pub(crate) get: Getter,
-}
-
-/// A field's value for one GPU.
+/// A field's value for one GPU, as a template shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
     Num(f64),
     Text(String),
 }
 
-pub(crate) const fn f(name: &'static str, dim: Dim, natural: Agg, get: Getter) -> Field {
-    Field {
-        name,
-        dim,
-        natural,
-        get,
+/// `field`'s value for `g`: numbers as they are, text decoded, a P-state as `P2`.
+pub(crate) fn get(field: &Field, g: &Gpu) -> Option<Value> {
+    let reading = (field.get)(g)?;
+    Some(match reading {
+        Reading::Text(t) => Value::Text(t.decode()),
+        Reading::Name(n) => Value::Text(n.to_owned()),
+        Reading::PState(p) => Value::Text(format!("P{p}")),
+        Reading::Reasons(r) => Value::Text(r.names().join(",")),
+        number => Value::Num(number.number()?),
+    })
+}
+
+/// The aggregate a field takes outside `{each}`.
+pub(crate) fn natural(field: &Field) -> Agg {
+    match field.natural {
+        Aggregate::Sum => Agg::Sum,
+        Aggregate::Mean => Agg::Mean,
+        Aggregate::Max => Agg::Max,
+        Aggregate::Join => Agg::Join,
     }
 }
 
-fn num(x: Option<impl Into<f64>>) -> Option<Value> {
-    x.map(|x| Value::Num(x.into()))
+/// The fields templates may name.
+pub(crate) fn template_fields() -> impl Iterator<Item = &'static Field> {
+    gpupeek_model::FIELDS.iter().filter(|f| f.template)
 }
 
-fn txt(t: Option<model::Text>) -> Option<Value> {
-    t.map(|t| Value::Text(t.decode()))
+/// Fields about the whole machine rather than one GPU (no scope allowed); their values
+/// are computed by the renderer, not read per GPU.
+pub(crate) static GLOBAL_FIELDS: [Field; 2] =
+    [global("count", Dim::Count), global("driver", Dim::Text)];
+
+const fn global(name: &'static str, unit: Dim) -> Field {
+    Field {
+        name,
+        template: true,
+        about: "",
+        unit,
+        tier: Tier::Identity,
+        natural: Aggregate::Join,
+        smi: &[],
+        gpustat: None,
+        prom: None,
+        get: |_| None,
+    }
 }
-
-fn mhz(c: Option<model::MegaHertz>) -> Option<Value> {
-    num(c.map(|c| c.0))
-}
-
-use Agg::{Join, Max, Mean, Sum};
-use Dim::*;
-
-/// Every field a template can name.
-pub(crate) const FIELDS: &[Field] = &[
-    f("index", Count, Join, |g| num(Some(g.index))),
-    f("name", Text, Join, |g| txt(g.name)),
-    f("uuid", Text, Join, |g| txt(g.uuid)),
-    f("pci_bus_id", Text, Join, |g| txt(g.pci_bus_id)),
-    f("state", Text, Join, |g| {
-        Some(Value::Text(g.state.name().to_owned()))
-    }),
-    f("util", Percent, Mean, |g| num(g.util_pct)),
-    f("util_mem", Percent, Mean, |g| num(g.util_mem_pct)),
-    f("util_enc", Percent, Mean, |g| num(g.util_enc_pct)),
-    f("util_dec", Percent, Mean, |g| num(g.util_dec_pct)),
-    f("mem_used", Bytes, Sum, |g| {
-        num(g.memory.map(|m| m.used.f64()))
-    }),
-    f("mem_free", Bytes, Sum, |g| {
-        num(g.memory.map(|m| m.free.f64()))
-    }),
-    f("mem_total", Bytes, Sum, |g| {
-        num(g.memory.map(|m| m.total.f64()))
-    }),
-    f("mem_reserved", Bytes, Sum, |g| {
-        num(g.mem_reserved.map(|b| b.f64()))
-    }),
-    f("mem_pct", Percent, Mean, |g| {
-        num(g.memory.map(|m| m.used_pct()))
-    }),
-    f("temp", Celsius, Max, |g| num(g.temp_c)),
-    f("fan", Percent, Mean, |g| num(g.fan_pct)),
-    f("power", MilliWatts, Sum, |g| num(g.power_draw.map(|p| p.0))),
-    f("power_limit", MilliWatts, Sum, |g| {
-        num(g.power_limit.map(|p| p.0))
-    }),
-    f("power_pct", Percent, Mean, |g| num(g.power_pct())),
-    f("energy", MilliJoules, Sum, |g| {
-        num(g.energy.map(|e| e.0 as f64))
-    }),
-    f("clock_gr", MegaHertz, Max, |g| mhz(g.clock.graphics)),
-    f("clock_sm", MegaHertz, Max, |g| mhz(g.clock.sm)),
-    f("clock_mem", MegaHertz, Max, |g| mhz(g.clock.mem)),
-    f("clock_gr_max", MegaHertz, Max, |g| {
-        mhz(g.clock_max.graphics)
-    }),
-    f("clock_sm_max", MegaHertz, Max, |g| mhz(g.clock_max.sm)),
-    f("clock_mem_max", MegaHertz, Max, |g| mhz(g.clock_max.mem)),
-    f("pstate", Text, Join, |g| {
-        g.pstate.map(|p| Value::Text(format!("P{p}")))
-    }),
-    f("pcie_tx", KiloBytesPerSec, Sum, |g| {
-        num(g.pcie_tx.map(|r| r.0))
-    }),
-    f("pcie_rx", KiloBytesPerSec, Sum, |g| {
-        num(g.pcie_rx.map(|r| r.0))
-    }),
-    f("pcie_gen", Count, Max, |g| num(g.pcie_link_gen)),
-    f("pcie_width", Count, Max, |g| num(g.pcie_link_width)),
-    f("ecc_corrected", Count, Sum, |g| {
-        num(g.ecc_corrected.map(|n| n as f64))
-    }),
-    f("ecc_uncorrected", Count, Sum, |g| {
-        num(g.ecc_uncorrected.map(|n| n as f64))
-    }),
-    f("procs", Count, Sum, |g| num(g.process_count)),
-];
-
-/// Fields about the whole machine rather than one GPU (no scope allowed).
-pub(crate) const GLOBALS: &[&str] = &["count", "driver"];
 
 /// Names of every field, for `--help` and error messages.
 pub fn field_names() -> impl Iterator<Item = &'static str> {
-    FIELDS.iter().map(|f| f.name).chain(GLOBALS.iter().copied())
+    template_fields()
+        .chain(GLOBAL_FIELDS.iter())
+        .map(|f| f.name)
 }
-
-/// Global field placeholder (a `Field` whose getter is never called per GPU).
-pub(crate) const GLOBAL_FIELDS: [Field; 2] = [
-    f("count", Count, Join, |_| None),
-    f("driver", Text, Join, |_| None),
-];

@@ -34,7 +34,8 @@ mod render;
 mod spark;
 
 pub use fields::field_names;
-use fields::{Field, Unit};
+use fields::Unit;
+use gpupeek_model::Field;
 use parse::parse_items;
 use render::render_items;
 pub use spark::{bar as spark_bar, BARS};

@@ -70,22 +70,22 @@ impl Placeholder {
     }
 
     pub(crate) fn value(&self, data: &Data, current: Option<&Gpu>) -> Option<Value> {
-        let get = self.field.get;
+        let get = |g: &Gpu| get(self.field, g);
         let agg = match (self.scope, current) {
             (Scope::Gpu(i), _) => {
-                return data.gpus.iter().find(|g| g.index == i).and_then(get);
+                return data.gpus.iter().find(|g| g.index == i).and_then(&get);
             }
             (Scope::Natural, Some(g)) => return get(g),
-            (Scope::Natural, None) => self.field.natural,
+            (Scope::Natural, None) => natural(self.field),
             (Scope::Agg(a), _) => a,
         };
-        if agg == Agg::Join || self.field.dim == Text {
-            let values: Vec<Value> = data.gpus.iter().filter_map(get).collect();
+        if agg == Agg::Join || self.field.unit == Text {
+            let values: Vec<Value> = data.gpus.iter().filter_map(&get).collect();
             return aggregate(agg, &values);
         }
         // A numeric field's values are all numbers: aggregate them without a Vec.
         let nums = || {
-            data.gpus.iter().filter_map(get).map(|v| match v {
+            data.gpus.iter().filter_map(&get).map(|v| match v {
                 Value::Num(x) => x,
                 Value::Text(_) => f64::NAN,
             })
@@ -104,15 +104,15 @@ impl Placeholder {
             (Scope::Gpu(i), _) => match data.gpus.iter().find(|g| g.index == i) {
                 Some(g) => {
                     one = [*g];
-                    (&one, self.field.natural)
+                    (&one, natural(self.field))
                 }
                 None => return markup_free_na(out),
             },
             (Scope::Natural, Some(g)) => {
                 one = [*g];
-                (&one, self.field.natural)
+                (&one, natural(self.field))
             }
-            (Scope::Natural, None) => (data.gpus, self.field.natural),
+            (Scope::Natural, None) => (data.gpus, natural(self.field)),
             (Scope::Agg(a), _) => (data.gpus, a),
         };
         spark::render(get, agg, gpus, data.history, width, out);
@@ -121,7 +121,7 @@ impl Placeholder {
     /// Appends the number in the displayed unit to `out`; returns the number shown.
     fn format_number(&self, raw: f64, out: &mut String) -> f64 {
         use std::fmt::Write;
-        let unit = self.unit.or_else(|| default_unit(self.field.dim));
+        let unit = self.unit.or_else(|| default_unit(self.field.unit));
         let (x, p, suffix) = match unit {
             Some(u) if std::ptr::eq(u, &AUTO) => {
                 let names = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -40,7 +40,7 @@ fn total_mib(g: &Gpu) -> Option<f64> {
 
 fn limit_mw(g: &Gpu) -> Option<f64> {
     let limit = g.power_limit?;
-    (limit.0 > 0).then_some(f64::from(limit.0))
+    (limit.0 > 0).then_some(limit.0 as f64)
 }
 
 fn pct(x: Option<u32>) -> Option<Point> {
@@ -57,10 +57,10 @@ pub(crate) fn getter(field: &str) -> Option<HistoryGetter> {
             let total = total_mib(g)?;
             Some((100.0 * f64::from(s.mem_used_mib?) / total, Some(100.0)))
         },
-        "power" => |s, g| s.power_draw.map(|p| (f64::from(p.0), limit_mw(g))),
+        "power" => |s, g| s.power_draw.map(|p| (p.0 as f64, limit_mw(g))),
         "power_pct" => |s, g| {
             let limit = limit_mw(g)?;
-            Some((100.0 * f64::from(s.power_draw?.0) / limit, Some(100.0)))
+            Some((100.0 * s.power_draw?.0 as f64 / limit, Some(100.0)))
         },
         "temp" => |s, _| s.temp_c.map(|t| (f64::from(t), Some(100.0))),
         _ => return None,

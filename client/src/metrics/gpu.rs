@@ -1,174 +1,54 @@
 //! The per-GPU families of `gpupeek metrics`: identity and state for every GPU, values
-//! only for GPUs sampled normally, and only the fields each GPU supports.
+//! only for GPUs sampled normally, and only the fields each GPU supports. The value
+//! families are the field table's ([`gpupeek_model::FIELDS`]: name, type, help and label
+//! declared there), then GPM's and the verdict's.
 
-use gpupeek_model::{CentiPercent, Clocks, Gpu, GpuState, Model, Text, TxRx};
+use gpupeek_model::fields::{Unit, Value as Reading};
+use gpupeek_model::{
+    CentiPercent, ClockEventReasons, Field, Gpm, Gpu, GpuState, KiloBytesPerSec, MegaHertz,
+    MilliJoules, MilliWatts, Model, Text, TxRx, FIELDS,
+};
 
 use super::{escape, Out, Value};
 use crate::verdict::{judge, Thresholds, Verdict};
 
-/// One per-GPU family: name, type, help, and the samples of one GPU as
-/// (extra label, value) pairs; no pair when the value is unknown.
+/// The samples of one GPU in a family: (extra label, value) pairs; none when the value
+/// is unknown.
+type Samples = Vec<(&'static str, Value)>;
+
+/// A family the field table does not declare: GPM's, whose values come in pairs or
+/// hundredths of a percent, and the verdict, which is gpupeek's judgement.
 struct GpuFamily {
     name: &'static str,
     kind: &'static str,
     help: &'static str,
-    values: fn(&Gpu) -> Vec<(&'static str, Value)>,
+    values: fn(&Gpu) -> Samples,
 }
 
-fn one<T: Into<Value>>(value: Option<T>) -> Vec<(&'static str, Value)> {
-    value.map(|v| ("", v.into())).into_iter().collect()
+/// `field`'s samples for `g`, in Prometheus's base units: fractions of one for
+/// percentages, watts, joules, hertz, bytes per second.
+fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samples {
+    let Some(reading) = (field.get)(g) else {
+        return Vec::new();
+    };
+    let value = match (reading, field.unit) {
+        (Reading::Reasons(r), _) => return reason_samples(r),
+        (Reading::PState(p), _) => Value::Int(p.into()),
+        (Reading::Int(x), Unit::Percent) => Value::Float(x as f64 / 100.0),
+        (Reading::Int(mw), Unit::MilliWatts) => Value::Float(MilliWatts(mw).watts()),
+        (Reading::Int(mj), Unit::MilliJoules) => Value::Float(MilliJoules(mj).joules()),
+        (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(MegaHertz(mhz).hz()),
+        (Reading::Int(k), Unit::KiloBytesPerSec) => Value::Int(KiloBytesPerSec(k).bytes_per_s()),
+        (Reading::Int(x), _) => Value::Int(x),
+        (Reading::Signed(c), _) => Value::Int(c.max(0).unsigned_abs()),
+        (Reading::Real(x), _) => Value::Float(x),
+        (Reading::Text(_) | Reading::Name(_), _) => return Vec::new(),
+    };
+    vec![(label, value)]
 }
 
-fn ratio(pct: Option<u32>) -> Option<f64> {
-    pct.map(|p| f64::from(p) / 100.0)
-}
-
-/// Families every GPU sampled normally has (when it supports the field).
+/// Families after the field table's.
 const GPU_FAMILIES: &[GpuFamily] = &[
-    GpuFamily {
-        name: "gpupeek_gpu_utilization_ratio",
-        kind: "gauge",
-        help: "Fraction of time a kernel ran on the GPU over NVML's sample window.",
-        values: |g| one(ratio(g.util_pct)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_memory_utilization_ratio",
-        kind: "gauge",
-        help: "Fraction of time device memory was read or written.",
-        values: |g| one(ratio(g.util_mem_pct)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_encoder_utilization_ratio",
-        kind: "gauge",
-        help: "Video encoder utilisation.",
-        values: |g| one(ratio(g.util_enc_pct)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_decoder_utilization_ratio",
-        kind: "gauge",
-        help: "Video decoder utilisation.",
-        values: |g| one(ratio(g.util_dec_pct)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_memory_total_bytes",
-        kind: "gauge",
-        help: "Device memory visible to the driver.",
-        values: |g| one(g.memory.map(|m| m.total.0)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_memory_used_bytes",
-        kind: "gauge",
-        help: "Device memory in use.",
-        values: |g| one(g.memory.map(|m| m.used.0)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_memory_free_bytes",
-        kind: "gauge",
-        help: "Device memory free.",
-        values: |g| one(g.memory.map(|m| m.free.0)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_memory_reserved_bytes",
-        kind: "gauge",
-        help: "Device memory reserved by the driver.",
-        values: |g| one(g.mem_reserved.map(|b| b.0)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_temperature_celsius",
-        kind: "gauge",
-        help: "GPU core temperature.",
-        values: |g| one(g.temp_c.map(|t| t.max(0) as u64)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_fan_speed_ratio",
-        kind: "gauge",
-        help: "Fan 0 speed as a fraction of its maximum.",
-        values: |g| one(ratio(g.fan_pct)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_power_draw_watts",
-        kind: "gauge",
-        help: "Power draw.",
-        values: |g| one(g.power_draw.map(|p| p.watts())),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_power_limit_watts",
-        kind: "gauge",
-        help: "Enforced power limit.",
-        values: |g| one(g.power_limit.map(|p| p.watts())),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_energy_joules_total",
-        kind: "counter",
-        help: "Energy consumed since the driver was loaded.",
-        values: |g| one(g.energy.map(|e| e.joules())),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_clock_hertz",
-        kind: "gauge",
-        help: "Current clock of each clock domain.",
-        values: |g| clocks(g.clock),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_clock_max_hertz",
-        kind: "gauge",
-        help: "Maximum clock of each clock domain.",
-        values: |g| clocks(g.clock_max),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_performance_state",
-        kind: "gauge",
-        help: "Performance state: 0 (P0, fastest) to 15.",
-        values: |g| one(g.pstate.map(u64::from)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_clock_event_reason",
-        kind: "gauge",
-        help: "1 when this reason (nvidia-smi's clocks_event_reasons name) holds the clocks down.",
-        values: event_reasons,
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_pcie_transmit_bytes_per_second",
-        kind: "gauge",
-        help: "PCIe transmit throughput.",
-        values: |g| one(g.pcie_tx.map(|r| r.bytes_per_s())),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_pcie_receive_bytes_per_second",
-        kind: "gauge",
-        help: "PCIe receive throughput.",
-        values: |g| one(g.pcie_rx.map(|r| r.bytes_per_s())),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_pcie_link_generation",
-        kind: "gauge",
-        help: "Current PCIe link generation.",
-        values: |g| one(g.pcie_link_gen.map(u64::from)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_pcie_link_width",
-        kind: "gauge",
-        help: "Current PCIe link width in lanes.",
-        values: |g| one(g.pcie_link_width.map(u64::from)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_ecc_corrected_errors_total",
-        kind: "counter",
-        help: "Corrected ECC errors since the driver was loaded.",
-        values: |g| one(g.ecc_corrected),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_ecc_uncorrected_errors_total",
-        kind: "counter",
-        help: "Uncorrected ECC errors since the driver was loaded.",
-        values: |g| one(g.ecc_uncorrected),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_processes",
-        kind: "gauge",
-        help: "Processes using the GPU.",
-        values: |g| one(g.process_count.map(u64::from)),
-    },
     GpuFamily {
         name: "gpupeek_gpu_sm_activity_ratio",
         kind: "gauge",
@@ -214,14 +94,12 @@ const GPU_FAMILIES: &[GpuFamily] = &[
     },
 ];
 
-fn gpm(
-    g: &Gpu,
-    get: fn(&gpupeek_model::Gpm) -> Option<CentiPercent>,
-) -> Vec<(&'static str, Value)> {
-    one(g.gpm.as_ref().and_then(get).map(|c| c.ratio()))
+fn gpm(g: &Gpu, get: fn(&Gpm) -> Option<CentiPercent>) -> Samples {
+    let ratio = g.gpm.as_ref().and_then(get).map(|c| c.ratio());
+    ratio.map(|r| ("", Value::Float(r))).into_iter().collect()
 }
 
-fn pair(rates: Option<TxRx>) -> Vec<(&'static str, Value)> {
+fn pair(rates: Option<TxRx>) -> Samples {
     let Some(r) = rates else {
         return Vec::new();
     };
@@ -231,7 +109,7 @@ fn pair(rates: Option<TxRx>) -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn verdict_sample(g: &Gpu) -> Vec<(&'static str, Value)> {
+fn verdict_sample(g: &Gpu) -> Samples {
     const LABELS: [&str; 6] = [
         "verdict=\"thermal\"",
         "verdict=\"power-capped\"",
@@ -252,15 +130,6 @@ fn verdict_sample(g: &Gpu) -> Vec<(&'static str, Value)> {
         .collect()
 }
 
-fn clocks(c: Clocks) -> Vec<(&'static str, Value)> {
-    let names = ["clock=\"graphics\"", "clock=\"sm\"", "clock=\"memory\""];
-    names
-        .into_iter()
-        .zip([c.graphics, c.sm, c.mem])
-        .filter_map(|(label, mhz)| Some((label, Value::Int(mhz?.hz()))))
-        .collect()
-}
-
 /// `reason` labels for [`gpupeek_shm::layout::clock_event_reason::NAMES`], in its order
 /// (a test keeps the two in step).
 const EVENT_REASONS: [&str; 9] = [
@@ -275,10 +144,7 @@ const EVENT_REASONS: [&str; 9] = [
     "reason=\"display_clock_setting\"",
 ];
 
-fn event_reasons(g: &Gpu) -> Vec<(&'static str, Value)> {
-    let Some(reasons) = g.clock_event_reasons else {
-        return Vec::new();
-    };
+fn reason_samples(reasons: ClockEventReasons) -> Samples {
     EVENT_REASONS
         .into_iter()
         .zip(reasons.each())
@@ -331,30 +197,65 @@ pub(super) fn families(out: &mut Out, model: &Model) {
     }
     // Values only of GPUs sampled normally: not even the maximum clocks the model keeps
     // as identity of an asleep or lost GPU.
-    for family in GPU_FAMILIES {
-        let samples: Vec<(String, Value)> = model
-            .gpus
-            .iter()
-            .zip(&labels)
-            .filter(|(g, _)| g.is_current())
-            .flat_map(|(g, l)| {
-                (family.values)(g).into_iter().map(move |(extra, value)| {
-                    let labels = if extra.is_empty() {
-                        l.clone()
-                    } else {
-                        format!("{l},{extra}")
-                    };
-                    (labels, value)
-                })
-            })
-            .collect();
-        if samples.is_empty() {
+    let current: Vec<(&Gpu, &String)> = model
+        .gpus
+        .iter()
+        .zip(&labels)
+        .filter(|(g, _)| g.is_current())
+        .collect();
+    // The field table's families, in its order, each once with all its fields' samples.
+    let mut done: Vec<&str> = Vec::new();
+    for prom in FIELDS.iter().filter_map(|f| f.prom) {
+        if done.contains(&prom.name) {
             continue;
         }
-        out.family(family.name, family.kind, family.help);
-        for (labels, value) in samples {
-            out.sample(family.name, &labels, value);
-        }
+        done.push(prom.name);
+        let members: Vec<(&Field, &'static str)> = FIELDS
+            .iter()
+            .filter_map(|f| Some((f, f.prom.filter(|p| p.name == prom.name)?.label)))
+            .collect();
+        let samples = |g: &Gpu| -> Samples {
+            members
+                .iter()
+                .flat_map(|(f, label)| field_samples(f, label, g))
+                .collect()
+        };
+        write_family(out, &current, prom.name, prom.kind, prom.help, samples);
+    }
+    for family in GPU_FAMILIES {
+        let name = family.name;
+        write_family(out, &current, name, family.kind, family.help, family.values);
+    }
+}
+
+/// One family: its HELP and TYPE and every GPU's samples; nothing when no GPU has one.
+fn write_family(
+    out: &mut Out,
+    gpus: &[(&Gpu, &String)],
+    name: &str,
+    kind: &str,
+    help: &str,
+    values: impl Fn(&Gpu) -> Samples,
+) {
+    let samples: Vec<(String, Value)> = gpus
+        .iter()
+        .flat_map(|(g, l)| {
+            values(g).into_iter().map(move |(extra, value)| {
+                let labels = if extra.is_empty() {
+                    (*l).clone()
+                } else {
+                    format!("{l},{extra}")
+                };
+                (labels, value)
+            })
+        })
+        .collect();
+    if samples.is_empty() {
+        return;
+    }
+    out.family(name, kind, help);
+    for (labels, value) in samples {
+        out.sample(name, &labels, value);
     }
 }
 
