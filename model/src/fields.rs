@@ -41,13 +41,13 @@ impl Unit {
     pub fn name(self) -> &'static str {
         match self {
             Unit::Bytes => "bytes",
-            Unit::MilliWatts => "mW",
-            Unit::Celsius => "\u{b0}C",
-            Unit::Percent => "%",
+            Unit::MilliWatts => "milliwatts",
+            Unit::Celsius => "degrees Celsius",
+            Unit::Percent => "percent",
             Unit::MegaHertz => "MHz",
-            Unit::MilliJoules => "mJ",
+            Unit::MilliJoules => "millijoules",
             Unit::KiloBytesPerSec => "KB/s",
-            Unit::Count => "count",
+            Unit::Count => "a number",
             Unit::Text => "text",
         }
     }
@@ -250,7 +250,7 @@ pub const FIELDS: &[Field] = &[
         .identity()
         .smi(&[&["pci.bus_id", "gpu_bus_id"]]),
     field("state", Text, Join, |g| Some(Value::Name(g.state.name())))
-        .about("ok, lost, error, suspended, idle or not responding")
+        .about("the GPU's state: ok, lost, error, suspended, idle or not responding")
         .identity()
         .gpustat("state"),
     field("util", Percent, Mean, |g| int(g.util_pct))
