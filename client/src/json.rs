@@ -15,6 +15,10 @@
 //! (`"lost"`, `"error"`, `"not responding"`) and `"uuid"` (kept, or `null`). A daemon
 //! that let go of the driver on request publishes no GPU: there is no document then,
 //! only the message on stderr and exit status 10, as for any daemon that is not live.
+//!
+//! A GPU's value keys are the field table's JSON column (`gpupeek_model::FIELDS`, which
+//! the man page's FIELDS section lists; a test keeps the two in step); their order and
+//! units are gpustat's, so they are written out here rather than walked from the table.
 
 use serde::Serialize;
 
@@ -280,5 +284,24 @@ mod tests {
         assert_eq!(doc["gpus"][1]["state"], "idle");
         assert_eq!(doc["gpus"][1]["name"], "H100");
         assert_eq!(doc["gpus"][1]["utilization.gpu"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_gpus_keys_are_the_field_tables_json_keys_and_its_nested_lists() {
+        let doc = document(&[GpuState::Ok, GpuState::Idle]);
+        let mut keys: std::collections::BTreeSet<&str> = doc["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g.as_object().unwrap().keys().map(String::as_str))
+            .collect();
+        for f in gpupeek_model::FIELDS {
+            if let Some(key) = f.gpustat {
+                assert!(keys.remove(key), "the JSON lacks the table's {key}");
+            }
+        }
+        // What is not one field: the process list, gpupeek's verdict and GPM block.
+        let nested: std::collections::BTreeSet<&str> = ["processes", "verdict", "gpm"].into();
+        assert_eq!(keys, nested, "a JSON key the field table does not declare");
     }
 }
