@@ -4,8 +4,8 @@
 //!
 //! `gpupeek query`'s fields, `gpupeek metrics`'s per-field families, the `--format`
 //! template fields and the man page's field table are all derived from [`FIELDS`]:
-//! adding a field is one entry here plus its NVML read in the daemon (and its slot in
-//! the segment). Each output formats a [`Value`] by the field's [`Unit`] in its own
+//! adding a field is one entry here, its value in [`Gpu`] and its NVML read in the
+//! daemon (with its slot and validity bit in the segment). Each output formats a [`Value`] by the field's [`Unit`] in its own
 //! language (nvidia-smi's MiB and two-decimal watts, Prometheus's base units, a
 //! template's chosen unit); that rule is per output, not per field.
 
