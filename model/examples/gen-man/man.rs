@@ -34,7 +34,9 @@ pub fn blocks() -> Vec<Block> {
 fn block(name: &str, body: &str) -> Block {
     let begin = format!(".\\\" generated: {name}");
     Block {
-        text: format!("{begin}\n.\\\" from the field table: {COMMAND}\n{body}{END}\n"),
+        text: format!(
+            "{begin}\n.\\\" from the field table by gen-man: see man/README.md\n{body}{END}\n"
+        ),
         begin,
     }
 }
