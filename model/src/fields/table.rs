@@ -1,0 +1,336 @@
+//! The entries of the field table, in the order templates and the man page list them
+//! (see `fields.rs` for what an entry is).
+
+use super::{field, Aggregate, Field, Unit, Value};
+use crate::text;
+use crate::units;
+
+fn int(x: Option<impl Into<u64>>) -> Option<Value<'static>> {
+    x.map(|x| Value::Int(x.into()))
+}
+
+fn text(t: Option<text::Text>) -> Option<Value> {
+    t.map(Value::Text)
+}
+
+fn bytes(b: Option<units::Bytes>) -> Option<Value<'static>> {
+    int(b.map(|b| b.0))
+}
+
+fn mhz(c: Option<units::MegaHertz>) -> Option<Value<'static>> {
+    int(c.map(|c| c.0))
+}
+
+const CLOCK: &str = "Current clock of each clock domain.";
+const CLOCK_MAX: &str = "Maximum clock of each clock domain.";
+
+use Aggregate::{Join, Max, Mean, Sum};
+use Unit::*;
+
+/// Every published per-GPU field, in the order templates and the man page list them.
+pub const FIELDS: &[Field] = &[
+    field("index", Count, Join, |g| int(Some(g.index)))
+        .about("NVML index")
+        .identity()
+        .smi(&[&["index"]])
+        .gpustat("index"),
+    field("name", Text, Join, |g| text(g.name))
+        .about("product name")
+        .identity()
+        .smi(&[&["name", "gpu_name"]])
+        .gpustat("name"),
+    field("uuid", Text, Join, |g| text(g.uuid))
+        .about("UUID")
+        .identity()
+        .smi(&[&["uuid", "gpu_uuid"]])
+        .gpustat("uuid"),
+    field("pci_bus_id", Text, Join, |g| text(g.pci_bus_id))
+        .about("PCI bus id")
+        .identity()
+        .smi(&[&["pci.bus_id", "gpu_bus_id"]]),
+    field("state", Text, Join, |g| Some(Value::Name(g.state.name())))
+        .about("the GPU's state: ok, lost, error, suspended, idle or not responding")
+        .identity()
+        .gpustat("state"),
+    field("util", Percent, Mean, |g| int(g.util_pct))
+        .about("GPU utilisation")
+        .smi(&[&["utilization.gpu"]])
+        .gpustat("utilization.gpu")
+        .prom(
+            "gpupeek_gpu_utilization_ratio",
+            "gauge",
+            "Fraction of time a kernel ran on the GPU over NVML's sample window.",
+        ),
+    field("util_mem", Percent, Mean, |g| int(g.util_mem_pct))
+        .about("memory controller utilisation")
+        .smi(&[&["utilization.memory"]])
+        .prom(
+            "gpupeek_gpu_memory_utilization_ratio",
+            "gauge",
+            "Fraction of time device memory was read or written.",
+        ),
+    field("util_enc", Percent, Mean, |g| int(g.util_enc_pct))
+        .about("encoder utilisation")
+        .smi(&[&["utilization.encoder"]])
+        .gpustat("utilization.enc")
+        .prom(
+            "gpupeek_gpu_encoder_utilization_ratio",
+            "gauge",
+            "Video encoder utilisation.",
+        ),
+    field("util_dec", Percent, Mean, |g| int(g.util_dec_pct))
+        .about("decoder utilisation")
+        .smi(&[&["utilization.decoder"]])
+        .gpustat("utilization.dec")
+        .prom(
+            "gpupeek_gpu_decoder_utilization_ratio",
+            "gauge",
+            "Video decoder utilisation.",
+        ),
+    field("mem_used", Bytes, Sum, |g| bytes(g.memory.map(|m| m.used)))
+        .about("memory in use")
+        .smi(&[&["memory.used"]])
+        .gpustat("memory.used")
+        .prom(
+            "gpupeek_gpu_memory_used_bytes",
+            "gauge",
+            "Device memory in use.",
+        ),
+    field("mem_free", Bytes, Sum, |g| bytes(g.memory.map(|m| m.free)))
+        .about("free memory")
+        .smi(&[&["memory.free"]])
+        .prom(
+            "gpupeek_gpu_memory_free_bytes",
+            "gauge",
+            "Device memory free.",
+        ),
+    field("mem_total", Bytes, Sum, |g| {
+        bytes(g.memory.map(|m| m.total))
+    })
+    .about("memory visible to the driver")
+    .smi(&[&["memory.total"]])
+    .gpustat("memory.total")
+    .prom(
+        "gpupeek_gpu_memory_total_bytes",
+        "gauge",
+        "Device memory visible to the driver.",
+    ),
+    field("mem_reserved", Bytes, Sum, |g| bytes(g.mem_reserved))
+        .about("memory reserved by the driver")
+        .smi(&[&["memory.reserved"]])
+        .prom(
+            "gpupeek_gpu_memory_reserved_bytes",
+            "gauge",
+            "Device memory reserved by the driver.",
+        ),
+    field("mem_pct", Percent, Mean, |g| {
+        g.memory.map(|m| Value::Real(m.used_pct()))
+    })
+    .about("memory in use, percent of total"),
+    field("temp", Celsius, Max, |g| {
+        g.temp_c.map(|t| Value::Signed(t.into()))
+    })
+    .about("core temperature")
+    .smi(&[&["temperature.gpu"]])
+    .gpustat("temperature.gpu")
+    .prom(
+        "gpupeek_gpu_temperature_celsius",
+        "gauge",
+        "GPU core temperature.",
+    ),
+    field("fan", Percent, Mean, |g| int(g.fan_pct))
+        .about("fan 0 speed")
+        .smi(&[&["fan.speed"]])
+        .gpustat("fan.speed")
+        .prom(
+            "gpupeek_gpu_fan_speed_ratio",
+            "gauge",
+            "Fan 0 speed as a fraction of its maximum.",
+        ),
+    field("power", MilliWatts, Sum, |g| int(g.power_draw.map(|p| p.0)))
+        .about("power draw")
+        .smi(&[&["power.draw"]])
+        .gpustat("power.draw")
+        .prom("gpupeek_gpu_power_draw_watts", "gauge", "Power draw."),
+    field("power_limit", MilliWatts, Sum, |g| {
+        int(g.power_limit.map(|p| p.0))
+    })
+    .about("enforced power limit")
+    .smi(&[&["power.limit"], &["enforced.power.limit"]])
+    .gpustat("enforced.power.limit")
+    .prom(
+        "gpupeek_gpu_power_limit_watts",
+        "gauge",
+        "Enforced power limit.",
+    ),
+    field("power_pct", Percent, Mean, |g| {
+        g.power_pct().map(Value::Real)
+    })
+    .about("power draw, percent of the limit"),
+    field("energy", MilliJoules, Sum, |g| int(g.energy.map(|e| e.0)))
+        .about("energy since the driver was loaded")
+        .prom(
+            "gpupeek_gpu_energy_joules_total",
+            "counter",
+            "Energy consumed since the driver was loaded.",
+        ),
+    field("clock_gr", MegaHertz, Max, |g| mhz(g.clock.graphics))
+        .about("graphics clock")
+        .smi(&[&["clocks.current.graphics", "clocks.gr"]])
+        .prom("gpupeek_gpu_clock_hertz", "gauge", CLOCK)
+        .label("clock=\"graphics\""),
+    field("clock_sm", MegaHertz, Max, |g| mhz(g.clock.sm))
+        .about("SM clock")
+        .smi(&[&["clocks.current.sm", "clocks.sm"]])
+        .prom("gpupeek_gpu_clock_hertz", "gauge", CLOCK)
+        .label("clock=\"sm\""),
+    field("clock_mem", MegaHertz, Max, |g| mhz(g.clock.mem))
+        .about("memory clock")
+        .smi(&[&["clocks.current.memory", "clocks.mem"]])
+        .prom("gpupeek_gpu_clock_hertz", "gauge", CLOCK)
+        .label("clock=\"memory\""),
+    field("clock_gr_max", MegaHertz, Max, |g| {
+        mhz(g.clock_max.graphics)
+    })
+    .about("maximum graphics clock")
+    .identity()
+    .smi(&[&["clocks.max.graphics", "clocks.max.gr"]])
+    .prom("gpupeek_gpu_clock_max_hertz", "gauge", CLOCK_MAX)
+    .label("clock=\"graphics\""),
+    field("clock_sm_max", MegaHertz, Max, |g| mhz(g.clock_max.sm))
+        .about("maximum SM clock")
+        .identity()
+        .smi(&[&["clocks.max.sm"]])
+        .prom("gpupeek_gpu_clock_max_hertz", "gauge", CLOCK_MAX)
+        .label("clock=\"sm\""),
+    field("clock_mem_max", MegaHertz, Max, |g| mhz(g.clock_max.mem))
+        .about("maximum memory clock")
+        .identity()
+        .smi(&[&["clocks.max.memory", "clocks.max.mem"]])
+        .prom("gpupeek_gpu_clock_max_hertz", "gauge", CLOCK_MAX)
+        .label("clock=\"memory\""),
+    field("pstate", Text, Join, |g| g.pstate.map(Value::PState))
+        .about("performance state, P0 (fastest) to P15")
+        .smi(&[&["pstate"]])
+        .prom(
+            "gpupeek_gpu_performance_state",
+            "gauge",
+            "Performance state: 0 (P0, fastest) to 15.",
+        ),
+    field("clock_event_reasons", Text, Join, |g| {
+        g.clock_event_reasons.map(Value::Reasons)
+    })
+    .not_in_templates()
+    .about("clock event (throttle) reasons in force")
+    .smi(&[
+        &["clocks_event_reasons.active"],
+        &["clocks_throttle_reasons.active"],
+    ])
+    .gpustat("clock_event_reasons")
+    .prom(
+        "gpupeek_gpu_clock_event_reason",
+        "gauge",
+        "1 when this reason (nvidia-smi's clocks_event_reasons name) holds the clocks down.",
+    ),
+    field("pcie_tx", KiloBytesPerSec, Sum, |g| {
+        int(g.pcie_tx.map(|r| r.0))
+    })
+    .about("PCIe transmit throughput")
+    .prom(
+        "gpupeek_gpu_pcie_transmit_bytes_per_second",
+        "gauge",
+        "PCIe transmit throughput.",
+    ),
+    field("pcie_rx", KiloBytesPerSec, Sum, |g| {
+        int(g.pcie_rx.map(|r| r.0))
+    })
+    .about("PCIe receive throughput")
+    .prom(
+        "gpupeek_gpu_pcie_receive_bytes_per_second",
+        "gauge",
+        "PCIe receive throughput.",
+    ),
+    field("pcie_gen", Count, Max, |g| int(g.pcie_link_gen))
+        .about("current PCIe link generation")
+        .smi(&[&["pcie.link.gen.current"]])
+        .prom(
+            "gpupeek_gpu_pcie_link_generation",
+            "gauge",
+            "Current PCIe link generation.",
+        ),
+    field("pcie_width", Count, Max, |g| int(g.pcie_link_width))
+        .about("current PCIe link width, lanes")
+        .smi(&[&["pcie.link.width.current"]])
+        .prom(
+            "gpupeek_gpu_pcie_link_width",
+            "gauge",
+            "Current PCIe link width in lanes.",
+        ),
+    field("ecc_corrected", Count, Sum, |g| int(g.ecc_corrected))
+        .about("corrected volatile ECC errors")
+        .smi(&[&["ecc.errors.corrected.volatile.total"]])
+        .prom(
+            "gpupeek_gpu_ecc_corrected_errors_total",
+            "counter",
+            "Corrected ECC errors since the driver was loaded.",
+        ),
+    field("ecc_uncorrected", Count, Sum, |g| int(g.ecc_uncorrected))
+        .about("uncorrected volatile ECC errors")
+        .smi(&[&["ecc.errors.uncorrected.volatile.total"]])
+        .prom(
+            "gpupeek_gpu_ecc_uncorrected_errors_total",
+            "counter",
+            "Uncorrected ECC errors since the driver was loaded.",
+        ),
+    field("procs", Count, Sum, |g| int(g.process_count))
+        .about("processes NVML lists on the GPU")
+        .prom("gpupeek_gpu_processes", "gauge", "Processes using the GPU."),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    use crate::fields::Tier;
+    use crate::Gpu;
+
+    use gpupeek_shm::layout::GpuState;
+    use gpupeek_shm::GpuRecord;
+
+    fn every_bit(state: GpuState) -> GpuRecord {
+        GpuRecord {
+            state: state as u32,
+            valid: u64::MAX,
+            power_limit_mw: 1,
+            ..GpuRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_fields_tier_is_what_the_model_keeps_of_a_gpu_not_sampled_now() {
+        let ok = every_bit(GpuState::Ok);
+        let asleep = every_bit(GpuState::Suspended);
+        let (ok, asleep) = (Gpu::new(&ok), Gpu::new(&asleep));
+        for f in FIELDS {
+            assert!((f.get)(&ok).is_some(), "{} with every bit", f.name);
+            let kept = (f.get)(&asleep).is_some();
+            assert_eq!(kept, f.tier == Tier::Identity, "{}", f.name);
+        }
+    }
+
+    #[test]
+    fn names_are_unique_in_every_language() {
+        let (mut names, mut smi) = (BTreeSet::new(), BTreeSet::new());
+        for f in FIELDS {
+            assert!(names.insert(f.name), "{}", f.name);
+            for name in f.smi.iter().flat_map(|n| n.iter()) {
+                assert!(smi.insert(name), "{name}");
+            }
+        }
+        let mut series = BTreeSet::new();
+        for p in FIELDS.iter().filter_map(|f| f.prom) {
+            assert!(series.insert((p.name, p.label)), "{} {}", p.name, p.label);
+        }
+    }
+}
