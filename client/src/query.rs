@@ -122,6 +122,7 @@ impl Field {
             (Value::Int(x), _) => x.to_string(),
             (Value::Signed(x), _) => x.to_string(),
             (Value::Real(x), _) => x.to_string(),
+            (Value::Centi(c), _) => c.pct().to_string(),
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
             (Value::PState(p), _) => format!("P{p}"),

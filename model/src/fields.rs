@@ -12,6 +12,7 @@
 
 use crate::gpu::{ClockEventReasons, Gpu};
 use crate::text;
+use crate::units::CentiPercent;
 
 /// The physical dimension of a field's value, in the unit the model holds it in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub enum Unit {
     MilliJoules,
     /// KB/s (NVML's PCIe counters, 1024-byte KB).
     KiloBytesPerSec,
+    /// Bytes per second.
+    BytesPerSec,
     /// A plain number.
     Count,
     /// Text (names, states, P-states, reason sets).
@@ -47,6 +50,7 @@ impl Unit {
             Unit::MegaHertz => "MHz",
             Unit::MilliJoules => "millijoules",
             Unit::KiloBytesPerSec => "KB/s",
+            Unit::BytesPerSec => "bytes per second",
             Unit::Count => "a number",
             Unit::Text => "text",
         }
@@ -97,6 +101,8 @@ pub enum Value<'a> {
     Signed(i64),
     /// A number derived from two others (a percentage of a total).
     Real(f64),
+    /// A percentage in hundredths (GPM metrics).
+    Centi(CentiPercent),
     /// Text published by the daemon.
     Text(text::Text<'a>),
     /// A name gpupeek gives (a GPU state).
@@ -114,6 +120,7 @@ impl Value<'_> {
             Value::Int(x) => Some(x as f64),
             Value::Signed(x) => Some(x as f64),
             Value::Real(x) => Some(x),
+            Value::Centi(c) => Some(c.pct()),
             _ => None,
         }
     }

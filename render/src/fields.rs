@@ -65,7 +65,7 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
         Dim::MegaHertz => "MHz",
         Dim::MilliJoules => "J",
         Dim::KiloBytesPerSec => "KB/s",
-        Dim::Count | Dim::Text => return None,
+        Dim::Count | Dim::Text | Dim::BytesPerSec => return None,
     };
     UNITS.iter().find(|u| u.dim == dim && u.name == name)
 }

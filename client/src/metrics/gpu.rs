@@ -1,12 +1,12 @@
 //! The per-GPU families of `gpupeek metrics`: identity and state for every GPU, values
 //! only for GPUs sampled normally, and only the fields each GPU supports. The value
 //! families are the field table's ([`gpupeek_model::FIELDS`]: name, type, help and label
-//! declared there), then GPM's and the verdict's.
+//! declared there), then the verdict's.
 
 use gpupeek_model::fields::{Unit, Value as Reading};
 use gpupeek_model::{
-    CentiPercent, ClockEventReasons, Field, Gpm, Gpu, GpuState, KiloBytesPerSec, MegaHertz,
-    MilliJoules, MilliWatts, Model, Text, TxRx, FIELDS,
+    ClockEventReasons, Field, Gpu, GpuState, KiloBytesPerSec, MegaHertz, MilliJoules, MilliWatts,
+    Model, Text, FIELDS,
 };
 
 use super::{escape, Out, Value};
@@ -15,15 +15,6 @@ use crate::verdict::{judge, Thresholds, Verdict};
 /// The samples of one GPU in a family: (extra label, value) pairs; none when the value
 /// is unknown.
 type Samples = Vec<(&'static str, Value)>;
-
-/// A family the field table does not declare: GPM's, whose values come in pairs or
-/// hundredths of a percent, and the verdict, which is gpupeek's judgement.
-struct GpuFamily {
-    name: &'static str,
-    kind: &'static str,
-    help: &'static str,
-    values: fn(&Gpu) -> Samples,
-}
 
 /// `field`'s samples for `g`, in Prometheus's base units: fractions of one for
 /// percentages, watts, joules, hertz, bytes per second.
@@ -42,72 +33,18 @@ fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samples {
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(c), _) => Value::Int(c.max(0).unsigned_abs()),
         (Reading::Real(x), _) => Value::Float(x),
+        (Reading::Centi(c), _) => Value::Float(c.ratio()),
         (Reading::Text(_) | Reading::Name(_), _) => return Vec::new(),
     };
     vec![(label, value)]
 }
 
-/// Families after the field table's.
-const GPU_FAMILIES: &[GpuFamily] = &[
-    GpuFamily {
-        name: "gpupeek_gpu_sm_activity_ratio",
-        kind: "gauge",
-        help: "GPM: fraction of time an SM had a warp, averaged over all SMs (Hopper+).",
-        values: |g| gpm(g, |m| m.sm_activity),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_sm_occupancy_ratio",
-        kind: "gauge",
-        help: "GPM: resident warps relative to the SMs' maximum (Hopper+).",
-        values: |g| gpm(g, |m| m.sm_occupancy),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_tensor_activity_ratio",
-        kind: "gauge",
-        help: "GPM: fraction of time the SMs did tensor-core work (Hopper+).",
-        values: |g| gpm(g, |m| m.tensor_activity),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_dram_bandwidth_ratio",
-        kind: "gauge",
-        help: "GPM: DRAM bandwidth used relative to the peak (Hopper+).",
-        values: |g| gpm(g, |m| m.dram_bw_util),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_gpm_pcie_bytes_per_second",
-        kind: "gauge",
-        help: "GPM: PCIe traffic by direction (Hopper+).",
-        values: |g| pair(g.gpm.and_then(|m| m.pcie)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_nvlink_bytes_per_second",
-        kind: "gauge",
-        help: "GPM: NVLink traffic over all links by direction (Hopper+).",
-        values: |g| pair(g.gpm.and_then(|m| m.nvlink)),
-    },
-    GpuFamily {
-        name: "gpupeek_gpu_verdict",
-        kind: "gauge",
-        help: "1 for the verdict that applies, 0 for the others (thermal, power-capped, \
-               hw-slowdown, starved, idle-holding, healthy); no sample when it cannot be told.",
-        values: verdict_sample,
-    },
-];
-
-fn gpm(g: &Gpu, get: fn(&Gpm) -> Option<CentiPercent>) -> Samples {
-    let ratio = g.gpm.as_ref().and_then(get).map(|c| c.ratio());
-    ratio.map(|r| ("", Value::Float(r))).into_iter().collect()
-}
-
-fn pair(rates: Option<TxRx>) -> Samples {
-    let Some(r) = rates else {
-        return Vec::new();
-    };
-    vec![
-        ("direction=\"tx\"", Value::Int(r.tx)),
-        ("direction=\"rx\"", Value::Int(r.rx)),
-    ]
-}
+/// The verdict's family, after the field table's: gpupeek's judgement, not a published
+/// value.
+const VERDICT: &str = "gpupeek_gpu_verdict";
+const VERDICT_HELP: &str = "1 for the verdict that applies, 0 for the others (thermal, \
+    power-capped, hw-slowdown, starved, idle-holding, healthy); no sample when it cannot \
+    be told.";
 
 fn verdict_sample(g: &Gpu) -> Samples {
     const LABELS: [&str; 6] = [
@@ -222,10 +159,14 @@ pub(super) fn families(out: &mut Out, model: &Model) {
         };
         write_family(out, &current, prom.name, prom.kind, prom.help, samples);
     }
-    for family in GPU_FAMILIES {
-        let name = family.name;
-        write_family(out, &current, name, family.kind, family.help, family.values);
-    }
+    write_family(
+        out,
+        &current,
+        VERDICT,
+        "gauge",
+        VERDICT_HELP,
+        verdict_sample,
+    );
 }
 
 /// One family: its HELP and TYPE and every GPU's samples; nothing when no GPU has one.

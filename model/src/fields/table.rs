@@ -2,6 +2,7 @@
 //! (see `fields.rs` for what an entry is).
 
 use super::{field, Aggregate, Field, Unit, Value};
+use crate::gpu::{Gpm, Gpu};
 use crate::text;
 use crate::units;
 
@@ -21,6 +22,16 @@ fn mhz(c: Option<units::MegaHertz>) -> Option<Value<'static>> {
     int(c.map(|c| c.0))
 }
 
+fn gpm(g: &Gpu, get: fn(&Gpm) -> Option<units::CentiPercent>) -> Option<Value<'static>> {
+    g.gpm.as_ref().and_then(get).map(Value::Centi)
+}
+
+fn rate(g: &Gpu, get: fn(&Gpm) -> Option<u64>) -> Option<Value<'static>> {
+    int(g.gpm.as_ref().and_then(get))
+}
+
+const GPM_PCIE: &str = "GPM: PCIe traffic by direction (Hopper+).";
+const GPM_NVLINK: &str = "GPM: NVLink traffic over all links by direction (Hopper+).";
 const CLOCK: &str = "Current clock of each clock domain.";
 const CLOCK_MAX: &str = "Maximum clock of each clock domain.";
 
@@ -285,6 +296,72 @@ pub const FIELDS: &[Field] = &[
     field("procs", Count, Sum, |g| int(g.process_count))
         .about("processes NVML lists on the GPU")
         .prom("gpupeek_gpu_processes", "gauge", "Processes using the GPU."),
+    field("gpm_sm_activity", Percent, Mean, |g| {
+        gpm(g, |m| m.sm_activity)
+    })
+    .not_in_templates()
+    .about("GPM: time an SM had a warp, averaged over all SMs")
+    .prom(
+        "gpupeek_gpu_sm_activity_ratio",
+        "gauge",
+        "GPM: fraction of time an SM had a warp, averaged over all SMs (Hopper+).",
+    ),
+    field("gpm_sm_occupancy", Percent, Mean, |g| {
+        gpm(g, |m| m.sm_occupancy)
+    })
+    .not_in_templates()
+    .about("GPM: resident warps relative to the SMs' maximum")
+    .prom(
+        "gpupeek_gpu_sm_occupancy_ratio",
+        "gauge",
+        "GPM: resident warps relative to the SMs' maximum (Hopper+).",
+    ),
+    field("gpm_tensor_activity", Percent, Mean, |g| {
+        gpm(g, |m| m.tensor_activity)
+    })
+    .not_in_templates()
+    .about("GPM: time the SMs did tensor-core work")
+    .prom(
+        "gpupeek_gpu_tensor_activity_ratio",
+        "gauge",
+        "GPM: fraction of time the SMs did tensor-core work (Hopper+).",
+    ),
+    field("gpm_dram_bw", Percent, Mean, |g| gpm(g, |m| m.dram_bw_util))
+        .not_in_templates()
+        .about("GPM: DRAM bandwidth used relative to the peak")
+        .prom(
+            "gpupeek_gpu_dram_bandwidth_ratio",
+            "gauge",
+            "GPM: DRAM bandwidth used relative to the peak (Hopper+).",
+        ),
+    field("gpm_pcie_tx", BytesPerSec, Sum, |g| {
+        rate(g, |m| Some(m.pcie?.tx))
+    })
+    .not_in_templates()
+    .about("GPM: PCIe bytes transmitted")
+    .prom("gpupeek_gpu_gpm_pcie_bytes_per_second", "gauge", GPM_PCIE)
+    .label("direction=\"tx\""),
+    field("gpm_pcie_rx", BytesPerSec, Sum, |g| {
+        rate(g, |m| Some(m.pcie?.rx))
+    })
+    .not_in_templates()
+    .about("GPM: PCIe bytes received")
+    .prom("gpupeek_gpu_gpm_pcie_bytes_per_second", "gauge", GPM_PCIE)
+    .label("direction=\"rx\""),
+    field("gpm_nvlink_tx", BytesPerSec, Sum, |g| {
+        rate(g, |m| Some(m.nvlink?.tx))
+    })
+    .not_in_templates()
+    .about("GPM: NVLink bytes transmitted, all links")
+    .prom("gpupeek_gpu_nvlink_bytes_per_second", "gauge", GPM_NVLINK)
+    .label("direction=\"tx\""),
+    field("gpm_nvlink_rx", BytesPerSec, Sum, |g| {
+        rate(g, |m| Some(m.nvlink?.rx))
+    })
+    .not_in_templates()
+    .about("GPM: NVLink bytes received, all links")
+    .prom("gpupeek_gpu_nvlink_bytes_per_second", "gauge", GPM_NVLINK)
+    .label("direction=\"rx\""),
 ];
 
 #[cfg(test)]
@@ -293,7 +370,6 @@ mod tests {
     use std::collections::BTreeSet;
 
     use crate::fields::Tier;
-    use crate::Gpu;
 
     use gpupeek_shm::layout::GpuState;
     use gpupeek_shm::GpuRecord;
