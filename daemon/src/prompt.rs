@@ -120,9 +120,10 @@ impl PromptFile {
             self.record_history(gpus);
         }
         self.line.clear();
-        if status.state == DaemonState::Released as u32 {
+        let status = Status::new(status);
+        if status.state == Some(DaemonState::Released) {
             self.line.push_str(RELEASED_TEXT);
-        } else if status.state != DaemonState::Live as u32 {
+        } else if status.state != Some(DaemonState::Live) {
             self.line.push_str(NVML_ERROR_TEXT);
         } else {
             let mut model = recycle(std::mem::take(&mut self.gpus));
@@ -134,7 +135,7 @@ impl PromptFile {
             } else {
                 let data = Data {
                     gpus: &model,
-                    status: Status::new(status),
+                    status,
                     history: &self.history,
                 };
                 self.template.render_into(&data, &Plain, &mut self.line);
