@@ -3,7 +3,7 @@
 //! thresholds that pick a level (ok / warning / critical) for colours and classes.
 //!
 //! Used by `gpupeek --format` and by `gpupeekd --prompt-format` (the prompt file), so
-//! both render the same text from the same records.
+//! both render the same text from the same model of the records ([`gpupeek_model`]).
 //!
 //! Grammar (documented for users in `gpupeek --help` and README "Status bars"):
 //!

@@ -1,4 +1,4 @@
-//! Rendering a parsed template for a set of GPU records: values in their unit and
+//! Rendering a parsed template for the model of a set of GPUs: values in their unit and
 //! precision, aggregates across GPUs, thresholds painted by the host's markup.
 
 use gpupeek_model::Gpu;
