@@ -125,7 +125,7 @@ impl Field {
             (Value::Centi(c), _) => c.pct().to_string(),
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
-            (Value::PState(p), _) => format!("P{p}"),
+            (Value::PState(p), _) => p.to_string(),
             (Value::Reasons(r), _) => format!("{:#018x}", r.0),
         })
     }

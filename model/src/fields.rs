@@ -12,7 +12,7 @@
 
 use crate::gpu::{ClockEventReasons, Gpu};
 use crate::text;
-use crate::units::CentiPercent;
+use crate::units::{CentiPercent, PState};
 
 /// The physical dimension of a field's value, in the unit the model holds it in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +107,8 @@ pub enum Value<'a> {
     Text(text::Text<'a>),
     /// A name gpupeek gives (a GPU state).
     Name(&'static str),
-    /// A performance state, 0 (P0) to 15.
-    PState(u32),
+    /// A performance state.
+    PState(PState),
     /// A set of clock event reasons.
     Reasons(ClockEventReasons),
 }

@@ -57,8 +57,8 @@ pub struct Gpu<'a> {
     pub energy: Option<MilliJoules>,
     /// Current clocks.
     pub clock: Clocks,
-    /// Performance state, 0 (P0) to 15.
-    pub pstate: Option<u32>,
+    /// Performance state.
+    pub pstate: Option<PState>,
     /// Clock event (throttle) reasons in force.
     pub clock_event_reasons: Option<ClockEventReasons>,
     /// PCIe transmit throughput.
@@ -207,7 +207,7 @@ impl<'a> Gpu<'a> {
                 sm: mhz(v::CLOCK_SM, g.clock_sm_mhz),
                 mem: mhz(v::CLOCK_MEM, g.clock_mem_mhz),
             },
-            pstate: opt(v::PSTATE, g.pstate),
+            pstate: has(v::PSTATE).then_some(PState(g.pstate)),
             clock_event_reasons: has(v::CLOCK_EVENT_REASONS)
                 .then_some(ClockEventReasons(g.clock_event_reasons)),
             pcie_tx: has(v::PCIE_TX).then_some(KiloBytesPerSec(g.pcie_tx_kbytes_per_s.into())),

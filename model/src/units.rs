@@ -83,6 +83,16 @@ impl CentiPercent {
     }
 }
 
+/// A performance state, 0 (P0, fastest) to 15; shown as `P0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct PState(pub u32);
+
+impl std::fmt::Display for PState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "P{}", self.0)
+    }
+}
+
 /// Transmit and receive rates of one link, bytes per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TxRx {
@@ -105,5 +115,6 @@ mod tests {
         assert_eq!(MegaHertz(1410).hz(), 1_410_000_000);
         assert_eq!(KiloBytesPerSec(2).bytes_per_s(), 2048);
         assert_eq!(CentiPercent(4250).pct(), 42.5);
+        assert_eq!(PState(2).to_string(), "P2");
     }
 }

@@ -86,7 +86,7 @@ pub(crate) fn get(field: &Field, g: &Gpu) -> Option<Value> {
     Some(match reading {
         Reading::Text(t) => Value::Text(t.decode()),
         Reading::Name(n) => Value::Text(n.to_owned()),
-        Reading::PState(p) => Value::Text(format!("P{p}")),
+        Reading::PState(p) => Value::Text(p.to_string()),
         Reading::Reasons(r) => Value::Text(r.names().join(",")),
         number => Value::Num(number.number()?),
     })

@@ -24,7 +24,7 @@ fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samples {
     };
     let value = match (reading, field.unit) {
         (Reading::Reasons(r), _) => return reason_samples(r),
-        (Reading::PState(p), _) => Value::Int(p.into()),
+        (Reading::PState(p), _) => Value::Int(p.0.into()),
         (Reading::Int(x), Unit::Percent) => Value::Float(x as f64 / 100.0),
         (Reading::Int(mw), Unit::MilliWatts) => Value::Float(MilliWatts(mw).watts()),
         (Reading::Int(mj), Unit::MilliJoules) => Value::Float(MilliJoules(mj).joules()),
