@@ -142,6 +142,9 @@ pub struct Field {
     pub unit: Unit,
     /// When it has a value.
     pub tier: Tier,
+    /// The `gpu_valid` bits that must all be set for it to have one (0: always known);
+    /// the model's decoding honours them, a test checks the two agree.
+    pub valid: u64,
     /// How a template aggregates it across GPUs.
     pub natural: Aggregate,
     /// nvidia-smi `--query-gpu` fields that print it, each a canonical name and its
@@ -167,6 +170,7 @@ pub(crate) const fn field(
         about: "",
         unit,
         tier: Tier::Live,
+        valid: 0,
         natural,
         smi: &[],
         gpustat: None,
@@ -178,6 +182,10 @@ pub(crate) const fn field(
 impl Field {
     pub(crate) const fn about(mut self, about: &'static str) -> Field {
         self.about = about;
+        self
+    }
+    pub(crate) const fn valid(mut self, bits: u64) -> Field {
+        self.valid = bits;
         self
     }
     pub(crate) const fn identity(mut self) -> Field {

@@ -119,6 +119,7 @@ const fn global(name: &'static str, unit: Dim) -> Field {
         about: "",
         unit,
         tier: Tier::Identity,
+        valid: 0,
         natural: Aggregate::Join,
         smi: &[],
         gpustat: None,

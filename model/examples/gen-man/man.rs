@@ -3,6 +3,7 @@
 //! example and its drift test (`tests/man.rs`).
 
 use gpupeek_model::fields::{Tier, FIELDS};
+use gpupeek_shm::layout::gpu_valid;
 
 /// How to regenerate.
 pub const COMMAND: &str = "cargo run -p gpupeek-model --example gen-man -- --write";
@@ -108,6 +109,15 @@ fn field_table() -> String {
         out.push_str(&format!("{} ({}).\n", capitalised(f.about), f.unit.name()));
         if f.tier == Tier::Identity {
             out.push_str("Known in every GPU state.\n");
+        }
+        let bits: Vec<&str> = gpu_valid::SET
+            .bits
+            .iter()
+            .filter(|b| f.valid & (1 << b.bit) != 0)
+            .map(|b| b.name)
+            .collect();
+        if !bits.is_empty() {
+            out.push_str(&format!("Validity: {}.\n", bits.join(" and ")));
         }
         if !f.template {
             out.push_str("Not a template field.\n");
