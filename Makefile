@@ -3,8 +3,10 @@
 #   sudo make install [PREFIX=/usr/local] [DESTDIR=]
 #   sudo make uninstall [PREFIX=/usr/local] [DESTDIR=]
 #   make check                             the test suite
-#   make generated                         rewrite what the flag tables generate: the man
-#                                          pages' option lists, contrib/completions/
+#   make generated                         rewrite every generated file: the man pages'
+#                                          option lists and contrib/completions/ (flag
+#                                          tables), gpupeek(1)'s field lists (field table),
+#                                          the C and Python readers' layout tables
 PREFIX ?= /usr/local
 DESTDIR ?=
 CARGO ?= cargo
@@ -25,3 +27,5 @@ check:
 
 generated:
 	GPUPEEK_WRITE_GENERATED=1 $(CARGO) test -p gpupeek -p gpupeekd generated
+	$(CARGO) run -q -p gpupeek-model --example gen-man -- --write
+	$(CARGO) run -q -p gpupeek-shm --example gen-readers -- --write

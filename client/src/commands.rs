@@ -146,18 +146,10 @@ pub fn check_query(invocation: Invocation) -> Result<Invocation, String> {
     }
 }
 
-const QUERY_GPU: &str = r"Comma-separated fields:
-timestamp, driver_version, count, name (gpu_name), uuid (gpu_uuid), pci.bus_id
-(gpu_bus_id), index, pstate, fan.speed, memory.total, memory.reserved,
-memory.used,
-memory.free, utilization.gpu, utilization.memory, utilization.encoder,
-utilization.decoder, temperature.gpu, power.draw, power.limit,
-enforced.power.limit,
-clocks.current.graphics (clocks.gr), clocks.current.sm (clocks.sm),
-clocks.current.memory (clocks.mem), clocks.max.graphics (clocks.max.gr),
-clocks.max.sm, clocks.max.memory (clocks.max.mem), clocks_event_reasons.active,
-clocks_throttle_reasons.active, pcie.link.gen.current, pcie.link.width.current,
-ecc.errors.corrected.volatile.total, ecc.errors.uncorrected.volatile.total.
+const QUERY_GPU: &str = r"Comma-separated fields: timestamp, driver_version, count,
+and the GPU fields by the nvidia-smi names (or aliases) that
+.B FIELDS
+below gives each.
 A value a GPU does not report prints as [N/A]; every live value of a GPU whose
 driver is not responding prints as [Unknown Error] (nvidia-smi's text for a call
 that failed), its name, UUID, bus id and maximum clocks as usual.";

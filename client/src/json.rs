@@ -15,6 +15,10 @@
 //! (`"lost"`, `"error"`, `"not responding"`) and `"uuid"` (kept, or `null`). A daemon
 //! that let go of the driver on request publishes no GPU: there is no document then,
 //! only the message on stderr and exit status 10, as for any daemon that is not live.
+//!
+//! A GPU's value keys are the field table's JSON column (`gpupeek_model::FIELDS`, which
+//! the man page's FIELDS section lists; a test keeps the two in step); their order and
+//! units are gpustat's, so they are written out here rather than walked from the table.
 
 use serde::Serialize;
 
@@ -63,9 +67,9 @@ struct HealthyGpu<'a> {
     #[serde(rename = "utilization.dec")]
     utilization_dec: Option<u32>,
     #[serde(rename = "power.draw")]
-    power_draw: Option<u32>,
+    power_draw: Option<u64>,
     #[serde(rename = "enforced.power.limit")]
-    enforced_power_limit: Option<u32>,
+    enforced_power_limit: Option<u64>,
     #[serde(rename = "memory.used")]
     memory_used: Option<u64>,
     #[serde(rename = "memory.total")]
@@ -164,15 +168,15 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
         verdict: g.verdict.map(|v| v.name()),
         clock_event_reasons: g.clock_event_reasons.as_deref(),
         gpm: g.gpm.map(|m| Gpm {
-            sm_activity: m.sm_activity_pct,
-            sm_occupancy: m.sm_occupancy_pct,
-            tensor_activity: m.tensor_activity_pct,
-            dram_bandwidth_utilization: m.dram_bw_util_pct,
-            pcie_tx_bytes_per_second: m.pcie_bytes_per_s.map(|(tx, _)| tx),
-            pcie_rx_bytes_per_second: m.pcie_bytes_per_s.map(|(_, rx)| rx),
-            nvlink_tx_bytes_per_second: m.nvlink_bytes_per_s.map(|(tx, _)| tx),
-            nvlink_rx_bytes_per_second: m.nvlink_bytes_per_s.map(|(_, rx)| rx),
-            interval_ms: m.interval_ms,
+            sm_activity: m.sm_activity.map(|c| c.pct()),
+            sm_occupancy: m.sm_occupancy.map(|c| c.pct()),
+            tensor_activity: m.tensor_activity.map(|c| c.pct()),
+            dram_bandwidth_utilization: m.dram_bw_util.map(|c| c.pct()),
+            pcie_tx_bytes_per_second: m.pcie.map(|r| r.tx),
+            pcie_rx_bytes_per_second: m.pcie.map(|r| r.rx),
+            nvlink_tx_bytes_per_second: m.nvlink.map(|r| r.tx),
+            nvlink_rx_bytes_per_second: m.nvlink.map(|r| r.rx),
+            interval_ms: m.interval_ns / 1_000_000,
         }),
     }))
 }
@@ -280,5 +284,24 @@ mod tests {
         assert_eq!(doc["gpus"][1]["state"], "idle");
         assert_eq!(doc["gpus"][1]["name"], "H100");
         assert_eq!(doc["gpus"][1]["utilization.gpu"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_gpus_keys_are_the_field_tables_json_keys_and_its_nested_lists() {
+        let doc = document(&[GpuState::Ok, GpuState::Idle]);
+        let mut keys: std::collections::BTreeSet<&str> = doc["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g.as_object().unwrap().keys().map(String::as_str))
+            .collect();
+        for f in gpupeek_model::FIELDS {
+            if let Some(key) = f.gpustat {
+                assert!(keys.remove(key), "the JSON lacks the table's {key}");
+            }
+        }
+        // What is not one field: the process list, gpupeek's verdict and GPM block.
+        let nested: std::collections::BTreeSet<&str> = ["processes", "verdict", "gpm"].into();
+        assert_eq!(keys, nested, "a JSON key the field table does not declare");
     }
 }

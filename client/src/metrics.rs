@@ -18,8 +18,8 @@
 
 use std::fmt::Write;
 
-use gpupeek_shm::layout::status_valid;
-use gpupeek_shm::{text, Liveness, Segment, Snapshot};
+use gpupeek_model::{Model, Text};
+use gpupeek_shm::{Liveness, Segment, Snapshot};
 
 use crate::Exit;
 
@@ -131,7 +131,8 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
     let Some(snap) = snap else {
         return out.0;
     };
-    let status = &snap.status;
+    let model = Model::new(snap);
+    let status = &model.status;
     out.family(
         "gpupeek_heartbeat_age_seconds",
         "gauge",
@@ -152,7 +153,7 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
     if !up {
         return out.0;
     }
-    if let Some(age) = crate::view::processes_age_ns(snap, now_mono_ns) {
+    if let Some(age) = model.processes_age_ns(now_mono_ns) {
         out.family(
             "gpupeek_process_sample_age_seconds",
             "gauge",
@@ -167,22 +168,11 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
         out.sample(
             "gpupeek_process_sampling_period_seconds",
             "",
-            snap.proc_head.period_ns as f64 / 1e9,
+            model.processes_period_ns.unwrap_or(0) as f64 / 1e9,
         );
     }
-    let version = |bit, field: &[u8]| {
-        if status.valid & bit != 0 {
-            text::decode(field)
-        } else {
-            String::new()
-        }
-    };
-    let cuda = if status.valid & status_valid::CUDA_DRIVER_VERSION != 0 {
-        let v = status.cuda_driver_version;
-        format!("{}.{}", v / 1000, v % 1000 / 10)
-    } else {
-        String::new()
-    };
+    let version = |v: Option<Text>| v.map(Text::decode).unwrap_or_default();
+    let cuda = status.cuda_version().unwrap_or_default();
     out.family(
         "gpupeek_driver_info",
         "gauge",
@@ -190,11 +180,8 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
     );
     let labels = format!(
         "driver_version=\"{}\",nvml_version=\"{}\",cuda_version=\"{}\"",
-        escape(&version(
-            status_valid::DRIVER_VERSION,
-            &status.driver_version
-        )),
-        escape(&version(status_valid::NVML_VERSION, &status.nvml_version)),
+        escape(&version(status.driver_version)),
+        escape(&version(status.nvml_version)),
         escape(&cuda)
     );
     out.sample("gpupeek_driver_info", &labels, 1u64);
@@ -203,8 +190,8 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
         "gauge",
         "Number of GPUs gpupeekd publishes.",
     );
-    out.sample("gpupeek_gpus", "", snap.gpus.len() as u64);
-    gpu::families(&mut out, snap);
+    out.sample("gpupeek_gpus", "", model.gpus.len() as u64);
+    gpu::families(&mut out, &model);
     out.0
 }
 
@@ -271,7 +258,7 @@ pub fn escape(s: &str) -> String {
 mod tests {
     use super::*;
     use gpupeek_shm::layout::{gpu_valid as v, DaemonState, GpuState};
-    use gpupeek_shm::GpuRecord;
+    use gpupeek_shm::{text, GpuRecord};
 
     use crate::testing::live_snapshot as snapshot;
 

@@ -21,8 +21,8 @@
 //! (GPU reset, MIG change); `stopped` when the daemon is not running or not responding;
 //! `error` for anything else (NVML error, bad segment).
 
-use gpupeek_shm::layout::GpuState;
-use gpupeek_shm::{GpuRecord, History, Liveness, Snapshot};
+use gpupeek_model::{Gpu, Model};
+use gpupeek_shm::{History, Liveness, Snapshot};
 
 use crate::template::{self, Data, Level, Markup, Template};
 use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_RELEASED, EXIT_STALE, EXIT_USAGE};
@@ -198,10 +198,11 @@ impl Renderer {
         history: &[(u32, History)],
         ids: Option<&[u32]>,
     ) -> Result<String, Exit> {
-        let gpus = select(snap, ids)?;
+        let model = Model::new(snap);
+        let gpus = select(&model, ids)?;
         let data = Data {
             gpus: &gpus,
-            status: &snap.status,
+            status: model.status,
             history,
         };
         if template::all_asleep(&gpus) {
@@ -235,9 +236,10 @@ impl Renderer {
             return "\n".to_owned();
         }
         let text = self.markup.escape(&format!("GPU: {what}"));
+        let status = gpupeek_shm::StatusRecord::default();
         let data = Data {
             gpus: &[],
-            status: &gpupeek_shm::StatusRecord::default(),
+            status: gpupeek_model::Status::new(&status),
             history: &[],
         };
         let level = match class {
@@ -300,14 +302,14 @@ fn colour(level: Level, class: &str) -> Option<&'static str> {
 }
 
 /// The GPUs with these indices (all when `None`), in that order.
-fn select<'a>(snap: &'a Snapshot, ids: Option<&[u32]>) -> Result<Vec<&'a GpuRecord>, Exit> {
+fn select<'a>(model: &Model<'a>, ids: Option<&[u32]>) -> Result<Vec<Gpu<'a>>, Exit> {
     let Some(ids) = ids else {
-        return Ok(snap.gpus.iter().collect());
+        return Ok(model.gpus.clone());
     };
     ids.iter()
         .map(|&id| {
-            snap.gpus.iter().find(|g| g.index == id).ok_or_else(|| {
-                let have: Vec<String> = snap.gpus.iter().map(|g| g.index.to_string()).collect();
+            model.gpu(id).copied().ok_or_else(|| {
+                let have: Vec<String> = model.gpus.iter().map(|g| g.index.to_string()).collect();
                 Exit::new(
                     EXIT_USAGE,
                     format!("no GPU with index {id} (GPUs: {})", have.join(",")),
@@ -359,7 +361,7 @@ impl Waybar {
                 status: data.status,
                 history: &[],
             };
-            let t = if GpuState::from_raw(g.state) == Some(GpuState::Ok) {
+            let t = if g.is_current() {
                 &self.ok
             } else {
                 &self.other

@@ -279,7 +279,7 @@ fn gpu_line(
 fn power_columns(out: &mut String, g: &GpuView, power: Power, p: Painter) {
     let draw_style = match (g.power_draw_w, g.power_limit_w) {
         _ if !g.is_healthy() => s::BOLD_BLACK,
-        (Some(draw), Some(limit)) if limit > 0 && f64::from(draw) / f64::from(limit) < 0.4 => {
+        (Some(draw), Some(limit)) if limit > 0 && (draw as f64) / (limit as f64) < 0.4 => {
             s::MAGENTA
         }
         (None, Some(_)) => s::BOLD_BLACK,

@@ -23,15 +23,10 @@
 
 use std::sync::OnceLock;
 
-use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, GpuState};
-use gpupeek_shm::GpuRecord;
+use gpupeek_model::{ClockEventReasons as Reasons, Gpu};
 
 /// Environment variable holding the thresholds.
 pub const ENV: &str = "GPUPEEK_VERDICT_THRESHOLDS";
-
-const THERMAL: u64 = reason::SW_THERMAL_SLOWDOWN | reason::HW_THERMAL_SLOWDOWN;
-const POWER: u64 = reason::SW_POWER_CAP | reason::HW_POWER_BRAKE_SLOWDOWN;
-const HW_SLOWDOWN: u64 = reason::HW_SLOWDOWN;
 
 /// What a GPU is doing, beyond "utilised".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,50 +141,33 @@ pub fn check_env() -> Result<(), String> {
     Ok(())
 }
 
-/// The names of the reasons set in `bits`.
-pub fn reason_names(bits: u64) -> Vec<&'static str> {
-    reason::NAMES
-        .iter()
-        .filter(|(bit, _)| bits & bit != 0)
-        .map(|&(_, name)| name)
-        .collect()
-}
-
-/// The verdict for one GPU record; `None` when it cannot be told.
-pub fn judge(g: &GpuRecord, t: &Thresholds) -> Option<Verdict> {
-    let known = |bit| g.valid & bit != 0;
-    if GpuState::from_raw(g.state) != Some(GpuState::Ok) || !known(v::UTILIZATION) {
-        return None;
-    }
-    if !known(v::CLOCK_EVENT_REASONS) {
-        return None;
-    }
-    let reasons = g.clock_event_reasons;
-    if reasons & THERMAL != 0 {
+/// The verdict for one GPU; `None` when it cannot be told (the GPU is not sampled
+/// now, or an input is unknown).
+pub fn judge(g: &Gpu, t: &Thresholds) -> Option<Verdict> {
+    let util = g.util_pct?;
+    let reasons = g.clock_event_reasons?;
+    if reasons.any(Reasons::THERMAL) {
         return Some(Verdict::Thermal);
     }
-    if reasons & POWER != 0 {
+    if reasons.any(Reasons::POWER) {
         return Some(Verdict::PowerCapped);
     }
-    if reasons & HW_SLOWDOWN != 0 {
+    if reasons.any(Reasons::HW_SLOWDOWN) {
         return Some(Verdict::HwSlowdown);
     }
-    if g.util_gpu_pct >= t.busy_pct {
-        if !known(v::GPM_SM_ACTIVITY) {
-            return None;
-        }
-        return Some(if g.gpm_sm_activity_centipct < t.starved_pct * 100 {
+    if util >= t.busy_pct {
+        let sm = g.gpm.and_then(|m| m.sm_activity)?;
+        return Some(if sm.0 < t.starved_pct * 100 {
             Verdict::Starved
         } else {
             Verdict::Healthy
         });
     }
-    let holding = known(v::MEMORY) && g.mem_used_bytes >= t.idle_mem_mib * 1024 * 1024;
-    if g.util_gpu_pct == 0 && holding {
-        if !known(v::IDLE_SINCE) {
-            return None;
-        }
-        let idle_ns = g.sample_mono_ns.saturating_sub(g.idle_since_mono_ns);
+    let holding = g
+        .memory
+        .is_some_and(|m| m.used.0 >= t.idle_mem_mib * 1024 * 1024);
+    if util == 0 && holding {
+        let idle_ns = g.idle_ns?;
         if idle_ns >= t.idle_secs.saturating_mul(1_000_000_000) {
             return Some(Verdict::IdleHolding);
         }
@@ -200,6 +178,12 @@ pub fn judge(g: &GpuRecord, t: &Thresholds) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+    use gpupeek_shm::GpuRecord;
+
+    fn judge(g: &GpuRecord, t: &Thresholds) -> Option<Verdict> {
+        super::judge(&Gpu::new(g), t)
+    }
 
     const GIB: u64 = 1 << 30;
 
@@ -282,14 +266,5 @@ mod tests {
         }
         let t = Thresholds::parse("starved=50").unwrap();
         assert_eq!(judge(&with_gpm(gpu(98, 0), 40), &t), Some(Verdict::Starved));
-    }
-
-    #[test]
-    fn reasons_decode_by_name() {
-        assert_eq!(
-            reason_names(0x4 | 0x40),
-            ["sw_power_cap", "hw_thermal_slowdown"]
-        );
-        assert!(reason_names(0).is_empty());
     }
 }

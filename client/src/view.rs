@@ -1,17 +1,13 @@
-//! What a client shows, decoded once from a snapshot: every optional value as an
-//! `Option`, in gpustat's units (MiB, whole watts), processes grouped under their GPU.
-//! Every renderer (table, JSON) works from this, never from raw records.
-//! A GPU that is asleep (runtime-suspended, or idle and released by the daemon), or whose
-//! driver is not responding, keeps only its identity here, whatever else its record
-//! holds: no value is shown as current.
+//! What gpustat's table and JSON show, built from the model ([`gpupeek_model`]): its
+//! values in gpustat's units (MiB, whole watts), text decoded, processes grouped under
+//! their GPU with the reader's own pids and the details its own `/proc` fills in.
+//! Which values a GPU shows in which state is the model's rule, not this module's.
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_kind, proc_valid, status_valid, GpuState};
-use gpupeek_shm::{text, GpuRecord, ProcPolicy, ProcRecord, Snapshot};
+use gpupeek_model::{Gpm, Gpu, GpuState, Model, ProcPolicy, Process, Text};
+use gpupeek_shm::Snapshot;
 
 use crate::local::LocalProc;
 use crate::verdict::{self, Thresholds, Verdict};
-
-const MIB: u64 = 1024 * 1024;
 
 /// The whole view: header facts and the selected GPUs.
 #[derive(Debug)]
@@ -53,9 +49,9 @@ pub struct GpuView {
     /// Percent.
     pub dec_pct: Option<u32>,
     /// Whole watts (rounded down, as gpustat).
-    pub power_draw_w: Option<u32>,
+    pub power_draw_w: Option<u64>,
     /// Whole watts.
-    pub power_limit_w: Option<u32>,
+    pub power_limit_w: Option<u64>,
     /// MiB (rounded down, as gpustat).
     pub mem_used_mib: Option<u64>,
     /// MiB.
@@ -69,49 +65,7 @@ pub struct GpuView {
     /// Clock event (throttle) reasons in force, by nvidia-smi's names.
     pub clock_event_reasons: Option<Vec<&'static str>>,
     /// GPM metrics, when the GPU has GPM and the daemon computed them.
-    pub gpm: Option<GpmView>,
-}
-
-/// GPM metrics of one GPU over the daemon's last GPM window.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct GpmView {
-    /// SM activity, percent.
-    pub sm_activity_pct: Option<f64>,
-    /// SM occupancy, percent.
-    pub sm_occupancy_pct: Option<f64>,
-    /// Tensor-core activity, percent.
-    pub tensor_activity_pct: Option<f64>,
-    /// DRAM bandwidth utilisation, percent.
-    pub dram_bw_util_pct: Option<f64>,
-    /// PCIe transmit and receive, bytes per second.
-    pub pcie_bytes_per_s: Option<(u64, u64)>,
-    /// NVLink transmit and receive (all links), bytes per second.
-    pub nvlink_bytes_per_s: Option<(u64, u64)>,
-    /// Length of the window, ms.
-    pub interval_ms: u64,
-}
-
-impl GpmView {
-    fn new(g: &GpuRecord, valid: u64) -> Option<GpmView> {
-        let pct = |bit, centi: u32| opt(valid, bit, f64::from(centi) / 100.0);
-        opt(valid, v::GPM, ()).map(|()| GpmView {
-            sm_activity_pct: pct(v::GPM_SM_ACTIVITY, g.gpm_sm_activity_centipct),
-            sm_occupancy_pct: pct(v::GPM_SM_OCCUPANCY, g.gpm_sm_occupancy_centipct),
-            tensor_activity_pct: pct(v::GPM_TENSOR_ACTIVITY, g.gpm_tensor_activity_centipct),
-            dram_bw_util_pct: pct(v::GPM_DRAM_BW, g.gpm_dram_bw_util_centipct),
-            pcie_bytes_per_s: opt(
-                valid,
-                v::GPM_PCIE,
-                (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s),
-            ),
-            nvlink_bytes_per_s: opt(
-                valid,
-                v::GPM_NVLINK,
-                (g.gpm_nvlink_tx_bytes_per_s, g.gpm_nvlink_rx_bytes_per_s),
-            ),
-            interval_ms: g.gpm_interval_ns / 1_000_000,
-        })
-    }
+    pub gpm: Option<Gpm>,
 }
 
 /// One process on one GPU.
@@ -159,11 +113,6 @@ pub struct ContainerView {
     pub pod_uid: Option<String>,
 }
 
-fn opt<T>(valid: u64, bit: u64, value: T) -> Option<T> {
-    (valid & bit != 0).then_some(value)
-}
-
-/// A string field, decoded only when its validity bit is set.
 /// The segment's user field holds 31 bytes: a longer name (SSSD or AD `user@domain`
 /// names) arrives cut. One that fills the field is completed from the reader's own user
 /// database (`lookup`), when the name found there for the uid begins with what was
@@ -191,10 +140,6 @@ fn user_name_of(uid: u32) -> String {
     gpupeek_shm::procfs::user_name(uid)
 }
 
-fn opt_text(valid: u64, bit: u64, field: &[u8]) -> Option<String> {
-    (valid & bit != 0).then(|| text::decode(field))
-}
-
 /// How processes are decoded: the reader's pid namespace, and whether to fill in the
 /// details the daemon withheld from the reader's own `/proc`.
 #[derive(Debug, Default)]
@@ -205,87 +150,66 @@ pub struct Context {
     pub local: Option<fn(u32) -> Option<LocalProc>>,
 }
 
+fn decode(t: Option<Text>) -> Option<String> {
+    t.map(Text::decode)
+}
+
 impl View {
     /// Builds the view of `ids` (all GPUs when `None`); an unknown id is an error.
     pub fn new(snap: &Snapshot, ids: Option<&[u32]>, ctx: &Context) -> Result<View, u32> {
+        let model = Model::new(snap);
         let gpus = match ids {
-            None => snap
+            None => model
                 .gpus
                 .iter()
-                .map(|g| GpuView::new(g, snap, ctx))
+                .map(|g| GpuView::new(g, &model, ctx))
                 .collect(),
             Some(ids) => ids
                 .iter()
-                .map(|&id| {
-                    let gpu = snap.gpus.iter().find(|g| g.index == id).ok_or(id)?;
-                    Ok(GpuView::new(gpu, snap, ctx))
-                })
+                .map(|&id| Ok(GpuView::new(model.gpu(id).ok_or(id)?, &model, ctx)))
                 .collect::<Result<_, u32>>()?,
         };
-        let s = &snap.status;
         Ok(View {
-            driver_version: opt_text(s.valid, status_valid::DRIVER_VERSION, &s.driver_version),
-            published_unix_ns: s.published_unix_ns,
+            driver_version: decode(model.status.driver_version),
+            published_unix_ns: model.status.published_unix_ns,
             gpus,
-            proc_policy: snap.proc_policy(),
-            processes_age_ms: processes_age_ns(snap, gpupeek_shm::mono_now_ns())
+            proc_policy: model.proc_policy,
+            processes_age_ms: model
+                .processes_age_ns(gpupeek_shm::mono_now_ns())
                 .map(|ns| ns / 1_000_000),
         })
     }
 }
 
-/// How long before `now_mono_ns` the daemon sampled the process table; `None` when the
-/// daemon does not say (before ABI 1.2).
-pub fn processes_age_ns(snap: &Snapshot, now_mono_ns: u64) -> Option<u64> {
-    let sampled = snap.proc_head.sample_mono_ns;
-    (sampled != 0).then(|| now_mono_ns.saturating_sub(sampled))
-}
-
 impl GpuView {
-    fn new(g: &GpuRecord, snap: &Snapshot, ctx: &Context) -> GpuView {
-        let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
-        let valid = match state {
-            GpuState::Suspended | GpuState::Idle | GpuState::NotResponding => {
-                g.valid & (v::NAME | v::UUID | v::PCI_BUS_ID)
-            }
-            _ => g.valid,
-        };
-        let processes = (valid & v::PROCESSES != 0).then(|| {
-            snap.processes_on(g.index)
-                .map(|p| ProcView::new(p, snap, ctx))
+    fn new(g: &Gpu, model: &Model, ctx: &Context) -> GpuView {
+        let processes = g.process_count.map(|_| {
+            model
+                .processes_on(g.index)
+                .map(|p| ProcView::new(p, model, ctx))
                 .collect::<Vec<_>>()
         });
         let shown = processes.as_ref().map_or(0, Vec::len) as u32;
-        // Not sampled now: the record's process count is not current either.
-        let unsampled = matches!(
-            state,
-            GpuState::Suspended | GpuState::Idle | GpuState::NotResponding
-        );
         GpuView {
             index: g.index,
-            state,
-            name: opt_text(valid, v::NAME, &g.name),
-            uuid: opt_text(valid, v::UUID, &g.uuid),
-            pci_bus_id: opt_text(valid, v::PCI_BUS_ID, &g.pci_bus_id),
-            temperature_c: opt(valid, v::TEMPERATURE, g.temp_gpu_c),
-            fan_pct: opt(valid, v::FAN_SPEED, g.fan_speed_pct),
-            util_pct: opt(valid, v::UTILIZATION, g.util_gpu_pct),
-            enc_pct: opt(valid, v::UTIL_ENC, g.util_enc_pct),
-            dec_pct: opt(valid, v::UTIL_DEC, g.util_dec_pct),
-            power_draw_w: opt(valid, v::POWER_DRAW, g.power_draw_mw / 1000),
-            power_limit_w: opt(valid, v::POWER_LIMIT, g.power_limit_mw / 1000),
-            mem_used_mib: opt(valid, v::MEMORY, g.mem_used_bytes / MIB),
-            mem_total_mib: opt(valid, v::MEMORY, g.mem_total_bytes / MIB),
-            processes_not_shown: if unsampled {
-                0
-            } else {
-                g.process_count.saturating_sub(shown)
-            },
+            state: g.state,
+            name: decode(g.name),
+            uuid: decode(g.uuid),
+            pci_bus_id: decode(g.pci_bus_id),
+            temperature_c: g.temp_c,
+            fan_pct: g.fan_pct,
+            util_pct: g.util_pct,
+            enc_pct: g.util_enc_pct,
+            dec_pct: g.util_dec_pct,
+            power_draw_w: g.power_draw.map(|p| p.whole_watts()),
+            power_limit_w: g.power_limit.map(|p| p.whole_watts()),
+            mem_used_mib: g.memory.map(|m| m.used.mib()),
+            mem_total_mib: g.memory.map(|m| m.total.mib()),
+            processes_not_shown: g.process_count.map_or(0, |n| n.saturating_sub(shown)),
             processes,
             verdict: verdict::judge(g, &Thresholds::current()),
-            clock_event_reasons: opt(valid, v::CLOCK_EVENT_REASONS, g.clock_event_reasons)
-                .map(verdict::reason_names),
-            gpm: GpmView::new(g, valid),
+            clock_event_reasons: g.clock_event_reasons.map(|r| r.names()),
+            gpm: g.gpm,
         }
     }
 
@@ -316,53 +240,40 @@ impl GpuView {
 }
 
 impl ProcView {
-    fn new(p: &ProcRecord, snap: &Snapshot, ctx: &Context) -> ProcView {
-        let valid = p.valid;
-        let published = snap.status.published_unix_ns;
-        let same_ns = valid & proc_valid::NAMESPACE != 0 && p.pid_ns_inode == ctx.pid_ns_inode;
+    fn new(p: &Process, model: &Model, ctx: &Context) -> ProcView {
+        let published = model.status.published_unix_ns;
+        let pid = match p.namespace {
+            Some((ns_pid, inode)) if inode == ctx.pid_ns_inode => ns_pid,
+            _ => p.pid,
+        };
         let mut view = ProcView {
-            pid: if same_ns { p.ns_pid } else { p.pid },
+            pid,
             host_pid: p.pid,
-            uid: opt(valid, proc_valid::USER, p.uid),
-            user: opt_text(valid, proc_valid::USER, &p.user)
-                .map(|user| complete_user_name(user, &p.user, p.uid, user_name_of)),
-            command: opt_text(valid, proc_valid::COMMAND, &p.command),
-            full_command: opt(valid, proc_valid::CMDLINE, ())
-                .map(|()| text::decode_argv(&p.cmdline, p.cmdline_len)),
-            gpu_mem_mib: opt(valid, proc_valid::GPU_MEMORY, p.gpu_mem_bytes / MIB),
-            gpu_util_pct: opt(
-                valid,
-                proc_valid::GPU_UTIL,
-                [
-                    p.sm_util_pct,
-                    p.mem_util_pct,
-                    p.enc_util_pct,
-                    p.dec_util_pct,
-                ],
-            ),
-            cpu_percent: opt(valid, proc_valid::CPU, f64::from(p.cpu_centipct) / 100.0),
-            host_mem_bytes: opt(valid, proc_valid::HOST_MEMORY, p.host_rss_bytes),
-            running_secs: opt(valid, proc_valid::START_TIME, p.start_unix_ns)
+            uid: p.user.map(|(uid, _)| uid),
+            user: p.user.map(|(uid, name)| {
+                complete_user_name(name.decode(), name.field(), uid, user_name_of)
+            }),
+            command: decode(p.command),
+            full_command: p.argv(),
+            gpu_mem_mib: p.gpu_mem.map(|b| b.mib()),
+            gpu_util_pct: p.gpu_util_pct,
+            cpu_percent: p.cpu.map(|c| c.pct()),
+            host_mem_bytes: p.host_mem.map(|b| b.0),
+            running_secs: p
+                .start_unix_ns
                 .map(|start| published.saturating_sub(start) / 1_000_000_000),
-            kind: match p.kind & (proc_kind::COMPUTE | proc_kind::GRAPHICS) {
-                proc_kind::COMPUTE => "compute",
-                proc_kind::GRAPHICS => "graphics",
-                0 => "unknown",
-                _ => "both",
-            },
-            mig: (p.gpu_instance_id != u32::MAX)
-                .then_some((p.gpu_instance_id, p.compute_instance_id)),
-            container: opt(valid, proc_valid::CONTAINER, ()).map(|()| ContainerView {
-                runtime: text::decode(&p.container_runtime),
-                id: text::decode(&p.container_id),
-                pod_uid: Some(text::decode(&p.pod_uid)).filter(|s| !s.is_empty()),
+            kind: p.kind.name(),
+            mig: p.mig,
+            container: p.container.map(|(runtime, id, pod)| ContainerView {
+                runtime: runtime.decode(),
+                id: id.decode(),
+                pod_uid: decode(pod),
             }),
         };
         // The daemon withheld the details (basic policy, e.g. under hidepid): show what
         // the reader's own /proc shows, when the pids are in the reader's namespace.
-        let withheld = valid & proc_valid::USER == 0;
-        let readers_ns =
-            snap.proc_head.pid_ns_inode != 0 && snap.proc_head.pid_ns_inode == ctx.pid_ns_inode;
+        let withheld = p.user.is_none();
+        let readers_ns = model.pid_ns_inode.is_some_and(|i| i == ctx.pid_ns_inode);
         if let Some(local) = ctx.local.filter(|_| withheld && readers_ns) {
             if let Some(found) = local(p.pid) {
                 found.fill(&mut view, published);
@@ -375,6 +286,7 @@ impl ProcView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpupeek_shm::text;
 
     fn field(name: &str) -> [u8; 32] {
         let mut f = [0u8; 32];

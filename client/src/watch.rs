@@ -20,11 +20,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use gpupeek_model::{Model, Sample};
 use gpupeek_shm::Segment;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 
-use crate::template::{self, spark_bar};
+use crate::template::spark_bar;
 use crate::{cli, Exit, EXIT_USAGE};
 
 /// Samples kept per GPU.
@@ -175,13 +176,11 @@ impl History {
             return;
         }
         self.generation = Some(snap.generation);
-        for g in &snap.gpus {
-            use gpupeek_shm::layout::gpu_valid as v;
-            let sample =
-                (template::has_current_values(g) && g.valid & v::UTILIZATION != 0).then(|| {
-                    let mem = (100 * g.mem_used_bytes / g.mem_total_bytes.max(1)) as u32;
-                    (g.util_gpu_pct.min(100), mem.min(100))
-                });
+        for g in &Model::new(snap).gpus {
+            let sample = g.util_pct.map(|util| {
+                let mem = g.memory.map_or(0, |m| 100 * m.used.0 / m.total.0.max(1));
+                (util.min(100), mem.min(100) as u32)
+            });
             let ring = self.gpus.entry(g.index).or_default();
             if ring.len() == HISTORY {
                 ring.pop_front();
@@ -192,29 +191,25 @@ impl History {
 
     /// Replaces the rings with the segment's history; false when it has none.
     fn load_segment(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) -> bool {
-        use gpupeek_shm::layout::history_valid as hv;
         if !segment.geometry().has_history() {
             return false;
         }
         self.gpus.clear();
         let rings = crate::live::histories(segment, snap, HISTORY);
-        for g in &snap.gpus {
+        for g in &Model::new(snap).gpus {
             // A ring that cannot be read (a writer died mid-append) shows as empty.
             let samples = rings
                 .iter()
                 .find(|(index, _)| *index == g.index)
                 .map_or(&[][..], |(_, h)| &h.samples[..]);
-            let total_mib = (g.mem_total_bytes >> 20).max(1);
+            let total_mib = g.memory.map_or(0, |m| m.total.mib()).max(1);
             let ring = samples
                 .iter()
                 .map(|s| {
-                    (s.valid & hv::UTILIZATION != 0).then(|| {
-                        let mem = if s.valid & hv::MEMORY != 0 {
-                            u64::from(s.mem_used_mib) * 100 / total_mib
-                        } else {
-                            0
-                        };
-                        (u32::from(s.util_gpu_pct).min(100), mem.min(100) as u32)
+                    let s = Sample::new(s);
+                    s.util_pct.map(|util| {
+                        let mem = s.mem_used_mib.map_or(0, |m| u64::from(m) * 100 / total_mib);
+                        (util.min(100), mem.min(100) as u32)
                     })
                 })
                 .collect();

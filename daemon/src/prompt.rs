@@ -33,6 +33,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use gpupeek_model::{Gpu, Status};
 use gpupeek_render::{
     all_asleep, none_responding, note_not_responding, Data, Plain, Template, ASLEEP_TEXT,
     NOT_RESPONDING_TEXT,
@@ -70,8 +71,8 @@ pub struct PromptFile {
     dir: Option<OwnedFd>,
     line: String,
     written: String,
-    /// References to this tick's records (empty between ticks; see [`recycle`]).
-    refs: Vec<&'static GpuRecord>,
+    /// The model of this tick's records (empty between ticks; see [`recycle`]).
+    gpus: Vec<Gpu<'static>>,
     /// Samples per GPU the template's sparklines draw (0: none are kept).
     keep: usize,
     /// The newest `keep` history samples of each GPU, by index, oldest first.
@@ -104,7 +105,7 @@ impl PromptFile {
             dir: None,
             line: String::new(),
             written: String::new(),
-            refs: Vec::new(),
+            gpus: Vec::new(),
             keep,
             history: Vec::new(),
             failing: false,
@@ -119,27 +120,28 @@ impl PromptFile {
             self.record_history(gpus);
         }
         self.line.clear();
-        if status.state == DaemonState::Released as u32 {
+        let status = Status::new(status);
+        if status.state == Some(DaemonState::Released) {
             self.line.push_str(RELEASED_TEXT);
-        } else if status.state != DaemonState::Live as u32 {
+        } else if status.state != Some(DaemonState::Live) {
             self.line.push_str(NVML_ERROR_TEXT);
         } else {
-            let mut refs = recycle(std::mem::take(&mut self.refs));
-            refs.extend(gpus);
-            if all_asleep(&refs) {
+            let mut model = recycle(std::mem::take(&mut self.gpus));
+            model.extend(gpus.iter().map(Gpu::new));
+            if all_asleep(&model) {
                 self.line.push_str(ASLEEP_TEXT);
-            } else if none_responding(&refs) {
+            } else if none_responding(&model) {
                 self.line.push_str(NOT_RESPONDING_TEXT);
             } else {
                 let data = Data {
-                    gpus: &refs,
+                    gpus: &model,
                     status,
                     history: &self.history,
                 };
                 self.template.render_into(&data, &Plain, &mut self.line);
-                note_not_responding(&refs, &Plain, &mut self.line);
+                note_not_responding(&model, &Plain, &mut self.line);
             }
-            self.refs = recycle(refs);
+            self.gpus = recycle(model);
         }
         self.line.push('\n');
         self.write_if_changed();
@@ -259,10 +261,10 @@ impl PromptFile {
     }
 }
 
-/// Empties `refs` and hands its allocation back for references of another lifetime
-/// (the standard library collects in place when the element layout is unchanged), so
-/// the per-tick list of records costs no allocation.
-fn recycle<'b>(mut refs: Vec<&GpuRecord>) -> Vec<&'b GpuRecord> {
-    refs.clear();
-    refs.into_iter().map(|_| unreachable!()).collect()
+/// Empties `gpus` and hands its allocation back for a model of another lifetime (the
+/// standard library collects in place when the element layout is unchanged), so the
+/// per-tick model of the records costs no allocation.
+fn recycle<'b>(mut gpus: Vec<Gpu>) -> Vec<Gpu<'b>> {
+    gpus.clear();
+    gpus.into_iter().map(|_| unreachable!()).collect()
 }

@@ -1,25 +1,13 @@
-//! Every field a template can name: its dimension (which decides the units it accepts),
-//! its natural aggregate across GPUs and how it is read from a GPU record; and the
-//! units, with their factors from the raw published values.
+//! The units a template can show a field in, with their factors from the model's values
+//! (which are in the units the segment publishes), and the template's view of the field
+//! table: every field of [`gpupeek_model::FIELDS`] that templates may name, its value as
+//! a number or text, plus the two fields about all GPUs.
 
-use gpupeek_shm::layout::{gpu_valid as v, GpuState};
-use gpupeek_shm::{text, GpuRecord};
+pub(crate) use gpupeek_model::fields::Unit as Dim;
+use gpupeek_model::fields::{Aggregate, Field, Tier, Value as Reading};
+use gpupeek_model::Gpu;
 
 use crate::Agg;
-
-/// The physical dimension of a numeric field, which decides the units it accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dim {
-    Bytes,
-    MilliWatts,
-    Celsius,
-    Percent,
-    MegaHertz,
-    MilliJoules,
-    KiloBytesPerSec,
-    Count,
-    Text,
-}
 
 /// A unit a dimension can be shown in: name, factor from the raw value, default decimals.
 #[derive(Debug)]
@@ -77,7 +65,7 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
         Dim::MegaHertz => "MHz",
         Dim::MilliJoules => "J",
         Dim::KiloBytesPerSec => "KB/s",
-        Dim::Count | Dim::Text => return None,
+        Dim::Count | Dim::Text | Dim::BytesPerSec => return None,
     };
     UNITS.iter().find(|u| u.dim == dim && u.name == name)
 }
@@ -85,162 +73,64 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
 /// `auto`: the largest binary unit that keeps the number at or above 1.
 pub(crate) static AUTO: Unit = unit("auto", Dim::Count, 1.0, 1);
 
-pub(crate) type Getter = fn(&GpuRecord) -> Option<Value>;
-
-/// One template field.
-#[derive(Debug)]
-pub(crate) struct Field {
-    pub(crate) name: &'static str,
-    pub(crate) dim: Dim,
-    pub(crate) natural: Agg,
-    pub(crate) get: Getter,
-}
-
-/// A field's value for one GPU.
+/// A field's value for one GPU, as a template shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
     Num(f64),
     Text(String),
 }
 
-pub(crate) const fn f(name: &'static str, dim: Dim, natural: Agg, get: Getter) -> Field {
-    Field {
-        name,
-        dim,
-        natural,
-        get,
+/// `field`'s value for `g`: numbers as they are, text decoded, a P-state as `P2`.
+pub(crate) fn get(field: &Field, g: &Gpu) -> Option<Value> {
+    let reading = (field.get)(g)?;
+    Some(match reading {
+        Reading::Text(t) => Value::Text(t.decode()),
+        Reading::Name(n) => Value::Text(n.to_owned()),
+        Reading::PState(p) => Value::Text(p.to_string()),
+        Reading::Reasons(r) => Value::Text(r.names().join(",")),
+        number => Value::Num(number.number()?),
+    })
+}
+
+/// The aggregate a field takes outside `{each}`.
+pub(crate) fn natural(field: &Field) -> Agg {
+    match field.natural {
+        Aggregate::Sum => Agg::Sum,
+        Aggregate::Mean => Agg::Mean,
+        Aggregate::Max => Agg::Max,
+        Aggregate::Join => Agg::Join,
     }
 }
 
-pub(crate) fn num(g: &GpuRecord, bit: u64, x: impl Into<f64>) -> Option<Value> {
-    (g.valid & bit != 0).then(|| Value::Num(x.into()))
+/// The fields templates may name.
+pub(crate) fn template_fields() -> impl Iterator<Item = &'static Field> {
+    gpupeek_model::FIELDS.iter().filter(|f| f.template)
 }
 
-pub(crate) fn txt(g: &GpuRecord, bit: u64, bytes: &[u8]) -> Option<Value> {
-    (g.valid & bit != 0).then(|| Value::Text(text::decode(bytes)))
+/// Fields about the whole machine rather than one GPU (no scope allowed); their values
+/// are computed by the renderer, not read per GPU.
+pub(crate) static GLOBAL_FIELDS: [Field; 2] =
+    [global("count", Dim::Count), global("driver", Dim::Text)];
+
+const fn global(name: &'static str, unit: Dim) -> Field {
+    Field {
+        name,
+        template: true,
+        about: "",
+        unit,
+        tier: Tier::Identity,
+        valid: 0,
+        natural: Aggregate::Join,
+        smi: &[],
+        gpustat: None,
+        prom: None,
+        get: |_| None,
+    }
 }
-
-use Agg::{Join, Max, Mean, Sum};
-use Dim::*;
-
-/// Every field a template can name.
-pub(crate) const FIELDS: &[Field] = &[
-    f("index", Count, Join, |g| Some(Value::Num(g.index.into()))),
-    f("name", Text, Join, |g| txt(g, v::NAME, &g.name)),
-    f("uuid", Text, Join, |g| txt(g, v::UUID, &g.uuid)),
-    f("pci_bus_id", Text, Join, |g| {
-        txt(g, v::PCI_BUS_ID, &g.pci_bus_id)
-    }),
-    f("state", Text, Join, |g| {
-        let state = GpuState::from_raw(g.state).unwrap_or(GpuState::Error);
-        Some(Value::Text(state.name().to_owned()))
-    }),
-    f("util", Percent, Mean, |g| {
-        num(g, v::UTILIZATION, g.util_gpu_pct)
-    }),
-    f("util_mem", Percent, Mean, |g| {
-        num(g, v::UTILIZATION, g.util_mem_pct)
-    }),
-    f("util_enc", Percent, Mean, |g| {
-        num(g, v::UTIL_ENC, g.util_enc_pct)
-    }),
-    f("util_dec", Percent, Mean, |g| {
-        num(g, v::UTIL_DEC, g.util_dec_pct)
-    }),
-    f("mem_used", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_used_bytes as f64)
-    }),
-    f("mem_free", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_free_bytes as f64)
-    }),
-    f("mem_total", Bytes, Sum, |g| {
-        num(g, v::MEMORY, g.mem_total_bytes as f64)
-    }),
-    f("mem_reserved", Bytes, Sum, |g| {
-        num(g, v::MEM_RESERVED, g.mem_reserved_bytes as f64)
-    }),
-    f("mem_pct", Percent, Mean, |g| {
-        let pct = 100.0 * g.mem_used_bytes as f64 / (g.mem_total_bytes.max(1) as f64);
-        num(g, v::MEMORY, pct)
-    }),
-    f("temp", Celsius, Max, |g| {
-        num(g, v::TEMPERATURE, g.temp_gpu_c)
-    }),
-    f("fan", Percent, Mean, |g| {
-        num(g, v::FAN_SPEED, g.fan_speed_pct)
-    }),
-    f("power", MilliWatts, Sum, |g| {
-        num(g, v::POWER_DRAW, g.power_draw_mw)
-    }),
-    f("power_limit", MilliWatts, Sum, |g| {
-        num(g, v::POWER_LIMIT, g.power_limit_mw)
-    }),
-    f("power_pct", Percent, Mean, |g| {
-        let ok = g.valid & v::POWER_LIMIT != 0 && g.power_limit_mw > 0;
-        let pct = 100.0 * f64::from(g.power_draw_mw) / f64::from(g.power_limit_mw.max(1));
-        num(g, if ok { v::POWER_DRAW } else { 0 }, pct)
-    }),
-    f("energy", MilliJoules, Sum, |g| {
-        num(g, v::ENERGY, g.energy_mj as f64)
-    }),
-    f("clock_gr", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_GRAPHICS, g.clock_graphics_mhz)
-    }),
-    f("clock_sm", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_SM, g.clock_sm_mhz)
-    }),
-    f("clock_mem", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_MEM, g.clock_mem_mhz)
-    }),
-    f("clock_gr_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz)
-    }),
-    f("clock_sm_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_SM_MAX, g.clock_sm_max_mhz)
-    }),
-    f("clock_mem_max", MegaHertz, Max, |g| {
-        num(g, v::CLOCK_MEM_MAX, g.clock_mem_max_mhz)
-    }),
-    f("pstate", Text, Join, |g| {
-        (g.valid & v::PSTATE != 0).then(|| Value::Text(format!("P{}", g.pstate)))
-    }),
-    f("pcie_tx", KiloBytesPerSec, Sum, |g| {
-        num(g, v::PCIE_TX, g.pcie_tx_kbytes_per_s)
-    }),
-    f("pcie_rx", KiloBytesPerSec, Sum, |g| {
-        num(g, v::PCIE_RX, g.pcie_rx_kbytes_per_s)
-    }),
-    f("pcie_gen", Count, Max, |g| {
-        num(g, v::PCIE_LINK_GEN, g.pcie_link_gen)
-    }),
-    f("pcie_width", Count, Max, |g| {
-        num(g, v::PCIE_LINK_WIDTH, g.pcie_link_width)
-    }),
-    f("ecc_corrected", Count, Sum, |g| {
-        num(g, v::ECC_CORRECTED, g.ecc_corrected_volatile_count as f64)
-    }),
-    f("ecc_uncorrected", Count, Sum, |g| {
-        num(
-            g,
-            v::ECC_UNCORRECTED,
-            g.ecc_uncorrected_volatile_count as f64,
-        )
-    }),
-    f("procs", Count, Sum, |g| {
-        num(g, v::PROCESSES, g.process_count)
-    }),
-];
-
-/// Fields about the whole machine rather than one GPU (no scope allowed).
-pub(crate) const GLOBALS: &[&str] = &["count", "driver"];
 
 /// Names of every field, for `--help` and error messages.
 pub fn field_names() -> impl Iterator<Item = &'static str> {
-    FIELDS.iter().map(|f| f.name).chain(GLOBALS.iter().copied())
+    template_fields()
+        .chain(GLOBAL_FIELDS.iter())
+        .map(|f| f.name)
 }
-
-/// Global field placeholder (a `Field` whose getter is never called per GPU).
-pub(crate) const GLOBAL_FIELDS: [Field; 2] = [
-    f("count", Count, Join, |_| None),
-    f("driver", Text, Join, |_| None),
-];

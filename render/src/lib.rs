@@ -3,7 +3,7 @@
 //! thresholds that pick a level (ok / warning / critical) for colours and classes.
 //!
 //! Used by `gpupeek --format` and by `gpupeekd --prompt-format` (the prompt file), so
-//! both render the same text from the same records.
+//! both render the same text from the same model of the records ([`gpupeek_model`]).
 //!
 //! Grammar (documented for users in `gpupeek --help` and README "Status bars"):
 //!
@@ -16,17 +16,17 @@
 //!
 //! An unqualified field inside `{each}` is the current GPU's; outside it is the field's
 //! natural aggregate over the selected GPUs (memory and power summed, utilisation and
-//! fan averaged, temperature the maximum; text fields joined by commas). A value the GPU
-//! does not report, and every value of an asleep GPU or of one whose driver is not
-//! responding (its identity aside), is `N/A`; aggregates skip them.
+//! fan averaged, temperature the maximum; text fields joined by commas). A value the model
+//! has not (the GPU does not report it, or is not sampled now: see
+//! [`gpupeek_model::Gpu`]) is `N/A`; aggregates skip it.
 //! Units convert the number only (`{mem_used:GiB:.1}` prints `9.8`), except `auto`,
 //! which picks a unit and appends it. A threshold compares the displayed number:
 //! `!70,90` is warning from 70 and critical from 90; `!<20,10` the same downwards.
 //! `:spark` draws the field's recent history instead of its value (see `spark.rs`).
 //! Errors carry the 1-based column of the offending character.
 
-use gpupeek_shm::layout::GpuState;
-use gpupeek_shm::{GpuRecord, History, StatusRecord};
+use gpupeek_model::{Gpu, Status};
+use gpupeek_shm::History;
 
 mod fields;
 mod parse;
@@ -34,7 +34,8 @@ mod render;
 mod spark;
 
 pub use fields::field_names;
-use fields::{Field, Unit};
+use fields::Unit;
+use gpupeek_model::Field;
 use parse::parse_items;
 use render::render_items;
 pub use spark::{bar as spark_bar, BARS};
@@ -151,41 +152,20 @@ impl Threshold {
     }
 }
 
-/// What a template is rendered from.
+/// What a template is rendered from: the model of the selected GPUs.
 #[derive(Debug, Clone, Copy)]
 pub struct Data<'a> {
     /// The selected GPUs, in display order.
-    pub gpus: &'a [&'a GpuRecord],
-    /// The daemon's status record.
-    pub status: &'a StatusRecord,
+    pub gpus: &'a [Gpu<'a>],
+    /// The daemon's status.
+    pub status: Status<'a>,
     /// History rings by GPU index, for sparklines; may be empty (sparklines are then
     /// `N/A`), and need only be loaded when [`Template::sparkline_width`] says so.
     pub history: &'a [(u32, History)],
 }
 
-/// True when the daemon lets this GPU sleep and publishes no current values for it.
-pub fn asleep(g: &GpuRecord) -> bool {
-    matches!(
-        GpuState::from_raw(g.state),
-        Some(GpuState::Suspended | GpuState::Idle)
-    )
-}
-
 /// What a status bar or prompt shows, by default, when every selected GPU is asleep.
 pub const ASLEEP_TEXT: &str = "GPU asleep";
-
-/// True when the driver has not answered the daemon for this GPU within its NVML
-/// timeout (a GPU after an Xid, a driver stuck in D state): the record keeps the GPU's
-/// identity and holds no current value.
-pub fn not_responding(g: &GpuRecord) -> bool {
-    GpuState::from_raw(g.state) == Some(GpuState::NotResponding)
-}
-
-/// True when the record holds current values: the GPU is neither asleep nor hung.
-/// (A lost or failing GPU's record has its values' validity bits cleared by the daemon.)
-pub fn has_current_values(g: &GpuRecord) -> bool {
-    !asleep(g) && !not_responding(g)
-}
 
 /// What a status bar or prompt shows when no selected GPU is awake and at least one of
 /// them is not responding: a line of `N/A`s would read as a GPU that reports nothing.
@@ -193,8 +173,8 @@ pub const NOT_RESPONDING_TEXT: &str = "GPU not responding";
 
 /// True when there are GPUs, at least one is not responding and none has current values
 /// (the others are asleep): a line then says [`NOT_RESPONDING_TEXT`].
-pub fn none_responding(gpus: &[&GpuRecord]) -> bool {
-    gpus.iter().any(|g| not_responding(g)) && !gpus.iter().any(|g| has_current_values(g))
+pub fn none_responding(gpus: &[Gpu]) -> bool {
+    gpus.iter().any(Gpu::not_responding) && gpus.iter().all(|g| g.asleep() || g.not_responding())
 }
 
 /// Appends to a rendered line what says that some of `gpus` are not responding, painted
@@ -202,9 +182,9 @@ pub fn none_responding(gpus: &[&GpuRecord]) -> bool {
 /// hung GPU like any missing value, so without this a line would show only the healthy
 /// GPUs and pass for all of them. Returns whether any is; appends nothing otherwise.
 /// Allocates nothing with [`Plain`] markup once `out` has room.
-pub fn note_not_responding(gpus: &[&GpuRecord], markup: &dyn Markup, out: &mut String) -> bool {
+pub fn note_not_responding(gpus: &[Gpu], markup: &dyn Markup, out: &mut String) -> bool {
     use std::fmt::Write;
-    let mut hung = gpus.iter().filter(|g| not_responding(g)).peekable();
+    let mut hung = gpus.iter().filter(|g| g.not_responding()).peekable();
     if hung.peek().is_none() {
         return false;
     }
@@ -225,8 +205,8 @@ pub fn note_not_responding(gpus: &[&GpuRecord], markup: &dyn Markup, out: &mut S
 
 /// True when there are GPUs and every one of them is asleep: a line then says so
 /// instead of rendering the template (whose values would all be `N/A`).
-pub fn all_asleep(gpus: &[&GpuRecord]) -> bool {
-    !gpus.is_empty() && gpus.iter().all(|g| asleep(g))
+pub fn all_asleep(gpus: &[Gpu]) -> bool {
+    !gpus.is_empty() && gpus.iter().all(Gpu::asleep)
 }
 
 /// How a value past a threshold is coloured in the host program's markup.

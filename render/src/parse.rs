@@ -117,7 +117,7 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
         }
         g
     } else {
-        FIELDS.iter().find(|f| f.name == name).ok_or_else(|| {
+        template_fields().find(|f| f.name == name).ok_or_else(|| {
             let known: Vec<&str> = field_names().collect();
             err(
                 name_col,
@@ -143,14 +143,14 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
             placeholder.precision = Some(p);
         } else if let Some(width) = part.strip_prefix("spark") {
             placeholder.spark = Some(parse_spark(name, width, part_col)?);
-        } else if part == "auto" && field.dim == Bytes {
+        } else if part == "auto" && field.unit == Bytes {
             placeholder.unit = Some(&AUTO);
         } else {
-            let found = UNITS.iter().find(|u| u.name == part && u.dim == field.dim);
+            let found = UNITS.iter().find(|u| u.name == part && u.dim == field.unit);
             placeholder.unit = Some(found.ok_or_else(|| {
                 let fits: Vec<&str> = UNITS
                     .iter()
-                    .filter(|u| u.dim == field.dim)
+                    .filter(|u| u.dim == field.unit)
                     .map(|u| u.name)
                     .collect();
                 let hint = if fits.is_empty() {
@@ -176,7 +176,7 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
             format!("a sparkline ({name}:spark) takes no unit, precision or threshold"),
         ));
     }
-    if placeholder.threshold.is_some() && matches!(field.dim, Text) {
+    if placeholder.threshold.is_some() && matches!(field.unit, Text) {
         return Err(err(
             col,
             format!("{name} is text and cannot have a threshold"),

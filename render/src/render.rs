@@ -1,17 +1,16 @@
-//! Rendering a parsed template for a set of GPU records: values in their unit and
+//! Rendering a parsed template for the model of a set of GPUs: values in their unit and
 //! precision, aggregates across GPUs, thresholds painted by the host's markup.
 
-use gpupeek_shm::layout::status_valid;
-use gpupeek_shm::{text, GpuRecord};
+use gpupeek_model::Gpu;
 
 use crate::fields::Dim::Text;
 use crate::fields::*;
-use crate::{has_current_values, spark, Agg, Data, Item, Level, Markup, Placeholder, Scope};
+use crate::{spark, Agg, Data, Item, Level, Markup, Placeholder, Scope};
 
 pub(crate) fn render_items(
     items: &[Item],
     data: &Data,
-    current: Option<&GpuRecord>,
+    current: Option<&Gpu>,
     markup: &dyn Markup,
     out: &mut String,
     level: &mut Level,
@@ -39,7 +38,7 @@ impl Placeholder {
     fn render(
         &self,
         data: &Data,
-        current: Option<&GpuRecord>,
+        current: Option<&Gpu>,
         markup: &dyn Markup,
         out: &mut String,
     ) -> Level {
@@ -49,11 +48,7 @@ impl Placeholder {
         }
         let value = match self.field.name {
             "count" => Some(Value::Num(data.gpus.len() as f64)),
-            "driver" => {
-                let s = data.status;
-                (s.valid & status_valid::DRIVER_VERSION != 0)
-                    .then(|| Value::Text(text::decode(&s.driver_version)))
-            }
+            "driver" => data.status.driver_version.map(|v| Value::Text(v.decode())),
             _ => self.value(data, current),
         };
         match value {
@@ -74,34 +69,23 @@ impl Placeholder {
         Level::Ok
     }
 
-    pub(crate) fn value(&self, data: &Data, current: Option<&GpuRecord>) -> Option<Value> {
-        let get = |g: &GpuRecord| {
-            if !has_current_values(g)
-                && !matches!(
-                    self.field.name,
-                    "index" | "name" | "uuid" | "pci_bus_id" | "state"
-                )
-            {
-                None
-            } else {
-                (self.field.get)(g)
-            }
-        };
+    pub(crate) fn value(&self, data: &Data, current: Option<&Gpu>) -> Option<Value> {
+        let get = |g: &Gpu| get(self.field, g);
         let agg = match (self.scope, current) {
             (Scope::Gpu(i), _) => {
-                return data.gpus.iter().find(|g| g.index == i).and_then(|g| get(g));
+                return data.gpus.iter().find(|g| g.index == i).and_then(&get);
             }
             (Scope::Natural, Some(g)) => return get(g),
-            (Scope::Natural, None) => self.field.natural,
+            (Scope::Natural, None) => natural(self.field),
             (Scope::Agg(a), _) => a,
         };
-        if agg == Agg::Join || self.field.dim == Text {
-            let values: Vec<Value> = data.gpus.iter().filter_map(|g| get(g)).collect();
+        if agg == Agg::Join || self.field.unit == Text {
+            let values: Vec<Value> = data.gpus.iter().filter_map(&get).collect();
             return aggregate(agg, &values);
         }
         // A numeric field's values are all numbers: aggregate them without a Vec.
         let nums = || {
-            data.gpus.iter().filter_map(|g| get(g)).map(|v| match v {
+            data.gpus.iter().filter_map(&get).map(|v| match v {
                 Value::Num(x) => x,
                 Value::Text(_) => f64::NAN,
             })
@@ -111,24 +95,24 @@ impl Placeholder {
     }
 
     /// Appends the sparkline of this field for the GPU in scope, or the aggregate.
-    fn sparkline(&self, data: &Data, current: Option<&GpuRecord>, width: usize, out: &mut String) {
+    fn sparkline(&self, data: &Data, current: Option<&Gpu>, width: usize, out: &mut String) {
         let Some(get) = spark::getter(self.field.name) else {
             return markup_free_na(out);
         };
         let one;
-        let (gpus, agg): (&[&GpuRecord], Agg) = match (self.scope, current) {
+        let (gpus, agg): (&[Gpu], Agg) = match (self.scope, current) {
             (Scope::Gpu(i), _) => match data.gpus.iter().find(|g| g.index == i) {
                 Some(g) => {
                     one = [*g];
-                    (&one, self.field.natural)
+                    (&one, natural(self.field))
                 }
                 None => return markup_free_na(out),
             },
             (Scope::Natural, Some(g)) => {
-                one = [g];
-                (&one, self.field.natural)
+                one = [*g];
+                (&one, natural(self.field))
             }
-            (Scope::Natural, None) => (data.gpus, self.field.natural),
+            (Scope::Natural, None) => (data.gpus, natural(self.field)),
             (Scope::Agg(a), _) => (data.gpus, a),
         };
         spark::render(get, agg, gpus, data.history, width, out);
@@ -137,7 +121,7 @@ impl Placeholder {
     /// Appends the number in the displayed unit to `out`; returns the number shown.
     fn format_number(&self, raw: f64, out: &mut String) -> f64 {
         use std::fmt::Write;
-        let unit = self.unit.or_else(|| default_unit(self.field.dim));
+        let unit = self.unit.or_else(|| default_unit(self.field.unit));
         let (x, p, suffix) = match unit {
             Some(u) if std::ptr::eq(u, &AUTO) => {
                 let names = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -12,8 +12,8 @@
 //! alike. Without history (a daemon without rings, or a reader that did not load them)
 //! the placeholder is `N/A`.
 
-use gpupeek_shm::layout::{gpu_valid as v, history_valid as hv};
-use gpupeek_shm::{GpuRecord, History, HistorySample};
+use gpupeek_model::{Gpu, Sample};
+use gpupeek_shm::{History, HistorySample};
 
 use crate::Agg;
 
@@ -27,40 +27,42 @@ pub const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '�
 /// A sample's value and the full scale it is drawn against (`None`: the window's peak).
 pub(crate) type Point = (f64, Option<f64>);
 
-/// Reads a field out of a history sample of GPU `g` (whose record gives the scales).
-pub(crate) type HistoryGetter = fn(&HistorySample, &GpuRecord) -> Option<Point>;
+/// Reads a field out of a history sample of GPU `g` (whose model gives the scales).
+pub(crate) type HistoryGetter = fn(&Sample, &Gpu) -> Option<Point>;
 
 /// Fields that have a history, for error messages and `--help`.
 pub(crate) const FIELDS: &str = "util, util_mem, mem_used, mem_pct, power, power_pct, temp";
 
-fn has(s: &HistorySample, bit: u16) -> bool {
-    s.valid & bit != 0
+fn total_mib(g: &Gpu) -> Option<f64> {
+    let total = g.memory?.total;
+    (total.0 > 0).then_some(total.mib() as f64)
 }
 
-fn total_mib(g: &GpuRecord) -> Option<f64> {
-    (g.valid & v::MEMORY != 0 && g.mem_total_bytes > 0).then_some((g.mem_total_bytes >> 20) as f64)
+fn limit_mw(g: &Gpu) -> Option<f64> {
+    let limit = g.power_limit?;
+    (limit.0 > 0).then_some(limit.0 as f64)
 }
 
-fn limit_mw(g: &GpuRecord) -> Option<f64> {
-    (g.valid & v::POWER_LIMIT != 0 && g.power_limit_mw > 0).then(|| f64::from(g.power_limit_mw))
+fn pct(x: Option<u32>) -> Option<Point> {
+    x.map(|x| (f64::from(x), Some(100.0)))
 }
 
 /// How `field` is read from history, or `None` when the rings do not keep it.
 pub(crate) fn getter(field: &str) -> Option<HistoryGetter> {
     Some(match field {
-        "util" => |s, _| has(s, hv::UTILIZATION).then(|| (f64::from(s.util_gpu_pct), Some(100.0))),
-        "util_mem" => |s, _| has(s, hv::UTIL_MEM).then(|| (f64::from(s.util_mem_pct), Some(100.0))),
-        "mem_used" => |s, g| has(s, hv::MEMORY).then(|| (f64::from(s.mem_used_mib), total_mib(g))),
+        "util" => |s, _| pct(s.util_pct),
+        "util_mem" => |s, _| pct(s.util_mem_pct),
+        "mem_used" => |s, g| s.mem_used_mib.map(|m| (f64::from(m), total_mib(g))),
         "mem_pct" => |s, g| {
-            let total = total_mib(g).filter(|_| has(s, hv::MEMORY))?;
-            Some((100.0 * f64::from(s.mem_used_mib) / total, Some(100.0)))
+            let total = total_mib(g)?;
+            Some((100.0 * f64::from(s.mem_used_mib?) / total, Some(100.0)))
         },
-        "power" => |s, g| has(s, hv::POWER_DRAW).then(|| (f64::from(s.power_draw_mw), limit_mw(g))),
+        "power" => |s, g| s.power_draw.map(|p| (p.0 as f64, limit_mw(g))),
         "power_pct" => |s, g| {
-            let limit = limit_mw(g).filter(|_| has(s, hv::POWER_DRAW))?;
-            Some((100.0 * f64::from(s.power_draw_mw) / limit, Some(100.0)))
+            let limit = limit_mw(g)?;
+            Some((100.0 * s.power_draw?.0 as f64 / limit, Some(100.0)))
         },
-        "temp" => |s, _| has(s, hv::TEMPERATURE).then(|| (f64::from(s.temp_gpu_c), Some(100.0))),
+        "temp" => |s, _| s.temp_c.map(|t| (f64::from(t), Some(100.0))),
         _ => return None,
     })
 }
@@ -70,7 +72,7 @@ pub(crate) fn getter(field: &str) -> Option<HistoryGetter> {
 pub(crate) fn render(
     get: HistoryGetter,
     agg: Agg,
-    gpus: &[&GpuRecord],
+    gpus: &[Gpu],
     history: &[(u32, History)],
     width: usize,
     out: &mut String,
@@ -79,7 +81,7 @@ pub(crate) fn render(
     let rings = || {
         gpus.iter().filter_map(|g| {
             let (_, h) = history.iter().find(|(index, _)| *index == g.index)?;
-            Some((*g, h.samples.as_slice()))
+            Some((g, h.samples.as_slice()))
         })
     };
     if rings().next().is_none() {
@@ -90,9 +92,9 @@ pub(crate) fn render(
     let mut points: [Option<Point>; MAX_WIDTH] = [None; MAX_WIDTH];
     for (column, point) in points[..width].iter_mut().enumerate() {
         let back = width - column; // 1 = the newest sample
-        let at = |(g, samples): (&GpuRecord, &[HistorySample])| {
+        let at = |(g, samples): (&Gpu, &[HistorySample])| {
             let i = samples.len().checked_sub(back)?;
-            get(&samples[i], g)
+            get(&Sample::new(&samples[i]), g)
         };
         *point = combine(agg, || rings().filter_map(at));
     }
@@ -138,8 +140,9 @@ fn combine<I: Iterator<Item = Point>>(agg: Agg, points: impl Fn() -> I) -> Optio
 
 #[cfg(test)]
 mod tests {
-    use gpupeek_shm::layout::GpuState;
-    use gpupeek_shm::StatusRecord;
+    use gpupeek_model::Status;
+    use gpupeek_shm::layout::{gpu_valid as v, history_valid as hv, GpuState};
+    use gpupeek_shm::{GpuRecord, StatusRecord};
 
     use super::*;
     use crate::{Data, Plain, Template};
@@ -178,11 +181,11 @@ mod tests {
     }
 
     fn render(template: &str, gpus: &[GpuRecord], history: &[(u32, History)]) -> String {
-        let refs: Vec<&GpuRecord> = gpus.iter().collect();
+        let gpus: Vec<Gpu> = gpus.iter().map(Gpu::new).collect();
         let status = StatusRecord::default();
         let data = Data {
-            gpus: &refs,
-            status: &status,
+            gpus: &gpus,
+            status: Status::new(&status),
             history,
         };
         Template::parse(template)

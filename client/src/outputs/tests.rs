@@ -1,5 +1,6 @@
 use super::*;
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
+use gpupeek_shm::GpuRecord;
 
 const GIB: u64 = 1 << 30;
 
@@ -251,4 +252,15 @@ fn a_starting_daemon_is_told_by_its_state_not_by_the_words_of_its_message() {
     assert_eq!(line(gpupeek_shm::Liveness::Starting), "GPU: starting\n");
     // A segment whose name says "starting": its stopped daemon is not a starting one.
     assert_eq!(line(gpupeek_shm::Liveness::Stopped), "GPU: no daemon\n");
+}
+
+#[test]
+fn help_lists_every_template_field_of_the_field_table() {
+    let help = HELP.replace('\n', " ");
+    for name in crate::template::field_names() {
+        assert!(
+            help.contains(&format!(" {name},")) || help.contains(&format!(" {name}.")),
+            "--help does not list the template field {name}"
+        );
+    }
 }

@@ -1,0 +1,91 @@
+//! gpupeek's model: a snapshot of the segment decoded once into typed values, and the
+//! only thing any output reads.
+//!
+//! Past this crate nobody tests a validity bit or casts a state number: a value the
+//! daemon did not publish is `None`, a state is an enum ([`GpuState`], [`DaemonState`],
+//! [`ProcKind`], [`ClockEventReasons`]), a quantity carries its unit ([`Bytes`],
+//! [`MilliWatts`], ...) and converts itself (MiB, watts, hertz) in one place. Which values
+//! a GPU shows in which state is decided once, in [`Gpu::new`].
+//!
+//! It is its own crate, between `gpupeek-shm` (the segment) and its readers, so that
+//! both `gpupeek-render` (which the daemon uses for its prompt file) and the client read
+//! it, and the layout crate stays about bytes. Decoding numbers allocates nothing and
+//! text is borrowed from the records ([`Text`]), so the daemon can decode every tick.
+//! The shape follows facebookincubator/below's `model` crate: plain structs of
+//! `Option`s built from raw samples.
+
+#![deny(missing_docs)]
+
+pub mod fields;
+mod gpu;
+mod history;
+mod process;
+mod status;
+mod text;
+mod units;
+
+pub use fields::{Field, FIELDS};
+pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
+pub use gpupeek_shm::layout::{DaemonState, GpuState};
+pub use gpupeek_shm::ProcPolicy;
+pub use history::Sample;
+pub use process::{ProcKind, Process};
+pub use status::Status;
+pub use text::Text;
+pub use units::*;
+
+use gpupeek_shm::Snapshot;
+
+/// A whole snapshot, decoded.
+#[derive(Debug, Clone)]
+pub struct Model<'a> {
+    /// The daemon and the driver.
+    pub status: Status<'a>,
+    /// Every published GPU, in slot order.
+    pub gpus: Vec<Gpu<'a>>,
+    /// Every process slot in use.
+    pub processes: Vec<Process<'a>>,
+    /// How much the daemon publishes about processes (`None` from a 1.0 daemon).
+    pub proc_policy: Option<ProcPolicy>,
+    /// When the daemon sampled the process lists, `CLOCK_MONOTONIC` ns (`None` before
+    /// ABI 1.2).
+    pub processes_sampled_mono_ns: Option<u64>,
+    /// How often the daemon samples the process lists, ns (`None` before ABI 1.2).
+    pub processes_period_ns: Option<u64>,
+    /// Inode of the pid namespace the process table's pids are in (`None`: unknown).
+    pub pid_ns_inode: Option<u64>,
+}
+
+impl<'a> Model<'a> {
+    /// Decodes `snap`.
+    pub fn new(snap: &'a Snapshot) -> Model<'a> {
+        let head = &snap.proc_head;
+        let nonzero = |x: u64| (x != 0).then_some(x);
+        Model {
+            status: Status::new(&snap.status),
+            gpus: snap.gpus.iter().map(Gpu::new).collect(),
+            processes: snap.processes.iter().map(Process::new).collect(),
+            proc_policy: snap.proc_policy(),
+            processes_sampled_mono_ns: nonzero(head.sample_mono_ns),
+            processes_period_ns: nonzero(head.period_ns),
+            pid_ns_inode: nonzero(head.pid_ns_inode),
+        }
+    }
+
+    /// The GPU with NVML index `index`.
+    pub fn gpu(&self, index: u32) -> Option<&Gpu<'a>> {
+        self.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// Processes on the GPU with NVML index `index`.
+    pub fn processes_on(&self, index: u32) -> impl Iterator<Item = &Process<'a>> {
+        self.processes.iter().filter(move |p| p.gpu_index == index)
+    }
+
+    /// How long before `now_mono_ns` the daemon sampled the process lists (`None`
+    /// when it does not say).
+    pub fn processes_age_ns(&self, now_mono_ns: u64) -> Option<u64> {
+        self.processes_sampled_mono_ns
+            .map(|at| now_mono_ns.saturating_sub(at))
+    }
+}

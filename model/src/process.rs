@@ -1,0 +1,117 @@
+//! One process slot, decoded: what the daemon published about a process on a GPU, each
+//! detail an `Option` (the daemon's process policy, `/proc` or NVML may withhold it).
+
+use gpupeek_shm::layout::{proc_kind, proc_valid as pv};
+use gpupeek_shm::ProcRecord;
+
+use crate::text::Text;
+use crate::units::{Bytes, CentiPercent};
+
+/// One process on one GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Process<'a> {
+    /// NVML index of the GPU.
+    pub gpu_index: u32,
+    /// Pid in the daemon's pid namespace.
+    pub pid: u32,
+    /// The pid in the process's own pid namespace and that namespace's inode.
+    pub namespace: Option<(u32, u64)>,
+    /// Owner's uid and user name (the name is cut at the field's 31 bytes).
+    pub user: Option<(u32, Text<'a>)>,
+    /// Command name.
+    pub command: Option<Text<'a>>,
+    /// Command line (see [`Process::argv`]).
+    pub cmdline: Option<(&'a [u8], u32)>,
+    /// GPU memory used.
+    pub gpu_mem: Option<Bytes>,
+    /// SM, memory, encoder, decoder utilisation by this process, percent.
+    pub gpu_util_pct: Option<[u32; 4]>,
+    /// CPU time over the daemon's last period, of one core.
+    pub cpu: Option<CentiPercent>,
+    /// Resident host memory.
+    pub host_mem: Option<Bytes>,
+    /// Start time, ns since the Unix epoch.
+    pub start_unix_ns: Option<u64>,
+    /// Compute, graphics, both or neither.
+    pub kind: ProcKind,
+    /// MIG GPU and compute instance ids.
+    pub mig: Option<(u32, u32)>,
+    /// Container runtime, id and pod uid (`None` when empty).
+    pub container: Option<(Text<'a>, Text<'a>, Option<Text<'a>>)>,
+}
+
+/// How NVML listed a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcKind {
+    /// A compute process.
+    Compute,
+    /// A graphics process.
+    Graphics,
+    /// Listed as both.
+    Both,
+    /// Listed as neither.
+    Unknown,
+}
+
+impl ProcKind {
+    /// `"compute"`, `"graphics"`, `"both"` or `"unknown"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcKind::Compute => "compute",
+            ProcKind::Graphics => "graphics",
+            ProcKind::Both => "both",
+            ProcKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl<'a> Process<'a> {
+    /// Decodes `p`.
+    pub fn new(p: &'a ProcRecord) -> Process<'a> {
+        let has = |bit: u64| p.valid & bit != 0;
+        Process {
+            gpu_index: p.gpu_index,
+            pid: p.pid,
+            namespace: has(pv::NAMESPACE).then_some((p.ns_pid, p.pid_ns_inode)),
+            user: has(pv::USER).then(|| (p.uid, Text::new(&p.user))),
+            command: has(pv::COMMAND).then(|| Text::new(&p.command)),
+            cmdline: has(pv::CMDLINE).then_some((&p.cmdline[..], p.cmdline_len)),
+            gpu_mem: has(pv::GPU_MEMORY).then_some(Bytes(p.gpu_mem_bytes)),
+            gpu_util_pct: has(pv::GPU_UTIL).then_some([
+                p.sm_util_pct,
+                p.mem_util_pct,
+                p.enc_util_pct,
+                p.dec_util_pct,
+            ]),
+            cpu: has(pv::CPU).then_some(CentiPercent(p.cpu_centipct)),
+            host_mem: has(pv::HOST_MEMORY).then_some(Bytes(p.host_rss_bytes)),
+            start_unix_ns: has(pv::START_TIME).then_some(p.start_unix_ns),
+            kind: match (
+                p.kind & proc_kind::COMPUTE != 0,
+                p.kind & proc_kind::GRAPHICS != 0,
+            ) {
+                (true, false) => ProcKind::Compute,
+                (false, true) => ProcKind::Graphics,
+                (true, true) => ProcKind::Both,
+                (false, false) => ProcKind::Unknown,
+            },
+            mig: (p.gpu_instance_id != u32::MAX)
+                .then_some((p.gpu_instance_id, p.compute_instance_id)),
+            container: has(pv::CONTAINER).then(|| {
+                let pod = Text::new(&p.pod_uid);
+                (
+                    Text::new(&p.container_runtime),
+                    Text::new(&p.container_id),
+                    (!pod.is_empty()).then_some(pod),
+                )
+            }),
+        }
+    }
+
+    /// The command line, one string per argument; the last ends in `…` when the daemon
+    /// kept only its start.
+    pub fn argv(&self) -> Option<Vec<String>> {
+        self.cmdline
+            .map(|(bytes, len)| gpupeek_shm::text::decode_argv(bytes, len))
+    }
+}
