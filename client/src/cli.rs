@@ -165,6 +165,7 @@ fn query_args(shm: Option<String>) -> query::Args {
         format: "csv".into(),
         id: None,
         shm,
+        help_query_gpu: false,
     }
 }
 

@@ -81,6 +81,16 @@ pub const QUERY: Command<query::Args> = Command {
                 Ok(())
             },
         },
+        Flag {
+            spec: Spec::switch(
+                "help-query-gpu",
+                "list every field --query-gpu takes, with what it is, as nvidia-smi does",
+            ),
+            apply: |a, _| {
+                a.help_query_gpu = true;
+                Ok(())
+            },
+        },
     ],
     after: query::NOTE,
 };
@@ -139,6 +149,9 @@ pub const SERVE: Command<serve::Args> = Command {
 /// `--query-gpu` is required.
 pub fn check_query(invocation: Invocation) -> Result<Invocation, String> {
     match &invocation {
+        Invocation::Query(args) if args.help_query_gpu => {
+            Ok(Invocation::Print(query::fields_help()))
+        }
         Invocation::Query(args) if args.query_gpu.is_empty() => {
             Err("query needs --query-gpu=FIELDS (see gpupeek query --help)".into())
         }

@@ -23,18 +23,42 @@ use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 
 use crate::{live, Exit, EXIT_USAGE};
 
-/// Appended to `gpupeek query --help`: every field this command knows.
-pub const NOTE: &str = "Fields (aliases in parentheses): timestamp, driver_version, count, \
-name (gpu_name), uuid (gpu_uuid), pci.bus_id (gpu_bus_id), index, pstate, fan.speed, \
-memory.total, memory.reserved, memory.used, memory.free, utilization.gpu, \
-utilization.memory, utilization.encoder, utilization.decoder, temperature.gpu, \
-power.draw, power.limit, enforced.power.limit, clocks.current.graphics (clocks.gr), \
-clocks.current.sm (clocks.sm), clocks.current.memory (clocks.mem), clocks.max.graphics \
-(clocks.max.gr), clocks.max.sm, clocks.max.memory (clocks.max.mem), \
-clocks_event_reasons.active, clocks_throttle_reasons.active, pcie.link.gen.current, \
-pcie.link.width.current, ecc.errors.corrected.volatile.total, \
-ecc.errors.uncorrected.volatile.total.\n\n\
+/// Appended to `gpupeek query --help`.
+pub const NOTE: &str = "Fields: timestamp, driver_version, count, and the GPU fields listed \
+by --help-query-gpu (nvidia-smi's names and aliases).\n\n\
 Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
+
+/// What the globals are, for `--help-query-gpu`.
+const GLOBALS_ABOUT: [&str; 3] = [
+    "the time of the query, as \"YYYY/MM/DD HH:MM:SS.msec\"",
+    "the version of the NVIDIA driver the daemon runs on",
+    "the number of GPUs the daemon publishes",
+];
+
+/// `--help-query-gpu`: every field, as nvidia-smi lists its own: the names (canonical
+/// first, then aliases), then what it is, from the field table.
+pub fn fields_help() -> String {
+    let mut out =
+        String::from("List of valid properties to query for the switch \"--query-gpu=\":\n");
+    for f in fields() {
+        let names: Vec<String> = f.names.iter().map(|n| format!("{n:?}")).collect();
+        let about = match f.gpu {
+            Some(field) => field.about,
+            None => GLOBALS_ABOUT[GLOBALS.iter().position(|g| *g == f.names).unwrap_or(0)],
+        };
+        let mut chars = about.chars();
+        let about: String = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+        let unit = match f.unit() {
+            "" => String::new(),
+            unit => format!(" ({unit})"),
+        };
+        out += &format!("\n{}\n{about}{unit}.\n", names.join(" or "));
+    }
+    out
+}
 
 /// The flags of `gpupeek query` (their table is `crate::commands::QUERY`).
 #[derive(Debug)]
@@ -50,6 +74,9 @@ pub struct Args {
 
     /// `--shm`.
     pub shm: Option<String>,
+
+    /// `--help-query-gpu`.
+    pub help_query_gpu: bool,
 }
 
 /// Facts about the machine, before the GPU fields of the field table.
@@ -350,18 +377,20 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_every_field_name() {
-        let help = gpupeek_flags::help::render(&crate::commands::QUERY).replace('\n', " ");
-        for name in fields().flat_map(|f| f.names.iter()) {
-            assert!(
-                help.contains(&format!(" {name},"))
-                    || help.contains(&format!(" {name} "))
-                    || help.contains(&format!("({name})"))
-                    || help.contains(&format!(" {name}."))
-                    || help.contains(&format!("({name}),")),
-                "--help does not list {name}"
-            );
+    fn help_query_gpu_lists_every_field_name_with_what_it_is() {
+        let help = fields_help();
+        for f in fields() {
+            let names: Vec<String> = f.names.iter().map(|n| format!("{n:?}")).collect();
+            let line = names.join(" or ");
+            let entry = help
+                .split("\n\n")
+                .find(|e| e.lines().next() == Some(line.as_str()))
+                .unwrap_or_else(|| panic!("--help-query-gpu does not list {line}"));
+            assert_eq!(entry.lines().count(), 2, "{entry:?}");
+            assert!(entry.ends_with(".\n") || entry.ends_with('.'), "{entry:?}");
         }
+        let parsed = crate::cli::parse(["query", "--help-query-gpu"].map(String::from).to_vec());
+        assert!(matches!(parsed, Ok(crate::cli::Invocation::Print(text)) if text == help));
     }
 
     #[test]

@@ -35,6 +35,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from query' -l query-gpu -x -d 'c
 complete -c gpupeek -n '__fish_seen_subcommand_from query' -l format -x -d 'csv, optionally followed by ",noheader" and/or ",nounits" (default csv)'
 complete -c gpupeek -n '__fish_seen_subcommand_from query' -s i -l id -x -d 'only these GPUs: comma-separated indices, UUIDs or PCI bus ids'
 complete -c gpupeek -n '__fish_seen_subcommand_from query' -l shm -x -d 'shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")'
+complete -c gpupeek -n '__fish_seen_subcommand_from query' -l help-query-gpu -d 'list every field --query-gpu takes, with what it is, as nvidia-smi does'
 complete -c gpupeek -n '__fish_seen_subcommand_from query' -s h -l help -d 'print the help and exit'
 complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -l shm -x -d 'shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")'
 complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -s h -l help -d 'print the help and exit'

@@ -177,7 +177,18 @@ impl Parser {
             let (flag, shown) = match arg {
                 lexopt::Arg::Short('h') => return Ok(Stop::Help),
                 lexopt::Arg::Short(c) => (find_short(command, c)?, format!("-{c}")),
+                // The implied `--help` by its whole name, whatever flags begin with it.
+                lexopt::Arg::Long("help") => return Ok(Stop::Help),
                 lexopt::Arg::Long(name) => match find_long(command, name) {
+                    // A prefix of both `--help` and one flag's name is ambiguous.
+                    Ok(flag)
+                        if !name.is_empty() && "help".starts_with(name) && !exact(flag, name) =>
+                    {
+                        return Err(Error(format!(
+                            "ambiguous option --{name}: --help, --{}",
+                            flag.spec.long
+                        )))
+                    }
                     Ok(flag) => (flag, format!("--{}", flag.spec.long)),
                     // `--help`, or a prefix of it no flag shares.
                     Err(_) if !name.is_empty() && "help".starts_with(name) => {
@@ -252,6 +263,11 @@ fn find_short<A>(command: &Command<A>, c: char) -> Result<&Flag<A>, Error> {
         .iter()
         .find(|f| f.spec.short == Some(c))
         .ok_or_else(|| Error(format!("unknown option -{c} (see {} --help)", command.name)))
+}
+
+/// Whether `name` is one of `flag`'s whole names.
+fn exact<A>(flag: &Flag<A>, name: &str) -> bool {
+    flag.spec.long == name || flag.spec.aliases.contains(&name)
 }
 
 /// The flag named `name` or, as argparse allows, by a prefix of one flag's names only.

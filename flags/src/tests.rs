@@ -179,6 +179,35 @@ fn a_word_stops_parsing_and_help_is_reported() {
 }
 
 #[test]
+fn help_by_its_whole_name_wins_over_a_flag_that_begins_with_it() {
+    const FLAGS: &[Flag<A>] = &[Flag {
+        spec: Spec::switch("help-query-gpu", "fields"),
+        apply: |a, _| {
+            a.c = true;
+            Ok(())
+        },
+    }];
+    let cmd = Command {
+        flags: FLAGS,
+        ..CMD
+    };
+    let run = |argv: &[&str]| {
+        let mut a = A::default();
+        let stop = Parser::new(argv.iter().map(|s| s.to_string())).parse(&cmd, &mut a);
+        stop.map(|stop| (stop, a.c))
+    };
+    assert_eq!(run(&["--help"]), Ok((Stop::Help, false)));
+    assert_eq!(run(&["--help-query-gpu"]), Ok((Stop::End, true)));
+    assert_eq!(run(&["--help-q"]), Ok((Stop::End, true)));
+    assert_eq!(
+        run(&["--hel"]),
+        Err(Error(
+            "ambiguous option --hel: --help, --help-query-gpu".into()
+        ))
+    );
+}
+
+#[test]
 fn help_lists_every_flag_with_its_value() {
     let text = help::render(&CMD);
     assert!(

@@ -112,17 +112,21 @@ fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
         .collect();
     check_flags("gpupeek.1", &helps);
     let man = page("gpupeek.1");
-    // Every query field the help lists is in the page.
-    let fields = helps[1]
-        .split("Fields (aliases in parentheses):")
-        .nth(1)
+    // Every query field `--help-query-gpu` lists is in the page (FIELDS).
+    let out = Command::new(client)
+        .args(["query", "--help-query-gpu"])
+        .output()
         .unwrap();
-    let fields = fields.split(".\n").next().unwrap();
-    for field in fields
-        .split([',', '(', ')'])
-        .map(str::trim)
-        .filter(|f| !f.is_empty())
-    {
+    assert!(out.status.success());
+    let list = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = list
+        .lines()
+        .filter(|l| l.starts_with('"'))
+        .flat_map(|l| l.split(" or "))
+        .map(|n| n.trim_matches('"'))
+        .collect();
+    assert!(names.len() > 30, "{list}");
+    for field in names {
         assert!(man.contains(field), "gpupeek.1 lacks query field {field}");
     }
     for topic in [
