@@ -155,7 +155,10 @@ fn help_version_and_completions_are_printed() {
     assert!(help.contains("Commands (each has its own --help"), "{help}");
     assert!(help.contains("Status bars and prompts:"), "{help}");
     assert!(print(&["metrics", "-h"]).starts_with("Usage: gpupeek metrics"));
-    assert!(print(&["--shm", "x", "query", "--help"]).contains("Fields (aliases"));
+    let query = print(&["--shm", "x", "query", "--help"]);
+    assert!(query.starts_with("Usage: gpupeek query"), "{query}");
+    assert!(query.contains("--help-query-gpu (nvidia-smi's names"), "{query}");
+    assert!(print(&["query", "--help-query-gpu"]).contains("\"utilization.gpu\"\n"));
     assert!(print(&["-v"]).starts_with("gpupeek "));
     assert!(print(&["--print-completion", "bash"]).contains("complete -F _gpupeek gpupeek"));
     assert!(print(&["--print-completion=zsh"]).starts_with("#compdef gpupeek"));
