@@ -157,7 +157,10 @@ fn help_version_and_completions_are_printed() {
     assert!(print(&["metrics", "-h"]).starts_with("Usage: gpupeek metrics"));
     let query = print(&["--shm", "x", "query", "--help"]);
     assert!(query.starts_with("Usage: gpupeek query"), "{query}");
-    assert!(query.contains("--help-query-gpu (nvidia-smi's names"), "{query}");
+    assert!(
+        query.contains("--help-query-gpu (nvidia-smi's names"),
+        "{query}"
+    );
     assert!(print(&["query", "--help-query-gpu"]).contains("\"utilization.gpu\"\n"));
     assert!(print(&["-v"]).starts_with("gpupeek "));
     assert!(print(&["--print-completion", "bash"]).contains("complete -F _gpupeek gpupeek"));
