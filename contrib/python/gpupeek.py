@@ -62,7 +62,7 @@ __all__ = [
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 3
+ABI_MINOR = 4
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -77,6 +77,8 @@ PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
 HISTORY_SAMPLE_SIZE = 24
+MIG_TABLE_HEAD_SIZE = 128
+MIG_RECORD_SIZE = 256
 
 # State enums: raw value -> name.
 DAEMON_STATES = {  # StatusRecord.state (DaemonState)
@@ -150,6 +152,7 @@ GPU_VALID_BITS = {  # GpuRecord.valid
     "GPM_PCIE": 33,
     "GPM_NVLINK": 34,
     "IDLE_SINCE": 35,
+    "MIG_MODE": 36,
 }
 GPU_VALID = {
     "name": 0,  # NAME
@@ -193,6 +196,8 @@ GPU_VALID = {
     "gpm_nvlink_tx_bytes_per_s": 34,  # GPM_NVLINK
     "gpm_nvlink_rx_bytes_per_s": 34,  # GPM_NVLINK
     "idle_since_mono_ns": 35,  # IDLE_SINCE
+    "mig_mode_current": 36,  # MIG_MODE
+    "mig_mode_pending": 36,  # MIG_MODE
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -247,6 +252,33 @@ HISTORY_VALID = {
     "temp_gpu_c": 3,  # TEMPERATURE
     "util_mem_pct": 4,  # UTIL_MEM
 }
+MIG_VALID_BITS = {  # MigRecord.valid
+    "UUID": 0,
+    "PROFILE": 1,
+    "MEMORY": 2,
+    "SM_COUNT": 3,
+    "SLICES": 4,
+    "GPM": 5,
+    "GPM_SM_ACTIVITY": 6,
+    "GPM_SM_OCCUPANCY": 7,
+    "GPM_TENSOR_ACTIVITY": 8,
+    "GPM_DRAM_BW": 9,
+}
+MIG_VALID = {
+    "uuid": 0,  # UUID
+    "profile": 1,  # PROFILE
+    "mem_total_bytes": 2,  # MEMORY
+    "mem_used_bytes": 2,  # MEMORY
+    "mem_free_bytes": 2,  # MEMORY
+    "sm_count": 3,  # SM_COUNT
+    "gpu_instance_slice_count": 4,  # SLICES
+    "compute_instance_slice_count": 4,  # SLICES
+    "gpm_interval_ns": 5,  # GPM
+    "gpm_sm_activity_centipct": 6,  # GPM_SM_ACTIVITY
+    "gpm_sm_occupancy_centipct": 7,  # GPM_SM_OCCUPANCY
+    "gpm_tensor_activity_centipct": 8,  # GPM_TENSOR_ACTIVITY
+    "gpm_dram_bw_util_centipct": 9,  # GPM_DRAM_BW
+}
 
 # Each record's validity table, for walking them all.
 VALID_FIELDS = {
@@ -254,6 +286,7 @@ VALID_FIELDS = {
     "GpuRecord": GPU_VALID,  # valid
     "ProcRecord": PROC_VALID,  # valid
     "HistorySample": HISTORY_VALID,  # valid
+    "MigRecord": MIG_VALID,  # valid
 }
 
 # Every record as (name, size, [(field, offset, struct format)]), in memory order.
@@ -279,7 +312,9 @@ LAYOUT = [
         ("history_slots", 100, "I"),
         ("history_sample_size_bytes", 104, "I"),
         ("reserved1", 108, "I"),
-        ("reserved", 112, "16s"),
+        ("mig_table_offset", 112, "Q"),
+        ("mig_record_size_bytes", 120, "I"),
+        ("mig_capacity", 124, "I"),
     ]),
     ("StatusRecord", 256, [
         ("seq", 0, "Q"),
@@ -345,7 +380,9 @@ LAYOUT = [
         ("gpm_nvlink_rx_bytes_per_s", 448, "Q"),
         ("gpm_interval_ns", 456, "Q"),
         ("idle_since_mono_ns", 464, "Q"),
-        ("reserved", 472, "40s"),
+        ("mig_mode_current", 472, "I"),
+        ("mig_mode_pending", 476, "I"),
+        ("reserved", 480, "32s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -401,6 +438,35 @@ LAYOUT = [
         ("temp_gpu_c", 18, "h"),
         ("valid", 20, "H"),
         ("reserved", 22, "H"),
+    ]),
+    ("MigTableHead", 128, [
+        ("seq", 0, "Q"),
+        ("count", 8, "I"),
+        ("overflow", 12, "I"),
+        ("reserved", 16, "112s"),
+    ]),
+    ("MigRecord", 256, [
+        ("gpu_index", 0, "I"),
+        ("mig_index", 4, "I"),
+        ("gpu_instance_id", 8, "I"),
+        ("compute_instance_id", 12, "I"),
+        ("valid", 16, "Q"),
+        ("uuid", 24, "96s"),
+        ("profile", 120, "32s"),
+        ("mem_total_bytes", 152, "Q"),
+        ("mem_used_bytes", 160, "Q"),
+        ("mem_free_bytes", 168, "Q"),
+        ("sm_count", 176, "I"),
+        ("gpu_instance_slice_count", 180, "I"),
+        ("compute_instance_slice_count", 184, "I"),
+        ("reserved0", 188, "I"),
+        ("gpm_sm_activity_centipct", 192, "I"),
+        ("gpm_sm_occupancy_centipct", 196, "I"),
+        ("gpm_tensor_activity_centipct", 200, "I"),
+        ("gpm_dram_bw_util_centipct", 204, "I"),
+        ("gpm_interval_ns", 208, "Q"),
+        ("sample_mono_ns", 216, "Q"),
+        ("reserved", 224, "32s"),
     ]),
 ]
 # END GENERATED
