@@ -112,6 +112,9 @@ pub struct Gpu {
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
+    /// MIG (see [`crate::mig`]); absent: the GPU cannot do MIG.
+    #[serde(default)]
+    pub mig: Option<crate::mig::Mig>,
     /// Field ids `nvmlDeviceGetFieldValues` answers `NOT_SUPPORTED` for on this GPU,
     /// whatever the values above say (drivers differ per GPU).
     #[serde(default)]
@@ -222,6 +225,11 @@ pub struct PciAddress {
 }
 
 impl Gpu {
+    /// MIG mode is on: the parent's utilisation is not supported.
+    pub fn mig_on(&self) -> bool {
+        self.mig.as_ref().is_some_and(|m| m.enabled)
+    }
+
     /// Memory info, or `None` when `memory_total_bytes` is absent. A missing
     /// `reserved` is 0; a missing `used`/`free` is derived from the others.
     pub fn memory(&self) -> Option<Memory> {
@@ -320,6 +328,19 @@ impl Scenario {
             }
             check_c_string(&format!("gpus[{i}].name"), gpu.name.as_deref())?;
             check_c_string(&format!("gpus[{i}].uuid"), gpu.uuid.as_deref())?;
+            if let Some(mig) = &gpu.mig {
+                let mut seen = std::collections::BTreeSet::new();
+                for (j, m) in mig.instances.iter().enumerate() {
+                    let at = format!("gpus[{i}].mig.instances[{j}]");
+                    if mig.profile_by_id(m.profile_id).is_none() {
+                        return Err(format!("{at}: no profile with id {}", m.profile_id));
+                    }
+                    if !seen.insert((m.gpu_instance_id, m.compute_instance_id)) {
+                        return Err(format!("{at}: its instance ids are taken"));
+                    }
+                    check_c_string(&format!("{at}.uuid"), m.uuid.as_deref())?;
+                }
+            }
             if let Some(id) = &gpu.pci_bus_id {
                 if id.len() >= 32 || parse_pci_bus_id(id).is_none() {
                     return Err(format!(
