@@ -20,7 +20,8 @@
  *      fences, giving up after GPUPEEK_MAX_ATTEMPTS (gpupeek_read_block);
  *   6. judge liveness from the heartbeat (gpupeek_liveness);
  *   7. optionally, read a GPU's history ring (ABI 1.1) under its head's seqlock
- *      (gpupeek_read_history).
+ *      (gpupeek_read_history), and the MIG table (ABI 1.4) under its head's seqlock
+ *      (gpupeek_read_mig).
  * Every string in the segment may be hostile: it is NUL-padded, not always
  * NUL-terminated by contract, and may hold terminal escapes; copy it with
  * gpupeek_copy_string, which bounds and sanitises it.
@@ -692,6 +693,23 @@ static inline int gpupeek_validate_history(struct gpupeek_segment *seg)
     return GPUPEEK_OK;
 }
 
+/* Checks the MIG table fields of the header (ABI 1.4; mig_table_offset 0: no table). */
+static inline int gpupeek_validate_mig(struct gpupeek_segment *seg)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    if (h->mig_table_offset == 0)
+        return GPUPEEK_OK;
+    uint64_t head = sizeof(struct gpupeek_mig_head);
+    if (h->mig_capacity > GPUPEEK_MAX_CAPACITY)
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "MIG capacity out of range");
+    if (h->mig_table_offset < sizeof(struct gpupeek_static_header) ||
+        !gpupeek_region_ok(h->mig_table_offset, head, 1, head, seg->size) ||
+        !gpupeek_region_ok(h->mig_table_offset + head, h->mig_record_size_bytes,
+                           h->mig_capacity, sizeof(struct gpupeek_mig), seg->size))
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "MIG table outside the segment");
+    return GPUPEEK_OK;
+}
+
 /* Checks the static header against the mapping (step 4). */
 static inline int gpupeek_validate(struct gpupeek_segment *seg)
 {
@@ -720,7 +738,8 @@ static inline int gpupeek_validate(struct gpupeek_segment *seg)
                            h->proc_capacity, GPUPEEK_PROC_RECORD_V1_0_SIZE, total) ||
         h->status_offset < sizeof(struct gpupeek_static_header))
         return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "a region lies outside the segment");
-    return gpupeek_validate_history(seg);
+    int err = gpupeek_validate_history(seg);
+    return err != GPUPEEK_OK ? err : gpupeek_validate_mig(seg);
 }
 
 /* Opens segment `name` (NULL: $GPUPEEK_SHM, else "gpupeek") read-only (steps 1-4). */
@@ -842,6 +861,46 @@ static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
                                (uint64_t)i * h->proc_record_size_bytes;
                 memset(&procs[i], 0, sizeof procs[i]);
                 gpupeek_load_words(seg, off / 8, rec / 8, &procs[i]);
+            }
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+                *n = count;
+                return corrupt ? GPUPEEK_ERR_CORRUPT : GPUPEEK_OK;
+            }
+        }
+        if (attempt >= 16)
+            sched_yield();
+    }
+    return GPUPEEK_ERR_STALE;
+}
+
+/* The MIG table (ABI 1.4): its head and up to `max` MIG devices, all under the head's
+ * seqlock, so they are of one MIG layout. `*n` is set to the number copied (min(head.count,
+ * max)); a segment without the table (an older writer) gives GPUPEEK_OK with a zeroed
+ * head and *n = 0. A MIG device's processes are the process records of its GPU with its
+ * gpu_instance_id and compute_instance_id. */
+static inline int gpupeek_read_mig(const struct gpupeek_segment *seg,
+                                   struct gpupeek_mig_head *head, struct gpupeek_mig *migs,
+                                   size_t max, size_t *n)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    memset(head, 0, sizeof *head);
+    *n = 0;
+    if (h->mig_table_offset == 0)
+        return GPUPEEK_OK;
+    const _Atomic uint64_t *seq = &seg->words[h->mig_table_offset / 8];
+    for (int attempt = 0; attempt < GPUPEEK_MAX_ATTEMPTS; attempt++) {
+        uint64_t s1 = atomic_load_explicit(seq, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if ((s1 & 1) == 0) {
+            gpupeek_load_words(seg, h->mig_table_offset / 8, sizeof *head / 8, head);
+            int corrupt = head->count > h->mig_capacity;
+            size_t count = corrupt ? 0 : head->count;
+            count = count < max ? count : max;
+            for (size_t i = 0; i < count; i++) {
+                uint64_t off = h->mig_table_offset + sizeof *head +
+                               (uint64_t)i * h->mig_record_size_bytes;
+                gpupeek_load_words(seg, off / 8, sizeof migs[i] / 8, &migs[i]);
             }
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {

@@ -15,6 +15,9 @@
     with gpupeek.Segment() as seg:        # GPU 0's history ring (ABI 1.1), oldest first
         hist = seg.history(0)             # None from a daemon without history
 
+    for dev in snap.mig:                  # MIG devices (ABI 1.4), their processes
+        print(dev.gpu_index, dev.profile, [p.pid for p in snap.processes_in(dev)])
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -613,6 +616,23 @@ class Process:
 
 
 @dataclass
+class MigDevice:
+    """One MIG device of a MIG-enabled GPU (ABI 1.4): a compute instance of a GPU
+    instance. `profile` is nvidia-smi's name ("3g.40gb"); a value not reported is None.
+    Its processes are Snapshot.processes_in(device)."""
+    gpu_index: int
+    gpu_instance_id: int
+    compute_instance_id: int
+    values: dict
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclass
 class HistorySample:
     """One history sample: `n` counts the samples the daemon appended to this ring; a
     value not sampled is None (a gap, such as an asleep GPU, has every value None)."""
@@ -649,6 +669,17 @@ class Snapshot:
     # are (ns); 0 from older writers.
     proc_sample_mono_ns: int = 0
     proc_period_ns: int = 0
+    # ABI 1.4: the MIG devices of every MIG-enabled GPU (empty from older writers), and
+    # how many did not fit the table.
+    mig: List[MigDevice] = field(default_factory=list)
+    mig_overflow: int = 0
+
+    def processes_in(self, device: MigDevice) -> List[Process]:
+        """The processes running in MIG device `device`."""
+        return [p for p in self.processes
+                if p.gpu_index == device.gpu_index
+                and p.gpu_instance_id == device.gpu_instance_id
+                and p.compute_instance_id == device.compute_instance_id]
 
     def liveness(self) -> str:
         """"live", "starting", "stopped", "nvml_error", "released" (alive, NVML let go on
@@ -741,6 +772,19 @@ class Segment:
         if h["status_offset"] < STATIC_HEADER_SIZE:
             raise CorruptError(f"segment {self.name}: status overlaps the header")
         self._validate_history()
+        self._validate_mig()
+
+    def _validate_mig(self):
+        h = self.header
+        offset = h["mig_table_offset"]
+        if offset == 0:
+            return
+        size, capacity = h["mig_record_size_bytes"], h["mig_capacity"]
+        if capacity > MAX_CAPACITY:
+            raise CorruptError(f"segment {self.name}: MIG capacity out of range")
+        if (offset % 8 or size % 8 or size < MIG_RECORD_SIZE or offset < STATIC_HEADER_SIZE
+                or offset + MIG_TABLE_HEAD_SIZE + size * capacity > self.size):
+            raise CorruptError(f"segment {self.name}: MIG table outside the segment")
 
     def _validate_history(self):
         h = self.header
@@ -827,6 +871,33 @@ class Segment:
                                  kind="+".join(kinds) or "unknown", values=v))
         return head, procs
 
+    def _mig(self):
+        """The MIG table (ABI 1.4) under its head's seqlock: (devices, overflow)."""
+        h = self.header
+        base = h["mig_table_offset"]
+        if base == 0:
+            return [], 0
+        rec_size, head_size = h["mig_record_size_bytes"], MIG_TABLE_HEAD_SIZE
+
+        def slots():
+            count = _decode("MigTableHead", bytes(self._bytes[base:base + head_size]))["count"]
+            if count > h["mig_capacity"]:
+                return None
+            first = base + head_size
+            return [bytes(self._bytes[first + i * rec_size:first + i * rec_size + MIG_RECORD_SIZE])
+                    for i in range(count)]
+        raw_head, raw_slots = self._read(base, head_size, slots)
+        if raw_slots is None:
+            raise CorruptError(f"segment {self.name}: MIG count exceeds capacity")
+        devices = []
+        for raw in raw_slots:
+            v = _validity(_decode("MigRecord", raw), MIG_VALID)
+            devices.append(MigDevice(gpu_index=v.pop("gpu_index"),
+                                     gpu_instance_id=v.pop("gpu_instance_id"),
+                                     compute_instance_id=v.pop("compute_instance_id"),
+                                     values=v))
+        return devices, _decode("MigTableHead", raw_head)["overflow"]
+
     def history(self, slot: int) -> Optional[History]:
         """GPU slot `slot`'s history ring, oldest sample first, read under the ring's
         seqlock; None when the segment has no history (a 1.0 writer) or no such slot."""
@@ -861,6 +932,7 @@ class Segment:
                 raise CorruptError(f"segment {self.name}: GPU count exceeds capacity")
             gpus = [self._gpu(i) for i in range(status.gpu_count)]
             head, procs = self._processes()
+            mig, mig_overflow = self._mig()
             consistent = self.generation() == before
             if consistent:
                 break
@@ -869,7 +941,7 @@ class Segment:
                         hidepid=bool(head["flags"] >> PROC_FLAGS_BITS["HIDEPID"] & 1), pid_ns_inode=head["pid_ns_inode"],
                         generation=before, consistent=consistent,
                         proc_sample_mono_ns=head["sample_mono_ns"],
-                        proc_period_ns=head["period_ns"])
+                        proc_period_ns=head["period_ns"], mig=mig, mig_overflow=mig_overflow)
 
 
 def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:

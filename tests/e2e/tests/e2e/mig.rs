@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use gpupeek_e2e::{wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{compile_c_reader, run_with_watchdog, stdout, wait_for, Daemon, Sandbox};
 use gpupeek_shm::layout::{gpu_valid as v, mig_valid};
 use gpupeek_shm::{text, MigRecord, Snapshot};
 use serde_json::{json, Value};
@@ -188,6 +188,28 @@ fn each_instance_of_a_three_way_h100_is_published_with_its_profile_memory_and_pr
         (true, 12)
     );
     assert_eq!(snap.mig_on(1).count(), 0);
+    // The C reader reads the same instances, and each process's instance ids.
+    let Some(exe) = compile_c_reader(&sb) else {
+        return;
+    };
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(exe);
+        cmd.arg(&sb.shm);
+        cmd
+    });
+    let text = stdout(&out);
+    let migs: Vec<&str> = text.lines().filter(|l| l.starts_with("mig ")).collect();
+    assert_eq!(migs.len(), 3, "{text}");
+    assert!(
+        migs[1].contains("gi=5 ci=0 profile=\"2g.20gb\"")
+            && migs[1].contains(&format!("mem_total_bytes={}", 20_096 * MIB)),
+        "{text}"
+    );
+    let proc_line = text
+        .lines()
+        .find(|l| l.contains(&format!("pid={}", pids[3])))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(proc_line.ends_with("gi=13 ci=0"), "{proc_line}");
 }
 
 fn sorted(pids: &[u32]) -> Vec<u32> {
@@ -321,6 +343,9 @@ fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported
         after.get(tick) >= Some(&(before[tick] + 20))
     });
     let ticks = after[tick] - before[tick];
+    // The calls file is read while a tick may be under way: the calls counted may hold
+    // part of one more tick than the temperature says.
+    let bound = ticks + 1;
     let diff: BTreeMap<&str, u64> = after
         .iter()
         .filter(|(k, _)| k.starts_with("nvml"))
@@ -328,13 +353,14 @@ fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported
         .filter(|(_, n)| *n > 0)
         .collect();
     // Memory: the parent's and one per instance, every tick.
-    assert_eq!(diff["nvmlDeviceGetMemoryInfo_v2"], 4 * ticks, "{diff:?}");
+    let memory = diff["nvmlDeviceGetMemoryInfo_v2"];
+    assert!(memory.abs_diff(4 * ticks) <= 4, "{diff:?}");
     // GPM: the parent's two calls, and two for each instance that has it (two of
     // three), on every tick that closes a window of at least 100 ms (a tick that comes
     // early after a late one does not).
     let mig_samples = diff["nvmlGpmMigSampleGet"];
-    assert!(mig_samples > 0 && mig_samples <= 2 * ticks, "{diff:?}");
-    assert!(diff["nvmlGpmMetricsGet"] <= 3 * ticks, "{diff:?}");
+    assert!(mig_samples > 0 && mig_samples <= 2 * bound, "{diff:?}");
+    assert!(diff["nvmlGpmMetricsGet"] <= 3 * bound, "{diff:?}");
     // The layout is not enumerated again while nothing changes, and the parent's
     // utilisation, which NVML does not report under MIG, is not asked for.
     for idle in [
@@ -353,7 +379,7 @@ fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported
         .sum();
     let instances = 3 + 2 * 2;
     assert!(
-        total <= (8 + instances) * ticks,
+        total <= (8 + instances) * bound,
         "{total} calls over {ticks} ticks: {diff:?}"
     );
 }
