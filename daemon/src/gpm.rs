@@ -376,6 +376,34 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     #[test]
+    fn a_mig_record_gets_the_four_percentages_with_their_bits() {
+        let metrics = Metrics {
+            values: [
+                Some(40.0),
+                None,
+                Some(12.345),
+                Some(150.0),
+                Some(1.0),
+                None,
+                None,
+                None,
+            ],
+            interval_ns: 123,
+        };
+        let mut rec = MigRecord::default();
+        metrics.put_mig(&mut rec);
+        assert_eq!(rec.gpm_sm_activity_centipct, 4000);
+        assert_eq!(rec.gpm_tensor_activity_centipct, 1235);
+        assert_eq!(rec.gpm_dram_bw_util_centipct, 10000, "clamped to 100 %");
+        assert_eq!(rec.gpm_interval_ns, 123);
+        let bits = mig_valid::GPM
+            | mig_valid::GPM_SM_ACTIVITY
+            | mig_valid::GPM_TENSOR_ACTIVITY
+            | mig_valid::GPM_DRAM_BW;
+        assert_eq!(rec.valid, bits, "no occupancy: its bit stays clear");
+    }
+
+    #[test]
     fn failures_back_off_doubling_then_give_up_and_success_resets() {
         let mut b = Backoff::default();
         assert!(b.allows(0));

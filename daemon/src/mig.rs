@@ -452,6 +452,35 @@ mod tests {
     }
 
     #[test]
+    fn a_process_in_an_unknown_instance_makes_the_enumeration_due() {
+        let mut mig = Mig {
+            mode: Some(Some((1, 1))),
+            due_ns: u64::MAX,
+            ..Mig::default()
+        };
+        mig.instances.push(Instance {
+            handle: Handle(std::ptr::null_mut()),
+            rec: MigRecord {
+                gpu_instance_id: 1,
+                compute_instance_id: 0,
+                ..MigRecord::default()
+            },
+        });
+        let process = |gi: Option<u32>| GpuProcess {
+            gpu_instance_id: gi,
+            compute_instance_id: gi.map(|_| 0),
+            ..GpuProcess::default()
+        };
+        mig.note_processes(&[process(Some(1)), process(None)]);
+        assert_eq!(mig.due_ns, u64::MAX, "known instance, or none: no change");
+        mig.note_processes(&[process(Some(2))]);
+        assert_eq!(
+            mig.due_ns, 0,
+            "a process in GPU instance 2, which is not known"
+        );
+    }
+
+    #[test]
     fn the_profile_info_version_is_nvml_struct_version_2() {
         let size = std::mem::size_of::<nvmlGpuInstanceProfileInfo_v2_t>() as u32;
         assert_eq!(PROFILE_INFO_V2, size | 0x0200_0000);

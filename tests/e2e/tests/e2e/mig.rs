@@ -421,3 +421,27 @@ fn without_the_gpu_instance_queries_the_profile_comes_from_the_mig_device_name()
         "a MIG query is no GPU failure"
     );
 }
+
+#[test]
+fn on_the_first_mig_driver_the_profile_still_comes_from_the_device_name() {
+    // R450 lacks the versioned profile info (with the profile's name) and the device
+    // attributes (SM count, slices): what is left is the MIG device's name.
+    let profile = gpupeek_e2e::profiles::R450;
+    let sb = Sandbox::new("mig-r450");
+    sb.use_driver(profile);
+    let procs = [Sleeper::new(), Sleeper::new(), Sleeper::new(), Sleeper::new()];
+    let pids = [procs[0].pid(), procs[1].pid(), procs[2].pid(), procs[3].pid()];
+    let mut s = three_way(&pids);
+    s["driver_version"] = json!(profile.driver_version);
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("100ms");
+    let snap = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    assert_eq!(
+        layout(&snap),
+        [(1, "3g.40gb".into()), (5, "2g.20gb".into()), (13, "1g.10gb".into())]
+    );
+    for m in &snap.mig {
+        assert_eq!(m.valid & (mig_valid::SM_COUNT | mig_valid::SLICES), 0, "{m:?}");
+        assert_ne!(m.valid & mig_valid::MEMORY, 0);
+    }
+}
