@@ -35,6 +35,13 @@ impl Sleeper {
     }
 }
 
+/// Four sleepers (killed when dropped) and their pids.
+fn four_sleepers() -> ([Sleeper; 4], [u32; 4]) {
+    let procs = [(); 4].map(|()| Sleeper::new());
+    let pids = [0, 1, 2, 3].map(|i| procs[i].pid());
+    (procs, pids)
+}
+
 impl Drop for Sleeper {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -115,18 +122,7 @@ fn pids_in(snap: &Snapshot, m: &MigRecord) -> Vec<u32> {
 #[test]
 fn each_instance_of_a_three_way_h100_is_published_with_its_profile_memory_and_processes() {
     let sb = Sandbox::new("mig-three");
-    let procs = [
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-    ];
-    let pids = [
-        procs[0].pid(),
-        procs[1].pid(),
-        procs[2].pid(),
-        procs[3].pid(),
-    ];
+    let (_procs, pids) = four_sleepers();
     sb.write_scenario(&three_way(&pids));
     let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
     let snap = sb.snapshot_when(&daemon, "three instances with GPM and processes", |s| {
@@ -221,18 +217,7 @@ fn sorted(pids: &[u32]) -> Vec<u32> {
 #[test]
 fn a_reconfiguration_while_readers_run_is_published_whole_and_nothing_stale_stays() {
     let sb = Sandbox::new("mig-reconfig");
-    let procs = [
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-    ];
-    let pids = [
-        procs[0].pid(),
-        procs[1].pid(),
-        procs[2].pid(),
-        procs[3].pid(),
-    ];
+    let (_procs, pids) = four_sleepers();
     sb.write_scenario(&three_way(&pids));
     let daemon = sb.start_daemon_with("50ms", &["--process-interval", "100ms"]);
     let before = vec![
@@ -313,18 +298,7 @@ fn calls(sb: &Sandbox, daemon: &Daemon) -> BTreeMap<String, u64> {
 #[test]
 fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported() {
     let sb = Sandbox::new("mig-cost");
-    let procs = [
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-    ];
-    let pids = [
-        procs[0].pid(),
-        procs[1].pid(),
-        procs[2].pid(),
-        procs[3].pid(),
-    ];
+    let (_procs, pids) = four_sleepers();
     let mut s = three_way(&pids);
     s["gpus"].as_array_mut().unwrap().truncate(1);
     sb.write_scenario(&s);
@@ -387,18 +361,7 @@ fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported
 #[test]
 fn without_the_gpu_instance_queries_the_profile_comes_from_the_mig_device_name() {
     let sb = Sandbox::new("mig-noperm");
-    let procs = [
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-        Sleeper::new(),
-    ];
-    let pids = [
-        procs[0].pid(),
-        procs[1].pid(),
-        procs[2].pid(),
-        procs[3].pid(),
-    ];
+    let (_procs, pids) = four_sleepers();
     let mut s = three_way(&pids);
     // As for an unprivileged caller on a real driver.
     s["gpus"][0]["errors"] = json!({"nvmlDeviceGetGpuInstanceById": "NO_PERMISSION"});
@@ -429,8 +392,7 @@ fn on_the_first_mig_driver_the_profile_still_comes_from_the_device_name() {
     let profile = gpupeek_e2e::profiles::R450;
     let sb = Sandbox::new("mig-r450");
     sb.use_driver(profile);
-    let procs = [Sleeper::new(), Sleeper::new(), Sleeper::new(), Sleeper::new()];
-    let pids = [procs[0].pid(), procs[1].pid(), procs[2].pid(), procs[3].pid()];
+    let (_procs, pids) = four_sleepers();
     let mut s = three_way(&pids);
     s["driver_version"] = json!(profile.driver_version);
     sb.write_scenario(&s);
@@ -438,10 +400,18 @@ fn on_the_first_mig_driver_the_profile_still_comes_from_the_device_name() {
     let snap = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
     assert_eq!(
         layout(&snap),
-        [(1, "3g.40gb".into()), (5, "2g.20gb".into()), (13, "1g.10gb".into())]
+        [
+            (1, "3g.40gb".into()),
+            (5, "2g.20gb".into()),
+            (13, "1g.10gb".into())
+        ]
     );
     for m in &snap.mig {
-        assert_eq!(m.valid & (mig_valid::SM_COUNT | mig_valid::SLICES), 0, "{m:?}");
+        assert_eq!(
+            m.valid & (mig_valid::SM_COUNT | mig_valid::SLICES),
+            0,
+            "{m:?}"
+        );
         assert_ne!(m.valid & mig_valid::MEMORY, 0);
     }
 }
