@@ -4,8 +4,9 @@
 //! A GPU with a `mig` object can do MIG; `enabled` says whether MIG mode is on (and
 //! `pending` what it will be after a reset). Each instance in `instances` is one MIG
 //! device: a compute instance (`compute_instance_id`) of a GPU instance
-//! (`gpu_instance_id`) made from one of the GPU's GPU-instance profiles (`profile_id`,
-//! the `id` NVML reports, as `nvidia-smi mig -lgip` lists them). What a real driver
+//! (`gpu_instance_id`) made from one of the GPU's GPU-instance profiles, named by its id
+//! (`profile_id`, the `id` NVML reports, as `nvidia-smi mig -lgip` lists them) or by its
+//! name (`profile`, `"3g.40gb"`). What a real driver
 //! derives, this model derives the same way:
 //!
 //! - the MIG device's memory is its profile's; what is used is the memory of the GPU's
@@ -79,8 +80,12 @@ pub struct Instance {
     pub gpu_instance_id: u32,
     #[serde(default)]
     pub compute_instance_id: u32,
-    /// The GPU-instance profile's id.
-    pub profile_id: u32,
+    /// The GPU-instance profile's id; or see `profile`.
+    #[serde(default)]
+    pub profile_id: Option<u32>,
+    /// The GPU-instance profile's name without "MIG " (`"3g.40gb"`), instead of its id.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// Compute slices of the compute instance; all of the GPU instance's by default.
     #[serde(default)]
     pub compute_slices: Option<u32>,
@@ -178,10 +183,22 @@ pub struct Derived {
 }
 
 impl Instance {
+    /// Its GPU-instance profile among `mig`'s: by id, else by name.
+    pub fn gi_profile(&self, mig: &Mig) -> Option<Profile> {
+        match (self.profile_id, &self.profile) {
+            (Some(id), _) => mig.profile_by_id(id),
+            (None, Some(name)) => mig
+                .profiles()
+                .into_iter()
+                .find(|p| p.name.strip_prefix("MIG ").unwrap_or(&p.name) == name.as_str()),
+            (None, None) => None,
+        }
+    }
+
     /// What the driver reports for this device of `gpu`; `None` when its profile is
     /// not one of the GPU's (a scenario error the getters answer `UNKNOWN`).
     pub fn derive(&self, gpu: &Gpu, mig: &Mig) -> Option<Derived> {
-        let p = mig.profile_by_id(self.profile_id)?;
+        let p = self.gi_profile(mig)?;
         let gi_profile = p.name.strip_prefix("MIG ").unwrap_or(&p.name).to_owned();
         let ci_slices = self
             .compute_slices
@@ -232,7 +249,7 @@ mod tests {
                 "mig": {"instances": [
                     {"gpu_instance_id": 1, "profile_id": 9},
                     {"gpu_instance_id": 2, "profile_id": 9, "compute_slices": 1, "memory_used_bytes": 9},
-                    {"gpu_instance_id": 13, "profile_id": 19}
+                    {"gpu_instance_id": 13, "profile": "1g.10gb"}
                 ]}}]}"#,
         )
         .unwrap()

@@ -299,16 +299,16 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
         let Some(m) = mig.and_then(|m| m.instances.iter().find(|i| i.gpu_instance_id == gi)) else {
             return INVALID_ARGUMENT;
         };
-        let slices = mig
-            .and_then(|all| all.profile_by_id(m.profile_id))
-            .map_or(0, |p| p.slices);
+        let Some(p) = mig.and_then(|all| m.gi_profile(all)) else {
+            return UNKNOWN;
+        };
         let value = nvmlGpuInstanceInfo_t {
             device: encode_handle(gpu),
             id: gi,
-            profileId: m.profile_id,
+            profileId: p.id,
             placement: nvmlGpuInstancePlacement_t {
                 start: m.placement_start,
-                size: slices,
+                size: p.slices,
             },
         };
         // SAFETY: the caller passes a pointer to an `nvmlGpuInstanceInfo_t` (or null).

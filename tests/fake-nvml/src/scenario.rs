@@ -332,8 +332,11 @@ impl Scenario {
                 let mut seen = std::collections::BTreeSet::new();
                 for (j, m) in mig.instances.iter().enumerate() {
                     let at = format!("gpus[{i}].mig.instances[{j}]");
-                    if mig.profile_by_id(m.profile_id).is_none() {
-                        return Err(format!("{at}: no profile with id {}", m.profile_id));
+                    if m.gi_profile(mig).is_none() {
+                        return Err(format!(
+                            "{at}: no profile with id {:?} or name {:?}",
+                            m.profile_id, m.profile
+                        ));
                     }
                     if !seen.insert((m.gpu_instance_id, m.compute_instance_id)) {
                         return Err(format!("{at}: its instance ids are taken"));
@@ -439,6 +442,25 @@ mod tests {
         assert_eq!(gpm.sm_activity_pct, Some(12.5));
         assert_eq!(gpm.dram_bw_util_pct, None);
         assert!(Scenario::parse(r#"{"gpus": [{"gpm": {"sm_util": 1}}]}"#).is_err());
+    }
+
+    #[test]
+    fn a_mig_instance_names_a_profile_of_its_gpu_by_id_or_name() {
+        let ok = r#"{"gpus": [{"mig": {"instances": [
+            {"gpu_instance_id": 1, "profile_id": 9}, {"gpu_instance_id": 2, "profile": "2g.20gb"}
+        ]}}]}"#;
+        let s = Scenario::parse(ok).unwrap();
+        let mig = s.gpus[0].mig.as_ref().unwrap();
+        assert_eq!(mig.instances[1].gi_profile(mig).unwrap().id, 14);
+        for bad in [
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile_id": 77}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile": "9g.1gb"}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile_id": 9},
+                                                {"gpu_instance_id": 1, "profile_id": 19}]}}]}"#,
+        ] {
+            assert!(Scenario::parse(bad).is_err(), "accepted {bad}");
+        }
     }
 
     #[test]
