@@ -8,7 +8,8 @@
 //!
 //! - **MIG mode** (`nvmlDeviceGetMigMode`, one call) is read on the first tick and on
 //!   every slow tick; a GPU that answers "not supported" is never asked again in the
-//!   session. While MIG is on, the parent's utilisation is not asked for at all.
+//!   session. While MIG is on, the parent's utilisation and its per-process utilisation
+//!   (both `NOT_SUPPORTED` under MIG) are not asked for at all.
 //! - **Enumeration** (the maximum device count, a handle per device index, each
 //!   device's instance ids, UUID, attributes and profile) runs when MIG mode turns on,
 //!   every [`ENUMERATE_PERIOD`], and as soon as the layout is seen to change: a call on
@@ -84,20 +85,25 @@ impl Mig {
         matches!(self.mode, Some(Some((1, _))))
     }
 
-    /// One tick of the MIG GPU `parent`: reads the mode when `slow` (or never read),
-    /// enumerates the instances when due, reads each instance's memory and GPM
+    /// Reads the MIG mode of `parent` on a `slow` tick or when never read (a GPU without
+    /// MIG is not asked again): before the tick's other calls, which depend on it.
+    pub fn read_mode_if_due(&mut self, nvml: &Nvml, parent: &Device, fill: &mut Fill, slow: bool) {
+        if self.mode.is_none() || (slow && self.mode != Some(None)) {
+            self.read_mode(nvml, parent, fill);
+        }
+    }
+
+    /// One tick of the MIG GPU `parent`, after [`Self::read_mode_if_due`]: publishes the
+    /// mode, enumerates the instances when due, reads each instance's memory and GPM
     /// (`gpm_ok`: the parent has GPM) and appends their records to `out`.
     pub fn tick(
         &mut self,
         nvml: &Nvml,
         parent: &Device,
         fill: &mut Fill,
-        (now, slow, gpm_ok): (u64, bool, bool),
+        (now, gpm_ok): (u64, bool),
         out: &mut Vec<MigRecord>,
     ) {
-        if self.mode.is_none() || (slow && self.mode != Some(None)) {
-            self.read_mode(nvml, parent, fill);
-        }
         if let Some(Some((current, pending))) = self.mode {
             fill.rec.mig_mode_current = current;
             fill.rec.mig_mode_pending = pending;

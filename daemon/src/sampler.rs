@@ -260,6 +260,8 @@ impl GpuSampler {
             put_identity(fill.rec, id);
         }
         let now = fill.rec.sample_mono_ns;
+        let slow = procs.is_some();
+        self.mig.read_mode_if_due(nvml, &device, &mut fill, slow);
         let legacy = &mut self.legacy_temperature;
         let mig_on = self.mig.enabled();
         sample_fast(nvml, &device, &mut fill, &mut self.fields, (legacy, mig_on));
@@ -279,9 +281,7 @@ impl GpuSampler {
             }
         }
         let gpm_ok = self.gpm.supported() && self.gpm_backoff.allows(now);
-        let slow = procs.is_some();
-        self.mig
-            .tick(nvml, &device, &mut fill, (now, slow, gpm_ok), mig);
+        self.mig.tick(nvml, &device, &mut fill, (now, gpm_ok), mig);
         track_idle(fill.rec, &mut self.idle_since);
         if fill.rec.valid & tiers::PCIE == 0 && fill.rec.valid & v::GPM_PCIE != 0 {
             let kb = |bytes: u64| u32::try_from(bytes / 1024).unwrap_or(u32::MAX);
@@ -308,7 +308,8 @@ impl GpuSampler {
         match procs {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
-                let seen = &mut self.util_seen;
+                // NVML has no per-process utilisation under MIG: not asked for.
+                let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;
                 let listed = procs.len();
                 gpuprocs::sample(nvml, &device, &mut fill, index, seen, bufs, procs);

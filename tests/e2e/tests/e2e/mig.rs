@@ -367,9 +367,12 @@ fn without_the_gpu_instance_queries_the_profile_comes_from_the_mig_device_name()
     s["gpus"][0]["errors"] = json!({"nvmlDeviceGetGpuInstanceById": "NO_PERMISSION"});
     // A compute instance of one slice of the 3g.40gb GPU instance.
     s["gpus"][0]["mig"]["instances"][0]["compute_slices"] = json!(1);
+    s["gpus"].as_array_mut().unwrap().truncate(1);
     sb.write_scenario(&s);
-    let daemon = sb.start_daemon("100ms");
-    let snap = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    let daemon = sb.start_daemon_with("100ms", &["--process-interval", "100ms"]);
+    let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+        s.mig.len() == 3 && s.processes.len() == 4
+    });
     assert_eq!(
         layout(&snap),
         [
@@ -383,6 +386,19 @@ fn without_the_gpu_instance_queries_the_profile_comes_from_the_mig_device_name()
         snap.gpus[0].nvml_error_code, 0,
         "a MIG query is no GPU failure"
     );
+    // Neither the GPU's utilisation nor its processes' is asked for under MIG (NVML
+    // reports neither), from the first tick on.
+    let calls = calls(&sb, &daemon);
+    assert!(
+        calls.contains_key("nvmlDeviceGetRunningProcessDetailList"),
+        "{calls:?}"
+    );
+    for never in [
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetProcessUtilization",
+    ] {
+        assert!(!calls.contains_key(never), "{never}: {calls:?}");
+    }
 }
 
 #[test]
