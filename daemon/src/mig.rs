@@ -12,9 +12,10 @@
 //!   (both `NOT_SUPPORTED` under MIG) are not asked for at all.
 //! - **Enumeration** (the maximum device count, a handle per device index, each
 //!   device's instance ids, UUID, attributes and profile) runs when MIG mode turns on,
-//!   every [`ENUMERATE_PERIOD`], and as soon as the layout is seen to change: a call on
-//!   a known instance fails (it was destroyed), or a slow tick lists a process in an
-//!   instance not known. The profile comes from the GPU instance's profile, as
+//!   every [`ENUMERATE_PERIOD`], and as soon as the layout is seen to change: a known
+//!   instance's handle is refused (`INVALID_ARGUMENT` or `NOT_FOUND`: it was destroyed;
+//!   the instance is not published again), or a slow tick lists a process in an
+//!   instance not known. Any other failure of an instance's call is that value's alone. The profile comes from the GPU instance's profile, as
 //!   nvidia-smi and DCGM name it (`nvmlDeviceGetGpuInstanceById`,
 //!   `nvmlGpuInstanceGetInfo`, then the profile table from
 //!   `nvmlDeviceGetGpuInstanceProfileInfoV`, read once per session), prefixed `Nc.` for
@@ -45,6 +46,9 @@ use crate::reads::Fill;
 /// How often a MIG-enabled GPU's instances are enumerated again when nothing said the
 /// layout changed, ns.
 pub const ENUMERATE_PERIOD: u64 = 10_000_000_000;
+
+/// Ticks in a row on which a vanished instance makes the daemon enumerate again at once.
+const MAX_REFUSALS: u32 = 3;
 
 /// `nvmlGpuInstanceProfileInfo_v2` from nvml.h: `NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2)`.
 const PROFILE_INFO_V2: u32 =
@@ -77,6 +81,8 @@ pub struct Mig {
     due_ns: u64,
     /// GPU-instance profile id → name, read once per session (`None`: not yet).
     profiles: Option<Vec<(u32, String)>>,
+    /// Ticks in a row on which a known instance was gone.
+    refusals: u32,
 }
 
 impl Mig {
@@ -116,8 +122,15 @@ impl Mig {
             self.enumerate(nvml, parent, fill, now);
         }
         let start = out.len();
-        if !self.read(nvml, parent, fill, (now, gpm_ok), out) && !fill.lost {
-            // An instance is gone: the layout changed under us, so find the new one now.
+        if self.read(nvml, parent, fill, (now, gpm_ok), out) || fill.lost {
+            self.refusals = 0;
+            return;
+        }
+        // An instance is gone: the layout changed under us, so find the new one now;
+        // but a driver that keeps refusing handles it has just given gets the regular
+        // cadence after a few ticks, not an enumeration every tick.
+        self.refusals = self.refusals.saturating_add(1);
+        if self.refusals <= MAX_REFUSALS {
             out.truncate(start);
             self.enumerate(nvml, parent, fill, now);
             self.read(nvml, parent, fill, (now, gpm_ok), out);
@@ -323,15 +336,17 @@ impl Mig {
                     rec.mem_free_bytes = m.free;
                     rec.valid |= mig_valid::MEMORY;
                 }
-                Err(NvmlError::NotSupported) => {}
                 Err(NvmlError::GpuLost) => {
                     fill.lost = true;
                     return true;
                 }
-                Err(_) => {
+                // The handle no longer stands for a MIG device: it was destroyed.
+                Err(NvmlError::InvalidArg | NvmlError::NotFound) => {
                     all_there = false;
                     continue;
                 }
+                // Not supported, or a failure of this call: no memory figure this tick.
+                Err(_) => {}
             }
             if gpm_ok {
                 put_gpm(&mut self.gpm, nvml, parent, &mut rec, now);
