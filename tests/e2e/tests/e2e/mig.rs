@@ -3,8 +3,10 @@
 //! UUID, and every process with the ids of its instance; the parent's utilisation,
 //! which NVML does not report under MIG, is published as not available (never 0); a
 //! reconfiguration while readers run is published whole (no reader sees a mix of the
-//! two layouts, or an instance that no longer exists once the new one is out); and the
-//! instances cost the fast tick one call each.
+//! two layouts, or an instance that no longer exists once the new one is out); the
+//! instances cost the fast tick one call each (two more for GPM); the profile is found
+//! without the GPU-instance queries and on the first MIG driver; and a hung MIG call is
+//! the GPU's "not responding", like any other.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command};
@@ -430,4 +432,29 @@ fn on_the_first_mig_driver_the_profile_still_comes_from_the_device_name() {
         );
         assert_ne!(m.valid & mig_valid::MEMORY, 0);
     }
+}
+
+#[test]
+fn a_hung_mig_query_makes_its_gpu_not_responding_and_the_other_gpu_goes_on() {
+    // Every MIG call runs on the GPU's own worker, under the NVML timeout, like the
+    // GPU's other calls: a hang in one leaves the publishing thread and the other GPU
+    // alone, and the GPU's instances are not published while it hangs.
+    let sb = Sandbox::new("mig-hung");
+    let (_procs, pids) = four_sleepers();
+    let ok = three_way(&pids);
+    sb.write_scenario(&ok);
+    let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "300ms"]);
+    let first = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    let mut hanging = ok.clone();
+    hanging["gpus"][0]["hang"] = json!(["nvmlGpmMigSampleGet"]);
+    sb.write_scenario(&hanging);
+    let hung = sb.snapshot_when(&daemon, "GPU 0 not responding, GPU 1 going on", |s| {
+        s.gpus[0].state == gpupeek_shm::GpuState::NotResponding as u32
+            && s.gpus[1].sample_mono_ns > first.gpus[1].sample_mono_ns + 300_000_000
+    });
+    assert!(hung.mig.is_empty(), "{:?}", layout(&hung));
+    sb.write_scenario(&ok);
+    sb.snapshot_when(&daemon, "GPU 0 and its instances back", |s| {
+        s.gpus[0].state == gpupeek_shm::GpuState::Ok as u32 && s.mig.len() == 3
+    });
 }
