@@ -10,7 +10,9 @@
 //! derives, this model derives the same way:
 //!
 //! - the MIG device's memory is its profile's; what is used is the memory of the GPU's
-//!   processes whose instance ids are the instance's, unless `memory_used_bytes` says;
+//!   processes whose instance ids are the instance's, unless `memory_used_bytes` says
+//!   (processes may be listed under the instance itself, as `processes`, or on the GPU
+//!   with the instance's ids: it is the same);
 //! - its SM count is the profile's, in proportion of the compute slices it has
 //!   (`compute_slices`, by default all of the GPU instance's);
 //! - its name is the parent's with ` MIG ` and the profile: `"NVIDIA H100 80GB HBM3 MIG
@@ -99,6 +101,10 @@ pub struct Instance {
     /// `nvmlGpmMigSampleGet` values for its GPU instance; absent: `NOT_SUPPORTED`.
     #[serde(default)]
     pub gpm: Option<Gpm>,
+    /// Processes running in it: moved into the GPU's `processes` with its instance ids
+    /// when the scenario is loaded (so this is empty afterwards).
+    #[serde(default)]
+    pub processes: Vec<crate::scenario::Process>,
 }
 
 /// A built-in profile: index, id, name, slices, instances, SMs, memory in MiB.

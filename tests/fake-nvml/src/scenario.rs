@@ -225,6 +225,21 @@ pub struct PciAddress {
 }
 
 impl Gpu {
+    /// Moves the processes a scenario lists under its MIG instances into the GPU's list,
+    /// with the instance's ids (what the driver's lists on the parent hold).
+    fn adopt_instance_processes(&mut self) {
+        let Some(mig) = &mut self.mig else {
+            return;
+        };
+        for m in &mut mig.instances {
+            for mut p in std::mem::take(&mut m.processes) {
+                p.gpu_instance_id = Some(m.gpu_instance_id);
+                p.compute_instance_id = Some(m.compute_instance_id);
+                self.processes.push(p);
+            }
+        }
+    }
+
     /// MIG mode is on: the parent's utilisation is not supported.
     pub fn mig_on(&self) -> bool {
         self.mig.as_ref().is_some_and(|m| m.enabled)
@@ -286,8 +301,11 @@ impl Scenario {
 
     /// Parses and validates scenario text.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
         scenario.validate()?;
+        for gpu in &mut scenario.gpus {
+            gpu.adopt_instance_processes();
+        }
         Ok(scenario)
     }
 
@@ -461,6 +479,24 @@ mod tests {
         ] {
             assert!(Scenario::parse(bad).is_err(), "accepted {bad}");
         }
+    }
+
+    #[test]
+    fn processes_listed_under_a_mig_instance_are_the_gpus_with_its_ids() {
+        let s = Scenario::parse(
+            r#"{"gpus": [{"processes": [{"pid": 1}],
+                "mig": {"instances": [{"gpu_instance_id": 5, "compute_instance_id": 1,
+                    "profile": "2g.20gb", "processes": [{"pid": 2, "used_gpu_memory_bytes": 3}]}]}}]}"#,
+        )
+        .unwrap();
+        let g = &s.gpus[0];
+        assert!(g.mig.as_ref().unwrap().instances[0].processes.is_empty());
+        let p = &g.processes[1];
+        assert_eq!(
+            (p.pid, p.gpu_instance_id, p.compute_instance_id),
+            (2, Some(5), Some(1))
+        );
+        assert_eq!(g.processes[0].gpu_instance_id, None);
     }
 
     #[test]

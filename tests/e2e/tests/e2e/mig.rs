@@ -229,13 +229,14 @@ fn a_reconfiguration_while_readers_run_is_published_whole_and_nothing_stale_stay
     ];
     sb.snapshot_when(&daemon, "the first layout", |s| layout(s) == before);
     // GIs 5 and 13 destroyed, GI 2 (4g.40gb) created: pids[2] moved into it, pids[3] gone.
+    // The new instance lists its process itself, by its profile's name.
+    let created = json!({
+        "gpu_instance_id": 2, "profile": "4g.40gb", "uuid": "MIG-00000002-new",
+        "processes": [{"pid": pids[2], "used_gpu_memory_bytes": 3000 * MIB}]
+    });
     let after_scenario = scenario(
-        vec![instance(1, 9, None), instance(2, 5, None)],
-        vec![
-            process(pids[0], 1000, 1),
-            process(pids[1], 2000, 1),
-            process(pids[2], 3000, 2),
-        ],
+        vec![instance(1, 9, None), created],
+        vec![process(pids[0], 1000, 1), process(pids[1], 2000, 1)],
     );
     let after = vec![(1, "3g.40gb".to_owned()), (2, "4g.40gb".to_owned())];
     let stop = Arc::new(AtomicBool::new(false));
