@@ -47,6 +47,9 @@ use crate::reads::Fill;
 /// layout changed, ns.
 pub const ENUMERATE_PERIOD: u64 = 10_000_000_000;
 
+/// How soon an enumeration that failed is tried again, ns.
+const RETRY_AFTER: u64 = 1_000_000_000;
+
 /// Ticks in a row on which a vanished instance makes the daemon enumerate again at once.
 const MAX_REFUSALS: u32 = 3;
 
@@ -200,15 +203,17 @@ impl Mig {
 
     /// Finds the MIG devices of `parent` and what does not change about them.
     fn enumerate(&mut self, nvml: &Nvml, parent: &Device, fill: &mut Fill, now: u64) {
-        self.due_ns = now.saturating_add(ENUMERATE_PERIOD);
-        self.instances.clear();
         let max = match parent.mig_device_count() {
             Ok(n) => n,
+            // A failure of this one call keeps the instances known, for a second.
             Err(e) => {
                 fill.lost |= matches!(e, NvmlError::GpuLost);
+                self.due_ns = now.saturating_add(RETRY_AFTER);
                 return;
             }
         };
+        self.due_ns = now.saturating_add(ENUMERATE_PERIOD);
+        self.instances.clear();
         for index in 0..max {
             let device = match parent.mig_device_by_index(index) {
                 Ok(d) => d,
