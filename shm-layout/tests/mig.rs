@@ -165,3 +165,25 @@ fn a_reader_racing_reconfigurations_sees_one_whole_layout_or_the_other() {
     stop.store(true, Ordering::Relaxed);
     assert!(reader.join().unwrap() > 100, "the reader read");
 }
+
+#[test]
+fn a_segment_of_an_older_writer_has_no_mig_table_and_reads_as_before() {
+    use std::os::unix::fs::FileExt;
+    let name = TempName::new("older");
+    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    publish_live(&publisher);
+    publisher.write_mig(&[instance(1, 0, "7g.80gb", 80)]);
+    publisher.bump_generation();
+    // What a 1.3 writer's header holds: minor 3, and zeros where the MIG fields are.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{}", name.0))
+        .unwrap();
+    file.write_all_at(&3u32.to_ne_bytes(), 12).unwrap();
+    file.write_all_at(&[0; 16], 112).unwrap();
+    let segment = Segment::open(&name.0).unwrap();
+    assert!(!segment.geometry().has_mig());
+    let snap = segment.snapshot().unwrap();
+    assert!(snap.mig.is_empty());
+    assert_eq!((snap.status.gpu_count, snap.mig_overflow), (1, 0));
+}
