@@ -4,8 +4,9 @@
  *   cc -std=c11 -O2 -Wall -Wextra -o gpupeek-read gpupeek-read.c
  *   ./gpupeek-read [--history] [SEGMENT-NAME]   (default: $GPUPEEK_SHM, else "gpupeek")
  *
- * Prints one line for the daemon, one per GPU and one per process, as KEY=VALUE pairs;
- * a value the GPU does not report is N/A. With --history, then for each GPU a `history`
+ * Prints one line for the daemon, one per GPU, one per process (gi/ci: its MIG instance
+ * ids) and one per MIG device (`mig`, ABI 1.4), as KEY=VALUE pairs; a value the GPU does
+ * not report is N/A. With --history, then for each GPU a `history`
  * line (step_ns, samples written) and a `sample` line per sample of its ring, oldest
  * first, `n` counting the samples the daemon appended (a gap has every value N/A). Takes a snapshot consistent across records
  * (retaken while the generation word moves). Exit status as gpupeek(1): 0 ok, 3 no
@@ -20,9 +21,11 @@
 
 #define MAX_GPUS 64
 #define MAX_PROCS 1024
+#define MAX_MIGS 448
 
 static struct gpupeek_gpu gpus[MAX_GPUS];
 static struct gpupeek_proc procs[MAX_PROCS];
+static struct gpupeek_mig migs[MAX_MIGS];
 static struct gpupeek_history_sample samples[GPUPEEK_MAX_HISTORY_SLOTS];
 
 static void put_u64(const char *key, uint64_t valid, uint64_t bit, uint64_t value)
@@ -101,7 +104,8 @@ int main(int argc, char **argv)
 
     struct gpupeek_status st;
     struct gpupeek_proc_head head;
-    size_t nprocs = 0;
+    struct gpupeek_mig_head mig_head;
+    size_t nprocs = 0, nmigs = 0;
     uint32_t ngpus = 0;
     uint64_t generation = 0;
     for (int attempt = 0; attempt < 8; attempt++) {
@@ -119,6 +123,11 @@ int main(int argc, char **argv)
         err = gpupeek_read_procs(&seg, &head, procs, MAX_PROCS, &nprocs);
         if (err == GPUPEEK_ERR_CORRUPT)
             snprintf(seg.why, sizeof seg.why, "process count exceeds capacity");
+        if (err != GPUPEEK_OK)
+            return fail(&seg, err);
+        err = gpupeek_read_mig(&seg, &mig_head, migs, MAX_MIGS, &nmigs);
+        if (err == GPUPEEK_ERR_CORRUPT)
+            snprintf(seg.why, sizeof seg.why, "MIG count exceeds capacity");
         if (err != GPUPEEK_OK)
             return fail(&seg, err);
         if (gpupeek_generation(&seg) == generation)
@@ -176,6 +185,20 @@ int main(int argc, char **argv)
         put_u64("gpu_mem_bytes", p->valid, GPUPEEK_PROC_GPU_MEMORY, p->gpu_mem_bytes);
         put_str("user", p->valid, GPUPEEK_PROC_USER, p->user, sizeof p->user);
         put_str("command", p->valid, GPUPEEK_PROC_COMMAND, p->command, sizeof p->command);
+        /* 0xFFFFFFFF: not in a MIG instance. */
+        put_u64("gi", p->gpu_instance_id != UINT32_MAX, 1, p->gpu_instance_id);
+        put_u64("ci", p->compute_instance_id != UINT32_MAX, 1, p->compute_instance_id);
+        printf("\n");
+    }
+    for (size_t i = 0; i < nmigs; i++) {
+        const struct gpupeek_mig *m = &migs[i];
+        printf("mig gpu=%" PRIu32 " gi=%" PRIu32 " ci=%" PRIu32, m->gpu_index,
+               m->gpu_instance_id, m->compute_instance_id);
+        put_str("profile", m->valid, GPUPEEK_MIG_PROFILE, m->profile, sizeof m->profile);
+        put_str("uuid", m->valid, GPUPEEK_MIG_UUID, m->uuid, sizeof m->uuid);
+        put_u64("mem_total_bytes", m->valid, GPUPEEK_MIG_MEMORY, m->mem_total_bytes);
+        put_u64("mem_used_bytes", m->valid, GPUPEEK_MIG_MEMORY, m->mem_used_bytes);
+        put_u64("sm_count", m->valid, GPUPEEK_MIG_SM_COUNT, m->sm_count);
         printf("\n");
     }
     for (uint32_t i = 0; history && i < ngpus; i++)

@@ -20,7 +20,8 @@
  *      fences, giving up after GPUPEEK_MAX_ATTEMPTS (gpupeek_read_block);
  *   6. judge liveness from the heartbeat (gpupeek_liveness);
  *   7. optionally, read a GPU's history ring (ABI 1.1) under its head's seqlock
- *      (gpupeek_read_history).
+ *      (gpupeek_read_history), and the MIG table (ABI 1.4) under its head's seqlock
+ *      (gpupeek_read_mig).
  * Every string in the segment may be hostile: it is NUL-padded, not always
  * NUL-terminated by contract, and may hold terminal escapes; copy it with
  * gpupeek_copy_string, which bounds and sanitises it.
@@ -63,7 +64,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 3u
+#define GPUPEEK_ABI_MINOR 4u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -141,6 +142,7 @@ enum {
 #define GPUPEEK_GPU_GPM_PCIE (UINT64_C(1) << 33) /* gpm_pcie_tx_bytes_per_s, gpm_pcie_rx_bytes_per_s */
 #define GPUPEEK_GPU_GPM_NVLINK (UINT64_C(1) << 34) /* gpm_nvlink_tx_bytes_per_s, gpm_nvlink_rx_bytes_per_s */
 #define GPUPEEK_GPU_IDLE_SINCE (UINT64_C(1) << 35) /* idle_since_mono_ns */
+#define GPUPEEK_GPU_MIG_MODE (UINT64_C(1) << 36) /* mig_mode_current, mig_mode_pending */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -168,6 +170,18 @@ enum {
 #define GPUPEEK_HISTORY_TEMPERATURE (1u << 3) /* temp_gpu_c */
 #define GPUPEEK_HISTORY_UTIL_MEM (1u << 4) /* util_mem_pct */
 
+/* Bits of gpupeek_mig.valid (mig_valid). */
+#define GPUPEEK_MIG_UUID (UINT64_C(1) << 0) /* uuid */
+#define GPUPEEK_MIG_PROFILE (UINT64_C(1) << 1) /* profile */
+#define GPUPEEK_MIG_MEMORY (UINT64_C(1) << 2) /* mem_total_bytes, mem_used_bytes, mem_free_bytes */
+#define GPUPEEK_MIG_SM_COUNT (UINT64_C(1) << 3) /* sm_count */
+#define GPUPEEK_MIG_SLICES (UINT64_C(1) << 4) /* gpu_instance_slice_count, compute_instance_slice_count */
+#define GPUPEEK_MIG_GPM (UINT64_C(1) << 5) /* gpm_interval_ns */
+#define GPUPEEK_MIG_GPM_SM_ACTIVITY (UINT64_C(1) << 6) /* gpm_sm_activity_centipct */
+#define GPUPEEK_MIG_GPM_SM_OCCUPANCY (UINT64_C(1) << 7) /* gpm_sm_occupancy_centipct */
+#define GPUPEEK_MIG_GPM_TENSOR_ACTIVITY (UINT64_C(1) << 8) /* gpm_tensor_activity_centipct */
+#define GPUPEEK_MIG_GPM_DRAM_BW (UINT64_C(1) << 9) /* gpm_dram_bw_util_centipct */
+
 /* Records: native byte order, no implicit padding; every offset pinned. */
 #define GPUPEEK_PIN(type, field, off) \
     _Static_assert(offsetof(struct type, field) == (off), #type "." #field " moved")
@@ -193,7 +207,9 @@ struct gpupeek_static_header {
     uint32_t history_slots;
     uint32_t history_sample_size_bytes;
     uint32_t reserved1;
-    uint64_t reserved[2];
+    uint64_t mig_table_offset;
+    uint32_t mig_record_size_bytes;
+    uint32_t mig_capacity;
 };
 _Static_assert(sizeof(struct gpupeek_static_header) == 128, "gpupeek_static_header size");
 GPUPEEK_PIN(gpupeek_static_header, magic, 0);
@@ -216,7 +232,9 @@ GPUPEEK_PIN(gpupeek_static_header, history_ring_size_bytes, 96);
 GPUPEEK_PIN(gpupeek_static_header, history_slots, 100);
 GPUPEEK_PIN(gpupeek_static_header, history_sample_size_bytes, 104);
 GPUPEEK_PIN(gpupeek_static_header, reserved1, 108);
-GPUPEEK_PIN(gpupeek_static_header, reserved, 112);
+GPUPEEK_PIN(gpupeek_static_header, mig_table_offset, 112);
+GPUPEEK_PIN(gpupeek_static_header, mig_record_size_bytes, 120);
+GPUPEEK_PIN(gpupeek_static_header, mig_capacity, 124);
 
 struct gpupeek_status {
     uint64_t seq;
@@ -297,7 +315,9 @@ struct gpupeek_gpu {
     uint64_t gpm_nvlink_rx_bytes_per_s;
     uint64_t gpm_interval_ns;
     uint64_t idle_since_mono_ns;
-    uint64_t reserved[5];
+    uint32_t mig_mode_current;
+    uint32_t mig_mode_pending;
+    uint64_t reserved[4];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 512, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
@@ -348,7 +368,9 @@ GPUPEEK_PIN(gpupeek_gpu, gpm_nvlink_tx_bytes_per_s, 440);
 GPUPEEK_PIN(gpupeek_gpu, gpm_nvlink_rx_bytes_per_s, 448);
 GPUPEEK_PIN(gpupeek_gpu, gpm_interval_ns, 456);
 GPUPEEK_PIN(gpupeek_gpu, idle_since_mono_ns, 464);
-GPUPEEK_PIN(gpupeek_gpu, reserved, 472);
+GPUPEEK_PIN(gpupeek_gpu, mig_mode_current, 472);
+GPUPEEK_PIN(gpupeek_gpu, mig_mode_pending, 476);
+GPUPEEK_PIN(gpupeek_gpu, reserved, 480);
 
 struct gpupeek_proc_head {
     uint64_t seq;
@@ -459,6 +481,64 @@ GPUPEEK_PIN(gpupeek_history_sample, util_mem_pct, 17);
 GPUPEEK_PIN(gpupeek_history_sample, temp_gpu_c, 18);
 GPUPEEK_PIN(gpupeek_history_sample, valid, 20);
 GPUPEEK_PIN(gpupeek_history_sample, reserved, 22);
+
+struct gpupeek_mig_head {
+    uint64_t seq;
+    uint32_t count;
+    uint32_t overflow;
+    uint64_t reserved[14];
+};
+_Static_assert(sizeof(struct gpupeek_mig_head) == 128, "gpupeek_mig_head size");
+GPUPEEK_PIN(gpupeek_mig_head, seq, 0);
+GPUPEEK_PIN(gpupeek_mig_head, count, 8);
+GPUPEEK_PIN(gpupeek_mig_head, overflow, 12);
+GPUPEEK_PIN(gpupeek_mig_head, reserved, 16);
+
+struct gpupeek_mig {
+    uint32_t gpu_index;
+    uint32_t mig_index;
+    uint32_t gpu_instance_id;
+    uint32_t compute_instance_id;
+    uint64_t valid;
+    char uuid[96];
+    char profile[32];
+    uint64_t mem_total_bytes;
+    uint64_t mem_used_bytes;
+    uint64_t mem_free_bytes;
+    uint32_t sm_count;
+    uint32_t gpu_instance_slice_count;
+    uint32_t compute_instance_slice_count;
+    uint32_t reserved0;
+    uint32_t gpm_sm_activity_centipct;
+    uint32_t gpm_sm_occupancy_centipct;
+    uint32_t gpm_tensor_activity_centipct;
+    uint32_t gpm_dram_bw_util_centipct;
+    uint64_t gpm_interval_ns;
+    uint64_t sample_mono_ns;
+    uint64_t reserved[4];
+};
+_Static_assert(sizeof(struct gpupeek_mig) == 256, "gpupeek_mig size");
+GPUPEEK_PIN(gpupeek_mig, gpu_index, 0);
+GPUPEEK_PIN(gpupeek_mig, mig_index, 4);
+GPUPEEK_PIN(gpupeek_mig, gpu_instance_id, 8);
+GPUPEEK_PIN(gpupeek_mig, compute_instance_id, 12);
+GPUPEEK_PIN(gpupeek_mig, valid, 16);
+GPUPEEK_PIN(gpupeek_mig, uuid, 24);
+GPUPEEK_PIN(gpupeek_mig, profile, 120);
+GPUPEEK_PIN(gpupeek_mig, mem_total_bytes, 152);
+GPUPEEK_PIN(gpupeek_mig, mem_used_bytes, 160);
+GPUPEEK_PIN(gpupeek_mig, mem_free_bytes, 168);
+GPUPEEK_PIN(gpupeek_mig, sm_count, 176);
+GPUPEEK_PIN(gpupeek_mig, gpu_instance_slice_count, 180);
+GPUPEEK_PIN(gpupeek_mig, compute_instance_slice_count, 184);
+GPUPEEK_PIN(gpupeek_mig, reserved0, 188);
+GPUPEEK_PIN(gpupeek_mig, gpm_sm_activity_centipct, 192);
+GPUPEEK_PIN(gpupeek_mig, gpm_sm_occupancy_centipct, 196);
+GPUPEEK_PIN(gpupeek_mig, gpm_tensor_activity_centipct, 200);
+GPUPEEK_PIN(gpupeek_mig, gpm_dram_bw_util_centipct, 204);
+GPUPEEK_PIN(gpupeek_mig, gpm_interval_ns, 208);
+GPUPEEK_PIN(gpupeek_mig, sample_mono_ns, 216);
+GPUPEEK_PIN(gpupeek_mig, reserved, 224);
 
 /* END GENERATED */
 
@@ -613,6 +693,23 @@ static inline int gpupeek_validate_history(struct gpupeek_segment *seg)
     return GPUPEEK_OK;
 }
 
+/* Checks the MIG table fields of the header (ABI 1.4; mig_table_offset 0: no table). */
+static inline int gpupeek_validate_mig(struct gpupeek_segment *seg)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    if (h->mig_table_offset == 0)
+        return GPUPEEK_OK;
+    uint64_t head = sizeof(struct gpupeek_mig_head);
+    if (h->mig_capacity > GPUPEEK_MAX_CAPACITY)
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "MIG capacity out of range");
+    if (h->mig_table_offset < sizeof(struct gpupeek_static_header) ||
+        !gpupeek_region_ok(h->mig_table_offset, head, 1, head, seg->size) ||
+        !gpupeek_region_ok(h->mig_table_offset + head, h->mig_record_size_bytes,
+                           h->mig_capacity, sizeof(struct gpupeek_mig), seg->size))
+        return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "MIG table outside the segment");
+    return GPUPEEK_OK;
+}
+
 /* Checks the static header against the mapping (step 4). */
 static inline int gpupeek_validate(struct gpupeek_segment *seg)
 {
@@ -641,7 +738,8 @@ static inline int gpupeek_validate(struct gpupeek_segment *seg)
                            h->proc_capacity, GPUPEEK_PROC_RECORD_V1_0_SIZE, total) ||
         h->status_offset < sizeof(struct gpupeek_static_header))
         return gpupeek_fail(seg, GPUPEEK_ERR_CORRUPT, "a region lies outside the segment");
-    return gpupeek_validate_history(seg);
+    int err = gpupeek_validate_history(seg);
+    return err != GPUPEEK_OK ? err : gpupeek_validate_mig(seg);
 }
 
 /* Opens segment `name` (NULL: $GPUPEEK_SHM, else "gpupeek") read-only (steps 1-4). */
@@ -763,6 +861,46 @@ static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
                                (uint64_t)i * h->proc_record_size_bytes;
                 memset(&procs[i], 0, sizeof procs[i]);
                 gpupeek_load_words(seg, off / 8, rec / 8, &procs[i]);
+            }
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+                *n = count;
+                return corrupt ? GPUPEEK_ERR_CORRUPT : GPUPEEK_OK;
+            }
+        }
+        if (attempt >= 16)
+            sched_yield();
+    }
+    return GPUPEEK_ERR_STALE;
+}
+
+/* The MIG table (ABI 1.4): its head and up to `max` MIG devices, all under the head's
+ * seqlock, so they are of one MIG layout. `*n` is set to the number copied (min(head.count,
+ * max)); a segment without the table (an older writer) gives GPUPEEK_OK with a zeroed
+ * head and *n = 0. A MIG device's processes are the process records of its GPU with its
+ * gpu_instance_id and compute_instance_id. */
+static inline int gpupeek_read_mig(const struct gpupeek_segment *seg,
+                                   struct gpupeek_mig_head *head, struct gpupeek_mig *migs,
+                                   size_t max, size_t *n)
+{
+    const struct gpupeek_static_header *h = &seg->header;
+    memset(head, 0, sizeof *head);
+    *n = 0;
+    if (h->mig_table_offset == 0)
+        return GPUPEEK_OK;
+    const _Atomic uint64_t *seq = &seg->words[h->mig_table_offset / 8];
+    for (int attempt = 0; attempt < GPUPEEK_MAX_ATTEMPTS; attempt++) {
+        uint64_t s1 = atomic_load_explicit(seq, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if ((s1 & 1) == 0) {
+            gpupeek_load_words(seg, h->mig_table_offset / 8, sizeof *head / 8, head);
+            int corrupt = head->count > h->mig_capacity;
+            size_t count = corrupt ? 0 : head->count;
+            count = count < max ? count : max;
+            for (size_t i = 0; i < count; i++) {
+                uint64_t off = h->mig_table_offset + sizeof *head +
+                               (uint64_t)i * h->mig_record_size_bytes;
+                gpupeek_load_words(seg, off / 8, sizeof migs[i] / 8, &migs[i]);
             }
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {

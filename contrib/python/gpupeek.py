@@ -15,6 +15,9 @@
     with gpupeek.Segment() as seg:        # GPU 0's history ring (ABI 1.1), oldest first
         hist = seg.history(0)             # None from a daemon without history
 
+    for dev in snap.mig:                  # MIG devices (ABI 1.4), their processes
+        print(dev.gpu_index, dev.profile, [p.pid for p in snap.processes_in(dev)])
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -62,7 +65,7 @@ __all__ = [
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 3
+ABI_MINOR = 4
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -77,6 +80,8 @@ PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
 HISTORY_SAMPLE_SIZE = 24
+MIG_TABLE_HEAD_SIZE = 128
+MIG_RECORD_SIZE = 256
 
 # State enums: raw value -> name.
 DAEMON_STATES = {  # StatusRecord.state (DaemonState)
@@ -150,6 +155,7 @@ GPU_VALID_BITS = {  # GpuRecord.valid
     "GPM_PCIE": 33,
     "GPM_NVLINK": 34,
     "IDLE_SINCE": 35,
+    "MIG_MODE": 36,
 }
 GPU_VALID = {
     "name": 0,  # NAME
@@ -193,6 +199,8 @@ GPU_VALID = {
     "gpm_nvlink_tx_bytes_per_s": 34,  # GPM_NVLINK
     "gpm_nvlink_rx_bytes_per_s": 34,  # GPM_NVLINK
     "idle_since_mono_ns": 35,  # IDLE_SINCE
+    "mig_mode_current": 36,  # MIG_MODE
+    "mig_mode_pending": 36,  # MIG_MODE
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -247,6 +255,33 @@ HISTORY_VALID = {
     "temp_gpu_c": 3,  # TEMPERATURE
     "util_mem_pct": 4,  # UTIL_MEM
 }
+MIG_VALID_BITS = {  # MigRecord.valid
+    "UUID": 0,
+    "PROFILE": 1,
+    "MEMORY": 2,
+    "SM_COUNT": 3,
+    "SLICES": 4,
+    "GPM": 5,
+    "GPM_SM_ACTIVITY": 6,
+    "GPM_SM_OCCUPANCY": 7,
+    "GPM_TENSOR_ACTIVITY": 8,
+    "GPM_DRAM_BW": 9,
+}
+MIG_VALID = {
+    "uuid": 0,  # UUID
+    "profile": 1,  # PROFILE
+    "mem_total_bytes": 2,  # MEMORY
+    "mem_used_bytes": 2,  # MEMORY
+    "mem_free_bytes": 2,  # MEMORY
+    "sm_count": 3,  # SM_COUNT
+    "gpu_instance_slice_count": 4,  # SLICES
+    "compute_instance_slice_count": 4,  # SLICES
+    "gpm_interval_ns": 5,  # GPM
+    "gpm_sm_activity_centipct": 6,  # GPM_SM_ACTIVITY
+    "gpm_sm_occupancy_centipct": 7,  # GPM_SM_OCCUPANCY
+    "gpm_tensor_activity_centipct": 8,  # GPM_TENSOR_ACTIVITY
+    "gpm_dram_bw_util_centipct": 9,  # GPM_DRAM_BW
+}
 
 # Each record's validity table, for walking them all.
 VALID_FIELDS = {
@@ -254,6 +289,7 @@ VALID_FIELDS = {
     "GpuRecord": GPU_VALID,  # valid
     "ProcRecord": PROC_VALID,  # valid
     "HistorySample": HISTORY_VALID,  # valid
+    "MigRecord": MIG_VALID,  # valid
 }
 
 # Every record as (name, size, [(field, offset, struct format)]), in memory order.
@@ -279,7 +315,9 @@ LAYOUT = [
         ("history_slots", 100, "I"),
         ("history_sample_size_bytes", 104, "I"),
         ("reserved1", 108, "I"),
-        ("reserved", 112, "16s"),
+        ("mig_table_offset", 112, "Q"),
+        ("mig_record_size_bytes", 120, "I"),
+        ("mig_capacity", 124, "I"),
     ]),
     ("StatusRecord", 256, [
         ("seq", 0, "Q"),
@@ -345,7 +383,9 @@ LAYOUT = [
         ("gpm_nvlink_rx_bytes_per_s", 448, "Q"),
         ("gpm_interval_ns", 456, "Q"),
         ("idle_since_mono_ns", 464, "Q"),
-        ("reserved", 472, "40s"),
+        ("mig_mode_current", 472, "I"),
+        ("mig_mode_pending", 476, "I"),
+        ("reserved", 480, "32s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -401,6 +441,35 @@ LAYOUT = [
         ("temp_gpu_c", 18, "h"),
         ("valid", 20, "H"),
         ("reserved", 22, "H"),
+    ]),
+    ("MigTableHead", 128, [
+        ("seq", 0, "Q"),
+        ("count", 8, "I"),
+        ("overflow", 12, "I"),
+        ("reserved", 16, "112s"),
+    ]),
+    ("MigRecord", 256, [
+        ("gpu_index", 0, "I"),
+        ("mig_index", 4, "I"),
+        ("gpu_instance_id", 8, "I"),
+        ("compute_instance_id", 12, "I"),
+        ("valid", 16, "Q"),
+        ("uuid", 24, "96s"),
+        ("profile", 120, "32s"),
+        ("mem_total_bytes", 152, "Q"),
+        ("mem_used_bytes", 160, "Q"),
+        ("mem_free_bytes", 168, "Q"),
+        ("sm_count", 176, "I"),
+        ("gpu_instance_slice_count", 180, "I"),
+        ("compute_instance_slice_count", 184, "I"),
+        ("reserved0", 188, "I"),
+        ("gpm_sm_activity_centipct", 192, "I"),
+        ("gpm_sm_occupancy_centipct", 196, "I"),
+        ("gpm_tensor_activity_centipct", 200, "I"),
+        ("gpm_dram_bw_util_centipct", 204, "I"),
+        ("gpm_interval_ns", 208, "Q"),
+        ("sample_mono_ns", 216, "Q"),
+        ("reserved", 224, "32s"),
     ]),
 ]
 # END GENERATED
@@ -547,6 +616,23 @@ class Process:
 
 
 @dataclass
+class MigDevice:
+    """One MIG device of a MIG-enabled GPU (ABI 1.4): a compute instance of a GPU
+    instance. `profile` is nvidia-smi's name ("3g.40gb"); a value not reported is None.
+    Its processes are Snapshot.processes_in(device)."""
+    gpu_index: int
+    gpu_instance_id: int
+    compute_instance_id: int
+    values: dict
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclass
 class HistorySample:
     """One history sample: `n` counts the samples the daemon appended to this ring; a
     value not sampled is None (a gap, such as an asleep GPU, has every value None)."""
@@ -583,6 +669,17 @@ class Snapshot:
     # are (ns); 0 from older writers.
     proc_sample_mono_ns: int = 0
     proc_period_ns: int = 0
+    # ABI 1.4: the MIG devices of every MIG-enabled GPU (empty from older writers), and
+    # how many did not fit the table.
+    mig: List[MigDevice] = field(default_factory=list)
+    mig_overflow: int = 0
+
+    def processes_in(self, device: MigDevice) -> List[Process]:
+        """The processes running in MIG device `device`."""
+        return [p for p in self.processes
+                if p.gpu_index == device.gpu_index
+                and p.gpu_instance_id == device.gpu_instance_id
+                and p.compute_instance_id == device.compute_instance_id]
 
     def liveness(self) -> str:
         """"live", "starting", "stopped", "nvml_error", "released" (alive, NVML let go on
@@ -675,6 +772,19 @@ class Segment:
         if h["status_offset"] < STATIC_HEADER_SIZE:
             raise CorruptError(f"segment {self.name}: status overlaps the header")
         self._validate_history()
+        self._validate_mig()
+
+    def _validate_mig(self):
+        h = self.header
+        offset = h["mig_table_offset"]
+        if offset == 0:
+            return
+        size, capacity = h["mig_record_size_bytes"], h["mig_capacity"]
+        if capacity > MAX_CAPACITY:
+            raise CorruptError(f"segment {self.name}: MIG capacity out of range")
+        if (offset % 8 or size % 8 or size < MIG_RECORD_SIZE or offset < STATIC_HEADER_SIZE
+                or offset + MIG_TABLE_HEAD_SIZE + size * capacity > self.size):
+            raise CorruptError(f"segment {self.name}: MIG table outside the segment")
 
     def _validate_history(self):
         h = self.header
@@ -761,6 +871,33 @@ class Segment:
                                  kind="+".join(kinds) or "unknown", values=v))
         return head, procs
 
+    def _mig(self):
+        """The MIG table (ABI 1.4) under its head's seqlock: (devices, overflow)."""
+        h = self.header
+        base = h["mig_table_offset"]
+        if base == 0:
+            return [], 0
+        rec_size, head_size = h["mig_record_size_bytes"], MIG_TABLE_HEAD_SIZE
+
+        def slots():
+            count = _decode("MigTableHead", bytes(self._bytes[base:base + head_size]))["count"]
+            if count > h["mig_capacity"]:
+                return None
+            first = base + head_size
+            return [bytes(self._bytes[first + i * rec_size:first + i * rec_size + MIG_RECORD_SIZE])
+                    for i in range(count)]
+        raw_head, raw_slots = self._read(base, head_size, slots)
+        if raw_slots is None:
+            raise CorruptError(f"segment {self.name}: MIG count exceeds capacity")
+        devices = []
+        for raw in raw_slots:
+            v = _validity(_decode("MigRecord", raw), MIG_VALID)
+            devices.append(MigDevice(gpu_index=v.pop("gpu_index"),
+                                     gpu_instance_id=v.pop("gpu_instance_id"),
+                                     compute_instance_id=v.pop("compute_instance_id"),
+                                     values=v))
+        return devices, _decode("MigTableHead", raw_head)["overflow"]
+
     def history(self, slot: int) -> Optional[History]:
         """GPU slot `slot`'s history ring, oldest sample first, read under the ring's
         seqlock; None when the segment has no history (a 1.0 writer) or no such slot."""
@@ -795,6 +932,7 @@ class Segment:
                 raise CorruptError(f"segment {self.name}: GPU count exceeds capacity")
             gpus = [self._gpu(i) for i in range(status.gpu_count)]
             head, procs = self._processes()
+            mig, mig_overflow = self._mig()
             consistent = self.generation() == before
             if consistent:
                 break
@@ -803,7 +941,7 @@ class Segment:
                         hidepid=bool(head["flags"] >> PROC_FLAGS_BITS["HIDEPID"] & 1), pid_ns_inode=head["pid_ns_inode"],
                         generation=before, consistent=consistent,
                         proc_sample_mono_ns=head["sample_mono_ns"],
-                        proc_period_ns=head["period_ns"])
+                        proc_period_ns=head["period_ns"], mig=mig, mig_overflow=mig_overflow)
 
 
 def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:

@@ -81,18 +81,19 @@ class Validity(unittest.TestCase):
     field added in shm-layout is covered without touching this test."""
 
     # One segment made here: header, generation, status, 1 GPU slot, the process table
-    # with 1 slot, and 1 history ring of 1 sample.
+    # with 1 slot, 1 history ring of 1 sample, and the MIG table with 1 slot.
     STATUS, GPUS = 256, 512
     PROCS = GPUS + gpupeek.GPU_RECORD_SIZE
     SLOTS = PROCS + gpupeek.PROC_TABLE_HEAD_SIZE
     RING = -(-(gpupeek.HISTORY_HEAD_SIZE + gpupeek.HISTORY_SAMPLE_SIZE) // 8) * 8
     HISTORY = SLOTS + gpupeek.PROC_RECORD_SIZE
-    SIZE = HISTORY + RING
+    MIG = HISTORY + RING
+    SIZE = MIG + gpupeek.MIG_TABLE_HEAD_SIZE + gpupeek.MIG_RECORD_SIZE
 
     # Values that make a record read as current: an ok GPU, a live daemon, one process.
     FIXED = {"StatusRecord": {"state": 1, "gpu_count": 1}, "GpuRecord": {"state": 1},
              "ProcTableHead": {"count": 1}, "ProcRecord": {"kind": 1},
-             "HistoryHead": {"written": 1, "step_ns": 1}}
+             "HistoryHead": {"written": 1, "step_ns": 1}, "MigTableHead": {"count": 1}}
 
     @staticmethod
     def value(name, offset, fmt):
@@ -123,14 +124,18 @@ class Validity(unittest.TestCase):
              "proc_record_size_bytes": gpupeek.PROC_RECORD_SIZE, "proc_capacity": 1,
              "generation_offset": 128, "history_offset": self.HISTORY,
              "history_ring_size_bytes": self.RING, "history_slots": 1,
-             "history_sample_size_bytes": gpupeek.HISTORY_SAMPLE_SIZE}
+             "history_sample_size_bytes": gpupeek.HISTORY_SAMPLE_SIZE,
+             "mig_table_offset": self.MIG, "mig_record_size_bytes": gpupeek.MIG_RECORD_SIZE,
+             "mig_capacity": 1}
         data = bytearray(self.SIZE)
         for field, offset, fmt in gpupeek._RECORDS["StaticHeader"][1]:
             struct.pack_into("=" + fmt, data, offset, h.get(field, 0 if fmt[-1] != "s" else b""))
         for record, at in (("StatusRecord", self.STATUS), ("GpuRecord", self.GPUS),
                            ("ProcTableHead", self.PROCS), ("ProcRecord", self.SLOTS),
                            ("HistoryHead", self.HISTORY),
-                           ("HistorySample", self.HISTORY + gpupeek.HISTORY_HEAD_SIZE)):
+                           ("HistorySample", self.HISTORY + gpupeek.HISTORY_HEAD_SIZE),
+                           ("MigTableHead", self.MIG),
+                           ("MigRecord", self.MIG + gpupeek.MIG_TABLE_HEAD_SIZE)):
             raw = self.record(record, valid)
             data[at:at + len(raw)] = raw
         name = f"{SHM or 'gpupeek-test'}-valid-{os.getpid()}"
@@ -145,7 +150,8 @@ class Validity(unittest.TestCase):
             snap = seg.snapshot()
             history = seg.history(0)
         return {"StatusRecord": snap.status, "GpuRecord": snap.gpus[0],
-                "ProcRecord": snap.processes[0], "HistorySample": history.samples[0]}
+                "ProcRecord": snap.processes[0], "HistorySample": history.samples[0],
+                "MigRecord": snap.mig[0]}
 
     def expected(self, record, field):
         size, fields = gpupeek._RECORDS[record]
@@ -155,10 +161,24 @@ class Validity(unittest.TestCase):
             return [value.decode()]
         return value.decode() if isinstance(value, bytes) else value
 
-    def test_gpu_status_process_and_history_records_have_validity_tables(self):
+    def test_gpu_status_process_history_and_mig_records_have_validity_tables(self):
         self.assertEqual(set(gpupeek.VALID_FIELDS),
-                         {"StatusRecord", "GpuRecord", "ProcRecord", "HistorySample"})
+                         {"StatusRecord", "GpuRecord", "ProcRecord", "HistorySample",
+                          "MigRecord"})
         self.assertEqual(gpupeek.GPU_VALID["idle_since_mono_ns"], 35)
+        self.assertEqual(gpupeek.GPU_VALID["mig_mode_current"], 36)
+
+    def test_a_mig_device_s_processes_are_those_with_its_instance_ids(self):
+        device = gpupeek.MigDevice(gpu_index=0, gpu_instance_id=5, compute_instance_id=0,
+                                   values={"profile": "2g.20gb"})
+        procs = [gpupeek.Process(gpu_index=g, pid=pid, kind="compute",
+                                 values={"gpu_instance_id": gi, "compute_instance_id": 0})
+                 for g, pid, gi in ((0, 10, 5), (0, 11, 1), (1, 12, 5), (0, 13, 5))]
+        snap = gpupeek.Snapshot(status=None, gpus=[], processes=procs, proc_overflow=0,
+                                proc_policy=None, hidepid=False, pid_ns_inode=0,
+                                generation=1, consistent=True, mig=[device])
+        self.assertEqual([p.pid for p in snap.processes_in(device)], [10, 13])
+        self.assertEqual(device.profile, "2g.20gb")
 
     def test_a_field_is_its_value_with_its_bit_set(self):
         decoded = self.segment(valid=(1 << 64) - 1)

@@ -23,8 +23,8 @@ use nvml_wrapper::gpm::gpm_metrics_get;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 use nvml_wrapper_sys::bindings::nvmlGpmSample_t;
 
-use gpupeek_shm::layout::gpu_valid as v;
-use gpupeek_shm::GpuRecord;
+use gpupeek_shm::layout::{gpu_valid as v, mig_valid};
+use gpupeek_shm::{GpuRecord, MigRecord};
 
 /// Longest wait between two GPM attempts after failures, ns.
 pub const MAX_BACKOFF_NS: u64 = 64_000_000_000;
@@ -136,6 +136,31 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// Writes the metrics a MIG record has (the four percentages) and their bits.
+    pub fn put_mig(&self, rec: &mut MigRecord) {
+        let mut gpu = GpuRecord::default();
+        self.put(&mut gpu);
+        let fields = [
+            (v::GPM_SM_ACTIVITY, mig_valid::GPM_SM_ACTIVITY),
+            (v::GPM_SM_OCCUPANCY, mig_valid::GPM_SM_OCCUPANCY),
+            (v::GPM_TENSOR_ACTIVITY, mig_valid::GPM_TENSOR_ACTIVITY),
+            (v::GPM_DRAM_BW, mig_valid::GPM_DRAM_BW),
+        ];
+        for (from, to) in fields {
+            if gpu.valid & from != 0 {
+                rec.valid |= to;
+            }
+        }
+        rec.gpm_sm_activity_centipct = gpu.gpm_sm_activity_centipct;
+        rec.gpm_sm_occupancy_centipct = gpu.gpm_sm_occupancy_centipct;
+        rec.gpm_tensor_activity_centipct = gpu.gpm_tensor_activity_centipct;
+        rec.gpm_dram_bw_util_centipct = gpu.gpm_dram_bw_util_centipct;
+        rec.gpm_interval_ns = self.interval_ns;
+        rec.valid |= mig_valid::GPM;
+    }
+}
+
 /// A sample kept from an earlier tick: its raw handle (owned) and when it was taken.
 #[derive(Debug)]
 pub struct Kept {
@@ -178,13 +203,36 @@ fn unsupported(e: &NvmlError) -> bool {
 }
 
 impl Gpm {
+    /// The state of a MIG GPU instance whose parent has GPM: supported until
+    /// `nvmlGpmMigSampleGet` says otherwise (the support query is the parent's).
+    pub fn for_instance() -> Self {
+        Gpm::Supported {
+            kept: None,
+            spare: None,
+            last: None,
+        }
+    }
+
+    /// This GPU (or instance) has no GPM.
+    pub fn unsupported(&self) -> bool {
+        matches!(self, Gpm::Unsupported)
+    }
+
+    /// This GPU (or instance) has GPM.
+    pub fn supported(&self) -> bool {
+        matches!(self, Gpm::Supported { .. })
+    }
+
     /// One tick for an awake GPU that answered this tick: the metrics to publish, if any.
     /// `Err` only for failures that are neither "not supported" nor about one metric.
+    /// With `gpu_instance`, the samples are of that MIG GPU instance of `device`
+    /// (`nvmlGpmMigSampleGet`).
     pub fn tick(
         &mut self,
         nvml: &Nvml,
         device: &Device,
         now_ns: u64,
+        gpu_instance: Option<u32>,
     ) -> Result<Option<Metrics>, NvmlError> {
         if matches!(self, Gpm::Unknown) {
             *self = match device.gpm_support() {
@@ -207,7 +255,7 @@ impl Gpm {
         {
             return Ok(*last);
         }
-        let new = match take_sample(nvml, device, spare) {
+        let new = match take_sample(nvml, device, spare, gpu_instance) {
             Ok(handle) => handle,
             Err(e) if unsupported(&e) => {
                 free(nvml, kept);
@@ -261,12 +309,14 @@ impl Gpm {
     }
 }
 
-/// Takes a GPM sample of `device` into the `spare` buffer (allocated the first time);
-/// returns its handle, now the caller's. On failure the buffer stays the spare.
+/// Takes a GPM sample of `device` (of its MIG GPU instance `gpu_instance`, if given)
+/// into the `spare` buffer (allocated the first time); returns its handle, now the
+/// caller's. On failure the buffer stays the spare.
 fn take_sample(
     nvml: &Nvml,
     device: &Device,
     spare: &mut Option<Kept>,
+    gpu_instance: Option<u32>,
 ) -> Result<nvmlGpmSample_t, NvmlError> {
     let lib = nvml.lib();
     let handle = match spare.take() {
@@ -283,20 +333,21 @@ fn take_sample(
             handle
         }
     };
-    let get = match lib.nvmlGpmSampleGet.as_ref() {
-        Ok(get) => get,
-        Err(_) => {
-            *spare = Some(Kept {
-                handle,
-                taken_ns: 0,
-            });
-            return Err(NvmlError::FunctionNotFound);
-        }
+    let result = match (
+        gpu_instance,
+        &lib.nvmlGpmSampleGet,
+        &lib.nvmlGpmMigSampleGet,
+    ) {
+        // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
+        // nvmlGpmSample_t)`; the device handle is from the live session and `handle` a
+        // sample buffer that session allocated and that only this call touches now.
+        (None, Ok(get), _) => nvml_try(unsafe { get(device.handle(), handle) }),
+        // SAFETY: as above, with the signature `nvmlReturn_t (nvmlDevice_t, unsigned int,
+        // nvmlGpmSample_t)` and `device` the MIG instance's parent.
+        (Some(gi), _, Ok(get)) => nvml_try(unsafe { get(device.handle(), gi, handle) }),
+        _ => Err(NvmlError::FunctionNotFound),
     };
-    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, nvmlGpmSample_t)`;
-    // the device handle is from the live session and `handle` a sample buffer that
-    // session allocated and that only this call touches now.
-    match nvml_try(unsafe { get(device.handle(), handle) }) {
+    match result {
         Ok(()) => Ok(handle),
         Err(e) => {
             *spare = Some(Kept {
@@ -323,6 +374,34 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_mig_record_gets_the_four_percentages_with_their_bits() {
+        let metrics = Metrics {
+            values: [
+                Some(40.0),
+                None,
+                Some(12.345),
+                Some(150.0),
+                Some(1.0),
+                None,
+                None,
+                None,
+            ],
+            interval_ns: 123,
+        };
+        let mut rec = MigRecord::default();
+        metrics.put_mig(&mut rec);
+        assert_eq!(rec.gpm_sm_activity_centipct, 4000);
+        assert_eq!(rec.gpm_tensor_activity_centipct, 1235);
+        assert_eq!(rec.gpm_dram_bw_util_centipct, 10000, "clamped to 100 %");
+        assert_eq!(rec.gpm_interval_ns, 123);
+        let bits = mig_valid::GPM
+            | mig_valid::GPM_SM_ACTIVITY
+            | mig_valid::GPM_TENSOR_ACTIVITY
+            | mig_valid::GPM_DRAM_BW;
+        assert_eq!(rec.valid, bits, "no occupancy: its bit stays clear");
+    }
 
     #[test]
     fn failures_back_off_doubling_then_give_up_and_success_resets() {

@@ -122,13 +122,14 @@ impl Buffers {
 }
 
 /// Appends GPU `gpu_index`'s processes to `out`, merging the compute and graphics lists
-/// (a pid in both is one process of both kinds), then their utilisation since `seen`.
+/// (a pid in both is one process of both kinds), then their utilisation since `seen`;
+/// with no `seen` (a GPU in MIG mode, whose driver has no per-process utilisation), none.
 pub fn sample(
     nvml: &Nvml,
     d: &Device,
     f: &mut Fill,
     gpu_index: u32,
-    seen: &mut u64,
+    seen: Option<&mut u64>,
     bufs: &mut Buffers,
     out: &mut Vec<GpuProcess>,
 ) {
@@ -154,7 +155,7 @@ pub fn sample(
     }
     f.rec.process_count = (out.len() - first) as u32;
     f.rec.valid |= v::PROCESSES;
-    if out.len() > first {
+    if let Some(seen) = seen.filter(|_| out.len() > first) {
         utilisation(nvml, d, f, seen, &mut bufs.samples, &mut out[first..]);
     }
 }

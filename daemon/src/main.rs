@@ -19,6 +19,7 @@ mod gpuprocs;
 mod history;
 mod hooks;
 mod logging;
+mod mig;
 mod notify;
 mod power;
 mod privacy;

@@ -158,7 +158,14 @@ pub fn put_identity(rec: &mut GpuRecord, id: &Identity) {
 
 /// The every-tick values: at most six calls (memory, utilisation, temperature, the
 /// field-value batch, two clocks), plus a getter for each field the GPU's batch lacks.
-pub fn sample_fast(nvml: &Nvml, d: &Device, f: &mut Fill, fields: &mut Fields, legacy: &mut bool) {
+/// With `mig` (MIG mode on) utilisation is not asked for: NVML reports none under MIG.
+pub fn sample_fast(
+    nvml: &Nvml,
+    d: &Device,
+    f: &mut Fill,
+    fields: &mut Fields,
+    (legacy, mig): (&mut bool, bool),
+) {
     f.field(
         v::MEMORY,
         || fallback::memory(nvml, d),
@@ -172,14 +179,16 @@ pub fn sample_fast(nvml: &Nvml, d: &Device, f: &mut Fill, fields: &mut Fields, l
             }
         },
     );
-    f.field(
-        v::UTILIZATION,
-        || d.utilization_rates(),
-        |r, u| {
-            r.util_gpu_pct = u.gpu;
-            r.util_mem_pct = u.memory;
-        },
-    );
+    if !mig {
+        f.field(
+            v::UTILIZATION,
+            || d.utilization_rates(),
+            |r, u| {
+                r.util_gpu_pct = u.gpu;
+                r.util_mem_pct = u.memory;
+            },
+        );
+    }
     f.field(
         v::TEMPERATURE,
         || fallback::temperature(nvml, d, legacy),

@@ -3,7 +3,8 @@
 //!
 //! Each tick samples every GPU into its slot; on the slow tier's ticks (see
 //! [`crate::proctier`]) also their processes, resolved through `/proc`, and rewrites the
-//! process table; then writes the status record (heartbeat), then bumps the
+//! process table; then rewrites the MIG table with every GPU's MIG devices (see
+//! [`crate::mig`]); then writes the status record (heartbeat), then bumps the
 //! generation. While NVML cannot be initialised (or, initialised, cannot count the GPUs)
 //! the status says so (code and message) and initialisation is retried with a doubling
 //! backoff (see [`crate::driver`]); the heartbeat keeps beating so clients can tell
@@ -96,6 +97,8 @@ struct Daemon {
     published: Vec<GpuRecord>,
     /// Energy and ECC counters kept monotonic across NVML sessions.
     counters: crate::counters::Monotonic,
+    /// The MIG devices of every GPU this tick publishes, for the MIG table.
+    mig: Vec<gpupeek_shm::MigRecord>,
     /// A generation has been published (the service manager may hear "ready").
     has_published: bool,
 }
@@ -195,6 +198,7 @@ impl Daemon {
             prompt,
             published: Vec::new(),
             counters: Default::default(),
+            mig: Vec::new(),
             has_published: false,
             config,
         })
@@ -251,6 +255,7 @@ impl Daemon {
         if self.driver.count(now) {
             self.procs
                 .publish_empty(&self.publisher, &self.privacy.context);
+            self.publisher.write_mig(&[]);
         }
         self.published.clear();
         let mut status = StatusRecord {
@@ -287,6 +292,7 @@ impl Daemon {
         if self.driver.on_request(request) {
             self.procs
                 .publish_empty(&self.publisher, &self.privacy.context);
+            self.publisher.write_mig(&[]);
         }
     }
 
@@ -341,6 +347,7 @@ impl Daemon {
         let count = count.min(capacity);
         self.pm.set_gpu_count(count as usize);
         self.procs.begin(now, count);
+        self.mig.clear();
         for slot in 0..count as usize {
             if self.pm.asleep(slot) {
                 session.asleep(slot);
@@ -364,11 +371,13 @@ impl Daemon {
                     self.counters.apply(&mut self.gpu);
                     match answer {
                         Answer::Sampled {
+                            mig,
                             procs,
                             procs_ns,
                             new_procs,
                             ..
                         } if self.gpu.state == GpuState::Ok as u32 => {
+                            self.mig.extend_from_slice(mig);
                             // Each slow result once, on the tick it is taken.
                             if new_procs {
                                 self.procs.set_gpu(index, procs, procs_ns);
@@ -409,6 +418,7 @@ impl Daemon {
             }
         }
         self.procs.publish(&self.publisher, &self.privacy.context);
+        self.publisher.write_mig(&self.mig);
         (count, ready)
     }
 
@@ -424,6 +434,7 @@ impl Daemon {
         }
         self.procs
             .publish_empty(&self.publisher, &self.privacy.context);
+        self.publisher.write_mig(&[]);
         count as u32
     }
 

@@ -31,11 +31,12 @@ use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
-use gpupeek_shm::GpuRecord;
+use gpupeek_shm::{GpuRecord, MigRecord};
 
 use crate::fields::{self, Fields};
 use crate::gpm::{Backoff, Gpm};
 use crate::gpuprocs::{self, GpuProcess};
+use crate::mig::Mig;
 use crate::reads::{
     code, put_identity, read_identity, sample_fast, sample_pcie_throughput, sample_slow,
     sample_static, Failure, Fill, Identity,
@@ -151,6 +152,7 @@ impl Sampler {
             handle: None,
             fields: Fields::default(),
             legacy_temperature: false,
+            mig: Mig::default(),
         }
     }
 }
@@ -180,6 +182,8 @@ pub struct GpuSampler {
     fields: Fields,
     /// This GPU's driver needs the deprecated `nvmlDeviceGetTemperature`.
     legacy_temperature: bool,
+    /// MIG mode and instances.
+    mig: Mig,
 }
 
 /// A raw NVML device handle kept across ticks.
@@ -192,17 +196,25 @@ struct Handle(bindings::nvmlDevice_t);
 unsafe impl Send for Handle {}
 
 impl Drop for GpuSampler {
-    /// Frees the kept GPM sample while the session that made it is still open.
+    /// Frees the kept GPM samples while the session that made them is still open.
     fn drop(&mut self) {
         self.gpm.release(&self.nvml);
+        self.mig.release(&self.nvml);
     }
 }
 
 impl GpuSampler {
-    /// Fills `rec` for this GPU. On a slow tick (`procs` given) also reads the slow
-    /// tier and appends the GPU's processes to `procs`; on a fast one (`None`) the record
-    /// carries what the last slow tick read.
-    pub fn sample(&mut self, rec: &mut GpuRecord, procs: Option<&mut Vec<GpuProcess>>) {
+    /// Fills `rec` for this GPU, and `mig` with its MIG devices (see [`crate::mig`]). On
+    /// a slow tick (`procs` given) also reads the slow tier and appends the GPU's
+    /// processes to `procs`; on a fast one (`None`) the record carries what the last slow
+    /// tick read.
+    pub fn sample(
+        &mut self,
+        rec: &mut GpuRecord,
+        procs: Option<&mut Vec<GpuProcess>>,
+        mig: &mut Vec<MigRecord>,
+    ) {
+        mig.clear();
         let index = self.index;
         *rec = Default::default();
         rec.index = index;
@@ -229,6 +241,7 @@ impl GpuSampler {
                     } as u32;
                     rec.nvml_error_code = code(e);
                     self.gpm.release(nvml);
+                    self.mig.release(nvml);
                     self.idle_since = None;
                     self.carry.forget(ALL_CARRIED);
                     self.fields.forget();
@@ -247,11 +260,14 @@ impl GpuSampler {
             put_identity(fill.rec, id);
         }
         let now = fill.rec.sample_mono_ns;
+        let slow = procs.is_some();
+        self.mig.read_mode_if_due(nvml, &device, &mut fill, slow);
         let legacy = &mut self.legacy_temperature;
-        sample_fast(nvml, &device, &mut fill, &mut self.fields, legacy);
+        let mig_on = self.mig.enabled();
+        sample_fast(nvml, &device, &mut fill, &mut self.fields, (legacy, mig_on));
         if self.gpm_backoff.allows(now) {
             let mut failed = false;
-            let result = self.gpm.tick(nvml, &device, now).map_err(|e| {
+            let result = self.gpm.tick(nvml, &device, now, None).map_err(|e| {
                 failed = !matches!(e, NvmlError::GpuLost);
                 e
             });
@@ -264,6 +280,8 @@ impl GpuSampler {
                 self.gpm = Gpm::Unsupported;
             }
         }
+        let gpm_ok = self.gpm.supported() && self.gpm_backoff.allows(now);
+        self.mig.tick(nvml, &device, &mut fill, (now, gpm_ok), mig);
         track_idle(fill.rec, &mut self.idle_since);
         if fill.rec.valid & tiers::PCIE == 0 && fill.rec.valid & v::GPM_PCIE != 0 {
             let kb = |bytes: u64| u32::try_from(bytes / 1024).unwrap_or(u32::MAX);
@@ -288,9 +306,12 @@ impl GpuSampler {
         match procs {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
-                let seen = &mut self.util_seen;
+                // NVML has no per-process utilisation under MIG: not asked for.
+                let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;
+                let listed = procs.len();
                 gpuprocs::sample(nvml, &device, &mut fill, index, seen, bufs, procs);
+                self.mig.note_processes(&procs[listed..]);
                 self.carry.keep(fill.rec, tiers::SLOW);
             }
             None => self.carry.put(fill.rec, tiers::SLOW),
@@ -300,6 +321,8 @@ impl GpuSampler {
             self.fields.forget();
             self.handle = None;
             self.gpm.release(nvml);
+            self.mig.release(nvml);
+            mig.clear();
             fill.rec.state = GpuState::Lost as u32;
             fill.rec.nvml_error_code = bindings::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST as i32;
         } else if fill.rec.nvml_error_code != 0 && fill.rec.valid & CORE_VALUES == 0 {

@@ -12,13 +12,14 @@
 //!   A late job's result is published whenever it comes.
 //!
 //! The process lists of a GPU are those of its newest slow job, so a slow tick always
-//! has a list for every GPU that answered (the newest one it gave).
+//! has a list for every GPU that answered (the newest one it gave). Its MIG devices are
+//! those of its newest job.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
-use gpupeek_shm::GpuRecord;
+use gpupeek_shm::{GpuRecord, MigRecord};
 
 use crate::gpuprocs::GpuProcess;
 use crate::reads::Failure;
@@ -90,6 +91,8 @@ pub struct GpuJob {
 pub struct GpuOut {
     rec: GpuRecord,
     procs: Vec<GpuProcess>,
+    /// Its MIG devices (see [`crate::mig`]).
+    mig: Vec<MigRecord>,
     slow: bool,
 }
 
@@ -103,7 +106,11 @@ impl Task for GpuSampler {
         }
         out.procs.clear();
         out.slow = job.slow;
-        self.sample(&mut out.rec, job.slow.then_some(&mut out.procs));
+        self.sample(
+            &mut out.rec,
+            job.slow.then_some(&mut out.procs),
+            &mut out.mig,
+        );
     }
 }
 
@@ -289,6 +296,7 @@ impl Session {
         }
         *rec = gpu.newest.rec;
         Answer::Sampled {
+            mig: &gpu.newest.mig,
             procs: &gpu.procs,
             procs_ns: gpu.procs_ns,
             new_procs: std::mem::take(&mut gpu.new_procs),
@@ -302,6 +310,8 @@ pub enum Answer<'a> {
     /// Its newest record, and its processes as of its newest slow result (`new_procs`:
     /// that result was taken since the last tick published).
     Sampled {
+        /// Its MIG devices, as of its newest record.
+        mig: &'a [MigRecord],
         /// The processes.
         procs: &'a [GpuProcess],
         /// When they were sampled (`CLOCK_MONOTONIC` ns).

@@ -5,9 +5,11 @@
 //!   `nvmlDeviceGetFieldValues` batch (power, energy, PCIe byte counters, see
 //!   [`crate::fields`]), graphics and SM clocks, and GPM's two calls on GPUs that have it.
 //!   The device handle is resolved once per session (again after the GPU was lost).
+//!   Under MIG the parent's utilisation is not asked for, and each MIG device costs one
+//!   memory call, each GPU instance with GPM two GPM calls (see [`crate::mig`]).
 //! - **Slow ticks** (every `--process-interval`): process lists and their utilisation,
 //!   volatile ECC counts, memory clock, P-state, clock event reasons, fan speed, encoder
-//!   and decoder utilisation.
+//!   and decoder utilisation, MIG mode.
 //! - **Near-static values, every [`STATIC_PERIOD`]**: enforced power limit, PCIe link
 //!   generation and width. By default every tick is also a slow tick, so these have a
 //!   cadence of their own.

@@ -4,7 +4,7 @@
 //!
 //! Usage: `dump-segment [NAME]` (default: $GPUPEEK_SHM, else "gpupeek").
 
-use gpupeek_shm::layout::{gpu_valid as v, proc_valid, status_valid};
+use gpupeek_shm::layout::{gpu_valid as v, mig_valid, proc_valid, status_valid};
 use gpupeek_shm::{text, Segment};
 
 fn main() {
@@ -47,7 +47,7 @@ fn main() {
     );
     for g in &snap.gpus {
         let f = |bit: u64, value: &dyn ToString| show(g.valid & bit != 0, value.to_string());
-        let fields: [(&str, String); 39] = [
+        let fields: [(&str, String); 40] = [
             (
                 "state",
                 format!("{:?}", gpupeek_shm::GpuState::from_raw(g.state)),
@@ -162,6 +162,16 @@ fn main() {
                 "idle_since_mono_ns",
                 f(v::IDLE_SINCE, &g.idle_since_mono_ns),
             ),
+            (
+                "mig_mode",
+                f(
+                    v::MIG_MODE,
+                    &format!(
+                        "current={} pending={}",
+                        g.mig_mode_current, g.mig_mode_pending
+                    ),
+                ),
+            ),
         ];
         for (key, value) in fields {
             println!("gpu{}.{key}={value}", g.index);
@@ -246,5 +256,51 @@ fn main() {
     }
     if snap.proc_overflow > 0 {
         println!("processes_not_shown={}", snap.proc_overflow);
+    }
+    for m in &snap.mig {
+        let f = |bit: u64, value: String| show(m.valid & bit != 0, value);
+        let pct = |bit: u64, centi: u32| f(bit, format!("{:.2}", f64::from(centi) / 100.0));
+        let fields = [
+            ("gpu", m.gpu_index.to_string()),
+            ("mig_index", m.mig_index.to_string()),
+            ("gpu_instance_id", m.gpu_instance_id.to_string()),
+            ("compute_instance_id", m.compute_instance_id.to_string()),
+            ("uuid", f(mig_valid::UUID, text::decode(&m.uuid))),
+            ("profile", f(mig_valid::PROFILE, text::decode(&m.profile))),
+            (
+                "mem_total_bytes",
+                f(mig_valid::MEMORY, m.mem_total_bytes.to_string()),
+            ),
+            (
+                "mem_used_bytes",
+                f(mig_valid::MEMORY, m.mem_used_bytes.to_string()),
+            ),
+            ("sm_count", f(mig_valid::SM_COUNT, m.sm_count.to_string())),
+            (
+                "slices",
+                f(
+                    mig_valid::SLICES,
+                    format!(
+                        "gi:{} ci:{}",
+                        m.gpu_instance_slice_count, m.compute_instance_slice_count
+                    ),
+                ),
+            ),
+            (
+                "gpm_sm_activity_pct",
+                pct(mig_valid::GPM_SM_ACTIVITY, m.gpm_sm_activity_centipct),
+            ),
+            (
+                "gpm_dram_bw_util_pct",
+                pct(mig_valid::GPM_DRAM_BW, m.gpm_dram_bw_util_centipct),
+            ),
+        ];
+        let line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("mig {}", line.join(" "));
+        let pids: Vec<String> = snap.processes_in(m).map(|p| p.pid.to_string()).collect();
+        println!("mig.processes={}", pids.join(","));
+    }
+    if snap.mig_overflow > 0 {
+        println!("mig_not_shown={}", snap.mig_overflow);
     }
 }

@@ -7,16 +7,18 @@
 //! arithmetic). After that, slicing a region can never go out of bounds.
 //!
 //! The history region (ABI 1.1) is optional: a header whose `history_offset` is 0 has
-//! none, and every history field then reads as 0 in the geometry.
+//! none, and every history field then reads as 0 in the geometry. So is the MIG table
+//! (ABI 1.4): a `mig_table_offset` of 0 means none.
 
 use std::mem::size_of;
 use std::sync::atomic::AtomicU64;
 
 use crate::error::Error;
 use crate::layout::{
-    GpuRecord, HistoryHead, HistorySample, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
-    ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS, GENERATION_OFFSET, GPU_TABLE_OFFSET, MAGIC,
-    MAX_CAPACITY, MAX_HISTORY_SLOTS, SLOT_ALIGN, STATUS_OFFSET,
+    GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcRecord, ProcTableHead,
+    StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS, GENERATION_OFFSET,
+    GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, MAX_HISTORY_SLOTS, MIG_SLOTS_PER_GPU, SLOT_ALIGN,
+    STATUS_OFFSET,
 };
 
 /// Validated offsets and sizes of a segment's regions, in bytes.
@@ -50,6 +52,12 @@ pub struct Geometry {
     pub history_slots: usize,
     /// Size of one history sample.
     pub history_sample_size: usize,
+    /// Offset of the MIG table head; 0 when the segment has none.
+    pub mig_table_offset: usize,
+    /// Size of one MIG slot.
+    pub mig_record_size: usize,
+    /// Number of MIG slots.
+    pub mig_capacity: usize,
 }
 
 fn round_up(n: usize, to: usize) -> usize {
@@ -58,7 +66,8 @@ fn round_up(n: usize, to: usize) -> usize {
 
 impl Geometry {
     /// The layout this ABI version writes for the given capacities, with
-    /// [`DEFAULT_HISTORY_SLOTS`] history samples per GPU.
+    /// [`DEFAULT_HISTORY_SLOTS`] history samples and [`MIG_SLOTS_PER_GPU`] MIG slots per
+    /// GPU slot.
     pub fn for_capacities(gpu_capacity: u32, proc_capacity: u32) -> Self {
         let gpu_record_size = round_up(size_of::<GpuRecord>(), SLOT_ALIGN);
         let proc_table_offset = GPU_TABLE_OFFSET + gpu_record_size * gpu_capacity as usize;
@@ -71,8 +80,12 @@ impl Geometry {
             size_of::<HistoryHead>() + size_of::<HistorySample>() * history_slots,
             SLOT_ALIGN,
         );
+        let mig_table_offset = history_offset + history_ring_size * gpu_capacity as usize;
+        let mig_capacity = (gpu_capacity * MIG_SLOTS_PER_GPU) as usize;
+        let mig_end =
+            mig_table_offset + size_of::<MigTableHead>() + size_of::<MigRecord>() * mig_capacity;
         Geometry {
-            segment_size: history_offset + history_ring_size * gpu_capacity as usize,
+            segment_size: round_up(mig_end, SLOT_ALIGN),
             generation_offset: GENERATION_OFFSET,
             status_offset: STATUS_OFFSET,
             status_size: size_of::<StatusRecord>(),
@@ -86,7 +99,15 @@ impl Geometry {
             history_ring_size,
             history_slots,
             history_sample_size: size_of::<HistorySample>(),
+            mig_table_offset,
+            mig_record_size: size_of::<MigRecord>(),
+            mig_capacity,
         }
+    }
+
+    /// True when the segment has a MIG table.
+    pub fn has_mig(&self) -> bool {
+        self.mig_table_offset != 0
     }
 
     /// True when the segment has a history region.
@@ -117,7 +138,9 @@ impl Geometry {
             history_slots: self.history_slots as u32,
             history_sample_size_bytes: self.history_sample_size as u32,
             reserved1: 0,
-            reserved: [0; 2],
+            mig_table_offset: self.mig_table_offset as u64,
+            mig_record_size_bytes: self.mig_record_size as u32,
+            mig_capacity: self.mig_capacity as u32,
         }
     }
 
@@ -163,6 +186,9 @@ impl Geometry {
             history_ring_size: 0,
             history_slots: 0,
             history_sample_size: 0,
+            mig_table_offset: 0,
+            mig_record_size: 0,
+            mig_capacity: 0,
         };
         let regions = [
             ("generation word", g.generation_offset, 8, 1, 8),
@@ -206,10 +232,15 @@ impl Geometry {
         if g.status_offset < size_of::<StaticHeader>() {
             return bad("status record overlaps the static header".into());
         }
-        if h.history_offset == 0 {
+        let g = if h.history_offset == 0 {
+            g
+        } else {
+            validate_history(g, h, mapped_len).map_err(|what| Error::corrupt(name, what))?
+        };
+        if h.mig_table_offset == 0 {
             return Ok(g);
         }
-        validate_history(g, h, mapped_len).map_err(|what| Error::corrupt(name, what))
+        validate_mig(g, h, mapped_len).map_err(|what| Error::corrupt(name, what))
     }
 
     /// The generation word.
@@ -241,6 +272,21 @@ impl Geometry {
         assert!(slot < self.gpu_capacity, "GPU slot {slot} out of range");
         let offset = self.history_offset + slot * self.history_ring_size;
         region(words, offset, self.history_ring_size)
+    }
+
+    /// The MIG table head (its first word is the table's sequence). Panics if the segment
+    /// has no MIG table (callers check).
+    pub fn mig_head<'a>(&self, words: &'a [AtomicU64]) -> &'a [AtomicU64] {
+        assert!(self.has_mig(), "segment has no MIG table");
+        region(words, self.mig_table_offset, size_of::<MigTableHead>())
+    }
+
+    /// MIG slot `slot`. Panics if `slot >= mig_capacity` (callers bound it).
+    pub fn mig_slot<'a>(&self, words: &'a [AtomicU64], slot: usize) -> &'a [AtomicU64] {
+        assert!(slot < self.mig_capacity, "MIG slot {slot} out of range");
+        let offset =
+            self.mig_table_offset + size_of::<MigTableHead>() + slot * self.mig_record_size;
+        region(words, offset, self.mig_record_size)
     }
 
     /// Process slot `slot`. Panics if `slot >= proc_capacity` (callers bound it).
@@ -285,6 +331,30 @@ fn validate_history(
         .and_then(|len| len.checked_add(g.history_offset));
     if end.is_none_or(|end| end > mapped_len) {
         return Err("history region lies outside the segment".into());
+    }
+    Ok(g)
+}
+
+/// Checks the MIG table fields of `h` and returns `g` with them filled in.
+fn validate_mig(mut g: Geometry, h: &StaticHeader, mapped_len: usize) -> Result<Geometry, String> {
+    g.mig_table_offset = to_usize(h.mig_table_offset);
+    g.mig_record_size = h.mig_record_size_bytes as usize;
+    g.mig_capacity = h.mig_capacity as usize;
+    if h.mig_capacity > MAX_CAPACITY {
+        return Err("MIG capacity out of range".into());
+    }
+    if g.mig_record_size < size_of::<MigRecord>() || g.mig_record_size % 8 != 0 {
+        return Err("MIG record misaligned or too small".into());
+    }
+    if g.mig_table_offset % 8 != 0 || g.mig_table_offset < size_of::<StaticHeader>() {
+        return Err("MIG table misaligned or overlapping the static header".into());
+    }
+    // The record size and capacity are bounded u32s, so the product cannot overflow.
+    let end = (g.mig_record_size * g.mig_capacity)
+        .checked_add(size_of::<MigTableHead>())
+        .and_then(|len| len.checked_add(g.mig_table_offset));
+    if end.is_none_or(|end| end > mapped_len) {
+        return Err("MIG table lies outside the segment".into());
     }
     Ok(g)
 }
@@ -355,6 +425,40 @@ mod tests {
         g.history_slots = 0;
         g.history_sample_size = 0;
         assert_eq!(found, g);
+    }
+
+    #[test]
+    fn zero_mig_offset_means_no_mig_table() {
+        let (mut g, mut h) = header();
+        h.mig_table_offset = 0;
+        h.mig_capacity = u32::MAX;
+        let found = Geometry::validate("t", &h, g.segment_size).unwrap();
+        assert!(!found.has_mig());
+        g.mig_table_offset = 0;
+        g.mig_record_size = 0;
+        g.mig_capacity = 0;
+        assert_eq!(found, g);
+    }
+
+    #[test]
+    fn hostile_mig_fields_are_corrupt() {
+        let cases: [fn(&mut StaticHeader); 6] = [
+            |h| h.mig_table_offset = u64::MAX - 7,
+            |h| h.mig_table_offset += 4,
+            |h| h.mig_table_offset = 8,
+            |h| h.mig_capacity = u32::MAX,
+            |h| h.mig_capacity += 10,
+            |h| h.mig_record_size_bytes = 8,
+        ];
+        for (i, hostile) in cases.iter().enumerate() {
+            let (g, mut h) = header();
+            hostile(&mut h);
+            let err = Geometry::validate("t", &h, g.segment_size);
+            assert!(
+                matches!(err, Err(Error::Corrupt { .. })),
+                "case {i}: {err:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! | GPU table   | 512              | `gpu_capacity` × [`GpuRecord`] | one seqlock per record |
 //! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
 //! | history (1.1) | after processes | `gpu_capacity` rings: [`HistoryHead`] + `history_slots` × [`HistorySample`] | one seqlock per ring (the head's `seq`) |
+//! | MIG table (1.4) | after history | [`MigTableHead`] + `mig_capacity` × [`MigRecord`] | the head's seqlock |
 //!
 //! Readers never hard-code these offsets: every one of them is in the static header and is
 //! checked against the mapping before use. Strings are NUL-padded UTF-8 byte arrays; an
@@ -22,9 +23,11 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 #[macro_use]
 mod tables;
 mod history;
+mod mig;
 mod procs;
 
 pub use history::*;
+pub use mig::*;
 pub use procs::*;
 pub use tables::{Bit, BitSet, EnumTable, Variant};
 
@@ -33,7 +36,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 3;
+pub const ABI_MINOR: u32 = 4;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -48,19 +51,23 @@ pub const DEFAULT_GPU_CAPACITY: u32 = 64;
 pub const DEFAULT_PROC_CAPACITY: u32 = 1024;
 /// History samples per GPU a writer keeps by default (ABI 1.1): five minutes at 1 s.
 pub const DEFAULT_HISTORY_SLOTS: u32 = 300;
+/// MIG instance slots a writer keeps per GPU slot (ABI 1.4): a GPU has at most seven
+/// MIG devices (seven compute slices).
+pub const MIG_SLOTS_PER_GPU: u32 = 7;
 /// Largest history ring a reader accepts.
 pub const MAX_HISTORY_SLOTS: u32 = 65536;
 /// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.
 pub const MAX_CAPACITY: u32 = 65536;
 
 /// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
-pub const BIT_SETS: [BitSet; 6] = [
+pub const BIT_SETS: [BitSet; 7] = [
     status_valid::SET,
     gpu_valid::SET,
     proc_flags::SET,
     proc_kind::SET,
     proc_valid::SET,
     history_valid::SET,
+    mig_valid::SET,
 ];
 
 /// Every state enum of the ABI as a table.
@@ -153,8 +160,13 @@ pub struct StaticHeader {
     pub history_sample_size_bytes: u32,
     /// Zero.
     pub reserved1: u32,
-    /// Zero; room for later minor versions.
-    pub reserved: [u64; 2],
+    /// Offset of the MIG table (ABI 1.4): a [`MigTableHead`] followed by `mig_capacity`
+    /// slots of `mig_record_size_bytes`. 0 means "no MIG table" (an older writer).
+    pub mig_table_offset: u64,
+    /// Size of one [`MigRecord`] slot in bytes (ABI 1.4).
+    pub mig_record_size_bytes: u32,
+    /// Number of MIG instance slots (ABI 1.4).
+    pub mig_capacity: u32,
 }
 
 bit_set! {
@@ -278,6 +290,8 @@ bit_set! {
         /// `idle_since_mono_ns`: utilisation is known and has been 0 % since then (ABI 1.1).
         /// Clear while the GPU is busy.
         IDLE_SINCE = 35 [idle_since_mono_ns],
+        /// `mig_mode_current` and `mig_mode_pending`: the GPU can do MIG (ABI 1.4).
+        MIG_MODE = 36 [mig_mode_current, mig_mode_pending],
     }
 }
 
@@ -427,8 +441,13 @@ pub struct GpuRecord {
     /// `CLOCK_MONOTONIC` time of the first sample of the current run of samples with 0 %
     /// utilisation, ns; valid only while the GPU is idle (ABI 1.1).
     pub idle_since_mono_ns: u64,
+    /// MIG mode in force: 1 enabled (the GPU's instances are in the MIG table, and its
+    /// own utilisation is not available), 0 disabled (ABI 1.4).
+    pub mig_mode_current: u32,
+    /// MIG mode after the next GPU reset: 0 or 1 (ABI 1.4).
+    pub mig_mode_pending: u32,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 4],
 }
 
 macro_rules! zeroed_default {
@@ -448,5 +467,7 @@ zeroed_default!(
     GpuRecord,
     ProcTableHead,
     ProcRecord,
-    HistoryHead
+    HistoryHead,
+    MigTableHead,
+    MigRecord
 );

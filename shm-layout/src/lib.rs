@@ -48,8 +48,8 @@ pub use error::{Error, Untrusted};
 pub use geometry::Geometry;
 #[cfg(not(loom))]
 pub use layout::{
-    DaemonState, GpuRecord, GpuState, HistorySample, ProcPolicy, ProcRecord, StaticHeader,
-    StatusRecord, ABI_MAJOR, ABI_MINOR,
+    DaemonState, GpuRecord, GpuState, HistorySample, MigRecord, ProcPolicy, ProcRecord,
+    StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
 };
 #[cfg(not(loom))]
 pub use reader::{History, Liveness, Segment, Snapshot};

@@ -8,7 +8,8 @@
 //! Python readers' record definitions are generated from (`examples/gen-readers`).
 
 use crate::layout::{
-    GpuRecord, HistoryHead, HistorySample, ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
+    GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcRecord, ProcTableHead,
+    StaticHeader, StatusRecord,
 };
 
 /// Size of the type a field accessor returns; used to size fields in `const` context.
@@ -104,7 +105,7 @@ pin_layout!(StaticHeader, size = 128, {
     gpu_record_size_bytes: 56, gpu_capacity: 60, proc_table_offset: 64,
     proc_record_size_bytes: 72, proc_capacity: 76, generation_offset: 80, history_offset: 88,
     history_ring_size_bytes: 96, history_slots: 100, history_sample_size_bytes: 104,
-    reserved1: 108, reserved: 112,
+    reserved1: 108, mig_table_offset: 112, mig_record_size_bytes: 120, mig_capacity: 124,
 });
 
 pin_layout!(StatusRecord, size = 256, {
@@ -128,7 +129,7 @@ pin_layout!(GpuRecord, size = 512, {
     gpm_dram_bw_util_centipct: 416, reserved0: 420, gpm_pcie_tx_bytes_per_s: 424,
     gpm_pcie_rx_bytes_per_s: 432, gpm_nvlink_tx_bytes_per_s: 440,
     gpm_nvlink_rx_bytes_per_s: 448, gpm_interval_ns: 456, idle_since_mono_ns: 464,
-    reserved: 472,
+    mig_mode_current: 472, mig_mode_pending: 476, reserved: 480,
 });
 
 pin_layout!(ProcTableHead, size = 128, {
@@ -152,6 +153,19 @@ pin_layout!(HistoryHead, size = 32, {
 pin_layout!(HistorySample, size = 24, {
     sample_mono_ns: 0, mem_used_mib: 8, power_draw_mw: 12, util_gpu_pct: 16,
     util_mem_pct: 17, temp_gpu_c: 18, valid: 20, reserved: 22,
+});
+
+pin_layout!(MigTableHead, size = 128, {
+    seq: 0, count: 8, overflow: 12, reserved: 16,
+});
+
+pin_layout!(MigRecord, size = 256, {
+    gpu_index: 0, mig_index: 4, gpu_instance_id: 8, compute_instance_id: 12, valid: 16,
+    uuid: 24, profile: 120, mem_total_bytes: 152, mem_used_bytes: 160, mem_free_bytes: 168,
+    sm_count: 176, gpu_instance_slice_count: 180, compute_instance_slice_count: 184,
+    reserved0: 188, gpm_sm_activity_centipct: 192, gpm_sm_occupancy_centipct: 196,
+    gpm_tensor_activity_centipct: 200, gpm_dram_bw_util_centipct: 204,
+    gpm_interval_ns: 208, sample_mono_ns: 216, reserved: 224,
 });
 
 /// Size of a 1.0 process record: the smallest a reader accepts.
@@ -188,7 +202,7 @@ macro_rules! records {
 }
 
 /// Every record of the ABI, in the order of [`describe`].
-pub const RECORDS: [Record; 7] = records!(
+pub const RECORDS: [Record; 9] = records!(
     StaticHeader,
     StatusRecord,
     GpuRecord,
@@ -196,6 +210,8 @@ pub const RECORDS: [Record; 7] = records!(
     ProcRecord,
     HistoryHead,
     HistorySample,
+    MigTableHead,
+    MigRecord,
 );
 
 /// The whole ABI as text: one block per record, one `offset size name` line per field.

@@ -17,8 +17,8 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 use crate::error::Error;
 use crate::geometry::Geometry;
 use crate::layout::{
-    DaemonState, GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead,
-    StaticHeader, StatusRecord,
+    DaemonState, GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcPolicy,
+    ProcRecord, ProcTableHead, StaticHeader, StatusRecord,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock::{self, Stale};
@@ -144,6 +144,8 @@ impl Segment {
             processes: Vec::new(),
             proc_overflow: 0,
             proc_head: ProcTableHead::new_zeroed(),
+            mig: Vec::new(),
+            mig_overflow: 0,
             generation: 0,
             consistent: false,
         };
@@ -195,7 +197,40 @@ impl Segment {
         .map_err(|Stale| self.stale("process table"))?;
         snap.proc_head = result?;
         snap.proc_overflow = snap.proc_head.overflow;
+        if !self.geometry.has_mig() {
+            snap.mig.clear();
+            snap.mig_overflow = 0;
+            return Ok(());
+        }
+        let head_block = self.geometry.mig_head(words);
+        let (_, result) = seqlock::read_with(&head_block[0], || {
+            self.load_mig(words, head_block, &mut snap.mig)
+        })
+        .map_err(|Stale| self.stale("MIG table"))?;
+        snap.mig_overflow = result?.overflow;
         Ok(())
+    }
+
+    /// Loads the MIG table head and its used slots; returns the head. Runs inside a
+    /// seqlock attempt, like [`Self::load_processes`].
+    fn load_mig(
+        &self,
+        words: &[AtomicU64],
+        head_block: &[AtomicU64],
+        out: &mut Vec<MigRecord>,
+    ) -> Result<MigTableHead, Error> {
+        let mut head = MigTableHead::new_zeroed();
+        seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
+        if head.count as usize > self.geometry.mig_capacity {
+            out.clear();
+            return Err(Error::corrupt(&self.name, "MIG count exceeds capacity"));
+        }
+        out.truncate(head.count as usize);
+        out.resize(head.count as usize, MigRecord::new_zeroed());
+        for (slot, rec) in out.iter_mut().enumerate() {
+            seqlock::load_words(self.geometry.mig_slot(words, slot), rec.as_mut_bytes());
+        }
+        Ok(head)
     }
 
     /// Loads the process table head and its used slots; returns the head.
@@ -306,6 +341,10 @@ pub struct Snapshot {
     pub proc_overflow: u32,
     /// The process table head: policy, flags and pid namespace of the table.
     pub proc_head: ProcTableHead,
+    /// The MIG devices of every MIG-enabled GPU (ABI 1.4; empty from older writers).
+    pub mig: Vec<MigRecord>,
+    /// MIG devices left out of the table for lack of slots.
+    pub mig_overflow: u32,
     /// Generation the snapshot was taken at.
     pub generation: u64,
     /// All records come from the same publish.
@@ -368,6 +407,19 @@ impl Snapshot {
     /// How much the daemon publishes about processes; `None` from a 1.0 daemon.
     pub fn proc_policy(&self) -> Option<ProcPolicy> {
         ProcPolicy::from_raw(self.proc_head.policy)
+    }
+
+    /// The MIG devices of the GPU with NVML index `gpu_index`.
+    pub fn mig_on(&self, gpu_index: u32) -> impl Iterator<Item = &MigRecord> {
+        self.mig.iter().filter(move |m| m.gpu_index == gpu_index)
+    }
+
+    /// The processes running in MIG device `mig`.
+    pub fn processes_in<'a>(&'a self, mig: &'a MigRecord) -> impl Iterator<Item = &'a ProcRecord> {
+        self.processes_on(mig.gpu_index).filter(move |p| {
+            p.gpu_instance_id == mig.gpu_instance_id
+                && p.compute_instance_id == mig.compute_instance_id
+        })
     }
 
     /// Processes on the GPU with NVML index `gpu_index`.

@@ -34,8 +34,8 @@ use zerocopy::IntoBytes;
 use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
-    GpuRecord, HistoryHead, HistorySample, ProcPolicy, ProcRecord, ProcTableHead, StaticHeader,
-    StatusRecord, DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
+    GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcPolicy, ProcRecord,
+    ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -212,6 +212,28 @@ impl Publisher {
             seqlock::store_words(&head_block[1..], &head.as_bytes()[8..]);
             for (slot, p) in processes[..stored].iter().enumerate() {
                 seqlock::store_words(self.geometry.proc_slot(words, slot), p.as_bytes());
+            }
+        });
+    }
+
+    /// Publishes the MIG table: every MIG device of every GPU, in one seqlock write, so a
+    /// reader never sees half of a reconfiguration. Instances beyond the capacity are
+    /// left out and counted in the head's `overflow`.
+    pub fn write_mig(&self, instances: &[MigRecord]) {
+        let g = &self.geometry;
+        let words = self.map.words();
+        let stored = instances.len().min(g.mig_capacity);
+        let head = MigTableHead {
+            seq: 0,
+            count: stored as u32,
+            overflow: u32::try_from(instances.len() - stored).unwrap_or(u32::MAX),
+            reserved: [0; 14],
+        };
+        let head_block = g.mig_head(words);
+        seqlock::write_with(&head_block[0], || {
+            seqlock::store_words(&head_block[1..], &head.as_bytes()[8..]);
+            for (slot, m) in instances[..stored].iter().enumerate() {
+                seqlock::store_words(g.mig_slot(words, slot), m.as_bytes());
             }
         });
     }

@@ -76,6 +76,8 @@ fn c_struct(record: &str) -> &'static str {
         "ProcRecord" => "gpupeek_proc",
         "HistoryHead" => "gpupeek_history_head",
         "HistorySample" => "gpupeek_history_sample",
+        "MigTableHead" => "gpupeek_mig_head",
+        "MigRecord" => "gpupeek_mig",
         other => panic!("name the C struct of {other} in gen-readers/render.rs"),
     }
 }
@@ -88,6 +90,7 @@ fn c_prefix(table: &str) -> &'static str {
         "proc_flags" => "PROC_FLAG",
         "proc_kind" | "proc_valid" => "PROC",
         "history_valid" => "HISTORY",
+        "mig_valid" => "MIG",
         "DaemonState" => "DAEMON",
         "GpuState" => "GPU",
         "ProcPolicy" => "POLICY",

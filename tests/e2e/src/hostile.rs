@@ -7,12 +7,14 @@
 //! A fuzz input is decoded as follows. Its first byte's low bit picks the mode:
 //! - raw (bit clear): the rest of the input is the whole segment;
 //! - structured (bit set): bytes 1 and 2 choose the capacities (GPUs `b1 % 5`, process
-//!   slots `b2 % 9`) of a segment that a real [`Publisher`] wrote, live and complete;
+//!   slots `b2 % 9`, and one MIG device per GPU) of a segment that a real [`Publisher`]
+//!   wrote, live and complete;
 //!   then come header overrides, each 9 bytes (a header word index `% 16`, then the
 //!   word's new value, little-endian), ended by a `0xff` byte or the end of the input;
 //!   the rest is XORed onto the image from byte 128 on (status, GPU and process
-//!   records, sequence words included). If bit 1 of the first byte is set, the image is
-//!   then cut to the length given by the last two bytes of the input (little-endian).
+//!   records, sequence words included), or, if bit 2 of the first byte is set, from the
+//!   MIG table on (its head and records). If bit 1 of the first byte is set, the image
+//!   is then cut to the length given by the last two bytes of the input (little-endian).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -20,10 +22,10 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use gpupeek_shm::layout::{DaemonState, GpuState};
+use gpupeek_shm::layout::{mig_valid, DaemonState, GpuState};
 use gpupeek_shm::{
-    text, Error, GpuRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment,
-    StatusRecord,
+    text, Error, GpuRecord, MigRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher,
+    Segment, StatusRecord,
 };
 
 /// Size of the static header, in bytes.
@@ -82,6 +84,20 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
         .collect();
     let context = ProcContext::new(ProcPolicy::Full);
     publisher.write_processes(&context, &processes);
+    let mig: Vec<MigRecord> = (0..gpus)
+        .map(|gpu_index| {
+            let mut m = MigRecord {
+                gpu_index,
+                mem_total_bytes: 40 << 30,
+                valid: mig_valid::UUID | mig_valid::PROFILE | mig_valid::MEMORY,
+                ..Default::default()
+            };
+            text::encode(&mut m.profile, "3g.40gb");
+            text::encode(&mut m.uuid, &format!("MIG-{gpu_index:08}"));
+            m
+        })
+        .collect();
+    publisher.write_mig(&mig);
     let mut status = StatusRecord {
         state: DaemonState::Live as u32,
         gpu_count: gpus,
@@ -124,7 +140,14 @@ pub fn image_from_fuzz_input(data: &[u8]) -> Vec<u8> {
         image[at..at + 8].copy_from_slice(value);
         rest = tail;
     }
-    for (byte, x) in image[HEADER_BYTES..].iter_mut().zip(rest) {
+    let from = if mode & 4 != 0 {
+        // The writer's MIG table offset (the header overrides above may have moved it).
+        let g = gpupeek_shm::Geometry::for_capacities(gpus, procs);
+        g.mig_table_offset.min(image.len())
+    } else {
+        HEADER_BYTES
+    };
+    for (byte, x) in image[from..].iter_mut().zip(rest) {
         *byte ^= x;
     }
     if mode & 2 != 0 {
@@ -166,6 +189,10 @@ pub fn read_like_a_client(name: &str) -> Result<usize, Error> {
     }
     for p in &snapshot.processes {
         text_bytes += text::decode(&p.command).len() + text::decode(&p.user).len();
+    }
+    for m in &snapshot.mig {
+        text_bytes += text::decode(&m.profile).len() + text::decode(&m.uuid).len();
+        text_bytes += snapshot.processes_in(m).count();
     }
     Ok(text_bytes)
 }

@@ -9,7 +9,8 @@ use std::os::raw::{c_char, c_uint, c_ulonglong};
 use nvml_wrapper_sys::bindings::*;
 
 use crate::codes::{ARGUMENT_VERSION_MISMATCH, INVALID_ARGUMENT, NOT_SUPPORTED};
-use crate::ffi::{device_call, put, put_str};
+use crate::ffi::{device_call, put, put_str, target_call};
+use crate::mig::Instance;
 use crate::scenario::{Clocks, Gpu, DEFAULT_CODEC_SAMPLING_PERIOD_US};
 
 /// `nvmlDeviceGetIndex(device, index)`.
@@ -24,30 +25,54 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(
     })
 }
 
-/// `nvmlDeviceGetName(device, name, length)`.
+/// `nvmlDeviceGetName(device, name, length)`; a MIG device's is its parent's with its
+/// profile (see [`crate::mig`]).
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetName(
     device: nvmlDevice_t,
     name: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    device_call("nvmlDeviceGetName", device, |g, _| {
+    target_call("nvmlDeviceGetName", device, |g, _, mig| {
+        let value = match mig {
+            None => g.name.clone(),
+            Some(m) => derived(g, m).and_then(|d| d.name),
+        };
         // SAFETY: the caller passes a buffer of `length` bytes (or null).
-        unsafe { put_str(name, length, g.name.as_deref()) }
+        unsafe { put_str(name, length, value.as_deref()) }
     })
 }
 
-/// `nvmlDeviceGetUUID(device, uuid, length)`.
+/// `nvmlDeviceGetUUID(device, uuid, length)`, of a GPU or a MIG device.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetUUID(
     device: nvmlDevice_t,
     uuid: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    device_call("nvmlDeviceGetUUID", device, |g, _| {
+    target_call("nvmlDeviceGetUUID", device, |g, _, mig| {
+        let value = mig.map_or(g.uuid.as_deref(), |m| m.uuid.as_deref());
         // SAFETY: the caller passes a buffer of `length` bytes (or null).
-        unsafe { put_str(uuid, length, g.uuid.as_deref()) }
+        unsafe { put_str(uuid, length, value) }
     })
+}
+
+/// What the driver derives for MIG device `m` of `g`.
+fn derived(g: &Gpu, m: &Instance) -> Option<crate::mig::Derived> {
+    m.derive(g, g.mig.as_ref()?)
+}
+
+/// The memory a GPU or MIG device reports.
+fn memory_of(g: &Gpu, mig: Option<&Instance>) -> Option<crate::scenario::Memory> {
+    match mig {
+        None => g.memory(),
+        Some(m) => derived(g, m).map(|d| crate::scenario::Memory {
+            total: d.memory_total,
+            reserved: 0,
+            free: d.memory_total - d.memory_used,
+            used: d.memory_used,
+        }),
+    }
 }
 
 /// Copies `s` plus a NUL into `dst`, truncating if needed.
@@ -103,8 +128,8 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
     device: nvmlDevice_t,
     memory: *mut nvmlMemory_t,
 ) -> nvmlReturn_t {
-    device_call("nvmlDeviceGetMemoryInfo", device, |g, _| {
-        let value = g.memory().map(|m| nvmlMemory_t {
+    target_call("nvmlDeviceGetMemoryInfo", device, |g, _, mig| {
+        let value = memory_of(g, mig).map(|m| nvmlMemory_t {
             total: m.total,
             free: m.free,
             used: m.used,
@@ -124,7 +149,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
     device: nvmlDevice_t,
     memory: *mut nvmlMemory_v2_t,
 ) -> nvmlReturn_t {
-    device_call("nvmlDeviceGetMemoryInfo_v2", device, |g, _| {
+    target_call("nvmlDeviceGetMemoryInfo_v2", device, |g, _, mig| {
         if memory.is_null() {
             return INVALID_ARGUMENT;
         }
@@ -134,7 +159,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         if version != MEMORY_V2_VERSION {
             return ARGUMENT_VERSION_MISMATCH;
         }
-        let value = g.memory().map(|m| nvmlMemory_v2_t {
+        let value = memory_of(g, mig).map(|m| nvmlMemory_v2_t {
             version,
             total: m.total,
             reserved: m.reserved,
@@ -147,13 +172,16 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
 }
 
 /// `nvmlDeviceGetUtilizationRates(device, utilization)`; needs both
-/// `utilization_gpu_pct` and `utilization_memory_pct`.
+/// `utilization_gpu_pct` and `utilization_memory_pct`. `NOT_SUPPORTED` with MIG on.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetUtilizationRates(
     device: nvmlDevice_t,
     utilization: *mut nvmlUtilization_t,
 ) -> nvmlReturn_t {
     device_call("nvmlDeviceGetUtilizationRates", device, |g, _| {
+        if g.mig_on() {
+            return NOT_SUPPORTED;
+        }
         let value = g
             .utilization_gpu_pct
             .zip(g.utilization_memory_pct)
@@ -322,7 +350,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMaxClockInfo(
     })
 }
 
-/// Shared body of the encoder/decoder utilization getters.
+/// Shared body of the encoder/decoder utilization getters (`NOT_SUPPORTED` with MIG on).
 ///
 /// # Safety
 ///
@@ -336,7 +364,7 @@ unsafe fn codec(
     if utilization.is_null() || samplingPeriodUs.is_null() {
         return INVALID_ARGUMENT;
     }
-    let Some(pct) = pct else {
+    let Some(pct) = pct.filter(|_| !g.mig_on()) else {
         return NOT_SUPPORTED;
     };
     let period = g

@@ -1,6 +1,7 @@
 //! Exported GPM (GPU Performance Monitoring) functions, with NVML's struct layouts.
 //!
-//! A GPU supports GPM when its scenario has a `gpm` object. Samples are opaque handles
+//! A GPU supports GPM when its scenario has a `gpm` object, a MIG GPU instance when its
+//! instance has one (`nvmlGpmMigSampleGet`). Samples are opaque handles
 //! (an id as a pointer, never dereferenced) into a process-wide table, so a double free
 //! or a stale handle is an `INVALID_ARGUMENT`, not a crash. `nvmlGpmSampleGet` records
 //! the GPU, the time and the scenario's `gpm` values; `nvmlGpmMetricsGet` checks that
@@ -13,6 +14,7 @@
 #![allow(non_snake_case, non_upper_case_globals)]
 
 use std::collections::BTreeMap;
+use std::os::raw::c_uint;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,8 @@ const MIN_WINDOW: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 struct Taken {
     gpu: u32,
+    /// The GPU instance of a `nvmlGpmMigSampleGet` sample.
+    gpu_instance: Option<u32>,
     at: Instant,
     values: Gpm,
 }
@@ -111,6 +115,42 @@ pub unsafe extern "C" fn nvmlGpmSampleGet(
         };
         *slot = Some(Taken {
             gpu: index,
+            gpu_instance: None,
+            at: Instant::now(),
+            values,
+        });
+        SUCCESS
+    })
+}
+
+/// `nvmlGpmMigSampleGet(device, gpuInstanceId, gpmSample)`: a sample of one GPU instance
+/// of the parent `device`, from that instance's `gpm` values (absent: `NOT_SUPPORTED`);
+/// an id no GPU instance has (or MIG off) is `INVALID_ARGUMENT`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGpmMigSampleGet(
+    device: nvmlDevice_t,
+    gpuInstanceId: c_uint,
+    gpmSample: nvmlGpmSample_t,
+) -> nvmlReturn_t {
+    device_call("nvmlGpmMigSampleGet", device, |g, index| {
+        let mut table = samples();
+        let Some(slot) = table.1.get_mut(&id(gpmSample)) else {
+            return INVALID_ARGUMENT;
+        };
+        let instance = g.mig.as_ref().filter(|m| m.enabled).and_then(|m| {
+            m.instances
+                .iter()
+                .find(|i| i.gpu_instance_id == gpuInstanceId)
+        });
+        let Some(instance) = instance else {
+            return INVALID_ARGUMENT;
+        };
+        let Some(values) = instance.gpm.clone() else {
+            return NOT_SUPPORTED;
+        };
+        *slot = Some(Taken {
+            gpu: index,
+            gpu_instance: Some(gpuInstanceId),
             at: Instant::now(),
             values,
         });
@@ -156,7 +196,8 @@ pub unsafe extern "C" fn nvmlGpmMetricsGet(metricsGet: *mut nvmlGpmMetricsGet_t)
             return INVALID_ARGUMENT;
         };
         let apart = second.at.checked_duration_since(first.at);
-        if first.gpu != second.gpu || apart.is_none_or(|d| d < MIN_WINDOW) {
+        let same = first.gpu == second.gpu && first.gpu_instance == second.gpu_instance;
+        if !same || apart.is_none_or(|d| d < MIN_WINDOW) {
             return INVALID_ARGUMENT;
         }
         for m in &mut request.metrics[..count] {

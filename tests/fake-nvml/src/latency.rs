@@ -27,11 +27,13 @@
 //!   expensive", made optional for that reason).
 //! - `nvmlDeviceGetFieldValues`: 100 per call plus 50 per field asked: one trip into the
 //!   driver for the batch, each field still read by it.
-//! - GPM: `nvmlGpmSampleGet` 500 (it copies a counter block from the GPU),
+//! - GPM: `nvmlGpmSampleGet` and `nvmlGpmMigSampleGet` 500 (each copies a counter block
+//!   from the GPU),
 //!   `nvmlGpmMetricsGet` 100 (computed on the CPU); alloc/free 10.
 //! - `nvmlDeviceGetHandleByIndex_v2`: 200 (gpustat#54: fetching handles every step was
 //!   "somewhat expensive"; the handle lookup checks the GPU is still attached).
-//! - Every other device getter: 100. Public measurements go from ~25 µs each on a
+//! - Every other device getter, the MIG queries included (mode, device handles, instance
+//!   ids, attributes, GPU-instance profiles): 100. Public measurements go from ~25 µs each on a
 //!   desktop RTX 5080 (davidboulay/OpenKraken#3: four getters in ~0.09 ms) to hundreds
 //!   of µs on servers; 100 is the middle of that range. System getters: 50;
 //!   `nvmlErrorString`: 0 (a static string).
@@ -69,7 +71,7 @@ pub fn realistic_us(name: &str) -> u64 {
         "nvmlDeviceGetPowerUsage" | "nvmlDeviceGetTotalEnergyConsumption" => 300,
         "nvmlDeviceGetHandleByIndex_v2" => 200,
         "nvmlDeviceGetFieldValues" => 100,
-        "nvmlGpmSampleGet" => 500,
+        "nvmlGpmSampleGet" | "nvmlGpmMigSampleGet" => 500,
         "nvmlGpmSampleAlloc" | "nvmlGpmSampleFree" => 10,
         "nvmlErrorString" => 0,
         n if n.starts_with("nvmlSystem") || n == "nvmlDeviceGetCount_v2" => 50,

@@ -21,7 +21,8 @@
 //! Like real NVML, init/shutdown are reference counted and every other call
 //! (except `nvmlErrorString`) returns `NVML_ERROR_UNINITIALIZED` while no
 //! reference is held. Device handles are opaque: `index + 1` cast to a
-//! pointer, validated on every use.
+//! pointer, validated on every use; MIG device handles carry their parent and instance
+//! ids (see [`mig`]).
 
 // The exported `unsafe extern "C"` functions are NVML's C API; their safety
 // contract is NVML's (valid, writable output pointers of the documented
@@ -35,6 +36,8 @@ mod ffi;
 pub mod fields;
 pub mod gpm;
 pub mod latency;
+pub mod mig;
+mod mig_api;
 pub mod procs;
 pub mod profiles;
 pub mod scenario;
@@ -99,6 +102,19 @@ pub const EXPORTED: &[&str] = &[
     "nvmlGpmSampleFree",
     "nvmlGpmSampleGet",
     "nvmlGpmMetricsGet",
+    "nvmlGpmMigSampleGet",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetAttributes_v2",
+    "nvmlDeviceGetGpuInstanceProfileInfo",
+    "nvmlDeviceGetGpuInstanceProfileInfoV",
+    "nvmlDeviceGetGpuInstanceById",
+    "nvmlGpuInstanceGetInfo",
 ];
 
 #[cfg(test)]
@@ -134,6 +150,7 @@ mod tests {
         found.extend(defined(include_str!("gpm.rs")));
         found.extend(defined(include_str!("procs.rs")));
         found.extend(defined(include_str!("fields.rs")));
+        found.extend(defined(include_str!("mig_api.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -151,6 +168,7 @@ mod tests {
             include_str!("gpm.rs"),
             include_str!("procs.rs"),
             include_str!("fields.rs"),
+            include_str!("mig_api.rs"),
         ]
         .concat();
         for name in EXPORTED {

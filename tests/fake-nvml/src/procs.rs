@@ -20,6 +20,10 @@
 //! is first compared with `malloc_usable_size` of the array; one that does not fit is
 //! reported on stderr and counted in the calls file ([`crate::calls::record_overflow`]),
 //! then written anyway, as the real driver would.
+//!
+//! On a MIG device handle every list holds only the processes of that MIG device; on the
+//! parent it holds every process of every instance, with their instance ids. With MIG
+//! on, the parent's per-process utilisation is `NOT_SUPPORTED`, as on real drivers.
 
 // Function, parameter and (bindgen-made) type names are NVML's C names.
 #![allow(non_snake_case)]
@@ -32,9 +36,11 @@ use nvml_wrapper_sys::bindings::{
 };
 
 use crate::codes::{
-    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_FOUND, SUCCESS,
+    ARGUMENT_VERSION_MISMATCH, INSUFFICIENT_SIZE, INVALID_ARGUMENT, NOT_FOUND, NOT_SUPPORTED,
+    SUCCESS,
 };
-use crate::ffi::device_call;
+use crate::ffi::{device_call, target_call};
+use crate::mig::Instance;
 use crate::scenario::{Gpu, Process, ProcessType};
 use crate::state;
 
@@ -77,13 +83,26 @@ fn entry(p: &Process, bytes: usize) -> Vec<u8> {
     e
 }
 
-/// The GPU's processes that a list of `graphics` (or compute) processes holds.
-fn listed(g: &Gpu, graphics: bool) -> impl Iterator<Item = &Process> {
-    g.processes.iter().filter(move |p| match p.kind {
-        ProcessType::Compute => !graphics,
-        ProcessType::Graphics => graphics,
-        ProcessType::Both => true,
-    })
+/// The GPU's processes that a list of `graphics` (or compute) processes holds: on a MIG
+/// device handle, only those in that device.
+fn listed<'a>(
+    g: &'a Gpu,
+    graphics: bool,
+    mig: Option<&'a Instance>,
+) -> impl Iterator<Item = &'a Process> {
+    g.processes
+        .iter()
+        .filter(move |p| match p.kind {
+            ProcessType::Compute => !graphics,
+            ProcessType::Graphics => graphics,
+            ProcessType::Both => true,
+        })
+        .filter(move |p| {
+            mig.is_none_or(|m| {
+                p.gpu_instance_id == Some(m.gpu_instance_id)
+                    && p.compute_instance_id == Some(m.compute_instance_id)
+            })
+        })
 }
 
 /// Copies `bytes` to `dst` after checking (when enabled) that they fit the caller's
@@ -119,6 +138,7 @@ unsafe fn write_array(name: &'static str, dst: *mut u8, bytes: &[u8]) {
 unsafe fn processes(
     name: &'static str,
     g: &Gpu,
+    mig: Option<&Instance>,
     graphics: bool,
     bytes: usize,
     infoCount: *mut c_uint,
@@ -127,7 +147,9 @@ unsafe fn processes(
     if infoCount.is_null() {
         return INVALID_ARGUMENT;
     }
-    let list: Vec<u8> = listed(g, graphics).flat_map(|p| entry(p, bytes)).collect();
+    let list: Vec<u8> = listed(g, graphics, mig)
+        .flat_map(|p| entry(p, bytes))
+        .collect();
     let needed = c_uint::try_from(list.len() / bytes).unwrap_or(c_uint::MAX);
     // SAFETY: `infoCount` is non-null and valid per this function's contract.
     let room = unsafe { infoCount.read_unaligned() };
@@ -160,11 +182,10 @@ macro_rules! process_list {
             let version = state::refresh().scenario.and_then(|s| s.driver_version.clone());
             let bytes: fn(Option<&str>) -> usize = $bytes;
             let bytes = bytes(version.as_deref());
-            device_call(stringify!($name), device, |g, _| {
+            target_call(stringify!($name), device, |g, _, mig| {
+                let (name, infos) = (stringify!($name), infos.cast());
                 // SAFETY: the caller follows the NVML contract for these pointers.
-                unsafe {
-                    processes(stringify!($name), g, $graphics, bytes, infoCount, infos.cast())
-                }
+                unsafe { processes(name, g, mig, $graphics, bytes, infoCount, infos) }
             })
         }
     };
@@ -208,7 +229,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRunningProcessDetailList(
     plist: *mut nvmlProcessDetailList_t,
 ) -> nvmlReturn_t {
     const NAME: &str = "nvmlDeviceGetRunningProcessDetailList";
-    device_call(NAME, device, |g, _| {
+    target_call(NAME, device, |g, _, mig| {
         if plist.is_null() {
             return INVALID_ARGUMENT;
         }
@@ -218,7 +239,7 @@ pub unsafe extern "C" fn nvmlDeviceGetRunningProcessDetailList(
             return ARGUMENT_VERSION_MISMATCH;
         }
         let entries: Vec<u8> = match list.mode {
-            0 | 1 => listed(g, list.mode == 1)
+            0 | 1 => listed(g, list.mode == 1, mig)
                 .flat_map(|p| {
                     let mut e = entry(p, size_of::<nvmlProcessDetail_v1_t>());
                     e[24..32].copy_from_slice(&0u64.to_ne_bytes());
@@ -312,6 +333,9 @@ pub unsafe extern "C" fn nvmlDeviceGetProcessUtilization(
     device_call(NAME, device, |g, index| {
         if processSamplesCount.is_null() {
             return INVALID_ARGUMENT;
+        }
+        if g.mig_on() {
+            return NOT_SUPPORTED;
         }
         let now_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

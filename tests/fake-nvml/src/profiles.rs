@@ -32,15 +32,22 @@ const DETAIL_LIST: &str = "nvmlDeviceGetRunningProcessDetailList";
 /// Entry points newer than R470 that the daemon falls back from: memory with
 /// `reserved` (`_v2`, R510), GPM (R520), clock *event* reasons (R535, which renamed the
 /// throttle reasons) and the versioned temperature call (R550).
-const NEWER_THAN_470: [&str; 8] = [
+const NEWER_THAN_470: [&str; 9] = [
     "nvmlDeviceGetMemoryInfo_v2",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",
     "nvmlGpmSampleGet",
     "nvmlGpmMetricsGet",
+    "nvmlGpmMigSampleGet",
     "nvmlDeviceGetCurrentClocksEventReasons",
     "nvmlDeviceGetTemperatureV",
+];
+/// MIG queries R450 (the first MIG driver) lacks: the versioned profile info (with the
+/// profile's name) and the device attributes, both R470.
+const NEWER_THAN_450: [&str; 2] = [
+    "nvmlDeviceGetGpuInstanceProfileInfoV",
+    "nvmlDeviceGetAttributes_v2",
 ];
 /// Of those, the one newer than R535.
 const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
@@ -49,7 +56,7 @@ const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
 pub const R450: Profile = Profile {
     name: "r450",
     driver_version: "450.51.06",
-    absent: &[&NEWER_THAN_470, &V2, &V3, &[DETAIL_LIST]],
+    absent: &[&NEWER_THAN_470, &NEWER_THAN_450, &V2, &V3, &[DETAIL_LIST]],
 };
 /// R470: v1 and `_v2`.
 pub const R470: Profile = Profile {

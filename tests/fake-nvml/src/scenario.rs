@@ -112,6 +112,9 @@ pub struct Gpu {
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
+    /// MIG (see [`crate::mig`]); absent: the GPU cannot do MIG.
+    #[serde(default)]
+    pub mig: Option<crate::mig::Mig>,
     /// Field ids `nvmlDeviceGetFieldValues` answers `NOT_SUPPORTED` for on this GPU,
     /// whatever the values above say (drivers differ per GPU).
     #[serde(default)]
@@ -222,6 +225,26 @@ pub struct PciAddress {
 }
 
 impl Gpu {
+    /// Moves the processes a scenario lists under its MIG instances into the GPU's list,
+    /// with the instance's ids (what the driver's lists on the parent hold).
+    fn adopt_instance_processes(&mut self) {
+        let Some(mig) = &mut self.mig else {
+            return;
+        };
+        for m in &mut mig.instances {
+            for mut p in std::mem::take(&mut m.processes) {
+                p.gpu_instance_id = Some(m.gpu_instance_id);
+                p.compute_instance_id = Some(m.compute_instance_id);
+                self.processes.push(p);
+            }
+        }
+    }
+
+    /// MIG mode is on: the parent's utilisation is not supported.
+    pub fn mig_on(&self) -> bool {
+        self.mig.as_ref().is_some_and(|m| m.enabled)
+    }
+
     /// Memory info, or `None` when `memory_total_bytes` is absent. A missing
     /// `reserved` is 0; a missing `used`/`free` is derived from the others.
     pub fn memory(&self) -> Option<Memory> {
@@ -278,8 +301,11 @@ impl Scenario {
 
     /// Parses and validates scenario text.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut scenario: Scenario = serde_json::from_str(text).map_err(|e| e.to_string())?;
         scenario.validate()?;
+        for gpu in &mut scenario.gpus {
+            gpu.adopt_instance_processes();
+        }
         Ok(scenario)
     }
 
@@ -320,6 +346,22 @@ impl Scenario {
             }
             check_c_string(&format!("gpus[{i}].name"), gpu.name.as_deref())?;
             check_c_string(&format!("gpus[{i}].uuid"), gpu.uuid.as_deref())?;
+            if let Some(mig) = &gpu.mig {
+                let mut seen = std::collections::BTreeSet::new();
+                for (j, m) in mig.instances.iter().enumerate() {
+                    let at = format!("gpus[{i}].mig.instances[{j}]");
+                    if m.gi_profile(mig).is_none() {
+                        return Err(format!(
+                            "{at}: no profile with id {:?} or name {:?}",
+                            m.profile_id, m.profile
+                        ));
+                    }
+                    if !seen.insert((m.gpu_instance_id, m.compute_instance_id)) {
+                        return Err(format!("{at}: its instance ids are taken"));
+                    }
+                    check_c_string(&format!("{at}.uuid"), m.uuid.as_deref())?;
+                }
+            }
             if let Some(id) = &gpu.pci_bus_id {
                 if id.len() >= 32 || parse_pci_bus_id(id).is_none() {
                     return Err(format!(
@@ -418,6 +460,43 @@ mod tests {
         assert_eq!(gpm.sm_activity_pct, Some(12.5));
         assert_eq!(gpm.dram_bw_util_pct, None);
         assert!(Scenario::parse(r#"{"gpus": [{"gpm": {"sm_util": 1}}]}"#).is_err());
+    }
+
+    #[test]
+    fn a_mig_instance_names_a_profile_of_its_gpu_by_id_or_name() {
+        let ok = r#"{"gpus": [{"mig": {"instances": [
+            {"gpu_instance_id": 1, "profile_id": 9}, {"gpu_instance_id": 2, "profile": "2g.20gb"}
+        ]}}]}"#;
+        let s = Scenario::parse(ok).unwrap();
+        let mig = s.gpus[0].mig.as_ref().unwrap();
+        assert_eq!(mig.instances[1].gi_profile(mig).unwrap().id, 14);
+        for bad in [
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile_id": 77}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile": "9g.1gb"}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1}]}}]}"#,
+            r#"{"gpus": [{"mig": {"instances": [{"gpu_instance_id": 1, "profile_id": 9},
+                                                {"gpu_instance_id": 1, "profile_id": 19}]}}]}"#,
+        ] {
+            assert!(Scenario::parse(bad).is_err(), "accepted {bad}");
+        }
+    }
+
+    #[test]
+    fn processes_listed_under_a_mig_instance_are_the_gpus_with_its_ids() {
+        let s = Scenario::parse(
+            r#"{"gpus": [{"processes": [{"pid": 1}],
+                "mig": {"instances": [{"gpu_instance_id": 5, "compute_instance_id": 1,
+                    "profile": "2g.20gb", "processes": [{"pid": 2, "used_gpu_memory_bytes": 3}]}]}}]}"#,
+        )
+        .unwrap();
+        let g = &s.gpus[0];
+        assert!(g.mig.as_ref().unwrap().instances[0].processes.is_empty());
+        let p = &g.processes[1];
+        assert_eq!(
+            (p.pid, p.gpu_instance_id, p.compute_instance_id),
+            (2, Some(5), Some(1))
+        );
+        assert_eq!(g.processes[0].gpu_instance_id, None);
     }
 
     #[test]

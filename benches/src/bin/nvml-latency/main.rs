@@ -14,6 +14,7 @@
 //! (section "NVML call latency"); never by `cargo test` except on the fake NVML.
 
 mod call;
+mod mig;
 mod probes;
 
 use std::io::Write;

@@ -219,11 +219,12 @@ pub fn device(lib: &NvmlLib, index: c_uint, dev: nvmlDevice_t) -> Vec<Probe<'_>>
     }
     probes.push(gpm_support(lib, dev));
     probes.push(gpm_sample(lib, dev));
+    probes.extend(crate::mig::probes(lib, dev));
     probes
 }
 
 /// `nvmlDeviceGetMemoryInfo_v2`, whose struct carries its version.
-fn memory_v2(lib: &NvmlLib, dev: nvmlDevice_t) -> Probe<'_> {
+pub fn memory_v2(lib: &NvmlLib, dev: nvmlDevice_t) -> Probe<'_> {
     let call = sym(&lib.nvmlDeviceGetMemoryInfo_v2).map(|f| -> Call<'_> {
         Box::new(move || {
             let mut m = b::nvmlMemory_v2_t {

@@ -210,6 +210,8 @@ fn c_header_structs_have_the_rust_layout() {
                 "ProcRecord" => "gpupeek_proc",
                 "HistoryHead" => "gpupeek_history_head",
                 "HistorySample" => "gpupeek_history_sample",
+                "MigTableHead" => "gpupeek_mig_head",
+                "MigRecord" => "gpupeek_mig",
                 other => panic!("no C struct for {other}"),
             };
             body.push_str(&format!(

@@ -29,6 +29,7 @@ mod hostile;
 mod hung;
 mod install;
 mod manpages;
+mod mig;
 mod nvitop;
 mod nvml_cost;
 mod privilege;

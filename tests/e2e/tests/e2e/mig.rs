@@ -1,0 +1,461 @@
+//! MIG, read from the segment: an H100 split into three instances of mixed profiles,
+//! with processes in each, publishes every instance with its profile, memory, ids and
+//! UUID, and every process with the ids of its instance; the parent's utilisation,
+//! which NVML does not report under MIG, is published as not available (never 0); a
+//! reconfiguration while readers run is published whole (no reader sees a mix of the
+//! two layouts, or an instance that no longer exists once the new one is out); the
+//! instances cost the fast tick one call each (two more for GPM); the profile is found
+//! without the GPU-instance queries and on the first MIG driver; and a hung MIG call is
+//! the GPU's "not responding", like any other.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use gpupeek_e2e::{compile_c_reader, run_with_watchdog, stdout, wait_for, Daemon, Sandbox};
+use gpupeek_shm::layout::{gpu_valid as v, mig_valid};
+use gpupeek_shm::{text, MigRecord, Snapshot};
+use serde_json::{json, Value};
+
+const MIB: u64 = 1 << 20;
+
+/// A child process, killed when dropped: a real pid for the fake's process lists.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn new() -> Self {
+        Sleeper(
+            Command::new("sleep")
+                .arg("600")
+                .spawn()
+                .expect("sleep starts"),
+        )
+    }
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+/// Four sleepers (killed when dropped) and their pids.
+fn four_sleepers() -> ([Sleeper; 4], [u32; 4]) {
+    let procs = [(); 4].map(|()| Sleeper::new());
+    let pids = [0, 1, 2, 3].map(|i| procs[i].pid());
+    (procs, pids)
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One MIG device: GPU instance id, profile id (H100 80GB: 9 is 3g.40gb, 14 2g.20gb,
+/// 19 1g.10gb, 5 4g.40gb), UUID.
+fn instance(gi: u32, profile_id: u32, gpm: Option<f64>) -> Value {
+    let mut m = json!({
+        "gpu_instance_id": gi, "compute_instance_id": 0, "profile_id": profile_id,
+        "uuid": format!("MIG-{gi:08x}-7d1c-5b8e-9d2a-{profile_id:012x}"),
+    });
+    if let Some(pct) = gpm {
+        m["gpm"] = json!({"sm_activity_pct": pct, "dram_bw_util_pct": pct / 2.0});
+    }
+    m
+}
+
+/// A process of `pid` using `mib` MiB in GPU instance `gi`.
+fn process(pid: u32, mib: u64, gi: u32) -> Value {
+    json!({"pid": pid, "used_gpu_memory_bytes": mib * MIB,
+           "gpu_instance_id": gi, "compute_instance_id": 0})
+}
+
+/// An H100 with MIG on, `instances` and `processes`, and a plain GPU beside it.
+fn scenario(instances: Vec<Value>, processes: Vec<Value>) -> Value {
+    json!({"gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a1b2c3d4-0000-1111-2222-333344445555",
+            "memory_total_bytes": 80u64 << 30, "memory_used_bytes": 9u64 << 30,
+            // What the GPU would say without MIG: NVML must not report it under MIG.
+            "utilization_gpu_pct": 77, "utilization_memory_pct": 33,
+            "temperature_c": 45, "power_usage_mw": 200000,
+            "gpm": {"sm_activity_pct": 30.0},
+            "processes": processes,
+            "mig": {"instances": instances}
+        },
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-ffffffff-0000-1111-2222-333344445555",
+            "memory_total_bytes": 80u64 << 30, "memory_used_bytes": 1u64 << 30,
+            "utilization_gpu_pct": 12, "utilization_memory_pct": 3, "temperature_c": 40
+        }
+    ]})
+}
+
+/// The three-way split: 3g.40gb (GI 1, two processes), 2g.20gb (GI 5), 1g.10gb (GI 13).
+fn three_way(pids: &[u32; 4]) -> Value {
+    scenario(
+        vec![
+            instance(1, 9, Some(40.0)),
+            instance(5, 14, None),
+            instance(13, 19, Some(10.0)),
+        ],
+        vec![
+            process(pids[0], 1000, 1),
+            process(pids[1], 2000, 1),
+            process(pids[2], 3000, 5),
+            process(pids[3], 500, 13),
+        ],
+    )
+}
+
+/// `(gpu instance id, profile)` of every published instance of GPU 0.
+fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
+    snap.mig_on(0)
+        .map(|m| (m.gpu_instance_id, text::decode(&m.profile)))
+        .collect()
+}
+
+fn pids_in(snap: &Snapshot, m: &MigRecord) -> Vec<u32> {
+    let mut pids: Vec<u32> = snap.processes_in(m).map(|p| p.pid).collect();
+    pids.sort_unstable();
+    pids
+}
+
+#[test]
+fn each_instance_of_a_three_way_h100_is_published_with_its_profile_memory_and_processes() {
+    let sb = Sandbox::new("mig-three");
+    let (_procs, pids) = four_sleepers();
+    sb.write_scenario(&three_way(&pids));
+    let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
+    let snap = sb.snapshot_when(&daemon, "three instances with GPM and processes", |s| {
+        s.mig.len() == 3
+            && s.processes.len() == 4
+            && [0, 2]
+                .iter()
+                .all(|&i| s.mig[i].valid & mig_valid::GPM_SM_ACTIVITY != 0)
+    });
+    assert_eq!(
+        layout(&snap),
+        [
+            (1, "3g.40gb".into()),
+            (5, "2g.20gb".into()),
+            (13, "1g.10gb".into())
+        ]
+    );
+    // The profiles' memory (MiB), SMs and slices, as `nvidia-smi mig -lgip` lists them.
+    let want = [
+        (40_448, 3_000, 60, 3),
+        (20_096, 3_000, 32, 2),
+        (9_984, 500, 16, 1),
+    ];
+    for (m, (total_mib, used_mib, sms, slices)) in snap.mig.iter().zip(want) {
+        let all = mig_valid::UUID | mig_valid::PROFILE | mig_valid::MEMORY;
+        assert_eq!(m.valid & all, all, "{m:?}");
+        assert_eq!(m.gpu_index, 0);
+        assert_eq!(m.compute_instance_id, 0);
+        assert_eq!(m.mem_total_bytes, total_mib * MIB);
+        assert_eq!(m.mem_used_bytes, used_mib * MIB);
+        assert_eq!(m.mem_free_bytes, (total_mib - used_mib) * MIB);
+        assert_eq!((m.sm_count, m.gpu_instance_slice_count), (sms, slices));
+        let uuid = text::decode(&m.uuid);
+        assert!(
+            uuid.starts_with(&format!("MIG-{:08x}", m.gpu_instance_id)),
+            "{uuid}"
+        );
+    }
+    assert_eq!(pids_in(&snap, &snap.mig[0]), sorted(&[pids[0], pids[1]]));
+    assert_eq!(pids_in(&snap, &snap.mig[1]), [pids[2]]);
+    assert_eq!(pids_in(&snap, &snap.mig[2]), [pids[3]]);
+    // Per-instance GPM where the instance has it, not available where it has not.
+    assert_eq!(snap.mig[0].gpm_sm_activity_centipct, 4000);
+    assert_eq!(snap.mig[0].gpm_dram_bw_util_centipct, 2000);
+    assert_eq!(snap.mig[1].valid & mig_valid::GPM, 0);
+    assert_eq!(snap.mig[2].gpm_sm_activity_centipct, 1000);
+    // The parent: MIG on, utilisation not available (not 0), the rest as usual.
+    let parent = &snap.gpus[0];
+    assert_ne!(parent.valid & v::MIG_MODE, 0);
+    assert_eq!((parent.mig_mode_current, parent.mig_mode_pending), (1, 1));
+    assert_eq!(parent.valid & v::UTILIZATION, 0, "published as N/A");
+    assert_ne!(parent.valid & v::MEMORY, 0);
+    assert_ne!(parent.valid & v::TEMPERATURE, 0);
+    // The GPU beside it cannot do MIG: no mode, its utilisation as usual, no instances.
+    let plain = &snap.gpus[1];
+    assert_eq!(plain.valid & v::MIG_MODE, 0);
+    assert_eq!(
+        (plain.valid & v::UTILIZATION != 0, plain.util_gpu_pct),
+        (true, 12)
+    );
+    assert_eq!(snap.mig_on(1).count(), 0);
+    // The C reader reads the same instances, and each process's instance ids.
+    let Some(exe) = compile_c_reader(&sb) else {
+        return;
+    };
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(exe);
+        cmd.arg(&sb.shm);
+        cmd
+    });
+    let text = stdout(&out);
+    let migs: Vec<&str> = text.lines().filter(|l| l.starts_with("mig ")).collect();
+    assert_eq!(migs.len(), 3, "{text}");
+    assert!(
+        migs[1].contains("gi=5 ci=0 profile=\"2g.20gb\"")
+            && migs[1].contains(&format!("mem_total_bytes={}", 20_096 * MIB)),
+        "{text}"
+    );
+    let proc_line = text
+        .lines()
+        .find(|l| l.contains(&format!("pid={}", pids[3])))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(proc_line.ends_with("gi=13 ci=0"), "{proc_line}");
+}
+
+fn sorted(pids: &[u32]) -> Vec<u32> {
+    let mut pids = pids.to_vec();
+    pids.sort_unstable();
+    pids
+}
+
+#[test]
+fn a_reconfiguration_while_readers_run_is_published_whole_and_nothing_stale_stays() {
+    let sb = Sandbox::new("mig-reconfig");
+    let (_procs, pids) = four_sleepers();
+    sb.write_scenario(&three_way(&pids));
+    let daemon = sb.start_daemon_with("50ms", &["--process-interval", "100ms"]);
+    let before = vec![
+        (1, "3g.40gb".to_owned()),
+        (5, "2g.20gb".to_owned()),
+        (13, "1g.10gb".to_owned()),
+    ];
+    sb.snapshot_when(&daemon, "the first layout", |s| layout(s) == before);
+    // GIs 5 and 13 destroyed, GI 2 (4g.40gb) created: pids[2] moved into it, pids[3] gone.
+    // The new instance lists its process itself, by its profile's name.
+    let created = json!({
+        "gpu_instance_id": 2, "profile": "4g.40gb", "uuid": "MIG-00000002-new",
+        "processes": [{"pid": pids[2], "used_gpu_memory_bytes": 3000 * MIB}]
+    });
+    let after_scenario = scenario(
+        vec![instance(1, 9, None), created],
+        vec![process(pids[0], 1000, 1), process(pids[1], 2000, 1)],
+    );
+    let after = vec![(1, "3g.40gb".to_owned()), (2, "4g.40gb".to_owned())];
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (shm, stop) = (sb.shm.clone(), Arc::clone(&stop));
+            let (before, after) = (before.clone(), after.clone());
+            std::thread::spawn(move || {
+                let segment = gpupeek_shm::Segment::open(&shm).unwrap();
+                let mut seen = BTreeMap::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(snap) = segment.snapshot() else {
+                        continue;
+                    };
+                    let l = layout(&snap);
+                    assert!(l == before || l == after, "a mixed layout: {l:?}");
+                    *seen.entry(l == after).or_insert(0u64) += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sb.write_scenario(&after_scenario);
+    let snap = sb.snapshot_when(&daemon, "the new layout and its processes", |s| {
+        layout(s) == after && s.processes.len() == 3
+    });
+    assert_eq!(snap.mig[1].mem_total_bytes, 40_448 * MIB);
+    assert_eq!(pids_in(&snap, &snap.mig[1]), [pids[2]]);
+    assert_eq!(snap.mig[1].mem_used_bytes, 3_000 * MIB);
+    // Once out, the new layout stays: no tick republishes a destroyed instance.
+    let gen = snap.generation;
+    sb.wait_generation(gen + 10, &daemon);
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        let seen = reader.join().expect("no reader saw a mixed layout");
+        assert!(
+            seen.contains_key(&false) && seen.contains_key(&true),
+            "{seen:?}"
+        );
+    }
+    let last = sb.segment().snapshot().unwrap();
+    assert_eq!(layout(&last), after);
+    // MIG turned off (after a reset): no instances, and utilisation is the GPU's again.
+    let mut off = after_scenario.clone();
+    off["gpus"][0]["mig"]["enabled"] = json!(false);
+    off["gpus"][0]["processes"] = json!([]);
+    sb.write_scenario(&off);
+    let snap = sb.snapshot_when(&daemon, "MIG off", |s| {
+        s.mig.is_empty() && s.gpus[0].valid & v::UTILIZATION != 0
+    });
+    assert_eq!(
+        (snap.gpus[0].mig_mode_current, snap.gpus[0].util_gpu_pct),
+        (0, 77)
+    );
+}
+
+fn calls(sb: &Sandbox, daemon: &Daemon) -> BTreeMap<String, u64> {
+    sb.nvml_call_file(daemon.pid()).unwrap_or_default()
+}
+
+#[test]
+fn the_instances_cost_the_fast_tick_one_memory_call_each_and_gpm_where_supported() {
+    let sb = Sandbox::new("mig-cost");
+    let (_procs, pids) = four_sleepers();
+    let mut s = three_way(&pids);
+    s["gpus"].as_array_mut().unwrap().truncate(1);
+    sb.write_scenario(&s);
+    // 120 ms ticks: GPM every tick; processes and the slow values once an hour.
+    let daemon = sb.start_daemon_with("120ms", &["--process-interval", "60m"]);
+    sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    // The temperature is read once per fast tick of the GPU.
+    let tick = "nvmlDeviceGetTemperatureV";
+    wait_for("a few ticks", &daemon, || {
+        calls(&sb, &daemon).get(tick) >= Some(&5)
+    });
+    let before = calls(&sb, &daemon);
+    let mut after = before.clone();
+    wait_for("20 ticks", &daemon, || {
+        after = calls(&sb, &daemon);
+        after.get(tick) >= Some(&(before[tick] + 20))
+    });
+    let ticks = after[tick] - before[tick];
+    // The calls file is read while a tick may be under way: the calls counted may hold
+    // part of one more tick than the temperature says.
+    let bound = ticks + 1;
+    let diff: BTreeMap<&str, u64> = after
+        .iter()
+        .filter(|(k, _)| k.starts_with("nvml"))
+        .map(|(k, n)| (k.as_str(), n - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    // Memory: the parent's and one per instance, every tick.
+    let memory = diff["nvmlDeviceGetMemoryInfo_v2"];
+    assert!(memory.abs_diff(4 * ticks) <= 4, "{diff:?}");
+    // GPM: the parent's two calls, and two for each instance that has it (two of
+    // three), on every tick that closes a window of at least 100 ms (a tick that comes
+    // early after a late one does not).
+    let mig_samples = diff["nvmlGpmMigSampleGet"];
+    assert!(mig_samples > 0 && mig_samples <= 2 * bound, "{diff:?}");
+    assert!(diff["nvmlGpmMetricsGet"] <= 3 * bound, "{diff:?}");
+    // The layout is not enumerated again while nothing changes, and the parent's
+    // utilisation, which NVML does not report under MIG, is not asked for.
+    for idle in [
+        "nvmlDeviceGetMigDeviceHandleByIndex",
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetGpuInstanceProfileInfoV",
+    ] {
+        assert!(!diff.contains_key(idle), "{idle}: {diff:?}");
+    }
+    // The fast tick: the GPU's own calls (at most 8) plus what the instances need (the
+    // GPU count is read once per tick, not per GPU).
+    let total: u64 = diff
+        .iter()
+        .filter(|(k, _)| **k != "nvmlDeviceGetCount_v2")
+        .map(|(_, n)| n)
+        .sum();
+    let instances = 3 + 2 * 2;
+    assert!(
+        total <= (8 + instances) * bound,
+        "{total} calls over {ticks} ticks: {diff:?}"
+    );
+}
+
+#[test]
+fn without_the_gpu_instance_queries_the_profile_comes_from_the_mig_device_name() {
+    let sb = Sandbox::new("mig-noperm");
+    let (_procs, pids) = four_sleepers();
+    let mut s = three_way(&pids);
+    // As for an unprivileged caller on a real driver.
+    s["gpus"][0]["errors"] = json!({"nvmlDeviceGetGpuInstanceById": "NO_PERMISSION"});
+    // A compute instance of one slice of the 3g.40gb GPU instance.
+    s["gpus"][0]["mig"]["instances"][0]["compute_slices"] = json!(1);
+    s["gpus"].as_array_mut().unwrap().truncate(1);
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon_with("100ms", &["--process-interval", "100ms"]);
+    let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+        s.mig.len() == 3 && s.processes.len() == 4
+    });
+    assert_eq!(
+        layout(&snap),
+        [
+            (1, "1c.3g.40gb".into()),
+            (5, "2g.20gb".into()),
+            (13, "1g.10gb".into())
+        ]
+    );
+    assert_eq!(snap.mig[0].compute_instance_slice_count, 1);
+    assert_eq!(
+        snap.gpus[0].nvml_error_code, 0,
+        "a MIG query is no GPU failure"
+    );
+    // Neither the GPU's utilisation nor its processes' is asked for under MIG (NVML
+    // reports neither), from the first tick on.
+    let calls = calls(&sb, &daemon);
+    assert!(
+        calls.contains_key("nvmlDeviceGetRunningProcessDetailList"),
+        "{calls:?}"
+    );
+    for never in [
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetProcessUtilization",
+    ] {
+        assert!(!calls.contains_key(never), "{never}: {calls:?}");
+    }
+}
+
+#[test]
+fn on_the_first_mig_driver_the_profile_still_comes_from_the_device_name() {
+    // R450 lacks the versioned profile info (with the profile's name) and the device
+    // attributes (SM count, slices): what is left is the MIG device's name.
+    let profile = gpupeek_e2e::profiles::R450;
+    let sb = Sandbox::new("mig-r450");
+    sb.use_driver(profile);
+    let (_procs, pids) = four_sleepers();
+    let mut s = three_way(&pids);
+    s["driver_version"] = json!(profile.driver_version);
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("100ms");
+    let snap = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    assert_eq!(
+        layout(&snap),
+        [
+            (1, "3g.40gb".into()),
+            (5, "2g.20gb".into()),
+            (13, "1g.10gb".into())
+        ]
+    );
+    for m in &snap.mig {
+        assert_eq!(
+            m.valid & (mig_valid::SM_COUNT | mig_valid::SLICES),
+            0,
+            "{m:?}"
+        );
+        assert_ne!(m.valid & mig_valid::MEMORY, 0);
+    }
+}
+
+#[test]
+fn a_hung_mig_query_makes_its_gpu_not_responding_and_the_other_gpu_goes_on() {
+    // Every MIG call runs on the GPU's own worker, under the NVML timeout, like the
+    // GPU's other calls: a hang in one leaves the publishing thread and the other GPU
+    // alone, and the GPU's instances are not published while it hangs.
+    let sb = Sandbox::new("mig-hung");
+    let (_procs, pids) = four_sleepers();
+    let ok = three_way(&pids);
+    sb.write_scenario(&ok);
+    let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "300ms"]);
+    let first = sb.snapshot_when(&daemon, "three instances", |s| s.mig.len() == 3);
+    let mut hanging = ok.clone();
+    hanging["gpus"][0]["hang"] = json!(["nvmlGpmMigSampleGet"]);
+    sb.write_scenario(&hanging);
+    let hung = sb.snapshot_when(&daemon, "GPU 0 not responding, GPU 1 going on", |s| {
+        s.gpus[0].state == gpupeek_shm::GpuState::NotResponding as u32
+            && s.gpus[1].sample_mono_ns > first.gpus[1].sample_mono_ns + 300_000_000
+    });
+    assert!(hung.mig.is_empty(), "{:?}", layout(&hung));
+    sb.write_scenario(&ok);
+    sb.snapshot_when(&daemon, "GPU 0 and its instances back", |s| {
+        s.gpus[0].state == gpupeek_shm::GpuState::Ok as u32 && s.mig.len() == 3
+    });
+}
