@@ -3,6 +3,7 @@
 //! starts and once when it ends, however many ticks it lasts.
 
 use gpupeek_e2e::{Daemon, Sandbox};
+use gpupeek_shm::GpuState;
 use serde_json::{json, Value};
 
 const GIB: u64 = 1 << 30;
@@ -34,19 +35,24 @@ fn advance(sandbox: &Sandbox, daemon: &Daemon, ticks: u64) {
     sandbox.wait_generation(now + ticks, daemon);
 }
 
-/// Applies a scenario and lets it settle: until GPU 0's record shows its temperature,
-/// memory and power (on a loaded machine a tick's sample can come late), then a few
-/// more ticks.
+/// Applies a scenario and lets it settle: until every GPU's record shows it (lost, or
+/// with its temperature, memory and power: on a loaded machine a tick's sample can come
+/// late, and a lost GPU's return takes a new handle), then a few more ticks.
 fn step(sandbox: &Sandbox, daemon: &Daemon, scenario: Value) {
     sandbox.write_scenario(&scenario);
-    let gpu0 = &scenario["gpus"][0];
-    let want = |key: &str| gpu0[key].as_u64().unwrap_or_default();
+    let gpus = scenario["gpus"].as_array().unwrap().clone();
     sandbox.snapshot_when(daemon, "the new scenario published", |s| {
-        s.gpus.first().is_some_and(|g| {
-            u64::try_from(g.temp_gpu_c).ok() == Some(want("temperature_c"))
-                && g.mem_used_bytes == want("memory_used_bytes")
-                && u64::from(g.power_draw_mw) == want("power_usage_mw")
-        })
+        s.gpus.len() == gpus.len()
+            && s.gpus.iter().zip(&gpus).all(|(g, want)| {
+                let num = |key: &str| want[key].as_u64().unwrap_or_default();
+                if want["errors"]["*"] == "GPU_IS_LOST" {
+                    return g.state == GpuState::Lost as u32;
+                }
+                g.state == GpuState::Ok as u32
+                    && u64::try_from(g.temp_gpu_c).ok() == Some(num("temperature_c"))
+                    && g.mem_used_bytes == num("memory_used_bytes")
+                    && u64::from(g.power_draw_mw) == num("power_usage_mw")
+            })
     });
     advance(sandbox, daemon, 3);
 }
