@@ -33,6 +33,8 @@ limits of doing it from Python:
   crate (gpupeek-shm) use real acquire fences; use them where a rare torn value matters.
 - Values are what the daemon sampled at its last tick (see Status.period_ns): a block
   shorter than the daemon's period can miss a peak that came and went between ticks.
+  `vram()` waits (boundedly) for a process sample taken after it was entered and another
+  taken after the block ended, so neither end reports a value older than the block.
 """
 
 from __future__ import annotations
@@ -595,6 +597,20 @@ class Snapshot:
             return "stale"
         return s.state if s.state in ("live", "nvml_error", "released") else "starting"
 
+    def sampled_since(self, mono_ns: int) -> bool:
+        """True when the process lists (ABI 1.2; older writers: the GPUs alone) and every
+        GPU that was sampled were sampled at or after `mono_ns` (CLOCK_MONOTONIC)."""
+        if self.proc_sample_mono_ns and self.proc_sample_mono_ns < mono_ns:
+            return False
+        return all(g.sample_mono_ns >= mono_ns for g in self.gpus
+                   if g.sample_mono_ns is not None)
+
+    def fresh_timeout_s(self) -> float:
+        """How long a sample newer than now can take to appear: two process periods and
+        STALE_PERIODS ticks (beyond that the daemon is late, not merely between samples)."""
+        tick = self.status.period_ns or 1_000_000_000
+        return (2 * (self.proc_period_ns or tick) + STALE_PERIODS * tick) / 1e9
+
 
 class Segment:
     """An open, trusted, validated segment, mapped read-only."""
@@ -693,6 +709,26 @@ class Segment:
 
     def generation(self) -> int:
         return self._words[self.header["generation_offset"] // 8]
+
+    def wait_fresh(self, since_mono_ns: int, timeout_s: Optional[float] = None) -> Snapshot:
+        """A snapshot whose samples were all taken at or after `since_mono_ns`
+        (CLOCK_MONOTONIC; see Snapshot.sampled_since), waiting for the daemon's publishes:
+        the generation word is checked every quarter tick (at most 50 ms; a sleep, not a
+        spin) and the segment re-read only when it moved. After `timeout_s` (default:
+        Snapshot.fresh_timeout_s) the latest snapshot is returned even if older."""
+        snap = self.snapshot()
+        if timeout_s is None:
+            timeout_s = snap.fresh_timeout_s()
+        deadline = time.monotonic() + timeout_s
+        step = min(max(snap.status.period_ns / 4e9, 0.001), 0.05)
+        while not snap.sampled_since(since_mono_ns):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(step, left))
+            if self.generation() != snap.generation:
+                snap = self.snapshot()
+        return snap
 
     def _read(self, offset: int, size: int, extra: Callable[[], object] = None):
         """Seqlock read of [offset, offset+size); `extra` runs inside the same attempt."""
@@ -874,10 +910,17 @@ class vram:
     A background thread samples at the daemon's period. The GPUs reported are those on
     which the daemon lists this process at any sample (`gpus=` chooses them instead; when
     the process is never listed, every GPU is reported and `matched_process` is False).
-    With `settle` (default), leaving the block waits for the daemon's next publish (at
-    most 3 periods) so the end value includes the block's last allocations; pass
-    settle=False in hot loops. `report` is called with the result (default: one line per
-    GPU on stderr; None: silent). After the block: `gpus` maps GPU index to GpuVram.
+    With `settle` (default), entering waits for a process sample taken after the call and
+    leaving waits for one taken after the block ended (each at most
+    Snapshot.fresh_timeout_s: two process periods and 3 ticks), so the start value is not
+    older than the call and the end value includes the block's last allocations; `fresh`
+    says whether both came in time. Pass settle=False in hot loops (no waiting: the
+    values are the last publish's). `report` is called with the result (default: one line
+    per GPU on stderr; None: silent). After the block: `gpus` maps GPU index to GpuVram.
+
+    Measuring never stops the block: without a live daemon (no segment, stopped, stale,
+    NVML failing, untrusted...) the block runs unmeasured, `error` holds the reason and
+    one line on stderr says so, once per process however many blocks run.
     """
 
     def __init__(self, label: str = "block", *, shm: Optional[str] = None,
@@ -892,7 +935,10 @@ class vram:
         self.gpus: Dict[int, GpuVram] = {}
         self.samples = 0
         self.matched_process = False
+        self.error: Optional[Error] = None
+        self.fresh = False
         self._seen: set = set()
+        self._seg = None
 
     def __call__(self, func):
         @functools.wraps(func)
@@ -947,13 +993,29 @@ class vram:
             self._stop.wait(self._period)
         self._last_gen = last
 
+    def _first(self, called_mono_ns: int) -> Snapshot:
+        """The start: a live daemon's sample from after the call (with `settle`)."""
+        snap = self._seg.snapshot()
+        live = snap.liveness()
+        if live != "live":
+            raise NoDaemonError(f"segment {self._seg.name}: the daemon is {live}")
+        if self._settle:
+            snap = self._seg.wait_fresh(called_mono_ns)
+        self.fresh = snap.sampled_since(called_mono_ns)
+        return snap
+
     def __enter__(self):
-        self._seg = Segment(self._shm)
+        called = _mono_ns()
         try:
-            snap = self._seg.snapshot()
-        except Error:
-            self._seg.close()
-            raise
+            self._seg = Segment(self._shm)
+            snap = self._first(called)
+        except Error as e:
+            if self._seg is not None:
+                self._seg.close()
+                self._seg = None
+            self.error = e
+            _say_once(f"gpupeek: VRAM not measured: {e} (said once; the code runs anyway)")
+            return self
         self._period = min(max(snap.status.period_ns / 1e9, 0.005), 1.0)
         self._last_gen = snap.generation
         self._sample(snap, first=True)
@@ -963,16 +1025,20 @@ class vram:
         return self
 
     def __exit__(self, *exc):
+        if self._seg is None:
+            return False
+        ended = _mono_ns()
         self._stop.set()
         self._thread.join()
         try:
             if self._settle:
-                deadline = time.monotonic() + 3 * self._period + 0.05
-                while self._seg.generation() == self._last_gen and time.monotonic() < deadline:
-                    time.sleep(self._period / 4)
-            self._sample(self._seg.snapshot())
+                snap = self._seg.wait_fresh(ended)
+                self.fresh = self.fresh and snap.sampled_since(ended)
+            else:
+                snap = self._seg.snapshot()
+            self._sample(snap)
         except Error:
-            pass
+            self.fresh = False
         finally:
             self._seg.close()
         chosen = self._only if self._only is not None else sorted(self._seen)
@@ -982,6 +1048,24 @@ class vram:
         if self._report is not None:
             self._report(self)
         return False
+
+
+def _mono_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+_unmeasured_said = False
+_unmeasured_lock = threading.Lock()
+
+
+def _say_once(line: str):
+    """Prints `line` on stderr, unless a block has already said it was not measured."""
+    global _unmeasured_said
+    with _unmeasured_lock:
+        if _unmeasured_said:
+            return
+        _unmeasured_said = True
+    print(line, file=sys.stderr)
 
 
 def _print_report(m: "vram"):
@@ -996,7 +1080,9 @@ def _print_report(m: "vram"):
 
 def track_vram(func=None, **kwargs):
     """Decorator: `@track_vram` or `@track_vram(label=..., settle=False, ...)`; each call
-    is measured like `with vram(...)`, labelled with the function's name by default."""
+    is measured like `with vram(...)`, labelled with the function's name by default.
+    Without a live daemon the function still runs (and returns or raises as it would),
+    and one line on stderr says it was not measured, once per process."""
     if func is None:
         return lambda f: track_vram(f, **kwargs)
     kwargs.setdefault("label", func.__qualname__)

@@ -252,6 +252,47 @@ class Vram(unittest.TestCase):
         self.assertEqual(reports[0].gpus[0].delta_bytes, GIB)
         self.assertEqual(reports[0].gpus[0].process_delta_bytes, GIB)
 
+    def test_neither_end_of_a_block_is_older_than_the_block(self):
+        write_scenario(1 * GIB, 512 * MIB)
+        wait_until("start state", showing(1 * GIB, 512 * MIB))
+        # Allocated just before the block, and again as its last statement: neither has
+        # been sampled yet (processes are sampled every 2 s here).
+        write_scenario(2 * GIB, 1536 * MIB)
+        called = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        with gpupeek.vram("fresh", shm=SHM, report=None) as m:
+            entered = gpupeek.snapshot(SHM)
+            write_scenario(3 * GIB, 2560 * MIB)
+        self.assertTrue(m.fresh)
+        self.assertGreaterEqual(entered.proc_sample_mono_ns, called)
+        g = m.gpus[0]
+        self.assertEqual((g.start_bytes, g.process_start_bytes), (2 * GIB, 1536 * MIB))
+        self.assertEqual((g.end_bytes, g.process_end_bytes), (3 * GIB, 2560 * MIB))
+
+    def test_without_a_daemon_the_code_runs_and_says_so_once(self):
+        script = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(gpupeek.__file__))!r})
+import gpupeek
+calls = []
+
+@gpupeek.track_vram(shm={SHM + '-gone'!r})
+def step(i):
+    calls.append(i)
+    return i * 2
+
+print([step(i) for i in range(3)])
+with gpupeek.vram(shm={SHM + '-gone'!r}) as m:
+    calls.append("block")
+print(calls, type(m.error).__name__, m.gpus)
+"""
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "[0, 2, 4]\n[0, 1, 2, 'block'] NoDaemonError {}\n")
+        lines = out.stderr.splitlines()
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertRegex(lines[0], r"^gpupeek: VRAM not measured: no segment /dev/shm/.*-gone")
+
 
 class Trust(unittest.TestCase):
     def fake_segment(self, suffix, data, mode):

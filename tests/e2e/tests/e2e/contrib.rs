@@ -4,9 +4,11 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use gpupeek_e2e::{
-    compile_c, compile_c_reader, repo, run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox,
+    compile_c, compile_c_reader, repo, run_with_limit, run_with_watchdog, stderr, stdout, tool,
+    Daemon, Sandbox,
 };
 use serde_json::json;
 
@@ -251,7 +253,9 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
         .env("GPUPEEK_TEST_CLIENT", &gpupeek_e2e::bins().client)
         .env("GPUPEEK_TEST_LAYOUT", &layout)
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = run_with_watchdog(cmd);
+    // Longer than the usual watchdog: each `vram()` block waits for process samples taken
+    // after it starts and after it ends (every 2 s here), and the tests start Pythons.
+    let out = run_with_limit(cmd, Duration::from_secs(240));
     assert!(
         out.status.success(),
         "python tests failed:\n{}{}",
