@@ -15,6 +15,11 @@
     with gpupeek.Segment() as seg:        # GPU 0's history ring (ABI 1.1), oldest first
         hist = seg.history(0)             # None from a daemon without history
 
+    stats = gpupeek.new_query()           # gpustat's API: gpustat.new_query()
+    for g in stats:                       # GPUStat: g.memory_used (MiB), g['name'], ...
+        print(g.index, g.name, g.memory_used, [p["username"] for p in g.processes or []])
+    stats.print_json()                    # `gpustat --json`'s document (`gpupeek --json`'s)
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -35,25 +40,33 @@ limits of doing it from Python:
   shorter than the daemon's period can miss a peak that came and went between ticks.
   `vram()` waits (boundedly) for a process sample taken after it was entered and another
   taken after the block ended, so neither end reports a value older than the block.
+- `new_query()` mirrors gpustat 1.1.1's `gpustat.new_query()`: a GPUStatCollection of
+  GPUStat objects with gpustat's properties, `entry` keys and `jsonify()`/`print_json()`,
+  whose values are `gpupeek --json`'s (gpustat's units: MiB, whole watts, rounded down).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import mmap
 import os
+import platform
+import pwd
 import stat
 import struct
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from datetime import datetime
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
-    "vram", "track_vram",
+    "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
+    "GPUStatCollection",
 ]
 
 # The constants, states, bits and records below are generated from the Rust definitions
@@ -439,7 +452,7 @@ def _decode(record: str, raw: bytes) -> dict:
 def _text(raw: bytes) -> str:
     """A hostile NUL-padded string: cut at the first NUL, control characters as '?'."""
     s = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return "".join("?" if (ord(c) < 0x20 or ord(c) == 0x7F) else c for c in s)
+    return "".join("?" if (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) else c for c in s)
 
 
 class Error(Exception):
@@ -787,9 +800,12 @@ class Segment:
             kind = v.pop("kind")
             kinds = [k.lower() for k, bit in PROC_KIND_BITS.items() if kind >> bit & 1]
             cmdline = v.get("cmdline")
+            v["cmdline_truncated"] = None
             if cmdline is not None:
                 stored = raw[_CMDLINE_AT:PROC_RECORD_SIZE].rstrip(b"\0")
                 v["cmdline"] = [_text(a) for a in stored.split(b"\0")] if stored else []
+                # The daemon kept only the start of a longer command line.
+                v["cmdline_truncated"] = v["cmdline_len"] > len(stored)
             for mig in ("gpu_instance_id", "compute_instance_id"):
                 if v[mig] == 0xFFFFFFFF:
                     v[mig] = None
@@ -1087,6 +1103,252 @@ def track_vram(func=None, **kwargs):
         return lambda f: track_vram(f, **kwargs)
     kwargs.setdefault("label", func.__qualname__)
     return vram(**kwargs)(func)
+
+
+# ---- gpustat's API ----------------------------------------------------------------------
+# gpustat 1.1.1's `gpustat.new_query()`, GPUStatCollection and GPUStat, built from one
+# snapshot instead of NVML and psutil. Each GPU's `entry` is its object in `gpupeek --json`
+# (client/src/json.rs and view.rs): gpustat's keys, order and units (MiB and whole watts,
+# rounded down), then gpupeek's own keys, which gpustat's tools ignore. Not here: the
+# Rust client's "verdict", "clock_event_reasons" and "gpm" keys, and gpustat's
+# terminal formatting (print_formatted, print_to); `gpupeek` prints that table.
+
+_GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
+_ASLEEP = ("suspended", "idle")
+
+
+def _whole(value: Optional[int], unit: int) -> Optional[int]:
+    return None if value is None else value // unit
+
+
+class GPUStat:
+    """One GPU, as gpustat's GPUStat: `entry` holds `gpupeek --json`'s keys (read them as
+    `g["memory.used"]`), the properties gpustat's names (`g.memory_used`, MiB). A value
+    the GPU does not report is None (where gpustat would raise reading it, too)."""
+
+    def __init__(self, entry: dict):
+        if not isinstance(entry, dict):
+            raise TypeError(f"entry should be a dict, {type(entry)} given")
+        self.entry = entry
+
+    def __repr__(self):
+        return f"GPUStat({self.entry!r})"
+
+    def keys(self):
+        return self.entry.keys()
+
+    def __getitem__(self, key):
+        return self.entry[key]
+
+    def _int(self, key: str) -> Optional[int]:
+        v = self.entry.get(key)
+        return int(v) if v is not None else None
+
+    available = property(lambda self: True, doc="False for a GPU that could not be read.")
+    index = property(lambda self: self.entry["index"], doc="NVML index, as nvidia-smi's.")
+    uuid = property(lambda self: self.entry.get("uuid"), doc="GPU-... UUID.")
+    name = property(lambda self: self.entry.get("name"), doc="Product name.")
+    memory_total = property(lambda self: self._int("memory.total"), doc="MiB.")
+    memory_used = property(lambda self: self._int("memory.used"), doc="MiB.")
+    temperature = property(lambda self: self._int("temperature.gpu"), doc="Celsius.")
+    fan_speed = property(lambda self: self._int("fan.speed"), doc="Percent.")
+    utilization = property(lambda self: self._int("utilization.gpu"), doc="Percent.")
+    utilization_enc = property(lambda self: self._int("utilization.enc"), doc="Percent.")
+    utilization_dec = property(lambda self: self._int("utilization.dec"), doc="Percent.")
+    power_draw = property(lambda self: self._int("power.draw"), doc="Whole watts.")
+    power_limit = property(lambda self: self._int("enforced.power.limit"),
+                           doc="Enforced power limit, whole watts.")
+    processes = property(lambda self: self.entry.get("processes"),
+                         doc="gpustat's process dicts; None when the list is unknown.")
+
+    @property
+    def memory_free(self) -> Optional[int]:
+        """MiB: total minus used, as gpustat computes it (never below 0)."""
+        if self.memory_total is None or self.memory_used is None:
+            return None
+        return max(self.memory_total - self.memory_used, 0)
+
+    memory_available = memory_free
+
+    def jsonify(self) -> dict:
+        o = self.entry.copy()
+        if o.get("processes") is not None:
+            o["processes"] = [dict(p) for p in o["processes"]]
+        return o
+
+
+class InvalidGPU(GPUStat):
+    """A GPU that could not be read (lost, failing, driver not responding): gpustat's
+    InvalidGPU, its name saying why, a missing key reading as "?"."""
+
+    class FallbackDict(dict):
+        def __missing__(self, key):
+            return "?"
+
+    def __init__(self, gpu_index: int, message: str, state: str, uuid: Optional[str]):
+        super().__init__(self.FallbackDict(index=gpu_index, name=message, processes=None,
+                                           state=state, uuid=uuid))
+
+    available = property(lambda self: False)
+
+
+class GPUStatCollection(Sequence):
+    """gpustat's GPUStatCollection: the GPUs (`gpus`, or index/iterate the collection),
+    `hostname`, `driver_version`, `query_time` (when the daemon published, local time) and
+    gpupeek's `processes_age_ms` (how old the process lists are; None from old daemons)."""
+
+    def __init__(self, gpu_list: List[GPUStat], driver_version: Optional[str] = None):
+        self.gpus = gpu_list
+        self.hostname = platform.node()
+        self.query_time = datetime.now()
+        self.driver_version = driver_version
+        self.processes_age_ms: Optional[int] = None
+
+    @staticmethod
+    def new_query(debug: bool = False, id=None, shm: Optional[str] = None):
+        """The GPUs (`id`: "0,2" or [0, 2]) of segment `shm`'s live daemon; raises the
+        module's Error (NoDaemonError, StaleError, ...) when there is none."""
+        return _collection(snapshot(shm), id)
+
+    def __len__(self):
+        return len(self.gpus)
+
+    def __iter__(self) -> Iterator[GPUStat]:
+        return iter(self.gpus)
+
+    def __getitem__(self, index):
+        return self.gpus[index]
+
+    def __repr__(self):
+        return f"GPUStatCollection(host={self.hostname}, [\n" + \
+            "\n".join("  " + repr(g) for g in self.gpus) + "\n])"
+
+    def jsonify(self) -> dict:
+        """gpustat's document (`query_time` a datetime, as gpustat's), then gpupeek's
+        `processes_age_ms`."""
+        return {"hostname": self.hostname, "driver_version": self.driver_version,
+                "query_time": self.query_time, "gpus": [g.jsonify() for g in self],
+                "processes_age_ms": self.processes_age_ms}
+
+    def print_json(self, fp=None):
+        """Writes jsonify() as gpustat --json does (4-space indent, ISO times)."""
+        fp = sys.stdout if fp is None else fp
+
+        def date_handler(obj):
+            if hasattr(obj, "isoformat"):
+                return obj.isoformat()
+            raise TypeError(type(obj))
+        json.dump(self.jsonify(), fp, indent=4, separators=(",", ": "), default=date_handler)
+        fp.write(os.linesep)
+        fp.flush()
+
+
+def new_query(id=None, shm: Optional[str] = None) -> GPUStatCollection:
+    """gpustat.new_query() from the segment: every GPU (or those `id` names) and its
+    processes, without a driver call. Raises Error when no live daemon publishes."""
+    return GPUStatCollection.new_query(id=id, shm=shm)
+
+
+def gpu_count(shm: Optional[str] = None) -> int:
+    """How many GPUs the daemon publishes; 0 without a live daemon."""
+    try:
+        return len(snapshot(shm).gpus)
+    except Error:
+        return 0
+
+
+def is_available(shm: Optional[str] = None) -> bool:
+    """True when a live daemon publishes at least one GPU."""
+    return gpu_count(shm) > 0
+
+
+def _collection(snap: Snapshot, id=None) -> GPUStatCollection:
+    """The GPUs of `snap` (those `id` names, in its order) as `gpupeek --json` shows them."""
+    own_ns = _own_pid_ns()
+    on = {}
+    for p in snap.processes:
+        on.setdefault(p.gpu_index, []).append(p)
+    gpus = snap.gpus
+    if id is not None:
+        wanted = [int(i) for i in (id.split(",") if isinstance(id, str) else id)]
+        by_index = {g.index: g for g in gpus}
+        missing = [i for i in wanted if i not in by_index]
+        if missing:
+            have = ",".join(str(g.index) for g in gpus)
+            raise ValueError(f"no GPU with index {missing[0]} (GPUs: {have})")
+        gpus = [by_index[i] for i in wanted]
+    stats = GPUStatCollection([_gpustat(g, on.get(g.index, []), snap, own_ns) for g in gpus],
+                              driver_version=snap.status.driver_version)
+    ns = snap.status.published_unix_ns
+    stats.query_time = datetime.fromtimestamp(ns // 10**9).replace(microsecond=ns // 1000 % 10**6)
+    if snap.proc_sample_mono_ns:
+        stats.processes_age_ms = max(_mono_ns() - snap.proc_sample_mono_ns, 0) // 10**6
+    return stats
+
+
+def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUStat:
+    """A GPU's gpustat entry: an InvalidGPU when it could not be sampled; an asleep one
+    (suspended, idle) keeps gpustat's shape with "state" and None for every value."""
+    if g.state != "ok" and g.state not in _ASLEEP:
+        state = g.state if g.state in GPU_STATES.values() else "error"
+        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state,
+                          g.uuid)
+    entry = {"index": g.index, "uuid": g.uuid, "name": g.name}
+    if g.state in _ASLEEP:
+        entry["state"] = g.state
+    entry.update({
+        "temperature.gpu": g.temp_gpu_c, "fan.speed": g.fan_speed_pct,
+        "utilization.gpu": g.util_gpu_pct, "utilization.enc": g.util_enc_pct,
+        "utilization.dec": g.util_dec_pct, "power.draw": _whole(g.power_draw_mw, 1000),
+        "enforced.power.limit": _whole(g.power_limit_mw, 1000),
+        "memory.used": _whole(g.mem_used_bytes, 1 << 20),
+        "memory.total": _whole(g.mem_total_bytes, 1 << 20),
+        "processes": None if g.process_count is None else
+        [_gpustat_process(p, snap, own_ns) for p in procs],
+    })
+    return GPUStat(entry)
+
+
+def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:
+    """A name that fills the segment's 31-byte field arrived cut: completed from our own
+    user database when the name found there for the uid begins with what was published."""
+    if published is None or len(published.encode()) + 4 < 32:
+        return published
+    try:
+        local = pwd.getpwuid(uid).pw_name
+    except (KeyError, TypeError):
+        return published
+    return local if len(local) > len(published) and local.startswith(published) else published
+
+
+def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
+    """gpustat's process keys, then gpupeek's own (`gpupeek --json`'s)."""
+    argv = p.cmdline
+    if argv is not None and argv and p.cmdline_truncated:
+        argv = argv[:-1] + [argv[-1] + "\u2026"]
+    ours = p.pid_ns_inode is not None and p.pid_ns_inode == own_ns
+    cpu = p.cpu_centipct
+    mig = p.gpu_instance_id is not None
+    start = p.start_unix_ns
+    return {
+        "username": _user_name(p.user, p.uid), "command": p.command, "full_command": argv,
+        "gpu_memory_usage": _whole(p.gpu_mem_bytes, 1 << 20),
+        "cpu_percent": None if cpu is None else cpu / 100,
+        "cpu_memory_usage": p.host_rss_bytes,
+        "pid": p.ns_pid if ours else p.pid,
+        "host_pid": p.pid, "uid": p.uid,
+        "type": {"compute+graphics": "both"}.get(p.kind, p.kind),
+        "sm_utilization": p.sm_util_pct, "memory_utilization": p.mem_util_pct,
+        "encoder_utilization": p.enc_util_pct, "decoder_utilization": p.dec_util_pct,
+        "running_time": None if start is None else
+        max(snap.status.published_unix_ns - start, 0) // 10**9,
+        "gpu_instance_id": p.gpu_instance_id if mig else None,
+        "compute_instance_id": (0xFFFFFFFF if p.compute_instance_id is None
+                                else p.compute_instance_id) if mig else None,
+        "container": None if p.container_runtime is None else {
+            "runtime": p.container_runtime, "id": p.container_id,
+            "pod_uid": p.pod_uid or None},
+    }
 
 
 def _print_history(slot: int, hist: Optional[History]):

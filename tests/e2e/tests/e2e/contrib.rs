@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use gpupeek_e2e::{
-    compile_c, compile_c_reader, repo, run_with_limit, run_with_watchdog, stderr, stdout, tool,
-    Daemon, Sandbox,
+    bins, compile_c, compile_c_reader, repo, run_with_limit, run_with_watchdog, stderr, stdout,
+    tool, Daemon, Sandbox,
 };
 use serde_json::json;
 
@@ -25,7 +25,10 @@ fn live(tag: &str) -> (Sandbox, Daemon) {
                 "power_usage_mw": 123456, "power_limit_mw": 700000, "fan_speed_pct": 30,
                 "processes": [{"pid": std::process::id(), "used_gpu_memory_bytes": 3 * GIB}]
             },
-            {"name": "NVIDIA A100-SXM4-40GB", "memory_total_bytes": 42949672960u64}
+            {
+                "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+                "memory_total_bytes": 42949672960u64
+            }
         ]
     }));
     let daemon = sandbox.start_daemon("50ms");
@@ -253,6 +256,22 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
         .env("GPUPEEK_TEST_CLIENT", &gpupeek_e2e::bins().client)
         .env("GPUPEEK_TEST_LAYOUT", &layout)
         .env("PYTHONDONTWRITEBYTECODE", "1");
+    // gpustat 1.1.1 (scripts/test installs it) on the same fake NVML, for the parity test
+    // of `gpupeek.new_query()`; without it that test is skipped, except in CI.
+    match std::env::var_os("GPUPEEK_GPUSTAT") {
+        Some(gpustat) => {
+            let lib_dir = sandbox.dir.join("nvml-lib");
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            std::os::unix::fs::symlink(&bins().fake_nvml, lib_dir.join("libnvidia-ml.so.1"))
+                .unwrap();
+            cmd.env("GPUPEEK_TEST_GPUSTAT", gpustat)
+                .env("GPUPEEK_TEST_NVML_DIR", &lib_dir);
+        }
+        None => assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set GPUPEEK_GPUSTAT to a gpustat 1.1.1 executable"
+        ),
+    }
     // Longer than the usual watchdog: each `vram()` block waits for process samples taken
     // after it starts and after it ends (every 2 s here), and the tests start Pythons.
     let out = run_with_limit(cmd, Duration::from_secs(240));
