@@ -20,6 +20,9 @@
         print(g.index, g.name, g.memory_used, [p["username"] for p in g.processes or []])
     stats.print_json()                    # `gpustat --json`'s document (`gpupeek --json`'s)
 
+One file, standard library only: copy it next to your code, or `pip install
+./contrib/python` (pyproject.toml there packages this file as the module `gpupeek`).
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -68,6 +71,9 @@ __all__ = [
     "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
     "GPUStatCollection",
 ]
+
+# gpupeek's version (the workspace's, which contrib.rs checks); pyproject.toml reads it.
+__version__ = "0.1.0"
 
 # The constants, states, bits and records below are generated from the Rust definitions
 # of the segment (shm-layout); gpupeek's test suite fails if they differ from what the

@@ -283,3 +283,93 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
     );
     assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
 }
+
+/// `pip install contrib/python` into a fresh virtual environment installs the module
+/// `gpupeek` (gpupeek's version), which, imported from elsewhere, reads a live daemon:
+/// its `new_query().print_json()` is `gpupeek --json` but for the keys it leaves to the
+/// Rust client. Offline where the new environment can build a wheel by itself
+/// (setuptools and wheel); otherwise pip fetches the build backend from PyPI.
+#[test]
+fn python_package_installs_with_pip_and_reads_a_live_daemon() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let (sandbox, _daemon) = live("python-pip");
+    // A copy of the directory, so the build's files (build/, *.egg-info) land outside the
+    // repository and concurrent runs do not share them.
+    let src = sandbox.dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for entry in std::fs::read_dir(repo().join("contrib/python")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, src.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let venv = sandbox.dir.join("venv");
+    let limit = Duration::from_secs(300);
+    let run = |cmd: &mut Command| {
+        let out = run_with_limit(std::mem::replace(cmd, Command::new("true")), limit);
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        out
+    };
+    run(Command::new(&python).arg("-m").arg("venv").arg(&venv));
+    let can_build = Command::new(venv.join("bin/python"))
+        .args(["-c", "import setuptools, wheel"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check"]);
+    if can_build {
+        pip.args(["--no-index", "--no-build-isolation"]);
+    }
+    run(pip.arg(&src));
+    let script = "import gpupeek, sys\n\
+                  print(gpupeek.__file__, gpupeek.__version__)\n\
+                  gpupeek.new_query().print_json()\n";
+    let out = run(Command::new(venv.join("bin/python"))
+        .args(["-c", script])
+        .current_dir(&sandbox.dir)
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("PYTHONDONTWRITEBYTECODE", "1"));
+    let text = stdout(&out);
+    let (first, doc) = text.split_once('\n').unwrap();
+    let (file, version) = first.split_once(' ').unwrap();
+    assert!(
+        Path::new(file).starts_with(&venv) && file.ends_with("site-packages/gpupeek.py"),
+        "imported {file}, not the installed module"
+    );
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let ours: serde_json::Value = serde_json::from_str(doc).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    assert_eq!(ours["hostname"], theirs["hostname"]);
+    assert_eq!(ours["driver_version"], theirs["driver_version"]);
+    let (og, tg) = (
+        ours["gpus"].as_array().unwrap(),
+        theirs["gpus"].as_array().unwrap(),
+    );
+    assert_eq!(og.len(), tg.len());
+    for (o, t) in og.iter().zip(tg) {
+        for key in [
+            "index",
+            "uuid",
+            "name",
+            "memory.used",
+            "memory.total",
+            "power.draw",
+        ] {
+            assert_eq!(o[key], t[key], "{key}");
+        }
+        let pids = |g: &serde_json::Value| -> Vec<serde_json::Value> {
+            g["processes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["pid"].clone())
+                .collect()
+        };
+        assert_eq!(pids(o), pids(t));
+    }
+}
