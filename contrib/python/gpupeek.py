@@ -1327,6 +1327,70 @@ def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:
     return local if len(local) > len(published) and local.startswith(published) else published
 
 
+def _argv(raw: bytes) -> List[str]:
+    """A raw command line (NUL-separated) as the daemon publishes it: cut to the segment's
+    field on a character boundary, one string per argument, the last ending in "…" when
+    cut (shm-layout's text::encode_argv then decode_argv)."""
+    length = len(raw.rstrip(b"\0"))
+    end = min(length, PROC_RECORD_SIZE - _CMDLINE_AT - 1)
+    if end < length:
+        while end > 0 and raw[end] & 0xC0 == 0x80:
+            end -= 1
+    stored = raw[:end].rstrip(b"\0")
+    args = [_text(a) for a in stored.split(b"\0")] if stored else []
+    if args and length > len(stored):
+        args[-1] += "\u2026"
+    return args
+
+
+def _read(path: str) -> str:
+    """A /proc file as text ("" when it is gone or hidden); a name need not be UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _fill_from_own_proc(out: dict, pid: int, published_unix_ns: int):
+    """What our own /proc shows of `pid` (owner, command, host memory, running time), for a
+    process whose details the daemon withheld (its basic policy, the default under
+    hidepid), as `gpupeek` fills them in (client/src/local.rs). Nothing when hidden."""
+    d = f"/proc/{pid}"
+    uids = [line.split()[1:2] for line in _read(f"{d}/status").splitlines()
+            if line.startswith("Uid:")]
+    if not uids or not uids[0] or not uids[0][0].isdigit():
+        return
+    uid = int(uids[0][0])
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    try:
+        with open(f"{d}/cmdline", "rb") as f:
+            argv = _argv(f.read())
+    except OSError:
+        argv = []
+    comm = _text(_read(f"{d}/comm").rstrip("\n").encode())
+    base = argv[0].rsplit("/", 1)[-1] if argv else ""
+    statm = _read(f"{d}/statm").split()
+    rss = int(statm[1]) * os.sysconf("SC_PAGE_SIZE") if statm[1:2] and statm[1].isdigit() \
+        else None
+    # Field 22 of stat, counted after the name's closing parenthesis: the start time in
+    # clock ticks since boot ("btime" in /proc/stat, Unix seconds).
+    stat = _read(f"{d}/stat")
+    after = stat[stat.rfind(")") + 1:].split() if ")" in stat else []
+    boot = [line.split()[1:2] for line in _read("/proc/stat").splitlines()
+            if line.startswith("btime ")]
+    running = None
+    if len(after) > 19 and after[19].isdigit() and boot and boot[0] and boot[0][0].isdigit():
+        start = int(boot[0][0]) * 10**9 + \
+            int(after[19]) * 10**9 // max(os.sysconf("SC_CLK_TCK"), 1)
+        running = max(published_unix_ns - start, 0) // 10**9
+    out.update(username=_text(user.encode()), command=base or comm or None, full_command=argv,
+               cpu_memory_usage=rss, uid=uid, running_time=running)
+
+
 def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
     """gpustat's process keys, then gpupeek's own (`gpupeek --json`'s)."""
     argv = p.cmdline
@@ -1336,7 +1400,7 @@ def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
     cpu = p.cpu_centipct
     mig = p.gpu_instance_id is not None
     start = p.start_unix_ns
-    return {
+    out = {
         "username": _user_name(p.user, p.uid), "command": p.command, "full_command": argv,
         "gpu_memory_usage": _whole(p.gpu_mem_bytes, 1 << 20),
         "cpu_percent": None if cpu is None else cpu / 100,
@@ -1355,6 +1419,9 @@ def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
             "runtime": p.container_runtime, "id": p.container_id,
             "pod_uid": p.pod_uid or None},
     }
+    if p.user is None and snap.proc_policy == "basic" and snap.pid_ns_inode == own_ns != 0:
+        _fill_from_own_proc(out, p.pid, snap.status.published_unix_ns)
+    return out
 
 
 def _print_history(slot: int, hist: Optional[History]):

@@ -373,3 +373,72 @@ fn python_package_installs_with_pip_and_reads_a_live_daemon() {
         assert_eq!(pids(o), pids(t));
     }
 }
+
+/// A child process, killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A daemon that withholds process details (`--process-info basic`, its default under
+/// hidepid): `gpupeek.new_query()` fills them in from the reader's own `/proc` exactly as
+/// `gpupeek --json` does, so the two documents are the same.
+#[test]
+fn python_new_query_fills_in_withheld_details_as_gpupeek_json_does() {
+    use std::os::unix::process::CommandExt;
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let sandbox = Sandbox::new("python-basic");
+    let sleeper = Killed(
+        Command::new("sleep")
+            .arg0("/opt/conda/bin/python3")
+            .arg("600")
+            .spawn()
+            .unwrap(),
+    );
+    sandbox.write_scenario(&json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+        "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB,
+        "processes": [{"pid": sleeper.0.id(), "used_gpu_memory_bytes": 3 * GIB}]
+    }]}));
+    let daemon = sandbox.start_daemon_with("50ms", &["--process-info", "basic"]);
+    sandbox.wait_live(&daemon);
+    gpupeek_e2e::wait_for("the process to be listed", &daemon, || {
+        stdout(&sandbox.client(&["--json"])).contains("gpu_memory_usage\": 3072")
+    });
+    let script = "import gpupeek, json, sys\n\
+                  json.dump(gpupeek.new_query().jsonify(), sys.stdout, default=str)\n";
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(&python);
+        cmd.args(["-c", script])
+            .env("PYTHONPATH", repo().join("contrib/python"))
+            .env("GPUPEEK_SHM", &sandbox.shm)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        cmd
+    });
+    let theirs: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    drop(sleeper);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let (o, t) = (
+        &ours["gpus"][0]["processes"][0],
+        &theirs["gpus"][0]["processes"][0],
+    );
+    assert!(o["username"].is_string(), "filled in: {o}");
+    assert_eq!(o["command"], "python3");
+    assert_eq!(o["full_command"], json!(["/opt/conda/bin/python3", "600"]));
+    for (key, value) in t.as_object().unwrap() {
+        if key == "cpu_memory_usage" || key == "running_time" {
+            // Read from /proc at two moments.
+            assert_eq!(o[key].is_null(), value.is_null(), "{key}");
+        } else {
+            assert_eq!(&o[key], value, "process key {key}: {ours} {theirs}");
+        }
+    }
+}
