@@ -11,6 +11,7 @@ and, to compare new_query() with the real gpustat 1.1.1 on the same fake NVML:
   GPUPEEK_TEST_NVML_DIR   a directory whose libnvidia-ml.so.1 is the fake NVML
 """
 
+import contextlib
 import io
 import json
 import os
@@ -468,6 +469,55 @@ json.dump({"driver_version": stats.driver_version, "hostname": stats.hostname,
                 self.assertIsInstance(op["cpu_percent"], (float, type(None)))
                 self.assertLessEqual(abs(op["cpu_memory_usage"] - tp["cpu_memory_usage"]),
                                      tp["cpu_memory_usage"] * 0.1)
+
+
+class Readme(unittest.TestCase):
+    """The Python examples of README.md and contrib/python/README.md run as printed,
+    against the live daemon ($GPUPEEK_SHM), so the documentation cannot drift."""
+
+    ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+    @staticmethod
+    def blocks(path, heading=None):
+        """The indented code blocks of `path` (under `heading` up to the next heading)."""
+        with open(path) as f:
+            text = f.read()
+        if heading is not None:
+            text = text[text.index(heading):]
+            text = text[:text.index("\n#", 1)]
+        blocks, current = [], []
+        for line in text.splitlines() + [""]:
+            if line.startswith("    ") or (current and not line.strip()):
+                current.append(line[4:])
+            elif current:
+                blocks.append("\n".join(current).strip() + "\n")
+                current = []
+        return [b for b in blocks if "gpupeek" in b and "pip install" not in b]
+
+    def run_blocks(self, blocks):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        # What the examples take as given: the module imported, the user's work step.
+        namespace = {"gpupeek": gpupeek, "train_step": lambda: None}
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            for block in blocks:
+                exec(compile(block, "README", "exec"), namespace)
+        return out.getvalue(), err.getvalue()
+
+    def test_the_readmes_python_section_runs(self):
+        blocks = self.blocks(os.path.join(self.ROOT, "README.md"), "### Python")
+        self.assertEqual(len(blocks), 1, blocks)
+        out, err = self.run_blocks(blocks)
+        self.assertIn('"driver_version"', out)
+        self.assertIn("gpupeek: train step: GPU 0:", err)
+
+    def test_the_packages_readme_examples_run(self):
+        blocks = self.blocks(os.path.join(self.ROOT, "contrib", "python", "README.md"))
+        self.assertGreaterEqual(len(blocks), 3, blocks)
+        out, err = self.run_blocks(blocks)
+        self.assertIn('"gpus"', out)
+        self.assertIn("gpupeek: train step: GPU 0:", err)
 
 
 class Trust(unittest.TestCase):
