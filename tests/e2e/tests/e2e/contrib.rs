@@ -1,6 +1,8 @@
 //! Third-party readers from contrib/: the C header and its example reader, built with the
 //! system C compiler, and the Python module with its own tests, each against a live
 //! daemon on the fake NVML, and each checked against the Rust definition of the layout.
+//! The Python module is also installed with pip into a fresh virtual environment, and its
+//! gpustat API compared with `gpupeek --json` (and, in its tests, with gpustat itself).
 
 use std::path::Path;
 use std::process::Command;
