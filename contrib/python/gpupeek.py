@@ -50,6 +50,7 @@ limits of doing it from Python:
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import json
 import mmap
@@ -63,7 +64,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
@@ -870,19 +871,24 @@ def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:
     with Segment(name) as seg:
         snap = seg.snapshot()
     if check_live:
-        live = snap.liveness()
-        if live == "stale":
-            raise StaleError(f"segment {seg.name}: the daemon has stopped publishing")
-        if live == "nvml_error":
-            raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
-                            f"{snap.status.error_message}")
-        if live == "released":
-            raise ReleasedError(f"segment {seg.name}: the daemon has let go of the driver on "
-                                "request (GPU reset or MIG change); `gpupeekd --resume` "
-                                "takes it back")
-        if live != "live":
-            raise NoDaemonError(f"segment {seg.name}: the daemon is {live}")
+        _check_live(seg.name, snap)
     return snap
+
+
+def _check_live(name: str, snap: Snapshot):
+    """Raises the Error that says why segment `name`'s daemon is not live, if it is not."""
+    live = snap.liveness()
+    if live == "stale":
+        raise StaleError(f"segment {name}: the daemon has stopped publishing")
+    if live == "nvml_error":
+        raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
+                        f"{snap.status.error_message}")
+    if live == "released":
+        raise ReleasedError(f"segment {name}: the daemon has let go of the driver on "
+                            "request (GPU reset or MIG change); `gpupeekd --resume` "
+                            "takes it back")
+    if live != "live":
+        raise NoDaemonError(f"segment {name}: the daemon is {live}")
 
 
 # ---- VRAM of a block ------------------------------------------------------------------
@@ -1018,9 +1024,7 @@ class vram:
     def _first(self, called_mono_ns: int) -> Snapshot:
         """The start: a live daemon's sample from after the call (with `settle`)."""
         snap = self._seg.snapshot()
-        live = snap.liveness()
-        if live != "live":
-            raise NoDaemonError(f"segment {self._seg.name}: the daemon is {live}")
+        _check_live(self._seg.name, snap)
         if self._settle:
             snap = self._seg.wait_fresh(called_mono_ns)
         self.fresh = snap.sampled_since(called_mono_ns)
@@ -1194,11 +1198,12 @@ class InvalidGPU(GPUStat):
     def __init__(self, gpu_index: int, message: str, state: str, uuid: Optional[str]):
         super().__init__(self.FallbackDict(index=gpu_index, name=message, processes=None,
                                            state=state, uuid=uuid))
+        self.exception = None  # gpustat keeps the NVML error here; the daemon had it
 
     available = property(lambda self: False)
 
 
-class GPUStatCollection(Sequence):
+class GPUStatCollection(collections.abc.Sequence):
     """gpustat's GPUStatCollection: the GPUs (`gpus`, or index/iterate the collection),
     `hostname`, `driver_version`, `query_time` (when the daemon published, local time) and
     gpupeek's `processes_age_ms` (how old the process lists are; None from old daemons)."""
