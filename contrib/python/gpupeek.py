@@ -53,6 +53,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import json
+import locale
 import mmap
 import os
 import platform
@@ -1119,9 +1120,9 @@ def track_vram(func=None, **kwargs):
 # gpustat 1.1.1's `gpustat.new_query()`, GPUStatCollection and GPUStat, built from one
 # snapshot instead of NVML and psutil. Each GPU's `entry` is its object in `gpupeek --json`
 # (client/src/json.rs and view.rs): gpustat's keys, order and units (MiB and whole watts,
-# rounded down), then gpupeek's own keys, which gpustat's tools ignore. Not here: the
-# Rust client's "verdict", "clock_event_reasons" and "gpm" keys, and gpustat's
-# terminal formatting (print_formatted, print_to); `gpupeek` prints that table.
+# rounded down), then gpupeek's own keys, which gpustat's tools ignore. print_formatted
+# and print_to write gpustat's table without colours (no terminal library here). Not
+# here: the Rust client's "verdict", "clock_event_reasons" and "gpm" keys.
 
 _GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
 _ASLEEP = ("suspended", "idle")
@@ -1180,11 +1181,94 @@ class GPUStat:
 
     memory_available = memory_free
 
+    def print_to(self, fp, *, with_colors=True, show_cmd=False, show_full_cmd=False,
+                 no_processes=False, show_user=False, show_pid=False, show_fan_speed=None,
+                 show_codec="", show_power=None, gpuname_width=None, eol_char=os.linesep,
+                 term=None):
+        """Writes gpustat's line for this GPU (and with `show_full_cmd` a line per
+        process), as gpustat's GPUStat.print_to without colours."""
+        e = self.entry
+
+        def v(key, missing="??"):
+            value = e[key]
+            return missing if value is None else value
+        line = f"[{e['index']}] "
+        if gpuname_width is None or gpuname_width != 0:
+            name = _shorten_left(e["name"], gpuname_width)
+            line += f"{'??' if name is None else name:{gpuname_width or 16}} |"
+        line += f"{v('temperature.gpu'):>3}°C, "
+        if show_fan_speed:
+            line += f"{v('fan.speed'):>3} %, "
+        line += f"{v('utilization.gpu'):>3} %"
+        if show_codec:
+            codec = [f"{k}: {v(key):>3} %" for k, key, word in
+                     (("E", "utilization.enc", "enc"), ("D", "utilization.dec", "dec"))
+                     if word in show_codec]
+            line += f" ({'  '.join(codec)})"
+        if show_power:
+            line += f",  {v('power.draw'):>3} "
+            if show_power is True or "limit" in show_power:
+                line += f"/ {v('enforced.power.limit'):>3} W"
+            else:
+                line += "W"
+        line += f" | {v('memory.used'):>5} / {v('memory.total'):>5} MB"
+        if not no_processes:
+            line += " |"
+        processes = e["processes"]
+        if processes is None and not no_processes:
+            line += " (Not Supported)"
+        elif not no_processes:
+            full = []
+            for p in processes:
+                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid)
+                if show_full_cmd:
+                    full.append(eol_char + _gpustat_full_process_line(p))
+            if full:
+                full[-1] = full[-1].replace("├", "└", 1)
+            line += "".join(full)
+        fp.write(line)
+        return fp
+
     def jsonify(self) -> dict:
         o = self.entry.copy()
         if o.get("processes") is not None:
             o["processes"] = [dict(p) for p in o["processes"]]
         return o
+
+
+def _shorten_left(text: Optional[str], width: Optional[int]) -> Optional[str]:
+    """gpustat's util.shorten_left: the end of `text` in `width` characters, "…" first."""
+    if width is None or text is None or len(text) <= width:
+        return text
+    return "" if width == 0 else "…"[:width] if width <= 1 else "…" + text[-(width - 1):]
+
+
+def _bytes2human(n: int) -> str:
+    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024)."""
+    suffixes, i = ("B", "KB", "MB", "GB", "TB", "PB"), 0
+    while n > 9999 and i < len(suffixes) - 1:
+        n, i = n >> 10, i + 1
+    return f"{n}{suffixes[i]}"
+
+
+def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool) -> str:
+    """One process in gpustat's GPU line: user:command/pid(memM)."""
+    r = ""
+    if not show_cmd or show_user:
+        r += "--" if p["username"] is None else p["username"]
+    if show_cmd:
+        r += (":" if r else "") + ("--" if p["command"] is None else p["command"])
+    if show_pid:
+        r += f"/{p['pid']}"
+    return r + f"({'?' if p['gpu_memory_usage'] is None else p['gpu_memory_usage']}M)"
+
+
+def _gpustat_full_process_line(p: dict) -> str:
+    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line."""
+    cpu = "  --" if p["cpu_percent"] is None else f"{p['cpu_percent']:4.0f}"
+    argv = p["full_command"]
+    command = "?" if not argv else " ".join(argv)
+    return f" ├─ {p['pid']:>6} ({cpu}%, {_bytes2human(p['cpu_memory_usage'] or 0):>6}): {command}"
 
 
 class InvalidGPU(GPUStat):
@@ -1233,6 +1317,34 @@ class GPUStatCollection(collections.abc.Sequence):
     def __repr__(self):
         return f"GPUStatCollection(host={self.hostname}, [\n" + \
             "\n".join("  " + repr(g) for g in self.gpus) + "\n])"
+
+    def print_formatted(self, fp=None, *, force_color=False, no_color=False, show_cmd=False,
+                        show_full_cmd=False, show_user=False, show_pid=False,
+                        show_fan_speed=None, show_codec="", show_power=None,
+                        gpuname_width=None, show_header=True, no_processes=False,
+                        eol_char=os.linesep):
+        """gpustat's table (its header, then a line per GPU), without colours: the same
+        text as `gpustat --no-color` (and `gpupeek --no-color`) prints."""
+        fp = sys.stdout if fp is None else fp
+        if force_color and no_color:
+            raise ValueError("--color and --no_color can't be used at the same time")
+        if gpuname_width is None:
+            gpuname_width = max([len(g.entry["name"] or "??") for g in self] + [0])
+        if show_header:
+            when = self.query_time.strftime(locale.nl_langinfo(locale.D_T_FMT))
+            fp.write(f"{self.hostname:{(gpuname_width or 16) + 3}}  {when}  "
+                     f"{self.driver_version}".strip())
+            fp.write(eol_char)
+        for g in self:
+            g.print_to(fp, show_cmd=show_cmd, show_full_cmd=show_full_cmd,
+                       no_processes=no_processes, show_user=show_user, show_pid=show_pid,
+                       show_fan_speed=show_fan_speed, show_codec=show_codec,
+                       show_power=show_power, gpuname_width=gpuname_width,
+                       eol_char=eol_char)
+            fp.write(eol_char)
+        if not self.gpus:
+            fp.write("(No GPUs are available)" + eol_char)
+        fp.flush()
 
     def jsonify(self) -> dict:
         """gpustat's document (`query_time` a datetime, as gpustat's), then gpupeek's

@@ -430,15 +430,49 @@ json.dump({"driver_version": stats.driver_version, "hostname": stats.hostname,
                     for g in stats]}, sys.stdout, default=str)
 """
 
-    def gpustat(self):
+    # print_formatted's options, as gpustat's flags set them: -cup, -a, (none), -u -e,
+    # -c -P draw, --no-processes.
+    TABLES = [dict(show_cmd=True, show_user=True, show_pid=True),
+              dict(show_cmd=True, show_user=True, show_pid=True, show_fan_speed=True,
+                   show_codec="enc,dec", show_power=True),
+              dict(),
+              dict(show_user=True, show_codec="enc,dec"),
+              dict(show_cmd=True, show_power="draw"),
+              dict(no_processes=True, gpuname_width=8)]
+    TABLE_SCRIPT = """
+import io, json, sys, gpustat
+stats = gpustat.new_query()
+out = []
+for options in json.loads(sys.argv[1]):
+    fp = io.StringIO()
+    stats.print_formatted(fp=fp, no_color=True, show_header=False, **options)
+    out.append(fp.getvalue())
+json.dump(out, sys.stdout)
+"""
+
+    def gpustat(self, script=None, *args):
         python = os.path.join(os.path.dirname(os.environ["GPUPEEK_TEST_GPUSTAT"]), "python")
         env = dict(os.environ, LD_LIBRARY_PATH=os.environ["GPUPEEK_TEST_NVML_DIR"],
                    FAKE_NVML_SCENARIO=SCENARIO)
         env.pop("FAKE_NVML_CALLS_DIR", None)
-        out = subprocess.run([python, "-c", self.SCRIPT, *self.PROPERTIES], env=env,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run([python, "-c", script or self.SCRIPT, *(args or self.PROPERTIES)],
+                             env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
+
+    def test_print_formatted_prints_gpustats_table(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        theirs = self.gpustat(self.TABLE_SCRIPT, json.dumps(self.TABLES))
+        stats = gpupeek.new_query(shm=SHM)
+        for options, table in zip(self.TABLES, theirs):
+            with self.subTest(**options):
+                fp = io.StringIO()
+                stats.print_formatted(fp=fp, no_color=True, show_header=False, **options)
+                self.assertEqual(fp.getvalue(), table)
+        header = io.StringIO()
+        stats.print_formatted(fp=header, no_processes=True)
+        self.assertTrue(header.getvalue().startswith(platform.node()), header.getvalue())
 
     def test_new_query_says_what_gpustats_says(self):
         write_scenario(3 * GIB, 2 * GIB)
