@@ -383,6 +383,11 @@ class NewQuery(unittest.TestCase):
         self.assertEqual([g.index for g in gpupeek.new_query(id=[1, 0], shm=SHM)], [1, 0])
         with self.assertRaises(ValueError):
             gpupeek.new_query(id=[7], shm=SHM)
+        table = io.StringIO()
+        stats.print_formatted(fp=table, show_full_cmd=True)
+        lines = table.getvalue().splitlines()
+        self.assertEqual(len(lines), 4, lines)  # header, GPU 0, its process, GPU 1
+        self.assertRegex(lines[2], rf"^ └─ +{os.getpid()} \( *(--|\d+)%, +\d+[KMG]?B\): \S")
 
     def test_without_a_daemon_new_query_raises_and_gpu_count_is_zero(self):
         with self.assertRaises(gpupeek.NoDaemonError):
