@@ -386,7 +386,9 @@ class NewQuery(unittest.TestCase):
         table = io.StringIO()
         stats.print_formatted(fp=table, show_full_cmd=True)
         lines = table.getvalue().splitlines()
-        self.assertEqual(len(lines), 4, lines)  # header, GPU 0, its process, GPU 1
+        # The header, GPU 0, its process (ours), GPU 1 and its process (pid 1).
+        self.assertEqual([line[:3] for line in lines[1::2]], ["[0]", "[1]"], lines)
+        self.assertTrue(lines[0].startswith(platform.node()), lines)
         self.assertRegex(lines[2], rf"^ └─ +{os.getpid()} \( *(--|\d+)%, +\d+[KMG]?B\): \S")
 
     def test_without_a_daemon_new_query_raises_and_gpu_count_is_zero(self):
@@ -414,6 +416,14 @@ class NewQuery(unittest.TestCase):
         self.assertEqual(late["state"], "not responding")
         self.assertTrue(idle.available)
         self.assertEqual((idle["state"], idle.memory_used, idle.processes), ("idle", None, None))
+        # gpustat's test_new_query_mocked_failing_one_gpu, on its table.
+        table = io.StringIO()
+        stats.print_formatted(fp=table, show_header=False)
+        line = table.getvalue().splitlines()[2]
+        self.assertIn("[0] ((Unknown Error))", line)
+        self.assertIn("?°C,   ? %", line)
+        self.assertIn("? /     ? MB", line)
+        self.assertIn("??°C,  ?? %", table.getvalue().splitlines()[3], "asleep: N/A")
 
 
 @unittest.skipUnless(os.environ.get("GPUPEEK_TEST_GPUSTAT"), "set GPUPEEK_TEST_GPUSTAT")
