@@ -18,6 +18,14 @@
     for dev in snap.mig:                  # MIG devices (ABI 1.4), their processes
         print(dev.gpu_index, dev.profile, [p.pid for p in snap.processes_in(dev)])
 
+    stats = gpupeek.new_query()           # gpustat's API: gpustat.new_query()
+    for g in stats:                       # GPUStat: g.memory_used (MiB), g['name'], ...
+        print(g.index, g.name, g.memory_used, [p["username"] for p in g.processes or []])
+    stats.print_json()                    # `gpustat --json`'s document (`gpupeek --json`'s)
+
+One file, standard library only: copy it next to your code, or `pip install
+./contrib/python` (pyproject.toml there packages this file as the module `gpupeek`).
+
 The layout and the read protocol are gpupeek-shm(5). What this module does, and the
 limits of doing it from Python:
 
@@ -36,26 +44,41 @@ limits of doing it from Python:
   crate (gpupeek-shm) use real acquire fences; use them where a rare torn value matters.
 - Values are what the daemon sampled at its last tick (see Status.period_ns): a block
   shorter than the daemon's period can miss a peak that came and went between ticks.
+  `vram()` waits (boundedly) for a process sample taken after it was entered and another
+  taken after the block ended, so neither end reports a value older than the block.
+- `new_query()` mirrors gpustat 1.1.1's `gpustat.new_query()`: a GPUStatCollection of
+  GPUStat objects with gpustat's properties, `entry` keys and `jsonify()`/`print_json()`,
+  whose values are `gpupeek --json`'s (gpustat's units: MiB, whole watts, rounded down).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import functools
+import json
+import locale
 import mmap
 import os
+import platform
+import pwd
 import stat
 import struct
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from datetime import datetime
+from typing import Callable, Dict, Iterator, List, Optional
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
-    "vram", "track_vram",
+    "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
+    "GPUStatCollection",
 ]
+
+# gpupeek's version (the workspace's, which contrib.rs checks); pyproject.toml reads it.
+__version__ = "0.1.0"
 
 # The constants, states, bits and records below are generated from the Rust definitions
 # of the segment (shm-layout); gpupeek's test suite fails if they differ from what the
@@ -506,7 +529,7 @@ def _decode(record: str, raw: bytes) -> dict:
 def _text(raw: bytes) -> str:
     """A hostile NUL-padded string: cut at the first NUL, control characters as '?'."""
     s = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    return "".join("?" if (ord(c) < 0x20 or ord(c) == 0x7F) else c for c in s)
+    return "".join("?" if (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) else c for c in s)
 
 
 class Error(Exception):
@@ -692,6 +715,20 @@ class Snapshot:
             return "stale"
         return s.state if s.state in ("live", "nvml_error", "released") else "starting"
 
+    def sampled_since(self, mono_ns: int) -> bool:
+        """True when the process lists (ABI 1.2; older writers: the GPUs alone) and every
+        GPU that was sampled were sampled at or after `mono_ns` (CLOCK_MONOTONIC)."""
+        if self.proc_sample_mono_ns and self.proc_sample_mono_ns < mono_ns:
+            return False
+        return all(g.sample_mono_ns >= mono_ns for g in self.gpus
+                   if g.sample_mono_ns is not None)
+
+    def fresh_timeout_s(self) -> float:
+        """How long a sample newer than now can take to appear: two process periods and
+        STALE_PERIODS ticks (beyond that the daemon is late, not merely between samples)."""
+        tick = self.status.period_ns or 1_000_000_000
+        return (2 * (self.proc_period_ns or tick) + STALE_PERIODS * tick) / 1e9
+
 
 class Segment:
     """An open, trusted, validated segment, mapped read-only."""
@@ -804,6 +841,26 @@ class Segment:
     def generation(self) -> int:
         return self._words[self.header["generation_offset"] // 8]
 
+    def wait_fresh(self, since_mono_ns: int, timeout_s: Optional[float] = None) -> Snapshot:
+        """A snapshot whose samples were all taken at or after `since_mono_ns`
+        (CLOCK_MONOTONIC; see Snapshot.sampled_since), waiting for the daemon's publishes:
+        the generation word is checked every quarter tick (at most 50 ms; a sleep, not a
+        spin) and the segment re-read only when it moved. After `timeout_s` (default:
+        Snapshot.fresh_timeout_s) the latest snapshot is returned even if older."""
+        snap = self.snapshot()
+        if timeout_s is None:
+            timeout_s = snap.fresh_timeout_s()
+        deadline = time.monotonic() + timeout_s
+        step = min(max(snap.status.period_ns / 4e9, 0.001), 0.05)
+        while not snap.sampled_since(since_mono_ns):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(step, left))
+            if self.generation() != snap.generation:
+                snap = self.snapshot()
+        return snap
+
     def _read(self, offset: int, size: int, extra: Callable[[], object] = None):
         """Seqlock read of [offset, offset+size); `extra` runs inside the same attempt."""
         seq_index = offset // 8
@@ -861,9 +918,12 @@ class Segment:
             kind = v.pop("kind")
             kinds = [k.lower() for k, bit in PROC_KIND_BITS.items() if kind >> bit & 1]
             cmdline = v.get("cmdline")
+            v["cmdline_truncated"] = None
             if cmdline is not None:
                 stored = raw[_CMDLINE_AT:PROC_RECORD_SIZE].rstrip(b"\0")
                 v["cmdline"] = [_text(a) for a in stored.split(b"\0")] if stored else []
+                # The daemon kept only the start of a longer command line.
+                v["cmdline_truncated"] = v["cmdline_len"] > len(stored)
             for mig in ("gpu_instance_id", "compute_instance_id"):
                 if v[mig] == 0xFFFFFFFF:
                     v[mig] = None
@@ -950,19 +1010,24 @@ def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:
     with Segment(name) as seg:
         snap = seg.snapshot()
     if check_live:
-        live = snap.liveness()
-        if live == "stale":
-            raise StaleError(f"segment {seg.name}: the daemon has stopped publishing")
-        if live == "nvml_error":
-            raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
-                            f"{snap.status.error_message}")
-        if live == "released":
-            raise ReleasedError(f"segment {seg.name}: the daemon has let go of the driver on "
-                                "request (GPU reset or MIG change); `gpupeekd --resume` "
-                                "takes it back")
-        if live != "live":
-            raise NoDaemonError(f"segment {seg.name}: the daemon is {live}")
+        _check_live(seg.name, snap)
     return snap
+
+
+def _check_live(name: str, snap: Snapshot):
+    """Raises the Error that says why segment `name`'s daemon is not live, if it is not."""
+    live = snap.liveness()
+    if live == "stale":
+        raise StaleError(f"segment {name}: the daemon has stopped publishing")
+    if live == "nvml_error":
+        raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
+                        f"{snap.status.error_message}")
+    if live == "released":
+        raise ReleasedError(f"segment {name}: the daemon has let go of the driver on "
+                            "request (GPU reset or MIG change); `gpupeekd --resume` "
+                            "takes it back")
+    if live != "live":
+        raise NoDaemonError(f"segment {name}: the daemon is {live}")
 
 
 # ---- VRAM of a block ------------------------------------------------------------------
@@ -1012,10 +1077,17 @@ class vram:
     A background thread samples at the daemon's period. The GPUs reported are those on
     which the daemon lists this process at any sample (`gpus=` chooses them instead; when
     the process is never listed, every GPU is reported and `matched_process` is False).
-    With `settle` (default), leaving the block waits for the daemon's next publish (at
-    most 3 periods) so the end value includes the block's last allocations; pass
-    settle=False in hot loops. `report` is called with the result (default: one line per
-    GPU on stderr; None: silent). After the block: `gpus` maps GPU index to GpuVram.
+    With `settle` (default), entering waits for a process sample taken after the call and
+    leaving waits for one taken after the block ended (each at most
+    Snapshot.fresh_timeout_s: two process periods and 3 ticks), so the start value is not
+    older than the call and the end value includes the block's last allocations; `fresh`
+    says whether both came in time. Pass settle=False in hot loops (no waiting: the
+    values are the last publish's). `report` is called with the result (default: one line
+    per GPU on stderr; None: silent). After the block: `gpus` maps GPU index to GpuVram.
+
+    Measuring never stops the block: without a live daemon (no segment, stopped, stale,
+    NVML failing, untrusted...) the block runs unmeasured, `error` holds the reason and
+    one line on stderr says so, once per process however many blocks run.
     """
 
     def __init__(self, label: str = "block", *, shm: Optional[str] = None,
@@ -1030,7 +1102,10 @@ class vram:
         self.gpus: Dict[int, GpuVram] = {}
         self.samples = 0
         self.matched_process = False
+        self.error: Optional[Error] = None
+        self.fresh = False
         self._seen: set = set()
+        self._seg = None
 
     def __call__(self, func):
         @functools.wraps(func)
@@ -1085,13 +1160,27 @@ class vram:
             self._stop.wait(self._period)
         self._last_gen = last
 
+    def _first(self, called_mono_ns: int) -> Snapshot:
+        """The start: a live daemon's sample from after the call (with `settle`)."""
+        snap = self._seg.snapshot()
+        _check_live(self._seg.name, snap)
+        if self._settle:
+            snap = self._seg.wait_fresh(called_mono_ns)
+        self.fresh = snap.sampled_since(called_mono_ns)
+        return snap
+
     def __enter__(self):
-        self._seg = Segment(self._shm)
+        called = _mono_ns()
         try:
-            snap = self._seg.snapshot()
-        except Error:
-            self._seg.close()
-            raise
+            self._seg = Segment(self._shm)
+            snap = self._first(called)
+        except Error as e:
+            if self._seg is not None:
+                self._seg.close()
+                self._seg = None
+            self.error = e
+            _say_once(f"gpupeek: VRAM not measured: {e} (said once; the code runs anyway)")
+            return self
         self._period = min(max(snap.status.period_ns / 1e9, 0.005), 1.0)
         self._last_gen = snap.generation
         self._sample(snap, first=True)
@@ -1101,16 +1190,20 @@ class vram:
         return self
 
     def __exit__(self, *exc):
+        if self._seg is None:
+            return False
+        ended = _mono_ns()
         self._stop.set()
         self._thread.join()
         try:
             if self._settle:
-                deadline = time.monotonic() + 3 * self._period + 0.05
-                while self._seg.generation() == self._last_gen and time.monotonic() < deadline:
-                    time.sleep(self._period / 4)
-            self._sample(self._seg.snapshot())
+                snap = self._seg.wait_fresh(ended)
+                self.fresh = self.fresh and snap.sampled_since(ended)
+            else:
+                snap = self._seg.snapshot()
+            self._sample(snap)
         except Error:
-            pass
+            self.fresh = False
         finally:
             self._seg.close()
         chosen = self._only if self._only is not None else sorted(self._seen)
@@ -1120,6 +1213,24 @@ class vram:
         if self._report is not None:
             self._report(self)
         return False
+
+
+def _mono_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+_unmeasured_said = False
+_unmeasured_lock = threading.Lock()
+
+
+def _say_once(line: str):
+    """Prints `line` on stderr, unless a block has already said it was not measured."""
+    global _unmeasured_said
+    with _unmeasured_lock:
+        if _unmeasured_said:
+            return
+        _unmeasured_said = True
+    print(line, file=sys.stderr)
 
 
 def _print_report(m: "vram"):
@@ -1134,11 +1245,438 @@ def _print_report(m: "vram"):
 
 def track_vram(func=None, **kwargs):
     """Decorator: `@track_vram` or `@track_vram(label=..., settle=False, ...)`; each call
-    is measured like `with vram(...)`, labelled with the function's name by default."""
+    is measured like `with vram(...)`, labelled with the function's name by default.
+    Without a live daemon the function still runs (and returns or raises as it would),
+    and one line on stderr says it was not measured, once per process."""
     if func is None:
         return lambda f: track_vram(f, **kwargs)
     kwargs.setdefault("label", func.__qualname__)
     return vram(**kwargs)(func)
+
+
+# ---- gpustat's API ----------------------------------------------------------------------
+# gpustat 1.1.1's `gpustat.new_query()`, GPUStatCollection and GPUStat, built from one
+# snapshot instead of NVML and psutil. Each GPU's `entry` is its object in `gpupeek --json`
+# (client/src/json.rs and view.rs): gpustat's keys, order and units (MiB and whole watts,
+# rounded down), then gpupeek's own keys, which gpustat's tools ignore. print_formatted
+# and print_to write gpustat's table without colours (no terminal library here). Not
+# here: the Rust client's "verdict", "clock_event_reasons" and "gpm" keys.
+
+_GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
+_ASLEEP = ("suspended", "idle")
+
+
+def _whole(value: Optional[int], unit: int) -> Optional[int]:
+    return None if value is None else value // unit
+
+
+class GPUStat:
+    """One GPU, as gpustat's GPUStat: `entry` holds `gpupeek --json`'s keys (read them as
+    `g["memory.used"]`), the properties gpustat's names (`g.memory_used`, MiB). A value
+    the GPU does not report is None (where gpustat would raise reading it, too)."""
+
+    def __init__(self, entry: dict):
+        if not isinstance(entry, dict):
+            raise TypeError(f"entry should be a dict, {type(entry)} given")
+        self.entry = entry
+
+    def __repr__(self):
+        return f"GPUStat({self.entry!r})"
+
+    def keys(self):
+        return self.entry.keys()
+
+    def __getitem__(self, key):
+        return self.entry[key]
+
+    def _int(self, key: str) -> Optional[int]:
+        v = self.entry.get(key)
+        return int(v) if v is not None else None
+
+    available = property(lambda self: True, doc="False for a GPU that could not be read.")
+    index = property(lambda self: self.entry["index"], doc="NVML index, as nvidia-smi's.")
+    uuid = property(lambda self: self.entry.get("uuid"), doc="GPU-... UUID.")
+    name = property(lambda self: self.entry.get("name"), doc="Product name.")
+    memory_total = property(lambda self: self._int("memory.total"), doc="MiB.")
+    memory_used = property(lambda self: self._int("memory.used"), doc="MiB.")
+    temperature = property(lambda self: self._int("temperature.gpu"), doc="Celsius.")
+    fan_speed = property(lambda self: self._int("fan.speed"), doc="Percent.")
+    utilization = property(lambda self: self._int("utilization.gpu"), doc="Percent.")
+    utilization_enc = property(lambda self: self._int("utilization.enc"), doc="Percent.")
+    utilization_dec = property(lambda self: self._int("utilization.dec"), doc="Percent.")
+    power_draw = property(lambda self: self._int("power.draw"), doc="Whole watts.")
+    power_limit = property(lambda self: self._int("enforced.power.limit"),
+                           doc="Enforced power limit, whole watts.")
+    processes = property(lambda self: self.entry.get("processes"),
+                         doc="gpustat's process dicts; None when the list is unknown.")
+
+    @property
+    def memory_free(self) -> Optional[int]:
+        """MiB: total minus used, as gpustat computes it (never below 0)."""
+        if self.memory_total is None or self.memory_used is None:
+            return None
+        return max(self.memory_total - self.memory_used, 0)
+
+    memory_available = memory_free
+
+    def print_to(self, fp, *, with_colors=True, show_cmd=False, show_full_cmd=False,
+                 no_processes=False, show_user=False, show_pid=False, show_fan_speed=None,
+                 show_codec="", show_power=None, gpuname_width=None, eol_char=os.linesep,
+                 term=None):
+        """Writes gpustat's line for this GPU (and with `show_full_cmd` a line per
+        process), as gpustat's GPUStat.print_to without colours."""
+        e = self.entry
+
+        def v(key, missing="??"):
+            value = e[key]
+            return missing if value is None else value
+        line = f"[{e['index']}] "
+        if gpuname_width is None or gpuname_width != 0:
+            name = _shorten_left(e["name"], gpuname_width)
+            line += f"{'??' if name is None else name:{gpuname_width or 16}} |"
+        line += f"{v('temperature.gpu'):>3}°C, "
+        if show_fan_speed:
+            line += f"{v('fan.speed'):>3} %, "
+        line += f"{v('utilization.gpu'):>3} %"
+        if show_codec:
+            codec = [f"{k}: {v(key):>3} %" for k, key, word in
+                     (("E", "utilization.enc", "enc"), ("D", "utilization.dec", "dec"))
+                     if word in show_codec]
+            line += f" ({'  '.join(codec)})"
+        if show_power:
+            line += f",  {v('power.draw'):>3} "
+            if show_power is True or "limit" in show_power:
+                line += f"/ {v('enforced.power.limit'):>3} W"
+            else:
+                line += "W"
+        line += f" | {v('memory.used'):>5} / {v('memory.total'):>5} MB"
+        if not no_processes:
+            line += " |"
+        processes = e["processes"]
+        if processes is None and not no_processes:
+            line += " (Not Supported)"
+        elif not no_processes:
+            full = []
+            for p in processes:
+                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid)
+                if show_full_cmd:
+                    full.append(eol_char + _gpustat_full_process_line(p))
+            if full:
+                full[-1] = full[-1].replace("├", "└", 1)
+            line += "".join(full)
+        fp.write(line)
+        return fp
+
+    def jsonify(self) -> dict:
+        o = self.entry.copy()
+        if o.get("processes") is not None:
+            o["processes"] = [dict(p) for p in o["processes"]]
+        return o
+
+
+def _shorten_left(text: Optional[str], width: Optional[int]) -> Optional[str]:
+    """gpustat's util.shorten_left: the end of `text` in `width` characters, "…" first."""
+    if width is None or text is None or len(text) <= width:
+        return text
+    return "" if width == 0 else "…"[:width] if width <= 1 else "…" + text[-(width - 1):]
+
+
+def _bytes2human(n: int) -> str:
+    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024)."""
+    suffixes, i = ("B", "KB", "MB", "GB", "TB", "PB"), 0
+    while n > 9999 and i < len(suffixes) - 1:
+        n, i = n >> 10, i + 1
+    return f"{n}{suffixes[i]}"
+
+
+def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool) -> str:
+    """One process in gpustat's GPU line: user:command/pid(memM)."""
+    r = ""
+    if not show_cmd or show_user:
+        r += "--" if p["username"] is None else p["username"]
+    if show_cmd:
+        r += (":" if r else "") + ("--" if p["command"] is None else p["command"])
+    if show_pid:
+        r += f"/{p['pid']}"
+    return r + f"({'?' if p['gpu_memory_usage'] is None else p['gpu_memory_usage']}M)"
+
+
+def _gpustat_full_process_line(p: dict) -> str:
+    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line."""
+    cpu = "  --" if p["cpu_percent"] is None else f"{p['cpu_percent']:4.0f}"
+    argv = p["full_command"]
+    command = "?" if not argv else " ".join(argv)
+    return f" ├─ {p['pid']:>6} ({cpu}%, {_bytes2human(p['cpu_memory_usage'] or 0):>6}): {command}"
+
+
+class InvalidGPU(GPUStat):
+    """A GPU that could not be read (lost, failing, driver not responding): gpustat's
+    InvalidGPU, its name saying why, a missing key reading as "?"."""
+
+    class FallbackDict(dict):
+        def __missing__(self, key):
+            return "?"
+
+    def __init__(self, gpu_index: int, message: str, state: str, uuid: Optional[str]):
+        super().__init__(self.FallbackDict(index=gpu_index, name=message, processes=None,
+                                           state=state, uuid=uuid))
+        self.exception = None  # gpustat keeps the NVML error here; the daemon had it
+
+    available = property(lambda self: False)
+
+
+class GPUStatCollection(collections.abc.Sequence):
+    """gpustat's GPUStatCollection: the GPUs (`gpus`, or index/iterate the collection),
+    `hostname`, `driver_version`, `query_time` (when the daemon published, local time) and
+    gpupeek's `processes_age_ms` (how old the process lists are; None from old daemons)."""
+
+    def __init__(self, gpu_list: List[GPUStat], driver_version: Optional[str] = None):
+        self.gpus = gpu_list
+        self.hostname = platform.node()
+        self.query_time = datetime.now()
+        self.driver_version = driver_version
+        self.processes_age_ms: Optional[int] = None
+
+    @staticmethod
+    def new_query(debug: bool = False, id=None, shm: Optional[str] = None):
+        """The GPUs (`id`: "0,2" or [0, 2]) of segment `shm`'s live daemon; raises the
+        module's Error (NoDaemonError, StaleError, ...) when there is none."""
+        return _collection(snapshot(shm), id)
+
+    def __len__(self):
+        return len(self.gpus)
+
+    def __iter__(self) -> Iterator[GPUStat]:
+        return iter(self.gpus)
+
+    def __getitem__(self, index):
+        return self.gpus[index]
+
+    def __repr__(self):
+        return f"GPUStatCollection(host={self.hostname}, [\n" + \
+            "\n".join("  " + repr(g) for g in self.gpus) + "\n])"
+
+    def print_formatted(self, fp=None, *, force_color=False, no_color=False, show_cmd=False,
+                        show_full_cmd=False, show_user=False, show_pid=False,
+                        show_fan_speed=None, show_codec="", show_power=None,
+                        gpuname_width=None, show_header=True, no_processes=False,
+                        eol_char=os.linesep):
+        """gpustat's table (its header, then a line per GPU), without colours: the same
+        text as `gpustat --no-color` (and `gpupeek --no-color`) prints."""
+        fp = sys.stdout if fp is None else fp
+        if force_color and no_color:
+            raise ValueError("--color and --no_color can't be used at the same time")
+        if gpuname_width is None:
+            gpuname_width = max([len(g.entry["name"] or "??") for g in self] + [0])
+        if show_header:
+            when = self.query_time.strftime(locale.nl_langinfo(locale.D_T_FMT))
+            fp.write(f"{self.hostname:{(gpuname_width or 16) + 3}}  {when}  "
+                     f"{self.driver_version}".strip())
+            fp.write(eol_char)
+        for g in self:
+            g.print_to(fp, show_cmd=show_cmd, show_full_cmd=show_full_cmd,
+                       no_processes=no_processes, show_user=show_user, show_pid=show_pid,
+                       show_fan_speed=show_fan_speed, show_codec=show_codec,
+                       show_power=show_power, gpuname_width=gpuname_width,
+                       eol_char=eol_char)
+            fp.write(eol_char)
+        if not self.gpus:
+            fp.write("(No GPUs are available)" + eol_char)
+        fp.flush()
+
+    def jsonify(self) -> dict:
+        """gpustat's document (`query_time` a datetime, as gpustat's), then gpupeek's
+        `processes_age_ms`."""
+        return {"hostname": self.hostname, "driver_version": self.driver_version,
+                "query_time": self.query_time, "gpus": [g.jsonify() for g in self],
+                "processes_age_ms": self.processes_age_ms}
+
+    def print_json(self, fp=None):
+        """Writes jsonify() as gpustat --json does (4-space indent, ISO times)."""
+        fp = sys.stdout if fp is None else fp
+
+        def date_handler(obj):
+            if hasattr(obj, "isoformat"):
+                return obj.isoformat()
+            raise TypeError(type(obj))
+        json.dump(self.jsonify(), fp, indent=4, separators=(",", ": "), default=date_handler)
+        fp.write(os.linesep)
+        fp.flush()
+
+
+def new_query(id=None, shm: Optional[str] = None) -> GPUStatCollection:
+    """gpustat.new_query() from the segment: every GPU (or those `id` names) and its
+    processes, without a driver call. Raises Error when no live daemon publishes."""
+    return GPUStatCollection.new_query(id=id, shm=shm)
+
+
+def gpu_count(shm: Optional[str] = None) -> int:
+    """How many GPUs the daemon publishes; 0 without a live daemon."""
+    try:
+        return len(snapshot(shm).gpus)
+    except Error:
+        return 0
+
+
+def is_available(shm: Optional[str] = None) -> bool:
+    """True when a live daemon publishes at least one GPU."""
+    return gpu_count(shm) > 0
+
+
+def _collection(snap: Snapshot, id=None) -> GPUStatCollection:
+    """The GPUs of `snap` (those `id` names, in its order) as `gpupeek --json` shows them."""
+    own_ns = _own_pid_ns()
+    on = {}
+    for p in snap.processes:
+        on.setdefault(p.gpu_index, []).append(p)
+    gpus = snap.gpus
+    if id is not None:
+        wanted = [int(i) for i in (id.split(",") if isinstance(id, str) else id)]
+        by_index = {g.index: g for g in gpus}
+        missing = [i for i in wanted if i not in by_index]
+        if missing:
+            have = ",".join(str(g.index) for g in gpus)
+            raise ValueError(f"no GPU with index {missing[0]} (GPUs: {have})")
+        gpus = [by_index[i] for i in wanted]
+    stats = GPUStatCollection([_gpustat(g, on.get(g.index, []), snap, own_ns) for g in gpus],
+                              driver_version=snap.status.driver_version)
+    ns = snap.status.published_unix_ns
+    stats.query_time = datetime.fromtimestamp(ns // 10**9).replace(microsecond=ns // 1000 % 10**6)
+    if snap.proc_sample_mono_ns:
+        stats.processes_age_ms = max(_mono_ns() - snap.proc_sample_mono_ns, 0) // 10**6
+    return stats
+
+
+def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUStat:
+    """A GPU's gpustat entry: an InvalidGPU when it could not be sampled; an asleep one
+    (suspended, idle) keeps gpustat's shape with "state" and None for every value."""
+    if g.state != "ok" and g.state not in _ASLEEP:
+        state = g.state if g.state in GPU_STATES.values() else "error"
+        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state,
+                          g.uuid)
+    entry = {"index": g.index, "uuid": g.uuid, "name": g.name}
+    if g.state in _ASLEEP:
+        entry["state"] = g.state
+    entry.update({
+        "temperature.gpu": g.temp_gpu_c, "fan.speed": g.fan_speed_pct,
+        "utilization.gpu": g.util_gpu_pct, "utilization.enc": g.util_enc_pct,
+        "utilization.dec": g.util_dec_pct, "power.draw": _whole(g.power_draw_mw, 1000),
+        "enforced.power.limit": _whole(g.power_limit_mw, 1000),
+        "memory.used": _whole(g.mem_used_bytes, 1 << 20),
+        "memory.total": _whole(g.mem_total_bytes, 1 << 20),
+        "processes": None if g.process_count is None else
+        [_gpustat_process(p, snap, own_ns) for p in procs],
+    })
+    return GPUStat(entry)
+
+
+def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:
+    """A name that fills the segment's 31-byte field arrived cut: completed from our own
+    user database when the name found there for the uid begins with what was published."""
+    if published is None or len(published.encode()) + 4 < 32:
+        return published
+    try:
+        local = pwd.getpwuid(uid).pw_name
+    except (KeyError, TypeError):
+        return published
+    return local if len(local) > len(published) and local.startswith(published) else published
+
+
+def _argv(raw: bytes) -> List[str]:
+    """A raw command line (NUL-separated) as the daemon publishes it: cut to the segment's
+    field on a character boundary, one string per argument, the last ending in "…" when
+    cut (shm-layout's text::encode_argv then decode_argv)."""
+    length = len(raw.rstrip(b"\0"))
+    end = min(length, PROC_RECORD_SIZE - _CMDLINE_AT - 1)
+    if end < length:
+        while end > 0 and raw[end] & 0xC0 == 0x80:
+            end -= 1
+    stored = raw[:end].rstrip(b"\0")
+    args = [_text(a) for a in stored.split(b"\0")] if stored else []
+    if args and length > len(stored):
+        args[-1] += "\u2026"
+    return args
+
+
+def _read(path: str) -> str:
+    """A /proc file as text ("" when it is gone or hidden); a name need not be UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _fill_from_own_proc(out: dict, pid: int, published_unix_ns: int):
+    """What our own /proc shows of `pid` (owner, command, host memory, running time), for a
+    process whose details the daemon withheld (its basic policy, the default under
+    hidepid), as `gpupeek` fills them in (client/src/local.rs). Nothing when hidden."""
+    d = f"/proc/{pid}"
+    uids = [line.split()[1:2] for line in _read(f"{d}/status").splitlines()
+            if line.startswith("Uid:")]
+    if not uids or not uids[0] or not uids[0][0].isdigit():
+        return
+    uid = int(uids[0][0])
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    try:
+        with open(f"{d}/cmdline", "rb") as f:
+            argv = _argv(f.read())
+    except OSError:
+        argv = []
+    comm = _text(_read(f"{d}/comm").rstrip("\n").encode())
+    base = argv[0].rsplit("/", 1)[-1] if argv else ""
+    statm = _read(f"{d}/statm").split()
+    rss = int(statm[1]) * os.sysconf("SC_PAGE_SIZE") if statm[1:2] and statm[1].isdigit() \
+        else None
+    # Field 22 of stat, counted after the name's closing parenthesis: the start time in
+    # clock ticks since boot ("btime" in /proc/stat, Unix seconds).
+    stat = _read(f"{d}/stat")
+    after = stat[stat.rfind(")") + 1:].split() if ")" in stat else []
+    boot = [line.split()[1:2] for line in _read("/proc/stat").splitlines()
+            if line.startswith("btime ")]
+    running = None
+    if len(after) > 19 and after[19].isdigit() and boot and boot[0] and boot[0][0].isdigit():
+        start = int(boot[0][0]) * 10**9 + \
+            int(after[19]) * 10**9 // max(os.sysconf("SC_CLK_TCK"), 1)
+        running = max(published_unix_ns - start, 0) // 10**9
+    out.update(username=_text(user.encode()), command=base or comm or None, full_command=argv,
+               cpu_memory_usage=rss, uid=uid, running_time=running)
+
+
+def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
+    """gpustat's process keys, then gpupeek's own (`gpupeek --json`'s)."""
+    argv = p.cmdline
+    if argv is not None and argv and p.cmdline_truncated:
+        argv = argv[:-1] + [argv[-1] + "\u2026"]
+    ours = p.pid_ns_inode is not None and p.pid_ns_inode == own_ns
+    cpu = p.cpu_centipct
+    mig = p.gpu_instance_id is not None
+    start = p.start_unix_ns
+    out = {
+        "username": _user_name(p.user, p.uid), "command": p.command, "full_command": argv,
+        "gpu_memory_usage": _whole(p.gpu_mem_bytes, 1 << 20),
+        "cpu_percent": None if cpu is None else cpu / 100,
+        "cpu_memory_usage": p.host_rss_bytes,
+        "pid": p.ns_pid if ours else p.pid,
+        "host_pid": p.pid, "uid": p.uid,
+        "type": {"compute+graphics": "both"}.get(p.kind, p.kind),
+        "sm_utilization": p.sm_util_pct, "memory_utilization": p.mem_util_pct,
+        "encoder_utilization": p.enc_util_pct, "decoder_utilization": p.dec_util_pct,
+        "running_time": None if start is None else
+        max(snap.status.published_unix_ns - start, 0) // 10**9,
+        "gpu_instance_id": p.gpu_instance_id if mig else None,
+        "compute_instance_id": (0xFFFFFFFF if p.compute_instance_id is None
+                                else p.compute_instance_id) if mig else None,
+        "container": None if p.container_runtime is None else {
+            "runtime": p.container_runtime, "id": p.container_id,
+            "pod_uid": p.pod_uid or None},
+    }
+    if p.user is None and snap.proc_policy == "basic" and snap.pid_ns_inode == own_ns != 0:
+        _fill_from_own_proc(out, p.pid, snap.status.published_unix_ns)
+    return out
 
 
 def _print_history(slot: int, hist: Optional[History]):

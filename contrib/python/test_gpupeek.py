@@ -6,15 +6,22 @@ and sets:
   GPUPEEK_TEST_SCENARIO   the fake NVML's scenario file (these tests rewrite it)
   GPUPEEK_TEST_CLIENT     the gpupeek binary, to compare with `gpupeek --json`
   GPUPEEK_TEST_LAYOUT     a file holding gpupeek_shm::pin::describe()
+and, to compare new_query() with the real gpustat 1.1.1 on the same fake NVML:
+  GPUPEEK_TEST_GPUSTAT    gpustat's executable (its virtual environment's python runs it)
+  GPUPEEK_TEST_NVML_DIR   a directory whose libnvidia-ml.so.1 is the fake NVML
 """
 
+import contextlib
+import io
 import json
 import os
+import platform
 import struct
 import subprocess
 import sys
 import time
 import unittest
+from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpupeek  # noqa: E402
@@ -23,18 +30,21 @@ GIB = 1 << 30
 MIB = 1 << 20
 SHM = os.environ.get("GPUPEEK_SHM", "")
 SCENARIO = os.environ.get("GPUPEEK_TEST_SCENARIO", "")
+# The daemon reads a GPU's identity once: the one contrib.rs started it with.
+GPU0_UUID = "GPU-11111111-2222-3333-4444-555555555555"
+GPU1_UUID = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
 
 
 def write_scenario(gpu0_used, own_used=None, gpu1_used=4 * GIB):
     """GPU 0 (80 GiB) with `gpu0_used`, this process on it with `own_used` (if any);
-    GPU 1 (40 GiB) with `gpu1_used` and no process of ours."""
+    GPU 1 (40 GiB) with `gpu1_used` and no process of ours (pid 1's)."""
     procs = [] if own_used is None else [{"pid": os.getpid(), "used_gpu_memory_bytes": own_used}]
     scenario = {"gpus": [
-        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-aaaaaaaa-0000-0000-0000-000000000000",
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": GPU0_UUID,
          "memory_total_bytes": 80 * GIB, "memory_used_bytes": gpu0_used,
          "utilization_gpu_pct": 50, "utilization_memory_pct": 10, "temperature_c": 60,
          "power_usage_mw": 250500, "power_limit_mw": 700000, "processes": procs},
-        {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+        {"name": "NVIDIA A100-SXM4-40GB", "uuid": GPU1_UUID,
          "memory_total_bytes": 40 * GIB, "memory_used_bytes": gpu1_used,
          "processes": [{"pid": 1, "used_gpu_memory_bytes": GIB}]},
     ]}
@@ -272,6 +282,312 @@ class Vram(unittest.TestCase):
         self.assertEqual(reports[0].gpus[0].delta_bytes, GIB)
         self.assertEqual(reports[0].gpus[0].process_delta_bytes, GIB)
 
+    def test_neither_end_of_a_block_is_older_than_the_block(self):
+        write_scenario(1 * GIB, 512 * MIB)
+        wait_until("start state", showing(1 * GIB, 512 * MIB))
+        # Allocated just before the block, and again as its last statement: neither has
+        # been sampled yet (processes are sampled every 2 s here).
+        write_scenario(2 * GIB, 1536 * MIB)
+        called = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        with gpupeek.vram("fresh", shm=SHM, report=None) as m:
+            entered = gpupeek.snapshot(SHM)
+            write_scenario(3 * GIB, 2560 * MIB)
+        self.assertTrue(m.fresh)
+        self.assertGreaterEqual(entered.proc_sample_mono_ns, called)
+        g = m.gpus[0]
+        self.assertEqual((g.start_bytes, g.process_start_bytes), (2 * GIB, 1536 * MIB))
+        self.assertEqual((g.end_bytes, g.process_end_bytes), (3 * GIB, 2560 * MIB))
+
+    def test_without_a_daemon_the_code_runs_and_says_so_once(self):
+        script = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(gpupeek.__file__))!r})
+import gpupeek
+calls = []
+
+@gpupeek.track_vram(shm={SHM + '-gone'!r})
+def step(i):
+    calls.append(i)
+    return i * 2
+
+print([step(i) for i in range(3)])
+with gpupeek.vram(shm={SHM + '-gone'!r}) as m:
+    calls.append("block")
+print(calls, type(m.error).__name__, m.gpus)
+"""
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, "[0, 2, 4]\n[0, 1, 2, 'block'] NoDaemonError {}\n")
+        lines = out.stderr.splitlines()
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertRegex(lines[0], r"^gpupeek: VRAM not measured: no segment /dev/shm/.*-gone")
+
+
+def gpupeek_json():
+    out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def printed_json(stats):
+    out = io.StringIO()
+    stats.print_json(fp=out)
+    return json.loads(out.getvalue())
+
+
+# Keys of `gpupeek --json` the Python reader does not compute (client/src/verdict.rs,
+# the clock event reasons' names, the GPM block), and keys that move between two reads.
+RUST_ONLY = {"verdict", "clock_event_reasons", "gpm"}
+MOVING = {"query_time", "processes_age_ms"}
+
+
+def without(doc, keys):
+    doc = {k: v for k, v in doc.items() if k not in keys}
+    if "gpus" in doc:
+        doc["gpus"] = [{k: v for k, v in g.items() if k not in keys} for g in doc["gpus"]]
+    return doc
+
+
+class NewQuery(unittest.TestCase):
+    """gpustat's API (gpustat.new_query() and its objects), read from the segment."""
+
+    def test_print_json_is_gpupeek_json(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        # Two reads of a moving daemon: retried until no process sample fell between them.
+        for _ in range(5):
+            theirs = gpupeek_json()
+            ours = printed_json(gpupeek.new_query(shm=SHM))
+            if without(ours, MOVING) == without(theirs, MOVING | RUST_ONLY):
+                break
+        self.assertEqual(without(ours, MOVING), without(theirs, MOVING | RUST_ONLY))
+        self.assertEqual(list(ours), [k for k in theirs if k not in RUST_ONLY], "key order")
+        for g, j in zip(ours["gpus"], theirs["gpus"]):
+            self.assertEqual(list(g), [k for k in j if k not in RUST_ONLY], "key order")
+            for p, q in zip(g["processes"] or [], j["processes"] or []):
+                self.assertEqual(list(p), list(q), "process key order")
+        self.assertLess(abs((datetime.fromisoformat(ours["query_time"]) -
+                             datetime.fromisoformat(theirs["query_time"])).total_seconds()), 5)
+        self.assertIsInstance(ours["processes_age_ms"], int)
+
+    def test_gpustat_properties_and_items(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        stats = gpupeek.new_query(shm=SHM)
+        self.assertEqual(len(stats), 2)
+        self.assertEqual([g.index for g in stats], [0, 1])
+        self.assertIs(stats[1], stats.gpus[1])
+        self.assertEqual(stats.hostname, platform.node())
+        self.assertIsInstance(stats.query_time, datetime)
+        self.assertEqual(stats.driver_version, gpupeek.snapshot(SHM).status.driver_version)
+        g = stats[0]
+        self.assertTrue(g.available)
+        self.assertEqual(g["name"], g.entry["name"])
+        self.assertEqual(g["uuid"], g.uuid)
+        self.assertEqual((g.name, g.uuid), ("NVIDIA H100 80GB HBM3", GPU0_UUID))
+        self.assertEqual((g.memory_used, g.memory_total), (3 * 1024, 80 * 1024))
+        self.assertEqual((g.memory_free, g.memory_available), (77 * 1024, 77 * 1024))
+        self.assertEqual((g.temperature, g.utilization, g.power_draw, g.power_limit),
+                         (60, 50, 250, 700))
+        self.assertIsNone(g.fan_speed, "not reported: None, never 0")
+        self.assertEqual([p["pid"] for p in g.processes], [os.getpid()])
+        self.assertEqual(g.processes[0]["gpu_memory_usage"], 2 * 1024)
+        for key in ("username", "command", "full_command", "gpu_memory_usage", "cpu_percent",
+                    "cpu_memory_usage", "pid"):
+            self.assertIn(key, g.processes[0])
+        self.assertEqual(list(g.keys())[:4], ["index", "uuid", "name", "temperature.gpu"])
+        self.assertEqual(gpupeek.gpu_count(SHM), 2)
+        self.assertTrue(gpupeek.is_available(SHM))
+        self.assertEqual([g.index for g in gpupeek.new_query(id="1", shm=SHM)], [1])
+        self.assertEqual([g.index for g in gpupeek.new_query(id=[1, 0], shm=SHM)], [1, 0])
+        with self.assertRaises(ValueError):
+            gpupeek.new_query(id=[7], shm=SHM)
+        table = io.StringIO()
+        stats.print_formatted(fp=table, show_full_cmd=True)
+        lines = table.getvalue().splitlines()
+        # The header, GPU 0, its process (ours), GPU 1 and its process (pid 1).
+        self.assertEqual([line[:3] for line in lines[1::2]], ["[0]", "[1]"], lines)
+        self.assertTrue(lines[0].startswith(platform.node()), lines)
+        self.assertRegex(lines[2], rf"^ └─ +{os.getpid()} \( *(--|\d+)%, +\d+[KMG]?B\): \S")
+
+    def test_without_a_daemon_new_query_raises_and_gpu_count_is_zero(self):
+        with self.assertRaises(gpupeek.NoDaemonError):
+            gpupeek.new_query(shm=SHM + "-missing")
+        self.assertEqual(gpupeek.gpu_count(SHM + "-missing"), 0)
+        self.assertFalse(gpupeek.is_available(SHM + "-missing"))
+
+    def test_a_gpu_that_cannot_be_read_is_gpustats_invalid_gpu(self):
+        def gpu(state):
+            values = dict.fromkeys(list(gpupeek.GPU_VALID) + ["sample_mono_ns"], 1)
+            values.update(name="H100", uuid=f"GPU-{state}", mem_used_bytes=GIB)
+            return gpupeek.Gpu(0, state, gpupeek._current_only(state, values))
+        gpus = [gpu(state) for state in ("lost", "not responding", "error", "idle")]
+        stats = gpupeek._collection(States().snapshot("live", gpus=gpus))
+        lost, late, failing, idle = stats
+        self.assertEqual([g.name for g in stats], ["((GPU is lost))", "((Driver not responding))",
+                                                   "((Unknown Error))", "H100"])
+        self.assertFalse(lost.available)
+        self.assertEqual(lost["memory.used"], "?", "gpustat's InvalidGPU")
+        self.assertIsNone(lost.memory_used)
+        self.assertEqual(lost.jsonify(), {"index": 0, "name": "((GPU is lost))",
+                                          "processes": None, "state": "lost",
+                                          "uuid": "GPU-lost"})
+        self.assertEqual(late["state"], "not responding")
+        self.assertTrue(idle.available)
+        self.assertEqual((idle["state"], idle.memory_used, idle.processes), ("idle", None, None))
+        # gpustat's test_new_query_mocked_failing_one_gpu, on its table.
+        table = io.StringIO()
+        stats.print_formatted(fp=table, show_header=False)
+        line = table.getvalue().splitlines()[2]
+        self.assertIn("[0] ((Unknown Error))", line)
+        self.assertIn("?°C,   ? %", line)
+        self.assertIn("? /     ? MB", line)
+        self.assertIn("??°C,  ?? %", table.getvalue().splitlines()[3], "asleep: N/A")
+
+
+@unittest.skipUnless(os.environ.get("GPUPEEK_TEST_GPUSTAT"), "set GPUPEEK_TEST_GPUSTAT")
+class GpustatParity(unittest.TestCase):
+    """The real gpustat 1.1.1 reads the same fake NVML (and /proc through psutil) that
+    the daemon reads: its new_query() and ours must say the same."""
+
+    PROPERTIES = ("index", "uuid", "name", "memory_total", "memory_used", "memory_free",
+                  "memory_available", "temperature", "fan_speed", "utilization",
+                  "utilization_enc", "utilization_dec", "power_draw", "power_limit",
+                  "available")
+    SCRIPT = """
+import json, sys, gpustat
+stats = gpustat.new_query()
+json.dump({"driver_version": stats.driver_version, "hostname": stats.hostname,
+           "len": len(stats), "json": stats.jsonify(),
+           "gpus": [{"keys": list(g.keys()),
+                     "properties": {p: getattr(g, p) for p in sys.argv[1:]}}
+                    for g in stats]}, sys.stdout, default=str)
+"""
+
+    # print_formatted's options, as gpustat's flags set them: -cup, -a, (none), -u -e,
+    # -c -P draw, --no-processes.
+    TABLES = [dict(show_cmd=True, show_user=True, show_pid=True),
+              dict(show_cmd=True, show_user=True, show_pid=True, show_fan_speed=True,
+                   show_codec="enc,dec", show_power=True),
+              dict(),
+              dict(show_user=True, show_codec="enc,dec"),
+              dict(show_cmd=True, show_power="draw"),
+              dict(no_processes=True, gpuname_width=8)]
+    TABLE_SCRIPT = """
+import io, json, sys, gpustat
+stats = gpustat.new_query()
+out = []
+for options in json.loads(sys.argv[1]):
+    fp = io.StringIO()
+    stats.print_formatted(fp=fp, no_color=True, show_header=False, **options)
+    out.append(fp.getvalue())
+json.dump(out, sys.stdout)
+"""
+
+    def gpustat(self, script=None, *args):
+        python = os.path.join(os.path.dirname(os.environ["GPUPEEK_TEST_GPUSTAT"]), "python")
+        env = dict(os.environ, LD_LIBRARY_PATH=os.environ["GPUPEEK_TEST_NVML_DIR"],
+                   FAKE_NVML_SCENARIO=SCENARIO)
+        env.pop("FAKE_NVML_CALLS_DIR", None)
+        out = subprocess.run([python, "-c", script or self.SCRIPT, *(args or self.PROPERTIES)],
+                             env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_print_formatted_prints_gpustats_table(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        theirs = self.gpustat(self.TABLE_SCRIPT, json.dumps(self.TABLES))
+        stats = gpupeek.new_query(shm=SHM)
+        for options, table in zip(self.TABLES, theirs):
+            with self.subTest(**options):
+                fp = io.StringIO()
+                stats.print_formatted(fp=fp, no_color=True, show_header=False, **options)
+                self.assertEqual(fp.getvalue(), table)
+        header = io.StringIO()
+        stats.print_formatted(fp=header, no_processes=True)
+        self.assertTrue(header.getvalue().startswith(platform.node()), header.getvalue())
+
+    def test_new_query_says_what_gpustats_says(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        theirs = self.gpustat()
+        ours = gpupeek.new_query(shm=SHM)
+        self.assertEqual(ours.driver_version, theirs["driver_version"])
+        self.assertEqual(ours.hostname, theirs["hostname"])
+        self.assertEqual(len(ours), theirs["len"])
+        mine = ours.jsonify()
+        for g, t, tj, oj in zip(ours, theirs["gpus"], theirs["json"]["gpus"], mine["gpus"]):
+            # gpustat's keys, in gpustat's order, before gpupeek's own.
+            self.assertEqual(list(g.keys())[:len(t["keys"])], t["keys"])
+            for p in self.PROPERTIES:
+                with self.subTest(gpu=g.index, property=p):
+                    self.assertEqual(getattr(g, p), t["properties"][p])
+            for key in t["keys"]:
+                if key != "processes":
+                    self.assertEqual(oj[key], tj[key], key)
+            self.assertEqual(len(oj["processes"]), len(tj["processes"]))
+            for op, tp in zip(oj["processes"], tj["processes"]):
+                for key in ("username", "command", "full_command", "gpu_memory_usage", "pid"):
+                    with self.subTest(gpu=g.index, process=tp["pid"], key=key):
+                        self.assertEqual(op[key], tp[key])
+                # gpustat samples CPU use itself (0.1 s); ours is the daemon's, None until
+                # it has two samples of the process. Host memory is the same resident
+                # size, read at another moment.
+                self.assertIsInstance(op["cpu_percent"], (float, type(None)))
+                self.assertLessEqual(abs(op["cpu_memory_usage"] - tp["cpu_memory_usage"]),
+                                     tp["cpu_memory_usage"] * 0.1)
+
+
+class Readme(unittest.TestCase):
+    """The Python examples of README.md and contrib/python/README.md run as printed,
+    against the live daemon ($GPUPEEK_SHM), so the documentation cannot drift."""
+
+    ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+    @staticmethod
+    def blocks(path, heading=None):
+        """The indented code blocks of `path` (under `heading` up to the next heading)."""
+        with open(path) as f:
+            text = f.read()
+        if heading is not None:
+            text = text[text.index(heading):]
+            text = text[:text.index("\n#", 1)]
+        blocks, current = [], []
+        for line in text.splitlines() + [""]:
+            if line.startswith("    ") or (current and not line.strip()):
+                current.append(line[4:])
+            elif current:
+                blocks.append("\n".join(current).strip() + "\n")
+                current = []
+        return [b for b in blocks if "gpupeek" in b and "pip install" not in b]
+
+    def run_blocks(self, blocks):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        # What the examples take as given: the module imported, the user's work step.
+        namespace = {"gpupeek": gpupeek, "train_step": lambda: None}
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            for block in blocks:
+                exec(compile(block, "README", "exec"), namespace)
+        return out.getvalue(), err.getvalue()
+
+    def test_the_readmes_python_section_runs(self):
+        blocks = self.blocks(os.path.join(self.ROOT, "README.md"), "### Python")
+        self.assertEqual(len(blocks), 1, blocks)
+        out, err = self.run_blocks(blocks)
+        self.assertIn('"driver_version"', out)
+        self.assertIn("gpupeek: train step: GPU 0:", err)
+
+    def test_the_packages_readme_examples_run(self):
+        blocks = self.blocks(os.path.join(self.ROOT, "contrib", "python", "README.md"))
+        self.assertGreaterEqual(len(blocks), 3, blocks)
+        out, err = self.run_blocks(blocks)
+        self.assertIn('"gpus"', out)
+        self.assertIn("gpupeek: train step: GPU 0:", err)
+
 
 class Trust(unittest.TestCase):
     def fake_segment(self, suffix, data, mode):
@@ -318,14 +634,14 @@ class Trust(unittest.TestCase):
 class States(unittest.TestCase):
     """ABI 1.3's states, on records made here (the fake daemon cannot publish them yet)."""
 
-    def snapshot(self, state, heartbeat_age_ns=0):
+    def snapshot(self, state, heartbeat_age_ns=0, gpus=()):
         now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         status = gpupeek.Status(
             state=state, nvml_error_code=0, heartbeat_mono_ns=now - heartbeat_age_ns,
             period_ns=1_000_000_000, published_unix_ns=0, gpu_count=0,
             cuda_driver_version=None, driver_version=None, nvml_version=None,
             error_message="")
-        return gpupeek.Snapshot(status=status, gpus=[], processes=[], proc_overflow=0,
+        return gpupeek.Snapshot(status=status, gpus=list(gpus), processes=[], proc_overflow=0,
                                 proc_policy=None, hidepid=False, pid_ns_inode=0,
                                 generation=1, consistent=True)
 

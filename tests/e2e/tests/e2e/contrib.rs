@@ -1,12 +1,16 @@
 //! Third-party readers from contrib/: the C header and its example reader, built with the
 //! system C compiler, and the Python module with its own tests, each against a live
 //! daemon on the fake NVML, and each checked against the Rust definition of the layout.
+//! The Python module is also installed with pip into a fresh virtual environment, and its
+//! gpustat API compared with `gpupeek --json` (and, in its tests, with gpustat itself).
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use gpupeek_e2e::{
-    compile_c, compile_c_reader, repo, run_with_watchdog, stderr, stdout, tool, Daemon, Sandbox,
+    bins, compile_c, compile_c_reader, repo, run_with_limit, run_with_watchdog, stderr, stdout,
+    tool, Daemon, Sandbox,
 };
 use serde_json::json;
 
@@ -23,7 +27,10 @@ fn live(tag: &str) -> (Sandbox, Daemon) {
                 "power_usage_mw": 123456, "power_limit_mw": 700000, "fan_speed_pct": 30,
                 "processes": [{"pid": std::process::id(), "used_gpu_memory_bytes": 3 * GIB}]
             },
-            {"name": "NVIDIA A100-SXM4-40GB", "memory_total_bytes": 42949672960u64}
+            {
+                "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+                "memory_total_bytes": 42949672960u64
+            }
         ]
     }));
     let daemon = sandbox.start_daemon("50ms");
@@ -253,7 +260,25 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
         .env("GPUPEEK_TEST_CLIENT", &gpupeek_e2e::bins().client)
         .env("GPUPEEK_TEST_LAYOUT", &layout)
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = run_with_watchdog(cmd);
+    // gpustat 1.1.1 (scripts/test installs it) on the same fake NVML, for the parity test
+    // of `gpupeek.new_query()`; without it that test is skipped, except in CI.
+    match std::env::var_os("GPUPEEK_GPUSTAT") {
+        Some(gpustat) => {
+            let lib_dir = sandbox.dir.join("nvml-lib");
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            std::os::unix::fs::symlink(&bins().fake_nvml, lib_dir.join("libnvidia-ml.so.1"))
+                .unwrap();
+            cmd.env("GPUPEEK_TEST_GPUSTAT", gpustat)
+                .env("GPUPEEK_TEST_NVML_DIR", &lib_dir);
+        }
+        None => assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set GPUPEEK_GPUSTAT to a gpustat 1.1.1 executable"
+        ),
+    }
+    // Longer than the usual watchdog: each `vram()` block waits for process samples taken
+    // after it starts and after it ends (every 2 s here), and the tests start Pythons.
+    let out = run_with_limit(cmd, Duration::from_secs(240));
     assert!(
         out.status.success(),
         "python tests failed:\n{}{}",
@@ -261,4 +286,163 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
         stderr(&out)
     );
     assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+}
+
+/// `pip install contrib/python` into a fresh virtual environment installs the module
+/// `gpupeek` (gpupeek's version), which, imported from elsewhere, reads a live daemon:
+/// its `new_query().print_json()` is `gpupeek --json` but for the keys it leaves to the
+/// Rust client. Offline where the new environment can build a wheel by itself
+/// (setuptools and wheel); otherwise pip fetches the build backend from PyPI.
+#[test]
+fn python_package_installs_with_pip_and_reads_a_live_daemon() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let (sandbox, _daemon) = live("python-pip");
+    // A copy of the directory, so the build's files (build/, *.egg-info) land outside the
+    // repository and concurrent runs do not share them.
+    let src = sandbox.dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for entry in std::fs::read_dir(repo().join("contrib/python")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, src.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let venv = sandbox.dir.join("venv");
+    let limit = Duration::from_secs(300);
+    let run = |cmd: &mut Command| {
+        let out = run_with_limit(std::mem::replace(cmd, Command::new("true")), limit);
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        out
+    };
+    run(Command::new(&python).arg("-m").arg("venv").arg(&venv));
+    let can_build = Command::new(venv.join("bin/python"))
+        .args(["-c", "import setuptools, wheel"])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args(["install", "--quiet", "--disable-pip-version-check"]);
+    if can_build {
+        pip.args(["--no-index", "--no-build-isolation"]);
+    }
+    run(pip.arg(&src));
+    let script = "import gpupeek, sys\n\
+                  print(gpupeek.__file__, gpupeek.__version__)\n\
+                  gpupeek.new_query().print_json()\n";
+    let out = run(Command::new(venv.join("bin/python"))
+        .args(["-c", script])
+        .current_dir(&sandbox.dir)
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("PYTHONDONTWRITEBYTECODE", "1"));
+    let text = stdout(&out);
+    let (first, doc) = text.split_once('\n').unwrap();
+    let (file, version) = first.split_once(' ').unwrap();
+    assert!(
+        Path::new(file).starts_with(&venv) && file.ends_with("site-packages/gpupeek.py"),
+        "imported {file}, not the installed module"
+    );
+    assert_eq!(version, env!("CARGO_PKG_VERSION"));
+    let ours: serde_json::Value = serde_json::from_str(doc).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    assert_eq!(ours["hostname"], theirs["hostname"]);
+    assert_eq!(ours["driver_version"], theirs["driver_version"]);
+    let (og, tg) = (
+        ours["gpus"].as_array().unwrap(),
+        theirs["gpus"].as_array().unwrap(),
+    );
+    assert_eq!(og.len(), tg.len());
+    for (o, t) in og.iter().zip(tg) {
+        for key in [
+            "index",
+            "uuid",
+            "name",
+            "memory.used",
+            "memory.total",
+            "power.draw",
+        ] {
+            assert_eq!(o[key], t[key], "{key}");
+        }
+        let pids = |g: &serde_json::Value| -> Vec<serde_json::Value> {
+            g["processes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["pid"].clone())
+                .collect()
+        };
+        assert_eq!(pids(o), pids(t));
+    }
+}
+
+/// A child process, killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A daemon that withholds process details (`--process-info basic`, its default under
+/// hidepid): `gpupeek.new_query()` fills them in from the reader's own `/proc` exactly as
+/// `gpupeek --json` does, so the two documents are the same.
+#[test]
+fn python_new_query_fills_in_withheld_details_as_gpupeek_json_does() {
+    use std::os::unix::process::CommandExt;
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let sandbox = Sandbox::new("python-basic");
+    let sleeper = Killed(
+        Command::new("sleep")
+            .arg0("/opt/conda/bin/python3")
+            .arg("600")
+            .spawn()
+            .unwrap(),
+    );
+    sandbox.write_scenario(&json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+        "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB,
+        "processes": [{"pid": sleeper.0.id(), "used_gpu_memory_bytes": 3 * GIB}]
+    }]}));
+    let daemon = sandbox.start_daemon_with("50ms", &["--process-info", "basic"]);
+    sandbox.wait_live(&daemon);
+    gpupeek_e2e::wait_for("the process to be listed", &daemon, || {
+        stdout(&sandbox.client(&["--json"])).contains("gpu_memory_usage\": 3072")
+    });
+    let script = "import gpupeek, json, sys\n\
+                  json.dump(gpupeek.new_query().jsonify(), sys.stdout, default=str)\n";
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(&python);
+        cmd.args(["-c", script])
+            .env("PYTHONPATH", repo().join("contrib/python"))
+            .env("GPUPEEK_SHM", &sandbox.shm)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        cmd
+    });
+    let theirs: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    drop(sleeper);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let (o, t) = (
+        &ours["gpus"][0]["processes"][0],
+        &theirs["gpus"][0]["processes"][0],
+    );
+    assert!(o["username"].is_string(), "filled in: {o}");
+    assert_eq!(o["command"], "python3");
+    assert_eq!(o["full_command"], json!(["/opt/conda/bin/python3", "600"]));
+    for (key, value) in t.as_object().unwrap() {
+        if key == "cpu_memory_usage" || key == "running_time" {
+            // Read from /proc at two moments.
+            assert_eq!(o[key].is_null(), value.is_null(), "{key}");
+        } else {
+            assert_eq!(&o[key], value, "process key {key}: {ours} {theirs}");
+        }
+    }
 }
