@@ -221,6 +221,7 @@ mod tests {
             verdict: None,
             clock_event_reasons: None,
             gpm: None,
+            mig: Vec::new(),
         }
     }
 

@@ -5,8 +5,12 @@
 //! (`"suspended"` or `"idle"`), and `null` for every value. After gpustat's keys each GPU
 //! has gpupeek's own: `"verdict"` (see `verdict.rs`; `null` when it cannot be told),
 //! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
-//! bytes per second; `null` without GPM). After `"gpus"`, `"processes_age_ms"` says how
-//! old the process lists are (the daemon samples them every `--process-interval`).
+//! bytes per second; `null` without GPM), and for a GPU with MIG devices `"mig"`: one
+//! object per device (`gpu_instance_id`, `compute_instance_id`, `profile`, `uuid`,
+//! `memory.used`/`memory.total` in MiB, `sm_count`, `gpm` of its GPU instance, and the
+//! `pids` of its processes, which are also in the GPU's `processes`). After `"gpus"`,
+//! `"processes_age_ms"` says how old the process lists are (the daemon samples them
+//! every `--process-interval`).
 //!
 //! A GPU that could not be sampled is gpustat's "invalid GPU": `index`, `name` saying
 //! what is wrong (`"((GPU is lost))"`, `"((Unknown Error))"`, and for a GPU whose driver
@@ -79,6 +83,34 @@ struct HealthyGpu<'a> {
     verdict: Option<&'static str>,
     clock_event_reasons: Option<&'a [&'static str]>,
     gpm: Option<Gpm>,
+    /// Only for a GPU with MIG devices.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mig: Vec<Mig<'a>>,
+}
+
+#[derive(Serialize)]
+struct Mig<'a> {
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+    profile: Option<&'a str>,
+    uuid: Option<&'a str>,
+    #[serde(rename = "memory.used")]
+    memory_used: Option<u64>,
+    #[serde(rename = "memory.total")]
+    memory_total: Option<u64>,
+    sm_count: Option<u32>,
+    gpm: Option<MigGpm>,
+    /// Pids of its processes (each is in the GPU's `processes`, with these instance ids).
+    pids: Vec<u32>,
+}
+
+#[derive(Serialize)]
+struct MigGpm {
+    sm_activity: Option<f64>,
+    sm_occupancy: Option<f64>,
+    tensor_activity: Option<f64>,
+    dram_bandwidth_utilization: Option<f64>,
+    interval_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -178,6 +210,27 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
             nvlink_rx_bytes_per_second: m.nvlink.map(|r| r.rx),
             interval_ms: m.interval_ns / 1_000_000,
         }),
+        mig: g
+            .mig
+            .iter()
+            .map(|m| Mig {
+                gpu_instance_id: m.ids.0,
+                compute_instance_id: m.ids.1,
+                profile: m.profile.as_deref(),
+                uuid: m.uuid.as_deref(),
+                memory_used: m.mem_used_mib,
+                memory_total: m.mem_total_mib,
+                sm_count: m.sm_count,
+                gpm: m.gpm.map(|m| MigGpm {
+                    sm_activity: m.sm_activity.map(|c| c.pct()),
+                    sm_occupancy: m.sm_occupancy.map(|c| c.pct()),
+                    tensor_activity: m.tensor_activity.map(|c| c.pct()),
+                    dram_bandwidth_utilization: m.dram_bw_util.map(|c| c.pct()),
+                    interval_ms: m.interval_ns / 1_000_000,
+                }),
+                pids: g.processes_in(m).map(|p| p.pid).collect(),
+            })
+            .collect(),
     }))
 }
 

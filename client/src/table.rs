@@ -5,6 +5,12 @@
 //! prints its name (or PCI bus id) and `suspended` or `idle` instead of any value.
 //! With `-V` a verdict column follows the utilisation (see `verdict.rs`); without it the
 //! line is gpustat's, byte for byte.
+//!
+//! A MIG-enabled GPU (gpustat has no such thing) is followed by a line per MIG device:
+//! ` ├─ MIG 3g.40gb (1/0) |  SM 42 % |  9216 / 40192 MB | alice(9000M)`, its profile, GPU
+//! and compute instance ids, GPM SM activity (`??` without GPM), memory and the
+//! processes running in it; the GPU's own line then lists only processes outside every
+//! MIG device, and its utilisation, which NVML does not report under MIG, is `??`.
 
 use std::fmt::Write;
 
@@ -13,7 +19,7 @@ use gpupeek_shm::ProcPolicy;
 use crate::cli::{Args, Power};
 use crate::style::{self as s, Painter};
 use crate::verdict::Verdict;
-use crate::view::{GpuView, ProcView, View};
+use crate::view::{GpuView, MigView, ProcView, View};
 
 /// Name column width when none is known (gpustat's default).
 const DEFAULT_NAME_WIDTH: usize = 16;
@@ -53,6 +59,13 @@ pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &s
         let widths = (name_width, verdict_width);
         gpu_line(&mut out, gpu, args, paint, widths, view.proc_policy);
         out.push('\n');
+        if gpu.asleep().is_none() {
+            for (n, mig) in gpu.mig.iter().enumerate() {
+                let last = n + 1 == gpu.mig.len();
+                mig_line(&mut out, gpu, mig, last, args, paint, name_width);
+                out.push('\n');
+            }
+        }
         if args.show_full_cmd && !args.no_processes && gpu.is_healthy() {
             full_process_lines(&mut out, gpu, paint);
         }
@@ -276,6 +289,46 @@ fn gpu_line(
     }
 }
 
+/// One MIG device's line, under its GPU's; `last` draws the tree's corner.
+fn mig_line(
+    out: &mut String,
+    g: &GpuView,
+    mig: &MigView,
+    last: bool,
+    args: &Args,
+    p: Painter,
+    name_width: usize,
+) {
+    let branch = if last { "└─" } else { "├─" };
+    let profile = mig.profile.as_deref().unwrap_or("??");
+    let label = format!("MIG {profile} ({}/{})", mig.ids.0, mig.ids.1);
+    // Under the GPU's `[index] name`, as wide as it.
+    let width = format!("[{}]", g.index).len() + 1 + name_width;
+    let label = shorten_left(&label, width.saturating_sub(4).max(8));
+    let pad = width.saturating_sub(4 + label.chars().count());
+    let _ = write!(out, " {branch} {}{:pad$} |", p.paint(s::BLUE, &label), "");
+    let sm = mig
+        .gpm
+        .and_then(|gpm| gpm.sm_activity)
+        .map(|a| a.pct().round() as u32);
+    let sm_style = level(g, sm.map(f64::from), 30.0, s::GREEN, s::BOLD_GREEN);
+    let _ = write!(
+        out,
+        " {}",
+        p.paint(sm_style, format!("SM {:>3} %", val(g, sm)))
+    );
+    let used = p.paint(s::BOLD_YELLOW, format!("{:>5}", val(g, mig.mem_used_mib)));
+    let total = p.paint(s::YELLOW, format!("{:>5}", val(g, mig.mem_total_mib)));
+    let _ = write!(out, " | {used} / {total} MB");
+    if !args.no_processes && g.is_healthy() {
+        out.push_str(" |");
+        for proc in g.processes_in(mig) {
+            out.push(' ');
+            out.push_str(&process(proc, args, p));
+        }
+    }
+}
+
 fn power_columns(out: &mut String, g: &GpuView, power: Power, p: Painter) {
     let draw_style = match (g.power_draw_w, g.power_limit_w) {
         _ if !g.is_healthy() => s::BOLD_BLACK,
@@ -300,17 +353,17 @@ fn power_columns(out: &mut String, g: &GpuView, power: Power, p: Painter) {
 }
 
 fn processes(out: &mut String, g: &GpuView, args: &Args, p: Painter, policy: Option<ProcPolicy>) {
-    let Some(list) = g.processes.as_ref().filter(|_| g.is_healthy()) else {
+    if g.processes.is_none() || !g.is_healthy() {
         out.push_str(" (Not Supported)");
         return;
-    };
+    }
     if policy == Some(ProcPolicy::None) {
         if g.processes_not_shown > 0 {
             let _ = write!(out, " ({} hidden)", g.processes_not_shown);
         }
         return;
     }
-    for proc in list {
+    for proc in g.processes_outside_mig() {
         out.push(' ');
         out.push_str(&process(proc, args, p));
     }

@@ -3,7 +3,7 @@
 //! their GPU with the reader's own pids and the details its own `/proc` fills in.
 //! Which values a GPU shows in which state is the model's rule, not this module's.
 
-use gpupeek_model::{Gpm, Gpu, GpuState, Model, ProcPolicy, Process, Text};
+use gpupeek_model::{Gpm, Gpu, GpuState, MigGpm, Model, ProcPolicy, Process, Text};
 use gpupeek_shm::Snapshot;
 
 use crate::local::LocalProc;
@@ -66,6 +66,27 @@ pub struct GpuView {
     pub clock_event_reasons: Option<Vec<&'static str>>,
     /// GPM metrics, when the GPU has GPM and the daemon computed them.
     pub gpm: Option<Gpm>,
+    /// Its MIG devices (none when MIG is off); their processes are also in `processes`.
+    pub mig: Vec<MigView>,
+}
+
+/// One MIG device of a GPU.
+#[derive(Debug)]
+pub struct MigView {
+    /// GPU and compute instance ids.
+    pub ids: (u32, u32),
+    /// Profile: `3g.40gb`.
+    pub profile: Option<String>,
+    /// MIG device UUID.
+    pub uuid: Option<String>,
+    /// MiB (rounded down, as gpustat).
+    pub mem_used_mib: Option<u64>,
+    /// MiB.
+    pub mem_total_mib: Option<u64>,
+    /// Streaming multiprocessors.
+    pub sm_count: Option<u32>,
+    /// GPM metrics of its GPU instance.
+    pub gpm: Option<MigGpm>,
 }
 
 /// One process on one GPU.
@@ -210,7 +231,32 @@ impl GpuView {
             verdict: verdict::judge(g, &Thresholds::current()),
             clock_event_reasons: g.clock_event_reasons.map(|r| r.names()),
             gpm: g.gpm,
+            mig: model
+                .mig_on(g.index)
+                .map(|m| MigView {
+                    ids: (m.gpu_instance_id, m.compute_instance_id),
+                    profile: decode(m.profile),
+                    uuid: decode(m.uuid),
+                    mem_used_mib: m.memory.map(|m| m.used.mib()),
+                    mem_total_mib: m.memory.map(|m| m.total.mib()),
+                    sm_count: m.sm_count,
+                    gpm: m.gpm,
+                })
+                .collect(),
         }
+    }
+
+    /// The processes that run in MIG device `mig` of this GPU.
+    pub fn processes_in<'v>(&'v self, mig: &'v MigView) -> impl Iterator<Item = &'v ProcView> {
+        let all = self.processes.as_deref().unwrap_or_default();
+        all.iter().filter(move |p| p.mig == Some(mig.ids))
+    }
+
+    /// The processes in none of this GPU's MIG devices (all of them when MIG is off).
+    pub fn processes_outside_mig(&self) -> impl Iterator<Item = &ProcView> {
+        let all = self.processes.as_deref().unwrap_or_default();
+        all.iter()
+            .filter(move |p| !self.mig.iter().any(|m| p.mig == Some(m.ids)))
     }
 
     /// False when the GPU was not sampled (lost, failing or asleep).

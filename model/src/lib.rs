@@ -19,6 +19,7 @@
 pub mod fields;
 mod gpu;
 mod history;
+mod mig;
 mod process;
 mod status;
 mod text;
@@ -29,6 +30,7 @@ pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
 pub use gpupeek_shm::layout::{DaemonState, GpuState};
 pub use gpupeek_shm::ProcPolicy;
 pub use history::Sample;
+pub use mig::{Mig, MigGpm};
 pub use process::{ProcKind, Process};
 pub use status::Status;
 pub use text::Text;
@@ -45,6 +47,8 @@ pub struct Model<'a> {
     pub gpus: Vec<Gpu<'a>>,
     /// Every process slot in use.
     pub processes: Vec<Process<'a>>,
+    /// Every MIG device of every MIG-enabled GPU (ABI 1.4; none before).
+    pub mig: Vec<Mig<'a>>,
     /// How much the daemon publishes about processes (`None` from a 1.0 daemon).
     pub proc_policy: Option<ProcPolicy>,
     /// When the daemon sampled the process lists, `CLOCK_MONOTONIC` ns (`None` before
@@ -64,6 +68,15 @@ impl<'a> Model<'a> {
         Model {
             status: Status::new(&snap.status),
             gpus: snap.gpus.iter().map(Gpu::new).collect(),
+            mig: snap
+                .mig
+                .iter()
+                .map(|m| {
+                    let parent = snap.gpus.iter().find(|g| g.index == m.gpu_index);
+                    let state = parent.map_or(GpuState::Error, |g| Gpu::new(g).state);
+                    Mig::new(m, state)
+                })
+                .collect(),
             processes: snap.processes.iter().map(Process::new).collect(),
             proc_policy: snap.proc_policy(),
             processes_sampled_mono_ns: nonzero(head.sample_mono_ns),
@@ -80,6 +93,17 @@ impl<'a> Model<'a> {
     /// Processes on the GPU with NVML index `index`.
     pub fn processes_on(&self, index: u32) -> impl Iterator<Item = &Process<'a>> {
         self.processes.iter().filter(move |p| p.gpu_index == index)
+    }
+
+    /// MIG devices of the GPU with NVML index `index`.
+    pub fn mig_on(&self, index: u32) -> impl Iterator<Item = &Mig<'a>> {
+        self.mig.iter().filter(move |m| m.gpu_index == index)
+    }
+
+    /// Processes running in MIG device `mig`.
+    pub fn processes_in<'m>(&'m self, mig: &'m Mig<'a>) -> impl Iterator<Item = &'m Process<'a>> {
+        self.processes_on(mig.gpu_index)
+            .filter(move |p| p.mig == Some((mig.gpu_instance_id, mig.compute_instance_id)))
     }
 
     /// How long before `now_mono_ns` the daemon sampled the process lists (`None`

@@ -459,3 +459,117 @@ fn a_hung_mig_query_makes_its_gpu_not_responding_and_the_other_gpu_goes_on() {
         s.gpus[0].state == gpupeek_shm::GpuState::Ok as u32 && s.mig.len() == 3
     });
 }
+
+/// `gpupeek ARGS` against the sandbox's daemon.
+fn client(sb: &Sandbox, args: &[&str]) -> String {
+    let out = run_with_watchdog({
+        let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+        cmd.args(["--shm", &sb.shm]).args(args).env("NO_COLOR", "1");
+        cmd
+    });
+    assert!(out.status.success(), "{out:?}");
+    stdout(&out)
+}
+
+#[test]
+fn the_table_nests_each_instance_under_its_gpu_with_its_processes_and_json_lists_them() {
+    let sb = Sandbox::new("mig-outputs");
+    let (_procs, pids) = four_sleepers();
+    sb.write_scenario(&three_way(&pids));
+    let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
+    sb.snapshot_when(&daemon, "three instances with GPM and processes", |s| {
+        s.mig.len() == 3
+            && s.processes.len() == 4
+            && [0, 2]
+                .iter()
+                .all(|&i| s.mig[i].valid & mig_valid::GPM_SM_ACTIVITY != 0)
+    });
+    let table = client(&sb, &["-p"]);
+    let lines: Vec<&str> = table.lines().collect();
+    // Header, GPU 0, its three instances, GPU 1.
+    assert_eq!(lines.len(), 6, "{table}");
+    let gpu0 = lines[1];
+    assert!(gpu0.starts_with("[0] NVIDIA H100 80GB HBM3 |"), "{table}");
+    // NVML gives no utilisation under MIG: unknown, not 0; no process of an instance
+    // on the GPU's own line.
+    assert!(gpu0.contains(" ?? % |"), "{table}");
+    for pid in pids {
+        assert!(!gpu0.contains(&format!("/{pid}(")), "{table}");
+    }
+    let want = [
+        (
+            "├─ MIG 3g.40gb (1/0)",
+            "SM  40 %",
+            " 3000 / 40448 MB",
+            &pids[..2],
+        ),
+        (
+            "├─ MIG 2g.20gb (5/0)",
+            "SM  ?? %",
+            " 3000 / 20096 MB",
+            &pids[2..3],
+        ),
+        (
+            "└─ MIG 1g.10gb (13/0)",
+            "SM  10 %",
+            "  500 /  9984 MB",
+            &pids[3..],
+        ),
+    ];
+    for (line, (label, sm, memory, in_it)) in lines[2..5].iter().zip(want) {
+        assert!(line.starts_with(&format!(" {label}")), "{line:?}\n{table}");
+        assert!(
+            line.contains(sm) && line.contains(memory),
+            "{line:?}\n{table}"
+        );
+        for pid in pids {
+            assert_eq!(
+                line.contains(&format!("/{pid}(")),
+                in_it.contains(&pid),
+                "pid {pid} in {line:?}"
+            );
+        }
+    }
+    assert!(
+        lines[5].starts_with("[1] NVIDIA H100 80GB HBM3 |"),
+        "{table}"
+    );
+
+    let doc: Value = serde_json::from_str(&client(&sb, &["--json"])).unwrap();
+    let gpu0 = &doc["gpus"][0];
+    assert_eq!(gpu0["utilization.gpu"], Value::Null);
+    // gpustat's processes stay under the GPU; the instances list theirs by pid.
+    assert_eq!(gpu0["processes"].as_array().unwrap().len(), 4);
+    let mig = gpu0["mig"].as_array().unwrap();
+    let got: Vec<(u64, &str, u64, u64)> = mig
+        .iter()
+        .map(|m| {
+            (
+                m["gpu_instance_id"].as_u64().unwrap(),
+                m["profile"].as_str().unwrap(),
+                m["memory.used"].as_u64().unwrap(),
+                m["memory.total"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "3g.40gb", 3000, 40448),
+            (5, "2g.20gb", 3000, 20096),
+            (13, "1g.10gb", 500, 9984)
+        ]
+    );
+    let pids_of = |m: &Value| -> Vec<u32> {
+        let mut p: Vec<u32> = serde_json::from_value(m["pids"].clone()).unwrap();
+        p.sort_unstable();
+        p
+    };
+    assert_eq!(pids_of(&mig[0]), sorted(&pids[..2]));
+    assert_eq!(pids_of(&mig[2]), [pids[3]]);
+    assert_eq!(mig[0]["gpm"]["sm_activity"], 40.0);
+    assert_eq!(mig[1]["gpm"], Value::Null);
+    assert_eq!(mig[0]["sm_count"], 60);
+    // A GPU without MIG has no "mig" key: gpustat's document as before.
+    assert!(doc["gpus"][1].get("mig").is_none());
+}
