@@ -43,6 +43,9 @@ pub struct ProcTier {
     force: bool,
     /// Per GPU index: this tick samples its processes (set by [`Self::begin`]).
     due: Vec<bool>,
+    /// Per GPU index: its turn could not be taken (its worker was still busy), so the
+    /// next tick samples its processes whatever its clock says.
+    owed: Vec<bool>,
     /// Per GPU index: its part of the list was replaced this tick, so its processes are
     /// read from `/proc` again.
     fresh: Vec<bool>,
@@ -102,6 +105,7 @@ impl ProcTier {
             clocks: Vec::new(),
             force: true,
             due: Vec::new(),
+            owed: Vec::new(),
             fresh: Vec::new(),
             dirty: false,
             resolve_all: false,
@@ -138,9 +142,11 @@ impl ProcTier {
                 .push(Clock::every_from(self.period, self.tick, now + share));
         }
         self.due.clear();
+        self.owed.resize(n, false);
         // Every clock is asked, forced or not, so that each keeps its own schedule.
-        let clocks = self.clocks.iter_mut();
-        self.due.extend(clocks.map(|clock| clock.due(now) | forced));
+        let turns = self.clocks.iter_mut().zip(&mut self.owed);
+        self.due
+            .extend(turns.map(|(clock, owed)| clock.due(now) | forced | std::mem::take(owed)));
         self.fresh.clear();
         self.fresh.resize(n, false);
         if self.due.contains(&true) {
@@ -153,6 +159,14 @@ impl ProcTier {
     /// Whether this tick samples GPU `index`'s processes.
     pub fn due(&self, index: u32) -> bool {
         self.due.get(index as usize).copied().unwrap_or(false)
+    }
+
+    /// GPU `index`'s turn this tick could not be taken (its worker was still busy with an
+    /// earlier job): the next tick gives it one.
+    pub fn defer(&mut self, index: u32) {
+        if let Some(owed) = self.owed.get_mut(index as usize) {
+            *owed = true;
+        }
     }
 
     /// GPU `index`'s processes as its newest slow result listed them at `sampled_ns`
@@ -401,6 +415,17 @@ mod tests {
         tier.gpu_present(3);
         assert_eq!(due_at(&mut tier, t0 + 2 * TICK, 4), [0, 1, 2, 3]);
         assert_eq!(due_at(&mut tier, t0 + 3 * TICK, 4), turn);
+    }
+
+    #[test]
+    fn a_turn_its_busy_worker_could_not_take_comes_on_the_next_tick() {
+        let mut tier = ProcTier::new(Duration::from_secs(3600), TICK, Path::new("/proc"));
+        let t0 = Instant::now();
+        assert_eq!(due_at(&mut tier, t0, 2), [0, 1]);
+        // GPU 1's worker was still busy: its turn is owed, not lost for an hour.
+        tier.defer(1);
+        assert_eq!(due_at(&mut tier, t0 + TICK, 2), [1]);
+        assert_eq!(due_at(&mut tier, t0 + 2 * TICK, 2), Vec::<u32>::new());
     }
 
     #[test]

@@ -352,7 +352,10 @@ impl Daemon {
             if self.pm.asleep(slot) {
                 session.asleep(slot);
             } else {
-                session.post(slot, self.procs.due(slot as u32), now);
+                let due = self.procs.due(slot as u32);
+                if !session.post(slot, due, now) && due {
+                    self.procs.defer(slot as u32);
+                }
             }
         }
         session.wait(count as usize, wait_until);

@@ -215,23 +215,25 @@ impl Session {
     }
 
     /// Posts this tick's job to GPU `slot` (the slow tier too when `slow`), unless it is
-    /// still busy with an earlier one.
-    pub fn post(&mut self, slot: usize, slow: bool, now: Instant) {
+    /// still busy with an earlier one; returns whether it was posted.
+    pub fn post(&mut self, slot: usize, slow: bool, now: Instant) -> bool {
         self.grow(slot + 1);
-        if let Some(gpu) = self.gpus.get_mut(slot) {
-            // A result that came after the last tick published is taken now, so that
-            // waiting for this tick's job is not fooled by it.
-            gpu.collect();
-            let job = GpuJob {
-                slow,
-                forget_slow: gpu.forget_slow,
-            };
-            gpu.asleep = false;
-            gpu.posted = gpu.worker.post(job, now).is_ok();
-            if gpu.posted {
-                gpu.forget_slow = false;
-            }
+        let Some(gpu) = self.gpus.get_mut(slot) else {
+            return false;
+        };
+        // A result that came after the last tick published is taken now, so that
+        // waiting for this tick's job is not fooled by it.
+        gpu.collect();
+        let job = GpuJob {
+            slow,
+            forget_slow: gpu.forget_slow,
+        };
+        gpu.asleep = false;
+        gpu.posted = gpu.worker.post(job, now).is_ok();
+        if gpu.posted {
+            gpu.forget_slow = false;
         }
+        gpu.posted
     }
 
     /// GPU `slot` sleeps: its slow-tier values are forgotten before its next sample.
