@@ -25,6 +25,9 @@ pub struct Args {
 
     /// `--shm`.
     pub shm: Option<String>,
+
+    /// What the exposition holds (`--names`).
+    pub options: metrics::Options,
 }
 
 const INDEX: &str = "<!DOCTYPE html>
@@ -45,7 +48,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());
     eprintln!("gpupeek: serving segment '{name}' at http://{bound}/metrics");
     server
-        .run(|request| respond(request, &name))
+        .run(|request| respond(request, &name, &args.options))
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
 
@@ -60,12 +63,12 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-fn respond(request: &Request, name: &str) -> Response {
+fn respond(request: &Request, name: &str, options: &metrics::Options) -> Response {
     let (status, content_type, body) = match (request.method, request.path) {
         ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::scrape(name).text,
+            metrics::scrape(name, options).text,
         ),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
