@@ -21,6 +21,7 @@ mod counters;
 mod demo;
 mod drivers;
 mod e2e;
+mod exporters;
 mod faults;
 mod gpu_check;
 mod gpustat;
