@@ -181,6 +181,7 @@ fn serve_args(shm: Option<String>) -> serve::Args {
         listen: serve::DEFAULT_LISTEN.into(),
         shm,
         options: metrics::Options::default(),
+        web_config: None,
     }
 }
 

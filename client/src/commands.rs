@@ -139,7 +139,8 @@ pub const METRICS: Command<metrics::Args> = Command {
 /// `gpupeek serve`.
 pub const SERVE: Command<serve::Args> = Command {
     name: "gpupeek serve",
-    usage: "gpupeek serve [--listen HOST:PORT] [--names NAMES] [--per-process] [--per-user] [--shm NAME]",
+    usage: "gpupeek serve [--listen HOST:PORT] [--web.config.file FILE] [--names NAMES] \
+            [--per-process] [--per-user] [--shm NAME]",
     about: "Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment \
             at each scrape.",
     flags: &[
@@ -153,6 +154,21 @@ pub const SERVE: Command<serve::Args> = Command {
             },
             apply: |a, v| {
                 a.listen = v.to_owned();
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("FILE"),
+                values: Values::File,
+                man: WEB_CONFIG_MAN,
+                ..Spec::switch(
+                    "web.config.file",
+                    "Prometheus web configuration file: TLS, basic auth (bcrypt), headers",
+                )
+            },
+            apply: |a, v| {
+                a.web_config = Some(v.to_owned());
                 Ok(())
             },
         },
@@ -201,6 +217,25 @@ const NAMES_FLAG: Spec = Spec {
          or nvidia_gpu_exporter",
     )
 };
+
+const WEB_CONFIG_MAN: &str = r"The web configuration file Prometheus's exporters take
+(prometheus/exporter-toolkit's format, as node_exporter's
+.BR \-\-web.config.file ):
+.B tls_server_config
+(cert_file, key_file, client_auth_type NoClientCert,
+VerifyClientCertIfGiven or RequireAndVerifyClientCert, client_ca_file,
+min_version and max_version TLS12 or TLS13),
+.B basic_auth_users
+(user names and their bcrypt hashes, as htpasswd \-nBC 10 makes them)
+and
+.B http_server_config
+headers.
+Paths are relative to the file's directory.
+Without the right user and password every request is answered 401 with
+WWW-Authenticate.
+Options rustls cannot honour (TLS 1.0 and 1.1, cipher_suites,
+curve_preferences, unverified client certificates) are refused, not
+ignored.";
 
 /// `--per-process` of `metrics` and `serve`.
 const PER_PROCESS: Spec = Spec::switch(

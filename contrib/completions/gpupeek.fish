@@ -43,6 +43,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -l per-user -d 'als
 complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -l shm -x -d 'shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")'
 complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -s h -l help -d 'print the help and exit'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l listen -x -d 'address to listen on (default 127.0.0.1:9477; port 0 picks a free one)'
+complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l web.config.file -r -F -d 'Prometheus web configuration file: TLS, basic auth (bcrypt), headers'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l names -x -a 'gpupeek dcgm nvidia_gpu_exporter' -d 'whose metric names and labels to use: gpupeek (default), dcgm (dcgm-exporter\'s) or nvidia_gpu_exporter'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-process -d 'also export each process\'s GPU memory (gpupeek_process_gpu_memory_bytes; at most 256 series, the largest first)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-user -d 'also export each user\'s GPU memory and process count per GPU (gpupeek_user_*)'

@@ -39,6 +39,7 @@ mod prompt_file;
 mod prompt_nofork;
 mod query;
 mod runtime_pm;
+mod serve_web;
 mod soak;
 mod states;
 mod statusbar;

@@ -1,0 +1,210 @@
+//! `gpupeek serve --web.config.file`: HTTPS with a self-signed certificate (made by the
+//! openssl command), basic authentication with a bcrypt hash, gzip when asked, and a
+//! client that never finishes its TLS handshake or request being closed. curl is the
+//! client, as an operator's would be; without curl or openssl the tests are skipped,
+//! except under CI.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, tool, Background, Sandbox};
+use serde_json::json;
+
+/// The bcrypt hash of "password" (from dcgm-exporter's test configuration).
+const HASH: &str = "$2y$10$CWCEbs7mt8QFrToJR9OcG.tduEKpx9SROhWnaDHQgQX4Q6hqWNASa";
+
+/// A live daemon on one GPU.
+fn live(tag: &str) -> (Sandbox, gpupeek_e2e::Daemon) {
+    let sandbox = Sandbox::new(tag);
+    sandbox.write_scenario(&json!({"gpus": [
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "temperature_c": 41}
+    ]}));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    (sandbox, daemon)
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, in `dir`.
+fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let openssl = tool("openssl", "openssl")?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let mut cmd = Command::new(openssl);
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+    ])
+    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-test"])
+    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "openssl: {}", stderr(&out));
+    Some((cert, key))
+}
+
+/// `gpupeek serve` with web configuration `yaml`; its address and scheme.
+fn serve(sandbox: &Sandbox, yaml: &str) -> (Background, String) {
+    let config = sandbox.dir.join("web.yml");
+    std::fs::write(&config, yaml).unwrap();
+    let mut child = Command::new(&bins().client)
+        .args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
+        .arg("--web.config.file")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split(" at ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics\n"))
+        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+        .to_owned();
+    (Background { child }, url)
+}
+
+/// curl's status code, response headers and body for `url` with `args`.
+fn curl(url: &str, args: &[&str]) -> (u16, String, String) {
+    let curl = tool("curl", "curl").expect("checked by the caller");
+    let mut cmd = Command::new(curl);
+    cmd.args([
+        "-sS",
+        "--max-time",
+        "20",
+        "-D",
+        "/dev/stderr",
+        "-o",
+        "/dev/stdout",
+    ])
+    .args(args)
+    .arg(url);
+    let out = run_with_watchdog(cmd);
+    assert!(
+        out.status.success(),
+        "curl {args:?} {url}: {}",
+        stderr(&out)
+    );
+    let headers = stderr(&out);
+    let status = headers
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {headers:?}"));
+    (status, headers, stdout(&out))
+}
+
+#[test]
+fn https_with_basic_auth_answers_the_right_password_only_and_gzips_when_asked() {
+    let (sandbox, _daemon) = live("serve-https");
+    let Some((cert, key)) = certificate(&sandbox.dir) else {
+        return;
+    };
+    if tool("curl", "curl").is_none() {
+        return;
+    }
+    let yaml = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: key.pem\n\
+         http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n\
+         basic_auth_users:\n  alice: {HASH}\n",
+        cert.display()
+    );
+    let _ = key;
+    let (_serve, base) = serve(&sandbox, &yaml);
+    assert!(base.starts_with("https://"), "{base}");
+    let url = format!("{base}/metrics");
+    let ca = cert.to_str().unwrap();
+    let (status, headers, body) = curl(&url, &["--cacert", ca, "-u", "alice:password"]);
+    assert_eq!(status, 200, "{headers}");
+    assert!(body.contains("\ngpupeek_up 1\n"), "{body}");
+    assert!(
+        headers.contains("X-Content-Type-Options: nosniff"),
+        "{headers}"
+    );
+    assert!(!headers.contains("Content-Encoding"), "{headers}");
+
+    let (status, headers, body) = curl(&url, &["--cacert", ca, "-u", "alice:wrong"]);
+    assert_eq!(status, 401, "{headers}");
+    assert!(
+        headers.contains("WWW-Authenticate: Basic realm=\"gpupeek\""),
+        "{headers}"
+    );
+    assert!(!body.contains("gpupeek_up"), "{body}");
+    assert_eq!(curl(&url, &["--cacert", ca]).0, 401);
+    assert_eq!(curl(&url, &["--cacert", ca, "-u", "bob:password"]).0, 401);
+
+    let (status, headers, body) = curl(
+        &url,
+        &["--cacert", ca, "-u", "alice:password", "--compressed"],
+    );
+    assert_eq!(status, 200, "{headers}");
+    assert!(headers.contains("Content-Encoding: gzip"), "{headers}");
+    assert!(body.contains("\ngpupeek_up 1\n"), "curl decoded it: {body}");
+}
+
+#[test]
+fn a_client_that_never_finishes_its_handshake_is_closed_at_the_deadline() {
+    let (sandbox, _daemon) = live("serve-slow-tls");
+    let Some((cert, _key)) = certificate(&sandbox.dir) else {
+        return;
+    };
+    let yaml = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: key.pem\n",
+        cert.display()
+    );
+    let (_serve, base) = serve(&sandbox, &yaml);
+    let addr = base.trim_start_matches("https://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // The first bytes of a TLS record, then nothing.
+    stream.write_all(&[0x16, 0x03, 0x01]).unwrap();
+    let mut byte = [0u8; 1];
+    let closed = match stream.read(&mut byte) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    };
+    assert!(closed, "the server left a stalled handshake open");
+}
+
+#[test]
+fn plain_http_gzips_when_asked_and_a_bad_config_is_refused() {
+    let (sandbox, _daemon) = live("serve-gzip");
+    if tool("curl", "curl").is_none() {
+        return;
+    }
+    let (_serve, base) = serve(&sandbox, &format!("basic_auth_users:\n  alice: {HASH}\n"));
+    let url = format!("{base}/metrics");
+    let (status, headers, body) = curl(&url, &["-u", "alice:password", "--compressed"]);
+    assert_eq!(status, 200);
+    assert!(headers.contains("Content-Encoding: gzip"), "{headers}");
+    assert!(body.contains("\ngpupeek_up 1\n"), "{body}");
+
+    let config = sandbox.dir.join("bad.yml");
+    std::fs::write(&config, "tls_server_config:\n  min_version: TLS10\n").unwrap();
+    let mut cmd = Command::new(&bins().client);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
+        .arg("--web.config.file")
+        .arg(&config);
+    let out = run_with_watchdog(cmd);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--web.config.file") && stderr(&out).lines().count() == 1,
+        "{}",
+        stderr(&out)
+    );
+}
