@@ -208,3 +208,115 @@ fn plain_http_gzips_when_asked_and_a_bad_config_is_refused() {
         stderr(&out)
     );
 }
+
+/// A CA and a client certificate it signed, in `dir`: (CA, client certificate, key).
+fn client_certificate(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let openssl = tool("openssl", "openssl").expect("checked by the caller");
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&openssl);
+        cmd.args(args).current_dir(dir);
+        let out = run_with_watchdog(cmd);
+        assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-days",
+            "2",
+            "-subj",
+            "/CN=gpupeek-test-ca",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+        &["-addext", "basicConstraints=critical,CA:TRUE"],
+        &["-addext", "keyUsage=critical,keyCertSign"],
+    ]
+    .concat());
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-subj",
+            "/CN=scraper",
+            "-keyout",
+            "client.key",
+            "-out",
+            "client.csr",
+        ],
+    ]
+    .concat());
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "client.ext",
+        "-out",
+        "client.pem",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("client.pem"),
+        dir.join("client.key"),
+    )
+}
+
+#[test]
+fn a_required_client_certificate_must_be_signed_by_the_client_ca() {
+    let (sandbox, _daemon) = live("serve-mtls");
+    let Some((cert, _key)) = certificate(&sandbox.dir) else {
+        return;
+    };
+    let Some(curl_path) = tool("curl", "curl") else {
+        return;
+    };
+    let (ca, client, client_key) = client_certificate(&sandbox.dir);
+    let yaml = format!(
+        "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n\
+         \x20 client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {}\n",
+        ca.display()
+    );
+    let (_serve, base) = serve(&sandbox, &yaml);
+    let url = format!("{base}/metrics");
+    let server_ca = cert.to_str().unwrap();
+    let (status, headers, body) = curl(
+        &url,
+        &[
+            "--cacert",
+            server_ca,
+            "--cert",
+            client.to_str().unwrap(),
+            "--key",
+            client_key.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(status, 200, "{headers}");
+    assert!(body.contains("\ngpupeek_up 1\n"), "{body}");
+    let mut without = Command::new(curl_path);
+    without.args(["-sS", "--max-time", "20", "--cacert", server_ca, &url]);
+    let out = run_with_watchdog(without);
+    assert!(
+        !out.status.success() && !stdout(&out).contains("gpupeek_up"),
+        "answered without a client certificate: {}",
+        stdout(&out)
+    );
+}
