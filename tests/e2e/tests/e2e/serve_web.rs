@@ -320,3 +320,100 @@ fn a_required_client_certificate_must_be_signed_by_the_client_ca() {
         stdout(&out)
     );
 }
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_real_prometheus_scrapes_serve_over_https_with_basic_auth_and_gzip() {
+    let Some(prometheus) = tool("prometheus", "prometheus") else {
+        return;
+    };
+    let (sandbox, _daemon) = live("serve-prometheus-https");
+    let Some((cert, _key)) = certificate(&sandbox.dir) else {
+        return;
+    };
+    let yaml = format!(
+        "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n\
+         basic_auth_users:\n  alice: {HASH}\n"
+    );
+    let (_serve, base) = serve(&sandbox, &yaml);
+    let target = base.trim_start_matches("https://");
+    // Prometheus asks for gzip by default; the contrib rules are loaded too.
+    let rules = gpupeek_e2e::repo().join("contrib/prometheus/gpupeek-rules.yml");
+    let config = sandbox.dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             rule_files: ['{}']\n\
+             scrape_configs:\n  - job_name: gpupeek\n    scheme: https\n\
+             \x20   tls_config: {{ca_file: '{}'}}\n\
+             \x20   basic_auth: {{username: alice, password: password}}\n\
+             \x20   static_configs:\n      - targets: ['{target}']\n",
+            rules.display(),
+            cert.display()
+        ),
+    )
+    .unwrap();
+    let web = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            sandbox.dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(sandbox.dir.join("prometheus.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _prometheus = Background { child };
+    let query = "/api/v1/query?query=gpupeek_up";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = std::net::TcpStream::connect(&web)
+            .ok()
+            .map(|_| gpupeek_e2e::http("GET", &web, query));
+        if let Some((200, body)) = answer {
+            let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let result = &doc["data"]["result"][0];
+            if result["value"][1] == "1" {
+                assert_eq!(result["metric"]["job"], "gpupeek");
+                break;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Prometheus never scraped gpupeek_up 1 over HTTPS; its log:\n{}",
+            std::fs::read_to_string(sandbox.dir.join("prometheus.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Every rule evaluates without error (health "ok" once it has run).
+    loop {
+        let (status, body) = gpupeek_e2e::http("GET", &web, "/api/v1/rules");
+        assert_eq!(status, 200);
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let groups = doc["data"]["groups"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(groups.len(), 2, "{body}");
+        let health: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+            .map(|r| r["health"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(health.iter().all(|h| h != "err"), "{body}");
+        if health.iter().all(|h| h == "ok") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
