@@ -45,11 +45,18 @@ pub(super) fn families(out: &mut Out, model: &Model) {
             continue;
         }
         let labels = format!("uuid=\"{uuid}\"");
+        // A family once per GPU: the first field that makes it wins (a reason set's
+        // expansion and a field of one reason would both make nvidia_smi_clocks_event_*).
+        let mut made: Vec<String> = Vec::new();
         for field in FIELDS {
             for names in field.smi {
                 let Some(smi) = names.first() else { continue };
                 for (name, help, value) in smi_samples(smi, field, g) {
+                    if made.contains(&name) {
+                        continue;
+                    }
                     families.add(&name, "gauge", &help, labels.clone(), value);
+                    made.push(name);
                 }
             }
         }
