@@ -71,7 +71,7 @@ impl Names {
             "gpupeek" => Ok(Names::Gpupeek),
             "dcgm" | "dcgm-exporter" | "dcgm_exporter" => Ok(Names::Dcgm),
             "nvidia_gpu_exporter" | "nvidia-gpu-exporter" => Ok(Names::NvidiaGpuExporter),
-            _ => Err(format!("--names takes {}, not {s:?}", Names::VALUES)),
+            _ => Err(format!("expected {}, not {s:?}", Names::VALUES)),
         }
     }
 }
