@@ -518,3 +518,54 @@ fn every_names_output_has_each_series_once_and_parses() {
         );
     }
 }
+
+#[test]
+fn names_nvidia_gpu_exporter_has_what_its_own_dashboards_query_that_gpupeek_knows() {
+    let (sandbox, _daemon) = everything();
+    let text = metrics(
+        &sandbox,
+        &["--names", "nvidia_gpu_exporter", "--per-process"],
+    );
+    let names = exported(&text);
+    // Queried by docs/grafana/dashboard.json and dashboard-overview.json of
+    // utkuozdemir/nvidia_gpu_exporter; README.md lists those gpupeek cannot give.
+    let reasons = [
+        "applications_clocks_setting",
+        "gpu_idle",
+        "hw_power_brake_slowdown",
+        "hw_thermal_slowdown",
+        "sw_power_cap",
+        "sw_thermal_slowdown",
+        "sync_boost",
+    ];
+    let queried = [
+        "nvidia_smi_gpu_info",
+        "nvidia_smi_index",
+        "nvidia_smi_utilization_gpu_ratio",
+        "nvidia_smi_utilization_memory_ratio",
+        "nvidia_smi_memory_used_bytes",
+        "nvidia_smi_memory_total_bytes",
+        "nvidia_smi_temperature_gpu",
+        "nvidia_smi_fan_speed_ratio",
+        "nvidia_smi_power_draw_watts",
+        "nvidia_smi_power_limit_watts",
+        "nvidia_smi_enforced_power_limit_watts",
+        "nvidia_smi_clocks_current_graphics_clock_hz",
+        "nvidia_smi_clocks_current_memory_clock_hz",
+        "nvidia_smi_clocks_current_sm_clock_hz",
+        "nvidia_smi_clocks_max_graphics_clock_hz",
+        "nvidia_smi_clocks_max_memory_clock_hz",
+        "nvidia_smi_pstate",
+        "nvidia_smi_energy_joules_total",
+        "nvidia_smi_pcie_throughput_tx_bytes_per_second",
+        "nvidia_smi_pcie_throughput_rx_bytes_per_second",
+        "nvidia_smi_compute_app_info",
+        "nvidia_smi_compute_app_used_memory_bytes",
+    ]
+    .map(String::from)
+    .into_iter()
+    .chain(reasons.map(|r| format!("nvidia_smi_clocks_event_reasons_{r}")));
+    for name in queried {
+        assert!(names.contains(&name), "{name} missing:\n{text}");
+    }
+}
