@@ -109,19 +109,19 @@ fn curl(url: &str, args: &[&str]) -> (u16, String, String) {
 #[test]
 fn https_with_basic_auth_answers_the_right_password_only_and_gzips_when_asked() {
     let (sandbox, _daemon) = live("serve-https");
-    let Some((cert, key)) = certificate(&sandbox.dir) else {
+    let Some((cert, _key)) = certificate(&sandbox.dir) else {
         return;
     };
     if tool("curl", "curl").is_none() {
         return;
     }
+    // One absolute path, one relative to the configuration file's directory.
     let yaml = format!(
         "tls_server_config:\n  cert_file: {}\n  key_file: key.pem\n\
          http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n\
          basic_auth_users:\n  alice: {HASH}\n",
         cert.display()
     );
-    let _ = key;
     let (_serve, base) = serve(&sandbox, &yaml);
     assert!(base.starts_with("https://"), "{base}");
     let url = format!("{base}/metrics");
