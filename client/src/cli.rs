@@ -145,7 +145,7 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                 "query" => sub(&mut parser, &commands::QUERY, query_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Query))
                     .and_then(commands::check_query),
-                "metrics" => sub(&mut parser, &commands::METRICS, metrics::Args { shm })
+                "metrics" => sub(&mut parser, &commands::METRICS, metrics_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
                 "serve" => sub(&mut parser, &commands::SERVE, serve_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Serve)),
@@ -169,10 +169,19 @@ fn query_args(shm: Option<String>) -> query::Args {
     }
 }
 
+fn metrics_args(shm: Option<String>) -> metrics::Args {
+    metrics::Args {
+        shm,
+        ..metrics::Args::default()
+    }
+}
+
 fn serve_args(shm: Option<String>) -> serve::Args {
     serve::Args {
         listen: serve::DEFAULT_LISTEN.into(),
         shm,
+        options: metrics::Options::default(),
+        web_config: None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! with its table; `--shm` may come before the name too. nvidia-smi users write
 //! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
-use gpupeek_flags::{Arity, Command, Flag, Spec};
+use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
 use crate::cli::{flags::SHM, Invocation};
 use crate::{metrics, query, serve};
@@ -98,16 +98,39 @@ pub const QUERY: Command<query::Args> = Command {
 /// `gpupeek metrics`.
 pub const METRICS: Command<metrics::Args> = Command {
     name: "gpupeek metrics",
-    usage: "gpupeek metrics [--shm NAME]",
+    usage: "gpupeek metrics [--names NAMES] [--per-process] [--per-user] [--shm NAME]",
     about: "Print the GPUs as Prometheus metrics (text exposition format), e.g. for \
             node_exporter's textfile collector.",
-    flags: &[Flag {
-        spec: SHM,
-        apply: |a, v| {
-            a.shm = Some(v.to_owned());
-            Ok(())
+    flags: &[
+        Flag {
+            spec: NAMES_FLAG,
+            apply: |a, v| {
+                a.options.names = metrics::Names::parse(v)?;
+                Ok(())
+            },
         },
-    }],
+        Flag {
+            spec: PER_PROCESS,
+            apply: |a, _| {
+                a.options.per_process = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: PER_USER,
+            apply: |a, _| {
+                a.options.per_user = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: SHM,
+            apply: |a, v| {
+                a.shm = Some(v.to_owned());
+                Ok(())
+            },
+        },
+    ],
     after: "Example (cron or a systemd timer):\n  gpupeek metrics > \
             /var/lib/node_exporter/gpupeek.prom.tmp && mv \
             /var/lib/node_exporter/gpupeek.prom.tmp /var/lib/node_exporter/gpupeek.prom",
@@ -116,7 +139,8 @@ pub const METRICS: Command<metrics::Args> = Command {
 /// `gpupeek serve`.
 pub const SERVE: Command<serve::Args> = Command {
     name: "gpupeek serve",
-    usage: "gpupeek serve [--listen HOST:PORT] [--shm NAME]",
+    usage: "gpupeek serve [--listen HOST:PORT] [--web.config.file FILE] [--names NAMES] \
+            [--per-process] [--per-user] [--shm NAME]",
     about: "Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment \
             at each scrape.",
     flags: &[
@@ -134,6 +158,42 @@ pub const SERVE: Command<serve::Args> = Command {
             },
         },
         Flag {
+            spec: Spec {
+                arity: Arity::Value("FILE"),
+                values: Values::File,
+                man: WEB_CONFIG_MAN,
+                ..Spec::switch(
+                    "web.config.file",
+                    "Prometheus web configuration file: TLS, basic auth (bcrypt), headers",
+                )
+            },
+            apply: |a, v| {
+                a.web_config = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: NAMES_FLAG,
+            apply: |a, v| {
+                a.options.names = metrics::Names::parse(v)?;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: PER_PROCESS,
+            apply: |a, _| {
+                a.options.per_process = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: PER_USER,
+            apply: |a, _| {
+                a.options.per_user = true;
+                Ok(())
+            },
+        },
+        Flag {
             spec: SHM,
             apply: |a, v| {
                 a.shm = Some(v.to_owned());
@@ -145,6 +205,65 @@ pub const SERVE: Command<serve::Args> = Command {
             contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be \
             scraped from other hosts. Stop it with SIGTERM or SIGINT.",
 };
+
+/// `--names` of `metrics` and `serve`.
+const NAMES_FLAG: Spec = Spec {
+    arity: Arity::Value("NAMES"),
+    values: Values::Choices(&["gpupeek", "dcgm", "nvidia_gpu_exporter"]),
+    man: NAMES_MAN,
+    ..Spec::switch(
+        "names",
+        "whose metric names and labels to use: gpupeek (default), dcgm (dcgm-exporter's) \
+         or nvidia_gpu_exporter",
+    )
+};
+
+const WEB_CONFIG_MAN: &str = r"The web configuration file Prometheus's exporters take
+(prometheus/exporter-toolkit's format, as node_exporter's
+.BR \-\-web.config.file ):
+.B tls_server_config
+(cert_file, key_file, client_auth_type NoClientCert,
+VerifyClientCertIfGiven or RequireAndVerifyClientCert, client_ca_file,
+min_version and max_version TLS12 or TLS13),
+.B basic_auth_users
+(user names and their bcrypt hashes, as htpasswd \-nBC 10 makes them)
+and
+.B http_server_config
+headers.
+Paths are relative to the file's directory.
+Without the right user and password every request is answered 401 with
+WWW-Authenticate.
+Options rustls cannot honour (TLS 1.0 and 1.1, cipher_suites,
+curve_preferences, unverified client certificates) are refused, not
+ignored.";
+
+/// `--per-process` of `metrics` and `serve`.
+const PER_PROCESS: Spec = Spec::switch(
+    "per-process",
+    "also export each process's GPU memory (gpupeek_process_gpu_memory_bytes; at most 256 \
+     series, the largest first)",
+);
+
+/// `--per-user` of `metrics` and `serve`.
+const PER_USER: Spec = Spec::switch(
+    "per-user",
+    "also export each user's GPU memory and process count per GPU (gpupeek_user_*)",
+);
+
+const NAMES_MAN: &str = r"Whose metric names, labels and units the GPU families use:
+.B gpupeek
+(the default: gpupeek_gpu_*, base units),
+.B dcgm
+(NVIDIA dcgm-exporter's DCGM_FI_* with its gpu, UUID, pci_bus_id,
+device, modelName and hostname labels, memory in MiB, power in W,
+energy in mJ) or
+.B nvidia_gpu_exporter
+(nvidia_smi_* families named after nvidia-smi's query fields,
+labelled by uuid, with nvidia_smi_gpu_info),
+so that dashboards and alerts written for those exporters work
+unchanged.
+Only values gpupeek publishes are exported; gpupeek_up and
+gpupeek_daemon_state are there in every case.";
 
 /// `--query-gpu` is required.
 pub fn check_query(invocation: Invocation) -> Result<Invocation, String> {

@@ -23,19 +23,63 @@ use gpupeek_shm::{Liveness, Segment, Snapshot};
 
 use crate::Exit;
 
+mod dcgm;
 mod gpu;
+mod nvidia_smi;
+mod processes;
 
 /// The flags of `gpupeek metrics` (their table is `crate::commands::METRICS`).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Args {
     /// `--shm`.
     pub shm: Option<String>,
+    /// What to export and under whose names.
+    pub options: Options,
+}
+
+/// What an exposition holds, shared by `metrics` and `serve`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// `--names`.
+    pub names: Names,
+    /// `--per-process`.
+    pub per_process: bool,
+    /// `--per-user`.
+    pub per_user: bool,
+}
+
+/// Whose metric names and labels the per-GPU families use (`--names`). The daemon's
+/// own families (`gpupeek_up`, `gpupeek_daemon_state`, the heartbeat) are in every one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Names {
+    /// gpupeek's own (`gpupeek_gpu_*`, base units).
+    #[default]
+    Gpupeek,
+    /// NVIDIA dcgm-exporter's (`DCGM_FI_*`, DCGM's units and labels).
+    Dcgm,
+    /// utkuozdemir/nvidia_gpu_exporter's (`nvidia_smi_*`, labelled by `uuid`).
+    NvidiaGpuExporter,
+}
+
+impl Names {
+    /// The values `--names` takes.
+    pub const VALUES: &'static str = "gpupeek, dcgm or nvidia_gpu_exporter";
+
+    /// Parses a `--names` value.
+    pub fn parse(s: &str) -> Result<Names, String> {
+        match s {
+            "gpupeek" => Ok(Names::Gpupeek),
+            "dcgm" | "dcgm-exporter" | "dcgm_exporter" => Ok(Names::Dcgm),
+            "nvidia_gpu_exporter" | "nvidia-gpu-exporter" => Ok(Names::NvidiaGpuExporter),
+            _ => Err(format!("expected {}, not {s:?}", Names::VALUES)),
+        }
+    }
 }
 
 /// Runs `gpupeek metrics`.
 pub fn run(args: Args) -> Result<(), Exit> {
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
-    let scrape = scrape(&name);
+    let scrape = scrape(&name, &args.options);
     if let Some(reason) = &scrape.reason {
         eprintln!("gpupeek: {reason}");
     }
@@ -66,7 +110,7 @@ const STATES: [&str; 11] = [
 ];
 
 /// Reads segment `name` once and renders it (or why it could not be read).
-pub fn scrape(name: &str) -> Scrape {
+pub fn scrape(name: &str, options: &Options) -> Scrape {
     let result = Segment::open(name).and_then(|s| s.snapshot());
     let now = gpupeek_shm::mono_now_ns();
     match result {
@@ -84,7 +128,7 @@ pub fn scrape(name: &str) -> Scrape {
                 .err()
                 .map(|e: Exit| e.message);
             Scrape {
-                text: render(Some(&snap), state, now),
+                text: render(Some(&snap), state, now, options),
                 reason,
             }
         }
@@ -99,7 +143,7 @@ pub fn scrape(name: &str) -> Scrape {
                 _ => "error",
             };
             Scrape {
-                text: render(None, state, now),
+                text: render(None, state, now, options),
                 reason: Some(e.to_string()),
             }
         }
@@ -107,7 +151,7 @@ pub fn scrape(name: &str) -> Scrape {
 }
 
 /// The exposition for `snap` (if the segment could be read) in daemon state `state`.
-pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String {
+pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &Options) -> String {
     let mut out = Out(String::with_capacity(8192));
     let up = state == "live";
     out.family(
@@ -171,6 +215,19 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
             model.processes_period_ns.unwrap_or(0) as f64 / 1e9,
         );
     }
+    match options.names {
+        Names::Gpupeek => {}
+        Names::Dcgm => {
+            dcgm::families(&mut out, &model);
+            processes::families(&mut out, &model, options);
+            return out.0;
+        }
+        Names::NvidiaGpuExporter => {
+            nvidia_smi::families(&mut out, &model);
+            processes::families(&mut out, &model, options);
+            return out.0;
+        }
+    }
     let version = |v: Option<Text>| v.map(Text::decode).unwrap_or_default();
     let cuda = status.cuda_version().unwrap_or_default();
     out.family(
@@ -192,6 +249,7 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64) -> String 
     );
     out.sample("gpupeek_gpus", "", model.gpus.len() as u64);
     gpu::families(&mut out, &model);
+    processes::families(&mut out, &model, options);
     out.0
 }
 
@@ -213,10 +271,14 @@ impl Out {
     }
 }
 
-/// A sample value: integers print exactly, fractions as Rust prints an `f64`.
+/// A sample value: integers print exactly, fractions as Rust prints an `f64` (or, for
+/// dcgm-exporter's doubles, as Go's `%f` does: six decimals).
+#[derive(Debug, Clone, Copy)]
 enum Value {
     Int(u64),
+    Signed(i64),
     Float(f64),
+    Fixed6(f64),
 }
 
 impl From<u64> for Value {
@@ -235,7 +297,51 @@ impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Value::Int(v) => write!(f, "{v}"),
+            Value::Signed(v) => write!(f, "{v}"),
             Value::Float(v) => write!(f, "{v}"),
+            Value::Fixed6(v) => write!(f, "{v:.6}"),
+        }
+    }
+}
+
+/// Families gathered sample by sample, written in the order each was first seen: for
+/// outputs that walk GPUs first and families second.
+#[derive(Default)]
+struct Families {
+    list: Vec<Family>,
+}
+
+struct Family {
+    name: String,
+    kind: &'static str,
+    help: String,
+    samples: Vec<(String, Value)>,
+}
+
+impl Families {
+    /// Adds a sample of family `name` (declared by its first sample).
+    fn add(&mut self, name: &str, kind: &'static str, help: &str, labels: String, value: Value) {
+        let family = match self.list.iter().position(|f| f.name == name) {
+            Some(i) => &mut self.list[i],
+            None => {
+                self.list.push(Family {
+                    name: name.to_owned(),
+                    kind,
+                    help: help.to_owned(),
+                    samples: Vec::new(),
+                });
+                self.list.last_mut().expect("just pushed")
+            }
+        };
+        family.samples.push((labels, value));
+    }
+
+    fn write(self, out: &mut Out) {
+        for f in self.list {
+            out.family(&f.name, f.kind, &f.help);
+            for (labels, value) in f.samples {
+                out.sample(&f.name, &labels, value);
+            }
         }
     }
 }
@@ -262,6 +368,12 @@ mod tests {
 
     use crate::testing::live_snapshot as snapshot;
 
+    const OPTS: Options = Options {
+        names: Names::Gpupeek,
+        per_process: false,
+        per_user: false,
+    };
+
     fn gpu(index: u32, name: &str) -> GpuRecord {
         let mut g = GpuRecord {
             index,
@@ -282,6 +394,7 @@ mod tests {
             Some(&snapshot(vec![gpu(0, r#"Evil "GPU" \ one"#)])),
             "live",
             0,
+            &OPTS,
         );
         assert!(
             text.contains(
@@ -293,7 +406,7 @@ mod tests {
 
     #[test]
     fn unsupported_fields_are_left_out_not_zero() {
-        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "live", 0);
+        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "live", 0, &OPTS);
         assert!(text.contains("gpupeek_gpu_temperature_celsius"));
         assert!(!text.contains("gpupeek_gpu_fan_speed_ratio"), "{text}");
         assert!(!text.contains("gpupeek_gpu_power_draw_watts"), "{text}");
@@ -303,7 +416,7 @@ mod tests {
     fn a_lost_gpu_keeps_its_identity_but_exports_no_values() {
         let mut lost = gpu(1, "B");
         lost.state = GpuState::Lost as u32;
-        let text = render(Some(&snapshot(vec![gpu(0, "A"), lost])), "live", 0);
+        let text = render(Some(&snapshot(vec![gpu(0, "A"), lost])), "live", 0, &OPTS);
         assert!(text.contains(r#"gpupeek_gpu_state{gpu="1",uuid="",name="B",state="lost"} 1"#));
         assert!(
             !text.contains(r#"gpupeek_gpu_temperature_celsius{gpu="1""#),
@@ -317,7 +430,12 @@ mod tests {
         hung.state = GpuState::NotResponding as u32;
         let mut idle = gpu(2, "C");
         idle.state = GpuState::Idle as u32;
-        let text = render(Some(&snapshot(vec![gpu(0, "A"), hung, idle])), "live", 0);
+        let text = render(
+            Some(&snapshot(vec![gpu(0, "A"), hung, idle])),
+            "live",
+            0,
+            &OPTS,
+        );
         let state = |gpu: &str, name: &str, state: &str, v: u8| {
             format!("gpupeek_gpu_state{{gpu=\"{gpu}\",uuid=\"\",name=\"{name}\",state=\"{state}\"}} {v}\n")
         };
@@ -347,7 +465,7 @@ mod tests {
     fn a_released_daemon_is_up_0_in_its_own_state_with_its_heartbeat() {
         let mut snap = snapshot(Vec::new());
         snap.status.state = DaemonState::Released as u32;
-        let text = render(Some(&snap), "released", 0);
+        let text = render(Some(&snap), "released", 0, &OPTS);
         assert!(text.contains("gpupeek_up 0\n"));
         assert!(text.contains("gpupeek_daemon_state{state=\"released\"} 1\n"));
         assert!(text.contains("gpupeek_daemon_state{state=\"stopped\"} 0\n"));
@@ -360,7 +478,7 @@ mod tests {
 
     #[test]
     fn a_daemon_that_is_not_live_exports_up_0_and_no_gpus() {
-        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "stale", 0);
+        let text = render(Some(&snapshot(vec![gpu(0, "A")])), "stale", 0, &OPTS);
         assert!(text.contains("gpupeek_up 0\n"));
         assert!(text.contains("gpupeek_daemon_state{state=\"stale\"} 1\n"));
         assert!(text.contains("gpupeek_daemon_state{state=\"live\"} 0\n"));

@@ -6,11 +6,20 @@
 //! is a short page pointing at `/metrics`; anything else is 404, and methods other than
 //! GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
 //! at a time and bounds what any number of clients can take: 64 connections at most (a
-//! new one closes the oldest), each closed 10 s after it was accepted.
+//! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
+//! sends its request or reads the answer; request heads over 8 KiB are refused.
+//!
+//! `--web.config.file` takes the web configuration file of Prometheus's exporters
+//! ([`webconfig`]): HTTPS, basic authentication (every path answers 401 with
+//! `WWW-Authenticate` without the right user and password) and extra headers. Answers are
+//! gzip-compressed for a client that accepts it. The TLS, YAML and gzip code runs only
+//! here, never in gpupeek's one-shot outputs.
 
 mod http;
+mod webconfig;
 
 use http::{Limits, Request, Response, Server};
+use webconfig::{BasicAuth, WebConfig};
 
 use crate::{metrics, Exit, EXIT_OS, EXIT_USAGE};
 
@@ -25,6 +34,12 @@ pub struct Args {
 
     /// `--shm`.
     pub shm: Option<String>,
+
+    /// What the exposition holds (`--names`).
+    pub options: metrics::Options,
+
+    /// `--web.config.file`.
+    pub web_config: Option<String>,
 }
 
 const INDEX: &str = "<!DOCTYPE html>
@@ -38,14 +53,40 @@ const INDEX: &str = "<!DOCTYPE html>
 pub fn run(args: Args) -> Result<(), Exit> {
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
     let addr = resolve(&args.listen)?;
+    let web = match &args.web_config {
+        None => None,
+        Some(path) => Some(
+            WebConfig::load(path.as_ref())
+                .map_err(|e| Exit::new(EXIT_USAGE, format!("bad --web.config.file {path}: {e}")))?,
+        ),
+    };
     let mut server = Server::bind(addr, Limits::default())
         .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
+    let mut auth = None;
+    let mut scheme = "http";
+    if let Some(web) = web {
+        if let Some(tls) = web.tls {
+            server = server.tls(tls);
+            scheme = "https";
+        }
+        server = server.headers(web.headers);
+        auth = web.auth;
+    }
     let bound = server
         .local_addr()
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());
-    eprintln!("gpupeek: serving segment '{name}' at http://{bound}/metrics");
+    eprintln!("gpupeek: serving segment '{name}' at {scheme}://{bound}/metrics");
     server
-        .run(|request| respond(request, &name))
+        .run(|request| {
+            let allowed = auth
+                .as_mut()
+                .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
+            if allowed {
+                respond(request, &name, &args.options)
+            } else {
+                unauthorized()
+            }
+        })
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
 
@@ -60,12 +101,12 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-fn respond(request: &Request, name: &str) -> Response {
+fn respond(request: &Request, name: &str, options: &metrics::Options) -> Response {
     let (status, content_type, body) = match (request.method, request.path) {
         ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::scrape(name).text,
+            metrics::scrape(name, options).text,
         ),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
@@ -79,5 +120,15 @@ fn respond(request: &Request, name: &str) -> Response {
         status,
         content_type,
         body,
+        extra: Vec::new(),
+    }
+}
+
+fn unauthorized() -> Response {
+    Response {
+        status: 401,
+        content_type: "text/plain; charset=utf-8",
+        body: "Unauthorized\n".into(),
+        extra: vec![("WWW-Authenticate", "Basic realm=\"gpupeek\"".into())],
     }
 }

@@ -9,8 +9,8 @@ _gpupeek() {
     case $cmd in
     '') flags='-c --show-cmd -u --show-user -p --show-pid -F --show-fan-speed --show-fan -f --show-full-cmd --full-process-info --by-user -V --verdict -e --show-codec -P --show-power -a --show-all --id --no-header --no-processes --json --gpuname-width --force-color --color --no-color --shm -i --watch --interval --format -o --output --follow --asleep --print-completion -v --version -h --help' ;;
     query) flags='--query-gpu --format -i --id --shm --help-query-gpu -h --help' ;;
-    metrics) flags='--shm -h --help' ;;
-    serve) flags='--listen --shm -h --help' ;;
+    metrics) flags='--names --per-process --per-user --shm -h --help' ;;
+    serve) flags='--listen --web.config.file --names --per-process --per-user --shm -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -27,8 +27,11 @@ _gpupeek() {
     query:--format) { COMPREPLY=(); return; } ;;
     query:-i | query:--id) { COMPREPLY=(); return; } ;;
     query:--shm) { COMPREPLY=(); return; } ;;
+    metrics:--names) { COMPREPLY=($(compgen -W 'gpupeek dcgm nvidia_gpu_exporter' -- "$cur")); return; } ;;
     metrics:--shm) { COMPREPLY=(); return; } ;;
     serve:--listen) { COMPREPLY=(); return; } ;;
+    serve:--web.config.file) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    serve:--names) { COMPREPLY=($(compgen -W 'gpupeek dcgm nvidia_gpu_exporter' -- "$cur")); return; } ;;
     serve:--shm) { COMPREPLY=(); return; } ;;
     esac
     if [[ $cur == -* ]]; then

@@ -233,3 +233,5 @@ impl Field {
 
 mod table;
 pub use table::FIELDS;
+
+pub mod exporters;

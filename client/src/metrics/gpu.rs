@@ -14,11 +14,11 @@ use crate::verdict::{judge, Thresholds, Verdict};
 
 /// The samples of one GPU in a family: (extra label, value) pairs; none when the value
 /// is unknown.
-type Samples = Vec<(&'static str, Value)>;
+pub(super) type Samples = Vec<(&'static str, Value)>;
 
 /// `field`'s samples for `g`, in Prometheus's base units: fractions of one for
 /// percentages, watts, joules, hertz, bytes per second.
-fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samples {
+pub(super) fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samples {
     let Some(reading) = (field.get)(g) else {
         return Vec::new();
     };
@@ -200,7 +200,7 @@ fn write_family(
     }
 }
 
-fn text(t: Option<Text>) -> String {
+pub(super) fn text(t: Option<Text>) -> String {
     t.map(Text::decode).unwrap_or_default()
 }
 

@@ -11,13 +11,25 @@
 //! side and drains what the client still sends until it closes (or the deadline), so an
 //! unread byte never turns the close into a reset that loses the response. No keep-alive,
 //! no request bodies, no chunked encoding: a Prometheus scrape needs none of them.
+//!
+//! With TLS ([`Server::tls`]) each connection speaks it through rustls ([`transport`]);
+//! the handshake falls under the same deadline. A body is gzip-compressed when the
+//! request's `Accept-Encoding` allows it; [`Server::headers`] are added to every response.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::io::{ErrorKind, Read};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
+use rustls::{ServerConfig, ServerConnection};
+
+mod message;
+mod transport;
+
+use message::{encode, find, parse, plain};
+use transport::Transport;
 
 /// The bounds the server keeps to.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +58,10 @@ pub struct Request<'a> {
     pub method: &'a str,
     /// The target's path, without the query.
     pub path: &'a str,
+    /// The `Authorization` header's value.
+    pub authorization: Option<&'a str>,
+    /// Whether `Accept-Encoding` allows gzip.
+    pub gzip: bool,
 }
 
 /// What the handler answers.
@@ -56,6 +72,8 @@ pub struct Response {
     pub content_type: &'static str,
     /// The body (left out, but counted in `Content-Length`, for HEAD).
     pub body: String,
+    /// More headers (`WWW-Authenticate`).
+    pub extra: Vec<(&'static str, String)>,
 }
 
 /// The listening server.
@@ -68,13 +86,17 @@ pub struct Server {
     /// Accepting stopped for lack of descriptors with no connection left to close:
     /// retry after [`RETRY_ACCEPT`].
     accept_pending: bool,
+    /// TLS, when serving HTTPS.
+    tls: Option<Arc<ServerConfig>>,
+    /// Headers added to every response.
+    headers: Arc<[(String, String)]>,
 }
 
 const LISTENER: Token = Token(0);
 const RETRY_ACCEPT: Duration = Duration::from_millis(100);
 
 struct Conn {
-    stream: TcpStream,
+    stream: Transport,
     accepted: Instant,
     head: Vec<u8>,
     state: State,
@@ -99,7 +121,21 @@ impl Server {
             limits,
             conns: Vec::new(),
             accept_pending: false,
+            tls: None,
+            headers: Arc::new([]),
         })
+    }
+
+    /// Serves HTTPS with `config`.
+    pub fn tls(mut self, config: Arc<ServerConfig>) -> Server {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Adds `headers` to every response.
+    pub fn headers(mut self, headers: Vec<(String, String)>) -> Server {
+        self.headers = headers.into();
+        self
     }
 
     /// The address it listens on (the port chosen when asked for port 0).
@@ -189,6 +225,13 @@ impl Server {
         {
             return;
         }
+        let stream = match &self.tls {
+            None => Transport::Plain(stream),
+            Some(config) => match ServerConnection::new(config.clone()) {
+                Ok(tls) => Transport::Tls(Box::new(tls), stream),
+                Err(_) => return,
+            },
+        };
         self.conns[slot] = Some(Conn {
             stream,
             accepted: Instant::now(),
@@ -216,7 +259,7 @@ impl Server {
 
     fn close(&mut self, slot: usize) {
         if let Some(mut conn) = self.conns[slot].take() {
-            let _ = self.poll.registry().deregister(&mut conn.stream);
+            let _ = self.poll.registry().deregister(conn.stream.socket());
         }
     }
 
@@ -236,10 +279,15 @@ impl Server {
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
-        let keep = match conn.state {
-            State::Reading => conn.read_request(self.limits.head_bytes, handler),
+        let headers = &self.headers;
+        let keep = match conn.stream.flush() {
+            Err(e) if e.kind() != ErrorKind::WouldBlock => Progress::Close,
             _ => Progress::Continue,
         }
+        .and_then(|| match conn.state {
+            State::Reading => conn.read_request(self.limits.head_bytes, headers, handler),
+            _ => Progress::Continue,
+        })
         .and_then(|| conn.write_response())
         .and_then(|| conn.drain());
         if matches!(keep, Progress::Close) {
@@ -248,13 +296,14 @@ impl Server {
         }
         let interest = match conn.state {
             State::Writing { .. } => Interest::WRITABLE,
+            _ if conn.stream.wants_write() => Interest::READABLE | Interest::WRITABLE,
             _ => Interest::READABLE,
         };
         let token = Token(slot + 1);
         if self
             .poll
             .registry()
-            .reregister(&mut conn.stream, token, interest)
+            .reregister(conn.stream.socket(), token, interest)
             .is_err()
         {
             self.close(slot);
@@ -283,6 +332,7 @@ impl Conn {
     fn read_request(
         &mut self,
         max: usize,
+        headers: &[(String, String)],
         handler: &mut impl FnMut(&Request) -> Response,
     ) -> Progress {
         let mut buf = [0u8; 2048];
@@ -298,14 +348,14 @@ impl Conn {
             if end.is_none() && self.head.len() < max {
                 continue;
             }
-            let (response, head) = match end.filter(|&e| e + 4 <= max) {
+            let (response, head, gzip) = match end.filter(|&e| e + 4 <= max) {
                 Some(end) => match parse(&self.head[..end]) {
-                    Some(request) => (handler(&request), request.method == "HEAD"),
-                    None => (plain(400, "bad request\n"), false),
+                    Some(r) => (handler(&r), r.method == "HEAD", r.gzip),
+                    None => (plain(400, "bad request\n"), false, false),
                 },
-                None => (plain(431, "request head too large\n"), false),
+                None => (plain(431, "request head too large\n"), false, false),
             };
-            let out = encode(&response, head);
+            let out = encode(&response, head, gzip, headers);
             self.state = State::Writing { out, written: 0 };
             return Progress::Continue;
         }
@@ -324,7 +374,12 @@ impl Conn {
                 Err(_) => return Progress::Close,
             }
         }
-        let _ = self.stream.shutdown(Shutdown::Write);
+        match self.stream.flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Progress::Continue,
+            Err(_) => return Progress::Close,
+        }
+        self.stream.shutdown();
         self.state = State::Draining;
         Progress::Continue
     }
@@ -336,7 +391,8 @@ impl Conn {
         }
         let mut buf = [0u8; 2048];
         loop {
-            match self.stream.read(&mut buf) {
+            // Raw bytes: whatever the client still sends is discarded unread.
+            match self.stream.socket().read(&mut buf) {
                 Ok(0) => return Progress::Close,
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Progress::Continue,
@@ -351,64 +407,6 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
     use nix::errno::Errno;
     let code = e.raw_os_error();
     code == Some(Errno::EMFILE as i32) || code == Some(Errno::ENFILE as i32)
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The request line of `head`: `METHOD SP TARGET SP HTTP/1.x`; `None` if malformed.
-fn parse(head: &[u8]) -> Option<Request<'_>> {
-    let head = std::str::from_utf8(head).ok()?;
-    let line = head.split("\r\n").next()?;
-    let mut parts = line.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    let valid = parts.next().is_none()
-        && !method.is_empty()
-        && method.bytes().all(|b| b.is_ascii_uppercase())
-        && target.starts_with('/')
-        && version.starts_with("HTTP/1.");
-    valid.then(|| Request {
-        method,
-        path: target.split('?').next().unwrap_or(target),
-    })
-}
-
-fn plain(status: u16, body: &str) -> Response {
-    Response {
-        status,
-        content_type: "text/plain; charset=utf-8",
-        body: body.to_owned(),
-    }
-}
-
-/// The response's bytes; `head_only` (HEAD) leaves the body out.
-fn encode(response: &Response, head_only: bool) -> Vec<u8> {
-    let reason = match response.status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        431 => "Request Header Fields Too Large",
-        _ => "",
-    };
-    let allow = if response.status == 405 {
-        "Allow: GET, HEAD\r\n"
-    } else {
-        ""
-    };
-    let mut out = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}\
-         Connection: close\r\n\r\n",
-        response.status,
-        response.content_type,
-        response.body.len()
-    )
-    .into_bytes();
-    if !head_only {
-        out.extend_from_slice(response.body.as_bytes());
-    }
-    out
 }
 
 #[cfg(test)]

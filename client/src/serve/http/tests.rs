@@ -12,6 +12,7 @@ fn start(limits: Limits) -> SocketAddr {
             status: 200,
             content_type: "text/plain",
             body: format!("{} {}", r.method, r.path),
+            extra: Vec::new(),
         })
     });
     addr

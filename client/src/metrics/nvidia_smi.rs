@@ -1,0 +1,194 @@
+//! `gpupeek metrics --names nvidia_gpu_exporter`: the per-GPU families under
+//! utkuozdemir/nvidia_gpu_exporter's names, labels and units, so its dashboards and alerts
+//! work unchanged.
+//!
+//! That exporter runs `nvidia-smi --query-gpu` and names a family after each returned
+//! field: dots become underscores and the unit a suffix with the value converted to it
+//! (`memory.used [MiB]` is `nvidia_smi_memory_used_bytes` in bytes, `[%]` a `_ratio` of
+//! one, `[W]` `_watts`, `[MHz]` `_clock_hz` in hertz); `Enabled`/`Disabled` and the like
+//! become 1/0, `pstate` its number, `clocks_event_reasons.active` its bitmask. Every
+//! field-table entry with an nvidia-smi name is derived that way, so a field gains its
+//! `nvidia_smi_*` family with its nvidia-smi name; [`NVIDIA_SMI_EXTRA`] adds the families
+//! that exporter reads from NVML. Samples carry only `uuid` (lower case, without
+//! `GPU-`); `nvidia_smi_gpu_info` carries the identity. Values are what nvidia-smi
+//! prints, converted: memory rounded down to whole MiB, power to two decimals.
+
+use gpupeek_model::fields::exporters::NVIDIA_SMI_EXTRA;
+use gpupeek_model::fields::{Unit, Value as Reading};
+use gpupeek_model::{Bytes, Field, Gpu, Model, Text, FIELDS};
+
+use super::gpu::{field_samples, text};
+use super::{escape, Families, Out, Value};
+
+/// Every nvidia_gpu_exporter family gpupeek has a value for, each GPU a sample.
+pub(super) fn families(out: &mut Out, model: &Model) {
+    let driver = escape(&text(model.status.driver_version));
+    let cuda = escape(&model.status.cuda_version().unwrap_or_default());
+    let mut families = Families::default();
+    for g in &model.gpus {
+        let uuid = escape(&uuid(g));
+        let info = format!(
+            "cuda_version=\"{cuda}\",driver_version=\"{driver}\",index=\"{}\",name=\"{}\",\
+             pci_bus_id=\"{}\",uuid=\"{uuid}\"",
+            g.index,
+            escape(&text(g.name)),
+            escape(&text(g.pci_bus_id)),
+        );
+        families.add(
+            "nvidia_smi_gpu_info",
+            "gauge",
+            "A metric with a constant '1' value labeled by gpu uuid, name, driver_version.",
+            info,
+            Value::Int(1),
+        );
+        if !g.is_current() {
+            continue;
+        }
+        let labels = format!("uuid=\"{uuid}\"");
+        // A family once per GPU: the first field that makes it wins (a reason set's
+        // expansion and a field of one reason would both make nvidia_smi_clocks_event_*).
+        let mut made: Vec<String> = Vec::new();
+        for field in FIELDS {
+            for names in field.smi {
+                let Some(smi) = names.first() else { continue };
+                for (name, help, value) in smi_samples(smi, field, g) {
+                    if made.contains(&name) {
+                        continue;
+                    }
+                    families.add(&name, "gauge", &help, labels.clone(), value);
+                    made.push(name);
+                }
+            }
+        }
+        for alias in NVIDIA_SMI_EXTRA {
+            let Some(field) = Field::named(alias.field) else {
+                continue;
+            };
+            for (_, value) in field_samples(field, "", g) {
+                families.add(alias.name, alias.kind, alias.help, labels.clone(), value);
+            }
+        }
+    }
+    families.write(out);
+}
+
+/// The GPU's UUID as nvidia_gpu_exporter labels it: lower case, without `GPU-`.
+pub(super) fn uuid(g: &Gpu) -> String {
+    let uuid = text(g.uuid).to_lowercase();
+    uuid.strip_prefix("gpu-").map(str::to_owned).unwrap_or(uuid)
+}
+
+/// The family nvidia_gpu_exporter makes of nvidia-smi field `smi` (`memory.used`) in
+/// unit `unit`: its name, HELP (the field as nvidia-smi's CSV header names it) and the
+/// factor from nvidia-smi's number to the family's.
+fn family(smi: &str, unit: Unit) -> Option<(String, String)> {
+    let (suffix, shown) = match unit {
+        Unit::Bytes => ("_bytes", " [MiB]"),
+        Unit::Percent => ("_ratio", " [%]"),
+        Unit::MilliWatts => ("_watts", " [W]"),
+        Unit::MegaHertz => ("_clock_hz", " [MHz]"),
+        Unit::Celsius | Unit::Count | Unit::Text => ("", ""),
+        // Units nvidia-smi's query fields do not print.
+        Unit::MilliJoules | Unit::KiloBytesPerSec | Unit::BytesPerSec => return None,
+    };
+    Some((
+        format!("nvidia_smi_{}{suffix}", metric_name(smi)),
+        format!("{smi}{shown}"),
+    ))
+}
+
+/// `smi` with every run of characters a metric name cannot hold turned into `_`.
+fn metric_name(smi: &str) -> String {
+    let mut out = String::with_capacity(smi.len());
+    for c in smi.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out
+}
+
+/// The samples nvidia_gpu_exporter makes of `field` under nvidia-smi name `smi`: one,
+/// or a clock event reason set's bitmask and each reason as 1/0.
+fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)> {
+    let Some((name, help)) = family(smi, field.unit) else {
+        return Vec::new();
+    };
+    let Some(reading) = (field.get)(g) else {
+        return Vec::new();
+    };
+    let value = match (reading, field.unit) {
+        (Reading::Int(b), Unit::Bytes) => Value::Int(Bytes(b).mib() << 20),
+        (Reading::Int(x), Unit::Percent) => Value::Float(x as f64 / 100.0),
+        (Reading::Real(x), Unit::Percent) => Value::Float(x / 100.0),
+        (Reading::Centi(c), Unit::Percent) => Value::Float(c.ratio()),
+        (Reading::Int(mw), Unit::MilliWatts) => Value::Float((mw / 10) as f64 / 100.0),
+        (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(mhz * 1_000_000),
+        (Reading::Int(x), _) => Value::Int(x),
+        (Reading::Signed(x), _) => Value::Signed(x),
+        (Reading::Real(x), _) => Value::Float(x),
+        (Reading::Centi(c), _) => Value::Float(c.pct()),
+        (Reading::PState(p), _) => Value::Int(p.0.into()),
+        (Reading::Reasons(r), _) => {
+            let mut all = vec![(name, help, Value::Int(r.0))];
+            let prefix = smi.rsplit_once('.').map_or(smi, |(p, _)| p);
+            for (reason, on) in r.each() {
+                let smi = format!("{prefix}.{reason}");
+                let name = format!("nvidia_smi_{}", metric_name(&smi));
+                all.push((name, smi, Value::Int(on.into())));
+            }
+            return all;
+        }
+        (Reading::Text(t), _) => match flag(t) {
+            Some(on) => Value::Int(on.into()),
+            None => return Vec::new(),
+        },
+        (Reading::Name(_), _) => return Vec::new(),
+    };
+    vec![(name, help, value)]
+}
+
+/// nvidia-smi's two-state words as nvidia_gpu_exporter reads them.
+fn flag(t: Text) -> Option<bool> {
+    match t.decode().as_str() {
+        "Enabled" | "Yes" | "Active" => Some(true),
+        "Disabled" | "No" | "Not Active" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_nvidia_smi_fields_with_unit_suffixes() {
+        let name = |smi, unit| family(smi, unit).unwrap().0;
+        assert_eq!(
+            name("memory.used", Unit::Bytes),
+            "nvidia_smi_memory_used_bytes"
+        );
+        assert_eq!(
+            name("utilization.gpu", Unit::Percent),
+            "nvidia_smi_utilization_gpu_ratio"
+        );
+        assert_eq!(
+            name("clocks.current.sm", Unit::MegaHertz),
+            "nvidia_smi_clocks_current_sm_clock_hz"
+        );
+        assert_eq!(
+            name("enforced.power.limit", Unit::MilliWatts),
+            "nvidia_smi_enforced_power_limit_watts"
+        );
+        assert_eq!(
+            name("temperature.gpu", Unit::Celsius),
+            "nvidia_smi_temperature_gpu"
+        );
+        assert_eq!(
+            family("power.draw", Unit::MilliWatts).unwrap().1,
+            "power.draw [W]"
+        );
+    }
+}
