@@ -5,7 +5,9 @@
 //! not sampled this tick (asleep, idle with NVML released, lost or failing) still gets a
 //! sample, with every validity bit clear: readers draw a gap, and the ring's time axis
 //! stays regular. While NVML is down nothing is appended at all (no GPU is published);
-//! the timestamps show the hole.
+//! the timestamps show the hole. Nor while an NVML session starts: the first sample waits
+//! for the first tick on which every GPU has answered, so a ring does not begin with a
+//! gap that only says the daemon had just started.
 
 use std::time::{Duration, Instant};
 
@@ -50,6 +52,11 @@ impl Clock {
             next: Some(first),
             ..Clock::every(step, period)
         }
+    }
+
+    /// The sample this tick was due to take was not taken: the next tick takes it.
+    pub fn again(&mut self) {
+        self.next = None;
     }
 
     /// Time between two samples, ns.
@@ -114,6 +121,16 @@ mod tests {
         let appended = (0..50).filter(|&i| clock.due(start + period * i)).count();
         assert_eq!(appended, 5);
         assert_eq!(clock.step_ns(), 1_000_000_000);
+    }
+
+    #[test]
+    fn a_sample_not_taken_is_taken_on_the_next_tick() {
+        let mut clock = Clock::new(Duration::from_secs(1));
+        let start = Instant::now();
+        assert!(clock.due(start));
+        clock.again();
+        assert!(clock.due(start + Duration::from_millis(50)));
+        assert!(!clock.due(start + Duration::from_millis(100)));
     }
 
     #[test]

@@ -360,6 +360,12 @@ impl Daemon {
         }
         session.wait(count as usize, wait_until);
         let ready = session.ready(count as usize, Instant::now());
+        // While the session starts, a GPU not heard from yet would get a gap in its
+        // history: the sample waits for the first tick with every GPU's answer.
+        let history_step = history_step.filter(|_| ready);
+        if !ready && self.history_due {
+            self.history.again();
+        }
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use gpupeek_e2e::{bins, record_history_phases, Background, Sandbox, WATCHDOG};
+use gpupeek_e2e::{bins, record_history_phases, wait_for, Background, Sandbox, WATCHDOG};
 use gpupeek_shm::layout::history_valid;
 use serde_json::json;
 
@@ -143,4 +143,26 @@ fn a_sparkline_of_a_field_without_history_is_a_usage_error_at_its_column() {
         err.contains("column 7") && err.contains("no history"),
         "{err}"
     );
+}
+
+#[test]
+fn a_gpu_slow_to_give_its_first_answer_has_no_gap_at_the_start_of_its_history() {
+    let sandbox = Sandbox::new("history-first");
+    let mut doc = scenario(30, 8);
+    // The first job outlasts the first tick's wait (three quarters of 50 ms).
+    doc["latency_us_by_function"] = json!({"nvmlDeviceGetMemoryInfo_v2": 80_000});
+    sandbox.write_scenario(&doc);
+    let daemon = sandbox.start_daemon("50ms");
+    sandbox.wait_live(&daemon);
+    wait_for("a history sample", &daemon, || {
+        sandbox.segment().history(0).unwrap().unwrap().written >= 1
+    });
+    let ring = sandbox.segment().history(0).unwrap().unwrap();
+    let first = ring.samples[0];
+    assert_ne!(
+        first.valid, 0,
+        "a gap before the GPU's first answer: {first:?}"
+    );
+    assert_eq!(first.util_gpu_pct, 30);
+    drop(daemon);
 }
