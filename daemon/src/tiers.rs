@@ -142,6 +142,23 @@ impl Carry {
         copy(&self.rec, rec, bits);
     }
 
+    /// Keeps the [`gpupeek_shm::layout::gpu_valid2`] values `bits2` of `rec`, just read.
+    pub fn keep2(&mut self, rec: &GpuRecord, bits2: u64) {
+        crate::details::copy2(rec, &mut self.rec, bits2);
+    }
+
+    /// Republishes the kept `bits2` values (of `valid2`) into `rec`.
+    pub fn put2(&self, rec: &mut GpuRecord, bits2: u64) {
+        crate::details::copy2(&self.rec, rec, bits2);
+    }
+
+    /// Forgets the `bits2` values (of `valid2`); see [`Carry::forget`].
+    pub fn forget2(&mut self, bits2: u64) {
+        self.rec.valid2 &= !bits2;
+        self.rec.deprecated2 &= !bits2;
+        self.static_due = 0;
+    }
+
     /// Forgets the `bits` values, and makes the cadenced reads due at once.
     pub fn forget(&mut self, bits: u64) {
         self.rec.valid &= !bits;
