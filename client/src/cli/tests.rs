@@ -155,7 +155,7 @@ fn help_version_and_completions_are_printed() {
     assert!(help.contains("Commands (each has its own --help"), "{help}");
     assert!(help.contains("Status bars and prompts:"), "{help}");
     assert!(print(&["metrics", "-h"]).starts_with("Usage: gpupeek metrics"));
-    assert!(print(&["--shm", "x", "query", "--help"]).contains("Fields (aliases"));
+    assert!(print(&["--shm", "x", "query", "--help"]).contains("--help-query-gpu (nvidia-smi"));
     assert!(print(&["-v"]).starts_with("gpupeek "));
     assert!(print(&["--print-completion", "bash"]).contains("complete -F _gpupeek gpupeek"));
     assert!(print(&["--print-completion=zsh"]).starts_with("#compdef gpupeek"));
