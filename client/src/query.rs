@@ -96,8 +96,23 @@ fn fields() -> impl Iterator<Item = Field> {
     globals.chain(gpu)
 }
 
-/// What nvidia-smi prints for a value it cannot give.
+/// What nvidia-smi prints for a value it cannot give, whether the value does not apply
+/// or NVML answered "not supported": drivers 465 to 595 print `[N/A]` for both (the
+/// `--query-gpu` captures of nvidia_gpu_exporter's `internal/captures`, from an RTX 2080
+/// Super, RTX 4080 Super, L40S, H100 and H200 with and without MIG, print `[N/A]` for the
+/// fan of an H100, the ECC mode of a GeForce, every retired-pages field of an H100, and
+/// never `[Not Supported]`).
 const NOT_AVAILABLE: &str = "[N/A]";
+
+/// The fields nvidia-smi prints without brackets when it cannot give them: the memory
+/// temperature of a GPU without HBM is `N/A` in every capture above (RTX 2080 Super
+/// on 465, RTX 4080 Super and L40S on 595).
+const BARE_NOT_AVAILABLE: [&str; 1] = ["temperature.memory"];
+
+/// What nvidia-smi prints for a value whose NVML function answered
+/// `NVML_ERROR_DEPRECATED` (the display mode and the applications clocks on 590+
+/// drivers, in the same captures).
+const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 
 /// What nvidia-smi prints for a value whose NVML call failed in a way it cannot name:
 /// the live values of a GPU whose driver is not responding, which scripts must not take
@@ -148,7 +163,9 @@ impl Field {
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
             (Value::PState(p), _) => p.to_string(),
-            (Value::Reasons(r), _) => format!("{:#018x}", r.0),
+            (Value::Reasons(r), _) => format!("0x{:016X}", r.0),
+            (Value::Hex(x, digits), _) => format!("0x{x:0width$X}", width = digits.into()),
+            (Value::Dotted(a, b), _) => format!("{a}.{b}"),
         })
     }
 }
@@ -279,6 +296,8 @@ fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> St
             .iter()
             .map(|f| match f.value(&context, gpu) {
                 None if gpu.not_responding() && f.is_live() => UNKNOWN_ERROR.to_owned(),
+                None if f.gpu.is_some_and(|field| field.deprecated(gpu)) => DEPRECATED.to_owned(),
+                None if BARE_NOT_AVAILABLE.contains(&f.names[0]) => "N/A".to_owned(),
                 None => NOT_AVAILABLE.to_owned(),
                 Some(value) if format.units && !f.unit().is_empty() => {
                     format!("{value} {}", f.unit())
@@ -364,6 +383,83 @@ mod tests {
         assert_eq!(line(&g), "123.46, 81559, 0\n");
         g.power_draw_mw = 700_000;
         assert_eq!(line(&g), "700.00, 81559, 0\n");
+    }
+
+    /// The values of an H100 as nvidia-smi 590.48.01 prints them (nvidia_gpu_exporter's
+    /// `internal/captures/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt`), with a
+    /// few changed to show the other words.
+    #[test]
+    fn nvidia_smi_prints_ids_in_hex_modes_as_words_and_deprecated_values_as_such() {
+        use gpupeek_shm::layout::gpu_valid2 as v2;
+        let mut g = GpuRecord {
+            state: GpuState::Ok as u32,
+            valid: v::CLOCK_EVENT_REASONS | v::POWER_LIMIT,
+            valid2: v2::PCI_INFO
+                | v2::COMPUTE_CAP
+                | v2::PERSISTENCE_MODE
+                | v2::COMPUTE_MODE
+                | v2::CLOCK_EVENT_REASONS_SUPPORTED
+                | v2::POWER_LIMIT_RANGE
+                | v2::REMAPPED_ROWS
+                | v2::ECC_MODE
+                | v2::CLOCK_VIDEO,
+            deprecated2: v2::DISPLAY_MODE | v2::CLOCK_APP_GRAPHICS,
+            clock_event_reasons: 0x1,
+            clock_event_reasons_supported: 0x1ff,
+            pci_bus: 0,
+            pci_device: 9,
+            pci_device_id: 0x2330_10DE,
+            pci_subsystem_id: 0x16C1_10DE,
+            compute_cap_major: 9,
+            persistence_mode: 1,
+            compute_mode: 3,
+            power_limit_mw: 700_000,
+            power_min_limit_mw: 200_000,
+            power_max_limit_mw: 700_000,
+            remapped_rows_pending: 0,
+            ecc_mode_current: 1,
+            ecc_mode_pending: 0,
+            clock_video_mhz: 765,
+            ..GpuRecord::default()
+        };
+        g.valid2 |= v2::SERIAL;
+        text::encode(&mut g.serial, "1654922000000");
+        let snap = crate::testing::live_snapshot(vec![g]);
+        let model = Model::new(&snap);
+        let names = "serial,pci.domain,pci.bus,pci.device,pci.device_id,pci.sub_device_id,\
+            compute_cap,persistence_mode,compute_mode,display_mode,\
+            clocks_event_reasons.supported,clocks_event_reasons.active,\
+            clocks_throttle_reasons.gpu_idle,clocks_event_reasons.sw_power_cap,\
+            power.limit,power.min_limit,gpu.power.max_limit,power.default_limit,\
+            remapped_rows.pending,ecc.mode.current,ecc.mode.pending,clocks.video,\
+            clocks.applications.gr,temperature.memory,retired_pages.sbe";
+        let fields = parse_fields(names).unwrap();
+        let format = Format {
+            header: true,
+            units: true,
+        };
+        let out = render(&model, &[&model.gpus[0]], &fields, &format);
+        let mut lines = out.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "serial, pci.domain, pci.bus, pci.device, pci.device_id, pci.sub_device_id, \
+             compute_cap, persistence_mode, compute_mode, display_mode, \
+             clocks_event_reasons.supported, clocks_event_reasons.active, \
+             clocks_throttle_reasons.gpu_idle, clocks_event_reasons.sw_power_cap, \
+             power.limit [W], power.min_limit [W], power.max_limit [W], \
+             power.default_limit [W], remapped_rows.pending, ecc.mode.current, \
+             ecc.mode.pending, clocks.current.video [MHz], \
+             clocks.applications.graphics [MHz], temperature.memory, \
+             retired_pages.single_bit_ecc.count"
+        );
+        assert_eq!(
+            lines.next().unwrap(),
+            "1654922000000, 0x0000, 0x00, 0x09, 0x233010DE, 0x16C110DE, 9.0, Enabled, \
+             Exclusive_Process, [Requested functionality has been deprecated], \
+             0x00000000000001FF, 0x0000000000000001, Active, Not Active, 700.00 W, \
+             200.00 W, 700.00 W, [N/A], No, Enabled, Disabled, 765 MHz, \
+             [Requested functionality has been deprecated], N/A, [N/A]"
+        );
     }
 
     #[test]
