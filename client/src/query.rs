@@ -21,7 +21,7 @@ use chrono::{DateTime, Local};
 use gpupeek_model::fields::{Tier, Unit, Value};
 use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 
-use crate::{live, Exit, EXIT_USAGE};
+use crate::{live, smi, Exit, EXIT_USAGE};
 
 /// Appended to `gpupeek query --help`.
 pub const NOTE: &str = "Fields: timestamp, driver_version, count, and the GPU fields listed \
@@ -77,6 +77,21 @@ pub struct Args {
 
     /// `--help-query-gpu`.
     pub help_query_gpu: bool,
+
+    /// `--query-compute-apps`.
+    pub query_compute_apps: Option<String>,
+
+    /// `--help-query-compute-apps`.
+    pub help_query_compute_apps: bool,
+
+    /// `-L`, `--list-gpus`.
+    pub list_gpus: bool,
+
+    /// `-l`, `--loop`: seconds.
+    pub loop_s: Option<String>,
+
+    /// `-lms`, `--loop-ms`: milliseconds.
+    pub loop_ms: Option<String>,
 }
 
 /// Facts about the machine, before the GPU fields of the field table.
@@ -218,18 +233,58 @@ fn parse_fields(s: &str) -> Result<Vec<Field>, String> {
         .collect()
 }
 
+/// What a `gpupeek query` prints.
+enum What {
+    /// `--query-gpu`: a line per GPU.
+    Gpus(Vec<Field>),
+    /// `--query-compute-apps`: a line per compute process.
+    Apps(Vec<(String, smi::AppField)>),
+    /// `-L`.
+    List,
+}
+
 /// Runs `gpupeek query`.
 pub fn run(args: Args) -> Result<(), Exit> {
-    let fields = parse_fields(&args.query_gpu).map_err(|e| Exit::new(EXIT_USAGE, e))?;
-    if fields.is_empty() {
-        return Err(Exit::new(EXIT_USAGE, "--query-gpu names no field"));
-    }
-    let format = parse_format(&args.format).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    let usage = |e: String| Exit::new(EXIT_USAGE, e);
+    let every = smi::interval(args.loop_s.as_deref(), args.loop_ms.as_deref())?;
+    let format = parse_format(&args.format).map_err(usage)?;
+    let what = if args.list_gpus {
+        What::List
+    } else if let Some(apps) = &args.query_compute_apps {
+        What::Apps(smi::parse_app_fields(apps).map_err(usage)?)
+    } else {
+        let fields = parse_fields(&args.query_gpu).map_err(usage)?;
+        if fields.is_empty() {
+            return Err(Exit::new(EXIT_USAGE, "--query-gpu names no field"));
+        }
+        What::Gpus(fields)
+    };
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
-    let snapshot = live::live_snapshot(&name)?;
-    let model = Model::new(&snapshot);
-    let gpus = select(&model, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
-    crate::write_stdout(&render(&model, &gpus, &fields, &format))
+    let (segment, snapshot) = live::live_segment(&name)?;
+    let block = |snap: &gpupeek_shm::Snapshot| -> Result<String, Exit> {
+        let model = Model::new(snap);
+        let gpus = select(&model, args.id.as_deref()).map_err(usage)?;
+        Ok(match &what {
+            What::Gpus(fields) => rows(&model, &gpus, fields, format.units),
+            What::Apps(fields) => {
+                let now = timestamp(model.status.published_unix_ns);
+                smi::apps_lines(&model, &gpus, fields, &now, format.units)
+            }
+            What::List => smi::list_gpus(&gpus),
+        })
+    };
+    let header = match &what {
+        What::Gpus(fields) if format.header => header(fields),
+        What::Apps(fields) if format.header => smi::apps_header(fields),
+        _ => String::new(),
+    };
+    crate::write_stdout(&(header + &block(&snapshot)?))?;
+    match every {
+        Some(every) if !matches!(what, What::List) => {
+            smi::repeat(&segment, snapshot.status.heartbeat_mono_ns, every, block)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The GPUs `ids` names (all when `None`), in the order named.
@@ -273,19 +328,30 @@ fn normal_bus_id(s: &str) -> Option<(u32, String)> {
     Some((domain, rest.to_ascii_lowercase()))
 }
 
+#[cfg(test)]
 fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> String {
     let mut out = String::new();
     if format.header {
-        let header: Vec<String> = fields
-            .iter()
-            .map(|f| match f.unit() {
-                "" => f.names[0].to_owned(),
-                unit => format!("{} [{unit}]", f.names[0]),
-            })
-            .collect();
-        out.push_str(&header.join(", "));
-        out.push('\n');
+        out += &header(fields);
     }
+    out + &rows(model, gpus, fields, format.units)
+}
+
+/// The header line: canonical names, with nvidia-smi's units in brackets.
+fn header(fields: &[Field]) -> String {
+    let header: Vec<String> = fields
+        .iter()
+        .map(|f| match f.unit() {
+            "" => f.names[0].to_owned(),
+            unit => format!("{} [{unit}]", f.names[0]),
+        })
+        .collect();
+    header.join(", ") + "\n"
+}
+
+/// A line per GPU.
+fn rows(model: &Model, gpus: &[&Gpu], fields: &[Field], units: bool) -> String {
+    let mut out = String::new();
     let context = Context {
         timestamp: timestamp(model.status.published_unix_ns),
         driver_version: model.status.driver_version.map(Text::decode),
@@ -299,7 +365,7 @@ fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> St
                 None if f.gpu.is_some_and(|field| field.deprecated(gpu)) => DEPRECATED.to_owned(),
                 None if BARE_NOT_AVAILABLE.contains(&f.names[0]) => "N/A".to_owned(),
                 None => NOT_AVAILABLE.to_owned(),
-                Some(value) if format.units && !f.unit().is_empty() => {
+                Some(value) if units && !f.unit().is_empty() => {
                     format!("{value} {}", f.unit())
                 }
                 Some(value) => value,

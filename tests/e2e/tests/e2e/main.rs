@@ -38,6 +38,7 @@ mod prompt_file;
 mod prompt_nofork;
 mod query;
 mod runtime_pm;
+mod smi;
 mod soak;
 mod states;
 mod statusbar;
