@@ -5,8 +5,11 @@
 //! Output: a header line of the canonical field names with their units in brackets
 //! (`memory.used [MiB]`, even with `nounits`, as nvidia-smi does) unless `noheader`, then
 //! one line per GPU, values joined by `", "`. Values carry their unit (`45 %`, `1234 MiB`,
-//! `123.45 W`, `1410 MHz`) unless `nounits`. A value the GPU does not report, and every
-//! live value of a GPU that is lost, failing or suspended, is `[N/A]`; every live value of
+//! `123.45 W`, `1410 MHz`) unless `nounits`; ids and reason masks are upper-case hex of
+//! nvidia-smi's widths, modes its words. A value the GPU does not report or support, and
+//! every live value of a GPU that is lost, failing or suspended, is `[N/A]` (bare `N/A`
+//! for `temperature.memory`), one the driver calls deprecated is nvidia-smi's
+//! "[Requested functionality has been deprecated]"; every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and

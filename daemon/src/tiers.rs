@@ -7,9 +7,10 @@
 //!   The device handle is resolved once per session (again after the GPU was lost).
 //! - **Slow ticks** (every `--process-interval`): process lists and their utilisation,
 //!   volatile ECC counts, memory clock, P-state, clock event reasons, fan speed, encoder
-//!   and decoder utilisation.
+//!   and decoder utilisation, video clock and encoder statistics.
 //! - **Near-static values, every [`STATIC_PERIOD`]**: enforced power limit, PCIe link
-//!   generation and width. By default every tick is also a slow tick, so these have a
+//!   generation and width, and nvidia-smi's near-static values ([`crate::details`]'s
+//!   `STATIC2`). By default every tick is also a slow tick, so these have a
 //!   cadence of their own.
 //! - **PCIe throughput** comes from the field-value counters, else GPM; only a GPU with
 //!   neither calls `nvmlDeviceGetPcieThroughput`, which samples for 20 ms per call: both
