@@ -243,10 +243,9 @@ does: fields timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid,
 process_name (or name: the process's argv[0] as started) and used_gpu_memory (or
 used_memory, in MiB).
 The header is printed even when no process runs.
-The daemon's process table is refreshed on its process tier
-.RB ( \-\-process\-interval
-of
-.BR gpupeekd (8)).";
+The processes are as old as the daemon's process table, which
+.BR gpupeekd (8)
+refreshes on its process tier.";
 
 const LOOP: &str = r"Print the header once, then the values again at each daemon update that
 comes at least
@@ -254,8 +253,8 @@ comes at least
 seconds after the last printed one, until interrupted, as nvidia-smi's
 .B \-l
 does.
-Between updates the command sleeps on the segment's update word (no timer, no CPU);
-with a daemon period longer than
+Between updates the command sleeps on the segment's update word (no timer, no
+CPU); with a daemon period longer than
 .IR SEC ,
 it prints at every update.
 It stops with the daemon's status error when the daemon stops being live.";
