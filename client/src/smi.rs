@@ -223,9 +223,9 @@ pub fn interval(loop_s: Option<&str>, loop_ms: Option<&str>) -> Result<Option<Du
 }
 
 /// Prints `block(snapshot)` at each daemon publish at least `every` after the last
-/// printed block's publish (a daemon slower than that: at every publish), sleeping on
-/// the generation word in between, until stdout closes or the daemon stops being live.
-/// The first block is `first`, already printed.
+/// printed block's publish (`published_ns`, the daemon's heartbeat of the block already
+/// printed; a daemon slower than `every`: at every publish), sleeping on the generation
+/// word in between, until stdout closes or the daemon stops being live.
 pub fn repeat(
     segment: &Segment,
     mut published_ns: u64,
@@ -233,17 +233,18 @@ pub fn repeat(
     mut block: impl FnMut(&gpupeek_shm::Snapshot) -> Result<String, Exit>,
 ) -> Result<(), Exit> {
     let every = every.as_nanos().min(u128::from(u64::MAX)) as u64;
+    let mut period: u64 = 0;
     loop {
-        let generation = segment.generation();
-        let snap = segment.snapshot()?;
-        let period = snap.status.period_ns;
+        // A daemon that died wakes no one: give up waiting after three periods and let
+        // the liveness check below say so.
         let timeout = Duration::from_nanos(period.saturating_mul(3)).max(Duration::from_secs(1));
-        segment.wait_generation(generation, timeout);
+        segment.wait_generation(segment.generation(), timeout);
         let snap = segment.snapshot()?;
+        period = snap.status.period_ns;
         crate::check_live(
             segment.name(),
             snap.liveness(gpupeek_shm::mono_now_ns()),
-            snap.status.period_ns,
+            period,
         )?;
         let at = snap.status.heartbeat_mono_ns;
         // Publishes jitter around the period: half a period early is "on time".
