@@ -345,7 +345,9 @@ impl Daemon {
             if self.pm.asleep(slot) {
                 session.asleep(slot);
             } else {
-                session.post(slot, self.procs.due(slot as u32), now);
+                if !session.post(slot, self.procs.due(slot as u32), now) {
+                    self.procs.missed(slot as u32);
+                }
             }
         }
         session.wait(count as usize, wait_until);
