@@ -114,6 +114,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetApplicationsClock",
     "nvmlDeviceGetDefaultApplicationsClock",
     "nvmlDeviceGetEncoderStats",
+    "nvmlDeviceGetMemoryErrorCounter",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",
