@@ -43,9 +43,6 @@ pub struct ProcTier {
     force: bool,
     /// Per GPU index: this tick samples its processes (set by [`Self::begin`]).
     due: Vec<bool>,
-    /// Per GPU index: it was due but its worker was still busy, so it is due again
-    /// ([`Self::missed`]).
-    owed: Vec<bool>,
     /// Per GPU index: its part of the list was replaced this tick, so its processes are
     /// read from `/proc` again.
     fresh: Vec<bool>,
@@ -105,7 +102,6 @@ impl ProcTier {
             clocks: Vec::new(),
             force: true,
             due: Vec::new(),
-            owed: Vec::new(),
             fresh: Vec::new(),
             dirty: false,
             resolve_all: false,
@@ -145,10 +141,6 @@ impl ProcTier {
         // Every clock is asked, forced or not, so that each keeps its own schedule.
         let clocks = self.clocks.iter_mut();
         self.due.extend(clocks.map(|clock| clock.due(now) | forced));
-        self.owed.resize(n, false);
-        for (due, owed) in self.due.iter_mut().zip(&mut self.owed) {
-            *due |= std::mem::take(owed);
-        }
         self.fresh.clear();
         self.fresh.resize(n, false);
         if self.due.contains(&true) {
@@ -156,17 +148,6 @@ impl ProcTier {
         }
         // A forced tick writes the table even when no GPU lists anything.
         self.dirty |= forced;
-    }
-
-    /// GPU `index` was due this tick but its worker was still busy with an earlier job:
-    /// it is due on the next tick whatever its clock says, so that a forced listing (a
-    /// GPU that came back) is not lost to one slow sample.
-    pub fn missed(&mut self, index: u32) {
-        if self.due(index) {
-            if let Some(owed) = self.owed.get_mut(index as usize) {
-                *owed = true;
-            }
-        }
     }
 
     /// Whether this tick samples GPU `index`'s processes.
@@ -407,21 +388,6 @@ mod tests {
             }
         }
         assert_eq!(times, [1; 8]);
-    }
-
-    #[test]
-    fn a_gpu_whose_worker_was_busy_when_due_is_due_on_the_next_tick() {
-        let hour = Duration::from_secs(3600);
-        let mut tier = ProcTier::new(hour, TICK, Path::new("/proc"));
-        let t0 = Instant::now();
-        assert_eq!(due_at(&mut tier, t0, 2), [0, 1], "the first tick: all");
-        // GPU 1's worker was still busy: it did not list; GPU 0 did.
-        tier.missed(1);
-        assert_eq!(due_at(&mut tier, t0 + TICK, 2), [1]);
-        assert_eq!(due_at(&mut tier, t0 + 2 * TICK, 2), Vec::<u32>::new());
-        // Not due, nothing owed.
-        tier.missed(0);
-        assert_eq!(due_at(&mut tier, t0 + 3 * TICK, 2), Vec::<u32>::new());
     }
 
     #[test]

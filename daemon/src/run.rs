@@ -345,9 +345,7 @@ impl Daemon {
             if self.pm.asleep(slot) {
                 session.asleep(slot);
             } else {
-                if !session.post(slot, self.procs.due(slot as u32), now) {
-                    self.procs.missed(slot as u32);
-                }
+                session.post(slot, self.procs.due(slot as u32), now);
             }
         }
         session.wait(count as usize, wait_until);

@@ -208,8 +208,8 @@ impl Session {
     }
 
     /// Posts this tick's job to GPU `slot` (the slow tier too when `slow`), unless it is
-    /// still busy with an earlier one; returns whether it posted.
-    pub fn post(&mut self, slot: usize, slow: bool, now: Instant) -> bool {
+    /// still busy with an earlier one.
+    pub fn post(&mut self, slot: usize, slow: bool, now: Instant) {
         self.grow(slot + 1);
         if let Some(gpu) = self.gpus.get_mut(slot) {
             // A result that came after the last tick published is taken now, so that
@@ -224,9 +224,7 @@ impl Session {
             if gpu.posted {
                 gpu.forget_slow = false;
             }
-            return gpu.posted;
         }
-        false
     }
 
     /// GPU `slot` sleeps: its slow-tier values are forgotten before its next sample.
