@@ -7,8 +7,7 @@
 //!   can report. Kept in every GPU state, like the name.
 //! - **Near-static**, with [`crate::tiers::STATIC`] every 30 s ([`sample_static`]):
 //!   persistence, compute, display and ECC modes, accounting, retired pages, remapped rows,
-//!   applications and default applications clocks, aggregate ECC counts, and the ECC
-//!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each).
+//!   applications and default applications clocks, aggregate ECC counts.
 //! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
