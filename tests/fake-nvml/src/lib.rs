@@ -114,7 +114,6 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetApplicationsClock",
     "nvmlDeviceGetDefaultApplicationsClock",
     "nvmlDeviceGetEncoderStats",
-    "nvmlDeviceGetMemoryErrorCounter",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",
