@@ -124,7 +124,7 @@ pub enum Invocation {
 
 /// Parses the arguments after the program name; an error is one line for the user.
 pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
-    let mut parser = Parser::new(argv);
+    let mut parser = Parser::new(argv.into_iter().map(nvidia_smi_spelling));
     let mut args = Args::default();
     match parser.parse(&MAIN, &mut args).map_err(|e| e.0)? {
         Stop::End => finish(args),
@@ -159,6 +159,16 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
     }
 }
 
+/// nvidia-smi's one multi-letter option after a single dash, `-lms MS` (`-lms=MS`), as
+/// `--loop-ms`: lexopt, like getopt, would read it as `-l` with the value `ms`.
+fn nvidia_smi_spelling(arg: String) -> String {
+    match arg.strip_prefix("-lms") {
+        Some("") => "--loop-ms".to_owned(),
+        Some(rest) if rest.starts_with('=') => format!("--loop-ms{rest}"),
+        _ => arg,
+    }
+}
+
 fn query_args(shm: Option<String>) -> query::Args {
     query::Args {
         query_gpu: String::new(),
@@ -166,6 +176,11 @@ fn query_args(shm: Option<String>) -> query::Args {
         id: None,
         shm,
         help_query_gpu: false,
+        query_compute_apps: None,
+        help_query_compute_apps: false,
+        list_gpus: false,
+        loop_s: None,
+        loop_ms: None,
     }
 }
 

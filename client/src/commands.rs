@@ -91,6 +91,72 @@ pub const QUERY: Command<query::Args> = Command {
                 Ok(())
             },
         },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("FIELDS"),
+                man: QUERY_COMPUTE_APPS,
+                ..Spec::switch(
+                    "query-compute-apps",
+                    "a line per compute process instead: pid, process_name, used_memory, \
+                     gpu_uuid, gpu_bus_id, gpu_name, gpu_serial, timestamp",
+                )
+            },
+            apply: |a, v| {
+                a.query_compute_apps = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec::switch(
+                "help-query-compute-apps",
+                "list every field --query-compute-apps takes, as nvidia-smi does",
+            ),
+            apply: |a, _| {
+                a.help_query_compute_apps = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                short: Some('L'),
+                ..Spec::switch(
+                    "list-gpus",
+                    "list the GPUs as nvidia-smi -L does: \"GPU 0: NAME (UUID: ...)\"",
+                )
+            },
+            apply: |a, _| {
+                a.list_gpus = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                short: Some('l'),
+                arity: Arity::Value("SEC"),
+                man: LOOP,
+                ..Spec::switch(
+                    "loop",
+                    "print again at each daemon update at least SEC seconds after the last",
+                )
+            },
+            apply: |a, v| {
+                a.loop_s = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("MS"),
+                ..Spec::switch(
+                    "loop-ms",
+                    "the same in milliseconds (nvidia-smi's -lms MS is accepted too)",
+                )
+            },
+            apply: |a, v| {
+                a.loop_ms = Some(v.to_owned());
+                Ok(())
+            },
+        },
     ],
     after: query::NOTE,
 };
@@ -271,12 +337,46 @@ pub fn check_query(invocation: Invocation) -> Result<Invocation, String> {
         Invocation::Query(args) if args.help_query_gpu => {
             Ok(Invocation::Print(query::fields_help()))
         }
-        Invocation::Query(args) if args.query_gpu.is_empty() => {
-            Err("query needs --query-gpu=FIELDS (see gpupeek query --help)".into())
+        Invocation::Query(args) if args.help_query_compute_apps => {
+            Ok(Invocation::Print(crate::smi::COMPUTE_APPS_HELP.to_owned()))
+        }
+        Invocation::Query(args)
+            if args.query_gpu.is_empty()
+                && args.query_compute_apps.is_none()
+                && !args.list_gpus =>
+        {
+            Err(
+                "query needs --query-gpu=FIELDS, --query-compute-apps=FIELDS or -L \
+                 (see gpupeek query --help)"
+                    .into(),
+            )
         }
         _ => Ok(invocation),
     }
 }
+
+const QUERY_COMPUTE_APPS: &str = r"Print a line per compute process of the selected GPUs
+instead of a line per GPU, as nvidia-smi's
+.B \-\-query\-compute\-apps
+does: fields timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid,
+process_name (or name: the process's argv[0] as started) and used_gpu_memory (or
+used_memory, in MiB).
+The header is printed even when no process runs.
+The processes are as old as the daemon's process table, which
+.BR gpupeekd (8)
+refreshes on its process tier.";
+
+const LOOP: &str = r"Print the header once, then the values again at each daemon update that
+comes at least
+.I SEC
+seconds after the last printed one, until interrupted, as nvidia-smi's
+.B \-l
+does.
+Between updates the command sleeps on the segment's update word (no timer, no
+CPU); with a daemon period longer than
+.IR SEC ,
+it prints at every update.
+It stops with the daemon's status error when the daemon stops being live.";
 
 const QUERY_GPU: &str = r"Comma-separated fields: timestamp, driver_version, count,
 and the GPU fields by the nvidia-smi names (or aliases) that

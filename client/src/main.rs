@@ -33,6 +33,7 @@ mod metrics;
 mod outputs;
 mod query;
 mod serve;
+mod smi;
 mod style;
 mod table;
 #[cfg(test)]

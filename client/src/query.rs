@@ -5,8 +5,11 @@
 //! Output: a header line of the canonical field names with their units in brackets
 //! (`memory.used [MiB]`, even with `nounits`, as nvidia-smi does) unless `noheader`, then
 //! one line per GPU, values joined by `", "`. Values carry their unit (`45 %`, `1234 MiB`,
-//! `123.45 W`, `1410 MHz`) unless `nounits`. A value the GPU does not report, and every
-//! live value of a GPU that is lost, failing or suspended, is `[N/A]`; every live value of
+//! `123.45 W`, `1410 MHz`) unless `nounits`; ids and reason masks are upper-case hex of
+//! nvidia-smi's widths, modes its words. A value the GPU does not report or support, and
+//! every live value of a GPU that is lost, failing or suspended, is `[N/A]` (bare `N/A`
+//! for `temperature.memory`), one the driver calls deprecated is nvidia-smi's
+//! "[Requested functionality has been deprecated]"; every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and
@@ -21,7 +24,7 @@ use chrono::{DateTime, Local};
 use gpupeek_model::fields::{Tier, Unit, Value};
 use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 
-use crate::{live, Exit, EXIT_USAGE};
+use crate::{live, smi, Exit, EXIT_USAGE};
 
 /// Appended to `gpupeek query --help`.
 pub const NOTE: &str = "Fields: timestamp, driver_version, count, and the GPU fields listed \
@@ -77,6 +80,21 @@ pub struct Args {
 
     /// `--help-query-gpu`.
     pub help_query_gpu: bool,
+
+    /// `--query-compute-apps`.
+    pub query_compute_apps: Option<String>,
+
+    /// `--help-query-compute-apps`.
+    pub help_query_compute_apps: bool,
+
+    /// `-L`, `--list-gpus`.
+    pub list_gpus: bool,
+
+    /// `-l`, `--loop`: seconds.
+    pub loop_s: Option<String>,
+
+    /// `-lms`, `--loop-ms`: milliseconds.
+    pub loop_ms: Option<String>,
 }
 
 /// Facts about the machine, before the GPU fields of the field table.
@@ -96,8 +114,23 @@ fn fields() -> impl Iterator<Item = Field> {
     globals.chain(gpu)
 }
 
-/// What nvidia-smi prints for a value it cannot give.
+/// What nvidia-smi prints for a value it cannot give, whether the value does not apply
+/// or NVML answered "not supported": drivers 465 to 595 print `[N/A]` for both (the
+/// `--query-gpu` captures of nvidia_gpu_exporter's `internal/captures`, from an RTX 2080
+/// Super, RTX 4080 Super, L40S, H100 and H200 with and without MIG, print `[N/A]` for the
+/// fan of an H100, the ECC mode of a GeForce, every retired-pages field of an H100, and
+/// never `[Not Supported]`).
 const NOT_AVAILABLE: &str = "[N/A]";
+
+/// The fields nvidia-smi prints without brackets when it cannot give them: the memory
+/// temperature of a GPU without HBM is `N/A` in every capture above (RTX 2080 Super
+/// on 465, RTX 4080 Super and L40S on 595).
+const BARE_NOT_AVAILABLE: [&str; 1] = ["temperature.memory"];
+
+/// What nvidia-smi prints for a value whose NVML function answered
+/// `NVML_ERROR_DEPRECATED` (the display mode and the applications clocks on 590+
+/// drivers, in the same captures).
+const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 
 /// What nvidia-smi prints for a value whose NVML call failed in a way it cannot name:
 /// the live values of a GPU whose driver is not responding, which scripts must not take
@@ -148,7 +181,9 @@ impl Field {
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
             (Value::PState(p), _) => p.to_string(),
-            (Value::Reasons(r), _) => format!("{:#018x}", r.0),
+            (Value::Reasons(r), _) => format!("0x{:016X}", r.0),
+            (Value::Hex(x, digits), _) => format!("0x{x:0width$X}", width = digits.into()),
+            (Value::Dotted(a, b), _) => format!("{a}.{b}"),
         })
     }
 }
@@ -201,18 +236,58 @@ fn parse_fields(s: &str) -> Result<Vec<Field>, String> {
         .collect()
 }
 
+/// What a `gpupeek query` prints.
+enum What {
+    /// `--query-gpu`: a line per GPU.
+    Gpus(Vec<Field>),
+    /// `--query-compute-apps`: a line per compute process.
+    Apps(Vec<(String, smi::AppField)>),
+    /// `-L`.
+    List,
+}
+
 /// Runs `gpupeek query`.
 pub fn run(args: Args) -> Result<(), Exit> {
-    let fields = parse_fields(&args.query_gpu).map_err(|e| Exit::new(EXIT_USAGE, e))?;
-    if fields.is_empty() {
-        return Err(Exit::new(EXIT_USAGE, "--query-gpu names no field"));
-    }
-    let format = parse_format(&args.format).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    let usage = |e: String| Exit::new(EXIT_USAGE, e);
+    let every = smi::interval(args.loop_s.as_deref(), args.loop_ms.as_deref())?;
+    let format = parse_format(&args.format).map_err(usage)?;
+    let what = if args.list_gpus {
+        What::List
+    } else if let Some(apps) = &args.query_compute_apps {
+        What::Apps(smi::parse_app_fields(apps).map_err(usage)?)
+    } else {
+        let fields = parse_fields(&args.query_gpu).map_err(usage)?;
+        if fields.is_empty() {
+            return Err(Exit::new(EXIT_USAGE, "--query-gpu names no field"));
+        }
+        What::Gpus(fields)
+    };
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
-    let snapshot = live::live_snapshot(&name)?;
-    let model = Model::new(&snapshot);
-    let gpus = select(&model, args.id.as_deref()).map_err(|e| Exit::new(EXIT_USAGE, e))?;
-    crate::write_stdout(&render(&model, &gpus, &fields, &format))
+    let (segment, snapshot) = live::live_segment(&name)?;
+    let block = |snap: &gpupeek_shm::Snapshot| -> Result<String, Exit> {
+        let model = Model::new(snap);
+        let gpus = select(&model, args.id.as_deref()).map_err(usage)?;
+        Ok(match &what {
+            What::Gpus(fields) => rows(&model, &gpus, fields, format.units),
+            What::Apps(fields) => {
+                let now = timestamp(model.status.published_unix_ns);
+                smi::apps_lines(&model, &gpus, fields, &now, format.units)
+            }
+            What::List => smi::list_gpus(&gpus),
+        })
+    };
+    let header = match &what {
+        What::Gpus(fields) if format.header => header(fields),
+        What::Apps(fields) if format.header => smi::apps_header(fields),
+        _ => String::new(),
+    };
+    crate::write_stdout(&(header + &block(&snapshot)?))?;
+    match every {
+        Some(every) if !matches!(what, What::List) => {
+            smi::repeat(&segment, snapshot.status.heartbeat_mono_ns, every, block)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The GPUs `ids` names (all when `None`), in the order named.
@@ -256,19 +331,30 @@ fn normal_bus_id(s: &str) -> Option<(u32, String)> {
     Some((domain, rest.to_ascii_lowercase()))
 }
 
+#[cfg(test)]
 fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> String {
     let mut out = String::new();
     if format.header {
-        let header: Vec<String> = fields
-            .iter()
-            .map(|f| match f.unit() {
-                "" => f.names[0].to_owned(),
-                unit => format!("{} [{unit}]", f.names[0]),
-            })
-            .collect();
-        out.push_str(&header.join(", "));
-        out.push('\n');
+        out += &header(fields);
     }
+    out + &rows(model, gpus, fields, format.units)
+}
+
+/// The header line: canonical names, with nvidia-smi's units in brackets.
+fn header(fields: &[Field]) -> String {
+    let header: Vec<String> = fields
+        .iter()
+        .map(|f| match f.unit() {
+            "" => f.names[0].to_owned(),
+            unit => format!("{} [{unit}]", f.names[0]),
+        })
+        .collect();
+    header.join(", ") + "\n"
+}
+
+/// A line per GPU.
+fn rows(model: &Model, gpus: &[&Gpu], fields: &[Field], units: bool) -> String {
+    let mut out = String::new();
     let context = Context {
         timestamp: timestamp(model.status.published_unix_ns),
         driver_version: model.status.driver_version.map(Text::decode),
@@ -279,8 +365,10 @@ fn render(model: &Model, gpus: &[&Gpu], fields: &[Field], format: &Format) -> St
             .iter()
             .map(|f| match f.value(&context, gpu) {
                 None if gpu.not_responding() && f.is_live() => UNKNOWN_ERROR.to_owned(),
+                None if f.gpu.is_some_and(|field| field.deprecated(gpu)) => DEPRECATED.to_owned(),
+                None if BARE_NOT_AVAILABLE.contains(&f.names[0]) => "N/A".to_owned(),
                 None => NOT_AVAILABLE.to_owned(),
-                Some(value) if format.units && !f.unit().is_empty() => {
+                Some(value) if units && !f.unit().is_empty() => {
                     format!("{value} {}", f.unit())
                 }
                 Some(value) => value,
@@ -364,6 +452,83 @@ mod tests {
         assert_eq!(line(&g), "123.46, 81559, 0\n");
         g.power_draw_mw = 700_000;
         assert_eq!(line(&g), "700.00, 81559, 0\n");
+    }
+
+    /// The values of an H100 as nvidia-smi 590.48.01 prints them (nvidia_gpu_exporter's
+    /// `internal/captures/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt`), with a
+    /// few changed to show the other words.
+    #[test]
+    fn nvidia_smi_prints_ids_in_hex_modes_as_words_and_deprecated_values_as_such() {
+        use gpupeek_shm::layout::gpu_valid2 as v2;
+        let mut g = GpuRecord {
+            state: GpuState::Ok as u32,
+            valid: v::CLOCK_EVENT_REASONS | v::POWER_LIMIT,
+            valid2: v2::PCI_INFO
+                | v2::COMPUTE_CAP
+                | v2::PERSISTENCE_MODE
+                | v2::COMPUTE_MODE
+                | v2::CLOCK_EVENT_REASONS_SUPPORTED
+                | v2::POWER_LIMIT_RANGE
+                | v2::REMAPPED_ROWS
+                | v2::ECC_MODE
+                | v2::CLOCK_VIDEO,
+            deprecated2: v2::DISPLAY_MODE | v2::CLOCK_APP_GRAPHICS,
+            clock_event_reasons: 0x1,
+            clock_event_reasons_supported: 0x1ff,
+            pci_bus: 0,
+            pci_device: 9,
+            pci_device_id: 0x2330_10DE,
+            pci_subsystem_id: 0x16C1_10DE,
+            compute_cap_major: 9,
+            persistence_mode: 1,
+            compute_mode: 3,
+            power_limit_mw: 700_000,
+            power_min_limit_mw: 200_000,
+            power_max_limit_mw: 700_000,
+            remapped_rows_pending: 0,
+            ecc_mode_current: 1,
+            ecc_mode_pending: 0,
+            clock_video_mhz: 765,
+            ..GpuRecord::default()
+        };
+        g.valid2 |= v2::SERIAL;
+        text::encode(&mut g.serial, "1654922000000");
+        let snap = crate::testing::live_snapshot(vec![g]);
+        let model = Model::new(&snap);
+        let names = "serial,pci.domain,pci.bus,pci.device,pci.device_id,pci.sub_device_id,\
+            compute_cap,persistence_mode,compute_mode,display_mode,\
+            clocks_event_reasons.supported,clocks_event_reasons.active,\
+            clocks_throttle_reasons.gpu_idle,clocks_event_reasons.sw_power_cap,\
+            power.limit,power.min_limit,gpu.power.max_limit,power.default_limit,\
+            remapped_rows.pending,ecc.mode.current,ecc.mode.pending,clocks.video,\
+            clocks.applications.gr,temperature.memory,retired_pages.sbe";
+        let fields = parse_fields(names).unwrap();
+        let format = Format {
+            header: true,
+            units: true,
+        };
+        let out = render(&model, &[&model.gpus[0]], &fields, &format);
+        let mut lines = out.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "serial, pci.domain, pci.bus, pci.device, pci.device_id, pci.sub_device_id, \
+             compute_cap, persistence_mode, compute_mode, display_mode, \
+             clocks_event_reasons.supported, clocks_event_reasons.active, \
+             clocks_throttle_reasons.gpu_idle, clocks_event_reasons.sw_power_cap, \
+             power.limit [W], power.min_limit [W], power.max_limit [W], \
+             power.default_limit [W], remapped_rows.pending, ecc.mode.current, \
+             ecc.mode.pending, clocks.current.video [MHz], \
+             clocks.applications.graphics [MHz], temperature.memory, \
+             retired_pages.single_bit_ecc.count"
+        );
+        assert_eq!(
+            lines.next().unwrap(),
+            "1654922000000, 0x0000, 0x00, 0x09, 0x233010DE, 0x16C110DE, 9.0, Enabled, \
+             Exclusive_Process, [Requested functionality has been deprecated], \
+             0x00000000000001FF, 0x0000000000000001, Active, Not Active, 700.00 W, \
+             200.00 W, 700.00 W, [N/A], No, Enabled, Disabled, 765 MHz, \
+             [Requested functionality has been deprecated], N/A, [N/A]"
+        );
     }
 
     #[test]

@@ -144,6 +144,37 @@ enum {
 #define GPUPEEK_GPU_IDLE_SINCE (UINT64_C(1) << 35) /* idle_since_mono_ns */
 #define GPUPEEK_GPU_MIG_MODE (UINT64_C(1) << 36) /* mig_mode_current, mig_mode_pending */
 
+/* Bits of gpupeek_gpu.valid2 (gpu_valid2). */
+#define GPUPEEK_GPU_V2_SERIAL (UINT64_C(1) << 0) /* serial */
+#define GPUPEEK_GPU_V2_VBIOS_VERSION (UINT64_C(1) << 1) /* vbios_version */
+#define GPUPEEK_GPU_V2_CLOCK_EVENT_REASONS_SUPPORTED (UINT64_C(1) << 2) /* clock_event_reasons_supported */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE (UINT64_C(1) << 3) /* ecc_corrected_aggregate_count */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE (UINT64_C(1) << 4) /* ecc_uncorrected_aggregate_count */
+#define GPUPEEK_GPU_V2_PCI_INFO (UINT64_C(1) << 5) /* pci_domain, pci_bus, pci_device, pci_device_id, pci_subsystem_id */
+#define GPUPEEK_GPU_V2_COMPUTE_CAP (UINT64_C(1) << 6) /* compute_cap_major, compute_cap_minor */
+#define GPUPEEK_GPU_V2_PCIE_LINK_GEN_MAX (UINT64_C(1) << 7) /* pcie_link_gen_max */
+#define GPUPEEK_GPU_V2_PCIE_LINK_WIDTH_MAX (UINT64_C(1) << 8) /* pcie_link_width_max */
+#define GPUPEEK_GPU_V2_POWER_DEFAULT_LIMIT (UINT64_C(1) << 9) /* power_default_limit_mw */
+#define GPUPEEK_GPU_V2_POWER_LIMIT_RANGE (UINT64_C(1) << 10) /* power_min_limit_mw, power_max_limit_mw */
+#define GPUPEEK_GPU_V2_POWER_DRAW_INSTANT (UINT64_C(1) << 11) /* power_draw_instant_mw */
+#define GPUPEEK_GPU_V2_TEMP_MEMORY (UINT64_C(1) << 12) /* temp_memory_c */
+#define GPUPEEK_GPU_V2_CLOCK_VIDEO (UINT64_C(1) << 13) /* clock_video_mhz */
+#define GPUPEEK_GPU_V2_CLOCK_APP_GRAPHICS (UINT64_C(1) << 14) /* clock_app_graphics_mhz */
+#define GPUPEEK_GPU_V2_CLOCK_APP_MEM (UINT64_C(1) << 15) /* clock_app_mem_mhz */
+#define GPUPEEK_GPU_V2_CLOCK_DEFAULT_APP_GRAPHICS (UINT64_C(1) << 16) /* clock_default_app_graphics_mhz */
+#define GPUPEEK_GPU_V2_CLOCK_DEFAULT_APP_MEM (UINT64_C(1) << 17) /* clock_default_app_mem_mhz */
+#define GPUPEEK_GPU_V2_PERSISTENCE_MODE (UINT64_C(1) << 18) /* persistence_mode */
+#define GPUPEEK_GPU_V2_COMPUTE_MODE (UINT64_C(1) << 19) /* compute_mode */
+#define GPUPEEK_GPU_V2_DISPLAY_MODE (UINT64_C(1) << 20) /* display_mode */
+#define GPUPEEK_GPU_V2_DISPLAY_ACTIVE (UINT64_C(1) << 21) /* display_active */
+#define GPUPEEK_GPU_V2_ECC_MODE (UINT64_C(1) << 22) /* ecc_mode_current, ecc_mode_pending */
+#define GPUPEEK_GPU_V2_ACCOUNTING_MODE (UINT64_C(1) << 23) /* accounting_mode */
+#define GPUPEEK_GPU_V2_ACCOUNTING_BUFFER_SIZE (UINT64_C(1) << 24) /* accounting_buffer_size */
+#define GPUPEEK_GPU_V2_RETIRED_PAGES (UINT64_C(1) << 25) /* retired_pages_sbe, retired_pages_dbe */
+#define GPUPEEK_GPU_V2_RETIRED_PAGES_PENDING (UINT64_C(1) << 26) /* retired_pages_pending */
+#define GPUPEEK_GPU_V2_REMAPPED_ROWS (UINT64_C(1) << 27) /* remapped_rows_correctable, remapped_rows_uncorrectable, remapped_rows_pending, remapped_rows_failure */
+#define GPUPEEK_GPU_V2_ENCODER_STATS (UINT64_C(1) << 28) /* encoder_session_count, encoder_average_fps, encoder_average_latency_us */
+
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
 
@@ -318,8 +349,53 @@ struct gpupeek_gpu {
     uint32_t mig_mode_current;
     uint32_t mig_mode_pending;
     uint64_t reserved[4];
+    uint64_t valid2;
+    uint64_t deprecated2;
+    char serial[32];
+    char vbios_version[32];
+    uint64_t clock_event_reasons_supported;
+    uint64_t ecc_corrected_aggregate_count;
+    uint64_t ecc_uncorrected_aggregate_count;
+    uint32_t pci_domain;
+    uint32_t pci_bus;
+    uint32_t pci_device;
+    uint32_t pci_device_id;
+    uint32_t pci_subsystem_id;
+    uint32_t compute_cap_major;
+    uint32_t compute_cap_minor;
+    uint32_t pcie_link_gen_max;
+    uint32_t pcie_link_width_max;
+    uint32_t power_default_limit_mw;
+    uint32_t power_min_limit_mw;
+    uint32_t power_max_limit_mw;
+    uint32_t power_draw_instant_mw;
+    int32_t temp_memory_c;
+    uint32_t clock_video_mhz;
+    uint32_t clock_app_graphics_mhz;
+    uint32_t clock_app_mem_mhz;
+    uint32_t clock_default_app_graphics_mhz;
+    uint32_t clock_default_app_mem_mhz;
+    uint32_t persistence_mode;
+    uint32_t compute_mode;
+    uint32_t display_mode;
+    uint32_t display_active;
+    uint32_t ecc_mode_current;
+    uint32_t ecc_mode_pending;
+    uint32_t accounting_mode;
+    uint32_t accounting_buffer_size;
+    uint32_t retired_pages_sbe;
+    uint32_t retired_pages_dbe;
+    uint32_t retired_pages_pending;
+    uint32_t remapped_rows_correctable;
+    uint32_t remapped_rows_uncorrectable;
+    uint32_t remapped_rows_pending;
+    uint32_t remapped_rows_failure;
+    uint32_t encoder_session_count;
+    uint32_t encoder_average_fps;
+    uint32_t encoder_average_latency_us;
+    uint32_t reserved_ext;
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 512, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 768, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -371,6 +447,51 @@ GPUPEEK_PIN(gpupeek_gpu, idle_since_mono_ns, 464);
 GPUPEEK_PIN(gpupeek_gpu, mig_mode_current, 472);
 GPUPEEK_PIN(gpupeek_gpu, mig_mode_pending, 476);
 GPUPEEK_PIN(gpupeek_gpu, reserved, 480);
+GPUPEEK_PIN(gpupeek_gpu, valid2, 512);
+GPUPEEK_PIN(gpupeek_gpu, deprecated2, 520);
+GPUPEEK_PIN(gpupeek_gpu, serial, 528);
+GPUPEEK_PIN(gpupeek_gpu, vbios_version, 560);
+GPUPEEK_PIN(gpupeek_gpu, clock_event_reasons_supported, 592);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_count, 600);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_count, 608);
+GPUPEEK_PIN(gpupeek_gpu, pci_domain, 616);
+GPUPEEK_PIN(gpupeek_gpu, pci_bus, 620);
+GPUPEEK_PIN(gpupeek_gpu, pci_device, 624);
+GPUPEEK_PIN(gpupeek_gpu, pci_device_id, 628);
+GPUPEEK_PIN(gpupeek_gpu, pci_subsystem_id, 632);
+GPUPEEK_PIN(gpupeek_gpu, compute_cap_major, 636);
+GPUPEEK_PIN(gpupeek_gpu, compute_cap_minor, 640);
+GPUPEEK_PIN(gpupeek_gpu, pcie_link_gen_max, 644);
+GPUPEEK_PIN(gpupeek_gpu, pcie_link_width_max, 648);
+GPUPEEK_PIN(gpupeek_gpu, power_default_limit_mw, 652);
+GPUPEEK_PIN(gpupeek_gpu, power_min_limit_mw, 656);
+GPUPEEK_PIN(gpupeek_gpu, power_max_limit_mw, 660);
+GPUPEEK_PIN(gpupeek_gpu, power_draw_instant_mw, 664);
+GPUPEEK_PIN(gpupeek_gpu, temp_memory_c, 668);
+GPUPEEK_PIN(gpupeek_gpu, clock_video_mhz, 672);
+GPUPEEK_PIN(gpupeek_gpu, clock_app_graphics_mhz, 676);
+GPUPEEK_PIN(gpupeek_gpu, clock_app_mem_mhz, 680);
+GPUPEEK_PIN(gpupeek_gpu, clock_default_app_graphics_mhz, 684);
+GPUPEEK_PIN(gpupeek_gpu, clock_default_app_mem_mhz, 688);
+GPUPEEK_PIN(gpupeek_gpu, persistence_mode, 692);
+GPUPEEK_PIN(gpupeek_gpu, compute_mode, 696);
+GPUPEEK_PIN(gpupeek_gpu, display_mode, 700);
+GPUPEEK_PIN(gpupeek_gpu, display_active, 704);
+GPUPEEK_PIN(gpupeek_gpu, ecc_mode_current, 708);
+GPUPEEK_PIN(gpupeek_gpu, ecc_mode_pending, 712);
+GPUPEEK_PIN(gpupeek_gpu, accounting_mode, 716);
+GPUPEEK_PIN(gpupeek_gpu, accounting_buffer_size, 720);
+GPUPEEK_PIN(gpupeek_gpu, retired_pages_sbe, 724);
+GPUPEEK_PIN(gpupeek_gpu, retired_pages_dbe, 728);
+GPUPEEK_PIN(gpupeek_gpu, retired_pages_pending, 732);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_correctable, 736);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_uncorrectable, 740);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_pending, 744);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_failure, 748);
+GPUPEEK_PIN(gpupeek_gpu, encoder_session_count, 752);
+GPUPEEK_PIN(gpupeek_gpu, encoder_average_fps, 756);
+GPUPEEK_PIN(gpupeek_gpu, encoder_average_latency_us, 760);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext, 764);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -98,7 +98,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 512
+GPU_RECORD_SIZE = 768
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -224,6 +224,81 @@ GPU_VALID = {
     "idle_since_mono_ns": 35,  # IDLE_SINCE
     "mig_mode_current": 36,  # MIG_MODE
     "mig_mode_pending": 36,  # MIG_MODE
+}
+GPU_VALID2_BITS = {  # GpuRecord.valid2
+    "SERIAL": 0,
+    "VBIOS_VERSION": 1,
+    "CLOCK_EVENT_REASONS_SUPPORTED": 2,
+    "ECC_CORRECTED_AGGREGATE": 3,
+    "ECC_UNCORRECTED_AGGREGATE": 4,
+    "PCI_INFO": 5,
+    "COMPUTE_CAP": 6,
+    "PCIE_LINK_GEN_MAX": 7,
+    "PCIE_LINK_WIDTH_MAX": 8,
+    "POWER_DEFAULT_LIMIT": 9,
+    "POWER_LIMIT_RANGE": 10,
+    "POWER_DRAW_INSTANT": 11,
+    "TEMP_MEMORY": 12,
+    "CLOCK_VIDEO": 13,
+    "CLOCK_APP_GRAPHICS": 14,
+    "CLOCK_APP_MEM": 15,
+    "CLOCK_DEFAULT_APP_GRAPHICS": 16,
+    "CLOCK_DEFAULT_APP_MEM": 17,
+    "PERSISTENCE_MODE": 18,
+    "COMPUTE_MODE": 19,
+    "DISPLAY_MODE": 20,
+    "DISPLAY_ACTIVE": 21,
+    "ECC_MODE": 22,
+    "ACCOUNTING_MODE": 23,
+    "ACCOUNTING_BUFFER_SIZE": 24,
+    "RETIRED_PAGES": 25,
+    "RETIRED_PAGES_PENDING": 26,
+    "REMAPPED_ROWS": 27,
+    "ENCODER_STATS": 28,
+}
+GPU_VALID2 = {
+    "serial": 0,  # SERIAL
+    "vbios_version": 1,  # VBIOS_VERSION
+    "clock_event_reasons_supported": 2,  # CLOCK_EVENT_REASONS_SUPPORTED
+    "ecc_corrected_aggregate_count": 3,  # ECC_CORRECTED_AGGREGATE
+    "ecc_uncorrected_aggregate_count": 4,  # ECC_UNCORRECTED_AGGREGATE
+    "pci_domain": 5,  # PCI_INFO
+    "pci_bus": 5,  # PCI_INFO
+    "pci_device": 5,  # PCI_INFO
+    "pci_device_id": 5,  # PCI_INFO
+    "pci_subsystem_id": 5,  # PCI_INFO
+    "compute_cap_major": 6,  # COMPUTE_CAP
+    "compute_cap_minor": 6,  # COMPUTE_CAP
+    "pcie_link_gen_max": 7,  # PCIE_LINK_GEN_MAX
+    "pcie_link_width_max": 8,  # PCIE_LINK_WIDTH_MAX
+    "power_default_limit_mw": 9,  # POWER_DEFAULT_LIMIT
+    "power_min_limit_mw": 10,  # POWER_LIMIT_RANGE
+    "power_max_limit_mw": 10,  # POWER_LIMIT_RANGE
+    "power_draw_instant_mw": 11,  # POWER_DRAW_INSTANT
+    "temp_memory_c": 12,  # TEMP_MEMORY
+    "clock_video_mhz": 13,  # CLOCK_VIDEO
+    "clock_app_graphics_mhz": 14,  # CLOCK_APP_GRAPHICS
+    "clock_app_mem_mhz": 15,  # CLOCK_APP_MEM
+    "clock_default_app_graphics_mhz": 16,  # CLOCK_DEFAULT_APP_GRAPHICS
+    "clock_default_app_mem_mhz": 17,  # CLOCK_DEFAULT_APP_MEM
+    "persistence_mode": 18,  # PERSISTENCE_MODE
+    "compute_mode": 19,  # COMPUTE_MODE
+    "display_mode": 20,  # DISPLAY_MODE
+    "display_active": 21,  # DISPLAY_ACTIVE
+    "ecc_mode_current": 22,  # ECC_MODE
+    "ecc_mode_pending": 22,  # ECC_MODE
+    "accounting_mode": 23,  # ACCOUNTING_MODE
+    "accounting_buffer_size": 24,  # ACCOUNTING_BUFFER_SIZE
+    "retired_pages_sbe": 25,  # RETIRED_PAGES
+    "retired_pages_dbe": 25,  # RETIRED_PAGES
+    "retired_pages_pending": 26,  # RETIRED_PAGES_PENDING
+    "remapped_rows_correctable": 27,  # REMAPPED_ROWS
+    "remapped_rows_uncorrectable": 27,  # REMAPPED_ROWS
+    "remapped_rows_pending": 27,  # REMAPPED_ROWS
+    "remapped_rows_failure": 27,  # REMAPPED_ROWS
+    "encoder_session_count": 28,  # ENCODER_STATS
+    "encoder_average_fps": 28,  # ENCODER_STATS
+    "encoder_average_latency_us": 28,  # ENCODER_STATS
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -357,7 +432,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 512, [
+    ("GpuRecord", 768, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -409,6 +484,51 @@ LAYOUT = [
         ("mig_mode_current", 472, "I"),
         ("mig_mode_pending", 476, "I"),
         ("reserved", 480, "32s"),
+        ("valid2", 512, "Q"),
+        ("deprecated2", 520, "Q"),
+        ("serial", 528, "32s"),
+        ("vbios_version", 560, "32s"),
+        ("clock_event_reasons_supported", 592, "Q"),
+        ("ecc_corrected_aggregate_count", 600, "Q"),
+        ("ecc_uncorrected_aggregate_count", 608, "Q"),
+        ("pci_domain", 616, "I"),
+        ("pci_bus", 620, "I"),
+        ("pci_device", 624, "I"),
+        ("pci_device_id", 628, "I"),
+        ("pci_subsystem_id", 632, "I"),
+        ("compute_cap_major", 636, "I"),
+        ("compute_cap_minor", 640, "I"),
+        ("pcie_link_gen_max", 644, "I"),
+        ("pcie_link_width_max", 648, "I"),
+        ("power_default_limit_mw", 652, "I"),
+        ("power_min_limit_mw", 656, "I"),
+        ("power_max_limit_mw", 660, "I"),
+        ("power_draw_instant_mw", 664, "I"),
+        ("temp_memory_c", 668, "i"),
+        ("clock_video_mhz", 672, "I"),
+        ("clock_app_graphics_mhz", 676, "I"),
+        ("clock_app_mem_mhz", 680, "I"),
+        ("clock_default_app_graphics_mhz", 684, "I"),
+        ("clock_default_app_mem_mhz", 688, "I"),
+        ("persistence_mode", 692, "I"),
+        ("compute_mode", 696, "I"),
+        ("display_mode", 700, "I"),
+        ("display_active", 704, "I"),
+        ("ecc_mode_current", 708, "I"),
+        ("ecc_mode_pending", 712, "I"),
+        ("accounting_mode", 716, "I"),
+        ("accounting_buffer_size", 720, "I"),
+        ("retired_pages_sbe", 724, "I"),
+        ("retired_pages_dbe", 728, "I"),
+        ("retired_pages_pending", 732, "I"),
+        ("remapped_rows_correctable", 736, "I"),
+        ("remapped_rows_uncorrectable", 740, "I"),
+        ("remapped_rows_pending", 744, "I"),
+        ("remapped_rows_failure", 748, "I"),
+        ("encoder_session_count", 752, "I"),
+        ("encoder_average_fps", 756, "I"),
+        ("encoder_average_latency_us", 760, "I"),
+        ("reserved_ext", 764, "I"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -580,16 +700,21 @@ def _current_only(state: str, values: dict) -> dict:
     return {k: (v if k in GPU_KEPT else None) for k, v in values.items()}
 
 
-def _validity(rec: dict, bits: Dict[str, int]) -> dict:
-    """Replaces fields whose validity bit is clear by None, and decodes strings."""
-    valid = rec["valid"]
+def _validity(rec: dict, bits: Dict[str, int], bits2: Optional[Dict[str, int]] = None) -> dict:
+    """Replaces fields whose validity bit is clear by None, and decodes strings.
+
+    `bits2` is the table of a second mask, `valid2` (GpuRecord since ABI 1.4)."""
+    valid, valid2 = rec["valid"], rec.get("valid2", 0)
     out = {}
     for name, value in rec.items():
-        if name.startswith("reserved") or name in ("seq", "valid"):
+        if name.startswith("reserved") or name in ("seq", "valid", "valid2", "deprecated2"):
             continue
         if isinstance(value, bytes):
             value = _text(value)
         bit = bits.get(name)
+        if bit is None and bits2 is not None and name in bits2:
+            out[name] = value if valid2 >> bits2[name] & 1 else None
+            continue
         out[name] = value if bit is None or valid >> bit & 1 else None
     return out
 
@@ -892,7 +1017,7 @@ class Segment:
         h = self.header
         size = h["gpu_record_size_bytes"]
         raw, _ = self._read(h["gpu_table_offset"] + slot * size, min(size, GPU_RECORD_SIZE))
-        v = _validity(_decode("GpuRecord", raw), GPU_VALID)
+        v = _validity(_decode("GpuRecord", raw), GPU_VALID, GPU_VALID2)
         state = GPU_STATES.get(v.pop("state"), "unknown")
         return Gpu(index=v.pop("index"), state=state, values=_current_only(state, v))
 

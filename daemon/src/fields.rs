@@ -29,13 +29,19 @@ use nvml_wrapper_sys::bindings::field_id::*;
 use nvml_wrapper_sys::bindings::*;
 
 /// The fields, in the order of a batch's answers: power (mW), total energy since the
-/// driver loaded (mJ), then the PCIe counters.
-const IDS: [u32; 4] = [
+/// driver loaded (mJ), the PCIe counters, then the instantaneous power (mW) and the
+/// memory temperature (°C) that nvidia-smi's `power.draw.instant` and
+/// `temperature.memory` print, which have no getter of their own.
+const IDS: [u32; N] = [
     NVML_FI_DEV_POWER_AVERAGE,
     NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
     NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
     NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+    NVML_FI_DEV_POWER_INSTANT,
+    NVML_FI_DEV_MEMORY_TEMP,
 ];
+/// How many fields a batch asks for.
+const N: usize = 6;
 /// Index of the cumulative PCIe bytes sent.
 pub const PCIE_TX: usize = 2;
 /// Index of the cumulative PCIe bytes received.
@@ -101,10 +107,10 @@ impl Fields {
 
     /// Reads every field still supported in one call. `Err` only for a failure of
     /// the whole call that is not "not supported" (then no getter should be tried).
-    pub fn read(&mut self, nvml: &Nvml, device: &Device) -> Result<[Answer; 4], NvmlError> {
-        let mut answers: [Answer; 4] = Default::default();
-        let mut batch = [blank(0); 4];
-        let mut asked = [0usize; 4];
+    pub fn read(&mut self, nvml: &Nvml, device: &Device) -> Result<[Answer; N], NvmlError> {
+        let mut answers: [Answer; N] = Default::default();
+        let mut batch = [blank(0); N];
+        let mut asked = [0usize; N];
         let mut n = 0;
         for (i, &id) in IDS.iter().enumerate() {
             if self.supported(i) {
@@ -119,7 +125,7 @@ impl Fields {
         let result = match nvml.lib().nvmlDeviceGetFieldValues.as_ref() {
             // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
             // nvmlFieldValue_t *)`; the handle is from the live session and `batch` holds
-            // `n` (at most 4) initialised, writable entries.
+            // `n` (at most N) initialised, writable entries.
             Ok(get) => nvml_try(unsafe { get(device.handle(), n as i32, batch.as_mut_ptr()) }),
             Err(_) => Err(NvmlError::FunctionNotFound),
         };
@@ -149,7 +155,7 @@ impl Fields {
 
     /// PCIe throughput (tx, rx) in KB/s over the window since the last call, from the
     /// counters just read; `None` for the first window, after a wrap, or without them.
-    pub fn pcie_rate(&mut self, answers: &[Answer; 4]) -> Option<(u32, u32)> {
+    pub fn pcie_rate(&mut self, answers: &[Answer; N]) -> Option<(u32, u32)> {
         let now = match (&answers[PCIE_TX], &answers[PCIE_RX]) {
             (Some(Ok(tx)), Some(Ok(rx))) => Some((*tx, *rx, self.pcie_stamp)),
             _ => None,

@@ -11,6 +11,7 @@ mod alerts;
 mod cli;
 mod container;
 mod counters;
+mod details;
 mod driver;
 mod fallback;
 mod fields;

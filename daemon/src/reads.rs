@@ -16,9 +16,10 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
-use gpupeek_shm::layout::gpu_valid as v;
+use gpupeek_shm::layout::{gpu_valid as v, gpu_valid2 as v2};
 use gpupeek_shm::{text, GpuRecord};
 
+use crate::details::Details;
 use crate::fallback;
 use crate::fields::Fields;
 use crate::tiers;
@@ -63,6 +64,7 @@ pub struct Identity {
     uuid: Option<String>,
     pci_bus_id: Option<String>,
     max_clocks_mhz: [Option<u32>; 3],
+    details: Details,
 }
 
 /// Applies NVML results to a record, tracking validity bits and errors.
@@ -120,12 +122,18 @@ impl Fill<'_> {
 }
 
 pub fn read_identity(device: &Device, fill: &mut Fill) -> Identity {
+    let name = fill.call(|| device.name());
+    let uuid = fill.call(|| device.uuid());
+    let pci = fill.call(|| device.pci_info());
+    let max_clocks_mhz = [Clock::Graphics, Clock::SM, Clock::Memory]
+        .map(|clock| fill.call(|| device.max_clock_info(clock)));
+    let details = Details::read(device, fill, pci.as_ref());
     Identity {
-        name: fill.call(|| device.name()),
-        uuid: fill.call(|| device.uuid()),
-        pci_bus_id: fill.call(|| device.pci_info()).map(|p| p.bus_id),
-        max_clocks_mhz: [Clock::Graphics, Clock::SM, Clock::Memory]
-            .map(|clock| fill.call(|| device.max_clock_info(clock))),
+        name,
+        uuid,
+        pci_bus_id: pci.map(|p| p.bus_id),
+        max_clocks_mhz,
+        details,
     }
 }
 
@@ -154,6 +162,7 @@ pub fn put_identity(rec: &mut GpuRecord, id: &Identity) {
         }
     }
     rec.valid |= valid;
+    id.details.put(rec);
 }
 
 /// The every-tick values: at most six calls (memory, utilisation, temperature, the
@@ -202,7 +211,25 @@ pub fn sample_fast(
             f.rec.pcie_rx_kbytes_per_s = rx;
             f.rec.valid |= tiers::PCIE;
         }
-        let [power_answer, energy_answer, ..] = answers;
+        let [power_answer, energy_answer, _, _, instant, memory_temp] = answers;
+        if let Some(p) = instant {
+            f.field2(
+                v2::POWER_DRAW_INSTANT,
+                || p,
+                |r, p| {
+                    r.power_draw_instant_mw = u32::try_from(p).unwrap_or(u32::MAX);
+                },
+            );
+        }
+        if let Some(t) = memory_temp {
+            f.field2(
+                v2::TEMP_MEMORY,
+                || t,
+                |r, t| {
+                    r.temp_memory_c = i32::try_from(t).unwrap_or(i32::MAX);
+                },
+            );
+        }
         match power_answer {
             Some(p) => f.field(v::POWER_DRAW, || p, power),
             None => f.field(v::POWER_DRAW, || d.power_usage().map(u64::from), power),

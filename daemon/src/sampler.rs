@@ -33,6 +33,7 @@ use nvml_wrapper_sys::bindings;
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{GpuRecord, MigRecord};
 
+use crate::details;
 use crate::fields::{self, Fields};
 use crate::gpm::{Backoff, Gpm};
 use crate::gpuprocs::{self, GpuProcess};
@@ -244,6 +245,7 @@ impl GpuSampler {
                     self.mig.release(nvml);
                     self.idle_since = None;
                     self.carry.forget(ALL_CARRIED);
+                    self.carry.forget2(details::STATIC2 | details::SLOW2);
                     self.fields.forget();
                     if let Some(id) = &self.identity {
                         put_identity(rec, id);
@@ -299,13 +301,17 @@ impl GpuSampler {
         }
         if self.carry.static_due(now) {
             sample_static(&device, &mut fill);
+            details::sample_static(nvml, &device, &mut fill);
             self.carry.keep(fill.rec, tiers::STATIC);
+            self.carry.keep2(fill.rec, details::STATIC2);
         } else {
             self.carry.put(fill.rec, tiers::STATIC);
+            self.carry.put2(fill.rec, details::STATIC2);
         }
         match procs {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
+                details::sample_slow(&device, &mut fill);
                 // NVML has no per-process utilisation under MIG: not asked for.
                 let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;
@@ -313,11 +319,16 @@ impl GpuSampler {
                 gpuprocs::sample(nvml, &device, &mut fill, index, seen, bufs, procs);
                 self.mig.note_processes(&procs[listed..]);
                 self.carry.keep(fill.rec, tiers::SLOW);
+                self.carry.keep2(fill.rec, details::SLOW2);
             }
-            None => self.carry.put(fill.rec, tiers::SLOW),
+            None => {
+                self.carry.put(fill.rec, tiers::SLOW);
+                self.carry.put2(fill.rec, details::SLOW2);
+            }
         }
         if fill.lost {
             self.carry.forget(ALL_CARRIED);
+            self.carry.forget2(details::STATIC2 | details::SLOW2);
             self.fields.forget();
             self.handle = None;
             self.gpm.release(nvml);
@@ -334,6 +345,7 @@ impl GpuSampler {
     /// process count or ECC until a slow tick reads them again.
     pub fn forget_slow(&mut self) {
         self.carry.forget(tiers::SLOW);
+        self.carry.forget2(details::SLOW2);
         self.fields.forget();
     }
 }

@@ -9,10 +9,10 @@
 //!   memory call, each GPU instance with GPM two GPM calls (see [`crate::mig`]).
 //! - **Slow ticks** (every `--process-interval`): process lists and their utilisation,
 //!   volatile ECC counts, memory clock, P-state, clock event reasons, fan speed, encoder
-//!   and decoder utilisation, MIG mode.
+//!   and decoder utilisation, video clock and encoder statistics, MIG mode.
 //! - **Near-static values, every [`STATIC_PERIOD`]**: enforced power limit, PCIe link
-//!   generation and width. By default every tick is also a slow tick, so these have a
-//!   cadence of their own.
+//!   generation and width, and nvidia-smi's near-static values ([`crate::details`]'s
+//!   `STATIC2`), on a cadence of their own.
 //! - **PCIe throughput** comes from the field-value counters, else GPM; only a GPU with
 //!   neither calls `nvmlDeviceGetPcieThroughput`, which samples for 20 ms per call: both
 //!   directions at once at first, then one direction in each turn, a turn every
@@ -142,6 +142,23 @@ impl Carry {
     /// Republishes the kept `bits` values into `rec`.
     pub fn put(&self, rec: &mut GpuRecord, bits: u64) {
         copy(&self.rec, rec, bits);
+    }
+
+    /// Keeps the [`gpupeek_shm::layout::gpu_valid2`] values `bits2` of `rec`, just read.
+    pub fn keep2(&mut self, rec: &GpuRecord, bits2: u64) {
+        crate::details::copy2(rec, &mut self.rec, bits2);
+    }
+
+    /// Republishes the kept `bits2` values (of `valid2`) into `rec`.
+    pub fn put2(&self, rec: &mut GpuRecord, bits2: u64) {
+        crate::details::copy2(&self.rec, rec, bits2);
+    }
+
+    /// Forgets the `bits2` values (of `valid2`); see [`Carry::forget`].
+    pub fn forget2(&mut self, bits2: u64) {
+        self.rec.valid2 &= !bits2;
+        self.rec.deprecated2 &= !bits2;
+        self.static_due = 0;
     }
 
     /// Forgets the `bits` values, and makes the cadenced reads due at once.

@@ -111,6 +111,10 @@ pub enum Value<'a> {
     PState(PState),
     /// A set of clock event reasons.
     Reasons(ClockEventReasons),
+    /// A number nvidia-smi writes in hexadecimal, with this many digits (PCI ids).
+    Hex(u64, u8),
+    /// Two numbers joined by a dot (a compute capability, `9.0`).
+    Dotted(u32, u32),
 }
 
 impl Value<'_> {
@@ -145,6 +149,9 @@ pub struct Field {
     /// The `gpu_valid` bits that must all be set for it to have one (0: always known);
     /// the model's decoding honours them, a test checks the two agree.
     pub valid: u64,
+    /// The same for `gpu_valid2` (ABI 1.4); these bits also say whether the driver
+    /// answered "deprecated" for the value ([`Field::deprecated`]).
+    pub valid2: u64,
     /// How a template aggregates it across GPUs.
     pub natural: Aggregate,
     /// nvidia-smi `--query-gpu` fields that print it, each a canonical name and its
@@ -171,6 +178,7 @@ pub(crate) const fn field(
         unit,
         tier: Tier::Live,
         valid: 0,
+        valid2: 0,
         natural,
         smi: &[],
         gpustat: None,
@@ -186,6 +194,10 @@ impl Field {
     }
     pub(crate) const fn valid(mut self, bits: u64) -> Field {
         self.valid = bits;
+        self
+    }
+    pub(crate) const fn valid2(mut self, bits: u64) -> Field {
+        self.valid2 = bits;
         self
     }
     pub(crate) const fn identity(mut self) -> Field {
@@ -223,6 +235,13 @@ impl Field {
     pub(crate) const fn not_in_templates(mut self) -> Field {
         self.template = false;
         self
+    }
+
+    /// True when `g` has no value for the field because the driver answered that the
+    /// function behind it is deprecated (nvidia-smi: "[Requested functionality has been
+    /// deprecated]").
+    pub fn deprecated(&self, g: &Gpu) -> bool {
+        self.valid2 & g.details.deprecated != 0
     }
 
     /// The field named `name`.

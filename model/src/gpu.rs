@@ -11,6 +11,7 @@
 use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, GpuState};
 use gpupeek_shm::GpuRecord;
 
+use crate::details::Details;
 use crate::text::Text;
 use crate::units::*;
 
@@ -81,6 +82,8 @@ pub struct Gpu<'a> {
     /// How long utilisation has been 0 % at the time of the sample, ns (`None` while
     /// busy or unknown).
     pub idle_ns: Option<u64>,
+    /// The values nvidia-smi's `--query-gpu` names beyond these (ABI 1.4).
+    pub details: Details<'a>,
 }
 
 /// Graphics, SM and memory clocks.
@@ -234,6 +237,7 @@ impl<'a> Gpu<'a> {
             }),
             idle_ns: has(v::IDLE_SINCE)
                 .then(|| g.sample_mono_ns.saturating_sub(g.idle_since_mono_ns)),
+            details: Details::new(g, state == GpuState::Ok),
         }
     }
 

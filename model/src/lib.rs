@@ -16,6 +16,7 @@
 
 #![deny(missing_docs)]
 
+pub mod details;
 pub mod fields;
 mod gpu;
 mod history;

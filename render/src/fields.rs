@@ -88,6 +88,8 @@ pub(crate) fn get(field: &Field, g: &Gpu) -> Option<Value> {
         Reading::Name(n) => Value::Text(n.to_owned()),
         Reading::PState(p) => Value::Text(p.to_string()),
         Reading::Reasons(r) => Value::Text(r.names().join(",")),
+        Reading::Hex(x, digits) => Value::Text(format!("0x{x:0width$X}", width = digits.into())),
+        Reading::Dotted(a, b) => Value::Text(format!("{a}.{b}")),
         number => Value::Num(number.number()?),
     })
 }
@@ -120,6 +122,7 @@ const fn global(name: &'static str, unit: Dim) -> Field {
         unit,
         tier: Tier::Identity,
         valid: 0,
+        valid2: 0,
         natural: Aggregate::Join,
         smi: &[],
         gpustat: None,

@@ -60,9 +60,10 @@ pub const MAX_HISTORY_SLOTS: u32 = 65536;
 pub const MAX_CAPACITY: u32 = 65536;
 
 /// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
-pub const BIT_SETS: [BitSet; 7] = [
+pub const BIT_SETS: [BitSet; 8] = [
     status_valid::SET,
     gpu_valid::SET,
+    gpu_valid2::SET,
     proc_flags::SET,
     proc_kind::SET,
     proc_valid::SET,
@@ -295,6 +296,76 @@ bit_set! {
     }
 }
 
+bit_set! {
+    /// Validity bits of [`GpuRecord::valid2`] (ABI 1.4): the values nvidia-smi's
+    /// `--query-gpu` names beyond the first set. The same bits in
+    /// [`GpuRecord::deprecated2`] say the driver answered `NVML_ERROR_DEPRECATED` for
+    /// that value (nvidia-smi prints "[Requested functionality has been deprecated]").
+    pub mod gpu_valid2: u64, in GpuRecord.valid2 {
+        /// `serial`.
+        SERIAL = 0 [serial],
+        /// `vbios_version`.
+        VBIOS_VERSION = 1 [vbios_version],
+        /// `clock_event_reasons_supported`.
+        CLOCK_EVENT_REASONS_SUPPORTED = 2 [clock_event_reasons_supported],
+        /// `ecc_corrected_aggregate_count`.
+        ECC_CORRECTED_AGGREGATE = 3 [ecc_corrected_aggregate_count],
+        /// `ecc_uncorrected_aggregate_count`.
+        ECC_UNCORRECTED_AGGREGATE = 4 [ecc_uncorrected_aggregate_count],
+        /// `pci_domain`, `pci_bus`, `pci_device`, `pci_device_id`, `pci_subsystem_id`.
+        PCI_INFO = 5 [pci_domain, pci_bus, pci_device, pci_device_id, pci_subsystem_id],
+        /// `compute_cap_major` and `compute_cap_minor`.
+        COMPUTE_CAP = 6 [compute_cap_major, compute_cap_minor],
+        /// `pcie_link_gen_max`.
+        PCIE_LINK_GEN_MAX = 7 [pcie_link_gen_max],
+        /// `pcie_link_width_max`.
+        PCIE_LINK_WIDTH_MAX = 8 [pcie_link_width_max],
+        /// `power_default_limit_mw`.
+        POWER_DEFAULT_LIMIT = 9 [power_default_limit_mw],
+        /// `power_min_limit_mw` and `power_max_limit_mw`.
+        POWER_LIMIT_RANGE = 10 [power_min_limit_mw, power_max_limit_mw],
+        /// `power_draw_instant_mw`.
+        POWER_DRAW_INSTANT = 11 [power_draw_instant_mw],
+        /// `temp_memory_c`.
+        TEMP_MEMORY = 12 [temp_memory_c],
+        /// `clock_video_mhz`.
+        CLOCK_VIDEO = 13 [clock_video_mhz],
+        /// `clock_app_graphics_mhz`.
+        CLOCK_APP_GRAPHICS = 14 [clock_app_graphics_mhz],
+        /// `clock_app_mem_mhz`.
+        CLOCK_APP_MEM = 15 [clock_app_mem_mhz],
+        /// `clock_default_app_graphics_mhz`.
+        CLOCK_DEFAULT_APP_GRAPHICS = 16 [clock_default_app_graphics_mhz],
+        /// `clock_default_app_mem_mhz`.
+        CLOCK_DEFAULT_APP_MEM = 17 [clock_default_app_mem_mhz],
+        /// `persistence_mode`.
+        PERSISTENCE_MODE = 18 [persistence_mode],
+        /// `compute_mode`.
+        COMPUTE_MODE = 19 [compute_mode],
+        /// `display_mode`.
+        DISPLAY_MODE = 20 [display_mode],
+        /// `display_active`.
+        DISPLAY_ACTIVE = 21 [display_active],
+        /// `ecc_mode_current` and `ecc_mode_pending`.
+        ECC_MODE = 22 [ecc_mode_current, ecc_mode_pending],
+        /// `accounting_mode`.
+        ACCOUNTING_MODE = 23 [accounting_mode],
+        /// `accounting_buffer_size`.
+        ACCOUNTING_BUFFER_SIZE = 24 [accounting_buffer_size],
+        /// `retired_pages_sbe` and `retired_pages_dbe`.
+        RETIRED_PAGES = 25 [retired_pages_sbe, retired_pages_dbe],
+        /// `retired_pages_pending`.
+        RETIRED_PAGES_PENDING = 26 [retired_pages_pending],
+        /// `remapped_rows_correctable`, `remapped_rows_uncorrectable`,
+        /// `remapped_rows_pending`, `remapped_rows_failure`.
+        REMAPPED_ROWS = 27 [remapped_rows_correctable, remapped_rows_uncorrectable,
+            remapped_rows_pending, remapped_rows_failure],
+        /// `encoder_session_count`, `encoder_average_fps`, `encoder_average_latency_us`.
+        ENCODER_STATS = 28 [encoder_session_count, encoder_average_fps,
+            encoder_average_latency_us],
+    }
+}
+
 /// Bits of [`GpuRecord::clock_event_reasons`] (NVML's `nvmlClocksEventReason*`), and
 /// nvidia-smi's names for them (`clocks_event_reasons.NAME`), which every client and the
 /// daemon's alerts use.
@@ -448,6 +519,97 @@ pub struct GpuRecord {
     pub mig_mode_pending: u32,
     /// Zero; room for later minor versions.
     pub reserved: [u64; 4],
+    /// Bits from [`gpu_valid2`] (ABI 1.4).
+    pub valid2: u64,
+    /// Bits from [`gpu_valid2`] whose value the driver answered as deprecated (ABI 1.4).
+    pub deprecated2: u64,
+    /// Board serial number (ABI 1.4).
+    pub serial: [u8; 32],
+    /// VBIOS version, e.g. "96.00.A5.00.01" (ABI 1.4).
+    pub vbios_version: [u8; 32],
+    /// Clock event reasons this GPU can report (ABI 1.4).
+    pub clock_event_reasons_supported: u64,
+    /// Corrected ECC errors over the GPU's life (ABI 1.4).
+    pub ecc_corrected_aggregate_count: u64,
+    /// Uncorrected ECC errors over the GPU's life (ABI 1.4).
+    pub ecc_uncorrected_aggregate_count: u64,
+    /// PCI domain (ABI 1.4).
+    pub pci_domain: u32,
+    /// PCI bus (ABI 1.4).
+    pub pci_bus: u32,
+    /// PCI device (ABI 1.4).
+    pub pci_device: u32,
+    /// PCI device and vendor id, e.g. 0x233010DE (ABI 1.4).
+    pub pci_device_id: u32,
+    /// PCI subsystem id (ABI 1.4).
+    pub pci_subsystem_id: u32,
+    /// CUDA compute capability, major (ABI 1.4).
+    pub compute_cap_major: u32,
+    /// CUDA compute capability, minor (ABI 1.4).
+    pub compute_cap_minor: u32,
+    /// Maximum PCIe link generation of the GPU and system (ABI 1.4).
+    pub pcie_link_gen_max: u32,
+    /// Maximum PCIe link width, lanes (ABI 1.4).
+    pub pcie_link_width_max: u32,
+    /// Default power limit, milliwatts (ABI 1.4).
+    pub power_default_limit_mw: u32,
+    /// Smallest power limit that can be set, milliwatts (ABI 1.4).
+    pub power_min_limit_mw: u32,
+    /// Largest power limit that can be set, milliwatts (ABI 1.4).
+    pub power_max_limit_mw: u32,
+    /// Instantaneous power draw, milliwatts (ABI 1.4).
+    pub power_draw_instant_mw: u32,
+    /// Memory (HBM) temperature, degrees Celsius (ABI 1.4).
+    pub temp_memory_c: i32,
+    /// Video clock, MHz (ABI 1.4).
+    pub clock_video_mhz: u32,
+    /// Applications graphics clock, MHz (ABI 1.4).
+    pub clock_app_graphics_mhz: u32,
+    /// Applications memory clock, MHz (ABI 1.4).
+    pub clock_app_mem_mhz: u32,
+    /// Default applications graphics clock, MHz (ABI 1.4).
+    pub clock_default_app_graphics_mhz: u32,
+    /// Default applications memory clock, MHz (ABI 1.4).
+    pub clock_default_app_mem_mhz: u32,
+    /// Persistence mode: 0 disabled, 1 enabled (ABI 1.4).
+    pub persistence_mode: u32,
+    /// NVML compute mode: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive
+    /// process (ABI 1.4).
+    pub compute_mode: u32,
+    /// Display mode (a display may be attached): 0 disabled, 1 enabled (ABI 1.4).
+    pub display_mode: u32,
+    /// Display active (a display is initialised): 0 disabled, 1 enabled (ABI 1.4).
+    pub display_active: u32,
+    /// ECC mode now: 0 disabled, 1 enabled (ABI 1.4).
+    pub ecc_mode_current: u32,
+    /// ECC mode after the next reboot: 0 disabled, 1 enabled (ABI 1.4).
+    pub ecc_mode_pending: u32,
+    /// Accounting mode: 0 disabled, 1 enabled (ABI 1.4).
+    pub accounting_mode: u32,
+    /// Processes the accounting buffer holds (ABI 1.4).
+    pub accounting_buffer_size: u32,
+    /// Pages retired for multiple single-bit ECC errors (ABI 1.4).
+    pub retired_pages_sbe: u32,
+    /// Pages retired for a double-bit ECC error (ABI 1.4).
+    pub retired_pages_dbe: u32,
+    /// 1 when pages wait to be retired at the next reboot (ABI 1.4).
+    pub retired_pages_pending: u32,
+    /// Rows remapped for correctable errors (ABI 1.4).
+    pub remapped_rows_correctable: u32,
+    /// Rows remapped for uncorrectable errors (ABI 1.4).
+    pub remapped_rows_uncorrectable: u32,
+    /// 1 when a remapping waits for a GPU reset (ABI 1.4).
+    pub remapped_rows_pending: u32,
+    /// 1 when a remapping failed (ABI 1.4).
+    pub remapped_rows_failure: u32,
+    /// Active encoder sessions (ABI 1.4).
+    pub encoder_session_count: u32,
+    /// Average encoder frames per second over the sessions (ABI 1.4).
+    pub encoder_average_fps: u32,
+    /// Average encoder latency, microseconds (ABI 1.4).
+    pub encoder_average_latency_us: u32,
+    /// Zero.
+    pub reserved_ext: u32,
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 512, {
+pin_layout!(GpuRecord, size = 768, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -129,7 +129,22 @@ pin_layout!(GpuRecord, size = 512, {
     gpm_dram_bw_util_centipct: 416, reserved0: 420, gpm_pcie_tx_bytes_per_s: 424,
     gpm_pcie_rx_bytes_per_s: 432, gpm_nvlink_tx_bytes_per_s: 440,
     gpm_nvlink_rx_bytes_per_s: 448, gpm_interval_ns: 456, idle_since_mono_ns: 464,
-    mig_mode_current: 472, mig_mode_pending: 476, reserved: 480,
+    mig_mode_current: 472, mig_mode_pending: 476, reserved: 480, valid2: 512, deprecated2: 520, serial: 528, vbios_version: 560,
+    clock_event_reasons_supported: 592, ecc_corrected_aggregate_count: 600,
+    ecc_uncorrected_aggregate_count: 608, pci_domain: 616, pci_bus: 620, pci_device: 624,
+    pci_device_id: 628, pci_subsystem_id: 632, compute_cap_major: 636,
+    compute_cap_minor: 640, pcie_link_gen_max: 644, pcie_link_width_max: 648,
+    power_default_limit_mw: 652, power_min_limit_mw: 656, power_max_limit_mw: 660,
+    power_draw_instant_mw: 664, temp_memory_c: 668, clock_video_mhz: 672,
+    clock_app_graphics_mhz: 676, clock_app_mem_mhz: 680,
+    clock_default_app_graphics_mhz: 684, clock_default_app_mem_mhz: 688,
+    persistence_mode: 692, compute_mode: 696, display_mode: 700, display_active: 704,
+    ecc_mode_current: 708, ecc_mode_pending: 712, accounting_mode: 716,
+    accounting_buffer_size: 720, retired_pages_sbe: 724, retired_pages_dbe: 728,
+    retired_pages_pending: 732, remapped_rows_correctable: 736,
+    remapped_rows_uncorrectable: 740, remapped_rows_pending: 744,
+    remapped_rows_failure: 748, encoder_session_count: 752, encoder_average_fps: 756,
+    encoder_average_latency_us: 760, reserved_ext: 764,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -222,13 +222,16 @@ mod tests {
     use crate::layout::GpuRecord;
     use zerocopy::FromZeros;
 
+    /// Words of a [`GpuRecord`].
+    const RECORD_WORDS: usize = std::mem::size_of::<GpuRecord>() / 8;
+
     fn block(words: usize) -> Vec<AtomicU64> {
         (0..words).map(|_| AtomicU64::new(0)).collect()
     }
 
     #[test]
     fn write_then_read_round_trips_and_advances_sequence_by_two() {
-        let b = block(64);
+        let b = block(RECORD_WORDS);
         let mut rec = GpuRecord::new_zeroed();
         rec.mem_used_bytes = 123;
         rec.name[..4].copy_from_slice(b"H100");
@@ -243,7 +246,7 @@ mod tests {
 
     #[test]
     fn reader_reports_stale_when_writer_died_mid_write() {
-        let b = block(64);
+        let b = block(RECORD_WORDS);
         b[0].store(7, Ordering::Relaxed);
         let mut out = GpuRecord::new_zeroed();
         assert_eq!(read(&b, &mut out), Err(Stale));
@@ -251,7 +254,7 @@ mod tests {
 
     #[test]
     fn writer_recovers_from_an_odd_sequence_left_by_a_dead_writer() {
-        let b = block(64);
+        let b = block(RECORD_WORDS);
         b[0].store(7, Ordering::Relaxed);
         write(&b, &GpuRecord::new_zeroed());
         assert_eq!(b[0].load(Ordering::Relaxed), 8);
@@ -291,7 +294,7 @@ mod tests {
         // Small under Miri, which checks every access for data races and lets Relaxed
         // loads return older values; larger natively.
         let writes: u64 = if cfg!(miri) { 30 } else { 20_000 };
-        let b = block(64);
+        let b = block(RECORD_WORDS);
         let (accepted, stale) = std::thread::scope(|s| {
             s.spawn(|| {
                 for n in 1..=writes {

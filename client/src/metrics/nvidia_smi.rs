@@ -145,6 +145,12 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
             Some(on) => Value::Int(on.into()),
             None => return Vec::new(),
         },
+        // nvidia_gpu_exporter parses nvidia-smi's text: `0x233010DE` and `9.0` as numbers.
+        (Reading::Hex(x, _), _) => Value::Int(x),
+        (Reading::Dotted(major, minor), _) => match format!("{major}.{minor}").parse() {
+            Ok(x) => Value::Float(x),
+            Err(_) => return Vec::new(),
+        },
         (Reading::Name(_), _) => return Vec::new(),
     };
     vec![(name, help, value)]

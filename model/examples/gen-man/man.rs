@@ -3,7 +3,7 @@
 //! example and its drift test (`tests/man.rs`).
 
 use gpupeek_model::fields::{Tier, FIELDS};
-use gpupeek_shm::layout::gpu_valid;
+use gpupeek_shm::layout::{gpu_valid, gpu_valid2};
 
 /// How to regenerate.
 pub const COMMAND: &str = "cargo run -p gpupeek-model --example gen-man -- --write";
@@ -93,7 +93,9 @@ fn field_table() -> String {
     let mut out = String::new();
     for f in FIELDS {
         out.push_str(&format!(".TP\n.B {}\n", f.name));
-        out.push_str(&format!("{} ({}).\n", capitalised(f.about), f.unit.name()));
+        let about = format!("{} ({}).", capitalised(f.about), f.unit.name());
+        let words: Vec<String> = about.split(' ').map(str::to_owned).collect();
+        out.push_str(&fill_words(&words));
         if f.tier == Tier::Identity {
             out.push_str("Known in every GPU state.\n");
         }
@@ -101,6 +103,12 @@ fn field_table() -> String {
             .bits
             .iter()
             .filter(|b| f.valid & (1 << b.bit) != 0)
+            .chain(
+                gpu_valid2::SET
+                    .bits
+                    .iter()
+                    .filter(|b| f.valid2 & (1 << b.bit) != 0),
+            )
             .map(|b| b.name)
             .collect();
         if !bits.is_empty() {
@@ -111,7 +119,9 @@ fn field_table() -> String {
         }
         let smi: Vec<String> = f.smi.iter().map(|n| n.join(" or ")).collect();
         if !smi.is_empty() {
-            out.push_str(&format!("nvidia-smi: {}.\n", smi.join(", ")));
+            let line = format!("nvidia-smi: {}.", smi.join(", "));
+            let words: Vec<String> = line.split(' ').map(str::to_owned).collect();
+            out.push_str(&fill_words(&words));
         }
         if let Some(key) = f.gpustat {
             out.push_str(&format!("JSON: {key}.\n"));
@@ -124,6 +134,26 @@ fn field_table() -> String {
             out.push_str(&format!("Prometheus: {}{label} ({}).\n", p.name, p.kind));
         }
     }
+    out
+}
+
+/// Words joined by spaces and filled into lines of at most 78 characters.
+fn fill_words(words: &[String]) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for w in words {
+        if !line.is_empty() && line.len() + 1 + w.len() > 78 {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    out.push_str(&line);
+    out.push('\n');
     out
 }
 

@@ -1,11 +1,11 @@
 //! The entries of the field table, in the order templates and the man page list them
 //! (see `fields.rs` for what an entry is).
 
-use super::{field, Aggregate, Field, Unit, Value};
-use crate::gpu::{Gpm, Gpu};
+use super::{field, Aggregate, Field, Getter, Unit, Value};
+use crate::gpu::{ClockEventReasons, Gpm, Gpu};
 use crate::text;
 use crate::units;
-use gpupeek_shm::layout::gpu_valid as v;
+use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, gpu_valid2 as v2};
 
 fn int(x: Option<impl Into<u64>>) -> Option<Value<'static>> {
     x.map(|x| Value::Int(x.into()))
@@ -21,6 +21,49 @@ fn bytes(b: Option<units::Bytes>) -> Option<Value<'static>> {
 
 fn mhz(c: Option<units::MegaHertz>) -> Option<Value<'static>> {
     int(c.map(|c| c.0))
+}
+
+fn mw(p: Option<units::MilliWatts>) -> Option<Value<'static>> {
+    int(p.map(|p| p.0))
+}
+
+fn hex(x: Option<impl Into<u64>>, digits: u8) -> Option<Value<'static>> {
+    x.map(|x| Value::Hex(x.into(), digits))
+}
+
+/// nvidia-smi's words for a mode.
+fn enabled(on: Option<bool>) -> Option<Value<'static>> {
+    on.map(|on| Value::Name(if on { "Enabled" } else { "Disabled" }))
+}
+
+/// nvidia-smi's words for a yes-or-no state.
+fn yes(on: Option<bool>) -> Option<Value<'static>> {
+    on.map(|on| Value::Name(if on { "Yes" } else { "No" }))
+}
+
+/// Whether one clock event reason holds the clocks down, in nvidia-smi's words. The
+/// getter is picked by the reason's bit, as entries are `const` and cannot capture it.
+const fn reason(name: &'static str, bit: u64, smi: &'static [&'static [&'static str]]) -> Field {
+    let get: Getter = match bit {
+        reason::GPU_IDLE => |g| active(g, reason::GPU_IDLE),
+        reason::APPLICATIONS_CLOCKS_SETTING => |g| active(g, reason::APPLICATIONS_CLOCKS_SETTING),
+        reason::SW_POWER_CAP => |g| active(g, reason::SW_POWER_CAP),
+        reason::HW_SLOWDOWN => |g| active(g, reason::HW_SLOWDOWN),
+        reason::HW_THERMAL_SLOWDOWN => |g| active(g, reason::HW_THERMAL_SLOWDOWN),
+        reason::HW_POWER_BRAKE_SLOWDOWN => |g| active(g, reason::HW_POWER_BRAKE_SLOWDOWN),
+        reason::SW_THERMAL_SLOWDOWN => |g| active(g, reason::SW_THERMAL_SLOWDOWN),
+        _ => |g| active(g, reason::SYNC_BOOST),
+    };
+    field(name, Text, Join, get)
+        .not_in_templates()
+        .valid(v::CLOCK_EVENT_REASONS)
+        .about("whether this clock event reason holds the clocks down: Active or Not Active")
+        .smi(smi)
+}
+
+fn active(g: &Gpu, bit: u64) -> Option<Value<'static>> {
+    let on = g.clock_event_reasons?.any(ClockEventReasons(bit));
+    Some(Value::Name(if on { "Active" } else { "Not Active" }))
 }
 
 fn gpm(g: &Gpu, get: fn(&Gpm) -> Option<units::CentiPercent>) -> Option<Value<'static>> {
@@ -176,7 +219,10 @@ pub const FIELDS: &[Field] = &[
     field("power", MilliWatts, Sum, |g| int(g.power_draw.map(|p| p.0)))
         .valid(v::POWER_DRAW)
         .about("power draw")
-        .smi(&[&["power.draw"]])
+        .smi(&[
+            &["power.draw"],
+            &["power.draw.average", "gpu.power.draw.average"],
+        ])
         .gpustat("power.draw")
         .prom("gpupeek_gpu_power_draw_watts", "gauge", "Power draw."),
     field("power_limit", MilliWatts, Sum, |g| {
@@ -184,7 +230,10 @@ pub const FIELDS: &[Field] = &[
     })
     .valid(v::POWER_LIMIT)
     .about("enforced power limit")
-    .smi(&[&["power.limit"], &["enforced.power.limit"]])
+    .smi(&[
+        &["power.limit", "gpu.power.requested_limit"],
+        &["enforced.power.limit", "gpu.power.current_limit"],
+    ])
     .gpustat("enforced.power.limit")
     .prom(
         "gpupeek_gpu_power_limit_watts",
@@ -293,7 +342,7 @@ pub const FIELDS: &[Field] = &[
     field("pcie_gen", Count, Max, |g| int(g.pcie_link_gen))
         .valid(v::PCIE_LINK_GEN)
         .about("current PCIe link generation")
-        .smi(&[&["pcie.link.gen.current"]])
+        .smi(&[&["pcie.link.gen.current"], &["pcie.link.gen.gpucurrent"]])
         .prom(
             "gpupeek_gpu_pcie_link_generation",
             "gauge",
@@ -404,6 +453,380 @@ pub const FIELDS: &[Field] = &[
     .about("GPM: NVLink bytes received, all links")
     .prom("gpupeek_gpu_nvlink_bytes_per_second", "gauge", GPM_NVLINK)
     .label("direction=\"rx\""),
+    // nvidia-smi's --query-gpu fields beyond the core set (ABI 1.4's gpu_valid2).
+    field("serial", Text, Join, |g| text(g.details.serial))
+        .valid2(v2::SERIAL)
+        .not_in_templates()
+        .about("board serial number")
+        .identity()
+        .smi(&[&["serial", "gpu_serial"]]),
+    field("vbios_version", Text, Join, |g| {
+        text(g.details.vbios_version)
+    })
+    .valid2(v2::VBIOS_VERSION)
+    .not_in_templates()
+    .about("VBIOS version")
+    .identity()
+    .smi(&[&["vbios_version"]]),
+    field("pci_domain", Count, Join, |g| {
+        hex(g.details.pci.map(|p| p.domain), 4)
+    })
+    .valid2(v2::PCI_INFO)
+    .not_in_templates()
+    .about("PCI domain, hexadecimal")
+    .identity()
+    .smi(&[&["pci.domain"]]),
+    field("pci_bus", Count, Join, |g| {
+        hex(g.details.pci.map(|p| p.bus), 2)
+    })
+    .valid2(v2::PCI_INFO)
+    .not_in_templates()
+    .about("PCI bus, hexadecimal")
+    .identity()
+    .smi(&[&["pci.bus"]]),
+    field("pci_device", Count, Join, |g| {
+        hex(g.details.pci.map(|p| p.device), 2)
+    })
+    .valid2(v2::PCI_INFO)
+    .not_in_templates()
+    .about("PCI device, hexadecimal")
+    .identity()
+    .smi(&[&["pci.device"]]),
+    field("pci_device_id", Count, Join, |g| {
+        hex(g.details.pci.map(|p| p.device_id), 8)
+    })
+    .valid2(v2::PCI_INFO)
+    .not_in_templates()
+    .about("PCI device and vendor id, hexadecimal")
+    .identity()
+    .smi(&[&["pci.device_id"]]),
+    field("pci_sub_device_id", Count, Join, |g| {
+        hex(g.details.pci.map(|p| p.subsystem_id), 8)
+    })
+    .valid2(v2::PCI_INFO)
+    .not_in_templates()
+    .about("PCI subsystem id, hexadecimal")
+    .identity()
+    .smi(&[&["pci.sub_device_id"]]),
+    field("compute_cap", Text, Join, |g| {
+        g.details.compute_cap.map(|(a, b)| Value::Dotted(a, b))
+    })
+    .valid2(v2::COMPUTE_CAP)
+    .not_in_templates()
+    .about("CUDA compute capability, major.minor")
+    .identity()
+    .smi(&[&["compute_cap"]]),
+    field("pcie_gen_max", Count, Max, |g| {
+        int(g.details.pcie_link_gen_max)
+    })
+    .valid2(v2::PCIE_LINK_GEN_MAX)
+    .not_in_templates()
+    .about("maximum PCIe link generation of the GPU and system")
+    .identity()
+    .smi(&[&["pcie.link.gen.max"]]),
+    field("pcie_width_max", Count, Max, |g| {
+        int(g.details.pcie_link_width_max)
+    })
+    .valid2(v2::PCIE_LINK_WIDTH_MAX)
+    .not_in_templates()
+    .about("maximum PCIe link width, lanes")
+    .identity()
+    .smi(&[&["pcie.link.width.max"]]),
+    field("power_default_limit", MilliWatts, Sum, |g| {
+        mw(g.details.power_default_limit)
+    })
+    .valid2(v2::POWER_DEFAULT_LIMIT)
+    .not_in_templates()
+    .about("default power limit")
+    .identity()
+    .smi(&[&["power.default_limit", "gpu.power.default_limit"]]),
+    field("power_min_limit", MilliWatts, Sum, |g| {
+        mw(g.details.power_min_limit)
+    })
+    .valid2(v2::POWER_LIMIT_RANGE)
+    .not_in_templates()
+    .about("smallest power limit that can be set")
+    .identity()
+    .smi(&[&["power.min_limit", "gpu.power.min_limit"]]),
+    field("power_max_limit", MilliWatts, Sum, |g| {
+        mw(g.details.power_max_limit)
+    })
+    .valid2(v2::POWER_LIMIT_RANGE)
+    .not_in_templates()
+    .about("largest power limit that can be set")
+    .identity()
+    .smi(&[&["power.max_limit", "gpu.power.max_limit"]]),
+    field("clock_event_reasons_supported", Text, Join, |g| {
+        hex(g.details.clock_event_reasons_supported, 16)
+    })
+    .not_in_templates()
+    .valid2(v2::CLOCK_EVENT_REASONS_SUPPORTED)
+    .not_in_templates()
+    .about("clock event reasons the GPU can report, NVML's bits")
+    .identity()
+    .smi(&[
+        &["clocks_event_reasons.supported"],
+        &["clocks_throttle_reasons.supported"],
+    ]),
+    field("power_instant", MilliWatts, Sum, |g| {
+        mw(g.details.power_draw_instant)
+    })
+    .valid2(v2::POWER_DRAW_INSTANT)
+    .not_in_templates()
+    .about("instantaneous power draw")
+    .smi(&[&["power.draw.instant", "gpu.power.draw.instant"]]),
+    field("temp_mem", Celsius, Max, |g| {
+        g.details.temp_memory_c.map(|t| Value::Signed(t.into()))
+    })
+    .valid2(v2::TEMP_MEMORY)
+    .not_in_templates()
+    .about("memory (HBM) temperature")
+    .smi(&[&["temperature.memory"]]),
+    field("clock_video", MegaHertz, Max, |g| {
+        mhz(g.details.clock_video)
+    })
+    .valid2(v2::CLOCK_VIDEO)
+    .not_in_templates()
+    .about("video clock")
+    .smi(&[&["clocks.current.video", "clocks.video"]]),
+    field("clock_app_gr", MegaHertz, Max, |g| {
+        mhz(g.details.clock_app.0)
+    })
+    .valid2(v2::CLOCK_APP_GRAPHICS)
+    .not_in_templates()
+    .about("applications graphics clock")
+    .smi(&[&["clocks.applications.graphics", "clocks.applications.gr"]]),
+    field("clock_app_mem", MegaHertz, Max, |g| {
+        mhz(g.details.clock_app.1)
+    })
+    .valid2(v2::CLOCK_APP_MEM)
+    .not_in_templates()
+    .about("applications memory clock")
+    .smi(&[&["clocks.applications.memory", "clocks.applications.mem"]]),
+    field("clock_default_app_gr", MegaHertz, Max, |g| {
+        mhz(g.details.clock_default_app.0)
+    })
+    .valid2(v2::CLOCK_DEFAULT_APP_GRAPHICS)
+    .not_in_templates()
+    .about("default applications graphics clock")
+    .smi(&[&[
+        "clocks.default_applications.graphics",
+        "clocks.default_applications.gr",
+    ]]),
+    field("clock_default_app_mem", MegaHertz, Max, |g| {
+        mhz(g.details.clock_default_app.1)
+    })
+    .valid2(v2::CLOCK_DEFAULT_APP_MEM)
+    .not_in_templates()
+    .about("default applications memory clock")
+    .smi(&[&[
+        "clocks.default_applications.memory",
+        "clocks.default_applications.mem",
+    ]]),
+    field("persistence_mode", Text, Join, |g| {
+        enabled(g.details.persistence_mode)
+    })
+    .valid2(v2::PERSISTENCE_MODE)
+    .not_in_templates()
+    .about("persistence mode: Enabled or Disabled")
+    .smi(&[&["persistence_mode"]]),
+    field("compute_mode", Text, Join, |g| {
+        g.details.compute_mode.map(|m| Value::Name(m.name()))
+    })
+    .valid2(v2::COMPUTE_MODE)
+    .not_in_templates()
+    .about("compute mode: Default, Exclusive_Thread, Prohibited or Exclusive_Process")
+    .smi(&[&["compute_mode"]]),
+    field("display_mode", Text, Join, |g| {
+        enabled(g.details.display_mode)
+    })
+    .valid2(v2::DISPLAY_MODE)
+    .not_in_templates()
+    .about("whether a display may be attached: Enabled or Disabled")
+    .smi(&[&["display_mode"]]),
+    field("display_active", Text, Join, |g| {
+        enabled(g.details.display_active)
+    })
+    .valid2(v2::DISPLAY_ACTIVE)
+    .not_in_templates()
+    .about("whether a display is initialised: Enabled or Disabled")
+    .smi(&[&["display_active"]]),
+    field("ecc_mode", Text, Join, |g| {
+        enabled(g.details.ecc_mode.map(|m| m.current))
+    })
+    .valid2(v2::ECC_MODE)
+    .not_in_templates()
+    .about("ECC mode now: Enabled or Disabled")
+    .smi(&[&["ecc.mode.current"]]),
+    field("ecc_mode_pending", Text, Join, |g| {
+        enabled(g.details.ecc_mode.map(|m| m.pending))
+    })
+    .valid2(v2::ECC_MODE)
+    .not_in_templates()
+    .about("ECC mode after the next reboot: Enabled or Disabled")
+    .smi(&[&["ecc.mode.pending"]]),
+    field("accounting_mode", Text, Join, |g| {
+        enabled(g.details.accounting_mode)
+    })
+    .valid2(v2::ACCOUNTING_MODE)
+    .not_in_templates()
+    .about("accounting mode: Enabled or Disabled")
+    .smi(&[&["accounting.mode"]]),
+    field("accounting_buffer_size", Count, Max, |g| {
+        int(g.details.accounting_buffer_size)
+    })
+    .valid2(v2::ACCOUNTING_BUFFER_SIZE)
+    .not_in_templates()
+    .about("processes the accounting buffer holds")
+    .smi(&[&["accounting.buffer_size"]]),
+    field("ecc_corrected_aggregate", Count, Sum, |g| {
+        int(g.details.ecc_corrected_aggregate)
+    })
+    .valid2(v2::ECC_CORRECTED_AGGREGATE)
+    .not_in_templates()
+    .about("corrected ECC errors over the GPU's life")
+    .smi(&[&["ecc.errors.corrected.aggregate.total"]]),
+    field("ecc_uncorrected_aggregate", Count, Sum, |g| {
+        int(g.details.ecc_uncorrected_aggregate)
+    })
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE)
+    .not_in_templates()
+    .about("uncorrected ECC errors over the GPU's life")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.total"]]),
+    field("retired_pages_sbe", Count, Sum, |g| {
+        int(g.details.retired_pages.map(|r| r.single_bit))
+    })
+    .valid2(v2::RETIRED_PAGES)
+    .not_in_templates()
+    .about("pages retired for multiple single-bit ECC errors")
+    .smi(&[&["retired_pages.single_bit_ecc.count", "retired_pages.sbe"]]),
+    field("retired_pages_dbe", Count, Sum, |g| {
+        int(g.details.retired_pages.map(|r| r.double_bit))
+    })
+    .valid2(v2::RETIRED_PAGES)
+    .not_in_templates()
+    .about("pages retired for a double-bit ECC error")
+    .smi(&[&["retired_pages.double_bit.count", "retired_pages.dbe"]]),
+    field("retired_pages_pending", Text, Join, |g| {
+        yes(g.details.retired_pages_pending)
+    })
+    .valid2(v2::RETIRED_PAGES_PENDING)
+    .not_in_templates()
+    .about("whether pages wait to be retired at the next reboot: Yes or No")
+    .smi(&[&["retired_pages.pending"]]),
+    field("remapped_rows_correctable", Count, Sum, |g| {
+        int(g.details.remapped_rows.map(|r| r.correctable))
+    })
+    .valid2(v2::REMAPPED_ROWS)
+    .not_in_templates()
+    .about("rows remapped for correctable errors")
+    .smi(&[&["remapped_rows.correctable", "remapped_rows.sbe"]]),
+    field("remapped_rows_uncorrectable", Count, Sum, |g| {
+        int(g.details.remapped_rows.map(|r| r.uncorrectable))
+    })
+    .valid2(v2::REMAPPED_ROWS)
+    .not_in_templates()
+    .about("rows remapped for uncorrectable errors")
+    .smi(&[&["remapped_rows.uncorrectable", "remapped_rows.dbe"]]),
+    field("remapped_rows_pending", Text, Join, |g| {
+        yes(g.details.remapped_rows.map(|r| r.pending))
+    })
+    .valid2(v2::REMAPPED_ROWS)
+    .not_in_templates()
+    .about("whether a remapping waits for a GPU reset: Yes or No")
+    .smi(&[&["remapped_rows.pending"]]),
+    field("remapped_rows_failure", Text, Join, |g| {
+        yes(g.details.remapped_rows.map(|r| r.failure))
+    })
+    .valid2(v2::REMAPPED_ROWS)
+    .not_in_templates()
+    .about("whether a remapping failed: Yes or No")
+    .smi(&[&["remapped_rows.failure"]]),
+    field("encoder_sessions", Count, Sum, |g| {
+        int(g.details.encoder_stats.map(|e| e.sessions))
+    })
+    .valid2(v2::ENCODER_STATS)
+    .not_in_templates()
+    .about("active encoder sessions")
+    .smi(&[&["encoder.stats.sessionCount"]]),
+    field("encoder_fps", Count, Mean, |g| {
+        int(g.details.encoder_stats.map(|e| e.average_fps))
+    })
+    .valid2(v2::ENCODER_STATS)
+    .not_in_templates()
+    .about("average encoder frames per second")
+    .smi(&[&["encoder.stats.averageFps"]]),
+    field("encoder_latency", Count, Mean, |g| {
+        int(g.details.encoder_stats.map(|e| e.average_latency_us))
+    })
+    .valid2(v2::ENCODER_STATS)
+    .not_in_templates()
+    .about("average encoder latency, microseconds")
+    .smi(&[&["encoder.stats.averageLatency"]]),
+    reason(
+        "gpu_idle",
+        reason::GPU_IDLE,
+        &[
+            &["clocks_event_reasons.gpu_idle"],
+            &["clocks_throttle_reasons.gpu_idle"],
+        ],
+    ),
+    reason(
+        "applications_clocks_setting",
+        reason::APPLICATIONS_CLOCKS_SETTING,
+        &[
+            &["clocks_event_reasons.applications_clocks_setting"],
+            &["clocks_throttle_reasons.applications_clocks_setting"],
+        ],
+    ),
+    reason(
+        "sw_power_cap",
+        reason::SW_POWER_CAP,
+        &[
+            &["clocks_event_reasons.sw_power_cap"],
+            &["clocks_throttle_reasons.sw_power_cap"],
+        ],
+    ),
+    reason(
+        "hw_slowdown",
+        reason::HW_SLOWDOWN,
+        &[
+            &["clocks_event_reasons.hw_slowdown"],
+            &["clocks_throttle_reasons.hw_slowdown"],
+        ],
+    ),
+    reason(
+        "hw_thermal_slowdown",
+        reason::HW_THERMAL_SLOWDOWN,
+        &[
+            &["clocks_event_reasons.hw_thermal_slowdown"],
+            &["clocks_throttle_reasons.hw_thermal_slowdown"],
+        ],
+    ),
+    reason(
+        "hw_power_brake_slowdown",
+        reason::HW_POWER_BRAKE_SLOWDOWN,
+        &[
+            &["clocks_event_reasons.hw_power_brake_slowdown"],
+            &["clocks_throttle_reasons.hw_power_brake_slowdown"],
+        ],
+    ),
+    reason(
+        "sw_thermal_slowdown",
+        reason::SW_THERMAL_SLOWDOWN,
+        &[
+            &["clocks_event_reasons.sw_thermal_slowdown"],
+            &["clocks_throttle_reasons.sw_thermal_slowdown"],
+        ],
+    ),
+    reason(
+        "sync_boost",
+        reason::SYNC_BOOST,
+        &[
+            &["clocks_event_reasons.sync_boost"],
+            &["clocks_throttle_reasons.sync_boost"],
+        ],
+    ),
 ];
 
 #[cfg(test)]
@@ -420,6 +843,7 @@ mod tests {
         GpuRecord {
             state: state as u32,
             valid: u64::MAX,
+            valid2: u64::MAX,
             power_limit_mw: 1,
             ..GpuRecord::default()
         }
@@ -453,8 +877,25 @@ mod tests {
                     f.name
                 );
             }
+            for bit in (0..64).map(|i| 1u64 << i).filter(|b| f.valid2 & b != 0) {
+                let without = GpuRecord {
+                    valid2: all.valid2 & !bit,
+                    ..all
+                };
+                assert!(
+                    (f.get)(&Gpu::new(&without)).is_none(),
+                    "{}: valid2 {bit:#x}",
+                    f.name
+                );
+                let deprecated = GpuRecord {
+                    deprecated2: bit,
+                    ..without
+                };
+                assert!(f.deprecated(&Gpu::new(&deprecated)), "{}", f.name);
+            }
             let others = GpuRecord {
                 valid: f.valid,
+                valid2: f.valid2,
                 ..all
             };
             assert!((f.get)(&Gpu::new(&others)).is_some(), "{} alone", f.name);

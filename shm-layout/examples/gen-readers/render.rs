@@ -87,6 +87,7 @@ fn c_prefix(table: &str) -> &'static str {
     match table {
         "status_valid" => "STATUS",
         "gpu_valid" => "GPU",
+        "gpu_valid2" => "GPU_V2",
         "proc_flags" => "PROC_FLAG",
         "proc_kind" | "proc_valid" => "PROC",
         "history_valid" => "HISTORY",
@@ -312,9 +313,10 @@ fn python_block() -> Block {
         }
     }
     t.push_str("\n# Each record's validity table, for walking them all.\nVALID_FIELDS = {\n");
+    // One table per record: its first mask, `valid` (`GpuRecord.valid2`'s is GPU_VALID2).
     for set in layout::BIT_SETS
         .iter()
-        .filter(|s| s.bits.iter().any(|b| !b.fields.is_empty()))
+        .filter(|s| s.field == "valid" && s.bits.iter().any(|b| !b.fields.is_empty()))
     {
         let upper = set.module.to_ascii_uppercase();
         writeln!(t, "    {:?}: {upper},  # {}", set.record, set.field).unwrap();

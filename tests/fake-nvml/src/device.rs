@@ -421,8 +421,8 @@ pub unsafe extern "C" fn nvmlDeviceGetPcieThroughput(
     })
 }
 
-/// `nvmlDeviceGetTotalEccErrors(device, errorType, counterType, eccCounts)`;
-/// volatile and aggregate counters report the same values.
+/// `nvmlDeviceGetTotalEccErrors(device, errorType, counterType, eccCounts)`; the
+/// aggregate counters are the volatile ones unless the scenario gives them.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
     device: nvmlDevice_t,
@@ -436,8 +436,15 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEccErrors(
         {
             return INVALID_ARGUMENT;
         }
+        let aggregate = counterType == nvmlEccCounterType_enum_NVML_AGGREGATE_ECC;
         let count = match errorType {
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_CORRECTED if aggregate => {
+                g.ecc_corrected_aggregate.or(g.ecc_corrected_volatile)
+            }
             nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_CORRECTED => g.ecc_corrected_volatile,
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_UNCORRECTED if aggregate => {
+                g.ecc_uncorrected_aggregate.or(g.ecc_uncorrected_volatile)
+            }
             nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_UNCORRECTED => {
                 g.ecc_uncorrected_volatile
             }

@@ -5,8 +5,8 @@
 //! handle and each `nvmlFieldValue_t` carries its own `nvmlReturn`, `NOT_SUPPORTED` for a
 //! field the GPU does not have (its scenario value is absent, or it is listed in the
 //! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
-//! (83), power average/instant (185, 186), current power limit (190) and the PCIe
-//! byte counters (197, 198).
+//! (83), power average/instant (185, 186), current power limit (190), the PCIe
+//! byte counters (197, 198) and the memory temperature (82).
 
 // Function, parameter and (bindgen-made) constant names are NVML's C names.
 #![allow(non_snake_case, non_upper_case_globals)]
@@ -39,7 +39,9 @@ fn field(g: &Gpu, id: u32) -> Option<Value> {
         NVML_FI_DEV_ECC_SBE_VOL_TOTAL => ull(g.ecc_corrected_volatile),
         NVML_FI_DEV_ECC_DBE_VOL_TOTAL => ull(g.ecc_uncorrected_volatile),
         NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION => ull(g.energy_mj),
-        NVML_FI_DEV_POWER_AVERAGE | NVML_FI_DEV_POWER_INSTANT => ui(g.power_usage_mw),
+        NVML_FI_DEV_POWER_AVERAGE => ui(g.power_usage_mw),
+        NVML_FI_DEV_POWER_INSTANT => ui(g.power_instant_mw.or(g.power_usage_mw)),
+        NVML_FI_DEV_MEMORY_TEMP => ui(g.memory_temperature_c),
         NVML_FI_DEV_POWER_CURRENT_LIMIT => ui(g.power_limit_mw),
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),

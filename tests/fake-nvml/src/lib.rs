@@ -31,7 +31,9 @@
 
 pub mod calls;
 pub mod codes;
+#[macro_use]
 pub mod device;
+pub mod details;
 mod ffi;
 pub mod fields;
 pub mod gpm;
@@ -97,6 +99,24 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetRunningProcessDetailList",
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetProcessUtilization",
+    "nvmlDeviceGetSerial",
+    "nvmlDeviceGetVbiosVersion",
+    "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetMaxPcieLinkWidth",
+    "nvmlDeviceGetPowerManagementDefaultLimit",
+    "nvmlDeviceGetPowerManagementLimitConstraints",
+    "nvmlDeviceGetSupportedClocksThrottleReasons",
+    "nvmlDeviceGetDisplayMode",
+    "nvmlDeviceGetEccMode",
+    "nvmlDeviceGetAccountingMode",
+    "nvmlDeviceGetAccountingBufferSize",
+    "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetRetiredPagesPendingStatus",
+    "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetApplicationsClock",
+    "nvmlDeviceGetDefaultApplicationsClock",
+    "nvmlDeviceGetEncoderStats",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",
@@ -151,6 +171,7 @@ mod tests {
         found.extend(defined(include_str!("procs.rs")));
         found.extend(defined(include_str!("fields.rs")));
         found.extend(defined(include_str!("mig_api.rs")));
+        found.extend(defined(include_str!("details.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -169,6 +190,7 @@ mod tests {
             include_str!("procs.rs"),
             include_str!("fields.rs"),
             include_str!("mig_api.rs"),
+            include_str!("details.rs"),
         ]
         .concat();
         for name in EXPORTED {

@@ -109,6 +109,38 @@ pub struct Gpu {
     pub pcie_link_width: Option<u32>,
     pub ecc_corrected_volatile: Option<u64>,
     pub ecc_uncorrected_volatile: Option<u64>,
+    /// Aggregate (lifetime) ECC counts; absent: the volatile ones.
+    pub ecc_corrected_aggregate: Option<u64>,
+    pub ecc_uncorrected_aggregate: Option<u64>,
+    pub serial: Option<String>,
+    pub vbios_version: Option<String>,
+    /// `[major, minor]`.
+    pub compute_capability: Option<[i32; 2]>,
+    pub max_pcie_link_gen: Option<u32>,
+    pub max_pcie_link_width: Option<u32>,
+    pub power_default_limit_mw: Option<u32>,
+    /// `[min, max]` settable power limit, mW.
+    pub power_limit_range_mw: Option<[u32; 2]>,
+    /// Field value 186; absent: `power_usage_mw`.
+    pub power_instant_mw: Option<u32>,
+    /// Field value 82 (`NVML_FI_DEV_MEMORY_TEMP`): HBM GPUs only.
+    pub memory_temperature_c: Option<u32>,
+    pub supported_clock_event_reasons: Option<u64>,
+    /// `nvmlDeviceGetDisplayMode`: 0 or 1.
+    pub display_mode: Option<u32>,
+    /// `[current, pending]`, 0 or 1 each.
+    pub ecc_mode: Option<[u32; 2]>,
+    pub accounting_mode: Option<u32>,
+    pub accounting_buffer_size: Option<u32>,
+    /// Pages retired `[for single-bit errors, for a double-bit error]`.
+    pub retired_pages: Option<[u32; 2]>,
+    pub retired_pages_pending: Option<u32>,
+    /// `[correctable, uncorrectable, pending, failure]`.
+    pub remapped_rows: Option<[u32; 4]>,
+    pub applications_clocks_mhz: Option<Clocks>,
+    pub default_applications_clocks_mhz: Option<Clocks>,
+    /// `[sessions, average fps, average latency us]`.
+    pub encoder_stats: Option<[u32; 3]>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,

@@ -22,9 +22,9 @@ use gpupeek_shm::{seqlock, GpuRecord, Options, Publisher, Segment, StatusRecord}
 use zerocopy::{FromBytes, IntoBytes};
 
 fn record(n: u64) -> GpuRecord {
-    let mut words = [n; 64];
+    let mut words = [n; std::mem::size_of::<GpuRecord>() / 8];
     words[0] = 0;
-    GpuRecord::read_from_bytes(words.as_bytes()).expect("512 bytes")
+    GpuRecord::read_from_bytes(words.as_bytes()).expect("a whole record")
 }
 
 /// True if the payload words are not all equal.

@@ -41,6 +41,7 @@ mod prompt_nofork;
 mod query;
 mod runtime_pm;
 mod serve_web;
+mod smi;
 mod soak;
 mod states;
 mod statusbar;

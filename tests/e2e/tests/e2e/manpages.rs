@@ -199,9 +199,10 @@ fn shm_page_field_types_and_validity_bits_are_the_rust_ones() {
     let rows = shm_page_rows();
     let mut checked = 0;
     for record in gpupeek_shm::pin::RECORDS {
-        let valid = BIT_SETS
+        let masks: Vec<_> = BIT_SETS
             .iter()
-            .find(|s| s.record == record.name && s.field == "valid");
+            .filter(|s| s.record == record.name && s.field.starts_with("valid"))
+            .collect();
         for field in record.fields {
             let row = rows
                 .iter()
@@ -209,12 +210,19 @@ fn shm_page_field_types_and_validity_bits_are_the_rust_ones() {
                 .unwrap_or_else(|| panic!("{}.{} has no row", record.name, field.name));
             assert_eq!(row.2, field.ty.name(), "{}.{}", record.name, field.name);
             let note = row.3.rfind('[').map(|i| &row.3[i + 1..]);
-            let bit_note = note.map(|n| n.trim_start_matches("valid "));
-            let documented = bit_note.and_then(|n| n.strip_prefix("bit ")).map(|rest| {
+            // "[bit N]" (or "[valid bit N]") is a bit of `valid`, "[valid2 bit N]" of `valid2`.
+            let documented = note.and_then(|n| {
+                let (mask, n) = match n.strip_prefix("valid2 ") {
+                    Some(rest) => ("valid2", rest),
+                    None => ("valid", n.trim_start_matches("valid ")),
+                };
+                let rest = n.strip_prefix("bit ")?;
                 let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                digits.parse::<u32>().unwrap()
+                Some((mask, digits.parse::<u32>().unwrap()))
             });
-            let declared = valid.and_then(|s| s.bit_of(field.name));
+            let declared = masks
+                .iter()
+                .find_map(|s| s.bit_of(field.name).map(|bit| (s.field, bit)));
             assert_eq!(
                 documented, declared,
                 "{}.{}: {}",

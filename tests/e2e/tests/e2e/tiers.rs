@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 
 const LIST: &str = "nvmlDeviceGetRunningProcessDetailList";
 const PER_TICK: &str = "nvmlDeviceGetUtilizationRates";
-const ECC: &str = "nvmlDeviceGetTotalEccErrors";
+/// Read once per slow tick and on no other tier (the ECC totals, which the slow tick
+/// also reads, are read by the 30 s near-static tier too, for their aggregate counts).
+const SLOW: &str = "nvmlDeviceGetPerformanceState";
 const MS: u64 = 1_000_000;
 
 /// One GPU per entry of `procs`, each running those pids (real or not: `/proc` details
@@ -55,14 +57,14 @@ fn pids_on(snap: &Snapshot, gpu: u32) -> Vec<u32> {
 }
 
 /// `(ticks, slow ticks, process-list calls)` once `ticks` more GPU samples have been
-/// taken: every tick reads the utilisation, every slow tick the two ECC counters.
+/// taken: every tick reads the utilisation, every slow tick the P-state.
 fn counts_after(sb: &Sandbox, daemon: &Daemon, ticks: u64) -> [u64; 3] {
     let start = calls(sb, daemon).get(PER_TICK).copied().unwrap_or(0);
     let mut got = [0; 3];
     wait_for("ticks", daemon, || {
         let c = calls(sb, daemon);
         let count = |f| c.get(f).copied().unwrap_or(0);
-        got = [count(PER_TICK), count(ECC) / 2, count(LIST)];
+        got = [count(PER_TICK), count(SLOW), count(LIST)];
         got[0] >= start + ticks
     });
     got
@@ -102,7 +104,7 @@ fn with_the_process_interval_at_the_tick_every_tick_lists_processes() {
     let daemon = sb.start_daemon_with("10ms", &["--process-interval", "10ms"]);
     sb.wait_live(&daemon);
     let [ticks, slow, _] = counts_after(&sb, &daemon, 50);
-    // The calls file is read between two calls: the ECC reads of the last tick may be
+    // The calls file is read between two calls: the slow reads of the last tick may be
     // just behind the utilisation read that ends the count.
     assert!(ticks - slow <= 1, "{slow} slow ticks of {ticks}");
     let snap = sb.segment().snapshot().unwrap();
@@ -135,7 +137,7 @@ fn a_new_process_is_in_the_first_table_sampled_after_it_started() {
         s.proc_head.sample_mono_ns != first.sample_mono_ns
     });
     let c = calls(&sb, &daemon);
-    assert!(c[PER_TICK] > c[ECC], "not every tick: {c:?}");
+    assert!(c[PER_TICK] > c[SLOW], "not every tick: {c:?}");
     assert!(
         next.proc_head.sample_mono_ns - first.sample_mono_ns >= 150 * MS,
         "slow ticks come a process interval apart (within half a tick's slack)"

@@ -1,0 +1,431 @@
+//! The values nvidia-smi's `--query-gpu` names beyond the core set (ABI 1.4's
+//! [`gpu_valid2`] fields), by tier:
+//!
+//! - **Identity**, once per NVML session ([`Details::read`]): serial, VBIOS version,
+//!   compute capability, PCI ids (from the PCI info the identity already reads), maximum
+//!   PCIe link, default power limit and the limit range, the clock event reasons the GPU
+//!   can report. Kept in every GPU state, like the name.
+//! - **Near-static**, with [`crate::tiers::STATIC`] every 30 s ([`sample_static`]):
+//!   persistence, compute, display and ECC modes, accounting, retired pages, remapped rows,
+//!   applications and default applications clocks, aggregate ECC counts.
+//! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
+//!
+//! The memory temperature and the instantaneous power come in the fast tick's one
+//! field-value batch (see [`crate::fields`]), at no extra call.
+//!
+//! A value the driver answers `NVML_ERROR_DEPRECATED` for (display mode and the
+//! applications clocks on 590+ drivers) sets its bit in `deprecated2` instead, so that
+//! readers print what nvidia-smi prints for it.
+
+use std::os::raw::c_uint;
+
+use nvml_wrapper::enum_wrappers::device::{Clock, ComputeMode, EccCounter, MemoryError};
+use nvml_wrapper::error::{nvml_try, NvmlError};
+use nvml_wrapper::struct_wrappers::device::PciInfo;
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings;
+
+use gpupeek_shm::layout::gpu_valid2 as v2;
+use gpupeek_shm::{text, GpuRecord};
+
+use crate::reads::Fill;
+
+/// NVML's `NVML_ERROR_DEPRECATED`, which nvml-wrapper does not name.
+const DEPRECATED: u32 = bindings::nvmlReturn_enum_NVML_ERROR_DEPRECATED;
+
+impl Fill<'_> {
+    /// Like [`Fill::field`] for a [`gpu_valid2`] value: on success stores it and sets
+    /// `bit` in `valid2`; "deprecated" sets `bit` in `deprecated2`.
+    pub fn field2<T>(
+        &mut self,
+        bit: u64,
+        get: impl FnOnce() -> Result<T, NvmlError>,
+        set: impl FnOnce(&mut GpuRecord, T),
+    ) {
+        let mut deprecated = false;
+        let value = self.call(|| {
+            get().map_err(|e| match e {
+                NvmlError::UnexpectedVariant(DEPRECATED) => {
+                    deprecated = true;
+                    NvmlError::NotSupported
+                }
+                e => e,
+            })
+        });
+        if let Some(value) = value {
+            set(self.rec, value);
+            self.rec.valid2 |= bit;
+        } else if deprecated {
+            self.rec.deprecated2 |= bit;
+        }
+    }
+}
+
+/// The identity part: read once per session, kept for when the GPU fails.
+#[derive(Debug, Default, Clone)]
+pub struct Details {
+    rec: GpuRecord,
+}
+
+/// The [`gpu_valid2`] values read once per session.
+pub const IDENTITY2: u64 = v2::SERIAL
+    | v2::VBIOS_VERSION
+    | v2::CLOCK_EVENT_REASONS_SUPPORTED
+    | v2::PCI_INFO
+    | v2::COMPUTE_CAP
+    | v2::PCIE_LINK_GEN_MAX
+    | v2::PCIE_LINK_WIDTH_MAX
+    | v2::POWER_DEFAULT_LIMIT
+    | v2::POWER_LIMIT_RANGE;
+
+/// The [`gpu_valid2`] values read with [`crate::tiers::STATIC`].
+pub const STATIC2: u64 = v2::PERSISTENCE_MODE
+    | v2::COMPUTE_MODE
+    | v2::DISPLAY_MODE
+    | v2::DISPLAY_ACTIVE
+    | v2::ECC_MODE
+    | v2::ACCOUNTING_MODE
+    | v2::ACCOUNTING_BUFFER_SIZE
+    | v2::RETIRED_PAGES
+    | v2::RETIRED_PAGES_PENDING
+    | v2::REMAPPED_ROWS
+    | v2::CLOCK_APP_GRAPHICS
+    | v2::CLOCK_APP_MEM
+    | v2::CLOCK_DEFAULT_APP_GRAPHICS
+    | v2::CLOCK_DEFAULT_APP_MEM
+    | v2::ECC_CORRECTED_AGGREGATE
+    | v2::ECC_UNCORRECTED_AGGREGATE;
+
+/// The [`gpu_valid2`] values read on slow ticks.
+pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
+
+impl Details {
+    /// Reads the identity values; `pci` is what the identity's PCI info call gave.
+    pub fn read(device: &Device, fill: &mut Fill, pci: Option<&PciInfo>) -> Details {
+        let saved = (fill.rec.valid2, fill.rec.deprecated2);
+        fill.rec.valid2 = 0;
+        fill.rec.deprecated2 = 0;
+        if let Some(p) = pci {
+            let r = &mut *fill.rec;
+            r.pci_domain = p.domain;
+            r.pci_bus = p.bus;
+            r.pci_device = p.device;
+            r.pci_device_id = p.pci_device_id;
+            r.pci_subsystem_id = p.pci_sub_system_id.unwrap_or(0);
+            r.valid2 |= v2::PCI_INFO;
+        }
+        fill.field2(
+            v2::SERIAL,
+            || device.serial(),
+            |r, s| text::encode(&mut r.serial, &s),
+        );
+        fill.field2(
+            v2::VBIOS_VERSION,
+            || device.vbios_version(),
+            |r, s| text::encode(&mut r.vbios_version, &s),
+        );
+        fill.field2(
+            v2::CLOCK_EVENT_REASONS_SUPPORTED,
+            || device.supported_throttle_reasons(),
+            |r, s| r.clock_event_reasons_supported = s.bits(),
+        );
+        fill.field2(
+            v2::COMPUTE_CAP,
+            || device.cuda_compute_capability(),
+            |r, c| {
+                r.compute_cap_major = c.major.max(0) as u32;
+                r.compute_cap_minor = c.minor.max(0) as u32;
+            },
+        );
+        fill.field2(
+            v2::PCIE_LINK_GEN_MAX,
+            || device.max_pcie_link_gen(),
+            |r, g| r.pcie_link_gen_max = g,
+        );
+        fill.field2(
+            v2::PCIE_LINK_WIDTH_MAX,
+            || device.max_pcie_link_width(),
+            |r, w| r.pcie_link_width_max = w,
+        );
+        fill.field2(
+            v2::POWER_DEFAULT_LIMIT,
+            || device.power_management_limit_default(),
+            |r, p| r.power_default_limit_mw = p,
+        );
+        fill.field2(
+            v2::POWER_LIMIT_RANGE,
+            || device.power_management_limit_constraints(),
+            |r, c| {
+                r.power_min_limit_mw = c.min_limit;
+                r.power_max_limit_mw = c.max_limit;
+            },
+        );
+        let details = Details { rec: *fill.rec };
+        fill.rec.valid2 = saved.0;
+        fill.rec.deprecated2 = saved.1;
+        details
+    }
+
+    /// Puts the identity values into `rec`.
+    pub fn put(&self, rec: &mut GpuRecord) {
+        copy2(&self.rec, rec, IDENTITY2);
+    }
+}
+
+/// The near-static values: see [`STATIC2`].
+pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
+    f.field2(
+        v2::PERSISTENCE_MODE,
+        || persistence_mode(nvml, d),
+        |r, m| r.persistence_mode = m,
+    );
+    f.field2(
+        v2::COMPUTE_MODE,
+        || d.compute_mode(),
+        |r, m| {
+            r.compute_mode = match m {
+                ComputeMode::Default => 0,
+                ComputeMode::ExclusiveThread => 1,
+                ComputeMode::Prohibited => 2,
+                ComputeMode::ExclusiveProcess => 3,
+            }
+        },
+    );
+    f.field2(
+        v2::DISPLAY_MODE,
+        || d.is_display_connected(),
+        |r, m| r.display_mode = m.into(),
+    );
+    f.field2(
+        v2::DISPLAY_ACTIVE,
+        || d.is_display_active(),
+        |r, m| r.display_active = m.into(),
+    );
+    f.field2(
+        v2::ECC_MODE,
+        || d.is_ecc_enabled(),
+        |r, m| {
+            r.ecc_mode_current = m.currently_enabled.into();
+            r.ecc_mode_pending = m.pending_enabled.into();
+        },
+    );
+    f.field2(
+        v2::ACCOUNTING_MODE,
+        || d.is_accounting_enabled(),
+        |r, m| r.accounting_mode = m.into(),
+    );
+    f.field2(
+        v2::ACCOUNTING_BUFFER_SIZE,
+        || d.accounting_buffer_size(),
+        |r, n| r.accounting_buffer_size = n,
+    );
+    f.field2(
+        v2::RETIRED_PAGES,
+        || Ok((retired_count(nvml, d, 0)?, retired_count(nvml, d, 1)?)),
+        |r, (sbe, dbe)| {
+            r.retired_pages_sbe = sbe;
+            r.retired_pages_dbe = dbe;
+        },
+    );
+    f.field2(
+        v2::RETIRED_PAGES_PENDING,
+        || d.are_pages_pending_retired(),
+        |r, p| r.retired_pages_pending = p.into(),
+    );
+    f.field2(
+        v2::REMAPPED_ROWS,
+        || remapped_rows(nvml, d),
+        |r, [corr, unc, pending, failure]| {
+            r.remapped_rows_correctable = corr;
+            r.remapped_rows_uncorrectable = unc;
+            r.remapped_rows_pending = pending;
+            r.remapped_rows_failure = failure;
+        },
+    );
+    f.field2(
+        v2::CLOCK_APP_GRAPHICS,
+        || d.applications_clock(Clock::Graphics),
+        |r, c| r.clock_app_graphics_mhz = c,
+    );
+    f.field2(
+        v2::CLOCK_APP_MEM,
+        || d.applications_clock(Clock::Memory),
+        |r, c| r.clock_app_mem_mhz = c,
+    );
+    f.field2(
+        v2::CLOCK_DEFAULT_APP_GRAPHICS,
+        || d.default_applications_clock(Clock::Graphics),
+        |r, c| r.clock_default_app_graphics_mhz = c,
+    );
+    f.field2(
+        v2::CLOCK_DEFAULT_APP_MEM,
+        || d.default_applications_clock(Clock::Memory),
+        |r, c| r.clock_default_app_mem_mhz = c,
+    );
+    f.field2(
+        v2::ECC_CORRECTED_AGGREGATE,
+        || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Aggregate),
+        |r, n| r.ecc_corrected_aggregate_count = n,
+    );
+    f.field2(
+        v2::ECC_UNCORRECTED_AGGREGATE,
+        || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Aggregate),
+        |r, n| r.ecc_uncorrected_aggregate_count = n,
+    );
+}
+
+/// The slow tier's values: see [`SLOW2`].
+pub fn sample_slow(d: &Device, f: &mut Fill) {
+    f.field2(
+        v2::CLOCK_VIDEO,
+        || d.clock_info(Clock::Video),
+        |r, c| r.clock_video_mhz = c,
+    );
+    f.field2(
+        v2::ENCODER_STATS,
+        || d.encoder_stats(),
+        |r, s| {
+            r.encoder_session_count = s.session_count;
+            r.encoder_average_fps = s.average_fps;
+            r.encoder_average_latency_us = s.average_latency;
+        },
+    );
+}
+
+/// `nvmlDeviceGetPersistenceMode`, which nvml-wrapper lacks: 0 or 1.
+fn persistence_mode(nvml: &Nvml, d: &Device) -> Result<u32, NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetPersistenceMode
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut state: bindings::nvmlEnableState_t = 0;
+    // SAFETY: `get` comes from the loaded NVML library with the C signature
+    // `nvmlReturn_t (nvmlDevice_t, nvmlEnableState_t *)`; the handle belongs to the live
+    // session held by `nvml`, and `state` is a valid, writable nvmlEnableState_t.
+    nvml_try(unsafe { get(d.handle(), &mut state) })?;
+    Ok(u32::from(state != 0))
+}
+
+/// How many pages were retired for `cause` (0: multiple single-bit errors, 1: a
+/// double-bit error), asking only for the count.
+fn retired_count(nvml: &Nvml, d: &Device, cause: u32) -> Result<u32, NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetRetiredPages
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut count: c_uint = 0;
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
+    // nvmlPageRetirementCause_t, unsigned int *, unsigned long long *)`; a count of 0
+    // with a null buffer asks for the count only, which the driver writes to `count`.
+    let code = unsafe { get(d.handle(), cause, &mut count, std::ptr::null_mut()) };
+    if code == bindings::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
+        return Ok(count);
+    }
+    nvml_try(code)?;
+    Ok(count)
+}
+
+/// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending (0/1), failure (0/1).
+fn remapped_rows(nvml: &Nvml, d: &Device) -> Result<[u32; 4], NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetRemappedRows
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut rows: [c_uint; 4] = [0; 4];
+    let [a, b, c, e] = &mut rows;
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, unsigned int *,
+    // unsigned int *, unsigned int *, unsigned int *)`; each pointer is a distinct,
+    // writable local.
+    nvml_try(unsafe { get(d.handle(), a, b, c, e) })?;
+    Ok([
+        rows[0],
+        rows[1],
+        u32::from(rows[2] != 0),
+        u32::from(rows[3] != 0),
+    ])
+}
+
+/// Copies the [`gpu_valid2`] values behind `bits` from `from` into `to`, with their
+/// bits in `valid2` and `deprecated2`.
+pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
+    macro_rules! fields {
+        ($($bit:ident => $($f:ident),+;)*) => {$(
+            if bits & v2::$bit != 0 {
+                $(to.$f = from.$f;)+
+            }
+        )*};
+    }
+    fields! {
+        SERIAL => serial;
+        VBIOS_VERSION => vbios_version;
+        CLOCK_EVENT_REASONS_SUPPORTED => clock_event_reasons_supported;
+        ECC_CORRECTED_AGGREGATE => ecc_corrected_aggregate_count;
+        ECC_UNCORRECTED_AGGREGATE => ecc_uncorrected_aggregate_count;
+        PCI_INFO => pci_domain, pci_bus, pci_device, pci_device_id, pci_subsystem_id;
+        COMPUTE_CAP => compute_cap_major, compute_cap_minor;
+        PCIE_LINK_GEN_MAX => pcie_link_gen_max;
+        PCIE_LINK_WIDTH_MAX => pcie_link_width_max;
+        POWER_DEFAULT_LIMIT => power_default_limit_mw;
+        POWER_LIMIT_RANGE => power_min_limit_mw, power_max_limit_mw;
+        POWER_DRAW_INSTANT => power_draw_instant_mw;
+        TEMP_MEMORY => temp_memory_c;
+        CLOCK_VIDEO => clock_video_mhz;
+        CLOCK_APP_GRAPHICS => clock_app_graphics_mhz;
+        CLOCK_APP_MEM => clock_app_mem_mhz;
+        CLOCK_DEFAULT_APP_GRAPHICS => clock_default_app_graphics_mhz;
+        CLOCK_DEFAULT_APP_MEM => clock_default_app_mem_mhz;
+        PERSISTENCE_MODE => persistence_mode;
+        COMPUTE_MODE => compute_mode;
+        DISPLAY_MODE => display_mode;
+        DISPLAY_ACTIVE => display_active;
+        ECC_MODE => ecc_mode_current, ecc_mode_pending;
+        ACCOUNTING_MODE => accounting_mode;
+        ACCOUNTING_BUFFER_SIZE => accounting_buffer_size;
+        RETIRED_PAGES => retired_pages_sbe, retired_pages_dbe;
+        RETIRED_PAGES_PENDING => retired_pages_pending;
+        REMAPPED_ROWS => remapped_rows_correctable, remapped_rows_uncorrectable,
+            remapped_rows_pending, remapped_rows_failure;
+        ENCODER_STATS => encoder_session_count, encoder_average_fps,
+            encoder_average_latency_us;
+    }
+    to.valid2 = (to.valid2 & !bits) | (from.valid2 & bits);
+    to.deprecated2 = (to.deprecated2 & !bits) | (from.deprecated2 & bits);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_valid2_bit_is_on_exactly_one_tier_or_in_the_batch() {
+        let batch = v2::POWER_DRAW_INSTANT | v2::TEMP_MEMORY;
+        let tiers = [IDENTITY2, STATIC2, SLOW2, batch];
+        let all: u64 = v2::SET.bits.iter().map(|b| 1u64 << b.bit).sum();
+        assert_eq!(tiers.iter().fold(0, |a, t| a | t), all);
+        assert_eq!(
+            tiers.iter().map(|t| t.count_ones()).sum::<u32>(),
+            all.count_ones()
+        );
+    }
+
+    #[test]
+    fn copied_values_come_with_their_valid_and_deprecated_bits() {
+        let from = GpuRecord {
+            valid2: v2::PERSISTENCE_MODE,
+            deprecated2: v2::DISPLAY_MODE,
+            persistence_mode: 1,
+            ..Default::default()
+        };
+        let mut to = GpuRecord {
+            valid2: v2::COMPUTE_MODE | v2::DISPLAY_MODE,
+            ..Default::default()
+        };
+        copy2(&from, &mut to, STATIC2);
+        assert_eq!(to.persistence_mode, 1);
+        assert_eq!(to.valid2, v2::PERSISTENCE_MODE);
+        assert_eq!(to.deprecated2, v2::DISPLAY_MODE);
+    }
+}

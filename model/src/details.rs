@@ -1,0 +1,254 @@
+//! The values nvidia-smi's `--query-gpu` names beyond the core set (the segment's
+//! `gpu_valid2` fields, ABI 1.4), decoded: identity (kept in every GPU state, like the
+//! name), near-static modes and counters, and a few live values.
+//!
+//! A value the driver answered "deprecated" for is `None` here and flagged in
+//! [`Details::deprecated`], so an output can say so as nvidia-smi does.
+
+use gpupeek_shm::layout::gpu_valid2 as v2;
+use gpupeek_shm::GpuRecord;
+
+use crate::text::Text;
+use crate::units::{MegaHertz, MilliWatts};
+
+/// The [`v2`] values read once per NVML session: kept in every GPU state.
+pub(crate) const IDENTITY2: u64 = v2::SERIAL
+    | v2::VBIOS_VERSION
+    | v2::CLOCK_EVENT_REASONS_SUPPORTED
+    | v2::PCI_INFO
+    | v2::COMPUTE_CAP
+    | v2::PCIE_LINK_GEN_MAX
+    | v2::PCIE_LINK_WIDTH_MAX
+    | v2::POWER_DEFAULT_LIMIT
+    | v2::POWER_LIMIT_RANGE;
+
+/// NVML's compute mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputeMode {
+    /// Many contexts per device.
+    Default,
+    /// One context, one thread (deprecated).
+    ExclusiveThread,
+    /// No contexts.
+    Prohibited,
+    /// One context, many threads.
+    ExclusiveProcess,
+}
+
+impl ComputeMode {
+    /// nvidia-smi's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Default => "Default",
+            ComputeMode::ExclusiveThread => "Exclusive_Thread",
+            ComputeMode::Prohibited => "Prohibited",
+            ComputeMode::ExclusiveProcess => "Exclusive_Process",
+        }
+    }
+}
+
+/// PCI ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PciIds {
+    /// Domain.
+    pub domain: u32,
+    /// Bus.
+    pub bus: u32,
+    /// Device.
+    pub device: u32,
+    /// Device and vendor id (`0x233010DE`).
+    pub device_id: u32,
+    /// Subsystem id.
+    pub subsystem_id: u32,
+}
+
+/// Retired pages, by cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetiredPages {
+    /// For multiple single-bit ECC errors.
+    pub single_bit: u32,
+    /// For a double-bit ECC error.
+    pub double_bit: u32,
+}
+
+/// Remapped rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemappedRows {
+    /// For correctable errors.
+    pub correctable: u32,
+    /// For uncorrectable errors.
+    pub uncorrectable: u32,
+    /// A remapping waits for a reset.
+    pub pending: bool,
+    /// A remapping failed.
+    pub failure: bool,
+}
+
+/// Encoder statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncoderStats {
+    /// Active sessions.
+    pub sessions: u32,
+    /// Average frames per second.
+    pub average_fps: u32,
+    /// Average latency, microseconds.
+    pub average_latency_us: u32,
+}
+
+/// A current and a pending setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// In force now.
+    pub current: bool,
+    /// In force after the next reboot.
+    pub pending: bool,
+}
+
+/// The values of [`v2`] a GPU shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Details<'a> {
+    /// Board serial number.
+    pub serial: Option<Text<'a>>,
+    /// VBIOS version.
+    pub vbios_version: Option<Text<'a>>,
+    /// Clock event reasons the GPU can report (NVML bits).
+    pub clock_event_reasons_supported: Option<u64>,
+    /// PCI ids.
+    pub pci: Option<PciIds>,
+    /// CUDA compute capability (major, minor).
+    pub compute_cap: Option<(u32, u32)>,
+    /// Maximum PCIe link generation.
+    pub pcie_link_gen_max: Option<u32>,
+    /// Maximum PCIe link width.
+    pub pcie_link_width_max: Option<u32>,
+    /// Default power limit.
+    pub power_default_limit: Option<MilliWatts>,
+    /// Smallest power limit that can be set.
+    pub power_min_limit: Option<MilliWatts>,
+    /// Largest power limit that can be set.
+    pub power_max_limit: Option<MilliWatts>,
+    /// Instantaneous power draw.
+    pub power_draw_instant: Option<MilliWatts>,
+    /// Memory temperature, degrees Celsius.
+    pub temp_memory_c: Option<i32>,
+    /// Video clock.
+    pub clock_video: Option<MegaHertz>,
+    /// Applications clocks (graphics, memory).
+    pub clock_app: (Option<MegaHertz>, Option<MegaHertz>),
+    /// Default applications clocks (graphics, memory).
+    pub clock_default_app: (Option<MegaHertz>, Option<MegaHertz>),
+    /// Persistence mode.
+    pub persistence_mode: Option<bool>,
+    /// Compute mode (`None` also for a number NVML does not define).
+    pub compute_mode: Option<ComputeMode>,
+    /// Display mode (a display may be attached).
+    pub display_mode: Option<bool>,
+    /// Display active (a display is initialised).
+    pub display_active: Option<bool>,
+    /// ECC mode.
+    pub ecc_mode: Option<Setting>,
+    /// Accounting mode.
+    pub accounting_mode: Option<bool>,
+    /// Accounting buffer size, processes.
+    pub accounting_buffer_size: Option<u32>,
+    /// Retired pages.
+    pub retired_pages: Option<RetiredPages>,
+    /// Pages wait to be retired.
+    pub retired_pages_pending: Option<bool>,
+    /// Remapped rows.
+    pub remapped_rows: Option<RemappedRows>,
+    /// Encoder statistics.
+    pub encoder_stats: Option<EncoderStats>,
+    /// Corrected ECC errors over the GPU's life.
+    pub ecc_corrected_aggregate: Option<u64>,
+    /// Uncorrected ECC errors over the GPU's life.
+    pub ecc_uncorrected_aggregate: Option<u64>,
+    /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
+    /// GPU whose values are current, or for identity values).
+    pub deprecated: u64,
+}
+
+impl<'a> Details<'a> {
+    /// Decodes `g`'s values; `current`: the GPU was sampled normally, so more than its
+    /// identity counts.
+    pub(crate) fn new(g: &'a GpuRecord, current: bool) -> Details<'a> {
+        let keep = if current { u64::MAX } else { IDENTITY2 };
+        let valid = g.valid2 & keep;
+        let has = |bit: u64| valid & bit != 0;
+        let opt = |bit: u64, x: u32| has(bit).then_some(x);
+        let flag = |bit: u64, x: u32| has(bit).then_some(x != 0);
+        let mw = |bit: u64, x: u32| has(bit).then_some(MilliWatts(x.into()));
+        let mhz = |bit: u64, x: u32| has(bit).then_some(MegaHertz(x.into()));
+        let text = |bit: u64, field: &'a [u8]| has(bit).then(|| Text::new(field));
+        Details {
+            serial: text(v2::SERIAL, &g.serial),
+            vbios_version: text(v2::VBIOS_VERSION, &g.vbios_version),
+            clock_event_reasons_supported: has(v2::CLOCK_EVENT_REASONS_SUPPORTED)
+                .then_some(g.clock_event_reasons_supported),
+            pci: has(v2::PCI_INFO).then_some(PciIds {
+                domain: g.pci_domain,
+                bus: g.pci_bus,
+                device: g.pci_device,
+                device_id: g.pci_device_id,
+                subsystem_id: g.pci_subsystem_id,
+            }),
+            compute_cap: has(v2::COMPUTE_CAP).then_some((g.compute_cap_major, g.compute_cap_minor)),
+            pcie_link_gen_max: opt(v2::PCIE_LINK_GEN_MAX, g.pcie_link_gen_max),
+            pcie_link_width_max: opt(v2::PCIE_LINK_WIDTH_MAX, g.pcie_link_width_max),
+            power_default_limit: mw(v2::POWER_DEFAULT_LIMIT, g.power_default_limit_mw),
+            power_min_limit: mw(v2::POWER_LIMIT_RANGE, g.power_min_limit_mw),
+            power_max_limit: mw(v2::POWER_LIMIT_RANGE, g.power_max_limit_mw),
+            power_draw_instant: mw(v2::POWER_DRAW_INSTANT, g.power_draw_instant_mw),
+            temp_memory_c: has(v2::TEMP_MEMORY).then_some(g.temp_memory_c),
+            clock_video: mhz(v2::CLOCK_VIDEO, g.clock_video_mhz),
+            clock_app: (
+                mhz(v2::CLOCK_APP_GRAPHICS, g.clock_app_graphics_mhz),
+                mhz(v2::CLOCK_APP_MEM, g.clock_app_mem_mhz),
+            ),
+            clock_default_app: (
+                mhz(
+                    v2::CLOCK_DEFAULT_APP_GRAPHICS,
+                    g.clock_default_app_graphics_mhz,
+                ),
+                mhz(v2::CLOCK_DEFAULT_APP_MEM, g.clock_default_app_mem_mhz),
+            ),
+            persistence_mode: flag(v2::PERSISTENCE_MODE, g.persistence_mode),
+            compute_mode: opt(v2::COMPUTE_MODE, g.compute_mode).and_then(|m| match m {
+                0 => Some(ComputeMode::Default),
+                1 => Some(ComputeMode::ExclusiveThread),
+                2 => Some(ComputeMode::Prohibited),
+                3 => Some(ComputeMode::ExclusiveProcess),
+                _ => None,
+            }),
+            display_mode: flag(v2::DISPLAY_MODE, g.display_mode),
+            display_active: flag(v2::DISPLAY_ACTIVE, g.display_active),
+            ecc_mode: has(v2::ECC_MODE).then_some(Setting {
+                current: g.ecc_mode_current != 0,
+                pending: g.ecc_mode_pending != 0,
+            }),
+            accounting_mode: flag(v2::ACCOUNTING_MODE, g.accounting_mode),
+            accounting_buffer_size: opt(v2::ACCOUNTING_BUFFER_SIZE, g.accounting_buffer_size),
+            retired_pages: has(v2::RETIRED_PAGES).then_some(RetiredPages {
+                single_bit: g.retired_pages_sbe,
+                double_bit: g.retired_pages_dbe,
+            }),
+            retired_pages_pending: flag(v2::RETIRED_PAGES_PENDING, g.retired_pages_pending),
+            remapped_rows: has(v2::REMAPPED_ROWS).then_some(RemappedRows {
+                correctable: g.remapped_rows_correctable,
+                uncorrectable: g.remapped_rows_uncorrectable,
+                pending: g.remapped_rows_pending != 0,
+                failure: g.remapped_rows_failure != 0,
+            }),
+            encoder_stats: has(v2::ENCODER_STATS).then_some(EncoderStats {
+                sessions: g.encoder_session_count,
+                average_fps: g.encoder_average_fps,
+                average_latency_us: g.encoder_average_latency_us,
+            }),
+            ecc_corrected_aggregate: has(v2::ECC_CORRECTED_AGGREGATE)
+                .then_some(g.ecc_corrected_aggregate_count),
+            ecc_uncorrected_aggregate: has(v2::ECC_UNCORRECTED_AGGREGATE)
+                .then_some(g.ecc_uncorrected_aggregate_count),
+            deprecated: g.deprecated2 & keep & !valid,
+        }
+    }
+}
