@@ -11,7 +11,7 @@
 use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, GpuState};
 use gpupeek_shm::GpuRecord;
 
-use crate::details::Details;
+use crate::details::{Details, Setting};
 use crate::text::Text;
 use crate::units::*;
 
@@ -82,6 +82,9 @@ pub struct Gpu<'a> {
     /// How long utilisation has been 0 % at the time of the sample, ns (`None` while
     /// busy or unknown).
     pub idle_ns: Option<u64>,
+    /// MIG mode, now and after the next GPU reset (`None` for a GPU that cannot do MIG;
+    /// ABI 1.4).
+    pub mig_mode: Option<Setting>,
     /// The values nvidia-smi's `--query-gpu` names beyond these (ABI 1.4).
     pub details: Details<'a>,
 }
@@ -237,6 +240,10 @@ impl<'a> Gpu<'a> {
             }),
             idle_ns: has(v::IDLE_SINCE)
                 .then(|| g.sample_mono_ns.saturating_sub(g.idle_since_mono_ns)),
+            mig_mode: has(v::MIG_MODE).then_some(Setting {
+                current: g.mig_mode_current != 0,
+                pending: g.mig_mode_pending != 0,
+            }),
             details: Details::new(g, state == GpuState::Ok),
         }
     }

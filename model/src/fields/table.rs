@@ -665,6 +665,20 @@ pub const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("ECC mode after the next reboot: Enabled or Disabled")
     .smi(&[&["ecc.mode.pending"]]),
+    field("mig_mode", Text, Join, |g| {
+        enabled(g.mig_mode.map(|m| m.current))
+    })
+    .valid(v::MIG_MODE)
+    .not_in_templates()
+    .about("MIG mode now: Enabled or Disabled")
+    .smi(&[&["mig.mode.current"]]),
+    field("mig_mode_pending", Text, Join, |g| {
+        enabled(g.mig_mode.map(|m| m.pending))
+    })
+    .valid(v::MIG_MODE)
+    .not_in_templates()
+    .about("MIG mode after the next GPU reset: Enabled or Disabled")
+    .smi(&[&["mig.mode.pending"]]),
     field("accounting_mode", Text, Join, |g| {
         enabled(g.details.accounting_mode)
     })

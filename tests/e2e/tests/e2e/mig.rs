@@ -572,4 +572,19 @@ fn the_table_nests_each_instance_under_its_gpu_with_its_processes_and_json_lists
     assert_eq!(mig[0]["sm_count"], 60);
     // A GPU without MIG has no "mig" key: gpustat's document as before.
     assert!(doc["gpus"][1].get("mig").is_none());
+
+    // nvidia-smi's MIG mode fields; the parent's utilisation is [N/A], as nvidia-smi
+    // prints it under MIG.
+    let csv = client(
+        &sb,
+        &[
+            "query",
+            "--query-gpu=index,mig.mode.current,mig.mode.pending,utilization.gpu",
+            "--format=csv,noheader",
+        ],
+    );
+    assert_eq!(
+        csv, "0, Enabled, Enabled, [N/A]\n1, [N/A], [N/A], 12 %\n",
+        "{csv}"
+    );
 }
