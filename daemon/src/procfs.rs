@@ -418,7 +418,7 @@ mod tests {
         let tps = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .unwrap()
             .unwrap() as u64;
-        let proc = FakeProc::new("keep");
+        let proc = FakeProc::new("every-other");
         proc.process(9, "Uid:\t0\t0\t0\t0\n", b"burn\0", "burn\n");
         let mut procfs = Procfs::new(&proc.0);
         procfs.keep_for(3 * SEC);
