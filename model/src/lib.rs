@@ -66,18 +66,19 @@ impl<'a> Model<'a> {
     pub fn new(snap: &'a Snapshot) -> Model<'a> {
         let head = &snap.proc_head;
         let nonzero = |x: u64| (x != 0).then_some(x);
+        // Each GPU is decoded once; its MIG devices take its state from the decoded one.
+        let gpus: Vec<Gpu> = snap.gpus.iter().map(Gpu::new).collect();
         Model {
             status: Status::new(&snap.status),
-            gpus: snap.gpus.iter().map(Gpu::new).collect(),
             mig: snap
                 .mig
                 .iter()
                 .map(|m| {
-                    let parent = snap.gpus.iter().find(|g| g.index == m.gpu_index);
-                    let state = parent.map_or(GpuState::Error, |g| Gpu::new(g).state);
-                    Mig::new(m, state)
+                    let parent = gpus.iter().find(|g| g.index == m.gpu_index);
+                    Mig::new(m, parent.map_or(GpuState::Error, |g| g.state))
                 })
                 .collect(),
+            gpus,
             processes: snap.processes.iter().map(Process::new).collect(),
             proc_policy: snap.proc_policy(),
             processes_sampled_mono_ns: nonzero(head.sample_mono_ns),
