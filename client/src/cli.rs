@@ -323,10 +323,6 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         .map_err(|_| format!("bad interval {s:?}: use a number of seconds"))
 }
 
-fn parse_shell(s: &str) -> Result<Shell, String> {
-    Shell::from_name(s).ok_or_else(|| format!("no completion for {s:?}: use bash, zsh or fish"))
-}
-
 impl Args {
     /// A flag of the table view given with `--format`, `--output` or `--follow`, which
     /// print a one-line output instead and would silently ignore it.

@@ -37,7 +37,32 @@ impl Shell {
     pub fn from_name(name: &str) -> Option<Shell> {
         Shell::ALL.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
     }
+
+    /// `--print-completion`'s value: the shell, or the one-line error for a flag's
+    /// `apply`.
+    pub fn parse(name: &str) -> Result<Shell, String> {
+        Shell::from_name(name)
+            .ok_or_else(|| format!("no completion for {name:?}: use bash, zsh or fish"))
+    }
 }
+
+/// `--print-completion SHELL`, as every command of the project spells it.
+pub const PRINT_COMPLETION: crate::Spec = crate::Spec {
+    arity: crate::Arity::Value("SHELL"),
+    values: crate::Values::Choices(&["bash", "zsh", "fish"]),
+    man: r"Print the completion script for
+.IR shell :
+.BR bash ,
+.B zsh
+or
+.BR fish ,
+written from the same table as this page's options (see
+.BR FILES ).",
+    ..crate::Spec::switch(
+        "print-completion",
+        "print the completion script for bash, zsh or fish and exit",
+    )
+};
 
 /// The completion script of `tree` for `shell`.
 pub fn script(shell: Shell, tree: &Tree) -> String {

@@ -4,9 +4,7 @@
 
 use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
-use super::{
-    parse_codec, parse_ids, parse_power, parse_seconds, parse_shell, parse_width, set, Args,
-};
+use super::{parse_codec, parse_ids, parse_power, parse_seconds, parse_width, set, Args};
 
 /// Long names of the flags that may come before a command as well as after it.
 pub const GLOBAL: [&str; 1] = ["shm"];
@@ -325,24 +323,9 @@ prompts print nothing)."#,
         },
     },
     Flag {
-        spec: Spec {
-            arity: Arity::Value("SHELL"),
-            values: Values::Choices(&["bash", "zsh", "fish"]),
-            man: r"Print the completion script for
-.IR shell :
-.BR bash ,
-.B zsh
-or
-.BR fish ,
-written from the same table as this page's options (see
-.BR FILES ).",
-            ..Spec::switch(
-                "print-completion",
-                "print the completion script for bash, zsh or fish and exit",
-            )
-        },
+        spec: gpupeek_flags::complete::PRINT_COMPLETION,
         apply: |a, v| {
-            a.print_completion = Some(parse_shell(v)?);
+            a.print_completion = Some(gpupeek_flags::complete::Shell::parse(v)?);
             Ok(())
         },
     },

@@ -378,27 +378,9 @@ e.g.
         apply: set!(prompt_stopped),
     },
     Flag {
-        spec: Spec {
-            arity: Arity::Value("SHELL"),
-            values: Values::Choices(&["bash", "zsh", "fish"]),
-            man: r"Print the completion script for
-.IR shell :
-.BR bash ,
-.B zsh
-or
-.BR fish ,
-written from the same table as this page's options (see
-.BR FILES ).",
-            ..Spec::switch(
-                "print-completion",
-                "print the completion script for bash, zsh or fish and exit",
-            )
-        },
+        spec: gpupeek_flags::complete::PRINT_COMPLETION,
         apply: |a, v| {
-            a.print_completion = Some(
-                Shell::from_name(v)
-                    .ok_or_else(|| format!("no completion for {v:?}: use bash, zsh or fish"))?,
-            );
+            a.print_completion = Some(Shell::parse(v)?);
             Ok(())
         },
     },
