@@ -733,3 +733,35 @@ pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
         format!("{}{}", stdout(&out), stderr(&out)),
     )
 }
+
+/// `gpupeek serve` on a free loopback port of `sandbox`'s segment, run by `command` (the
+/// client, or a wrapper that execs it) with `extra` flags; waits for the line saying where
+/// it listens and returns the server and that URL without `/metrics`
+/// (`http://127.0.0.1:PORT`, or `https://` with TLS).
+pub fn spawn_serve(
+    sandbox: &Sandbox,
+    mut command: Command,
+    extra: &[&std::ffi::OsStr],
+) -> (Background, String) {
+    let mut child = command
+        .args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stderr.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line
+        .split(" at ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics\n"))
+        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+        .to_owned();
+    (Background { child }, url)
+}

@@ -4,7 +4,6 @@
 //! promtool and prometheus come from Debian's `prometheus` package; without them the
 //! tests that need them are skipped with a message, except under CI, where they fail.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -128,7 +127,7 @@ fn serve(sandbox: &Sandbox) -> (Background, String) {
 
 /// [`serve`], with at most `fd_limit` open descriptors when given.
 fn serve_with_fd_limit(sandbox: &Sandbox, fd_limit: Option<u32>) -> (Background, String) {
-    let mut command = match fd_limit {
+    let command = match fd_limit {
         None => Command::new(&bins().client),
         Some(n) => {
             let mut sh = Command::new("sh");
@@ -138,24 +137,9 @@ fn serve_with_fd_limit(sandbox: &Sandbox, fd_limit: Option<u32>) -> (Background,
             sh
         }
     };
-    let mut child = command
-        .args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics\n"))
-        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
-        .to_owned();
-    (Background { child }, addr)
+    let (server, url) = gpupeek_e2e::spawn_serve(sandbox, command, &[]);
+    let addr = url.strip_prefix("http://").unwrap_or(&url).to_owned();
+    (server, addr)
 }
 
 #[test]

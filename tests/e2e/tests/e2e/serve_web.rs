@@ -4,7 +4,7 @@
 //! client, as an operator's would be; without curl or openssl the tests are skipped,
 //! except under CI.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -54,26 +54,11 @@ fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 fn serve(sandbox: &Sandbox, yaml: &str) -> (Background, String) {
     let config = sandbox.dir.join("web.yml");
     std::fs::write(&config, yaml).unwrap();
-    let mut child = Command::new(&bins().client)
-        .args(["serve", "--listen", "127.0.0.1:0", "--shm", &sandbox.shm])
-        .arg("--web.config.file")
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split(" at ")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics\n"))
-        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
-        .to_owned();
-    (Background { child }, url)
+    let flags = [
+        std::ffi::OsStr::new("--web.config.file"),
+        config.as_os_str(),
+    ];
+    gpupeek_e2e::spawn_serve(sandbox, Command::new(&bins().client), &flags)
 }
 
 /// curl's status code, response headers and body for `url` with `args`.
