@@ -56,13 +56,9 @@ fn watch_until(key: &[u8]) {
         }
     };
     // Alternate screen, hidden cursor, and frames redrawn from the top-left corner,
-    // with the sparkline growing as publishes arrive. (Its first sample can be a gap:
-    // the daemon's first tick may publish before the GPU's first answer.)
-    read_until(&mut screen, &|s| {
-        s.split("[0] util ")
-            .skip(1)
-            .any(|line| line.trim_start_matches(' ').starts_with("██"))
-    });
+    // with the sparkline growing as publishes arrive (from its first column: the daemon
+    // starts no history ring with a gap).
+    read_until(&mut screen, &|s| s.contains("[0] util ██"));
     let text = String::from_utf8_lossy(&screen).into_owned();
     assert!(text.starts_with("\x1b[?1049h\x1b[?25l"), "{text:?}");
     assert!(text.matches("\x1b[H").count() >= 2, "redrawn in place");
