@@ -36,8 +36,9 @@ fn advance(sandbox: &Sandbox, daemon: &Daemon, ticks: u64) {
 }
 
 /// Applies a scenario and lets it settle: until every GPU's record shows it (lost, or
-/// with its temperature, memory and power: on a loaded machine a tick's sample can come
-/// late, and a lost GPU's return takes a new handle), then a few more ticks.
+/// with its temperature, memory, power and clock event reasons: on a loaded machine a tick's sample can come
+/// late, and a lost GPU's return takes a new handle), then the five ticks a step always
+/// gave (an episode ends after three ticks without its cause).
 fn step(sandbox: &Sandbox, daemon: &Daemon, scenario: Value) {
     sandbox.write_scenario(&scenario);
     let gpus = scenario["gpus"].as_array().unwrap().clone();
@@ -52,9 +53,10 @@ fn step(sandbox: &Sandbox, daemon: &Daemon, scenario: Value) {
                     && u64::try_from(g.temp_gpu_c).ok() == Some(num("temperature_c"))
                     && g.mem_used_bytes == num("memory_used_bytes")
                     && u64::from(g.power_draw_mw) == num("power_usage_mw")
+                    && g.clock_event_reasons == num("clock_event_reasons")
             })
     });
-    advance(sandbox, daemon, 3);
+    advance(sandbox, daemon, 5);
 }
 
 fn count(daemon: &Daemon, needle: &str) -> usize {
