@@ -855,6 +855,66 @@ class Snapshot:
         return (2 * (self.proc_period_ns or tick) + STALE_PERIODS * tick) / 1e9
 
 
+class _Futex:
+    """The daemon's publish wake-up, as the Rust readers wait on it (gpupeek-shm's
+    futex.rs): FUTEX_WAIT on the low 32 bits of the generation word, shared (not
+    private), so the daemon's FUTEX_WAKE through its own mapping reaches us. Python's
+    mmap does not give an address, so the page that holds the word is mapped a second
+    time, read-only, through libc; the kernel keys a shared futex by object and offset,
+    so either mapping would do. None where this cannot be done (no Linux, an unknown
+    architecture, no libc): the caller then sleeps briefly instead."""
+
+    # SYS_futex by machine; the generic table (aarch64, riscv64, loongarch64) uses 98.
+    _SYSCALLS = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98,
+                 "loongarch64": 98, "ppc64le": 221, "s390x": 238}
+    _WAIT = 0  # FUTEX_WAIT
+
+    def __init__(self, ctypes, libc, nr, page, size, word):
+        self._ctypes, self._libc, self._nr = ctypes, libc, nr
+        self._page, self._size, self._word = page, size, word
+
+        class Timespec(ctypes.Structure):
+            _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+        self._timespec = Timespec
+
+    @classmethod
+    def open(cls, fd: int, offset: int, segment_size: int) -> Optional["_Futex"]:
+        nr = cls._SYSCALLS.get(platform.machine().lower())
+        if nr is None or not sys.platform.startswith("linux") or sys.byteorder != "little":
+            return None
+        if offset % 8 or offset + 8 > segment_size:
+            return None  # _validate refuses such a segment
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                  ctypes.c_int, ctypes.c_int, ctypes.c_long]
+            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            libc.syscall.restype = ctypes.c_long
+        except (OSError, AttributeError):
+            return None
+        base = offset - offset % mmap.PAGESIZE
+        size = min(mmap.PAGESIZE, segment_size - base)
+        page = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, base)
+        if page in (None, ctypes.c_void_p(-1).value):
+            return None
+        return cls(ctypes, libc, nr, page, size, page + offset - base)
+
+    def wait(self, seen: int, timeout_s: float):
+        ctypes = self._ctypes
+        whole = int(timeout_s)
+        ts = self._timespec(whole, int((timeout_s - whole) * 1e9))
+        # EAGAIN (the word already moved), ETIMEDOUT and EINTR all mean: re-read it.
+        self._libc.syscall(ctypes.c_long(self._nr), ctypes.c_void_p(self._word),
+                           ctypes.c_int(self._WAIT), ctypes.c_uint(seen & 0xFFFFFFFF),
+                           ctypes.byref(ts), None, ctypes.c_int(0))
+
+    def close(self):
+        self._libc.munmap(self._page, self._size)
+
+
 class Segment:
     """An open, trusted, validated segment, mapped read-only."""
 
@@ -863,6 +923,7 @@ class Segment:
         if "/" in name or "\0" in name or len(name) > 200 or name in (".", ".."):
             raise Error(f"invalid segment name {name!r}")
         self.name = name
+        self._futex = None
         path = "/dev/shm/" + name
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -885,6 +946,10 @@ class Segment:
             if st.st_size > MAX_SEGMENT_BYTES or st.st_size % 8:
                 raise CorruptError(f"{path}: implausible size {st.st_size}")
             self._map = mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+            # The generation word's offset is checked against the segment's size by
+            # _validate below, before the futex ever waits on it.
+            gen_offset = struct.unpack_from("<Q", self._map, 80)[0]
+            self._futex = _Futex.open(fd, gen_offset, st.st_size)
         finally:
             os.close(fd)
         self._bytes = memoryview(self._map)
@@ -896,6 +961,9 @@ class Segment:
         self._validate()
 
     def close(self):
+        if self._futex is not None:
+            self._futex.close()
+            self._futex = None
         self._words.release()
         self._bytes.release()
         self._map.close()
@@ -966,22 +1034,33 @@ class Segment:
     def generation(self) -> int:
         return self._words[self.header["generation_offset"] // 8]
 
+    def wait_publish(self, seen: int, timeout_s: float):
+        """Sleeps until the daemon publishes after generation `seen`, or `timeout_s`
+        passes: in the kernel on the generation word's futex (the daemon wakes it on
+        every publish), or, where this Python cannot reach the futex, a plain sleep of
+        at most 50 ms. Returns early on a signal; callers re-read the generation."""
+        if timeout_s <= 0 or self.generation() != seen:
+            return
+        if self._futex is not None:
+            self._futex.wait(seen, timeout_s)
+        else:
+            time.sleep(min(timeout_s, 0.05))
+
     def wait_fresh(self, since_mono_ns: int, timeout_s: Optional[float] = None) -> Snapshot:
         """A snapshot whose samples were all taken at or after `since_mono_ns`
-        (CLOCK_MONOTONIC; see Snapshot.sampled_since), waiting for the daemon's publishes:
-        the generation word is checked every quarter tick (at most 50 ms; a sleep, not a
-        spin) and the segment re-read only when it moved. After `timeout_s` (default:
+        (CLOCK_MONOTONIC; see Snapshot.sampled_since), waiting for the daemon's publishes
+        (wait_publish: asleep in the kernel until the daemon wakes its readers) and
+        re-reading the segment only when it moved. After `timeout_s` (default:
         Snapshot.fresh_timeout_s) the latest snapshot is returned even if older."""
         snap = self.snapshot()
         if timeout_s is None:
             timeout_s = snap.fresh_timeout_s()
         deadline = time.monotonic() + timeout_s
-        step = min(max(snap.status.period_ns / 4e9, 0.001), 0.05)
         while not snap.sampled_since(since_mono_ns):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            time.sleep(min(step, left))
+            self.wait_publish(snap.generation, left)
             if self.generation() != snap.generation:
                 snap = self.snapshot()
         return snap
@@ -1273,6 +1352,8 @@ class vram:
                 v.process_peak_bytes = max(v.process_peak_bytes or 0, mine or 0)
 
     def _poll(self):
+        """Samples after every publish, asleep on the generation futex in between. A
+        wait is bounded by the tick, so a stop is seen within one tick."""
         last = self._last_gen
         while not self._stop.is_set():
             gen = self._seg.generation()
@@ -1282,7 +1363,7 @@ class vram:
                     self._sample(self._seg.snapshot())
                 except Error:
                     pass
-            self._stop.wait(self._period)
+            self._seg.wait_publish(last, self._period)
         self._last_gen = last
 
     def _first(self, called_mono_ns: int) -> Snapshot:

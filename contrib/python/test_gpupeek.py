@@ -243,6 +243,45 @@ class Snapshot(unittest.TestCase):
         self.assertEqual(snap.proc_policy, "full")
 
 
+class Publish(unittest.TestCase):
+    """wait_publish sleeps on the daemon's futex, as the Rust readers do."""
+
+    def woken_by_publish(self, wait):
+        """Waits (up to three times, 5 s each) for a publish; True when the generation
+        moved before any wait ran out: a wait that is never woken lasts its 5 s, one on
+        the wrong word returns at once without the generation moving."""
+        with gpupeek.Segment(SHM) as seg:
+            before = seg.generation()
+            start = time.monotonic()
+            for _ in range(3):
+                wait(seg, before)
+                if seg.generation() != before:
+                    break
+            return seg.generation() != before and time.monotonic() - start < 4.5
+
+    def test_the_futex_is_woken_by_the_daemons_publish(self):
+        with gpupeek.Segment(SHM) as seg:
+            if platform.machine() in ("x86_64", "aarch64"):
+                self.assertIsNotNone(seg._futex, "a Linux reader reaches the futex")
+            if seg._futex is None:
+                self.skipTest("no futex on this machine")
+        self.assertTrue(self.woken_by_publish(lambda seg, gen: seg._futex.wait(gen, 5.0)))
+
+    def test_a_stale_generation_returns_at_once_and_the_fallback_still_waits(self):
+        with gpupeek.Segment(SHM) as seg:
+            gen, start = seg.generation(), time.monotonic()
+            seg.wait_publish(gen - 1, 30.0)  # already moved on: no wait at all
+            self.assertLess(time.monotonic() - start, 5.0)
+
+        def without_futex(seg, gen):
+            if seg._futex is not None:
+                seg._futex.close()
+                seg._futex = None
+            while seg.generation() == gen:
+                seg.wait_publish(gen, 5.0)
+        self.assertTrue(self.woken_by_publish(without_futex))
+
+
 class Vram(unittest.TestCase):
     def test_block_reports_delta_and_peak_of_its_gpu_only(self):
         write_scenario(1 * GIB, 512 * MIB)
