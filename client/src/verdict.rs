@@ -324,11 +324,25 @@ mod tests {
             });
             g
         };
-        assert_eq!(judge_mig(&with(0, Some(0), 4), &t), Some(Verdict::IdleHolding));
+        assert_eq!(
+            judge_mig(&with(0, Some(0), 4), &t),
+            Some(Verdict::IdleHolding)
+        );
         assert_eq!(judge_mig(&with(0, Some(0), 0), &t), Some(Verdict::Healthy));
         assert_eq!(judge_mig(&with(0, Some(60), 4), &t), Some(Verdict::Healthy));
-        assert_eq!(judge_mig(&with(0x40, Some(60), 4), &t), Some(Verdict::Thermal));
-        assert_eq!(judge_mig(&with(0, None, 4), &t), None, "no GPM: cannot tell");
-        assert_eq!(super::judge(&with(0, Some(0), 4), &t), None, "no utilisation");
+        assert_eq!(
+            judge_mig(&with(0x40, Some(60), 4), &t),
+            Some(Verdict::Thermal)
+        );
+        assert_eq!(
+            judge_mig(&with(0, None, 4), &t),
+            None,
+            "no GPM: cannot tell"
+        );
+        assert_eq!(
+            super::judge(&with(0, Some(0), 4), &t),
+            None,
+            "no utilisation"
+        );
     }
 }

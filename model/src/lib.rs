@@ -110,9 +110,10 @@ impl<'a> Model<'a> {
 
     /// The MIG device with UUID `uuid` (any case).
     pub fn mig_by_uuid(&self, uuid: &str) -> Option<&Mig<'a>> {
-        self.mig
-            .iter()
-            .find(|m| m.uuid.is_some_and(|u| u.decode().eq_ignore_ascii_case(uuid)))
+        self.mig.iter().find(|m| {
+            m.uuid
+                .is_some_and(|u| u.decode().eq_ignore_ascii_case(uuid))
+        })
     }
 
     /// The first MIG device of GPU instance `gi` of the GPU with NVML index `index`
