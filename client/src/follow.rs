@@ -17,13 +17,14 @@ use std::time::Duration;
 use gpupeek_shm::Segment;
 
 use crate::outputs::Renderer;
+use crate::select::Select;
 use crate::{Exit, EXIT_USAGE};
 
 /// How long to sleep between attempts to open a segment that is not there.
 const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Follows segment `name` until stdout closes.
-pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), Exit> {
+pub fn run(renderer: &Renderer, name: &str, ids: Option<&[Select]>) -> Result<(), Exit> {
     let mut printed = String::new();
     loop {
         let segment = match Segment::open(name) {
@@ -46,7 +47,7 @@ pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), E
 fn follow(
     renderer: &Renderer,
     segment: &Segment,
-    ids: Option<&[u32]>,
+    ids: Option<&[Select]>,
     printed: &mut String,
 ) -> Result<(), Exit> {
     let epoch = segment.current_epoch();

@@ -305,7 +305,9 @@ fn select<'a>(model: &'a Model, ids: Option<&str>) -> Result<Vec<&'a Gpu<'a>>, S
                 .iter()
                 .find(|g| {
                     matches_id(g, id)
-                        || model.mig_by_uuid(id).is_some_and(|m| m.gpu_index == g.index)
+                        || model
+                            .mig_by_uuid(id)
+                            .is_some_and(|m| m.gpu_index == g.index)
                 })
                 .ok_or_else(|| {
                     let have: Vec<String> =

@@ -4,7 +4,7 @@
 
 use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
-use super::{parse_codec, parse_ids, parse_power, parse_seconds, parse_width, set, Args};
+use super::{parse_codec, parse_power, parse_seconds, parse_width, set, Args};
 
 /// Long names of the flags that may come before a command as well as after it.
 pub const GLOBAL: [&str; 1] = ["shm"];
@@ -184,7 +184,7 @@ means both; an empty value, none), as gpustat takes them.",
             )
         },
         apply: |a, v| {
-            a.id = Some(parse_ids(v)?);
+            a.id = Some(crate::select::parse(v)?);
             Ok(())
         },
     },
