@@ -14,7 +14,9 @@ use gpupeek_e2e::{assert_one_line_failure, stderr, Daemon, Sandbox};
 use gpupeek_shm::layout::mig_valid;
 use serde_json::{json, Value};
 
-use crate::mig::{client, four_sleepers, instance, layout, process, scenario, three_way, MIB};
+use crate::mig::{
+    client, four_sleepers, instance, layout, process, scenario, three_way, Sleeper, MIB,
+};
 
 /// The three-way split with GPU instance 13 idle (SM activity 0) and holding 2 GiB.
 fn split(pids: &[u32; 4]) -> Value {
@@ -38,6 +40,15 @@ fn start(sb: &Sandbox, pids: &[u32; 4]) -> Daemon {
                 .all(|&i| s.mig[i].valid & mig_valid::GPM_SM_ACTIVITY != 0)
     });
     daemon
+}
+
+/// A sandbox whose daemon publishes `split` (for the dashboard test's MIG panels), with
+/// the processes that run in it (killed when dropped).
+pub(crate) fn started(tag: &str) -> (Sandbox, Daemon, [Sleeper; 4]) {
+    let sb = Sandbox::new(tag);
+    let (procs, pids) = four_sleepers();
+    let daemon = start(&sb, &pids);
+    (sb, daemon, procs)
 }
 
 /// The sample lines of family `name` (exactly: `name{` or `name `).
