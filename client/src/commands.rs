@@ -66,7 +66,8 @@ pub const QUERY: Command<query::Args> = Command {
                 arity: Arity::Value("IDS"),
                 ..Spec::switch(
                     "id",
-                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids",
+                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids (a \
+                     MIG device's UUID names its GPU)",
                 )
             },
             apply: |a, v| {

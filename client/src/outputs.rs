@@ -42,8 +42,10 @@ Status bars and prompts:
                       fish, starship or p10k (each in its program's protocol)
   --follow            keep running: a line per daemon update (no polling)
   Template: {FIELD}, {GPU.FIELD} (e.g. {0.mem_used}), {sum|max|min|mean.FIELD},
-  {FIELD:UNIT:.PREC} (e.g. {mem_used:GiB:.1}), thresholds {FIELD!WARN,CRIT} (or
-  !<WARN,CRIT when lower is worse) that colour the value and set the class,
+  {GPU.giID.FIELD} for a MIG GPU instance (e.g. {0.gi13.mem_used}; --id 0.gi13 or
+  --id MIG-... shows one instance), {FIELD:UNIT:.PREC} (e.g. {mem_used:GiB:.1}),
+  thresholds {FIELD!WARN,CRIT} (or !<WARN,CRIT when lower is worse) that colour the
+  value and set the class,
   {each " | "}...{end} to repeat per GPU, {{ and }} for braces, {FIELD:spark} (or
   :sparkN) for the last 10 (N) history samples as bars (util, util_mem, mem_used,
   mem_pct, power, power_pct, temp). Fields: index, name,
