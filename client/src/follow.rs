@@ -10,7 +10,10 @@
 //! that let go of the driver on request keeps its heartbeat: the follower prints the
 //! `released` line once and goes on waiting for publishes. A restarted daemon either takes the same object over (its first publish wakes the
 //! follower) or re-creates it, which the follower notices at its next timeout and
-//! reopens. Only a closed stdout, or bad usage, ends it.
+//! reopens. Only a closed stdout, or bad usage, ends it. An `--id` that named a MIG
+//! instance which a reconfiguration then destroyed is not bad usage: the follower prints
+//! the output's `error` line (the tooltip says which instance is gone) until the
+//! instance is back; an `--id` that names nothing at the first live publish is.
 
 use std::time::Duration;
 
@@ -26,6 +29,7 @@ const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
 /// Follows segment `name` until stdout closes.
 pub fn run(renderer: &Renderer, name: &str, ids: Option<&[Select]>) -> Result<(), Exit> {
     let mut printed = String::new();
+    let mut named = false;
     loop {
         let segment = match Segment::open(name) {
             Ok(segment) => segment,
@@ -39,7 +43,7 @@ pub fn run(renderer: &Renderer, name: &str, ids: Option<&[Select]>) -> Result<()
                 continue;
             }
         };
-        follow(renderer, &segment, ids, &mut printed)?;
+        follow(renderer, &segment, ids, &mut printed, &mut named)?;
     }
 }
 
@@ -49,6 +53,7 @@ fn follow(
     segment: &Segment,
     ids: Option<&[Select]>,
     printed: &mut String,
+    named: &mut bool,
 ) -> Result<(), Exit> {
     let epoch = segment.current_epoch();
     let mut seen = None;
@@ -67,7 +72,14 @@ fn follow(
                 match live {
                     Ok(()) => {
                         let history = crate::live::histories(segment, &snap, renderer.history());
-                        (renderer.live(&snap, &history, ids)?, period_ns, true)
+                        match renderer.live(&snap, &history, ids) {
+                            Ok(line) => {
+                                *named = true;
+                                (line, period_ns, true)
+                            }
+                            Err(gone) if *named => (renderer.down(&gone), period_ns, false),
+                            Err(bad) => return Err(bad),
+                        }
                     }
                     Err(exit) => (renderer.down(&exit), period_ns, false),
                 }

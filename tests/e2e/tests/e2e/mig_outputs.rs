@@ -300,3 +300,43 @@ fn fails_saying(out: &Output, what: &str) {
     assert_one_line_failure(out, 2, what);
     assert!(stderr(out).contains(what), "{what}: {out:?}");
 }
+
+#[test]
+fn a_followed_instance_that_a_reconfiguration_destroys_is_an_error_line_until_it_is_back() {
+    let sb = Sandbox::new("migout-follow");
+    let (_procs, pids) = four_sleepers();
+    let _daemon = start(&sb, &pids);
+    let (_follower, rx) = crate::statusbar::follower(
+        &sb,
+        &[
+            "-o",
+            "waybar",
+            "--id",
+            "0.gi13",
+            "--format",
+            "{mem_used:MiB:.0}",
+        ],
+    );
+    let doc = |line: &str| -> Value { serde_json::from_str(line).unwrap() };
+    crate::statusbar::line_where(&rx, |l| doc(l)["text"] == "2048");
+    // GI 13 destroyed: the bar says so, and the follower goes on.
+    let mut gone = split(&pids);
+    gone["gpus"][0]["mig"]["instances"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(2);
+    gone["gpus"][0]["processes"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(3);
+    sb.write_scenario(&gone);
+    let line = crate::statusbar::line_where(&rx, |l| doc(l)["class"] == "error");
+    let tooltip = doc(&line)["tooltip"].as_str().unwrap().to_owned();
+    assert!(
+        tooltip.contains("no MIG GPU instance 13 on GPU 0"),
+        "{line}"
+    );
+    // Created again: the bar shows it again.
+    sb.write_scenario(&split(&pids));
+    crate::statusbar::line_where(&rx, |l| doc(l)["text"] == "2048");
+}
