@@ -115,7 +115,8 @@ pub fn gpus<'a>(model: &Model<'a>, sels: Option<&[Select]>) -> Result<Vec<Gpu<'a
         .map(|sel| {
             let found = match sel {
                 Select::Gpu(i) => model.gpu(*i).copied(),
-                other => other.mig(model).and_then(|m| model.mig_as_gpu(m)),
+                Select::Instance(gpu, gi) => model.gpu_instance_as_gpu(*gpu, *gi),
+                Select::MigUuid(uuid) => model.mig_by_uuid(uuid).and_then(|m| model.mig_as_gpu(m)),
             };
             found.ok_or_else(|| unknown(model, sel))
         })
@@ -156,6 +157,22 @@ mod tests {
             err,
             "no MIG GPU instance 2 on GPU 0 (GPUs: 0; MIG instances: 0.gi1,0.gi5,0.gi13)"
         );
+    }
+
+    #[test]
+    fn a_gpu_instance_counts_the_processes_of_all_its_compute_instances() {
+        let mut snap = crate::testing::mig_snapshot();
+        let mut ci = snap.mig[0];
+        ci.compute_instance_id = 1;
+        gpupeek_shm::text::encode(&mut ci.uuid, "MIG-0001-ci1");
+        snap.mig.insert(1, ci);
+        let mut p = snap.processes[0];
+        (p.pid, p.compute_instance_id) = (105, 1);
+        snap.processes.push(p);
+        let model = Model::new(&snap);
+        let procs = |s: &str| gpus(&model, Some(&parse(s).unwrap())).unwrap()[0].process_count;
+        assert_eq!(procs("0.gi1"), Some(3));
+        assert_eq!(procs("MIG-0001-ci1"), Some(1), "one MIG device: its own");
     }
 
     fn gpus_err(model: &Model, s: &str) -> String {

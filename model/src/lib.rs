@@ -129,6 +129,19 @@ impl<'a> Model<'a> {
         Some(mig.as_gpu(parent, self.processes_in(mig).count() as u32))
     }
 
+    /// GPU instance `gi` of the GPU with NVML index `index` seen as a GPU: its first MIG
+    /// device ([`Mig::as_gpu`]; compute instances share the GPU instance's memory and
+    /// GPM) with the processes of all its compute instances.
+    pub fn gpu_instance_as_gpu(&self, index: u32, gi: u32) -> Option<Gpu<'a>> {
+        let first = self.mig_instance(index, gi)?;
+        let processes = self
+            .mig_on(index)
+            .filter(|m| m.gpu_instance_id == gi)
+            .map(|m| self.processes_in(m).count() as u32)
+            .sum();
+        Some(first.as_gpu(self.gpu(index)?, processes))
+    }
+
     /// How long before `now_mono_ns` the daemon sampled the process lists (`None`
     /// when it does not say).
     pub fn processes_age_ns(&self, now_mono_ns: u64) -> Option<u64> {

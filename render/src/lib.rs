@@ -185,15 +185,15 @@ pub struct MigGpu<'a> {
 }
 
 impl<'a> MigGpu<'a> {
-    /// Every GPU instance of `model` (the first compute instance of each: compute
-    /// instances share their GPU instance's memory).
+    /// Every GPU instance of `model` ([`Model::gpu_instance_as_gpu`]).
     pub fn all(model: &Model<'a>) -> Vec<MigGpu<'a>> {
         let mut out: Vec<MigGpu<'a>> = Vec::new();
         for m in &model.mig {
             let seen = out
                 .iter()
                 .any(|o| (o.gpu_index, o.gpu_instance_id) == (m.gpu_index, m.gpu_instance_id));
-            if let (false, Some(gpu)) = (seen, model.mig_as_gpu(m)) {
+            let gpu = model.gpu_instance_as_gpu(m.gpu_index, m.gpu_instance_id);
+            if let (false, Some(gpu)) = (seen, gpu) {
                 out.push(MigGpu {
                     gpu_index: m.gpu_index,
                     gpu_instance_id: m.gpu_instance_id,

@@ -49,21 +49,19 @@ pub(super) fn families(out: &mut Out, model: &Model) {
     families.write(out);
 }
 
-/// Each GPU instance of `g`: its id, profile and its first compute instance seen as a
-/// GPU (compute instances share their GPU instance's memory and GPM).
+/// Each GPU instance of `g`: its id, profile, and itself seen as a GPU
+/// ([`Model::gpu_instance_as_gpu`]).
 fn gpu_instances<'a>(model: &Model<'a>, g: &Gpu<'a>) -> Vec<(u32, String, Gpu<'a>)> {
     let mut out: Vec<(u32, String, Gpu<'a>)> = Vec::new();
     for m in model.mig_on(g.index) {
         if out.iter().any(|(gi, ..)| *gi == m.gpu_instance_id) {
             continue;
         }
-        let processes = model
-            .mig_on(g.index)
-            .filter(|o| o.gpu_instance_id == m.gpu_instance_id)
-            .map(|o| model.processes_in(o).count() as u32)
-            .sum();
+        let Some(as_gpu) = model.gpu_instance_as_gpu(g.index, m.gpu_instance_id) else {
+            continue;
+        };
         let profile = m.gpu_instance_profile().unwrap_or_default();
-        out.push((m.gpu_instance_id, profile, m.as_gpu(g, processes)));
+        out.push((m.gpu_instance_id, profile, as_gpu));
     }
     out
 }
@@ -81,6 +79,7 @@ fn add_entity(families: &mut Families, g: &Gpu, labels: String) {
         }
     }
 }
+
 /// dcgm-exporter's labels of a whole GPU, or of GPU instance `(profile, id)` of it:
 /// `GPU_I_PROFILE` and `GPU_I_ID` after `modelName`, the GPU's own labels before.
 fn labels(g: &Gpu, instance: Option<(&str, u32)>, hostname: &str, driver: &str) -> String {
