@@ -55,7 +55,7 @@ pub struct Args {
     /// `-a`.
     pub show_all: bool,
     /// `--id`.
-    pub id: Option<Vec<u32>>,
+    pub id: Option<Vec<crate::select::Select>>,
     /// `-V`.
     pub verdict: bool,
     /// `--no-header`.
@@ -292,16 +292,6 @@ fn parse_power(s: &str) -> Result<Option<Power>, String> {
             "bad power field {s:?}: use draw, limit, draw,limit, limit,draw or ''"
         )),
     }
-}
-
-fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
-    s.split(',')
-        .map(|id| {
-            id.trim()
-                .parse()
-                .map_err(|_| format!("bad GPU index {id:?} in --id"))
-        })
-        .collect()
 }
 
 /// Widest accepted `--gpuname-width`: far beyond any GPU name, far below what

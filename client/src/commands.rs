@@ -66,7 +66,8 @@ pub const QUERY: Command<query::Args> = Command {
                 arity: Arity::Value("IDS"),
                 ..Spec::switch(
                     "id",
-                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids",
+                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids (a \
+                     MIG device's UUID names its GPU)",
                 )
             },
             apply: |a, v| {
@@ -321,7 +322,8 @@ const NAMES_MAN: &str = r"Whose metric names, labels and units the GPU families 
 (the default: gpupeek_gpu_*, base units),
 .B dcgm
 (NVIDIA dcgm-exporter's DCGM_FI_* with its gpu, UUID, pci_bus_id,
-device, modelName and hostname labels, memory in MiB, power in W,
+device, modelName and hostname labels, and GPU_I_PROFILE and GPU_I_ID for
+each GPU instance of a MIG GPU; memory in MiB, power in W,
 energy in mJ) or
 .B nvidia_gpu_exporter
 (nvidia_smi_* families named after nvidia-smi's query fields,

@@ -10,21 +10,26 @@
 //! that let go of the driver on request keeps its heartbeat: the follower prints the
 //! `released` line once and goes on waiting for publishes. A restarted daemon either takes the same object over (its first publish wakes the
 //! follower) or re-creates it, which the follower notices at its next timeout and
-//! reopens. Only a closed stdout, or bad usage, ends it.
+//! reopens. Only a closed stdout, or bad usage, ends it. An `--id` that named a MIG
+//! instance which a reconfiguration then destroyed is not bad usage: the follower prints
+//! the output's `error` line (the tooltip says which instance is gone) until the
+//! instance is back; an `--id` that names nothing at the first live publish is.
 
 use std::time::Duration;
 
 use gpupeek_shm::Segment;
 
 use crate::outputs::Renderer;
+use crate::select::Select;
 use crate::{Exit, EXIT_USAGE};
 
 /// How long to sleep between attempts to open a segment that is not there.
 const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Follows segment `name` until stdout closes.
-pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), Exit> {
+pub fn run(renderer: &Renderer, name: &str, ids: Option<&[Select]>) -> Result<(), Exit> {
     let mut printed = String::new();
+    let mut named = false;
     loop {
         let segment = match Segment::open(name) {
             Ok(segment) => segment,
@@ -38,7 +43,7 @@ pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), E
                 continue;
             }
         };
-        follow(renderer, &segment, ids, &mut printed)?;
+        follow(renderer, &segment, ids, &mut printed, &mut named)?;
     }
 }
 
@@ -46,8 +51,9 @@ pub fn run(renderer: &Renderer, name: &str, ids: Option<&[u32]>) -> Result<(), E
 fn follow(
     renderer: &Renderer,
     segment: &Segment,
-    ids: Option<&[u32]>,
+    ids: Option<&[Select]>,
     printed: &mut String,
+    named: &mut bool,
 ) -> Result<(), Exit> {
     let epoch = segment.current_epoch();
     let mut seen = None;
@@ -66,7 +72,14 @@ fn follow(
                 match live {
                     Ok(()) => {
                         let history = crate::live::histories(segment, &snap, renderer.history());
-                        (renderer.live(&snap, &history, ids)?, period_ns, true)
+                        match renderer.live(&snap, &history, ids) {
+                            Ok(line) => {
+                                *named = true;
+                                (line, period_ns, true)
+                            }
+                            Err(gone) if *named => (renderer.down(&gone), period_ns, false),
+                            Err(bad) => return Err(bad),
+                        }
                     }
                     Err(exit) => (renderer.down(&exit), period_ns, false),
                 }

@@ -7,7 +7,8 @@
 //! `"clock_event_reasons"` (nvidia-smi's names) and `"gpm"` (percentages 0-100, rates in
 //! bytes per second; `null` without GPM), and for a GPU with MIG devices `"mig"`: one
 //! object per device (`gpu_instance_id`, `compute_instance_id`, `profile`, `uuid`,
-//! `memory.used`/`memory.total` in MiB, `sm_count`, `gpm` of its GPU instance, and the
+//! `memory.used`/`memory.total` in MiB, `sm_count`, `gpm` of its GPU instance, its
+//! `verdict` (`verdict::judge_mig`), and the
 //! `pids` of its processes, which are also in the GPU's `processes`). After `"gpus"`,
 //! `"processes_age_ms"` says how old the process lists are (the daemon samples them
 //! every `--process-interval`).
@@ -100,6 +101,7 @@ struct Mig<'a> {
     memory_total: Option<u64>,
     sm_count: Option<u32>,
     gpm: Option<MigGpm>,
+    verdict: Option<&'static str>,
     /// Pids of its processes (each is in the GPU's `processes`, with these instance ids).
     pids: Vec<u32>,
 }
@@ -228,6 +230,7 @@ fn gpu(g: &GpuView) -> Gpu<'_> {
                     dram_bandwidth_utilization: m.dram_bw_util.map(|c| c.pct()),
                     interval_ms: m.interval_ns / 1_000_000,
                 }),
+                verdict: m.verdict.map(|v| v.name()),
                 pids: g.processes_in(m).map(|p| p.pid).collect(),
             })
             .collect(),

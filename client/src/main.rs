@@ -32,6 +32,7 @@ mod local;
 mod metrics;
 mod outputs;
 mod query;
+mod select;
 mod serve;
 mod smi;
 mod style;
@@ -155,7 +156,14 @@ fn run() -> Result<(), Exit> {
 /// The table (or JSON) of one snapshot, as the flags ask.
 fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, Exit> {
     let ctx = view_context(snapshot);
-    let view = view::View::new(snapshot, args.id.as_deref(), &ctx).map_err(|id| {
+    let ids = match &args.id {
+        Some(sels) => Some(
+            select::gpu_indices(&gpupeek_model::Model::new(snapshot), sels)
+                .map_err(|e| Exit::new(EXIT_USAGE, e))?,
+        ),
+        None => None,
+    };
+    let view = view::View::new(snapshot, ids.as_deref(), &ctx).map_err(|id| {
         let have = snapshot
             .gpus
             .iter()

@@ -5,6 +5,9 @@
 //! `_total` on counters, a HELP and TYPE line for every family. Each GPU's samples carry
 //! `gpu` (NVML index), `uuid` and `name` labels, values escaped as the format requires.
 //!
+//! Each MIG device has `gpupeek_mig_*` families of its own (`metrics/mig.rs`); with
+//! `--names dcgm` a MIG-enabled GPU is exported per GPU instance (`metrics/dcgm.rs`).
+//!
 //! `gpupeek_up` is 1 while the daemon publishes and 0 otherwise; `gpupeek_daemon_state`
 //! says which state it is in (a state set: one series per state, the current one 1).
 //! A daemon that let go of the driver on request is `released`: up 0 (it publishes no
@@ -25,6 +28,7 @@ use crate::Exit;
 
 mod dcgm;
 mod gpu;
+mod mig;
 mod nvidia_smi;
 mod processes;
 
@@ -249,6 +253,7 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &
     );
     out.sample("gpupeek_gpus", "", model.gpus.len() as u64);
     gpu::families(&mut out, &model);
+    mig::families(&mut out, &model);
     processes::families(&mut out, &model, options);
     out.0
 }

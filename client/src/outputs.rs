@@ -21,9 +21,10 @@
 //! (GPU reset, MIG change); `stopped` when the daemon is not running or not responding;
 //! `error` for anything else (NVML error, bad segment).
 
-use gpupeek_model::{Gpu, Model};
+use gpupeek_model::Model;
 use gpupeek_shm::{History, Liveness, Snapshot};
 
+use crate::select::{self, Select};
 use crate::template::{self, Data, Level, Markup, Template};
 use crate::{Exit, EXIT_NO_DAEMON, EXIT_NVML, EXIT_RELEASED, EXIT_STALE, EXIT_USAGE};
 
@@ -41,8 +42,10 @@ Status bars and prompts:
                       fish, starship or p10k (each in its program's protocol)
   --follow            keep running: a line per daemon update (no polling)
   Template: {FIELD}, {GPU.FIELD} (e.g. {0.mem_used}), {sum|max|min|mean.FIELD},
-  {FIELD:UNIT:.PREC} (e.g. {mem_used:GiB:.1}), thresholds {FIELD!WARN,CRIT} (or
-  !<WARN,CRIT when lower is worse) that colour the value and set the class,
+  {GPU.giID.FIELD} for a MIG GPU instance (e.g. {0.gi13.mem_used}; --id 0.gi13 or
+  --id MIG-... shows one instance), {FIELD:UNIT:.PREC} (e.g. {mem_used:GiB:.1}),
+  thresholds {FIELD!WARN,CRIT} (or !<WARN,CRIT when lower is worse) that colour the
+  value and set the class,
   {each " | "}...{end} to repeat per GPU, {{ and }} for braces, {FIELD:spark} (or
   :sparkN) for the last 10 (N) history samples as bars (util, util_mem, mem_used,
   mem_pct, power, power_pct, temp). Fields: index, name,
@@ -196,14 +199,16 @@ impl Renderer {
         &self,
         snap: &Snapshot,
         history: &[(u32, History)],
-        ids: Option<&[u32]>,
+        ids: Option<&[Select]>,
     ) -> Result<String, Exit> {
         let model = Model::new(snap);
-        let gpus = select(&model, ids)?;
+        let gpus = select::gpus(&model, ids).map_err(|e| Exit::new(EXIT_USAGE, e))?;
+        let mig = template::MigGpu::all(&model);
         let data = Data {
             gpus: &gpus,
             status: model.status,
             history,
+            mig: &mig,
         };
         if template::all_asleep(&gpus) {
             let text = self.markup.escape(&self.asleep);
@@ -241,6 +246,7 @@ impl Renderer {
             gpus: &[],
             status: gpupeek_model::Status::new(&status),
             history: &[],
+            mig: &[],
         };
         let level = match class {
             "error" => Level::Critical,
@@ -301,24 +307,6 @@ fn colour(level: Level, class: &str) -> Option<&'static str> {
     }
 }
 
-/// The GPUs with these indices (all when `None`), in that order.
-fn select<'a>(model: &Model<'a>, ids: Option<&[u32]>) -> Result<Vec<Gpu<'a>>, Exit> {
-    let Some(ids) = ids else {
-        return Ok(model.gpus.clone());
-    };
-    ids.iter()
-        .map(|&id| {
-            model.gpu(id).copied().ok_or_else(|| {
-                let have: Vec<String> = model.gpus.iter().map(|g| g.index.to_string()).collect();
-                Exit::new(
-                    EXIT_USAGE,
-                    format!("no GPU with index {id} (GPUs: {})", have.join(",")),
-                )
-            })
-        })
-        .collect()
-}
-
 /// waybar's extras: the tooltip, a line per GPU (one that is not `ok`, i.e. asleep, lost
 /// or in error, has no values to show, only its state); and the percentage, what `{util}`
 /// shows, so a GPU that does not report utilisation does not count as 0 %.
@@ -360,6 +348,7 @@ impl Waybar {
                 gpus: &one,
                 status: data.status,
                 history: &[],
+                mig: &[],
             };
             let t = if g.is_current() {
                 &self.ok

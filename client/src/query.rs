@@ -273,7 +273,7 @@ pub fn run(args: Args) -> Result<(), Exit> {
                 let now = timestamp(model.status.published_unix_ns);
                 smi::apps_lines(&model, &gpus, fields, &now, format.units)
             }
-            What::List => smi::list_gpus(&gpus),
+            What::List => smi::list_gpus(&model, &gpus),
         })
     };
     let header = match &what {
@@ -290,7 +290,8 @@ pub fn run(args: Args) -> Result<(), Exit> {
     }
 }
 
-/// The GPUs `ids` names (all when `None`), in the order named.
+/// The GPUs `ids` names (all when `None`), in the order named; a MIG device's UUID
+/// names its GPU, as in nvidia-smi's `-i`.
 fn select<'a>(model: &'a Model, ids: Option<&str>) -> Result<Vec<&'a Gpu<'a>>, String> {
     let Some(ids) = ids else {
         return Ok(model.gpus.iter().collect());
@@ -302,7 +303,12 @@ fn select<'a>(model: &'a Model, ids: Option<&str>) -> Result<Vec<&'a Gpu<'a>>, S
             model
                 .gpus
                 .iter()
-                .find(|g| matches_id(g, id))
+                .find(|g| {
+                    matches_id(g, id)
+                        || model
+                            .mig_by_uuid(id)
+                            .is_some_and(|m| m.gpu_index == g.index)
+                })
                 .ok_or_else(|| {
                     let have: Vec<String> =
                         model.gpus.iter().map(|g| g.index.to_string()).collect();

@@ -4,7 +4,9 @@
 //!
 //! The formats are nvidia-smi's, as in real output (nvidia_gpu_exporter's
 //! `internal/captures`, drivers 590 and 595): `-L` prints
-//! `GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)`; `--query-compute-apps` prints a header
+//! `GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)` and under a MIG-enabled GPU
+//! `  MIG 3g.40gb     Device  0: (UUID: MIG-...)` per MIG device (as `nvidia-smi -L`
+//! prints them); `--query-compute-apps` prints a header
 //! even when no process runs, then one line per compute process, e.g.
 //! `2026/07/14 08:12:53.500, NVIDIA H100 80GB HBM3, 00000000:00:09.0, 0000000000000,
 //! GPU-..., 11327, /root/tools/memhog, 2566 MiB`: `process_name` is the process's
@@ -182,19 +184,28 @@ pub fn apps_lines(
     out
 }
 
-/// `-L`: `GPU 0: NAME (UUID: GPU-...)` for each of `gpus`.
-pub fn list_gpus(gpus: &[&Gpu]) -> String {
+/// `-L`: `GPU 0: NAME (UUID: GPU-...)` for each of `gpus`, and under a GPU with MIG
+/// devices a line for each, numbered in the GPU as nvidia-smi numbers them:
+/// `  MIG 3g.40gb     Device  0: (UUID: MIG-...)`.
+pub fn list_gpus(model: &Model, gpus: &[&Gpu]) -> String {
     let text = |t: Option<Text>| t.map_or(NOT_AVAILABLE.to_owned(), Text::decode);
-    gpus.iter()
-        .map(|g| {
-            format!(
-                "GPU {}: {} (UUID: {})\n",
-                g.index,
-                text(g.name),
-                text(g.uuid)
-            )
-        })
-        .collect()
+    let mut out = String::new();
+    for g in gpus {
+        out += &format!(
+            "GPU {}: {} (UUID: {})\n",
+            g.index,
+            text(g.name),
+            text(g.uuid)
+        );
+        for (n, m) in model.mig_on(g.index).enumerate() {
+            out += &format!(
+                "  MIG {:<11} Device {n:>2}: (UUID: {})\n",
+                text(m.profile),
+                text(m.uuid)
+            );
+        }
+    }
+    out
 }
 
 /// The loop interval `-l SEC` or `-lms MS` asks for, if any.

@@ -317,6 +317,15 @@ fn mig_line(
         " {}",
         p.paint(sm_style, format!("SM {:>3} %", val(g, sm)))
     );
+    if args.verdict {
+        if let Some(v) = mig.verdict {
+            let style = match v {
+                Verdict::Healthy => s::BOLD_BLACK,
+                _ => s::BOLD_RED,
+            };
+            let _ = write!(out, " {}", p.paint(style, v.name()));
+        }
+    }
     let used = p.paint(s::BOLD_YELLOW, format!("{:>5}", val(g, mig.mem_used_mib)));
     let total = p.paint(s::YELLOW, format!("{:>5}", val(g, mig.mem_total_mib)));
     let _ = write!(out, " | {used} / {total} MB");

@@ -18,6 +18,9 @@
 //! without GPM (starved or not cannot be told), or an idle GPU holding memory whose idle
 //! time the daemon did not publish.
 //!
+//! A MIG instance has no NVML utilisation (see [`judge_mig`]): its verdict comes from
+//! its parent's clock event reasons and its own memory and GPM SM activity.
+//!
 //! Thresholds default to `busy=80,starved=30,idle=300,idle_mem=1024` and are set with
 //! `GPUPEEK_VERDICT_THRESHOLDS` (any subset of those keys, comma-separated).
 
@@ -175,6 +178,38 @@ pub fn judge(g: &Gpu, t: &Thresholds) -> Option<Verdict> {
     Some(Verdict::Healthy)
 }
 
+/// The verdict for one MIG instance (`mig`, seen as a GPU by
+/// [`gpupeek_model::Mig::as_gpu`], whose clock event reasons are its parent's). NVML
+/// gives no utilisation per instance, so activity is GPM's SM activity over the daemon's
+/// last GPM window, and no idle time is published per instance:
+///
+/// - `thermal`, `power-capped`, `hw-slowdown`: as for the GPU (the clocks of every
+///   instance are the GPU's);
+/// - `idle-holding`: SM activity under 1 % with at least `idle_mem` MiB of the
+///   instance's memory used (over that window, not `idle` seconds);
+/// - `healthy`: otherwise; `starved` is never told (it needs utilisation).
+///
+/// `None` when the parent is not sampled now, or its reasons or the instance's SM
+/// activity or memory are unknown.
+pub fn judge_mig(mig: &Gpu, t: &Thresholds) -> Option<Verdict> {
+    let reasons = mig.clock_event_reasons?;
+    if reasons.any(Reasons::THERMAL) {
+        return Some(Verdict::Thermal);
+    }
+    if reasons.any(Reasons::POWER) {
+        return Some(Verdict::PowerCapped);
+    }
+    if reasons.any(Reasons::HW_SLOWDOWN) {
+        return Some(Verdict::HwSlowdown);
+    }
+    let sm = mig.gpm.and_then(|m| m.sm_activity)?;
+    let used = mig.memory?.used;
+    if sm.0 < 100 && used.0 >= t.idle_mem_mib * 1024 * 1024 {
+        return Some(Verdict::IdleHolding);
+    }
+    Some(Verdict::Healthy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +301,48 @@ mod tests {
         }
         let t = Thresholds::parse("starved=50").unwrap();
         assert_eq!(judge(&with_gpm(gpu(98, 0), 40), &t), Some(Verdict::Starved));
+    }
+
+    #[test]
+    fn an_instance_is_judged_by_its_own_memory_and_sm_activity() {
+        use gpupeek_model::{Bytes, CentiPercent, Gpm, Memory};
+        let t = Thresholds::default();
+        let parent = gpu(0, 0x1);
+        let base = Gpu::new(&parent);
+        let with = |reasons: u64, sm: Option<u32>, used_gib: u64| {
+            let mut g = base;
+            g.util_pct = None;
+            g.clock_event_reasons = Some(Reasons(reasons));
+            g.gpm = sm.map(|pct| Gpm {
+                sm_activity: Some(CentiPercent(pct * 100)),
+                ..Gpm::default()
+            });
+            g.memory = Some(Memory {
+                total: Bytes(10 * GIB),
+                used: Bytes(used_gib * GIB),
+                free: Bytes((10 - used_gib) * GIB),
+            });
+            g
+        };
+        assert_eq!(
+            judge_mig(&with(0, Some(0), 4), &t),
+            Some(Verdict::IdleHolding)
+        );
+        assert_eq!(judge_mig(&with(0, Some(0), 0), &t), Some(Verdict::Healthy));
+        assert_eq!(judge_mig(&with(0, Some(60), 4), &t), Some(Verdict::Healthy));
+        assert_eq!(
+            judge_mig(&with(0x40, Some(60), 4), &t),
+            Some(Verdict::Thermal)
+        );
+        assert_eq!(
+            judge_mig(&with(0, None, 4), &t),
+            None,
+            "no GPM: cannot tell"
+        );
+        assert_eq!(
+            super::judge(&with(0, Some(0), 4), &t),
+            None,
+            "no utilisation"
+        );
     }
 }

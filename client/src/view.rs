@@ -87,6 +87,8 @@ pub struct MigView {
     pub sm_count: Option<u32>,
     /// GPM metrics of its GPU instance.
     pub gpm: Option<MigGpm>,
+    /// Whether it is really working (see [`crate::verdict::judge_mig`]).
+    pub verdict: Option<Verdict>,
 }
 
 /// One process on one GPU.
@@ -241,6 +243,9 @@ impl GpuView {
                     mem_total_mib: m.memory.map(|m| m.total.mib()),
                     sm_count: m.sm_count,
                     gpm: m.gpm,
+                    verdict: model
+                        .mig_as_gpu(m)
+                        .and_then(|g| verdict::judge_mig(&g, &Thresholds::current())),
                 })
                 .collect(),
         }

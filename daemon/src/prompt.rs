@@ -137,6 +137,7 @@ impl PromptFile {
                     gpus: &model,
                     status,
                     history: &self.history,
+                    mig: &[],
                 };
                 self.template.render_into(&data, &Plain, &mut self.line);
                 note_not_responding(&model, &Plain, &mut self.line);

@@ -108,6 +108,40 @@ impl<'a> Model<'a> {
             .filter(move |p| p.mig == Some((mig.gpu_instance_id, mig.compute_instance_id)))
     }
 
+    /// The MIG device with UUID `uuid` (any case).
+    pub fn mig_by_uuid(&self, uuid: &str) -> Option<&Mig<'a>> {
+        self.mig.iter().find(|m| {
+            m.uuid
+                .is_some_and(|u| u.decode().eq_ignore_ascii_case(uuid))
+        })
+    }
+
+    /// The first MIG device of GPU instance `gi` of the GPU with NVML index `index`
+    /// (its compute instances share the GPU instance's memory and GPM).
+    pub fn mig_instance(&self, index: u32, gi: u32) -> Option<&Mig<'a>> {
+        self.mig_on(index).find(|m| m.gpu_instance_id == gi)
+    }
+
+    /// MIG device `mig` seen as a GPU ([`Mig::as_gpu`]); `None` when its parent is
+    /// not in the snapshot.
+    pub fn mig_as_gpu(&self, mig: &Mig<'a>) -> Option<Gpu<'a>> {
+        let parent = self.gpu(mig.gpu_index)?;
+        Some(mig.as_gpu(parent, self.processes_in(mig).count() as u32))
+    }
+
+    /// GPU instance `gi` of the GPU with NVML index `index` seen as a GPU: its first MIG
+    /// device ([`Mig::as_gpu`]; compute instances share the GPU instance's memory and
+    /// GPM) with the processes of all its compute instances.
+    pub fn gpu_instance_as_gpu(&self, index: u32, gi: u32) -> Option<Gpu<'a>> {
+        let first = self.mig_instance(index, gi)?;
+        let processes = self
+            .mig_on(index)
+            .filter(|m| m.gpu_instance_id == gi)
+            .map(|m| self.processes_in(m).count() as u32)
+            .sum();
+        Some(first.as_gpu(self.gpu(index)?, processes))
+    }
+
     /// How long before `now_mono_ns` the daemon sampled the process lists (`None`
     /// when it does not say).
     pub fn processes_age_ns(&self, now_mono_ns: u64) -> Option<u64> {

@@ -5,7 +5,7 @@
 use gpupeek_shm::layout::mig_valid as mv;
 use gpupeek_shm::MigRecord;
 
-use crate::{Bytes, CentiPercent, GpuState, Memory, Text};
+use crate::{Bytes, CentiPercent, Gpm, Gpu, GpuState, Memory, Text};
 
 /// One MIG device.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +80,53 @@ impl<'a> Mig<'a> {
     }
 }
 
+impl<'a> Mig<'a> {
+    /// The profile of its GPU instance, as dcgm-exporter's `GPU_I_PROFILE` names it:
+    /// `3g.40gb` also for a compute instance published as `1c.3g.40gb`.
+    pub fn gpu_instance_profile(&self) -> Option<String> {
+        let profile = self.profile?.decode();
+        Some(match profile.split_once('.') {
+            Some((head, rest)) if head.ends_with('c') && rest.contains('.') => rest.to_owned(),
+            _ => profile,
+        })
+    }
+
+    /// The instance seen as a GPU, for outputs that show one GPU's values (templates,
+    /// status bars): the device-wide values of `parent` that every instance shares
+    /// (temperature, power, clocks, clock event reasons, fan, PCIe link, ECC), as
+    /// nvidia-smi and dcgm-exporter report them for a MIG device, with the instance's
+    /// own memory, GPM, UUID and `processes`; no utilisation (NVML has none per
+    /// instance), no reserved memory, PCIe or NVLink traffic (not split per instance)
+    /// and no idle time.
+    pub fn as_gpu(&self, parent: &Gpu<'a>, processes: u32) -> Gpu<'a> {
+        let current = parent.is_current();
+        Gpu {
+            uuid: self.uuid,
+            util_pct: None,
+            util_mem_pct: None,
+            util_enc_pct: None,
+            util_dec_pct: None,
+            memory: self.memory,
+            mem_reserved: None,
+            pcie_tx: None,
+            pcie_rx: None,
+            process_count: current.then_some(processes),
+            gpm: self.gpm.map(|m| Gpm {
+                sm_activity: m.sm_activity,
+                sm_occupancy: m.sm_occupancy,
+                tensor_activity: m.tensor_activity,
+                dram_bw_util: m.dram_bw_util,
+                pcie: None,
+                nvlink: None,
+                interval_ns: m.interval_ns,
+            }),
+            idle_ns: None,
+            mig_mode: None,
+            ..*parent
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +172,38 @@ mod tests {
             assert!(mig.profile.is_some() && mig.sm_count.is_some(), "{state:?}");
             assert!(mig.memory.is_none() && mig.gpm.is_none(), "{state:?}");
         }
+    }
+
+    #[test]
+    fn the_gpu_instance_profile_drops_a_compute_instance_prefix() {
+        let mut m = record();
+        let mig = Mig::new(&m, GpuState::Ok);
+        assert_eq!(mig.gpu_instance_profile().as_deref(), Some("3g.40gb"));
+        m.profile = [0; 32];
+        m.profile[..10].copy_from_slice(b"1c.3g.40gb");
+        let mig = Mig::new(&m, GpuState::Ok);
+        assert_eq!(mig.gpu_instance_profile().as_deref(), Some("3g.40gb"));
+    }
+
+    #[test]
+    fn an_instance_as_a_gpu_has_its_own_memory_and_no_utilisation() {
+        use gpupeek_shm::layout::gpu_valid as v;
+        let parent = gpupeek_shm::GpuRecord {
+            state: GpuState::Ok as u32,
+            valid: v::UTILIZATION | v::MEMORY | v::TEMPERATURE,
+            util_gpu_pct: 50,
+            mem_total_bytes: 80 << 30,
+            mem_used_bytes: 20 << 30,
+            temp_gpu_c: 45,
+            ..Default::default()
+        };
+        let parent = Gpu::new(&parent);
+        let m = record();
+        let g = Mig::new(&m, GpuState::Ok).as_gpu(&parent, 2);
+        assert_eq!(g.util_pct, None);
+        assert_eq!(g.memory.map(|m| m.total.0), Some(40 << 30));
+        assert_eq!(g.temp_c, Some(45));
+        assert_eq!(g.process_count, Some(2));
+        assert_eq!(g.gpm.and_then(|m| m.sm_activity), Some(CentiPercent(4_250)));
     }
 }

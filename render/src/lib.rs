@@ -10,7 +10,7 @@
 //! ```text
 //! template    := (text | "{{" | "}}" | placeholder | block)*
 //! placeholder := "{" [scope "."] field (":" unit | ":." digits | ":spark" [digits])* ["!" ["<"] warn ["," crit]] "}"
-//! scope       := GPU index (0, 1, ...) | "sum" | "max" | "min" | "mean"
+//! scope       := GPU index (0, 1, ...) ["." "gi" GPU-instance-id] | "sum" | "max" | "min" | "mean"
 //! block       := "{each" [" " quoted-separator] "}" template "{end}"
 //! ```
 //!
@@ -23,9 +23,13 @@
 //! which picks a unit and appends it. A threshold compares the displayed number:
 //! `!70,90` is warning from 70 and critical from 90; `!<20,10` the same downwards.
 //! `:spark` draws the field's recent history instead of its value (see `spark.rs`).
+//! `{0.gi13.mem_used}` is MIG GPU instance 13 of GPU 0 ([`MigGpu`]): its own memory and
+//! processes, its GPU's device-wide values, no utilisation; `N/A` when it does not
+//! exist (or the caller, as the daemon's prompt file, passes no MIG devices), and never
+//! a sparkline (there is no history per instance).
 //! Errors carry the 1-based column of the offending character.
 
-use gpupeek_model::{Gpu, Status};
+use gpupeek_model::{Gpu, Model, Status};
 use gpupeek_shm::History;
 
 mod fields;
@@ -120,6 +124,8 @@ struct Placeholder {
 enum Scope {
     Natural,
     Gpu(u32),
+    /// GPU index, GPU instance id.
+    Mig(u32, u32),
     Agg(Agg),
 }
 
@@ -162,6 +168,41 @@ pub struct Data<'a> {
     /// History rings by GPU index, for sparklines; may be empty (sparklines are then
     /// `N/A`), and need only be loaded when [`Template::sparkline_width`] says so.
     pub history: &'a [(u32, History)],
+    /// MIG devices for `{N.giM.FIELD}` (may be empty: those are then `N/A`).
+    pub mig: &'a [MigGpu<'a>],
+}
+
+/// A MIG GPU instance seen as a GPU ([`gpupeek_model::Mig::as_gpu`]), for the
+/// `{N.giM.FIELD}` scope.
+#[derive(Debug, Clone, Copy)]
+pub struct MigGpu<'a> {
+    /// NVML index of its GPU.
+    pub gpu_index: u32,
+    /// MIG GPU instance id.
+    pub gpu_instance_id: u32,
+    /// Its values.
+    pub gpu: Gpu<'a>,
+}
+
+impl<'a> MigGpu<'a> {
+    /// Every GPU instance of `model` ([`Model::gpu_instance_as_gpu`]).
+    pub fn all(model: &Model<'a>) -> Vec<MigGpu<'a>> {
+        let mut out: Vec<MigGpu<'a>> = Vec::new();
+        for m in &model.mig {
+            let seen = out
+                .iter()
+                .any(|o| (o.gpu_index, o.gpu_instance_id) == (m.gpu_index, m.gpu_instance_id));
+            let gpu = model.gpu_instance_as_gpu(m.gpu_index, m.gpu_instance_id);
+            if let (false, Some(gpu)) = (seen, gpu) {
+                out.push(MigGpu {
+                    gpu_index: m.gpu_index,
+                    gpu_instance_id: m.gpu_instance_id,
+                    gpu,
+                });
+            }
+        }
+        out
+    }
 }
 
 /// What a status bar or prompt shows, by default, when every selected GPU is asleep.

@@ -99,7 +99,17 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
     let mut parts = spec.split(':');
     let path = parts.next().unwrap_or_default();
     let (scope, name, name_col) = match path.split_once('.') {
-        Some((s, name)) => (parse_scope(s, col)?, name, col + s.len() + 1),
+        Some((s, rest)) => match rest.split_once('.').filter(|(gi, _)| gi.starts_with("gi")) {
+            Some((gi, name)) => {
+                let gi_col = col + s.len() + 1;
+                (
+                    parse_mig_scope(s, gi, col, gi_col)?,
+                    name,
+                    gi_col + gi.len() + 1,
+                )
+            }
+            None => (parse_scope(s, col)?, rest, col + s.len() + 1),
+        },
         None => (Scope::Natural, path, col),
     };
     if name.is_empty() {
@@ -183,6 +193,23 @@ pub(crate) fn parse_placeholder(body: &str, col: usize) -> Result<Placeholder, P
         ));
     }
     Ok(placeholder)
+}
+
+/// `0.gi13`: GPU instance 13 of GPU 0.
+fn parse_mig_scope(gpu: &str, gi: &str, col: usize, gi_col: usize) -> Result<Scope, ParseError> {
+    let Scope::Gpu(index) = parse_scope(gpu, col)? else {
+        return Err(err(
+            col,
+            "a MIG instance is of one GPU: write {0.gi1.FIELD}",
+        ));
+    };
+    let id = gi[2..].parse().map_err(|_| {
+        err(
+            gi_col,
+            format!("bad MIG scope \"{gi}\": use gi and a GPU instance id, e.g. gi1"),
+        )
+    })?;
+    Ok(Scope::Mig(index, id))
 }
 
 pub(crate) fn parse_scope(s: &str, col: usize) -> Result<Scope, ParseError> {

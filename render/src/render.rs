@@ -75,6 +75,13 @@ impl Placeholder {
             (Scope::Gpu(i), _) => {
                 return data.gpus.iter().find(|g| g.index == i).and_then(&get);
             }
+            (Scope::Mig(i, gi), _) => {
+                let mig = data
+                    .mig
+                    .iter()
+                    .find(|m| (m.gpu_index, m.gpu_instance_id) == (i, gi));
+                return mig.and_then(|m| get(&m.gpu));
+            }
             (Scope::Natural, Some(g)) => return get(g),
             (Scope::Natural, None) => natural(self.field),
             (Scope::Agg(a), _) => a,
@@ -108,6 +115,7 @@ impl Placeholder {
                 }
                 None => return markup_free_na(out),
             },
+            (Scope::Mig(..), _) => return markup_free_na(out),
             (Scope::Natural, Some(g)) => {
                 one = [*g];
                 (&one, natural(self.field))

@@ -187,6 +187,7 @@ mod tests {
             gpus: &gpus,
             status: Status::new(&status),
             history,
+            mig: &[],
         };
         Template::parse(template)
             .unwrap()

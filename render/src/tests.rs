@@ -27,6 +27,7 @@ fn render(template: &str, gpus: &[GpuRecord]) -> Rendered {
         gpus: &gpus,
         status: Status::new(&status),
         history: &[],
+        mig: &[],
     };
     Template::parse(template)
         .unwrap_or_else(|e| panic!("{}", e.describe(template)))
@@ -214,5 +215,48 @@ fn thresholds_whose_critical_comes_before_warning_or_that_are_not_numbers_are_er
     );
     for good in ["{util!70,90}", "{util!<20,10}", "{util!80,80}", "{util!80}"] {
         assert!(Template::parse(good).is_ok(), "{good}");
+    }
+}
+
+#[test]
+fn a_mig_scope_shows_that_instance_and_na_for_one_that_is_not_there() {
+    let parent = gpu(0, 0, 9, 45, 0);
+    let parent = Gpu::new(&parent);
+    let mut instance = parent;
+    instance.util_pct = None;
+    instance.memory = Some(gpupeek_model::Memory {
+        total: gpupeek_model::Bytes(10 * GIB),
+        used: gpupeek_model::Bytes(2 * GIB),
+        free: gpupeek_model::Bytes(8 * GIB),
+    });
+    let mig = [MigGpu {
+        gpu_index: 0,
+        gpu_instance_id: 13,
+        gpu: instance,
+    }];
+    let status = StatusRecord::default();
+    let data = Data {
+        gpus: std::slice::from_ref(&parent),
+        status: Status::new(&status),
+        history: &[],
+        mig: &mig,
+    };
+    let render = |t: &str| Template::parse(t).unwrap().render(&data, &Plain).text;
+    assert_eq!(
+        render("{0.gi13.mem_used:GiB:.0}/{0.gi13.mem_total:GiB:.0} {0.gi13.util} {0.gi13.temp}"),
+        "2/10 N/A 45"
+    );
+    assert_eq!(
+        render("{0.gi2.mem_used} {0.gi13.mem_used:spark}"),
+        "N/A N/A"
+    );
+    assert_eq!(render("{0.mem_used:GiB:.0}"), "9");
+    for (bad, col) in [
+        ("{0.gi.util}", 4),
+        ("{sum.gi1.util}", 2),
+        ("{0.gi1.nope}", 8),
+    ] {
+        let e = Template::parse(bad).unwrap_err();
+        assert_eq!(e.column, col, "{bad}: {}", e.message);
     }
 }

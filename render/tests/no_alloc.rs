@@ -90,6 +90,7 @@ fn plain_numeric_rendering_into_a_grown_buffer_allocates_nothing() {
             gpus: &gpus,
             status: Status::new(&status),
             history: &history,
+            mig: &[],
         };
         out.clear();
         template.render_into(&data, &Plain, &mut out);

@@ -4,7 +4,7 @@
 
 use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
-use super::{parse_codec, parse_ids, parse_power, parse_seconds, parse_width, set, Args};
+use super::{parse_codec, parse_power, parse_seconds, parse_width, set, Args};
 
 /// Long names of the flags that may come before a command as well as after it.
 pub const GLOBAL: [&str; 1] = ["shm"];
@@ -177,14 +177,25 @@ means both; an empty value, none), as gpustat takes them.",
         spec: Spec {
             arity: Arity::Value("IDS"),
             man: r"Only these GPUs, by index, in this order, e.g.
-.BR \-\-id\ 0,2 .",
+.BR \-\-id\ 0,2 .
+An entry may also name a MIG GPU instance,
+.B 0.gi13
+(GPU instance 13 of GPU 0), or a MIG device by its UUID
+.RB ( MIG\-... ):
+.B \-\-format
+and the status-bar outputs then show that instance as a GPU of its own (its own
+memory and processes, its GPU's temperature, power and clocks, no utilisation);
+the table and
+.B \-\-json
+show its GPU.",
             ..Spec::switch(
                 "id",
-                "only these GPUs, by index, in this order, e.g. --id 0,2",
+                "only these GPUs, by index, in this order, e.g. --id 0,2; 0.gi13 or a MIG-... \
+                 UUID names a MIG instance (shown on its own by --format and the bars)",
             )
         },
         apply: |a, v| {
-            a.id = Some(parse_ids(v)?);
+            a.id = Some(crate::select::parse(v)?);
             Ok(())
         },
     },

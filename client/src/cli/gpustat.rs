@@ -165,10 +165,12 @@ fn gpupeek(argv: &[&str]) -> Value {
         Err(_) => return json!({"exit": 2}),
     };
     let codec = args.show_codec.unwrap_or_default();
-    let id = args
-        .id
-        .as_ref()
-        .map(|ids| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+    let id = args.id.as_ref().map(|ids| {
+        ids.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    });
     json!({"args": {
         "show_cmd": args.show_cmd, "show_user": args.show_user, "show_pid": args.show_pid,
         "show_fan_speed": args.show_fan_speed, "show_full_cmd": args.show_full_cmd,

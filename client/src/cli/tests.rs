@@ -71,7 +71,13 @@ fn gpustats_long_names_and_prefixes_are_accepted() {
     assert!(main_args(&["--full-process-info"]).show_full_cmd);
     assert!(main_args(&["--color"]).color && main_args(&["--force-color"]).color);
     assert!(main_args(&["--no-h"]).no_header);
-    assert_eq!(main_args(&["--id=0,2"]).id, Some(vec![0, 2]));
+    assert_eq!(
+        main_args(&["--id=0,2"]).id,
+        Some(vec![
+            crate::select::Select::Gpu(0),
+            crate::select::Select::Gpu(2)
+        ])
+    );
     assert_eq!(
         main_args(&["--gpuname-width", "20"]).gpuname_width,
         Some(20)
@@ -84,7 +90,7 @@ fn bad_values_and_conflicts_are_one_line_errors() {
         (&["-e", "mp4"][..], "bad codec \"mp4\""),
         (&["-e", "dec,enc"], "bad codec"),
         (&["-P", "watts", "-c"], "bad power field \"watts\""),
-        (&["--id", "x"], "bad GPU index"),
+        (&["--id", "x"], "bad GPU id \"x\": use an index"),
         (&["--gpuname-width", "-1"], "bad width"),
         (&["--gpuname-width", "1001"], "0 to 1000"),
         (&["-i", "soon"], "bad interval"),

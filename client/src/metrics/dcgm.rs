@@ -9,6 +9,17 @@
 //! as 0..1 ratios and PCIe/NVLink traffic in bytes per second; DCGM's doubles print as
 //! dcgm-exporter prints them (`%f`), its integers as integers. As in every `--names`,
 //! a GPU not sampled now and a field a GPU does not support have no sample.
+//!
+//! A GPU with MIG instances is exported as dcgm-exporter's default (`-d f`, "flex")
+//! exports it: one set of samples per GPU instance and none for the GPU itself, each
+//! with `GPU_I_PROFILE` (the GPU instance's profile, `3g.40gb`) and `GPU_I_ID` after
+//! `modelName`. An instance's `DCGM_FI_DEV_FB_*` are its own memory (MiB; no
+//! `FB_RESERVED`), its `DCGM_FI_PROF_SM_ACTIVE`, `SM_OCCUPANCY`, `PIPE_TENSOR_ACTIVE`
+//! and `DRAM_ACTIVE` its own GPM activity; the `DCGM_FI_DEV_*_UTIL` families and the
+//! PCIe and NVLink rates, which DCGM does not report per instance, have no sample; the
+//! device-wide values (clocks, temperature, power, energy, ECC, ...) are the GPU's,
+//! repeated for each instance as DCGM reports them. A MIG-enabled GPU without instances
+//! is exported as a whole GPU.
 
 use gpupeek_model::fields::exporters::DCGM;
 use gpupeek_model::fields::{Unit, Value as Reading};
@@ -26,22 +37,52 @@ pub(super) fn families(out: &mut Out, model: &Model) {
     let driver = text(model.status.driver_version);
     let mut families = Families::default();
     for g in model.gpus.iter().filter(|g| g.is_current()) {
-        let labels = labels(g, &hostname, &driver);
-        for alias in DCGM {
-            let Some(field) = Field::named(alias.field) else {
-                continue;
-            };
-            if let Some(value) = value(field, g) {
-                families.add(alias.name, alias.kind, alias.help, labels.clone(), value);
-            }
+        let instances = gpu_instances(model, g);
+        if instances.is_empty() {
+            add_entity(&mut families, g, labels(g, None, &hostname, &driver));
+        }
+        for (gi, profile, as_gpu) in &instances {
+            let labels = labels(g, Some((profile, *gi)), &hostname, &driver);
+            add_entity(&mut families, as_gpu, labels);
         }
     }
     families.write(out);
 }
 
-/// dcgm-exporter's labels of a whole GPU. A MIG instance adds `GPU_I_PROFILE` and
-/// `GPU_I_ID` after `modelName`, as dcgm-exporter does, once gpupeek publishes them.
-fn labels(g: &Gpu, hostname: &str, driver: &str) -> String {
+/// Each GPU instance of `g`: its id, profile, and itself seen as a GPU
+/// ([`Model::gpu_instance_as_gpu`]).
+fn gpu_instances<'a>(model: &Model<'a>, g: &Gpu<'a>) -> Vec<(u32, String, Gpu<'a>)> {
+    let mut out: Vec<(u32, String, Gpu<'a>)> = Vec::new();
+    for m in model.mig_on(g.index) {
+        if out.iter().any(|(gi, ..)| *gi == m.gpu_instance_id) {
+            continue;
+        }
+        let Some(as_gpu) = model.gpu_instance_as_gpu(g.index, m.gpu_instance_id) else {
+            continue;
+        };
+        let profile = m.gpu_instance_profile().unwrap_or_default();
+        out.push((m.gpu_instance_id, profile, as_gpu));
+    }
+    out
+}
+
+/// The samples of one entity: a whole GPU, or a GPU instance seen as a GPU
+/// ([`gpupeek_model::Mig::as_gpu`], which already leaves out what DCGM does not report
+/// per instance).
+fn add_entity(families: &mut Families, g: &Gpu, labels: String) {
+    for alias in DCGM {
+        let Some(field) = Field::named(alias.field) else {
+            continue;
+        };
+        if let Some(value) = value(field, g) {
+            families.add(alias.name, alias.kind, alias.help, labels.clone(), value);
+        }
+    }
+}
+
+/// dcgm-exporter's labels of a whole GPU, or of GPU instance `(profile, id)` of it:
+/// `GPU_I_PROFILE` and `GPU_I_ID` after `modelName`, the GPU's own labels before.
+fn labels(g: &Gpu, instance: Option<(&str, u32)>, hostname: &str, driver: &str) -> String {
     let mut l = format!(
         "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"nvidia{}\",modelName=\"{}\"",
         g.index,
@@ -50,6 +91,9 @@ fn labels(g: &Gpu, hostname: &str, driver: &str) -> String {
         g.index,
         escape(&text(g.name)),
     );
+    if let Some((profile, id)) = instance {
+        l += &format!(",GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{id}\"", escape(profile));
+    }
     if !hostname.is_empty() {
         l += &format!(",hostname=\"{}\"", escape(hostname));
     }

@@ -4,7 +4,8 @@
 //! series of a family per scrape (the processes using the most GPU memory first; how many
 //! were left out is `gpupeek_process_series_omitted`).
 //!
-//! `gpupeek_process_gpu_memory_bytes{gpu,uuid,pid,user,command}` and, per user and GPU,
+//! `gpupeek_process_gpu_memory_bytes{gpu,uuid,pid,user,command}` (a process in a MIG
+//! device adds `gpu_instance_id` and `compute_instance_id`) and, per user and GPU,
 //! `gpupeek_user_gpu_memory_bytes{gpu,uuid,user}` and `gpupeek_user_processes`. With
 //! `--names nvidia_gpu_exporter`, `--per-process` gives that exporter's
 //! `nvidia_smi_compute_app_info` and `nvidia_smi_compute_app_used_memory_bytes`
@@ -72,13 +73,16 @@ fn per_process(families: &mut Families, procs: &[(&Process, &Gpu)], names: Names
             continue;
         }
         let Some(mem) = p.gpu_mem else { continue };
-        let l = format!(
+        let mut l = format!(
             "gpu=\"{}\",uuid=\"{}\",pid=\"{}\",user=\"{}\",command=\"{command}\"",
             g.index,
             escape(&text(g.uuid)),
             p.pid,
             escape(&user(p)),
         );
+        if let Some((gi, ci)) = p.mig {
+            l += &format!(",gpu_instance_id=\"{gi}\",compute_instance_id=\"{ci}\"");
+        }
         families.add(
             "gpupeek_process_gpu_memory_bytes",
             "gauge",

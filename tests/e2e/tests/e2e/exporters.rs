@@ -327,7 +327,10 @@ const CONTRIB_FLAGS: &[&str] = &["--per-process", "--per-user"];
 #[test]
 fn every_metric_a_contrib_dashboard_panel_queries_is_exported() {
     let (sandbox, _daemon) = everything();
-    let names = exported(&metrics(&sandbox, CONTRIB_FLAGS));
+    let mut names = exported(&metrics(&sandbox, CONTRIB_FLAGS));
+    // The MIG panels read what an H100 split into MIG instances exports.
+    let (mig, _mig_daemon, _procs) = crate::mig_outputs::started("exporters-mig");
+    names.extend(exported(&metrics(&mig, CONTRIB_FLAGS)));
     let dir = repo().join("contrib/grafana");
     let mut dashboards = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {

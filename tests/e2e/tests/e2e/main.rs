@@ -31,6 +31,7 @@ mod hung;
 mod install;
 mod manpages;
 mod mig;
+mod mig_outputs;
 mod nvitop;
 mod nvml_cost;
 mod privilege;

@@ -18,10 +18,10 @@ use gpupeek_shm::layout::{gpu_valid as v, mig_valid};
 use gpupeek_shm::{text, MigRecord, Snapshot};
 use serde_json::{json, Value};
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 
 /// A child process, killed when dropped: a real pid for the fake's process lists.
-struct Sleeper(Child);
+pub(crate) struct Sleeper(Child);
 
 impl Sleeper {
     fn new() -> Self {
@@ -38,7 +38,7 @@ impl Sleeper {
 }
 
 /// Four sleepers (killed when dropped) and their pids.
-fn four_sleepers() -> ([Sleeper; 4], [u32; 4]) {
+pub(crate) fn four_sleepers() -> ([Sleeper; 4], [u32; 4]) {
     let procs = [(); 4].map(|()| Sleeper::new());
     let pids = [0, 1, 2, 3].map(|i| procs[i].pid());
     (procs, pids)
@@ -53,7 +53,7 @@ impl Drop for Sleeper {
 
 /// One MIG device: GPU instance id, profile id (H100 80GB: 9 is 3g.40gb, 14 2g.20gb,
 /// 19 1g.10gb, 5 4g.40gb), UUID.
-fn instance(gi: u32, profile_id: u32, gpm: Option<f64>) -> Value {
+pub(crate) fn instance(gi: u32, profile_id: u32, gpm: Option<f64>) -> Value {
     let mut m = json!({
         "gpu_instance_id": gi, "compute_instance_id": 0, "profile_id": profile_id,
         "uuid": format!("MIG-{gi:08x}-7d1c-5b8e-9d2a-{profile_id:012x}"),
@@ -65,13 +65,13 @@ fn instance(gi: u32, profile_id: u32, gpm: Option<f64>) -> Value {
 }
 
 /// A process of `pid` using `mib` MiB in GPU instance `gi`.
-fn process(pid: u32, mib: u64, gi: u32) -> Value {
+pub(crate) fn process(pid: u32, mib: u64, gi: u32) -> Value {
     json!({"pid": pid, "used_gpu_memory_bytes": mib * MIB,
            "gpu_instance_id": gi, "compute_instance_id": 0})
 }
 
 /// An H100 with MIG on, `instances` and `processes`, and a plain GPU beside it.
-fn scenario(instances: Vec<Value>, processes: Vec<Value>) -> Value {
+pub(crate) fn scenario(instances: Vec<Value>, processes: Vec<Value>) -> Value {
     json!({"gpus": [
         {
             "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a1b2c3d4-0000-1111-2222-333344445555",
@@ -92,7 +92,7 @@ fn scenario(instances: Vec<Value>, processes: Vec<Value>) -> Value {
 }
 
 /// The three-way split: 3g.40gb (GI 1, two processes), 2g.20gb (GI 5), 1g.10gb (GI 13).
-fn three_way(pids: &[u32; 4]) -> Value {
+pub(crate) fn three_way(pids: &[u32; 4]) -> Value {
     scenario(
         vec![
             instance(1, 9, Some(40.0)),
@@ -109,7 +109,7 @@ fn three_way(pids: &[u32; 4]) -> Value {
 }
 
 /// `(gpu instance id, profile)` of every published instance of GPU 0.
-fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
+pub(crate) fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
     snap.mig_on(0)
         .map(|m| (m.gpu_instance_id, text::decode(&m.profile)))
         .collect()
@@ -461,7 +461,7 @@ fn a_hung_mig_query_makes_its_gpu_not_responding_and_the_other_gpu_goes_on() {
 }
 
 /// `gpupeek ARGS` against the sandbox's daemon.
-fn client(sb: &Sandbox, args: &[&str]) -> String {
+pub(crate) fn client(sb: &Sandbox, args: &[&str]) -> String {
     let out = run_with_watchdog({
         let mut cmd = Command::new(&gpupeek_e2e::bins().client);
         cmd.args(["--shm", &sb.shm]).args(args).env("NO_COLOR", "1");

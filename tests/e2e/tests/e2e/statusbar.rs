@@ -137,7 +137,7 @@ fn a_bar_shows_a_stopped_line_when_there_is_no_daemon() {
 }
 
 /// A `--follow` client whose lines arrive on a channel.
-fn follower(sandbox: &Sandbox, args: &[&str]) -> (Background, mpsc::Receiver<String>) {
+pub(crate) fn follower(sandbox: &Sandbox, args: &[&str]) -> (Background, mpsc::Receiver<String>) {
     let mut child = Command::new(&bins().client)
         .arg("--shm")
         .arg(&sandbox.shm)
@@ -166,7 +166,7 @@ fn next_line(rx: &mpsc::Receiver<String>) -> String {
 }
 
 /// Reads lines until one satisfies `want`.
-fn line_where(rx: &mpsc::Receiver<String>, want: impl Fn(&str) -> bool) -> String {
+pub(crate) fn line_where(rx: &mpsc::Receiver<String>, want: impl Fn(&str) -> bool) -> String {
     loop {
         let line = next_line(rx);
         if want(&line) {
