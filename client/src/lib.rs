@@ -1,0 +1,321 @@
+//! `gpupeek`: a one-shot, gpustat-compatible view of the GPUs, read from gpupeekd's
+//! shared-memory segment. It makes no driver call and does not talk to the daemon: it
+//! maps the segment read-only, copies a consistent snapshot and renders it.
+//!
+//! Exit status (see gpupeek(1)): 0 ok, 1 internal error, 2 bad usage, 3 no daemon (no
+//! segment, daemon starting or stopped), 4 stale daemon (no heartbeat, or a record left
+//! half-written), 5 NVML error reported by the
+//! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
+//! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
+//! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
+//! 11 `gpupeek serve` found no gpupeek-serve to run.
+//! A closed stdout is a quiet 0.
+//!
+//! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
+//! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.
+//!
+//! This library is the whole of the `gpupeek` program (its binary, `src/main.rs`, only
+//! calls [`main`]) and what the exporter, the `gpupeek-serve` binary of `serve/`, shares
+//! with it: the Prometheus rendering ([`metrics`]), `serve`'s flags ([`serve`]) and the
+//! exit statuses. The exporter's TLS, YAML, bcrypt and gzip live in that binary alone, so
+//! that the one-shot `gpupeek` does not load them (docs/PERFORMANCE.md).
+mod byuser;
+mod cli;
+mod commands;
+mod follow;
+mod json;
+mod live;
+mod local;
+pub mod metrics;
+mod outputs;
+mod query;
+pub mod serve;
+mod smi;
+mod style;
+mod table;
+#[cfg(test)]
+mod testing;
+mod verdict;
+mod view;
+mod watch;
+
+/// The `--format` template language lives in its own crate, shared with gpupeekd.
+use gpupeek_render as template;
+
+use std::io::{IsTerminal, Write};
+
+use chrono::{DateTime, Local, Timelike};
+use gpupeek_shm::{Error, Liveness, Segment};
+
+/// Exit statuses (gpupeek(1), EXIT STATUS).
+pub const EXIT_INTERNAL: u8 = 1;
+/// Bad usage.
+pub const EXIT_USAGE: u8 = 2;
+const EXIT_NO_DAEMON: u8 = 3;
+const EXIT_STALE: u8 = 4;
+const EXIT_NVML: u8 = 5;
+const EXIT_ABI: u8 = 6;
+const EXIT_UNTRUSTED: u8 = 7;
+const EXIT_CORRUPT: u8 = 8;
+/// An operating-system error.
+pub const EXIT_OS: u8 = 9;
+const EXIT_RELEASED: u8 = 10;
+/// `gpupeek serve` found no gpupeek-serve to run.
+const EXIT_NO_SERVE: u8 = 11;
+
+/// A reason to stop: the exit status and the line to print (none when empty), and the
+/// daemon's state when that is the reason.
+#[derive(Debug)]
+pub struct Exit {
+    code: u8,
+    message: String,
+    daemon: Option<Liveness>,
+}
+
+impl Exit {
+    /// Exit status `code`, saying `message`.
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Exit {
+            code,
+            message: message.into(),
+            daemon: None,
+        }
+    }
+}
+
+/// The exit status of `result`, after printing its line as `gpupeek: LINE` on stderr.
+pub fn exit_status(result: Result<(), Exit>) -> u8 {
+    match result {
+        Ok(()) => 0,
+        Err(exit) => {
+            if !exit.message.is_empty() {
+                // Not eprintln!, which panics when stderr is a closed pipe.
+                let _ = writeln!(std::io::stderr().lock(), "gpupeek: {}", exit.message);
+            }
+            exit.code
+        }
+    }
+}
+
+impl From<Error> for Exit {
+    fn from(e: Error) -> Self {
+        let code = match e {
+            Error::NotFound { .. } | Error::NotReady { .. } => EXIT_NO_DAEMON,
+            Error::InvalidName { .. } => EXIT_USAGE,
+            Error::Untrusted { .. } => EXIT_UNTRUSTED,
+            Error::AbiMismatch { .. } => EXIT_ABI,
+            Error::Corrupt { .. } => EXIT_CORRUPT,
+            Error::Stale { .. } => EXIT_STALE,
+            Error::AlreadyRunning { .. } | Error::Lock { .. } => EXIT_INTERNAL,
+            Error::Os { .. } => EXIT_OS,
+        };
+        Exit::new(code, e.to_string())
+    }
+}
+
+/// The `gpupeek` program, called by the C runtime's `main` (see `src/main.rs`); returns the
+/// exit status.
+///
+/// Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
+/// enters the binary directly (`no_main`): std's own start-up would first install a
+/// stack-overflow handler (reading `/proc/self/maps`, an alternate signal stack) and check
+/// the standard descriptors, about a sixth of a one-shot call. What of it matters is
+/// done here: SIGPIPE no longer kills the process, so a closed stdout is a quiet exit.
+/// Arguments still come from `std::env::args` (glibc hands them to std at load time).
+pub fn main() -> u8 {
+    // A caught SIGPIPE (the flag is never read) makes a write to a closed pipe fail with
+    // EPIPE instead of killing the process, as std's start-up would have arranged.
+    static SIGPIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGPIPE, &SIGPIPE_SEEN) {
+        return exit_status(Err(Exit::new(
+            EXIT_INTERNAL,
+            format!("cannot handle SIGPIPE: {e}"),
+        )));
+    }
+    exit_status(run())
+}
+
+fn run() -> Result<(), Exit> {
+    let argv = utf8_args()?;
+    verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
+    let mut args = match cli::parse(argv).map_err(|e| Exit::new(EXIT_USAGE, e))? {
+        cli::Invocation::Main(args) => args,
+        cli::Invocation::Query(args) => return query::run(args),
+        cli::Invocation::Metrics(args) => return metrics::run(args),
+        cli::Invocation::Serve(argv) => return serve::exec(&argv),
+        cli::Invocation::Print(text) => return write_stdout(&text),
+    };
+    args.expand_show_all();
+    if args.format.is_some() || args.output.is_some() || args.follow {
+        return outputs::run(&args);
+    }
+    if let Some(secs) = args.watch {
+        watch::interval(secs)?;
+    }
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let segment = Segment::open(&name)?;
+    let snapshot = segment.snapshot()?;
+    check_live(
+        &name,
+        snapshot.liveness(gpupeek_shm::mono_now_ns()),
+        snapshot.status.period_ns,
+    )?;
+    if let Some(secs) = args.watch {
+        return watch::run(&args, &segment, secs);
+    }
+    write_stdout(&render(&args, &snapshot)?)
+}
+
+/// The table (or JSON) of one snapshot, as the flags ask.
+fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, Exit> {
+    let ctx = view_context(snapshot);
+    let view = view::View::new(snapshot, args.id.as_deref(), &ctx).map_err(|id| {
+        let have = snapshot
+            .gpus
+            .iter()
+            .map(|g| g.index.to_string())
+            .collect::<Vec<_>>();
+        Exit::new(
+            EXIT_USAGE,
+            format!("no GPU with index {id} (GPUs: {})", have.join(",")),
+        )
+    })?;
+    let hostname = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let published = published_time(view.published_unix_ns);
+    let painter = style::Painter::new(args.color, args.no_color, std::io::stdout().is_terminal());
+    let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
+    let out = match (args.by_user, args.json) {
+        (false, true) => json::render(&view, &hostname, &iso_time(&published)),
+        (false, false) => table::render(&view, args, painter, &hostname, &time),
+        (true, true) => json::to_text(&ByUserDocument {
+            hostname: &hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time: &iso_time(&published),
+            users: byuser::rows(&view),
+            processes_not_shown: byuser::not_shown(&view),
+            gpus_not_counted: byuser::not_counted(&view),
+        }),
+        (true, false) => {
+            let mut out = String::new();
+            if !args.no_header {
+                // The same header as the table's, so the two views line up.
+                let width = table::name_width(&view, args);
+                out = table::header(&view, width, painter, &hostname, &time);
+            }
+            let rows = byuser::rows(&view);
+            let not_counted = byuser::not_counted(&view);
+            out + &byuser::render(&rows, byuser::not_shown(&view), &not_counted, painter)
+        }
+    };
+    Ok(out)
+}
+
+/// `--by-user --json`.
+#[derive(serde::Serialize)]
+struct ByUserDocument<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    users: Vec<byuser::UserRow>,
+    /// GPU processes no user row counts (withheld, or beyond the table).
+    processes_not_shown: u32,
+    /// GPUs whose processes could not be read (lost, failing, driver not responding).
+    gpus_not_counted: Vec<u32>,
+}
+
+/// The reader's pid namespace, and its own `/proc` for details the daemon withheld.
+fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
+    if snap.processes.is_empty() {
+        return view::Context::default();
+    }
+    let pid_ns_inode =
+        gpupeek_shm::procfs::pid_ns_inode(std::path::Path::new("/proc/self/ns/pid")).unwrap_or(0);
+    let withheld = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic);
+    view::Context {
+        pid_ns_inode,
+        local: withheld.then_some(local::read as fn(u32) -> Option<local::LocalProc>),
+    }
+}
+
+/// Turns a daemon that is not live into the matching exit.
+fn check_live(name: &str, liveness: Liveness, period_ns: u64) -> Result<(), Exit> {
+    let exit = match &liveness {
+        Liveness::Live => return Ok(()),
+        Liveness::Starting => Exit::new(
+            EXIT_NO_DAEMON,
+            format!("gpupeekd on segment '{name}' is starting and has not published yet"),
+        ),
+        Liveness::Stopped => Exit::new(
+            EXIT_NO_DAEMON,
+            format!("gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"),
+        ),
+        Liveness::Released => Exit::new(
+            EXIT_RELEASED,
+            format!(
+                "gpupeekd on segment '{name}' has let go of the driver on request (GPU reset or \
+                 MIG change): `gpupeekd --resume` takes it back"
+            ),
+        ),
+        Liveness::Stale { age_ns } => Exit::new(
+            EXIT_STALE,
+            format!(
+                "gpupeekd on segment '{name}' is not responding: last update {:.1}s ago, period {:.3}s",
+                *age_ns as f64 / 1e9,
+                period_ns as f64 / 1e9
+            ),
+        ),
+        Liveness::NvmlError { code, message } => Exit::new(
+            EXIT_NVML,
+            format!("gpupeekd cannot use NVML: {message} (NVML error {code})"),
+        ),
+    };
+    Err(Exit {
+        daemon: Some(liveness),
+        ..exit
+    })
+}
+
+fn published_time(unix_ns: u64) -> DateTime<Local> {
+    let secs = (unix_ns / 1_000_000_000) as i64;
+    let nanos = (unix_ns % 1_000_000_000) as u32;
+    DateTime::from_timestamp(secs, nanos)
+        .unwrap_or_default()
+        .with_timezone(&Local)
+}
+
+/// Python's `datetime.isoformat()`: microseconds only when non-zero.
+fn iso_time(t: &DateTime<Local>) -> String {
+    if t.nanosecond() / 1000 == 0 {
+        t.format("%Y-%m-%dT%H:%M:%S").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+    }
+}
+
+/// The arguments after the program name; one that is not UTF-8 is a usage error
+/// (`std::env::args` would panic on it).
+pub fn utf8_args() -> Result<Vec<String>, Exit> {
+    std::env::args_os()
+        .skip(1)
+        .map(|arg| {
+            arg.into_string().map_err(|arg| {
+                Exit::new(EXIT_USAGE, format!("argument {arg:?} is not valid UTF-8"))
+            })
+        })
+        .collect()
+}
+
+/// Writes everything to stdout; a closed pipe (`gpupeek | head -1`) is a quiet success.
+fn write_stdout(text: &str) -> Result<(), Exit> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Exit::new(0, "")),
+        Err(e) => Err(Exit::new(EXIT_OS, format!("cannot write output: {e}"))),
+    }
+}
