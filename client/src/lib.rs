@@ -14,11 +14,13 @@
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
 //! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.
 //!
-//! This library is the whole of the `gpupeek` program (its binary, `src/main.rs`, only
-//! calls [`main`]) and what the exporter, the `gpupeek-serve` binary of `serve/`, shares
-//! with it: the Prometheus rendering ([`metrics`]), `serve`'s flags ([`serve`]) and the
-//! exit statuses. The exporter's TLS, YAML, bcrypt and gzip live in that binary alone, so
-//! that the one-shot `gpupeek` does not load them (docs/PERFORMANCE.md).
+//! This library is the whole of the `gpupeek` program (its binary, `src/bin/gpupeek.rs`,
+//! only calls [`main`]) and, in [`exporter`], what the exporter, the `gpupeek-serve`
+//! binary of `serve/`, shares with it: the Prometheus rendering ([`metrics`]), `serve`'s
+//! flags ([`serve`]) and the exit statuses. The exporter's TLS, YAML, bcrypt and gzip
+//! live in that binary alone, so that the one-shot `gpupeek` does not load them
+//! (docs/PERFORMANCE.md).
+
 mod byuser;
 mod cli;
 mod commands;
@@ -26,10 +28,10 @@ mod follow;
 mod json;
 mod live;
 mod local;
-pub mod metrics;
+mod metrics;
 mod outputs;
 mod query;
-pub mod serve;
+mod serve;
 mod smi;
 mod style;
 mod table;
@@ -47,9 +49,8 @@ use std::io::{IsTerminal, Write};
 use chrono::{DateTime, Local, Timelike};
 use gpupeek_shm::{Error, Liveness, Segment};
 
-/// Exit statuses (gpupeek(1), EXIT STATUS).
-pub const EXIT_INTERNAL: u8 = 1;
-/// Bad usage.
+const EXIT_INTERNAL: u8 = 1;
+/// Exit statuses (gpupeek(1), EXIT STATUS): bad usage.
 pub const EXIT_USAGE: u8 = 2;
 const EXIT_NO_DAEMON: u8 = 3;
 const EXIT_STALE: u8 = 4;
@@ -113,8 +114,8 @@ impl From<Error> for Exit {
     }
 }
 
-/// The `gpupeek` program, called by the C runtime's `main` (see `src/main.rs`); returns the
-/// exit status.
+/// The `gpupeek` program, called by the C runtime's `main` (see `src/bin/gpupeek.rs`);
+/// returns the exit status.
 ///
 /// Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
 /// enters the binary directly (`no_main`): std's own start-up would first install a
@@ -296,7 +297,7 @@ fn iso_time(t: &DateTime<Local>) -> String {
 
 /// The arguments after the program name; one that is not UTF-8 is a usage error
 /// (`std::env::args` would panic on it).
-pub fn utf8_args() -> Result<Vec<String>, Exit> {
+fn utf8_args() -> Result<Vec<String>, Exit> {
     std::env::args_os()
         .skip(1)
         .map(|arg| {
@@ -318,4 +319,12 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Exit::new(0, "")),
         Err(e) => Err(Exit::new(EXIT_OS, format!("cannot write output: {e}"))),
     }
+}
+
+/// What gpupeek-serve (serve/) shares with `gpupeek`: `serve`'s flags and their parser,
+/// the metrics rendering and the exit statuses.
+pub mod exporter {
+    pub use crate::metrics::{scrape, Options};
+    pub use crate::serve::{command_line, Args};
+    pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }

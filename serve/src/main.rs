@@ -2,7 +2,7 @@
 //! unprivileged process.
 //!
 //! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
-//! opens the segment, takes one snapshot and renders it ([`gpupeek::metrics`]), so the
+//! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]), so the
 //! exporter never holds state between scrapes and follows a daemon restart at once. `/`
 //! is a short page pointing at `/metrics`; anything else is 404, and methods other than
 //! GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
@@ -16,7 +16,7 @@
 //! gzip-compressed for a client that accepts it. The TLS, YAML, bcrypt and gzip code is
 //! linked into this binary only: `gpupeek serve` executes it (see the `gpupeek` library's
 //! `serve` module), so a one-shot `gpupeek` does not load it. Its flags, their parsing and
-//! the metrics come from that library, as `gpupeek metrics`'s do.
+//! the metrics come from that library ([`gpupeek::exporter`]), as `gpupeek metrics`'s do.
 
 mod http;
 mod webconfig;
@@ -24,8 +24,7 @@ mod webconfig;
 use http::{Limits, Request, Response, Server};
 use webconfig::{BasicAuth, WebConfig};
 
-use gpupeek::serve::Args;
-use gpupeek::{metrics, Exit, EXIT_OS, EXIT_USAGE};
+use gpupeek::exporter::{self, Args, Exit, EXIT_OS, EXIT_USAGE};
 
 const INDEX: &str = "<!DOCTYPE html>
 <html><head><title>gpupeek exporter</title></head>
@@ -35,8 +34,8 @@ const INDEX: &str = "<!DOCTYPE html>
 ";
 
 fn main() -> std::process::ExitCode {
-    let result = gpupeek::serve::command_line().and_then(|args| args.map_or(Ok(()), run));
-    gpupeek::exit_status(result).into()
+    let result = exporter::command_line().and_then(|args| args.map_or(Ok(()), run));
+    exporter::exit_status(result).into()
 }
 
 /// Runs `gpupeek serve` until killed.
@@ -91,12 +90,12 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-fn respond(request: &Request, name: &str, options: &metrics::Options) -> Response {
+fn respond(request: &Request, name: &str, options: &exporter::Options) -> Response {
     let (status, content_type, body) = match (request.method, request.path) {
         ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            metrics::scrape(name, options).text,
+            exporter::scrape(name, options).text,
         ),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
