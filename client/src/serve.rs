@@ -11,9 +11,11 @@
 //! and exits with status 11. `gpupeek-serve` parses the same table with [`command_line`]
 //! and renders with [`crate::metrics`], both from this library.
 
-use std::path::{Path, PathBuf};
+use std::ffi::CString;
+use std::path::Path;
 
 use gpupeek_flags::Parser;
+use nix::errno::Errno;
 
 use crate::{commands, metrics, Exit, EXIT_NO_SERVE, EXIT_OS, EXIT_USAGE};
 
@@ -66,33 +68,48 @@ pub fn command_line() -> Result<Option<Args>, Exit> {
     }
 }
 
-/// Runs `gpupeek-serve` with `argv` in place of this process; returns only if it cannot.
+/// Runs `gpupeek-serve` with `argv` in place of this process: the one next to this
+/// executable, else the first on `PATH`; returns only if it cannot.
+///
+/// `execv` itself, not `std::process::Command`, whose spawning code makes the dynamic
+/// loader bind a score more libc symbols at every start of every command (about 8,600
+/// instructions, docs/PERFORMANCE.md).
 pub fn exec(argv: &[String]) -> Result<(), Exit> {
-    use std::os::unix::process::CommandExt;
+    use std::os::unix::ffi::OsStrExt;
     let exe = std::env::current_exe().ok();
-    let beside = exe
-        .as_deref()
-        .and_then(Path::parent)
-        .map(|dir| dir.join(PROGRAM))
-        .filter(|path| path.exists());
-    // A name without a slash is looked up on PATH.
-    let program = beside.unwrap_or_else(|| PathBuf::from(PROGRAM));
-    let error = std::process::Command::new(&program).args(argv).exec();
-    if error.kind() == std::io::ErrorKind::NotFound {
-        let dir = exe
-            .as_deref()
-            .and_then(Path::parent)
-            .map_or_else(|| "gpupeek's directory".into(), |d| d.display().to_string());
-        return Err(Exit::new(
-            EXIT_NO_SERVE,
-            format!(
-                "serve needs {PROGRAM}, which is neither in {dir} nor on PATH (it is \
-                 installed with gpupeek: make install)"
-            ),
-        ));
+    let beside = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty());
+    let args = std::iter::once(PROGRAM)
+        .chain(argv.iter().map(String::as_str))
+        .map(CString::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| Exit::new(EXIT_USAGE, "an argument holds a NUL byte"))?;
+    for program in beside
+        .clone()
+        .into_iter()
+        .chain(on_path)
+        .map(|d| d.join(PROGRAM))
+    {
+        let Ok(c_path) = CString::new(program.as_os_str().as_bytes()) else {
+            continue;
+        };
+        match nix::unistd::execv(&c_path, &args) {
+            Err(Errno::ENOENT | Errno::ENOTDIR) => continue,
+            Err(e) => {
+                return Err(Exit::new(
+                    EXIT_OS,
+                    format!("cannot run {}: {}", program.display(), e.desc()),
+                ))
+            }
+        }
     }
+    let dir = beside.map_or_else(|| "gpupeek's directory".into(), |d| d.display().to_string());
     Err(Exit::new(
-        EXIT_OS,
-        format!("cannot run {}: {error}", program.display()),
+        EXIT_NO_SERVE,
+        format!(
+            "serve needs {PROGRAM}, which is neither in {dir} nor on PATH (it is installed \
+             with gpupeek: make install)"
+        ),
     ))
 }
