@@ -2,8 +2,8 @@
 //! (serve/), which `gpupeek serve` runs in its place.
 //!
 //! The exporter needs TLS (rustls), YAML, bcrypt and gzip; linked into `gpupeek`, they
-//! made every one-shot call load a binary 2.5 times the size and apply twice the
-//! relocations, about 9% of the call (docs/PERFORMANCE.md). So `gpupeek` keeps only
+//! made every one-shot call load a binary more than twice the size and apply half as
+//! many relocations again, about 10% of the call (docs/PERFORMANCE.md). So `gpupeek` keeps only
 //! `serve`'s flag table ([`crate::commands::SERVE`]: `--help`, completions and the man
 //! page come from it, and a bad flag is refused here as before), then executes
 //! `gpupeek-serve` with the same arguments: the one next to the running `gpupeek`
@@ -72,7 +72,7 @@ pub fn command_line() -> Result<Option<Args>, Exit> {
 /// executable, else the first on `PATH`; returns only if it cannot.
 ///
 /// `execv` itself, not `std::process::Command`, whose spawning code makes the dynamic
-/// loader bind a score more libc symbols at every start of every command (about 8,600
+/// loader bind more libc symbols at every start of every command (about 8,600
 /// instructions, docs/PERFORMANCE.md).
 pub fn exec(argv: &[String]) -> Result<(), Exit> {
     use std::os::unix::ffi::OsStrExt;

@@ -2,10 +2,10 @@
 //! unprivileged process.
 //!
 //! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
-//! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]), so the
-//! exporter never holds state between scrapes and follows a daemon restart at once. `/`
-//! is a short page pointing at `/metrics`; anything else is 404, and methods other than
-//! GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
+//! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]),
+//! so the exporter never holds state between scrapes and follows a daemon restart at
+//! once. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
+//! other than GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
 //! at a time and bounds what any number of clients can take: 64 connections at most (a
 //! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
 //! sends its request or reads the answer; request heads over 8 KiB are refused.
