@@ -116,8 +116,9 @@ pub enum Invocation {
     Query(query::Args),
     /// `gpupeek metrics`.
     Metrics(metrics::Args),
-    /// `gpupeek serve`.
-    Serve(serve::Args),
+    /// `gpupeek serve`, whose flags are good: `gpupeek-serve` is to run with these
+    /// arguments (`--shm` if it came before `serve`, then what came after, as given).
+    Serve(Vec<String>),
     /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
     Print(String),
 }
@@ -147,8 +148,15 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                     .and_then(commands::check_query),
                 "metrics" => sub(&mut parser, &commands::METRICS, metrics_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
-                "serve" => sub(&mut parser, &commands::SERVE, serve_args(shm))
-                    .map(|a| a.map_or_else(Invocation::Print, Invocation::Serve)),
+                "serve" => {
+                    let argv: Vec<String> = shm
+                        .map(|shm| format!("--shm={shm}"))
+                        .into_iter()
+                        .chain(parser.rest().map_err(|e| e.0)?)
+                        .collect();
+                    serve::parse(argv.clone())
+                        .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Serve(argv)))
+                }
                 _ => Err(format!(
                     "unexpected argument {word:?}: gpupeek takes no arguments but flags \
                      and a command ({})",
@@ -191,17 +199,8 @@ fn metrics_args(shm: Option<String>) -> metrics::Args {
     }
 }
 
-fn serve_args(shm: Option<String>) -> serve::Args {
-    serve::Args {
-        listen: serve::DEFAULT_LISTEN.into(),
-        shm,
-        options: metrics::Options::default(),
-        web_config: None,
-    }
-}
-
 /// Parses the rest of the line with a command's table: its arguments, or its help.
-fn sub<A>(
+pub(crate) fn sub<A>(
     parser: &mut Parser,
     command: &gpupeek_flags::Command<A>,
     mut args: A,

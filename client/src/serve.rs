@@ -1,27 +1,26 @@
-//! `gpupeek serve`: a Prometheus exporter over HTTP, as its own unprivileged process.
+//! `gpupeek serve`: the Prometheus exporter is a program of its own, `gpupeek-serve`
+//! (serve/), which `gpupeek serve` runs in its place.
 //!
-//! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
-//! opens the segment, takes one snapshot and renders it ([`crate::metrics`]), so the
-//! exporter never holds state between scrapes and follows a daemon restart at once. `/`
-//! is a short page pointing at `/metrics`; anything else is 404, and methods other than
-//! GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
-//! at a time and bounds what any number of clients can take: 64 connections at most (a
-//! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
-//! sends its request or reads the answer; request heads over 8 KiB are refused.
-//!
-//! `--web.config.file` takes the web configuration file of Prometheus's exporters
-//! ([`webconfig`]): HTTPS, basic authentication (every path answers 401 with
-//! `WWW-Authenticate` without the right user and password) and extra headers. Answers are
-//! gzip-compressed for a client that accepts it. The TLS, YAML and gzip code runs only
-//! here, never in gpupeek's one-shot outputs.
+//! The exporter needs TLS (rustls), YAML, bcrypt and gzip; linked into `gpupeek`, they
+//! made every one-shot call load a binary more than twice the size and apply half as
+//! many relocations again, about 10% of the call (docs/PERFORMANCE.md). So `gpupeek` keeps only
+//! `serve`'s flag table ([`crate::commands::SERVE`]: `--help`, completions and the man
+//! page come from it, and a bad flag is refused here as before), then executes
+//! `gpupeek-serve` with the same arguments: the one next to the running `gpupeek`
+//! executable, else the first on `PATH`. Without one, `gpupeek serve` says so in one line
+//! and exits with status 11. `gpupeek-serve` parses the same table with [`command_line`]
+//! and renders with [`crate::metrics`], both from this library.
 
-mod http;
-mod webconfig;
+use std::ffi::CString;
+use std::path::Path;
 
-use http::{Limits, Request, Response, Server};
-use webconfig::{BasicAuth, WebConfig};
+use gpupeek_flags::Parser;
+use nix::errno::Errno;
 
-use crate::{metrics, Exit, EXIT_OS, EXIT_USAGE};
+use crate::{commands, metrics, Exit, EXIT_NO_SERVE, EXIT_OS, EXIT_USAGE};
+
+/// The exporter's program, installed next to `gpupeek`.
+pub const PROGRAM: &str = "gpupeek-serve";
 
 /// Default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
@@ -42,93 +41,75 @@ pub struct Args {
     pub web_config: Option<String>,
 }
 
-const INDEX: &str = "<!DOCTYPE html>
-<html><head><title>gpupeek exporter</title></head>
-<body><h1>gpupeek exporter</h1>
-<p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a></p>
-</body></html>
-";
-
-/// Runs `gpupeek serve` until killed.
-pub fn run(args: Args) -> Result<(), Exit> {
-    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
-    let addr = resolve(&args.listen)?;
-    let web = match &args.web_config {
-        None => None,
-        Some(path) => Some(
-            WebConfig::load(path.as_ref())
-                .map_err(|e| Exit::new(EXIT_USAGE, format!("bad --web.config.file {path}: {e}")))?,
-        ),
-    };
-    let mut server = Server::bind(addr, Limits::default())
-        .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
-    let mut auth = None;
-    let mut scheme = "http";
-    if let Some(web) = web {
-        if let Some(tls) = web.tls {
-            server = server.tls(tls);
-            scheme = "https";
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            listen: DEFAULT_LISTEN.into(),
+            shm: None,
+            options: metrics::Options::default(),
+            web_config: None,
         }
-        server = server.headers(web.headers);
-        auth = web.auth;
     }
-    let bound = server
-        .local_addr()
-        .map_or_else(|_| args.listen.clone(), |a| a.to_string());
-    eprintln!("gpupeek: serving segment '{name}' at {scheme}://{bound}/metrics");
-    server
-        .run(|request| {
-            let allowed = auth
-                .as_mut()
-                .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
-            if allowed {
-                respond(request, &name, &args.options)
-            } else {
-                unauthorized()
+}
+
+/// Parses `serve`'s arguments (what follows `serve`, after `--shm` if one came before
+/// it): the flags, or `Err` of the help text for `--help`; `Err` outside for bad usage.
+pub fn parse(argv: Vec<String>) -> Result<Result<Args, String>, String> {
+    crate::cli::sub(&mut Parser::new(argv), &commands::SERVE, Args::default())
+}
+
+/// `gpupeek-serve`'s command line: its flags, or `None` once `--help` is printed.
+pub fn command_line() -> Result<Option<Args>, Exit> {
+    let argv = crate::utf8_args()?;
+    crate::verdict::check_env().map_err(|message| Exit::new(EXIT_USAGE, message))?;
+    match parse(argv).map_err(|e| Exit::new(EXIT_USAGE, e))? {
+        Ok(args) => Ok(Some(args)),
+        Err(help) => crate::write_stdout(&help).map(|()| None),
+    }
+}
+
+/// Runs `gpupeek-serve` with `argv` in place of this process: the one next to this
+/// executable, else the first on `PATH`; returns only if it cannot.
+///
+/// `execv` itself, not `std::process::Command`, whose spawning code makes the dynamic
+/// loader bind more libc symbols at every start of every command (about 8,600
+/// instructions, docs/PERFORMANCE.md).
+pub fn exec(argv: &[String]) -> Result<(), Exit> {
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty());
+    let args = std::iter::once(PROGRAM)
+        .chain(argv.iter().map(String::as_str))
+        .map(CString::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| Exit::new(EXIT_USAGE, "an argument holds a NUL byte"))?;
+    for program in beside
+        .clone()
+        .into_iter()
+        .chain(on_path)
+        .map(|d| d.join(PROGRAM))
+    {
+        let Ok(c_path) = CString::new(program.as_os_str().as_bytes()) else {
+            continue;
+        };
+        match nix::unistd::execv(&c_path, &args) {
+            Err(Errno::ENOENT | Errno::ENOTDIR) => continue,
+            Err(e) => {
+                return Err(Exit::new(
+                    EXIT_OS,
+                    format!("cannot run {}: {}", program.display(), e.desc()),
+                ))
             }
-        })
-        .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
-}
-
-/// The first address `listen` resolves to.
-fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
-    use std::net::ToSocketAddrs;
-    let bad = |why: String| Exit::new(EXIT_USAGE, format!("bad --listen {listen:?}: {why}"));
-    listen
-        .to_socket_addrs()
-        .map_err(|e| bad(e.to_string()))?
-        .next()
-        .ok_or_else(|| bad("resolves to no address".into()))
-}
-
-fn respond(request: &Request, name: &str, options: &metrics::Options) -> Response {
-    let (status, content_type, body) = match (request.method, request.path) {
-        ("GET" | "HEAD", "/metrics") => (
-            200,
-            "text/plain; version=0.0.4; charset=utf-8",
-            metrics::scrape(name, options).text,
-        ),
-        ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
-        ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
-        _ => (
-            405,
-            "text/plain; charset=utf-8",
-            "only GET and HEAD\n".into(),
-        ),
-    };
-    Response {
-        status,
-        content_type,
-        body,
-        extra: Vec::new(),
+        }
     }
-}
-
-fn unauthorized() -> Response {
-    Response {
-        status: 401,
-        content_type: "text/plain; charset=utf-8",
-        body: "Unauthorized\n".into(),
-        extra: vec![("WWW-Authenticate", "Basic realm=\"gpupeek\"".into())],
-    }
+    let dir = beside.map_or_else(|| "gpupeek's directory".into(), |d| d.display().to_string());
+    Err(Exit::new(
+        EXIT_NO_SERVE,
+        format!(
+            "serve needs {PROGRAM}, which is neither in {dir} nor on PATH (it is installed \
+             with gpupeek: make install)"
+        ),
+    ))
 }

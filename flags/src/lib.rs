@@ -170,6 +170,12 @@ impl Parser {
         &self.seen
     }
 
+    /// The arguments not read yet, as given: after a [`Stop::Word`], what follows that
+    /// word (a command's own arguments, to hand to another program).
+    pub fn rest(&mut self) -> Result<Vec<String>, Error> {
+        self.inner.raw_args()?.map(utf8).collect()
+    }
+
     /// Reads flags of `command` into `args` until the end, `--help`, or a word that is no
     /// flag's value. After `--`, everything is a word.
     pub fn parse<A>(&mut self, command: &Command<A>, args: &mut A) -> Result<Stop, Error> {

@@ -179,6 +179,16 @@ fn a_word_stops_parsing_and_help_is_reported() {
 }
 
 #[test]
+fn the_rest_after_a_word_is_handed_on_as_given() {
+    let mut a = A::default();
+    let mut p = Parser::new(["-c", "serve", "--id=x", "-h", "--", "word"].map(String::from));
+    assert_eq!(p.parse(&CMD, &mut a), Ok(Stop::Word("serve".into())));
+    assert_eq!(p.rest().unwrap(), ["--id=x", "-h", "--", "word"]);
+    assert_eq!(p.parse(&CMD, &mut a), Ok(Stop::End));
+    assert!(a.c && a.id.is_none());
+}
+
+#[test]
 fn help_by_its_whole_name_wins_over_a_flag_that_begins_with_it() {
     const FLAGS: &[Flag<A>] = &[Flag {
         spec: Spec::switch("help-query-gpu", "fields"),

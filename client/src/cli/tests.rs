@@ -139,14 +139,29 @@ fn shm_may_come_before_or_after_a_command() {
         }
         other => panic!("{other:?}"),
     }
-    match parse(strings(&["serve", "--listen=127.0.0.1:0", "--shm", "s"])) {
-        Ok(Invocation::Serve(s)) => {
-            assert_eq!(
-                (s.listen.as_str(), s.shm.as_deref()),
-                ("127.0.0.1:0", Some("s"))
-            )
+    // serve hands its arguments on to gpupeek-serve, a --shm before it first.
+    for (args, argv) in [
+        (
+            &["serve", "--listen=127.0.0.1:0", "--shm", "s"][..],
+            &["--listen=127.0.0.1:0", "--shm", "s"][..],
+        ),
+        (&["--shm", "x", "serve"], &["--shm=x"]),
+        (
+            &["--shm=-x", "serve", "--shm", "s"],
+            &["--shm=-x", "--shm", "s"],
+        ),
+    ] {
+        match parse(strings(args)) {
+            Ok(Invocation::Serve(given)) => assert_eq!(given, argv, "{args:?}"),
+            other => panic!("{args:?}: {other:?}"),
         }
-        other => panic!("{other:?}"),
+        let Ok(Ok(serve)) = crate::serve::parse(strings(argv)) else {
+            panic!("{argv:?}")
+        };
+        assert_eq!(
+            serve.shm.as_deref(),
+            Some(argv.last().unwrap().trim_start_matches("--shm="))
+        );
     }
 }
 

@@ -34,14 +34,16 @@ pub struct Bins {
     pub daemon: PathBuf,
     /// gpupeek.
     pub client: PathBuf,
+    /// gpupeek-serve, which `gpupeek serve` runs (found next to gpupeek).
+    pub serve: PathBuf,
     /// libfake_nvml.so.
     pub fake_nvml: PathBuf,
     /// libfake_nvml.a, from which [`driver_library`] links the driver profiles.
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek and the fake NVML (once per test process) with the same
-/// profile as the tests, and returns their paths.
+/// Builds gpupeekd, gpupeek, gpupeek-serve and the fake NVML (once per test process) with
+/// the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
@@ -55,6 +57,8 @@ pub fn bins() -> &'static Bins {
             "gpupeekd",
             "-p",
             "gpupeek",
+            "-p",
+            "gpupeek-serve",
             "-p",
             "fake-nvml",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.
@@ -75,6 +79,7 @@ pub fn bins() -> &'static Bins {
         Bins {
             daemon: profile_dir.join("gpupeekd"),
             client: profile_dir.join("gpupeek"),
+            serve: profile_dir.join("gpupeek-serve"),
             fake_nvml: profile_dir.join("libfake_nvml.so"),
             fake_nvml_static: profile_dir.join("libfake_nvml.a"),
         }
@@ -735,9 +740,10 @@ pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
 }
 
 /// `gpupeek serve` on a free loopback port of `sandbox`'s segment, run by `command` (the
-/// client, or a wrapper that execs it) with `extra` flags; waits for the line saying where
-/// it listens and returns the server and that URL without `/metrics`
-/// (`http://127.0.0.1:PORT`, or `https://` with TLS).
+/// client, or a wrapper that execs it; the client executes gpupeek-serve in the same
+/// process) with `extra` flags; waits for the line saying where it listens and returns
+/// the server and that URL without `/metrics` (`http://127.0.0.1:PORT`, or `https://`
+/// with TLS).
 pub fn spawn_serve(
     sandbox: &Sandbox,
     mut command: Command,

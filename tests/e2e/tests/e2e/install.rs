@@ -63,6 +63,7 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
     let mut expected: BTreeSet<String> = [
         "/usr/sbin/gpupeekd",
         "/usr/bin/gpupeek",
+        "/usr/bin/gpupeek-serve",
         "/usr/lib/systemd/system/gpupeekd.service",
         "/usr/lib/systemd/system/gpupeek-exporter.service",
         "/usr/share/doc/gpupeek/README.md",
@@ -124,9 +125,20 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
         std::fs::read_to_string(dest.join("usr/lib/systemd/system/gpupeek-exporter.service"))
             .unwrap();
     assert!(
-        exporter.contains("\nExecStart=/usr/bin/gpupeek serve --listen"),
+        exporter.contains("\nExecStart=/usr/bin/gpupeek-serve --listen"),
         "{exporter}"
     );
+    // The installed gpupeek runs the gpupeek-serve installed next to it, whose own check
+    // of --listen answers (exit 2, where a missing gpupeek-serve is 11).
+    assert_eq!(mode(&dest.join("usr/bin/gpupeek-serve")), 0o755);
+    let out = run_with_watchdog({
+        let mut c = Command::new(dest.join("usr/bin/gpupeek"));
+        c.args(["serve", "--listen", "not-an-address"])
+            .env("PATH", &sandbox.dir);
+        c
+    });
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad --listen"), "{}", stderr(&out));
 
     let manifest =
         std::fs::read_to_string(dest.join("usr/share/gpupeek/install-manifest")).unwrap();

@@ -216,6 +216,45 @@ fn serve_refuses_a_bad_listen_address() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
 
+/// `gpupeek serve` executes gpupeek-serve: the one next to gpupeek, else one on PATH.
+/// Without either it says so in one line and exits 11; its help and its flag checks
+/// need no gpupeek-serve.
+#[test]
+fn serve_without_gpupeek_serve_says_so_and_exits_11() {
+    let sandbox = Sandbox::new("serve-missing");
+    let alone = sandbox.dir.join("alone");
+    let path = sandbox.dir.join("path");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::create_dir_all(&path).unwrap();
+    let gpupeek = alone.join("gpupeek");
+    std::fs::copy(&bins().client, &gpupeek).unwrap();
+    let run = |path_var: &std::path::Path, args: &[&str]| {
+        let mut cmd = Command::new(&gpupeek);
+        cmd.arg("serve").args(args).env("PATH", path_var);
+        run_with_watchdog(cmd)
+    };
+    let bad_listen = ["--listen", "not-an-address", "--shm", &sandbox.shm];
+
+    let out = run(&path, &bad_listen);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(11), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gpupeek: serve needs gpupeek-serve") && err.contains("alone"),
+        "{err}"
+    );
+    let out = run(&path, &["--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("Usage: gpupeek serve"));
+    assert_eq!(run(&path, &["--bogus"]).status.code(), Some(2));
+
+    // On PATH: it runs, and its own check of --listen answers.
+    std::os::unix::fs::symlink(&bins().serve, path.join("gpupeek-serve")).unwrap();
+    let out = run(&path, &bad_listen);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad --listen"), "{}", stderr(&out));
+}
+
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()

@@ -7,20 +7,19 @@
 //! half-written), 5 NVML error reported by the
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
-//! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back).
+//! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
+//! 11 `gpupeek serve` found no gpupeek-serve to run.
 //! A closed stdout is a quiet 0.
 //!
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
 //! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.
 //!
-//! Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
-//! enters [`main`] directly (`no_main`): std's own start-up would first install a
-//! stack-overflow handler (reading `/proc/self/maps`, an alternate signal stack) and check
-//! the standard descriptors, about a sixth of a one-shot call. What of it matters is
-//! done here: SIGPIPE no longer kills the process, so a closed stdout is a quiet exit.
-//! Arguments still come from `std::env::args` (glibc hands them to std at load time).
-//! Unit tests keep the test harness's own entry point.
-#![cfg_attr(not(test), no_main)]
+//! This library is the whole of the `gpupeek` program (its binary, `src/bin/gpupeek.rs`,
+//! only calls [`main`]) and, in [`exporter`], what the exporter, the `gpupeek-serve`
+//! binary of `serve/`, shares with it: the Prometheus rendering ([`metrics`]), `serve`'s
+//! flags ([`serve`]) and the exit statuses. The exporter's TLS, YAML, bcrypt and gzip
+//! live in that binary alone, so that the one-shot `gpupeek` does not load them
+//! (docs/PERFORMANCE.md).
 
 mod byuser;
 mod cli;
@@ -52,31 +51,50 @@ use chrono::{DateTime, Local, Timelike};
 use gpupeek_shm::{Error, Liveness, Segment};
 
 const EXIT_INTERNAL: u8 = 1;
-const EXIT_USAGE: u8 = 2;
+/// Exit statuses (gpupeek(1), EXIT STATUS): bad usage.
+pub const EXIT_USAGE: u8 = 2;
 const EXIT_NO_DAEMON: u8 = 3;
 const EXIT_STALE: u8 = 4;
 const EXIT_NVML: u8 = 5;
 const EXIT_ABI: u8 = 6;
 const EXIT_UNTRUSTED: u8 = 7;
 const EXIT_CORRUPT: u8 = 8;
-const EXIT_OS: u8 = 9;
+/// An operating-system error.
+pub const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
+/// `gpupeek serve` found no gpupeek-serve to run.
+const EXIT_NO_SERVE: u8 = 11;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
 #[derive(Debug)]
-struct Exit {
+pub struct Exit {
     code: u8,
     message: String,
     daemon: Option<Liveness>,
 }
 
 impl Exit {
-    fn new(code: u8, message: impl Into<String>) -> Self {
+    /// Exit status `code`, saying `message`.
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
         Exit {
             code,
             message: message.into(),
             daemon: None,
+        }
+    }
+}
+
+/// The exit status of `result`, after printing its line as `gpupeek: LINE` on stderr.
+pub fn exit_status(result: Result<(), Exit>) -> u8 {
+    match result {
+        Ok(()) => 0,
+        Err(exit) => {
+            if !exit.message.is_empty() {
+                // Not eprintln!, which panics when stderr is a closed pipe.
+                let _ = writeln!(std::io::stderr().lock(), "gpupeek: {}", exit.message);
+            }
+            exit.code
         }
     }
 }
@@ -97,29 +115,26 @@ impl From<Error> for Exit {
     }
 }
 
-/// The process entry point, called by the C runtime; returns the exit status.
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
+/// The `gpupeek` program, called by the C runtime's `main` (see `src/bin/gpupeek.rs`);
+/// returns the exit status.
+///
+/// Start-up is part of the cost of every call (see docs/PERFORMANCE.md), so the C runtime
+/// enters the binary directly (`no_main`): std's own start-up would first install a
+/// stack-overflow handler (reading `/proc/self/maps`, an alternate signal stack) and check
+/// the standard descriptors, about a sixth of a one-shot call. What of it matters is
+/// done here: SIGPIPE no longer kills the process, so a closed stdout is a quiet exit.
+/// Arguments still come from `std::env::args` (glibc hands them to std at load time).
+pub fn main() -> u8 {
     // A caught SIGPIPE (the flag is never read) makes a write to a closed pipe fail with
     // EPIPE instead of killing the process, as std's start-up would have arranged.
     static SIGPIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGPIPE, &SIGPIPE_SEEN) {
-        eprintln!("gpupeek: cannot handle SIGPIPE: {e}");
-        return EXIT_INTERNAL.into();
+        return exit_status(Err(Exit::new(
+            EXIT_INTERNAL,
+            format!("cannot handle SIGPIPE: {e}"),
+        )));
     }
-    match run() {
-        Ok(()) => 0,
-        Err(exit) => {
-            if !exit.message.is_empty() {
-                // Not eprintln!, which panics when stderr is a closed pipe.
-                let _ = writeln!(std::io::stderr().lock(), "gpupeek: {}", exit.message);
-            }
-            exit.code.into()
-        }
-    }
+    exit_status(run())
 }
 
 fn run() -> Result<(), Exit> {
@@ -129,7 +144,7 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Main(args) => args,
         cli::Invocation::Query(args) => return query::run(args),
         cli::Invocation::Metrics(args) => return metrics::run(args),
-        cli::Invocation::Serve(args) => return serve::run(args),
+        cli::Invocation::Serve(argv) => return serve::exec(&argv),
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
@@ -312,4 +327,12 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Exit::new(0, "")),
         Err(e) => Err(Exit::new(EXIT_OS, format!("cannot write output: {e}"))),
     }
+}
+
+/// What gpupeek-serve (serve/) shares with `gpupeek`: `serve`'s flags and their parser,
+/// the metrics rendering and the exit statuses.
+pub mod exporter {
+    pub use crate::metrics::{scrape, Options};
+    pub use crate::serve::{command_line, Args};
+    pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }

@@ -1,0 +1,123 @@
+//! `gpupeek-serve`, run as `gpupeek serve`: a Prometheus exporter over HTTP, as its own
+//! unprivileged process.
+//!
+//! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
+//! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]),
+//! so the exporter never holds state between scrapes and follows a daemon restart at
+//! once. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
+//! other than GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
+//! at a time and bounds what any number of clients can take: 64 connections at most (a
+//! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
+//! sends its request or reads the answer; request heads over 8 KiB are refused.
+//!
+//! `--web.config.file` takes the web configuration file of Prometheus's exporters
+//! ([`webconfig`]): HTTPS, basic authentication (every path answers 401 with
+//! `WWW-Authenticate` without the right user and password) and extra headers. Answers are
+//! gzip-compressed for a client that accepts it. The TLS, YAML, bcrypt and gzip code is
+//! linked into this binary only: `gpupeek serve` executes it (see the `gpupeek` library's
+//! `serve` module), so a one-shot `gpupeek` does not load it. Its flags, their parsing and
+//! the metrics come from that library ([`gpupeek::exporter`]), as `gpupeek metrics`'s do.
+
+mod http;
+mod webconfig;
+
+use http::{Limits, Request, Response, Server};
+use webconfig::{BasicAuth, WebConfig};
+
+use gpupeek::exporter::{self, Args, Exit, EXIT_OS, EXIT_USAGE};
+
+const INDEX: &str = "<!DOCTYPE html>
+<html><head><title>gpupeek exporter</title></head>
+<body><h1>gpupeek exporter</h1>
+<p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a></p>
+</body></html>
+";
+
+fn main() -> std::process::ExitCode {
+    let result = exporter::command_line().and_then(|args| args.map_or(Ok(()), run));
+    exporter::exit_status(result).into()
+}
+
+/// Runs `gpupeek serve` until killed.
+fn run(args: Args) -> Result<(), Exit> {
+    let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    let addr = resolve(&args.listen)?;
+    let web = match &args.web_config {
+        None => None,
+        Some(path) => Some(
+            WebConfig::load(path.as_ref())
+                .map_err(|e| Exit::new(EXIT_USAGE, format!("bad --web.config.file {path}: {e}")))?,
+        ),
+    };
+    let mut server = Server::bind(addr, Limits::default())
+        .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
+    let mut auth = None;
+    let mut scheme = "http";
+    if let Some(web) = web {
+        if let Some(tls) = web.tls {
+            server = server.tls(tls);
+            scheme = "https";
+        }
+        server = server.headers(web.headers);
+        auth = web.auth;
+    }
+    let bound = server
+        .local_addr()
+        .map_or_else(|_| args.listen.clone(), |a| a.to_string());
+    eprintln!("gpupeek: serving segment '{name}' at {scheme}://{bound}/metrics");
+    server
+        .run(|request| {
+            let allowed = auth
+                .as_mut()
+                .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
+            if allowed {
+                respond(request, &name, &args.options)
+            } else {
+                unauthorized()
+            }
+        })
+        .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
+}
+
+/// The first address `listen` resolves to.
+fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
+    use std::net::ToSocketAddrs;
+    let bad = |why: String| Exit::new(EXIT_USAGE, format!("bad --listen {listen:?}: {why}"));
+    listen
+        .to_socket_addrs()
+        .map_err(|e| bad(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad("resolves to no address".into()))
+}
+
+fn respond(request: &Request, name: &str, options: &exporter::Options) -> Response {
+    let (status, content_type, body) = match (request.method, request.path) {
+        ("GET" | "HEAD", "/metrics") => (
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            exporter::scrape(name, options).text,
+        ),
+        ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
+        ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
+        _ => (
+            405,
+            "text/plain; charset=utf-8",
+            "only GET and HEAD\n".into(),
+        ),
+    };
+    Response {
+        status,
+        content_type,
+        body,
+        extra: Vec::new(),
+    }
+}
+
+fn unauthorized() -> Response {
+    Response {
+        status: 401,
+        content_type: "text/plain; charset=utf-8",
+        body: "Unauthorized\n".into(),
+        extra: vec![("WWW-Authenticate", "Basic realm=\"gpupeek\"".into())],
+    }
+}
