@@ -64,7 +64,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 4u
+#define GPUPEEK_ABI_MINOR 5u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -193,6 +193,8 @@ enum {
 #define GPUPEEK_PROC_START_TIME (UINT64_C(1) << 7) /* start_unix_ns */
 #define GPUPEEK_PROC_NAMESPACE (UINT64_C(1) << 8) /* ns_pid, pid_ns_inode */
 #define GPUPEEK_PROC_CONTAINER (UINT64_C(1) << 9) /* container_runtime, container_id, pod_uid */
+#define GPUPEEK_PROC_FULL_COMMAND (UINT64_C(1) << 10) /* text_offset, command_len */
+#define GPUPEEK_PROC_FULL_CMDLINE (UINT64_C(1) << 11) /* cmdline_stored_len */
 
 /* Bits of gpupeek_history_sample.valid (history_valid). */
 #define GPUPEEK_HISTORY_UTILIZATION (1u << 0) /* util_gpu_pct */
@@ -502,7 +504,10 @@ struct gpupeek_proc_head {
     uint64_t pid_ns_inode;
     uint64_t sample_mono_ns;
     uint64_t period_ns;
-    uint64_t reserved[10];
+    uint64_t text_pool_offset;
+    uint32_t text_pool_size_bytes;
+    uint32_t text_pool_used_bytes;
+    uint64_t reserved[8];
 };
 _Static_assert(sizeof(struct gpupeek_proc_head) == 128, "gpupeek_proc_head size");
 GPUPEEK_PIN(gpupeek_proc_head, seq, 0);
@@ -513,7 +518,10 @@ GPUPEEK_PIN(gpupeek_proc_head, flags, 20);
 GPUPEEK_PIN(gpupeek_proc_head, pid_ns_inode, 24);
 GPUPEEK_PIN(gpupeek_proc_head, sample_mono_ns, 32);
 GPUPEEK_PIN(gpupeek_proc_head, period_ns, 40);
-GPUPEEK_PIN(gpupeek_proc_head, reserved, 48);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_offset, 48);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_size_bytes, 56);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_used_bytes, 60);
+GPUPEEK_PIN(gpupeek_proc_head, reserved, 64);
 
 struct gpupeek_proc {
     uint32_t gpu_index;
@@ -526,7 +534,11 @@ struct gpupeek_proc {
     uint32_t compute_instance_id;
     char user[32];
     char command[32];
-    uint64_t reserved[3];
+    uint32_t text_offset;
+    uint32_t command_len;
+    uint32_t cmdline_stored_len;
+    uint32_t reserved0;
+    uint64_t reserved[1];
     uint32_t ns_pid;
     uint32_t sm_util_pct;
     uint32_t mem_util_pct;
@@ -554,7 +566,11 @@ GPUPEEK_PIN(gpupeek_proc, gpu_instance_id, 32);
 GPUPEEK_PIN(gpupeek_proc, compute_instance_id, 36);
 GPUPEEK_PIN(gpupeek_proc, user, 40);
 GPUPEEK_PIN(gpupeek_proc, command, 72);
-GPUPEEK_PIN(gpupeek_proc, reserved, 104);
+GPUPEEK_PIN(gpupeek_proc, text_offset, 104);
+GPUPEEK_PIN(gpupeek_proc, command_len, 108);
+GPUPEEK_PIN(gpupeek_proc, cmdline_stored_len, 112);
+GPUPEEK_PIN(gpupeek_proc, reserved0, 116);
+GPUPEEK_PIN(gpupeek_proc, reserved, 120);
 GPUPEEK_PIN(gpupeek_proc, ns_pid, 128);
 GPUPEEK_PIN(gpupeek_proc, sm_util_pct, 132);
 GPUPEEK_PIN(gpupeek_proc, mem_util_pct, 136);

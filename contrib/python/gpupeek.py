@@ -88,7 +88,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 4
+ABI_MINOR = 5
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -318,6 +318,8 @@ PROC_VALID_BITS = {  # ProcRecord.valid
     "START_TIME": 7,
     "NAMESPACE": 8,
     "CONTAINER": 9,
+    "FULL_COMMAND": 10,
+    "FULL_CMDLINE": 11,
 }
 PROC_VALID = {
     "gpu_mem_bytes": 0,  # GPU_MEMORY
@@ -338,6 +340,9 @@ PROC_VALID = {
     "container_runtime": 9,  # CONTAINER
     "container_id": 9,  # CONTAINER
     "pod_uid": 9,  # CONTAINER
+    "text_offset": 10,  # FULL_COMMAND
+    "command_len": 10,  # FULL_COMMAND
+    "cmdline_stored_len": 11,  # FULL_CMDLINE
 }
 HISTORY_VALID_BITS = {  # HistorySample.valid
     "UTILIZATION": 0,
@@ -539,7 +544,10 @@ LAYOUT = [
         ("pid_ns_inode", 24, "Q"),
         ("sample_mono_ns", 32, "Q"),
         ("period_ns", 40, "Q"),
-        ("reserved", 48, "80s"),
+        ("text_pool_offset", 48, "Q"),
+        ("text_pool_size_bytes", 56, "I"),
+        ("text_pool_used_bytes", 60, "I"),
+        ("reserved", 64, "64s"),
     ]),
     ("ProcRecord", 640, [
         ("gpu_index", 0, "I"),
@@ -552,7 +560,11 @@ LAYOUT = [
         ("compute_instance_id", 36, "I"),
         ("user", 40, "32s"),
         ("command", 72, "32s"),
-        ("reserved", 104, "24s"),
+        ("text_offset", 104, "I"),
+        ("command_len", 108, "I"),
+        ("cmdline_stored_len", 112, "I"),
+        ("reserved0", 116, "I"),
+        ("reserved", 120, "8s"),
         ("ns_pid", 128, "I"),
         ("sm_util_pct", 132, "I"),
         ("mem_util_pct", 136, "I"),

@@ -279,7 +279,7 @@ impl ProcTier {
         self.records.clear();
         self.force = true;
         self.sample_mono_ns = gpupeek_shm::mono_now_ns();
-        publisher.write_processes(&self.stamped(context), &[]);
+        publisher.write_processes(&self.stamped(context), &[], &[]);
     }
 
     /// The table head: sampled when the oldest GPU's part of it was (the last due

@@ -161,6 +161,19 @@ pub fn store_words(words: &[AtomicU64], bytes: &[u8]) {
     }
 }
 
+/// Relaxed-stores `bytes` (any length) into the first words of `words`, the last word
+/// zero-padded.
+pub fn store_bytes(words: &[AtomicU64], bytes: &[u8]) {
+    let whole = bytes.len() / 8 * 8;
+    store_words(words, &bytes[..whole]);
+    let tail = &bytes[whole..];
+    if let (false, Some(word)) = (tail.is_empty(), words.get(whole / 8)) {
+        let mut raw = [0u8; 8];
+        raw[..tail.len()].copy_from_slice(tail);
+        word.store(u64::from_ne_bytes(raw), Ordering::Relaxed);
+    }
+}
+
 /// Relaxed-loads as many whole words as both sides hold into `out`, and zeroes the rest
 /// of `out` (the fields a writer with an older minor version does not have).
 pub fn load_words(words: &[AtomicU64], out: &mut [u8]) {
