@@ -25,9 +25,9 @@ use crate::layout::{proc_valid, ProcRecord, ProcTableHead, MAX_TEXT_PER_PROCESS}
 pub struct TextPool {
     bytes: Vec<u8>,
     capacity: usize,
-    /// Per pid: where its text went (offset, command length, command line length), so
-    /// that a process on several GPUs is stored once.
-    placed: HashMap<u32, Option<(u32, u32, u32)>>,
+    /// Per pid: where its last text went (offset, command length, command line
+    /// length), so that a process on several GPUs is stored once.
+    placed: HashMap<u32, (u32, u32, u32)>,
 }
 
 impl TextPool {
@@ -40,10 +40,12 @@ impl TextPool {
         }
     }
 
-    /// Empties the pool for the next publish (keeping its memory).
-    pub fn clear(&mut self) {
+    /// Empties the pool for the next publish, which may hold `capacity` bytes (keeping
+    /// its memory).
+    pub fn clear(&mut self, capacity: usize) {
         self.bytes.clear();
         self.placed.clear();
+        self.capacity = capacity;
     }
 
     /// The bytes to publish.
@@ -54,19 +56,22 @@ impl TextPool {
     /// Puts `rec`'s whole command name and command line (`argv`, raw
     /// `/proc/PID/cmdline`, or `None` when the command line is withheld) in the pool
     /// and points `rec` at them, setting `FULL_COMMAND` (and `FULL_CMDLINE` with a
-    /// command line). The first call for a pid decides its text; later slots of the same
-    /// pid share it. Does nothing when the pool is full or the name is longer than
+    /// command line). Slots of the same pid with the same text share one copy. Does
+    /// nothing when the pool is full or the name is longer than
     /// [`MAX_TEXT_PER_PROCESS`]: the slot then has only its fixed fields.
     pub fn put(&mut self, rec: &mut ProcRecord, name: &str, argv: Option<&[u8]>) {
-        let placed = match self.placed.get(&rec.pid) {
-            Some(placed) => *placed,
-            None => {
-                let placed = self.append(name.as_bytes(), argv);
-                self.placed.insert(rec.pid, placed);
-                placed
-            }
-        };
-        let Some((offset, name_len, argv_len)) = placed else {
+        let name = name.as_bytes();
+        let stored = argv.map_or(&[][..], |raw| stored_argv(raw, MAX_TEXT_PER_PROCESS));
+        let shared = self.placed.get(&rec.pid).copied().filter(|&(at, n, a)| {
+            let at = at as usize;
+            let (n, a) = (n as usize, a as usize);
+            self.bytes[at..at + n] == *name && self.bytes[at + n..at + n + a] == *stored
+        });
+        let Some((offset, name_len, argv_len)) = shared.or_else(|| {
+            let placed = self.append(name, stored)?;
+            self.placed.insert(rec.pid, placed);
+            Some(placed)
+        }) else {
             return;
         };
         rec.text_offset = offset;
@@ -78,11 +83,10 @@ impl TextPool {
         }
     }
 
-    fn append(&mut self, name: &[u8], argv: Option<&[u8]>) -> Option<(u32, u32, u32)> {
+    fn append(&mut self, name: &[u8], argv: &[u8]) -> Option<(u32, u32, u32)> {
         if name.len() > MAX_TEXT_PER_PROCESS {
             return None;
         }
-        let argv = argv.map_or(&[][..], |raw| stored_argv(raw, MAX_TEXT_PER_PROCESS));
         let start = self.bytes.len().next_multiple_of(8);
         let end = start + name.len() + argv.len();
         if end > self.capacity {
@@ -187,12 +191,17 @@ mod tests {
         let name = "a-command-name-well-past-thirty-one-bytes";
         let (mut a, mut b, mut c) = (record(7), record(7), record(8));
         pool.put(&mut a, name, Some(b"/bin/x\0--flag\0\0"));
-        pool.put(&mut b, "ignored", Some(b"ignored\0"));
+        pool.put(&mut b, name, Some(b"/bin/x\0--flag\0"));
         pool.put(&mut c, "y", Some(b"y\0"));
         let text = full_text(pool.bytes(), &a);
         assert_eq!(text.command, Some(name.as_bytes()));
         assert_eq!(text.cmdline, Some(&b"/bin/x\0--flag"[..]));
         assert_eq!(full_text(pool.bytes(), &b), text);
+        assert_eq!(a.text_offset, b.text_offset, "one copy");
+        // The same pid with another text (a slot kept from before a rename) has its own.
+        let mut renamed = record(7);
+        pool.put(&mut renamed, "renamed", Some(b"renamed\0"));
+        assert_eq!(full_text(pool.bytes(), &renamed).command, Some(&b"renamed"[..]));
         assert_eq!(c.text_offset % 8, 0);
         assert_eq!(full_text(pool.bytes(), &c).command, Some(&b"y"[..]));
     }
