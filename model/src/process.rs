@@ -18,9 +18,12 @@ pub struct Process<'a> {
     pub namespace: Option<(u32, u64)>,
     /// Owner's uid and user name (the name is cut at the field's 31 bytes).
     pub user: Option<(u32, Text<'a>)>,
-    /// Command name.
+    /// Command name: the whole name where the segment's text pool has it (ABI 1.5),
+    /// else its first 31 bytes.
     pub command: Option<Text<'a>>,
-    /// Command line (see [`Process::argv`]).
+    /// Command line (see [`Process::argv`]): the raw arguments, NUL-separated, and the
+    /// length of the whole line. From the text pool where it has it (up to 32 KiB),
+    /// else the first 327 bytes.
     pub cmdline: Option<(&'a [u8], u32)>,
     /// GPU memory used.
     pub gpu_mem: Option<Bytes>,
@@ -66,16 +69,19 @@ impl ProcKind {
 }
 
 impl<'a> Process<'a> {
-    /// Decodes `p`.
-    pub fn new(p: &'a ProcRecord) -> Process<'a> {
+    /// Decodes `p`, whose whole texts may be in `text_pool` (a snapshot's
+    /// [`gpupeek_shm::Snapshot::text`]).
+    pub fn new(p: &'a ProcRecord, text_pool: &'a [u8]) -> Process<'a> {
         let has = |bit: u64| p.valid & bit != 0;
+        let full = gpupeek_shm::pool::full_text(text_pool, p);
         Process {
             gpu_index: p.gpu_index,
             pid: p.pid,
             namespace: has(pv::NAMESPACE).then_some((p.ns_pid, p.pid_ns_inode)),
             user: has(pv::USER).then(|| (p.uid, Text::new(&p.user))),
-            command: has(pv::COMMAND).then(|| Text::new(&p.command)),
-            cmdline: has(pv::CMDLINE).then_some((&p.cmdline[..], p.cmdline_len)),
+            command: has(pv::COMMAND).then(|| Text::new(full.command.unwrap_or(&p.command))),
+            cmdline: has(pv::CMDLINE)
+                .then_some((full.cmdline.unwrap_or(&p.cmdline[..]), p.cmdline_len)),
             gpu_mem: has(pv::GPU_MEMORY).then_some(Bytes(p.gpu_mem_bytes)),
             gpu_util_pct: has(pv::GPU_UTIL).then_some([
                 p.sm_util_pct,

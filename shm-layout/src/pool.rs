@@ -201,7 +201,10 @@ mod tests {
         // The same pid with another text (a slot kept from before a rename) has its own.
         let mut renamed = record(7);
         pool.put(&mut renamed, "renamed", Some(b"renamed\0"));
-        assert_eq!(full_text(pool.bytes(), &renamed).command, Some(&b"renamed"[..]));
+        assert_eq!(
+            full_text(pool.bytes(), &renamed).command,
+            Some(&b"renamed"[..])
+        );
         assert_eq!(c.text_offset % 8, 0);
         assert_eq!(full_text(pool.bytes(), &c).command, Some(&b"y"[..]));
     }
@@ -275,7 +278,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(used_range(&head(0, 99, 99), 4096), Ok(None));
-        assert_eq!(used_range(&head(1024, 512, 100), 4096), Ok(Some(1024..1124)));
+        assert_eq!(
+            used_range(&head(1024, 512, 100), 4096),
+            Ok(Some(1024..1124))
+        );
         for h in [
             head(1028, 8, 8),
             head(8, 8, 8),

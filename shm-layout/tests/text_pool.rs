@@ -114,7 +114,8 @@ fn a_pool_outside_the_segment_is_corrupt() {
         .open(name.path())
         .unwrap();
     // text_pool_size_bytes at head + 56: far past the end of the segment.
-    file.write_all_at(&u32::MAX.to_ne_bytes(), head + 56).unwrap();
+    file.write_all_at(&u32::MAX.to_ne_bytes(), head + 56)
+        .unwrap();
     let err = Segment::open(&name.0).unwrap().snapshot().unwrap_err();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
@@ -129,10 +130,10 @@ fn parse_layout(text: &str) -> HashMap<String, HashMap<String, (usize, usize)>> 
             continue;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
-        records
-            .entry(current.clone())
-            .or_default()
-            .insert(f[2].to_owned(), (f[0].parse().unwrap(), f[1].parse().unwrap()));
+        records.entry(current.clone()).or_default().insert(
+            f[2].to_owned(),
+            (f[0].parse().unwrap(), f[1].parse().unwrap()),
+        );
     }
     records
 }
@@ -173,7 +174,10 @@ fn a_1_4_reader_reads_the_fixed_fields_of_a_1_5_segment() {
     let bytes = std::fs::read(name.path()).unwrap();
     let h = &old["StaticHeader"];
     assert_eq!(le_u64(field(&bytes, 0, h["abi_major"])), 1);
-    assert_eq!(le_u64(field(&bytes, 0, h["segment_size_bytes"])) as usize, bytes.len());
+    assert_eq!(
+        le_u64(field(&bytes, 0, h["segment_size_bytes"])) as usize,
+        bytes.len()
+    );
     let table = le_u64(field(&bytes, 0, h["proc_table_offset"])) as usize;
     let record_size = le_u64(field(&bytes, 0, h["proc_record_size_bytes"])) as usize;
     assert_eq!(record_size, old["ProcRecord"]["cmdline"].0 + 328);
