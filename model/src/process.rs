@@ -121,3 +121,42 @@ impl<'a> Process<'a> {
             .map(|(bytes, len)| gpupeek_shm::text::decode_argv(bytes, len))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpupeek_shm::pool::TextPool;
+
+    fn published(name: &str, raw: &[u8]) -> ProcRecord {
+        let mut p = ProcRecord {
+            pid: 9,
+            valid: pv::COMMAND | pv::CMDLINE,
+            ..Default::default()
+        };
+        gpupeek_shm::text::encode(&mut p.command, name);
+        p.cmdline_len = gpupeek_shm::text::encode_argv(&mut p.cmdline, raw);
+        p
+    }
+
+    #[test]
+    fn command_and_argv_are_whole_from_the_pool_and_the_fixed_fields_without_it() {
+        let name = "a-command-name-of-more-than-forty-characters";
+        let raw = format!("/bin/{name}\0{}\0", "x".repeat(500)).into_bytes();
+        let mut p = published(name, &raw);
+        let mut pool = TextPool::new(4096);
+        pool.put(&mut p, name, Some(&raw));
+        let whole = Process::new(&p, pool.bytes());
+        assert_eq!(whole.command.unwrap().decode(), name);
+        assert_eq!(whole.argv().unwrap()[1], "x".repeat(500));
+
+        // No pool (a 1.4 writer) or an offset outside it (hostile): the fixed fields.
+        for (pool, offset) in [(&[][..], 0), (pool.bytes(), u32::MAX - 3)] {
+            let mut q = p;
+            q.text_offset = offset;
+            let cut = Process::new(&q, pool);
+            assert_eq!(cut.command.unwrap().decode(), name[..31]);
+            let argv = cut.argv().unwrap();
+            assert!(argv[1].ends_with('…') && argv[1].len() < 400, "{argv:?}");
+        }
+    }
+}
