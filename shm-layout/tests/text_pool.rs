@@ -153,7 +153,7 @@ fn every_field_of_abi_1_4_keeps_its_place() {
 }
 
 /// Reads a field at its ABI 1.4 place from raw segment bytes.
-fn field<'a>(bytes: &'a [u8], at: usize, place: (usize, usize)) -> &'a [u8] {
+fn field(bytes: &[u8], at: usize, place: (usize, usize)) -> &[u8] {
     &bytes[at + place.0..at + place.0 + place.1]
 }
 
