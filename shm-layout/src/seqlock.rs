@@ -258,6 +258,21 @@ mod tests {
     }
 
     #[test]
+    fn bytes_of_any_length_round_trip_with_the_last_word_zero_padded() {
+        let b = block(4);
+        b[3].store(u64::MAX, Ordering::Relaxed);
+        let text = b"eleven byte text, twenty-six";
+        store_bytes(&b, text);
+        let mut out = [0xffu8; 32];
+        load_words(&b, &mut out);
+        assert_eq!(&out[..text.len()], text);
+        assert_eq!(out[text.len()..], [0; 4]);
+        // More bytes than words: what fits.
+        store_bytes(&b[..1], text);
+        assert_eq!(b[0].load(Ordering::Relaxed).to_ne_bytes(), text[..8]);
+    }
+
+    #[test]
     fn reader_reports_stale_when_writer_died_mid_write() {
         let b = block(RECORD_WORDS);
         b[0].store(7, Ordering::Relaxed);

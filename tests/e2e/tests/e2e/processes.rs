@@ -381,6 +381,10 @@ fn hidepid_makes_the_daemon_withhold_and_readers_see_only_their_own() {
     );
     let snap = sb.segment().snapshot().unwrap();
     assert_eq!(snap.proc_policy(), Some(gpupeek_shm::ProcPolicy::Basic));
+    assert!(
+        snap.text.is_empty(),
+        "no command name or line goes to the text pool either"
+    );
     for p in &snap.processes {
         assert_eq!(
             p.valid
