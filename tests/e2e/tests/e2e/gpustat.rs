@@ -207,7 +207,11 @@ fn gpustat_and_gpupeek_show_the_same_whole_long_names_and_command_lines() {
     let theirs = stdout(&run_gpustat(&gpustat, &sb, &lib_dir, &args));
     let ours = stdout(&sb.client(&args));
     let whole = format!("{} 600 {}", program.display(), operands.join(" "));
-    assert_eq!(command_lines(&theirs), command_lines(&ours), "{theirs}\n{ours}");
+    assert_eq!(
+        command_lines(&theirs),
+        command_lines(&ours),
+        "{theirs}\n{ours}"
+    );
     assert_eq!(command_lines(&ours), [whole], "{ours}");
     assert_eq!(ours.lines().next(), theirs.lines().next());
 
@@ -226,4 +230,25 @@ fn gpustat_and_gpupeek_show_the_same_whole_long_names_and_command_lines() {
         "a-training-program-whose-name-is-over-forty-characters-long"
     );
     assert_eq!(o["full_command"].as_array().unwrap().len(), 222);
+
+    // nvidia-smi's process_name is argv[0] as started: whole too.
+    let out = sb.client(&[
+        "query",
+        "--query-compute-apps=pid,process_name",
+        "--format=csv,noheader",
+    ]);
+    assert_eq!(
+        stdout(&out),
+        format!("{}, {}\n", long.0.id(), program.display()),
+        "{}",
+        stderr(&out)
+    );
+    // And the per-process series are labelled with the whole command name.
+    let out = sb.client(&["metrics", "--per-process"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains(",command=\"a-training-program-whose-name-is-over-forty-characters-long\""),
+        "{text}{}",
+        stderr(&out)
+    );
 }
