@@ -50,7 +50,7 @@ impl Fixture {
         }
         let table: Vec<ProcRecord> = (0..procs).map(|i| process(i, gpus.max(1))).collect();
         let context = ProcContext::new(ProcPolicy::Full);
-        p.write_processes(&context, &table);
+        p.write_processes(&context, &table, &[]);
         p.bump_generation();
     }
 }

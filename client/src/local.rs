@@ -73,7 +73,8 @@ fn read_text(path: &Path) -> Option<String> {
 impl LocalProc {
     /// Fills the withheld fields of `view`; `published_unix_ns` dates the running time.
     pub fn fill(&self, view: &mut ProcView, published_unix_ns: u64) {
-        let mut encoded = [0u8; 328];
+        // As much as the daemon would publish in its text pool.
+        let mut encoded = vec![0u8; gpupeek_shm::layout::MAX_TEXT_PER_PROCESS + 1];
         let len = gpupeek_shm::text::encode_argv(&mut encoded, &self.cmdline);
         let argv = gpupeek_shm::text::decode_argv(&encoded, len);
         let base = argv

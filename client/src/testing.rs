@@ -19,6 +19,7 @@ pub fn live_snapshot(gpus: Vec<GpuRecord>) -> Snapshot {
         processes: Vec::new(),
         proc_overflow: 0,
         proc_head: Default::default(),
+        text: Vec::new(),
         mig: Vec::new(),
         mig_overflow: 0,
         generation: 1,

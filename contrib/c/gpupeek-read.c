@@ -4,8 +4,8 @@
  *   cc -std=c11 -O2 -Wall -Wextra -o gpupeek-read gpupeek-read.c
  *   ./gpupeek-read [--history] [SEGMENT-NAME]   (default: $GPUPEEK_SHM, else "gpupeek")
  *
- * Prints one line for the daemon, one per GPU, one per process (gi/ci: its MIG instance
- * ids) and one per MIG device (`mig`, ABI 1.4), as KEY=VALUE pairs; a value the GPU does
+ * Prints one line for the daemon, one per GPU, one per process (its whole command name
+ * and command line from the text pool, ABI 1.5; gi/ci: its MIG instance ids) and one per MIG device (`mig`, ABI 1.4), as KEY=VALUE pairs; a value the GPU does
  * not report is N/A. With --history, then for each GPU a `history`
  * line (step_ns, samples written) and a `sample` line per sample of its ring, oldest
  * first, `n` counting the samples the daemon appended (a gap has every value N/A). Takes a snapshot consistent across records
@@ -25,6 +25,9 @@
 
 static struct gpupeek_gpu gpus[MAX_GPUS];
 static struct gpupeek_proc procs[MAX_PROCS];
+/* The text pool (ABI 1.5): 2 KiB a process slot. */
+static char pool_text[MAX_PROCS * 2048];
+static char line_buf[32 * 1024 + 1];
 static struct gpupeek_mig migs[MAX_MIGS];
 static struct gpupeek_history_sample samples[GPUPEEK_MAX_HISTORY_SLOTS];
 
@@ -41,6 +44,39 @@ static void put_str(const char *key, uint64_t valid, uint64_t bit, const char *s
     char buf[400];
     gpupeek_copy_string(buf, sizeof buf, src, len);
     printf(" %s=\"%s\"", key, (valid & bit) ? buf : "N/A");
+}
+
+/* The process's whole command name and command line from the text pool, where it has
+ * them (else the first 31 and 327 bytes the record holds); the command line's arguments
+ * joined by spaces, quotes and control bytes shown as '?'. */
+static void put_command(const struct gpupeek_proc *p, size_t pool_len)
+{
+    const char *s;
+    size_t len;
+    if (gpupeek_proc_full_command(p, pool_text, pool_len, &s, &len)) {
+        gpupeek_copy_string(line_buf, sizeof line_buf, s, len);
+        printf(" command=\"%s\"", line_buf);
+    } else {
+        put_str("command", p->valid, GPUPEEK_PROC_COMMAND, p->command, sizeof p->command);
+    }
+    if (!(p->valid & GPUPEEK_PROC_CMDLINE)) {
+        printf(" cmdline=\"N/A\"");
+        return;
+    }
+    if (!gpupeek_proc_full_cmdline(p, pool_text, pool_len, &s, &len)) {
+        s = p->cmdline;
+        len = strnlen(p->cmdline, sizeof p->cmdline - 1);
+        /* The record's copy ends at its last NUL-terminated argument. */
+        while (len > 0 && s[len - 1] == '\0')
+            len--;
+    }
+    size_t n = len < sizeof line_buf - 1 ? len : sizeof line_buf - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        line_buf[i] = c == '\0' ? ' ' : (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char)c;
+    }
+    line_buf[n] = '\0';
+    printf(" cmdline=\"%s%s\"", line_buf, p->cmdline_len > len ? "..." : "");
 }
 
 static const char *gpu_state(uint32_t state)
@@ -105,7 +141,7 @@ int main(int argc, char **argv)
     struct gpupeek_status st;
     struct gpupeek_proc_head head;
     struct gpupeek_mig_head mig_head;
-    size_t nprocs = 0, nmigs = 0;
+    size_t nprocs = 0, nmigs = 0, pool_len = 0;
     uint32_t ngpus = 0;
     uint64_t generation = 0;
     for (int attempt = 0; attempt < 8; attempt++) {
@@ -120,9 +156,10 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; i < ngpus; i++)
             if ((err = gpupeek_read_gpu(&seg, i, &gpus[i])) != GPUPEEK_OK)
                 return fail(&seg, err);
-        err = gpupeek_read_procs(&seg, &head, procs, MAX_PROCS, &nprocs);
+        err = gpupeek_read_procs_text(&seg, &head, procs, MAX_PROCS, &nprocs, pool_text,
+                                      sizeof pool_text, &pool_len);
         if (err == GPUPEEK_ERR_CORRUPT)
-            snprintf(seg.why, sizeof seg.why, "process count exceeds capacity");
+            snprintf(seg.why, sizeof seg.why, "process table or text pool out of bounds");
         if (err != GPUPEEK_OK)
             return fail(&seg, err);
         err = gpupeek_read_mig(&seg, &mig_head, migs, MAX_MIGS, &nmigs);
@@ -184,7 +221,7 @@ int main(int argc, char **argv)
         printf("proc gpu=%" PRIu32 " pid=%" PRIu32, p->gpu_index, p->pid);
         put_u64("gpu_mem_bytes", p->valid, GPUPEEK_PROC_GPU_MEMORY, p->gpu_mem_bytes);
         put_str("user", p->valid, GPUPEEK_PROC_USER, p->user, sizeof p->user);
-        put_str("command", p->valid, GPUPEEK_PROC_COMMAND, p->command, sizeof p->command);
+        put_command(p, pool_len);
         /* 0xFFFFFFFF: not in a MIG instance. */
         put_u64("gi", p->gpu_instance_id != UINT32_MAX, 1, p->gpu_instance_id);
         put_u64("ci", p->compute_instance_id != UINT32_MAX, 1, p->compute_instance_id);

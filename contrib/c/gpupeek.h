@@ -64,12 +64,13 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 4u
+#define GPUPEEK_ABI_MINOR 5u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
 #define GPUPEEK_MAX_HISTORY_SLOTS 65536u
 #define GPUPEEK_MAX_SEGMENT_BYTES ((size_t)268435456u)
+#define GPUPEEK_MAX_TEXT_PER_PROCESS 32768u
 #define GPUPEEK_STALE_PERIODS 3u
 #define GPUPEEK_PROC_RECORD_V1_0_SIZE 128u
 
@@ -193,6 +194,8 @@ enum {
 #define GPUPEEK_PROC_START_TIME (UINT64_C(1) << 7) /* start_unix_ns */
 #define GPUPEEK_PROC_NAMESPACE (UINT64_C(1) << 8) /* ns_pid, pid_ns_inode */
 #define GPUPEEK_PROC_CONTAINER (UINT64_C(1) << 9) /* container_runtime, container_id, pod_uid */
+#define GPUPEEK_PROC_FULL_COMMAND (UINT64_C(1) << 10) /* text_offset, command_len */
+#define GPUPEEK_PROC_FULL_CMDLINE (UINT64_C(1) << 11) /* cmdline_stored_len */
 
 /* Bits of gpupeek_history_sample.valid (history_valid). */
 #define GPUPEEK_HISTORY_UTILIZATION (1u << 0) /* util_gpu_pct */
@@ -502,7 +505,10 @@ struct gpupeek_proc_head {
     uint64_t pid_ns_inode;
     uint64_t sample_mono_ns;
     uint64_t period_ns;
-    uint64_t reserved[10];
+    uint64_t text_pool_offset;
+    uint32_t text_pool_size_bytes;
+    uint32_t text_pool_used_bytes;
+    uint64_t reserved[8];
 };
 _Static_assert(sizeof(struct gpupeek_proc_head) == 128, "gpupeek_proc_head size");
 GPUPEEK_PIN(gpupeek_proc_head, seq, 0);
@@ -513,7 +519,10 @@ GPUPEEK_PIN(gpupeek_proc_head, flags, 20);
 GPUPEEK_PIN(gpupeek_proc_head, pid_ns_inode, 24);
 GPUPEEK_PIN(gpupeek_proc_head, sample_mono_ns, 32);
 GPUPEEK_PIN(gpupeek_proc_head, period_ns, 40);
-GPUPEEK_PIN(gpupeek_proc_head, reserved, 48);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_offset, 48);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_size_bytes, 56);
+GPUPEEK_PIN(gpupeek_proc_head, text_pool_used_bytes, 60);
+GPUPEEK_PIN(gpupeek_proc_head, reserved, 64);
 
 struct gpupeek_proc {
     uint32_t gpu_index;
@@ -526,7 +535,11 @@ struct gpupeek_proc {
     uint32_t compute_instance_id;
     char user[32];
     char command[32];
-    uint64_t reserved[3];
+    uint32_t text_offset;
+    uint32_t command_len;
+    uint32_t cmdline_stored_len;
+    uint32_t reserved0;
+    uint64_t reserved[1];
     uint32_t ns_pid;
     uint32_t sm_util_pct;
     uint32_t mem_util_pct;
@@ -554,7 +567,11 @@ GPUPEEK_PIN(gpupeek_proc, gpu_instance_id, 32);
 GPUPEEK_PIN(gpupeek_proc, compute_instance_id, 36);
 GPUPEEK_PIN(gpupeek_proc, user, 40);
 GPUPEEK_PIN(gpupeek_proc, command, 72);
-GPUPEEK_PIN(gpupeek_proc, reserved, 104);
+GPUPEEK_PIN(gpupeek_proc, text_offset, 104);
+GPUPEEK_PIN(gpupeek_proc, command_len, 108);
+GPUPEEK_PIN(gpupeek_proc, cmdline_stored_len, 112);
+GPUPEEK_PIN(gpupeek_proc, reserved0, 116);
+GPUPEEK_PIN(gpupeek_proc, reserved, 120);
 GPUPEEK_PIN(gpupeek_proc, ns_pid, 128);
 GPUPEEK_PIN(gpupeek_proc, sm_util_pct, 132);
 GPUPEEK_PIN(gpupeek_proc, mem_util_pct, 136);
@@ -961,9 +978,28 @@ static inline int gpupeek_read_gpu(const struct gpupeek_segment *seg, uint32_t s
 
 /* The process table: its head and up to `max` used slots, all under the head's seqlock.
  * `*n` is set to the number of records copied (min(head.count, max)). */
+static inline int gpupeek_read_procs_text(const struct gpupeek_segment *seg,
+                                          struct gpupeek_proc_head *head,
+                                          struct gpupeek_proc *procs, size_t max, size_t *n,
+                                          char *text, size_t text_max, size_t *text_len);
+
 static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
                                      struct gpupeek_proc_head *head, struct gpupeek_proc *procs,
                                      size_t max, size_t *n)
+{
+    return gpupeek_read_procs_text(seg, head, procs, max, n, NULL, 0, NULL);
+}
+
+/* gpupeek_read_procs, and under the same seqlock the used part of the text pool
+ * (ABI 1.5), which holds each process's whole command name and command line: up to
+ * `text_max` bytes of it into `text` (a multiple of 8 is best), its length copied into
+ * `*text_len` (0 from an older writer, whose head has no pool). Look a process's text up
+ * with gpupeek_proc_full_command and gpupeek_proc_full_cmdline. A pool the mapping cannot
+ * hold gives GPUPEEK_ERR_CORRUPT. */
+static inline int gpupeek_read_procs_text(const struct gpupeek_segment *seg,
+                                          struct gpupeek_proc_head *head,
+                                          struct gpupeek_proc *procs, size_t max, size_t *n,
+                                          char *text, size_t text_max, size_t *text_len)
 {
     const struct gpupeek_static_header *h = &seg->header;
     size_t rec = h->proc_record_size_bytes < sizeof *procs ? h->proc_record_size_bytes
@@ -983,9 +1019,31 @@ static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
                 memset(&procs[i], 0, sizeof procs[i]);
                 gpupeek_load_words(seg, off / 8, rec / 8, &procs[i]);
             }
+            /* The pool's place is hostile too: inside the mapping, 8-aligned, past the
+             * static header, its used part within its size. */
+            uint64_t pool = head->text_pool_offset, used = head->text_pool_used_bytes;
+            size_t copied = 0;
+            if (pool != 0) {
+                if (pool % 8 != 0 || pool < sizeof *h || pool > seg->size ||
+                    head->text_pool_size_bytes > seg->size - pool ||
+                    used > head->text_pool_size_bytes)
+                    corrupt = 1;
+                else if (text != NULL) {
+                    copied = used < text_max ? (size_t)used : text_max;
+                    size_t words = copied / 8;
+                    gpupeek_load_words(seg, pool / 8, words, text);
+                    if (copied % 8 != 0) {
+                        uint64_t w = atomic_load_explicit(&seg->words[pool / 8 + words],
+                                                          memory_order_relaxed);
+                        memcpy(text + 8 * words, &w, copied % 8);
+                    }
+                }
+            }
             atomic_thread_fence(memory_order_acquire);
             if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
                 *n = count;
+                if (text_len != NULL)
+                    *text_len = corrupt ? 0 : copied;
                 return corrupt ? GPUPEEK_ERR_CORRUPT : GPUPEEK_OK;
             }
         }
@@ -993,6 +1051,42 @@ static inline int gpupeek_read_procs(const struct gpupeek_segment *seg,
             sched_yield();
     }
     return GPUPEEK_ERR_STALE;
+}
+
+/* Process `p`'s whole command name in a pool copied by gpupeek_read_procs_text: sets
+ * `*name` and `*len` (not NUL-terminated, not sanitised: copy it with
+ * gpupeek_copy_string) and returns 1; returns 0 when the pool does not have it (an older
+ * writer, a full pool, an offset outside the copy): p->command then holds its first 31
+ * bytes. */
+static inline int gpupeek_proc_full_command(const struct gpupeek_proc *p, const char *text,
+                                            size_t text_len, const char **name, size_t *len)
+{
+    if (!(p->valid & GPUPEEK_PROC_COMMAND) || !(p->valid & GPUPEEK_PROC_FULL_COMMAND))
+        return 0;
+    if (p->text_offset > text_len || p->command_len > text_len - p->text_offset)
+        return 0;
+    *name = text + p->text_offset;
+    *len = p->command_len;
+    return 1;
+}
+
+/* Process `p`'s command line in the pool (arguments separated by NUL, no trailing NUL;
+ * shorter than p->cmdline_len when the daemon kept only its first 32 KiB): as
+ * gpupeek_proc_full_command; 0 leaves p->cmdline (its first 327 bytes). */
+static inline int gpupeek_proc_full_cmdline(const struct gpupeek_proc *p, const char *text,
+                                            size_t text_len, const char **argv, size_t *len)
+{
+    const char *name;
+    size_t name_len;
+    if (!(p->valid & GPUPEEK_PROC_CMDLINE) || !(p->valid & GPUPEEK_PROC_FULL_CMDLINE) ||
+        !gpupeek_proc_full_command(p, text, text_len, &name, &name_len))
+        return 0;
+    size_t start = (size_t)p->text_offset + name_len;
+    if (p->cmdline_stored_len > text_len - start)
+        return 0;
+    *argv = text + start;
+    *len = p->cmdline_stored_len;
+    return 1;
 }
 
 /* The MIG table (ABI 1.4): its head and up to `max` MIG devices, all under the head's

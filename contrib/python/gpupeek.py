@@ -88,12 +88,13 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 4
+ABI_MINOR = 5
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
 MAX_HISTORY_SLOTS = 65536
 MAX_SEGMENT_BYTES = 268435456
+MAX_TEXT_PER_PROCESS = 32768
 STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
@@ -318,6 +319,8 @@ PROC_VALID_BITS = {  # ProcRecord.valid
     "START_TIME": 7,
     "NAMESPACE": 8,
     "CONTAINER": 9,
+    "FULL_COMMAND": 10,
+    "FULL_CMDLINE": 11,
 }
 PROC_VALID = {
     "gpu_mem_bytes": 0,  # GPU_MEMORY
@@ -338,6 +341,9 @@ PROC_VALID = {
     "container_runtime": 9,  # CONTAINER
     "container_id": 9,  # CONTAINER
     "pod_uid": 9,  # CONTAINER
+    "text_offset": 10,  # FULL_COMMAND
+    "command_len": 10,  # FULL_COMMAND
+    "cmdline_stored_len": 11,  # FULL_CMDLINE
 }
 HISTORY_VALID_BITS = {  # HistorySample.valid
     "UTILIZATION": 0,
@@ -539,7 +545,10 @@ LAYOUT = [
         ("pid_ns_inode", 24, "Q"),
         ("sample_mono_ns", 32, "Q"),
         ("period_ns", 40, "Q"),
-        ("reserved", 48, "80s"),
+        ("text_pool_offset", 48, "Q"),
+        ("text_pool_size_bytes", 56, "I"),
+        ("text_pool_used_bytes", 60, "I"),
+        ("reserved", 64, "64s"),
     ]),
     ("ProcRecord", 640, [
         ("gpu_index", 0, "I"),
@@ -552,7 +561,11 @@ LAYOUT = [
         ("compute_instance_id", 36, "I"),
         ("user", 40, "32s"),
         ("command", 72, "32s"),
-        ("reserved", 104, "24s"),
+        ("text_offset", 104, "I"),
+        ("command_len", 108, "I"),
+        ("cmdline_stored_len", 112, "I"),
+        ("reserved0", 116, "I"),
+        ("reserved", 120, "8s"),
         ("ns_pid", 128, "I"),
         ("sm_util_pct", 132, "I"),
         ("mem_util_pct", 136, "I"),
@@ -1106,25 +1119,45 @@ class Segment:
         head_size, copied = PROC_TABLE_HEAD_SIZE, min(rec_size, PROC_RECORD_SIZE)
 
         def slots():
-            count = _decode("ProcTableHead", bytes(self._bytes[base:base + head_size]))["count"]
+            head = _decode("ProcTableHead", bytes(self._bytes[base:base + head_size]))
+            count = head["count"]
             if count > h["proc_capacity"]:
                 return None
             first = base + head_size
-            return [bytes(self._bytes[first + i * rec_size:first + i * rec_size + copied])
-                    for i in range(count)]
-        raw_head, raw_slots = self._read(base, head_size, slots)
-        if raw_slots is None:
+            records = [bytes(self._bytes[first + i * rec_size:first + i * rec_size + copied])
+                       for i in range(count)]
+            # The text pool (ABI 1.5): whole command names and lines, under the same
+            # seqlock. Its place is hostile like every other number.
+            pool, size, used = (head.get("text_pool_offset", 0),
+                                head.get("text_pool_size_bytes", 0),
+                                head.get("text_pool_used_bytes", 0))
+            if pool == 0:
+                return records, b""
+            if pool % 8 or pool < STATIC_HEADER_SIZE or pool + size > len(self._bytes) \
+                    or used > size:
+                return records, None
+            return records, bytes(self._bytes[pool:pool + used])
+        raw_head, read = self._read(base, head_size, slots)
+        if read is None:
             raise CorruptError(f"segment {self.name}: process count exceeds capacity")
+        raw_slots, text = read
+        if text is None:
+            raise CorruptError(f"segment {self.name}: text pool lies outside the segment")
         head = _decode("ProcTableHead", raw_head)
         procs = []
         for raw in raw_slots:
-            v = _validity(_decode("ProcRecord", raw), PROC_VALID)
+            rec = _decode("ProcRecord", raw)
+            v = _validity(rec, PROC_VALID)
             kind = v.pop("kind")
             kinds = [k.lower() for k, bit in PROC_KIND_BITS.items() if kind >> bit & 1]
+            full_name, full_argv = _full_text(rec, text)
+            if full_name is not None:
+                v["command"] = _text(full_name)
             cmdline = v.get("cmdline")
             v["cmdline_truncated"] = None
             if cmdline is not None:
-                stored = raw[_CMDLINE_AT:PROC_RECORD_SIZE].rstrip(b"\0")
+                stored = full_argv if full_argv is not None else \
+                    raw[_CMDLINE_AT:PROC_RECORD_SIZE].rstrip(b"\0")
                 v["cmdline"] = [_text(a) for a in stored.split(b"\0")] if stored else []
                 # The daemon kept only the start of a longer command line.
                 v["cmdline_truncated"] = v["cmdline_len"] > len(stored)
@@ -1788,12 +1821,29 @@ def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:
     return local if len(local) > len(published) and local.startswith(published) else published
 
 
+def _full_text(rec: dict, text: bytes):
+    """A process's whole command name and command line (raw bytes) in the text pool
+    (ABI 1.5), each None where the pool does not have it: offsets and lengths are hostile,
+    and a text outside the copied pool is not there (shm-layout's pool::full_text)."""
+    valid = rec["valid"]
+    bit = lambda name: valid >> PROC_VALID_BITS[name] & 1
+    if not (bit("COMMAND") and bit("FULL_COMMAND")):
+        return None, None
+    start, name_end = rec["text_offset"], rec["text_offset"] + rec["command_len"]
+    if name_end > len(text):
+        return None, None
+    argv_end = name_end + rec["cmdline_stored_len"]
+    argv = text[name_end:argv_end] if bit("CMDLINE") and bit("FULL_CMDLINE") \
+        and argv_end <= len(text) else None
+    return text[start:name_end], argv
+
+
 def _argv(raw: bytes) -> List[str]:
-    """A raw command line (NUL-separated) as the daemon publishes it: cut to the segment's
-    field on a character boundary, one string per argument, the last ending in "…" when
-    cut (shm-layout's text::encode_argv then decode_argv)."""
+    """A raw command line (NUL-separated) as the daemon publishes it: at most
+    MAX_TEXT_PER_PROCESS bytes, cut on a character boundary, one string per argument, the
+    last ending in "…" when cut (shm-layout's pool and text::decode_argv)."""
     length = len(raw.rstrip(b"\0"))
-    end = min(length, PROC_RECORD_SIZE - _CMDLINE_AT - 1)
+    end = min(length, MAX_TEXT_PER_PROCESS)
     if end < length:
         while end > 0 and raw[end] & 0xC0 == 0x80:
             end -= 1

@@ -102,7 +102,8 @@ class Validity(unittest.TestCase):
 
     # Values that make a record read as current: an ok GPU, a live daemon, one process.
     FIXED = {"StatusRecord": {"state": 1, "gpu_count": 1}, "GpuRecord": {"state": 1},
-             "ProcTableHead": {"count": 1}, "ProcRecord": {"kind": 1},
+             # No text pool: the process's text is its record's own fields.
+             "ProcTableHead": {"count": 1, "text_pool_offset": 0}, "ProcRecord": {"kind": 1},
              "HistoryHead": {"written": 1, "step_ns": 1}, "MigTableHead": {"count": 1}}
 
     @staticmethod

@@ -174,6 +174,12 @@ impl Procfs {
         Some(&k.info)
     }
 
+    /// What the last lookup of `pid` found, without reading `/proc`; `None` when it is
+    /// not known (any more).
+    pub fn cached(&self, pid: u32) -> Option<&ProcInfo> {
+        self.known.get(&pid).map(|k| &k.info)
+    }
+
     fn read_stat(&mut self, pid: u32) -> Option<proc::Stat> {
         proc::parse_stat(&self.files.read_str(pid, "stat")?)
     }

@@ -27,6 +27,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpupeek_shm::layout::{proc_kind, proc_valid};
+use gpupeek_shm::pool::TextPool;
 use gpupeek_shm::{text, ProcContext, ProcPolicy, ProcRecord, Publisher};
 
 use crate::gpuprocs::GpuProcess;
@@ -67,6 +68,8 @@ pub struct ProcTier {
     /// When a GPU's processes were last due (the head's time while no GPU has a part).
     sample_mono_ns: u64,
     procfs: Procfs,
+    /// The text pool of the table being written: whole command names and lines.
+    pool: TextPool,
     /// The pids under the `/proc` root are host pids, which NVML reports.
     host_pids: bool,
 }
@@ -116,6 +119,7 @@ impl ProcTier {
             before: Vec::new(),
             sample_mono_ns: 0,
             procfs,
+            pool: TextPool::default(),
             host_pids: host_pids(proc_root),
         }
     }
@@ -268,7 +272,14 @@ impl ProcTier {
                 }
             }
         }
-        publisher.write_processes(&self.stamped(context), &self.records);
+        self.pool.clear(publisher.text_pool_size());
+        for rec in &mut self.records {
+            if let Some(info) = self.procfs.cached(rec.pid) {
+                put_text(&mut self.pool, rec, info);
+            }
+        }
+        let context = self.stamped(context);
+        publisher.write_processes(&context, &self.records, self.pool.bytes());
     }
 
     /// Publishes an empty table (NVML down or released); the next tick with NVML up
@@ -279,7 +290,7 @@ impl ProcTier {
         self.records.clear();
         self.force = true;
         self.sample_mono_ns = gpupeek_shm::mono_now_ns();
-        publisher.write_processes(&self.stamped(context), &[]);
+        publisher.write_processes(&self.stamped(context), &[], &[]);
     }
 
     /// The table head: sampled when the oldest GPU's part of it was (the last due
@@ -351,6 +362,33 @@ fn put_proc_info(rec: &mut ProcRecord, info: &ProcInfo) {
         text::encode(&mut rec.pod_uid, c.pod_uid.as_deref().unwrap_or(""));
         rec.valid |= proc_valid::CONTAINER;
     }
+}
+
+/// Puts the whole command name and command line of `rec` in `pool`, when what `/proc`
+/// last said about its pid is what `rec`'s fixed fields hold the start of (a slot kept
+/// from an earlier tick may describe an older state of the process, or a process whose
+/// pid was reused). Only what the fixed fields publish goes to the pool: a slot
+/// without a command (the basic policy, an unresolved process) gets none.
+fn put_text(pool: &mut TextPool, rec: &mut ProcRecord, info: &ProcInfo) {
+    let Some(command) = info.command.as_deref() else {
+        return;
+    };
+    if rec.valid & proc_valid::COMMAND == 0 {
+        return;
+    }
+    let mut fixed = [0u8; 32];
+    text::encode(&mut fixed, command);
+    if fixed != rec.command {
+        return;
+    }
+    let argv = (rec.valid & proc_valid::CMDLINE != 0).then_some(info.cmdline.as_slice());
+    if let Some(raw) = argv {
+        let mut fixed = [0u8; 328];
+        if text::encode_argv(&mut fixed, raw) != rec.cmdline_len || fixed != rec.cmdline {
+            return;
+        }
+    }
+    pool.put(rec, command, argv);
 }
 
 #[cfg(test)]
@@ -426,6 +464,45 @@ mod tests {
         tier.defer(1);
         assert_eq!(due_at(&mut tier, t0 + TICK, 2), [1]);
         assert_eq!(due_at(&mut tier, t0 + 2 * TICK, 2), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn the_pool_gets_the_whole_text_only_when_the_fixed_fields_hold_its_start() {
+        let name = "a-command-name-of-more-than-forty-characters";
+        let info = ProcInfo {
+            command: Some(name.to_owned()),
+            cmdline: format!("/bin/{name}\0{}\0", "x".repeat(2000)).into_bytes(),
+            ..Default::default()
+        };
+        let mut rec = ProcRecord::default();
+        put_proc_info(&mut rec, &info);
+        let mut pool = TextPool::new(1 << 16);
+        put_text(&mut pool, &mut rec, &info);
+        let full = gpupeek_shm::pool::full_text(pool.bytes(), &rec);
+        assert_eq!(full.command, Some(name.as_bytes()));
+        assert_eq!(full.cmdline.map(<[u8]>::len), Some(info.cmdline.len() - 1));
+
+        // A slot kept from before the process rewrote its command line: no text.
+        let mut kept = ProcRecord {
+            pid: 2,
+            ..Default::default()
+        };
+        put_proc_info(&mut kept, &info);
+        let renamed = ProcInfo {
+            command: Some(name.to_owned()),
+            cmdline: b"/bin/other\0".to_vec(),
+            ..Default::default()
+        };
+        put_text(&mut pool, &mut kept, &renamed);
+        assert_eq!(kept.valid & proc_valid::FULL_COMMAND, 0);
+
+        // The basic policy publishes no command: nor does the pool.
+        let mut basic = ProcRecord {
+            pid: 3,
+            ..Default::default()
+        };
+        put_text(&mut pool, &mut basic, &info);
+        assert_eq!(basic.valid & proc_valid::FULL_COMMAND, 0);
     }
 
     #[test]

@@ -79,7 +79,11 @@ impl<'a> Model<'a> {
                 })
                 .collect(),
             gpus,
-            processes: snap.processes.iter().map(Process::new).collect(),
+            processes: snap
+                .processes
+                .iter()
+                .map(|p| Process::new(p, &snap.text))
+                .collect(),
             proc_policy: snap.proc_policy(),
             processes_sampled_mono_ns: nonzero(head.sample_mono_ns),
             processes_period_ns: nonzero(head.period_ns),

@@ -18,9 +18,12 @@ pub struct Process<'a> {
     pub namespace: Option<(u32, u64)>,
     /// Owner's uid and user name (the name is cut at the field's 31 bytes).
     pub user: Option<(u32, Text<'a>)>,
-    /// Command name.
+    /// Command name: the whole name where the segment's text pool has it (ABI 1.5),
+    /// else its first 31 bytes.
     pub command: Option<Text<'a>>,
-    /// Command line (see [`Process::argv`]).
+    /// Command line (see [`Process::argv`]): the raw arguments, NUL-separated, and the
+    /// length of the whole line. From the text pool where it has it (up to 32 KiB),
+    /// else the first 327 bytes.
     pub cmdline: Option<(&'a [u8], u32)>,
     /// GPU memory used.
     pub gpu_mem: Option<Bytes>,
@@ -66,16 +69,19 @@ impl ProcKind {
 }
 
 impl<'a> Process<'a> {
-    /// Decodes `p`.
-    pub fn new(p: &'a ProcRecord) -> Process<'a> {
+    /// Decodes `p`, whose whole texts may be in `text_pool` (a snapshot's
+    /// [`gpupeek_shm::Snapshot::text`]).
+    pub fn new(p: &'a ProcRecord, text_pool: &'a [u8]) -> Process<'a> {
         let has = |bit: u64| p.valid & bit != 0;
+        let full = gpupeek_shm::pool::full_text(text_pool, p);
         Process {
             gpu_index: p.gpu_index,
             pid: p.pid,
             namespace: has(pv::NAMESPACE).then_some((p.ns_pid, p.pid_ns_inode)),
             user: has(pv::USER).then(|| (p.uid, Text::new(&p.user))),
-            command: has(pv::COMMAND).then(|| Text::new(&p.command)),
-            cmdline: has(pv::CMDLINE).then_some((&p.cmdline[..], p.cmdline_len)),
+            command: has(pv::COMMAND).then(|| Text::new(full.command.unwrap_or(&p.command))),
+            cmdline: has(pv::CMDLINE)
+                .then_some((full.cmdline.unwrap_or(&p.cmdline[..]), p.cmdline_len)),
             gpu_mem: has(pv::GPU_MEMORY).then_some(Bytes(p.gpu_mem_bytes)),
             gpu_util_pct: has(pv::GPU_UTIL).then_some([
                 p.sm_util_pct,
@@ -113,5 +119,44 @@ impl<'a> Process<'a> {
     pub fn argv(&self) -> Option<Vec<String>> {
         self.cmdline
             .map(|(bytes, len)| gpupeek_shm::text::decode_argv(bytes, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpupeek_shm::pool::TextPool;
+
+    fn published(name: &str, raw: &[u8]) -> ProcRecord {
+        let mut p = ProcRecord {
+            pid: 9,
+            valid: pv::COMMAND | pv::CMDLINE,
+            ..Default::default()
+        };
+        gpupeek_shm::text::encode(&mut p.command, name);
+        p.cmdline_len = gpupeek_shm::text::encode_argv(&mut p.cmdline, raw);
+        p
+    }
+
+    #[test]
+    fn command_and_argv_are_whole_from_the_pool_and_the_fixed_fields_without_it() {
+        let name = "a-command-name-of-more-than-forty-characters";
+        let raw = format!("/bin/{name}\0{}\0", "x".repeat(500)).into_bytes();
+        let mut p = published(name, &raw);
+        let mut pool = TextPool::new(4096);
+        pool.put(&mut p, name, Some(&raw));
+        let whole = Process::new(&p, pool.bytes());
+        assert_eq!(whole.command.unwrap().decode(), name);
+        assert_eq!(whole.argv().unwrap()[1], "x".repeat(500));
+
+        // No pool (a 1.4 writer) or an offset outside it (hostile): the fixed fields.
+        for (pool, offset) in [(&[][..], 0), (pool.bytes(), u32::MAX - 3)] {
+            let mut q = p;
+            q.text_offset = offset;
+            let cut = Process::new(&q, pool);
+            assert_eq!(cut.command.unwrap().decode(), name[..31]);
+            let argv = cut.argv().unwrap();
+            assert!(argv[1].ends_with('…') && argv[1].len() < 400, "{argv:?}");
+        }
     }
 }

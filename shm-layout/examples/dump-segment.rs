@@ -178,12 +178,21 @@ fn main() {
         }
     }
     println!(
-        "processes.policy={} processes.flags={} processes.pid_ns_inode={}",
+        "processes.policy={} processes.flags={} processes.pid_ns_inode={} \
+         processes.text_pool_bytes={}/{}",
         snap.proc_policy().map_or("unknown", |p| p.name()),
         snap.proc_head.flags,
-        snap.proc_head.pid_ns_inode
+        snap.proc_head.pid_ns_inode,
+        snap.proc_head.text_pool_used_bytes,
+        snap.proc_head.text_pool_size_bytes
     );
     for p in &snap.processes {
+        // The whole texts from the pool (ABI 1.5) where it has them, else the fixed fields.
+        let full = snap.full_text(p);
+        let command = full
+            .command
+            .map_or_else(|| text::decode(&p.command), text::decode);
+        let argv = text::decode_argv(full.cmdline.unwrap_or(&p.cmdline), p.cmdline_len);
         let f = |bit: u64, value: String| {
             if p.valid & bit != 0 {
                 value
@@ -197,14 +206,8 @@ fn main() {
             ("kind", p.kind.to_string()),
             ("uid", f(proc_valid::USER, p.uid.to_string())),
             ("user", f(proc_valid::USER, text::decode(&p.user))),
-            ("command", f(proc_valid::COMMAND, text::decode(&p.command))),
-            (
-                "cmdline",
-                f(
-                    proc_valid::CMDLINE,
-                    format!("{:?}", text::decode_argv(&p.cmdline, p.cmdline_len)),
-                ),
-            ),
+            ("command", f(proc_valid::COMMAND, command)),
+            ("cmdline", f(proc_valid::CMDLINE, format!("{argv:?}"))),
             (
                 "gpu_mem_bytes",
                 f(proc_valid::GPU_MEMORY, p.gpu_mem_bytes.to_string()),

@@ -18,7 +18,7 @@ use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcRecord, ProcTableHead,
     StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS, GENERATION_OFFSET,
     GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, MAX_HISTORY_SLOTS, MIG_SLOTS_PER_GPU, SLOT_ALIGN,
-    STATUS_OFFSET,
+    STATUS_OFFSET, TEXT_POOL_BYTES_PER_PROC_SLOT,
 };
 
 /// Validated offsets and sizes of a segment's regions, in bytes.
@@ -84,8 +84,9 @@ impl Geometry {
         let mig_capacity = (gpu_capacity * MIG_SLOTS_PER_GPU) as usize;
         let mig_end =
             mig_table_offset + size_of::<MigTableHead>() + size_of::<MigRecord>() * mig_capacity;
+        let text_pool_size = (TEXT_POOL_BYTES_PER_PROC_SLOT * proc_capacity) as usize;
         Geometry {
-            segment_size: round_up(mig_end, SLOT_ALIGN),
+            segment_size: round_up(mig_end, SLOT_ALIGN) + text_pool_size,
             generation_offset: GENERATION_OFFSET,
             status_offset: STATUS_OFFSET,
             status_size: size_of::<StatusRecord>(),
@@ -103,6 +104,15 @@ impl Geometry {
             mig_record_size: size_of::<MigRecord>(),
             mig_capacity,
         }
+    }
+
+    /// Where a writer puts the text pool (ABI 1.5): the last `proc_capacity` ×
+    /// [`TEXT_POOL_BYTES_PER_PROC_SLOT`] bytes of a segment laid out by
+    /// [`Geometry::for_capacities`]. Readers find the pool through the process table head
+    /// (see [`crate::pool`]), never through this.
+    pub fn writer_text_pool(&self) -> std::ops::Range<usize> {
+        let size = TEXT_POOL_BYTES_PER_PROC_SLOT as usize * self.proc_capacity;
+        self.segment_size - size..self.segment_size
     }
 
     /// True when the segment has a MIG table.
@@ -447,7 +457,7 @@ mod tests {
             |h| h.mig_table_offset += 4,
             |h| h.mig_table_offset = 8,
             |h| h.mig_capacity = u32::MAX,
-            |h| h.mig_capacity += 10,
+            |h| h.mig_capacity += 1000,
             |h| h.mig_record_size_bytes = 8,
         ];
         for (i, hostile) in cases.iter().enumerate() {

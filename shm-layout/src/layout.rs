@@ -12,6 +12,11 @@
 //! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
 //! | history (1.1) | after processes | `gpu_capacity` rings: [`HistoryHead`] + `history_slots` × [`HistorySample`] | one seqlock per ring (the head's `seq`) |
 //! | MIG table (1.4) | after history | [`MigTableHead`] + `mig_capacity` × [`MigRecord`] | the head's seqlock |
+//! | text pool (1.5) | after the MIG table, at [`ProcTableHead::text_pool_offset`] | `text_pool_size_bytes`: `proc_capacity` × [`TEXT_POOL_BYTES_PER_PROC_SLOT`] | the process table head's seqlock |
+//!
+//! The text pool is the one region whose place is in a seqlocked head rather than the
+//! static header (whose 128 bytes are all in use): its offset and size are constant for
+//! a writer, and a reader checks them against the mapping in every snapshot.
 //!
 //! Readers never hard-code these offsets: every one of them is in the static header and is
 //! checked against the mapping before use. Strings are NUL-padded UTF-8 byte arrays; an
@@ -36,7 +41,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -54,6 +59,14 @@ pub const DEFAULT_HISTORY_SLOTS: u32 = 300;
 /// MIG instance slots a writer keeps per GPU slot (ABI 1.4): a GPU has at most seven
 /// MIG devices (seven compute slices).
 pub const MIG_SLOTS_PER_GPU: u32 = 7;
+/// Bytes of text pool a writer keeps per process slot (ABI 1.5): 2 MiB for the default
+/// 1024 slots. A process's text is its whole command name and up to
+/// [`MAX_TEXT_PER_PROCESS`] bytes of its command line, stored once however many GPUs it
+/// uses; when the pool is full, later processes have only their fields' fixed copies.
+pub const TEXT_POOL_BYTES_PER_PROC_SLOT: u32 = 2048;
+/// Most bytes of one process's command line a writer puts in the text pool (ABI 1.5);
+/// a longer one is cut there (on a character boundary) and marked by `cmdline_len`.
+pub const MAX_TEXT_PER_PROCESS: usize = 32 << 10;
 /// Largest history ring a reader accepts.
 pub const MAX_HISTORY_SLOTS: u32 = 65536;
 /// Largest capacity a reader accepts, so a hostile header cannot ask for huge copies.

@@ -34,6 +34,9 @@ pub mod mapping;
 #[cfg(not(loom))]
 pub mod pin;
 #[cfg(not(loom))]
+/// The text pool: whole command names and command lines (ABI 1.5).
+pub mod pool;
+
 pub mod procfs;
 #[cfg(not(loom))]
 pub mod reader;

@@ -149,12 +149,14 @@ pin_layout!(GpuRecord, size = 768, {
 
 pin_layout!(ProcTableHead, size = 128, {
     seq: 0, count: 8, overflow: 12, policy: 16, flags: 20, pid_ns_inode: 24,
-    sample_mono_ns: 32, period_ns: 40, reserved: 48,
+    sample_mono_ns: 32, period_ns: 40, text_pool_offset: 48, text_pool_size_bytes: 56,
+    text_pool_used_bytes: 60, reserved: 64,
 });
 
 pin_layout!(ProcRecord, size = 640, {
     gpu_index: 0, pid: 4, uid: 8, kind: 12, valid: 16, gpu_mem_bytes: 24,
-    gpu_instance_id: 32, compute_instance_id: 36, user: 40, command: 72, reserved: 104,
+    gpu_instance_id: 32, compute_instance_id: 36, user: 40, command: 72, text_offset: 104,
+    command_len: 108, cmdline_stored_len: 112, reserved0: 116, reserved: 120,
     ns_pid: 128, sm_util_pct: 132, mem_util_pct: 136, enc_util_pct: 140,
     dec_util_pct: 144, cpu_centipct: 148, host_rss_bytes: 152, start_unix_ns: 160,
     pid_ns_inode: 168, cmdline_len: 176, reserved1: 180, container_runtime: 184,

@@ -144,6 +144,7 @@ impl Segment {
             processes: Vec::new(),
             proc_overflow: 0,
             proc_head: ProcTableHead::new_zeroed(),
+            text: Vec::new(),
             mig: Vec::new(),
             mig_overflow: 0,
             generation: 0,
@@ -192,7 +193,7 @@ impl Segment {
         }
         let head_block = self.geometry.proc_head(words);
         let (_, result) = seqlock::read_with(&head_block[0], || {
-            self.load_processes(words, head_block, &mut snap.processes)
+            self.load_processes(words, head_block, &mut snap.processes, &mut snap.text)
         })
         .map_err(|Stale| self.stale("process table"))?;
         snap.proc_head = result?;
@@ -233,13 +234,15 @@ impl Segment {
         Ok(head)
     }
 
-    /// Loads the process table head and its used slots; returns the head.
-    /// Runs inside a seqlock attempt: it may see a torn image, which the caller rejects.
+    /// Loads the process table head, its used slots and the used part of its text pool;
+    /// returns the head. Runs inside a seqlock attempt: it may see a torn image, which
+    /// the caller rejects.
     fn load_processes(
         &self,
         words: &[AtomicU64],
         head_block: &[AtomicU64],
         out: &mut Vec<ProcRecord>,
+        text: &mut Vec<u8>,
     ) -> Result<ProcTableHead, Error> {
         let mut head = ProcTableHead::new_zeroed();
         seqlock::load_words(&head_block[1..], &mut head.as_mut_bytes()[8..]);
@@ -251,6 +254,17 @@ impl Segment {
         out.resize(head.count as usize, ProcRecord::new_zeroed());
         for (slot, rec) in out.iter_mut().enumerate() {
             seqlock::load_words(self.geometry.proc_slot(words, slot), rec.as_mut_bytes());
+        }
+        text.clear();
+        let used = crate::pool::used_range(&head, self.map.len())
+            .map_err(|what| Error::corrupt(&self.name, what))?;
+        if let Some(used) = used {
+            // Whole words: the range starts 8-aligned and lies inside the mapping, whose
+            // length is a multiple of 8.
+            let pool_words = &words[used.start / 8..used.end.div_ceil(8)];
+            text.resize(pool_words.len() * 8, 0);
+            seqlock::load_words(pool_words, text);
+            text.truncate(used.len());
         }
         Ok(head)
     }
@@ -341,6 +355,9 @@ pub struct Snapshot {
     pub proc_overflow: u32,
     /// The process table head: policy, flags and pid namespace of the table.
     pub proc_head: ProcTableHead,
+    /// The used part of the process table's text pool (ABI 1.5; empty from older
+    /// writers): see [`Snapshot::full_text`].
+    pub text: Vec<u8>,
     /// The MIG devices of every MIG-enabled GPU (ABI 1.4; empty from older writers).
     pub mig: Vec<MigRecord>,
     /// MIG devices left out of the table for lack of slots.
@@ -407,6 +424,12 @@ impl Snapshot {
     /// How much the daemon publishes about processes; `None` from a 1.0 daemon.
     pub fn proc_policy(&self) -> Option<ProcPolicy> {
         ProcPolicy::from_raw(self.proc_head.policy)
+    }
+
+    /// Process `p`'s whole command name and command line, where the text pool has them
+    /// (ABI 1.5); otherwise only its fixed `command` and `cmdline` fields hold them.
+    pub fn full_text<'a>(&'a self, p: &ProcRecord) -> crate::pool::FullText<'a> {
+        crate::pool::full_text(&self.text, p)
     }
 
     /// The MIG devices of the GPU with NVML index `gpu_index`.

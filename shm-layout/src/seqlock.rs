@@ -161,6 +161,19 @@ pub fn store_words(words: &[AtomicU64], bytes: &[u8]) {
     }
 }
 
+/// Relaxed-stores `bytes` (any length) into the first words of `words`, the last word
+/// zero-padded.
+pub fn store_bytes(words: &[AtomicU64], bytes: &[u8]) {
+    let whole = bytes.len() / 8 * 8;
+    store_words(words, &bytes[..whole]);
+    let tail = &bytes[whole..];
+    if let (false, Some(word)) = (tail.is_empty(), words.get(whole / 8)) {
+        let mut raw = [0u8; 8];
+        raw[..tail.len()].copy_from_slice(tail);
+        word.store(u64::from_ne_bytes(raw), Ordering::Relaxed);
+    }
+}
+
 /// Relaxed-loads as many whole words as both sides hold into `out`, and zeroes the rest
 /// of `out` (the fields a writer with an older minor version does not have).
 pub fn load_words(words: &[AtomicU64], out: &mut [u8]) {
@@ -242,6 +255,21 @@ mod tests {
         assert_eq!(&out.name[..4], b"H100");
         write(&b, &rec);
         assert_eq!(read(&b, &mut out), Ok(4));
+    }
+
+    #[test]
+    fn bytes_of_any_length_round_trip_with_the_last_word_zero_padded() {
+        let b = block(4);
+        b[3].store(u64::MAX, Ordering::Relaxed);
+        let text = b"eleven byte text, twenty-six";
+        store_bytes(&b, text);
+        let mut out = [0xffu8; 32];
+        load_words(&b, &mut out);
+        assert_eq!(&out[..text.len()], text);
+        assert_eq!(out[text.len()..], [0; 4]);
+        // More bytes than words: what fits.
+        store_bytes(&b[..1], text);
+        assert_eq!(b[0].load(Ordering::Relaxed).to_ne_bytes(), text[..8]);
     }
 
     #[test]

@@ -190,12 +190,17 @@ impl Publisher {
         });
     }
 
-    /// Publishes the process table under `context`. Processes beyond the capacity are
-    /// left out and counted in the head's `overflow`.
-    pub fn write_processes(&self, context: &ProcContext, processes: &[ProcRecord]) {
+    /// Publishes the process table under `context`, with `text` (a [`crate::pool::TextPool`]'s
+    /// bytes, which the records point into) as its text pool. Processes beyond the
+    /// capacity are left out and counted in the head's `overflow`; text beyond the
+    /// pool's size is left out (a [`crate::pool::TextPool`] sized by
+    /// [`Publisher::text_pool_size`] never has any).
+    pub fn write_processes(&self, context: &ProcContext, processes: &[ProcRecord], text: &[u8]) {
         let words = self.map.words();
         let stored = processes.len().min(self.geometry.proc_capacity);
         let left_out = u32::try_from(processes.len() - stored).unwrap_or(u32::MAX);
+        let pool = self.geometry.writer_text_pool();
+        let text = &text[..text.len().min(pool.len())];
         let head = ProcTableHead {
             seq: 0,
             count: stored as u32,
@@ -205,15 +210,26 @@ impl Publisher {
             pid_ns_inode: context.pid_ns_inode,
             sample_mono_ns: context.sample_mono_ns,
             period_ns: context.period_ns,
-            reserved: [0; 10],
+            text_pool_offset: pool.start as u64,
+            text_pool_size_bytes: pool.len() as u32,
+            text_pool_used_bytes: text.len() as u32,
+            reserved: [0; 8],
         };
         let head_block = self.geometry.proc_head(words);
+        let pool_words = &words[pool.start / 8..pool.end / 8];
         seqlock::write_with(&head_block[0], || {
             seqlock::store_words(&head_block[1..], &head.as_bytes()[8..]);
             for (slot, p) in processes[..stored].iter().enumerate() {
                 seqlock::store_words(self.geometry.proc_slot(words, slot), p.as_bytes());
             }
+            seqlock::store_bytes(pool_words, text);
         });
+    }
+
+    /// Size of the text pool, bytes: what a [`crate::pool::TextPool`] for this segment
+    /// may hold.
+    pub fn text_pool_size(&self) -> usize {
+        self.geometry.writer_text_pool().len()
     }
 
     /// Publishes the MIG table: every MIG device of every GPU, in one seqlock write, so a

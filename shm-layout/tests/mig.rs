@@ -86,11 +86,11 @@ fn published_instances_read_back_with_their_processes() {
         process(12, 13, 0),
         process(13, 1, 0),
     ];
-    publisher.write_processes(&ProcContext::new(ProcPolicy::Full), &procs);
+    publisher.write_processes(&ProcContext::new(ProcPolicy::Full), &procs, &[]);
     publisher.bump_generation();
 
     let segment = Segment::open(&name.0).unwrap();
-    assert_eq!(segment.header().abi_minor, 4);
+    assert_eq!(segment.header().abi_minor, gpupeek_shm::layout::ABI_MINOR);
     let snap = segment.snapshot().unwrap();
     assert_eq!(snap.mig.len(), 3);
     assert_eq!(snap.mig_overflow, 0);

@@ -74,7 +74,7 @@ fn published_records_read_back_in_a_snapshot() {
         sample_mono_ns: 123_456_789,
         period_ns: 5_000_000_000,
     };
-    publisher.write_processes(&context, &[p; 10]);
+    publisher.write_processes(&context, &[p; 10], &[]);
     publisher.set_status(&live_status(1));
     publisher.bump_generation();
 

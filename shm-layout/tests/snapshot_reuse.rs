@@ -25,7 +25,7 @@ fn publish(p: &Publisher, gpus: u32, procs: u32, tag: u32) {
         })
         .collect();
     let context = ProcContext::new(ProcPolicy::Full);
-    p.write_processes(&context, &table);
+    p.write_processes(&context, &table, &[]);
     let mut s = StatusRecord::new_zeroed();
     s.state = DaemonState::Live as u32;
     s.gpu_count = gpus;

@@ -192,6 +192,10 @@ fn c_block() -> Block {
             format!("((size_t){}u)", gpupeek_shm::reader::MAX_SEGMENT_BYTES),
         ),
         (
+            "MAX_TEXT_PER_PROCESS",
+            format!("{}u", layout::MAX_TEXT_PER_PROCESS),
+        ),
+        (
             "STALE_PERIODS",
             format!("{}u", gpupeek_shm::reader::STALE_PERIODS),
         ),
@@ -277,6 +281,7 @@ fn python_block() -> Block {
         gpupeek_shm::reader::MAX_SEGMENT_BYTES
     )
     .unwrap();
+    writeln!(t, "MAX_TEXT_PER_PROCESS = {}", layout::MAX_TEXT_PER_PROCESS).unwrap();
     writeln!(t, "STALE_PERIODS = {}", gpupeek_shm::reader::STALE_PERIODS).unwrap();
     writeln!(t, "PROC_RECORD_V1_0_SIZE = {}", pin::PROC_RECORD_V1_0_SIZE).unwrap();
     for record in &pin::RECORDS {

@@ -27,8 +27,18 @@ pub struct ProcTableHead {
     /// How often the daemon samples processes, ns: the process tier's period, at least
     /// the status record's `period_ns` (ABI 1.2; 0 from older writers: unknown).
     pub period_ns: u64,
+    /// Offset of the text pool from the start of the segment (ABI 1.5): the whole
+    /// command names and command lines of the slots, which the slots' fixed fields hold
+    /// only the start of. 8-aligned; 0 means no pool (an older writer). Under this
+    /// head's seqlock, like the slots.
+    pub text_pool_offset: u64,
+    /// Size of the text pool, bytes (ABI 1.5).
+    pub text_pool_size_bytes: u32,
+    /// Bytes of the pool in use by this publish, from its start (ABI 1.5); at most
+    /// `text_pool_size_bytes`.
+    pub text_pool_used_bytes: u32,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 10],
+    pub reserved: [u64; 8],
 }
 
 state_enum! {
@@ -88,6 +98,12 @@ bit_set! {
         NAMESPACE = 8 [ns_pid, pid_ns_inode],
         /// `container_runtime` and `container_id`, and `pod_uid` when non-empty (ABI 1.1).
         CONTAINER = 9 [container_runtime, container_id, pod_uid],
+        /// `text_offset` and `command_len`: the whole command name is in the text pool
+        /// (ABI 1.5). Set only with `COMMAND`.
+        FULL_COMMAND = 10 [text_offset, command_len],
+        /// `cmdline_stored_len`: the command line is in the text pool, after the command
+        /// name (ABI 1.5). Set only with `CMDLINE` and `FULL_COMMAND`.
+        FULL_CMDLINE = 11 [cmdline_stored_len],
     }
 }
 
@@ -116,10 +132,23 @@ pub struct ProcRecord {
     pub compute_instance_id: u32,
     /// Owner's user name.
     pub user: [u8; 32],
-    /// Command name: `basename(argv[0])`, else `/proc/PID/comm`.
+    /// Command name: `basename(argv[0])`, else `/proc/PID/comm`; its first 31 bytes
+    /// (the whole name is in the text pool when `FULL_COMMAND` is set).
     pub command: [u8; 32],
+    /// Offset in the text pool of this process's text (ABI 1.5): `command_len` bytes of
+    /// command name, then `cmdline_stored_len` bytes of command line. No NUL ends either.
+    /// Several slots of one process (one per GPU) share one text.
+    pub text_offset: u32,
+    /// Length of the whole command name in the pool, bytes (ABI 1.5).
+    pub command_len: u32,
+    /// Length of the command line in the pool, bytes (ABI 1.5): arguments separated by
+    /// NUL bytes, trailing NULs removed. Less than `cmdline_len` when the daemon kept
+    /// only its start.
+    pub cmdline_stored_len: u32,
+    /// Zero.
+    pub reserved0: u32,
     /// Zero (end of ABI 1.0).
-    pub reserved: [u64; 3],
+    pub reserved: [u64; 1],
     /// The pid inside the process's own (innermost) pid namespace.
     pub ns_pid: u32,
     /// SM (3D/compute) utilisation by this process over the last period, percent.
@@ -139,7 +168,8 @@ pub struct ProcRecord {
     /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`).
     pub pid_ns_inode: u64,
     /// Length in bytes of the whole command line; `cmdline` holds at most its first
-    /// 327 bytes, so a larger value means it was truncated.
+    /// 327 bytes (and the text pool at most [`crate::layout::MAX_TEXT_PER_PROCESS`]), so a
+    /// larger value means a copy was truncated.
     pub cmdline_len: u32,
     /// Zero.
     pub reserved1: u32,
@@ -150,6 +180,7 @@ pub struct ProcRecord {
     pub container_id: [u8; 72],
     /// Kubernetes pod uid (`8-4-4-4-12` hex), empty when not in a pod.
     pub pod_uid: [u8; 40],
-    /// The command line: arguments separated by NUL bytes, NUL-terminated.
+    /// The command line: arguments separated by NUL bytes, NUL-terminated; its first
+    /// 327 bytes (the whole line is in the text pool when `FULL_CMDLINE` is set).
     pub cmdline: [u8; 328],
 }

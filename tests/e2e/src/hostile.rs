@@ -22,7 +22,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use gpupeek_shm::layout::{mig_valid, DaemonState, GpuState};
+use gpupeek_shm::layout::{mig_valid, proc_valid, DaemonState, GpuState};
 use gpupeek_shm::{
     text, Error, GpuRecord, MigRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher,
     Segment, StatusRecord,
@@ -68,6 +68,7 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
         text::encode(&mut gpu.uuid, &format!("GPU-{slot:08}"));
         publisher.write_gpu(slot as usize, &gpu);
     }
+    let mut pool = gpupeek_shm::pool::TextPool::new(publisher.text_pool_size());
     let processes: Vec<ProcRecord> = (0..procs)
         .map(|i| {
             let mut p = ProcRecord {
@@ -79,11 +80,17 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
             };
             text::encode(&mut p.command, "python train.py");
             text::encode(&mut p.user, "alice");
+            p.valid &= !(proc_valid::FULL_COMMAND | proc_valid::FULL_CMDLINE);
+            pool.put(
+                &mut p,
+                "python-with-a-long-name",
+                Some(b"python\0train.py\0"),
+            );
             p
         })
         .collect();
     let context = ProcContext::new(ProcPolicy::Full);
-    publisher.write_processes(&context, &processes);
+    publisher.write_processes(&context, &processes, pool.bytes());
     let mig: Vec<MigRecord> = (0..gpus)
         .map(|gpu_index| {
             let mut m = MigRecord {
@@ -189,6 +196,11 @@ pub fn read_like_a_client(name: &str) -> Result<usize, Error> {
     }
     for p in &snapshot.processes {
         text_bytes += text::decode(&p.command).len() + text::decode(&p.user).len();
+        let full = snapshot.full_text(p);
+        text_bytes += full.command.map_or(0, |c| text::decode(c).len());
+        text_bytes += full
+            .cmdline
+            .map_or(0, |a| text::decode_argv(a, p.cmdline_len).len());
     }
     for m in &snapshot.mig {
         text_bytes += text::decode(&m.profile).len() + text::decode(&m.uuid).len();

@@ -123,6 +123,13 @@ fn c_example_reader_prints_what_gpupeek_json_shows() {
     );
     assert_eq!(procs[0]["user"], text(&jprocs[0]["username"]));
     assert_eq!(procs[0]["command"], text(&jprocs[0]["command"]));
+    let argv: Vec<String> = jprocs[0]["full_command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(procs[0]["cmdline"], argv.join(" "));
 }
 
 /// A world-writable, a foreign-ABI, a corrupt and a missing segment give gpupeek's
@@ -444,5 +451,73 @@ fn python_new_query_fills_in_withheld_details_as_gpupeek_json_does() {
         } else {
             assert_eq!(&o[key], value, "process key {key}: {ours} {theirs}");
         }
+    }
+}
+
+/// A process with a 59-character name and a command line of about 2 KB (more than the
+/// fixed 31 and 327 bytes of its process record): the C reader and the Python package
+/// read both whole from the text pool (ABI 1.5), as `gpupeek --json` shows them.
+#[test]
+fn c_and_python_readers_show_whole_long_names_and_command_lines() {
+    let sandbox = Sandbox::new("readers-long");
+    let program = sandbox
+        .scenario_path()
+        .with_file_name("a-training-program-whose-name-is-over-forty-characters-long");
+    std::fs::copy("/bin/sleep", &program).unwrap();
+    let operands: Vec<String> = (0..220).map(|i| format!("0.00{i:04}")).collect();
+    let long = Killed(
+        Command::new(&program)
+            .arg("600")
+            .args(&operands)
+            .spawn()
+            .unwrap(),
+    );
+    sandbox.write_scenario(&json!({"gpus": [{
+        "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+        "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB,
+        "processes": [{"pid": long.0.id(), "used_gpu_memory_bytes": 3 * GIB}]
+    }]}));
+    let daemon = sandbox.start_daemon("50ms");
+    sandbox.wait_live(&daemon);
+    let name = program.file_name().unwrap().to_str().unwrap();
+    let whole: Vec<String> = [program.to_str().unwrap().to_owned(), "600".into()]
+        .into_iter()
+        .chain(operands)
+        .collect();
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&sandbox.client(&["--json"]))).unwrap();
+    let p = &json["gpus"][0]["processes"][0];
+    assert_eq!(p["command"], name);
+    assert_eq!(p["full_command"], json!(whole));
+
+    if let Some(exe) = compile_c_reader(&sandbox) {
+        let out = run_with_watchdog({
+            let mut cmd = Command::new(&exe);
+            cmd.arg(&sandbox.shm);
+            cmd
+        });
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        let line = text.lines().find(|l| l.starts_with("proc ")).unwrap();
+        let pairs = pairs(line);
+        assert_eq!(pairs["command"], name);
+        assert_eq!(pairs["cmdline"], whole.join(" "));
+    }
+    if let Some(python) = tool("python3", "python3") {
+        let script = "import gpupeek, json, sys\n\
+                      json.dump(gpupeek.new_query().jsonify(), sys.stdout, default=str)\n";
+        let out = run_with_watchdog({
+            let mut cmd = Command::new(&python);
+            cmd.args(["-c", script])
+                .env("PYTHONPATH", repo().join("contrib/python"))
+                .env("GPUPEEK_SHM", &sandbox.shm)
+                .env("PYTHONDONTWRITEBYTECODE", "1");
+            cmd
+        });
+        assert!(out.status.success(), "{}", stderr(&out));
+        let ours: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let o = &ours["gpus"][0]["processes"][0];
+        assert_eq!(o["command"], name);
+        assert_eq!(o["full_command"], json!(whole));
     }
 }

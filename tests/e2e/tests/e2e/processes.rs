@@ -190,7 +190,8 @@ fn long_command_lines_are_cut_and_marked() {
     let sb = Sandbox::new("proclong");
     let mut cmd = Command::new("sleep");
     cmd.arg("600");
-    let zeros: Vec<String> = (0..300).map(|i| format!("0.{i}")).collect();
+    // About 40 KB: more than the 32 KiB of a command line the daemon publishes.
+    let zeros: Vec<String> = (0..6000).map(|i| format!("0.{i}")).collect();
     cmd.args(&zeros);
     let long = Proc::spawn(&mut cmd);
     sb.write_scenario(&scenario(&[(long.pid(), 10, [0; 4])]));
@@ -203,7 +204,12 @@ fn long_command_lines_are_cut_and_marked() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert!(argv.len() > 10 && argv.len() < 300, "{argv:?}");
+    assert!(argv.len() > 4000 && argv.len() < 6000, "{}", argv.len());
+    let kept_bytes: usize = argv.iter().map(|a| a.len() + 1).sum();
+    assert!(
+        kept_bytes <= (32 << 10) + 4 && kept_bytes > 32_000,
+        "{kept_bytes}"
+    );
     assert_eq!(&argv[..2], ["sleep", "600"]);
     let last = argv.last().unwrap();
     assert!(last.ends_with('…'), "truncation is marked: {last}");
@@ -375,6 +381,10 @@ fn hidepid_makes_the_daemon_withhold_and_readers_see_only_their_own() {
     );
     let snap = sb.segment().snapshot().unwrap();
     assert_eq!(snap.proc_policy(), Some(gpupeek_shm::ProcPolicy::Basic));
+    assert!(
+        snap.text.is_empty(),
+        "no command name or line goes to the text pool either"
+    );
     for p in &snap.processes {
         assert_eq!(
             p.valid
