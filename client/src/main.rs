@@ -22,6 +22,7 @@
 //! Unit tests keep the test harness's own entry point.
 #![cfg_attr(not(test), no_main)]
 
+mod bycontainer;
 mod byuser;
 mod cli;
 mod commands;
@@ -132,6 +133,12 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
+    if args.by_user && args.by_container {
+        return Err(Exit::new(
+            EXIT_USAGE,
+            "--by-user and --by-container do not go together: choose one",
+        ));
+    }
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
     }
@@ -172,9 +179,18 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
     let published = published_time(view.published_unix_ns);
     let painter = style::Painter::new(args.color, args.no_color, std::io::stdout().is_terminal());
     let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
-    let out = match (args.by_user, args.json) {
+    let grouped = args.by_user || args.by_container;
+    let out = match (grouped, args.json) {
         (false, true) => json::render(&view, &hostname, &iso_time(&published)),
         (false, false) => table::render(&view, args, painter, &hostname, &time),
+        (true, true) if args.by_container => json::to_text(&ByContainerDocument {
+            hostname: &hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time: &iso_time(&published),
+            containers: bycontainer::rows(&view),
+            processes_not_shown: byuser::not_shown(&view),
+            gpus_not_counted: byuser::not_counted(&view),
+        }),
         (true, true) => json::to_text(&ByUserDocument {
             hostname: &hostname,
             driver_version: view.driver_version.as_deref(),
@@ -190,9 +206,15 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
                 let width = table::name_width(&view, args);
                 out = table::header(&view, width, painter, &hostname, &time);
             }
-            let rows = byuser::rows(&view);
+            let not_shown = byuser::not_shown(&view);
             let not_counted = byuser::not_counted(&view);
-            out + &byuser::render(&rows, byuser::not_shown(&view), &not_counted, painter)
+            if args.by_container {
+                let rows = bycontainer::rows(&view);
+                out + &bycontainer::render(&rows, not_shown, &not_counted, painter)
+            } else {
+                let rows = byuser::rows(&view);
+                out + &byuser::render(&rows, not_shown, &not_counted, painter)
+            }
         }
     };
     Ok(out)
@@ -206,6 +228,19 @@ struct ByUserDocument<'a> {
     query_time: &'a str,
     users: Vec<byuser::UserRow>,
     /// GPU processes no user row counts (withheld, or beyond the table).
+    processes_not_shown: u32,
+    /// GPUs whose processes could not be read (lost, failing, driver not responding).
+    gpus_not_counted: Vec<u32>,
+}
+
+/// `--by-container --json`.
+#[derive(serde::Serialize)]
+struct ByContainerDocument<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    containers: Vec<bycontainer::ContainerRow>,
+    /// GPU processes no row counts (withheld, or beyond the table).
     processes_not_shown: u32,
     /// GPUs whose processes could not be read (lost, failing, driver not responding).
     gpus_not_counted: Vec<u32>,

@@ -9,6 +9,7 @@ complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s 
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s F -l show-fan-speed -l show-fan -d 'show fan speed'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s f -l show-full-cmd -l full-process-info -d 'show a line per process with its CPU use, host memory, running time, GPU (SM) utilisation and full command line'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l by-user -d 'show GPUs, processes, GPU memory and utilisation per user instead of per GPU'
+complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -l by-container -d 'show GPUs, processes, GPU memory and utilisation per container (docker, containerd, CRI-O, podman, lxc, Kubernetes pod) instead of per GPU; processes in no container are the "host" row'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s V -l verdict -d 'after the utilisation, say whether the GPU is really working: thermal, power-capped, hw-slowdown, starved, idle-holding or healthy (thresholds: $GPUPEEK_VERDICT_THRESHOLDS, e.g. "busy=80,starved=30,idle=300,idle_mem=1024")'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve' -s e -l show-codec -d 'show encoder/decoder utilisation: enc, dec or enc,dec (bare: both)'
 complete -c gpupeek -n '__fish_prev_arg_in -e --show-codec' -a 'enc dec enc,dec'
