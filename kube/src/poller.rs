@@ -1,0 +1,77 @@
+//! A thread that asks the kubelet every period, so a caller reads the latest answer
+//! without waiting on the socket.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::{list, DeviceMap};
+
+/// The latest poll.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// The assignments of the last answer; empty when the last call failed (names from
+    /// an older answer could be another pod's by now).
+    pub map: Arc<DeviceMap>,
+    /// Whether the last call succeeded.
+    pub up: bool,
+}
+
+/// Polls `v1.PodResourcesLister/List` in the background.
+#[derive(Debug, Clone)]
+pub struct Poller {
+    state: Arc<Mutex<State>>,
+}
+
+impl Poller {
+    /// Starts polling `socket` at once and then every `every`, each call given `timeout`.
+    /// A failing call, and the first success after failures, is said once on stderr,
+    /// prefixed with `who`.
+    pub fn spawn(who: &'static str, socket: PathBuf, every: Duration, timeout: Duration) -> Poller {
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = Arc::clone(&state);
+        let spawned = std::thread::Builder::new()
+            .name("pod-resources".into())
+            .spawn(move || {
+                let mut said: Option<String> = None;
+                loop {
+                    let now = match list(&socket, timeout) {
+                        Ok(response) => {
+                            if said.take().is_some() {
+                                eprintln!(
+                                    "{who}: kubelet pod-resources {}: answering again",
+                                    socket.display()
+                                );
+                            }
+                            State {
+                                map: Arc::new(DeviceMap::new(&response)),
+                                up: true,
+                            }
+                        }
+                        Err(e) => {
+                            let message = e.to_string();
+                            if said.as_ref() != Some(&message) {
+                                eprintln!(
+                                    "{who}: kubelet pod-resources {}: {message}",
+                                    socket.display()
+                                );
+                                said = Some(message);
+                            }
+                            State::default()
+                        }
+                    };
+                    *shared.lock().unwrap_or_else(|p| p.into_inner()) = now;
+                    std::thread::sleep(every);
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("{who}: cannot start polling the kubelet: {e}");
+        }
+        Poller { state }
+    }
+
+    /// The latest poll's result.
+    pub fn current(&self) -> State {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
