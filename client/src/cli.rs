@@ -199,6 +199,7 @@ fn serve_args(shm: Option<String>) -> serve::Args {
         shm,
         options: metrics::Options::default(),
         web_config: None,
+        kubelet_socket: None,
     }
 }
 

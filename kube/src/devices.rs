@@ -4,7 +4,7 @@
 use crate::api::ListPodResourcesResponse;
 
 /// A container a device is assigned to.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Owner {
     /// The pod's namespace.
     pub namespace: String,

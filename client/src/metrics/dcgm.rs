@@ -15,10 +15,11 @@ use gpupeek_model::fields::{Unit, Value as Reading};
 use gpupeek_model::{Bytes, Field, Gpu, Model};
 
 use super::gpu::text;
-use super::{escape, Families, Out, Value};
+use super::pods::Pods;
+use super::{escape, Families, Names, Out, Value};
 
 /// Every dcgm-exporter family gpupeek has a value for, each GPU a sample.
-pub(super) fn families(out: &mut Out, model: &Model) {
+pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
     let hostname = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -26,7 +27,7 @@ pub(super) fn families(out: &mut Out, model: &Model) {
     let driver = text(model.status.driver_version);
     let mut families = Families::default();
     for g in model.gpus.iter().filter(|g| g.is_current()) {
-        let labels = labels(g, &hostname, &driver);
+        let labels = labels(g, &hostname, &driver) + &pods.gpu(g, Names::Dcgm);
         for alias in DCGM {
             let Some(field) = Field::named(alias.field) else {
                 continue;
