@@ -1,7 +1,7 @@
 //! A thread that asks the kubelet every period, so a caller reads the latest answer
 //! without waiting on the socket.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,45 +24,20 @@ pub struct Poller {
 }
 
 impl Poller {
-    /// Starts polling `socket` at once and then every `every`, each call given `timeout`.
-    /// A failing call, and the first success after failures, is said once on stderr,
-    /// prefixed with `who`.
+    /// Asks `socket` once, then every `every` in a thread of its own, each call given
+    /// `timeout`. A failing call, and the first success after failures, is said once on
+    /// stderr, prefixed with `who`.
     pub fn spawn(who: &'static str, socket: PathBuf, every: Duration, timeout: Duration) -> Poller {
-        let state = Arc::new(Mutex::new(State::default()));
+        let mut said = None;
+        let first = poll(who, &socket, timeout, &mut said);
+        let state = Arc::new(Mutex::new(first));
         let shared = Arc::clone(&state);
         let spawned = std::thread::Builder::new()
             .name("pod-resources".into())
-            .spawn(move || {
-                let mut said: Option<String> = None;
-                loop {
-                    let now = match list(&socket, timeout) {
-                        Ok(response) => {
-                            if said.take().is_some() {
-                                eprintln!(
-                                    "{who}: kubelet pod-resources {}: answering again",
-                                    socket.display()
-                                );
-                            }
-                            State {
-                                map: Arc::new(DeviceMap::new(&response)),
-                                up: true,
-                            }
-                        }
-                        Err(e) => {
-                            let message = e.to_string();
-                            if said.as_ref() != Some(&message) {
-                                eprintln!(
-                                    "{who}: kubelet pod-resources {}: {message}",
-                                    socket.display()
-                                );
-                                said = Some(message);
-                            }
-                            State::default()
-                        }
-                    };
-                    *shared.lock().unwrap_or_else(|p| p.into_inner()) = now;
-                    std::thread::sleep(every);
-                }
+            .spawn(move || loop {
+                std::thread::sleep(every);
+                let now = poll(who, &socket, timeout, &mut said);
+                *shared.lock().unwrap_or_else(|p| p.into_inner()) = now;
             });
         if let Err(e) = spawned {
             eprintln!("{who}: cannot start polling the kubelet: {e}");
@@ -73,5 +48,34 @@ impl Poller {
     /// The latest poll's result.
     pub fn current(&self) -> State {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// One call; `said` is the error last said, if the last call failed.
+fn poll(who: &str, socket: &Path, timeout: Duration, said: &mut Option<String>) -> State {
+    match list(socket, timeout) {
+        Ok(response) => {
+            if said.take().is_some() {
+                eprintln!(
+                    "{who}: kubelet pod-resources {}: answering again",
+                    socket.display()
+                );
+            }
+            State {
+                map: Arc::new(DeviceMap::new(&response)),
+                up: true,
+            }
+        }
+        Err(e) => {
+            let message = e.to_string();
+            if said.as_ref() != Some(&message) {
+                eprintln!(
+                    "{who}: kubelet pod-resources {}: {message}",
+                    socket.display()
+                );
+                *said = Some(message);
+            }
+            State::default()
+        }
     }
 }

@@ -669,6 +669,139 @@ fn by_container_groups_a_pods_processes_and_the_hosts() {
     assert!(stderr(&both).contains("choose one"), "{}", stderr(&both));
 }
 
+/// `GET /metrics` of a `gpupeek serve` at `url` (`http://HOST:PORT`).
+fn scrape(url: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.strip_prefix("http://").unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn serve_names_pods_from_the_kubelets_pod_resources() {
+    use gpupeek_kube::api::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    if !root_or_skip("serve_names_pods_from_the_kubelets_pod_resources") {
+        return;
+    }
+    let sb = Sandbox::new("podresources");
+    let (in_pod, on_host) = (Proc::sleeper(), Proc::sleeper());
+    let _cgroup = PodCgroup::create_with(in_pod.pid());
+    let uuid = "GPU-11111111-2222-3333-4444-555555555555";
+    sb.write_scenario(&scenario(&[
+        (in_pod.pid(), 1000, [30, 0, 0, 0]),
+        (on_host.pid(), 300, [5, 0, 0, 0]),
+    ]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let socket =
+        std::env::temp_dir().join(format!("gpupeek-e2e-kubelet-{}.sock", std::process::id()));
+    let kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "train-0".into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "trainer".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec![uuid.into()],
+                    }],
+                }],
+            }],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let mut body = String::new();
+    assert!(
+        (0..200).any(|_| {
+            body = scrape(&url);
+            let up = body.contains("gpupeek_kubelet_pod_resources_up 1\n")
+                && body.contains("gpupeek_process_gpu_memory_bytes{");
+            if !up {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            up
+        }),
+        "{body}"
+    );
+    assert!(kubelet.calls() >= 1);
+    let series = |pid: u32| {
+        body.lines()
+            .find(|l| {
+                l.starts_with("gpupeek_process_gpu_memory_bytes{")
+                    && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .unwrap_or_else(|| panic!("no series of {pid}: {body}"))
+            .to_owned()
+    };
+    let line = series(in_pod.pid());
+    assert!(
+        line.contains(&format!(
+            "container_id=\"containerd://{}\",pod_uid=\"{}\",namespace=\"ml\",\
+             pod=\"train-0\",container=\"trainer\"}}",
+            PodCgroup::ID,
+            PodCgroup::UID
+        )),
+        "{line}"
+    );
+    // The pod holds the whole GPU: a host process on it runs on the pod's GPU, and the
+    // join (by device) names the pod; its cgroup says it is in no container.
+    let line = series(on_host.pid());
+    assert!(
+        line.contains("container_id=\"\",pod_uid=\"\",namespace=\"ml\""),
+        "{line}"
+    );
+    let temp = body
+        .lines()
+        .find(|l| l.starts_with("gpupeek_gpu_temperature_celsius{"))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(
+        temp.contains(",namespace=\"ml\",pod=\"train-0\",container=\"trainer\"}"),
+        "two processes in different cgroups: no common pod_uid or container_id: {temp}"
+    );
+
+    // A socket nobody serves: up 0, no pod names, one line on stderr.
+    drop(kubelet);
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    body = scrape(&url);
+    assert!(
+        body.contains("gpupeek_kubelet_pod_resources_up 0\n"),
+        "{body}"
+    );
+    assert!(!body.contains("train-0"), "{body}");
+}
+
 #[test]
 fn mig_instances_and_process_kinds_are_published() {
     let sb = Sandbox::new("procmig");
