@@ -40,7 +40,7 @@ impl Poller {
                 *shared.lock().unwrap_or_else(|p| p.into_inner()) = now;
             });
         if let Err(e) = spawned {
-            eprintln!("{who}: cannot start polling the kubelet: {e}");
+            say(format_args!("{who}: cannot start polling the kubelet: {e}"));
         }
         Poller { state }
     }
@@ -56,10 +56,10 @@ fn poll(who: &str, socket: &Path, timeout: Duration, said: &mut Option<String>) 
     match list(socket, timeout) {
         Ok(response) => {
             if said.take().is_some() {
-                eprintln!(
+                say(format_args!(
                     "{who}: kubelet pod-resources {}: answering again",
                     socket.display()
-                );
+                ));
             }
             State {
                 map: Arc::new(DeviceMap::new(&response)),
@@ -69,13 +69,19 @@ fn poll(who: &str, socket: &Path, timeout: Duration, said: &mut Option<String>) 
         Err(e) => {
             let message = e.to_string();
             if said.as_ref() != Some(&message) {
-                eprintln!(
+                say(format_args!(
                     "{who}: kubelet pod-resources {}: {message}",
                     socket.display()
-                );
+                ));
                 *said = Some(message);
             }
             State::default()
         }
     }
+}
+
+/// A line on stderr; not `eprintln!`, which panics when stderr is a closed pipe.
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

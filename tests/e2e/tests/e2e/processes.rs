@@ -671,19 +671,9 @@ fn by_container_groups_a_pods_processes_and_the_hosts() {
 
 /// `GET /metrics` of a `gpupeek serve` at `url` (`http://HOST:PORT`).
 fn scrape(url: &str) -> String {
-    use std::io::{Read, Write};
-    let addr = url.strip_prefix("http://").unwrap();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    answer
+    let (status, body) = gpupeek_e2e::http("GET", url.strip_prefix("http://").unwrap(), "/metrics");
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 #[test]
@@ -800,6 +790,70 @@ fn serve_names_pods_from_the_kubelets_pod_resources() {
         "{body}"
     );
     assert!(!body.contains("train-0"), "{body}");
+}
+
+#[test]
+fn serve_names_no_pods_when_the_daemon_withholds_processes() {
+    use gpupeek_kube::api::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    let sb = Sandbox::new("podprivacy");
+    let sleeper = Proc::sleeper();
+    sb.write_scenario(&scenario(&[(sleeper.pid(), 1000, [30, 0, 0, 0])]));
+    let daemon = sb.start_daemon_with("100ms", &["--process-info", "basic"]);
+    sb.wait_live(&daemon);
+    let socket = std::env::temp_dir().join(format!(
+        "gpupeek-e2e-kubelet-basic-{}.sock",
+        std::process::id()
+    ));
+    let _kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "secret-job".into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "trainer".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec!["GPU-11111111-2222-3333-4444-555555555555".into()],
+                    }],
+                }],
+            }],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let mut body = String::new();
+    assert!(
+        (0..200).any(|_| {
+            body = scrape(&url);
+            let ready = body.contains("gpupeek_process_gpu_memory_bytes{");
+            if !ready {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            ready
+        }),
+        "{body}"
+    );
+    assert!(
+        body.contains("gpupeek_kubelet_pod_resources_up 1\n"),
+        "{body}"
+    );
+    assert!(!body.contains("secret-job"), "{body}");
+    assert!(
+        body.contains("namespace=\"\",pod=\"\",container=\"\"} 1048576000\n"),
+        "{body}"
+    );
 }
 
 #[test]
