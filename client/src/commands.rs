@@ -385,6 +385,8 @@ are understood, for resources named
 .B gpupeek_kubelet_pod_resources_up
 is 1 when the last call was answered; when it fails, the error is said once on
 standard error and the pod names are left out until it answers again.
+The socket is root's on most nodes: give the exporter's user access to it (a
+group, an ACL) rather than running the exporter as root.
 Implies
 .BR \-\-pod\-labels .";
 
