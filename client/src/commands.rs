@@ -337,7 +337,8 @@ process's GPU (on a MIG GPU, its GPU instance) is assigned to
 .RB ( serve
 .BR \-\-kubelet.pod\-resources\-socket ).
 Every per-process series has all five labels, empty when unknown.
-Per-GPU series gain, each only when known,
+Per-GPU series (under gpupeek's and dcgm\-exporter's names;
+nvidia_gpu_exporter's have no such labels) gain, each only when known,
 .BR namespace ,
 .B pod
 and

@@ -7,7 +7,8 @@
 //! is assigned to (`serve --kubelet.pod-resources-socket`). Every per-process series
 //! carries all five; an unknown one is empty.
 //!
-//! Per-GPU series gain, each only when known: `namespace`, `pod` and `container` of the
+//! Per-GPU series (gpupeek's and dcgm-exporter's names; nvidia_gpu_exporter's has no such
+//! labels) gain, each only when known: `namespace`, `pod` and `container` of the
 //! one container the GPU is assigned to; `pod_uid` and `container_id` when every process
 //! the segment shows on the GPU is in the same pod (container). With `--names dcgm` they
 //! are dcgm-exporter's: `pod`, `namespace`, `container` and `pod_uid` (which it adds
