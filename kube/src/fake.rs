@@ -164,9 +164,7 @@ mod tests {
     const GPU: &str = "GPU-11111111-2222-3333-4444-555555555555";
 
     fn socket(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("gpupeek-kube-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("kubelet.sock")
+        std::env::temp_dir().join(format!("gpupeek-kube-{}-{name}.sock", std::process::id()))
     }
 
     fn pods() -> ListPodResourcesResponse {
@@ -239,6 +237,7 @@ mod tests {
         let e = list(&path, SECOND).unwrap_err();
         assert!(matches!(e, Error::Protocol(_)), "{e}");
         server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
