@@ -102,7 +102,8 @@ pub fn not_counted(view: &View) -> Vec<u32> {
         .collect()
 }
 
-fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>) {
+/// Adds `value`, when known, to `total`.
+pub(crate) fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value: Option<T>) {
     if let Some(v) = value {
         *total.get_or_insert_with(T::default) += v;
     }
@@ -158,6 +159,13 @@ pub fn render(rows: &[UserRow], not_shown: u32, not_counted: &[u32], paint: Pain
             unknown(row.cpu_memory_usage.map(bytes2human)),
         );
     }
+    out + &render_notes(not_shown, not_counted, paint)
+}
+
+/// The lines after a grouped table (per user or per container): processes no row counts
+/// and GPUs whose processes could not be read.
+pub(crate) fn render_notes(not_shown: u32, not_counted: &[u32], paint: Painter) -> String {
+    let mut out = String::new();
     if not_shown > 0 {
         let line = format!("({not_shown} GPU processes not shown, so not counted)");
         out.push_str(&paint.paint(s::YELLOW, line));

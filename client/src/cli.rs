@@ -48,6 +48,8 @@ pub struct Args {
     pub show_full_cmd: bool,
     /// `--by-user`.
     pub by_user: bool,
+    /// `--by-container`.
+    pub by_container: bool,
     /// `-e`: which codec columns (`None`: none, as gpustat's `''`).
     pub show_codec: Option<Codec>,
     /// `-P`: which power columns (`None`: none, as gpustat's `''`).
@@ -322,6 +324,7 @@ impl Args {
         [
             (self.json, "--json"),
             (self.by_user, "--by-user"),
+            (self.by_container, "--by-container"),
             (self.watch.is_some(), "--watch"),
         ]
         .into_iter()

@@ -165,7 +165,8 @@ pub const QUERY: Command<query::Args> = Command {
 /// `gpupeek metrics`.
 pub const METRICS: Command<metrics::Args> = Command {
     name: "gpupeek metrics",
-    usage: "gpupeek metrics [--names NAMES] [--per-process] [--per-user] [--shm NAME]",
+    usage: "gpupeek metrics [--names NAMES] [--per-process] [--per-user] [--pod-labels] \
+            [--shm NAME]",
     about: "Print the GPUs as Prometheus metrics (text exposition format), e.g. for \
             node_exporter's textfile collector.",
     flags: &[
@@ -191,6 +192,13 @@ pub const METRICS: Command<metrics::Args> = Command {
             },
         },
         Flag {
+            spec: POD_LABELS,
+            apply: |a, _| {
+                a.options.pod_labels = true;
+                Ok(())
+            },
+        },
+        Flag {
             spec: SHM,
             apply: |a, v| {
                 a.shm = Some(v.to_owned());
@@ -207,7 +215,8 @@ pub const METRICS: Command<metrics::Args> = Command {
 pub const SERVE: Command<serve::Args> = Command {
     name: "gpupeek serve",
     usage: "gpupeek serve [--listen HOST:PORT] [--web.config.file FILE] [--names NAMES] \
-            [--per-process] [--per-user] [--shm NAME]",
+            [--per-process] [--per-user] [--pod-labels] \
+            [--kubelet.pod-resources-socket PATH] [--shm NAME]",
     about: "Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment \
             at each scrape.",
     flags: &[
@@ -261,6 +270,31 @@ pub const SERVE: Command<serve::Args> = Command {
             },
         },
         Flag {
+            spec: POD_LABELS,
+            apply: |a, _| {
+                a.options.pod_labels = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("PATH"),
+                values: Values::File,
+                man: KUBELET_MAN,
+                ..Spec::switch(
+                    "kubelet.pod-resources-socket",
+                    "name pods and containers from the kubelet's pod-resources API on this \
+                     socket (usually /var/lib/kubelet/pod-resources/kubelet.sock), polled \
+                     every 10 s; implies --pod-labels",
+                )
+            },
+            apply: |a, v| {
+                a.kubelet_socket = Some(v.into());
+                a.options.pod_labels = true;
+                Ok(())
+            },
+        },
+        Flag {
             spec: SHM,
             apply: |a, v| {
                 a.shm = Some(v.to_owned());
@@ -272,6 +306,91 @@ pub const SERVE: Command<serve::Args> = Command {
             contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be \
             scraped from other hosts. Stop it with SIGTERM or SIGINT.",
 };
+
+/// `--pod-labels` of `metrics` and `serve`.
+const POD_LABELS: Spec = Spec {
+    man: POD_LABELS_MAN,
+    ..Spec::switch(
+        "pod-labels",
+        "label per-process and per-GPU series with their container and Kubernetes pod \
+         (container_id, pod_uid, and with serve's --kubelet.pod-resources-socket \
+         namespace, pod, container)",
+    )
+};
+
+const POD_LABELS_MAN: &str = r"Label series with the container and Kubernetes pod they are about.
+Per-process series
+.RB ( \-\-per\-process )
+gain
+.B container_id
+.RI ( runtime :// id ,
+as kube\-state\-metrics writes it),
+.B pod_uid
+(both from the process's cgroup, as
+.BR gpupeekd (8)
+published them), and
+.BR namespace ,
+.B pod
+and
+.BR container :
+the names of the pod and container the kubelet's pod\-resources API says the
+process's GPU (on a MIG GPU, its GPU instance) is assigned to
+.RB ( serve
+.BR \-\-kubelet.pod\-resources\-socket ).
+Every per-process series has all five labels, empty when unknown.
+Per-GPU series (under gpupeek's and dcgm\-exporter's names;
+nvidia_gpu_exporter's have no such labels) gain, each only when known,
+.BR namespace ,
+.B pod
+and
+.B container
+of the one container the GPU is assigned to, and
+.B pod_uid
+and
+.B container_id
+when every process on the GPU is in that same pod or container.
+With
+.B \-\-names dcgm
+the labels are dcgm\-exporter's:
+.BR pod ,
+.BR namespace ,
+.B container
+and
+.B pod_uid
+(no
+.BR container_id ).
+The pod\-resources API names pods but not their uids, so a process joins
+its pod by the GPU it runs on: a GPU several containers share (time\-slicing,
+MPS) names none of them.
+Privacy: pod names come only from what the segment already shows this reader:
+a process's only when the daemon publishes its owner, a GPU's only when the
+daemon's process policy is
+.B full
+(see
+.BR gpupeekd (8)).";
+
+const KUBELET_MAN: &str = r"Ask the kubelet's pod\-resources API
+.RB ( v1.PodResourcesLister/List ,
+gRPC) on this unix socket, usually
+.IR /var/lib/kubelet/pod\-resources/kubelet.sock ,
+which pods and containers the GPUs are assigned to: at start and then every
+10 s, in a thread of its own, each call given 2 s, so a scrape never waits on
+the kubelet.
+Device ids of NVIDIA's device plugin (GPU and MIG UUIDs, indices,
+.B ::N
+sharing suffixes) and GKE's
+.RB ( nvidia0 ,
+.BR nvidia0/gi1 ,
+.BR /vgpuN )
+are understood, for resources named
+.BR nvidia.com/ *.
+.B gpupeek_kubelet_pod_resources_up
+is 1 when the last call was answered; when it fails, the error is said once on
+standard error and the pod names are left out until it answers again.
+The socket is root's on most nodes: give the exporter's user access to it (a
+group, an ACL) rather than running the exporter as root.
+Implies
+.BR \-\-pod\-labels .";
 
 /// `--names` of `metrics` and `serve`.
 const NAMES_FLAG: Spec = Spec {

@@ -21,6 +21,7 @@
 //! live in that binary alone, so that the one-shot `gpupeek` does not load them
 //! (docs/PERFORMANCE.md).
 
+mod bycontainer;
 mod byuser;
 mod cli;
 mod commands;
@@ -148,6 +149,12 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
+    if args.by_user && args.by_container {
+        return Err(Exit::new(
+            EXIT_USAGE,
+            "--by-user and --by-container do not go together: choose one",
+        ));
+    }
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
     }
@@ -195,9 +202,18 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
     let published = published_time(view.published_unix_ns);
     let painter = style::Painter::new(args.color, args.no_color, std::io::stdout().is_terminal());
     let time = published.format("%a %b %e %H:%M:%S %Y").to_string();
-    let out = match (args.by_user, args.json) {
+    let grouped = args.by_user || args.by_container;
+    let out = match (grouped, args.json) {
         (false, true) => json::render(&view, &hostname, &iso_time(&published)),
         (false, false) => table::render(&view, args, painter, &hostname, &time),
+        (true, true) if args.by_container => json::to_text(&ByContainerDocument {
+            hostname: &hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time: &iso_time(&published),
+            containers: bycontainer::rows(&view),
+            processes_not_shown: byuser::not_shown(&view),
+            gpus_not_counted: byuser::not_counted(&view),
+        }),
         (true, true) => json::to_text(&ByUserDocument {
             hostname: &hostname,
             driver_version: view.driver_version.as_deref(),
@@ -213,9 +229,15 @@ fn render(args: &cli::Args, snapshot: &gpupeek_shm::Snapshot) -> Result<String, 
                 let width = table::name_width(&view, args);
                 out = table::header(&view, width, painter, &hostname, &time);
             }
-            let rows = byuser::rows(&view);
+            let not_shown = byuser::not_shown(&view);
             let not_counted = byuser::not_counted(&view);
-            out + &byuser::render(&rows, byuser::not_shown(&view), &not_counted, painter)
+            if args.by_container {
+                let rows = bycontainer::rows(&view);
+                out + &bycontainer::render(&rows, not_shown, &not_counted, painter)
+            } else {
+                let rows = byuser::rows(&view);
+                out + &byuser::render(&rows, not_shown, &not_counted, painter)
+            }
         }
     };
     Ok(out)
@@ -229,6 +251,19 @@ struct ByUserDocument<'a> {
     query_time: &'a str,
     users: Vec<byuser::UserRow>,
     /// GPU processes no user row counts (withheld, or beyond the table).
+    processes_not_shown: u32,
+    /// GPUs whose processes could not be read (lost, failing, driver not responding).
+    gpus_not_counted: Vec<u32>,
+}
+
+/// `--by-container --json`.
+#[derive(serde::Serialize)]
+struct ByContainerDocument<'a> {
+    hostname: &'a str,
+    driver_version: Option<&'a str>,
+    query_time: &'a str,
+    containers: Vec<bycontainer::ContainerRow>,
+    /// GPU processes no row counts (withheld, or beyond the table).
     processes_not_shown: u32,
     /// GPUs whose processes could not be read (lost, failing, driver not responding).
     gpus_not_counted: Vec<u32>,
@@ -332,7 +367,7 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
 /// What gpupeek-serve (serve/) shares with `gpupeek`: `serve`'s flags and their parser,
 /// the metrics rendering and the exit statuses.
 pub mod exporter {
-    pub use crate::metrics::{scrape, Options};
+    pub use crate::metrics::{scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }

@@ -30,6 +30,7 @@ mod dcgm;
 mod gpu;
 mod mig;
 mod nvidia_smi;
+mod pods;
 mod processes;
 
 /// The flags of `gpupeek metrics` (their table is `crate::commands::METRICS`).
@@ -50,6 +51,8 @@ pub struct Options {
     pub per_process: bool,
     /// `--per-user`.
     pub per_user: bool,
+    /// `--pod-labels`: container and pod labels (see `metrics/pods.rs`).
+    pub pod_labels: bool,
 }
 
 /// Whose metric names and labels the per-GPU families use (`--names`). The daemon's
@@ -115,6 +118,13 @@ const STATES: [&str; 11] = [
 
 /// Reads segment `name` once and renders it (or why it could not be read).
 pub fn scrape(name: &str, options: &Options) -> Scrape {
+    scrape_with(name, options, None)
+}
+
+/// [`scrape`], with the kubelet's last pod-resources answer when it is asked
+/// (`serve --kubelet.pod-resources-socket`): then `--pod-labels` has pod names, and
+/// `gpupeek_kubelet_pod_resources_up` says whether the kubelet answered.
+pub fn scrape_with(name: &str, options: &Options, kube: Option<&gpupeek_kube::State>) -> Scrape {
     let result = Segment::open(name).and_then(|s| s.snapshot());
     let now = gpupeek_shm::mono_now_ns();
     match result {
@@ -132,7 +142,7 @@ pub fn scrape(name: &str, options: &Options) -> Scrape {
                 .err()
                 .map(|e: Exit| e.message);
             Scrape {
-                text: render(Some(&snap), state, now, options),
+                text: render_with(Some(&snap), state, now, options, kube),
                 reason,
             }
         }
@@ -147,7 +157,7 @@ pub fn scrape(name: &str, options: &Options) -> Scrape {
                 _ => "error",
             };
             Scrape {
-                text: render(None, state, now, options),
+                text: render_with(None, state, now, options, kube),
                 reason: Some(e.to_string()),
             }
         }
@@ -155,7 +165,19 @@ pub fn scrape(name: &str, options: &Options) -> Scrape {
 }
 
 /// The exposition for `snap` (if the segment could be read) in daemon state `state`.
+#[cfg(test)]
 pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &Options) -> String {
+    render_with(snap, state, now_mono_ns, options, None)
+}
+
+/// [`render`], with the kubelet's pod-resources answer (see [`scrape_with`]).
+pub fn render_with(
+    snap: Option<&Snapshot>,
+    state: &str,
+    now_mono_ns: u64,
+    options: &Options,
+    kube: Option<&gpupeek_kube::State>,
+) -> String {
     let mut out = Out(String::with_capacity(8192));
     let up = state == "live";
     out.family(
@@ -176,10 +198,19 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &
             u64::from(s == state),
         );
     }
+    if let Some(kube) = kube {
+        out.family(
+            "gpupeek_kubelet_pod_resources_up",
+            "gauge",
+            "1 when the kubelet's pod-resources API answered the last poll, 0 when not.",
+        );
+        out.sample("gpupeek_kubelet_pod_resources_up", "", u64::from(kube.up));
+    }
     let Some(snap) = snap else {
         return out.0;
     };
     let model = Model::new(snap);
+    let pods = pods::Pods::new(&model, options.pod_labels, kube);
     let status = &model.status;
     out.family(
         "gpupeek_heartbeat_age_seconds",
@@ -222,13 +253,13 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &
     match options.names {
         Names::Gpupeek => {}
         Names::Dcgm => {
-            dcgm::families(&mut out, &model);
-            processes::families(&mut out, &model, options);
+            dcgm::families(&mut out, &model, &pods);
+            processes::families(&mut out, &model, options, &pods);
             return out.0;
         }
         Names::NvidiaGpuExporter => {
             nvidia_smi::families(&mut out, &model);
-            processes::families(&mut out, &model, options);
+            processes::families(&mut out, &model, options, &pods);
             return out.0;
         }
     }
@@ -252,9 +283,9 @@ pub fn render(snap: Option<&Snapshot>, state: &str, now_mono_ns: u64, options: &
         "Number of GPUs gpupeekd publishes.",
     );
     out.sample("gpupeek_gpus", "", model.gpus.len() as u64);
-    gpu::families(&mut out, &model);
+    gpu::families(&mut out, &model, &pods);
     mig::families(&mut out, &model);
-    processes::families(&mut out, &model, options);
+    processes::families(&mut out, &model, options, &pods);
     out.0
 }
 
@@ -377,6 +408,7 @@ mod tests {
         names: Names::Gpupeek,
         per_process: false,
         per_user: false,
+        pod_labels: false,
     };
 
     fn gpu(index: u32, name: &str) -> GpuRecord {

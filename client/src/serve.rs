@@ -39,6 +39,9 @@ pub struct Args {
 
     /// `--web.config.file`.
     pub web_config: Option<String>,
+
+    /// `--kubelet.pod-resources-socket`.
+    pub kubelet_socket: Option<std::path::PathBuf>,
 }
 
 impl Default for Args {
@@ -48,6 +51,7 @@ impl Default for Args {
             shm: None,
             options: metrics::Options::default(),
             web_config: None,
+            kubelet_socket: None,
         }
     }
 }

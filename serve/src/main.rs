@@ -65,13 +65,22 @@ fn run(args: Args) -> Result<(), Exit> {
         .local_addr()
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());
     eprintln!("gpupeek: serving segment '{name}' at {scheme}://{bound}/metrics");
+    let kubelet = args.kubelet_socket.clone().map(|socket| {
+        gpupeek_kube::Poller::spawn(
+            "gpupeek",
+            socket,
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(2),
+        )
+    });
     server
         .run(|request| {
             let allowed = auth
                 .as_mut()
                 .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
             if allowed {
-                respond(request, &name, &args.options)
+                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
+                respond(request, &name, &args.options, pods.as_ref())
             } else {
                 unauthorized()
             }
@@ -90,12 +99,17 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
-fn respond(request: &Request, name: &str, options: &exporter::Options) -> Response {
+fn respond(
+    request: &Request,
+    name: &str,
+    options: &exporter::Options,
+    pods: Option<&gpupeek_kube::State>,
+) -> Response {
     let (status, content_type, body) = match (request.method, request.path) {
         ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            exporter::scrape(name, options).text,
+            exporter::scrape_with(name, options, pods).text,
         ),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),

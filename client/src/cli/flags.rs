@@ -104,6 +104,18 @@ const FLAGS: &[Flag<Args>] = &[
     },
     Flag {
         spec: Spec {
+            man: BY_CONTAINER,
+            ..Spec::switch(
+                "by-container",
+                "show GPUs, processes, GPU memory and utilisation per container (docker, \
+                 containerd, CRI-O, podman, lxc, Kubernetes pod) instead of per GPU; \
+                 processes in no container are the \"host\" row",
+            )
+        },
+        apply: set!(by_container),
+    },
+    Flag {
+        spec: Spec {
             short: Some('V'),
             man: VERDICT,
             ..Spec::switch(
@@ -361,6 +373,29 @@ document's
 GPUs whose processes cannot be read at all (lost, failing, or the driver not
 responding) are named in another line, and in
 .BR gpus_not_counted .";
+
+const BY_CONTAINER: &str = r"Show GPUs, processes, GPU memory and utilisation per container instead of per
+GPU, with the columns of
+.BR \-\-by\-user .
+A container is named
+.IB runtime : id
+(the id's first 12 characters; the JSON document has the whole id and the
+Kubernetes pod uid), as
+.BR gpupeekd (8)
+read it from each process's cgroup: docker, containerd, CRI\-O, podman, lxc,
+or a Kubernetes pod's container whose runtime the cgroup does not name
+.RB ( kubepods ).
+A
+.B POD
+column (the pod uid) appears when some container is in a pod.
+Processes in no container are counted in the
+.B host
+row; processes whose details the daemon does not publish (its process policy is
+not
+.BR full )
+cannot be placed and are counted in a
+.B ?
+row.";
 
 const VERDICT: &str = r"After the utilisation, say whether the GPU is really working, the first that
 applies:

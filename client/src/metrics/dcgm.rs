@@ -26,10 +26,11 @@ use gpupeek_model::fields::{Unit, Value as Reading};
 use gpupeek_model::{Bytes, Field, Gpu, Model};
 
 use super::gpu::text;
-use super::{escape, Families, Out, Value};
+use super::pods::Pods;
+use super::{escape, Families, Names, Out, Value};
 
 /// Every dcgm-exporter family gpupeek has a value for, each GPU a sample.
-pub(super) fn families(out: &mut Out, model: &Model) {
+pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
     let hostname = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -39,10 +40,12 @@ pub(super) fn families(out: &mut Out, model: &Model) {
     for g in model.gpus.iter().filter(|g| g.is_current()) {
         let instances = gpu_instances(model, g);
         if instances.is_empty() {
-            add_entity(&mut families, g, labels(g, None, &hostname, &driver));
+            let labels = labels(g, None, &hostname, &driver) + &pods.gpu(g, Names::Dcgm);
+            add_entity(&mut families, g, labels);
         }
         for (gi, profile, as_gpu) in &instances {
-            let labels = labels(g, Some((profile, *gi)), &hostname, &driver);
+            let labels = labels(g, Some((profile, *gi)), &hostname, &driver)
+                + &pods.gpu_instance(g, *gi, Names::Dcgm);
             add_entity(&mut families, as_gpu, labels);
         }
     }

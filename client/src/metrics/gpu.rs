@@ -9,7 +9,8 @@ use gpupeek_model::{
     Model, Text, FIELDS,
 };
 
-use super::{escape, Out, Value};
+use super::pods::Pods;
+use super::{escape, Names, Out, Value};
 use crate::verdict::{judge, Thresholds, Verdict};
 
 /// The samples of one GPU in a family: (extra label, value) pairs; none when the value
@@ -103,8 +104,12 @@ const GPU_STATES: [(GpuState, &str); 6] = [
 ];
 
 /// Every per-GPU family, each GPU a sample.
-pub(super) fn families(out: &mut Out, model: &Model) {
-    let labels: Vec<String> = model.gpus.iter().map(gpu_labels).collect();
+pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
+    let labels: Vec<String> = model
+        .gpus
+        .iter()
+        .map(|g| gpu_labels(g) + &pods.gpu(g, Names::Gpupeek))
+        .collect();
     out.family(
         "gpupeek_gpu_info",
         "gauge",

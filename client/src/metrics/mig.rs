@@ -149,6 +149,7 @@ mod tests {
         names: Names::Gpupeek,
         per_process: false,
         per_user: false,
+        pod_labels: false,
     };
 
     /// The MIG lines of `text` whose family starts with `prefix`.

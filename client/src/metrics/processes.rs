@@ -17,13 +17,14 @@ use std::collections::BTreeMap;
 use gpupeek_model::{Gpu, Model, Process, Text};
 
 use super::gpu::text;
+use super::pods::Pods;
 use super::{escape, Families, Names, Options, Out, Value};
 
 /// Most series of one family in one scrape.
 pub const MAX_SERIES: usize = 256;
 
 /// The per-process and per-user families `options` asks for.
-pub(super) fn families(out: &mut Out, model: &Model, options: &Options) {
+pub(super) fn families(out: &mut Out, model: &Model, options: &Options, pods: &Pods) {
     if !options.per_process && !options.per_user {
         return;
     }
@@ -35,7 +36,7 @@ pub(super) fn families(out: &mut Out, model: &Model, options: &Options) {
     procs.sort_by_key(|(p, g)| (std::cmp::Reverse(p.gpu_mem.map(|b| b.0)), g.index, p.pid));
     let mut families = Families::default();
     if options.per_process {
-        per_process(&mut families, &procs, options.names);
+        per_process(&mut families, &procs, options.names, pods);
     }
     if options.per_user {
         per_user(&mut families, &procs);
@@ -43,15 +44,16 @@ pub(super) fn families(out: &mut Out, model: &Model, options: &Options) {
     families.write(out);
 }
 
-fn per_process(families: &mut Families, procs: &[(&Process, &Gpu)], names: Names) {
+fn per_process(families: &mut Families, procs: &[(&Process, &Gpu)], names: Names, pods: &Pods) {
     let omitted = procs.len().saturating_sub(MAX_SERIES);
     for (p, g) in procs.iter().take(MAX_SERIES) {
         let command = escape(&text(p.command));
         if names == Names::NvidiaGpuExporter {
             let uuid = super::nvidia_smi::uuid(g);
             let l = format!(
-                "uuid=\"{uuid}\",pid=\"{}\",process_name=\"{command}\"",
-                p.pid
+                "uuid=\"{uuid}\",pid=\"{}\",process_name=\"{command}\"{}",
+                p.pid,
+                pods.process(p, g),
             );
             families.add(
                 "nvidia_smi_compute_app_info",
@@ -74,11 +76,12 @@ fn per_process(families: &mut Families, procs: &[(&Process, &Gpu)], names: Names
         }
         let Some(mem) = p.gpu_mem else { continue };
         let mut l = format!(
-            "gpu=\"{}\",uuid=\"{}\",pid=\"{}\",user=\"{}\",command=\"{command}\"",
+            "gpu=\"{}\",uuid=\"{}\",pid=\"{}\",user=\"{}\",command=\"{command}\"{}",
             g.index,
             escape(&text(g.uuid)),
             p.pid,
             escape(&user(p)),
+            pods.process(p, g),
         );
         if let Some((gi, ci)) = p.mig {
             l += &format!(",gpu_instance_id=\"{gi}\",compute_instance_id=\"{ci}\"");

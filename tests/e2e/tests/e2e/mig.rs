@@ -588,3 +588,82 @@ fn the_table_nests_each_instance_under_its_gpu_with_its_processes_and_json_lists
         "{csv}"
     );
 }
+
+/// `serve --kubelet.pod-resources-socket`: a process in a MIG instance takes the pod its
+/// instance is assigned to, whether the device plugin names it by MIG UUID (NVIDIA's,
+/// here with a time-slicing suffix) or as `nvidiaN/giM` (GKE's); a process in an instance
+/// no pod holds takes none.
+#[test]
+fn serve_names_the_pod_of_each_mig_instance() {
+    use gpupeek_kube::api::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    let sb = Sandbox::new("mig-pods");
+    let (_procs, pids) = four_sleepers();
+    sb.write_scenario(&three_way(&pids));
+    let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
+    sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+        s.mig.len() == 3 && s.processes.len() == 4
+    });
+    let pod = |name: &str, resource: &str, id: String| PodResources {
+        name: name.into(),
+        namespace: "ml".into(),
+        containers: vec![ContainerResources {
+            name: "main".into(),
+            devices: vec![ContainerDevices {
+                resource_name: resource.into(),
+                device_ids: vec![id],
+            }],
+        }],
+    };
+    let socket = std::env::temp_dir().join(format!(
+        "gpupeek-e2e-kubelet-mig-{}.sock",
+        std::process::id()
+    ));
+    let _kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![
+                // GI 5's UUID (see `instance`), shared: NVIDIA's `::N` suffix.
+                pod(
+                    "infer",
+                    "nvidia.com/mig-2g.20gb",
+                    format!("MIG-{:08x}-7d1c-5b8e-9d2a-{:012x}::0", 5, 14),
+                ),
+                pod("gke", "nvidia.com/gpu", "nvidia0/gi13".into()),
+            ],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let addr = url.strip_prefix("http://").unwrap();
+    let (status, body) = gpupeek_e2e::http("GET", addr, "/metrics");
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("gpupeek_kubelet_pod_resources_up 1\n"),
+        "{body}"
+    );
+    let pod_of = |pid: u32| -> String {
+        let line = body
+            .lines()
+            .find(|l| {
+                l.starts_with("gpupeek_process_gpu_memory_bytes{")
+                    && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .unwrap_or_else(|| panic!("no series of {pid}: {body}"));
+        let at = line.find(",pod=\"").expect("a pod label") + 6;
+        line[at..].split('"').next().unwrap().to_owned()
+    };
+    assert_eq!(pod_of(pids[2]), "infer", "GI 5, by MIG UUID");
+    assert_eq!(pod_of(pids[3]), "gke", "GI 13, as GKE names it");
+    assert_eq!(pod_of(pids[0]), "", "GI 1: no pod holds it");
+}

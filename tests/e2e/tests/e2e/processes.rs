@@ -570,6 +570,302 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     assert!(text.ends_with("/1(300M)\n"), "{text}");
 }
 
+/// A cgroup named as the kubelet (systemd driver) and containerd name a pod's container's,
+/// in the first writable hierarchy; removed, leaf first, on drop.
+struct PodCgroup(Vec<std::path::PathBuf>);
+
+impl PodCgroup {
+    const UID: &'static str = "5f1c0a2e-7d3b-4e8a-9c61-0b2d4f6a8e10";
+    const ID: &'static str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+
+    fn create_with(pid: u32) -> Self {
+        let pod = format!(
+            "kubepods-besteffort-pod{}.slice",
+            Self::UID.replace('-', "_")
+        );
+        let parts = [
+            "kubepods.slice".to_owned(),
+            "kubepods-besteffort.slice".to_owned(),
+            pod,
+            format!("cri-containerd-{}.scope", Self::ID),
+        ];
+        for root in [
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup/pids",
+            "/sys/fs/cgroup",
+        ] {
+            let mut dirs = Vec::new();
+            let mut dir = std::path::PathBuf::from(root);
+            for part in &parts {
+                dir.push(part);
+                dirs.push(dir.clone());
+            }
+            if std::fs::create_dir_all(&dir).is_ok()
+                && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok()
+            {
+                dirs.reverse();
+                return PodCgroup(dirs);
+            }
+            for d in dirs.iter().rev() {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+        panic!("no writable cgroup hierarchy to put a process in");
+    }
+}
+
+impl Drop for PodCgroup {
+    fn drop(&mut self) {
+        let procs = std::fs::read_to_string(self.0[0].join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace().filter_map(|p| p.parse().ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        for dir in &self.0 {
+            for _ in 0..100 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[test]
+fn by_container_groups_a_pods_processes_and_the_hosts() {
+    if !root_or_skip("by_container_groups_a_pods_processes_and_the_hosts") {
+        return;
+    }
+    let sb = Sandbox::new("bycontainer");
+    let (pod_a, pod_b, host) = (Proc::sleeper(), Proc::sleeper(), Proc::sleeper());
+    let _cgroup = PodCgroup::create_with(pod_a.pid());
+    std::fs::write(_cgroup.0[0].join("cgroup.procs"), pod_b.pid().to_string()).unwrap();
+    sb.write_scenario(&scenario(&[
+        (pod_a.pid(), 1000, [30, 0, 0, 0]),
+        (host.pid(), 300, [5, 0, 0, 0]),
+        (pod_b.pid(), 500, [20, 0, 0, 0]),
+    ]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let doc = json_of(&sb.client(&["--by-container", "--json"]));
+    let rows = doc["containers"].as_array().expect("containers");
+    assert_eq!(rows.len(), 2, "{doc}");
+    assert_eq!(rows[0]["name"], "containerd:fedcba987654");
+    assert_eq!(
+        rows[0]["container"],
+        json!({"runtime": "containerd", "id": PodCgroup::ID, "pod_uid": PodCgroup::UID})
+    );
+    assert_eq!(rows[0]["processes"], 2);
+    assert_eq!(rows[0]["gpu_memory_usage"], 1500);
+    assert_eq!(rows[0]["sm_utilization"], 50);
+    assert_eq!(rows[1]["name"], "host");
+    assert_eq!(rows[1]["container"], Value::Null);
+    assert_eq!(rows[1]["gpu_memory_usage"], 300);
+
+    let text = stdout(&sb.client(&["--by-container", "--no-header"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("CONTAINER  "), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("containerd:fedcba987654  {}  0", PodCgroup::UID)),
+        "{text}"
+    );
+    assert!(lines[2].starts_with("host  "), "{text}");
+
+    let both = sb.client(&["--by-container", "--by-user"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(stderr(&both).contains("choose one"), "{}", stderr(&both));
+}
+
+/// `GET /metrics` of a `gpupeek serve` at `url` (`http://HOST:PORT`).
+fn scrape(url: &str) -> String {
+    let (status, body) = gpupeek_e2e::http("GET", url.strip_prefix("http://").unwrap(), "/metrics");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[test]
+fn serve_names_pods_from_the_kubelets_pod_resources() {
+    use gpupeek_kube::api::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    if !root_or_skip("serve_names_pods_from_the_kubelets_pod_resources") {
+        return;
+    }
+    let sb = Sandbox::new("podresources");
+    let (in_pod, on_host) = (Proc::sleeper(), Proc::sleeper());
+    let _cgroup = PodCgroup::create_with(in_pod.pid());
+    let uuid = "GPU-11111111-2222-3333-4444-555555555555";
+    sb.write_scenario(&scenario(&[
+        (in_pod.pid(), 1000, [30, 0, 0, 0]),
+        (on_host.pid(), 300, [5, 0, 0, 0]),
+    ]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    let socket =
+        std::env::temp_dir().join(format!("gpupeek-e2e-kubelet-{}.sock", std::process::id()));
+    let kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "train-0".into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "trainer".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec![uuid.into()],
+                    }],
+                }],
+            }],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let mut body = String::new();
+    assert!(
+        (0..200).any(|_| {
+            body = scrape(&url);
+            let up = body.contains("gpupeek_kubelet_pod_resources_up 1\n")
+                && body.contains("gpupeek_process_gpu_memory_bytes{");
+            if !up {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            up
+        }),
+        "{body}"
+    );
+    assert!(kubelet.calls() >= 1);
+    let series = |pid: u32| {
+        body.lines()
+            .find(|l| {
+                l.starts_with("gpupeek_process_gpu_memory_bytes{")
+                    && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .unwrap_or_else(|| panic!("no series of {pid}: {body}"))
+            .to_owned()
+    };
+    let line = series(in_pod.pid());
+    assert!(
+        line.contains(&format!(
+            "container_id=\"containerd://{}\",pod_uid=\"{}\",namespace=\"ml\",\
+             pod=\"train-0\",container=\"trainer\"}}",
+            PodCgroup::ID,
+            PodCgroup::UID
+        )),
+        "{line}"
+    );
+    // The pod holds the whole GPU: a host process on it runs on the pod's GPU, and the
+    // join (by device) names the pod; its cgroup says it is in no container.
+    let line = series(on_host.pid());
+    assert!(
+        line.contains("container_id=\"\",pod_uid=\"\",namespace=\"ml\""),
+        "{line}"
+    );
+    let temp = body
+        .lines()
+        .find(|l| l.starts_with("gpupeek_gpu_temperature_celsius{"))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(
+        temp.contains(",namespace=\"ml\",pod=\"train-0\",container=\"trainer\"}"),
+        "two processes in different cgroups: no common pod_uid or container_id: {temp}"
+    );
+
+    // A socket nobody serves: up 0, no pod names, one line on stderr.
+    drop(kubelet);
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    body = scrape(&url);
+    assert!(
+        body.contains("gpupeek_kubelet_pod_resources_up 0\n"),
+        "{body}"
+    );
+    assert!(!body.contains("train-0"), "{body}");
+}
+
+#[test]
+fn serve_names_no_pods_when_the_daemon_withholds_processes() {
+    use gpupeek_kube::api::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    let sb = Sandbox::new("podprivacy");
+    let sleeper = Proc::sleeper();
+    sb.write_scenario(&scenario(&[(sleeper.pid(), 1000, [30, 0, 0, 0])]));
+    let daemon = sb.start_daemon_with("100ms", &["--process-info", "basic"]);
+    sb.wait_live(&daemon);
+    let socket = std::env::temp_dir().join(format!(
+        "gpupeek-e2e-kubelet-basic-{}.sock",
+        std::process::id()
+    ));
+    let _kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "secret-job".into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "trainer".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec!["GPU-11111111-2222-3333-4444-555555555555".into()],
+                    }],
+                }],
+            }],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let mut body = String::new();
+    assert!(
+        (0..200).any(|_| {
+            body = scrape(&url);
+            let ready = body.contains("gpupeek_process_gpu_memory_bytes{");
+            if !ready {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            ready
+        }),
+        "{body}"
+    );
+    assert!(
+        body.contains("gpupeek_kubelet_pod_resources_up 1\n"),
+        "{body}"
+    );
+    assert!(!body.contains("secret-job"), "{body}");
+    assert!(
+        body.contains("namespace=\"\",pod=\"\",container=\"\"} 1048576000\n"),
+        "{body}"
+    );
+}
+
 #[test]
 fn mig_instances_and_process_kinds_are_published() {
     let sb = Sandbox::new("procmig");

@@ -1,0 +1,334 @@
+//! `--by-container`: which containers use the machine's GPUs, and how much. One row per
+//! container (as the daemon read it from each process's cgroup: docker, containerd,
+//! CRI-O, podman, lxc or a Kubernetes pod's), one `host` row for the processes in no
+//! container, across every GPU shown, with the same columns as `--by-user`. Processes
+//! whose details the daemon withholds (`--process-info basic` or `none`) cannot be
+//! placed: they are grouped as `?`, never as `host`.
+
+use std::fmt::Write;
+
+use gpupeek_shm::ProcPolicy;
+use serde::Serialize;
+
+use crate::byuser::add;
+use crate::style::{self as s, Painter};
+use crate::table::bytes2human;
+use crate::view::{ContainerView, ProcView, View};
+
+/// One container's share.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct ContainerRow {
+    /// `runtime:id` (the id's first 12 characters, as `docker ps` shows it), `host` for
+    /// processes in no container, `?` when the daemon withholds where they run.
+    pub name: String,
+    /// The container; `None` for `host` and `?`.
+    pub container: Option<ContainerJson>,
+    /// GPU indices, ascending.
+    pub gpus: Vec<u32>,
+    /// Number of (process, GPU) pairs.
+    pub processes: u32,
+    /// GPU memory, MiB; `None` when no process's memory is known.
+    pub gpu_memory_usage: Option<u64>,
+    /// Sum of the processes' SM utilisation, percent; `None` when none is known.
+    pub sm_utilization: Option<u32>,
+    /// Sum of the processes' CPU use, percent of one core (each process counted once).
+    pub cpu_percent: Option<f64>,
+    /// Sum of resident host memory, bytes (each process counted once).
+    pub cpu_memory_usage: Option<u64>,
+}
+
+/// A container as `--json` writes it.
+#[derive(Debug, Serialize, PartialEq, Clone)]
+pub struct ContainerJson {
+    /// "docker", "containerd", "cri-o", "podman", "lxc" or "kubepods".
+    pub runtime: String,
+    /// The whole id (or lxc name).
+    pub id: String,
+    /// Kubernetes pod uid.
+    pub pod_uid: Option<String>,
+}
+
+/// The group a process belongs to: its container, `host`, or `?` when withheld.
+fn group(p: &ProcView, policy: Option<ProcPolicy>) -> (String, Option<ContainerJson>) {
+    match &p.container {
+        Some(ContainerView {
+            runtime,
+            id,
+            pod_uid,
+        }) => {
+            let short: String = id.chars().take(12).collect();
+            let c = ContainerJson {
+                runtime: runtime.clone(),
+                id: id.clone(),
+                pod_uid: pod_uid.clone(),
+            };
+            (format!("{runtime}:{short}"), Some(c))
+        }
+        // The daemon reads every process's cgroup under the full policy only: without
+        // it, "no container published" says nothing about where the process runs.
+        None if policy == Some(ProcPolicy::Full) => ("host".into(), None),
+        None => ("?".into(), None),
+    }
+}
+
+/// Rows for every container with a process on the GPUs in `view`, most GPU memory first.
+pub fn rows(view: &View) -> Vec<ContainerRow> {
+    let mut rows: Vec<ContainerRow> = Vec::new();
+    let mut counted_pids: Vec<(usize, u32)> = Vec::new();
+    for gpu in &view.gpus {
+        for p in gpu.processes.iter().flatten() {
+            let (name, container) = group(p, view.proc_policy);
+            let at = match rows
+                .iter()
+                .position(|r| r.name == name && r.container == container)
+            {
+                Some(at) => at,
+                None => {
+                    rows.push(ContainerRow {
+                        name,
+                        container,
+                        gpus: Vec::new(),
+                        processes: 0,
+                        gpu_memory_usage: None,
+                        sm_utilization: None,
+                        cpu_percent: None,
+                        cpu_memory_usage: None,
+                    });
+                    rows.len() - 1
+                }
+            };
+            let row = &mut rows[at];
+            if !row.gpus.contains(&gpu.index) {
+                row.gpus.push(gpu.index);
+            }
+            row.processes += 1;
+            add(&mut row.gpu_memory_usage, p.gpu_mem_mib);
+            add(&mut row.sm_utilization, p.gpu_util_pct.map(|u| u[0]));
+            if !counted_pids.contains(&(at, p.host_pid)) {
+                counted_pids.push((at, p.host_pid));
+                add(&mut row.cpu_memory_usage, p.host_mem_bytes);
+                if let Some(cpu) = p.cpu_percent {
+                    *row.cpu_percent.get_or_insert(0.0) += cpu;
+                }
+            }
+        }
+    }
+    for row in &mut rows {
+        row.gpus.sort_unstable();
+    }
+    rows.sort_by(|a, b| {
+        b.gpu_memory_usage
+            .cmp(&a.gpu_memory_usage)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    rows
+}
+
+/// The per-container table, with `--by-user`'s last lines (see [`crate::byuser::render`]).
+pub fn render(
+    rows: &[ContainerRow],
+    not_shown: u32,
+    not_counted: &[u32],
+    paint: Painter,
+) -> String {
+    let name_width = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let pods: Vec<&str> = rows
+        .iter()
+        .map(|r| {
+            r.container
+                .as_ref()
+                .and_then(|c| c.pod_uid.as_deref())
+                .unwrap_or("-")
+        })
+        .collect();
+    // The pod column only when some container is in a pod.
+    let pod_width = if pods.iter().any(|p| *p != "-") {
+        pods.iter().map(|p| p.len()).max().unwrap_or(0).max(3)
+    } else {
+        0
+    };
+    let gpus: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            r.gpus
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let gpu_width = gpus.iter().map(String::len).max().unwrap_or(0).max(4);
+    let pod_cell = |pod: &str| {
+        if pod_width == 0 {
+            String::new()
+        } else {
+            format!("{pod:pod_width$}  ")
+        }
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:name_width$}  {}{:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
+        "CONTAINER",
+        pod_cell("POD"),
+        "GPUS",
+        "PROCS",
+        "GPU MEMORY",
+        "SM%",
+        "CPU%",
+        "HOST MEM"
+    );
+    if rows.is_empty() && not_shown == 0 && not_counted.is_empty() {
+        out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
+        out.push('\n');
+    }
+    for ((row, gpus), pod) in rows.iter().zip(&gpus).zip(&pods) {
+        let unknown = |v: Option<String>| v.unwrap_or_else(|| "??".into());
+        let name = format!("{:name_width$}", row.name);
+        let mem = format!(
+            "{:>8} MB",
+            unknown(row.gpu_memory_usage.map(|m| m.to_string()))
+        );
+        let _ = writeln!(
+            out,
+            "{}  {}{gpus:gpu_width$}  {:>5}  {}  {}  {:>5}  {:>8}",
+            paint.paint(s::BOLD_BLACK, name),
+            pod_cell(pod),
+            row.processes,
+            paint.paint(s::YELLOW, format!("{mem:>11}")),
+            paint.paint(
+                s::GREEN,
+                format!("{:>4}", unknown(row.sm_utilization.map(|u| u.to_string())))
+            ),
+            unknown(row.cpu_percent.map(|c| format!("{c:.0}"))),
+            unknown(row.cpu_memory_usage.map(bytes2human)),
+        );
+    }
+    out + &crate::byuser::render_notes(not_shown, not_counted, paint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::GpuView;
+    use gpupeek_shm::GpuState;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn proc(pid: u32, container: Option<(&str, Option<&str>)>, mem: u64) -> ProcView {
+        ProcView {
+            pid,
+            host_pid: pid,
+            gpu_mem_mib: Some(mem),
+            gpu_util_pct: Some([10, 0, 0, 0]),
+            cpu_percent: Some(25.0),
+            host_mem_bytes: Some(1 << 20),
+            container: container.map(|(runtime, pod)| ContainerView {
+                runtime: runtime.into(),
+                id: ID.into(),
+                pod_uid: pod.map(str::to_owned),
+            }),
+            ..ProcView::default()
+        }
+    }
+
+    fn gpu(index: u32, processes: Vec<ProcView>) -> GpuView {
+        GpuView {
+            index,
+            state: GpuState::Ok,
+            name: None,
+            uuid: None,
+            pci_bus_id: None,
+            temperature_c: None,
+            fan_pct: None,
+            util_pct: None,
+            enc_pct: None,
+            dec_pct: None,
+            power_draw_w: None,
+            power_limit_w: None,
+            mem_used_mib: None,
+            mem_total_mib: None,
+            processes: Some(processes),
+            processes_not_shown: 0,
+            verdict: None,
+            clock_event_reasons: None,
+            gpm: None,
+            mig: Vec::new(),
+        }
+    }
+
+    fn view(policy: ProcPolicy, gpus: Vec<GpuView>) -> View {
+        View {
+            driver_version: None,
+            published_unix_ns: 0,
+            proc_policy: Some(policy),
+            processes_age_ms: None,
+            gpus,
+        }
+    }
+
+    #[test]
+    fn containers_are_summed_across_gpus_and_the_host_is_its_own_group() {
+        let pod = Some("c0ffee00-1111-2222-3333-444455556666");
+        let v = view(
+            ProcPolicy::Full,
+            vec![
+                gpu(
+                    0,
+                    vec![
+                        proc(10, Some(("containerd", pod)), 1000),
+                        proc(20, None, 50),
+                    ],
+                ),
+                gpu(1, vec![proc(10, Some(("containerd", pod)), 2000)]),
+                gpu(2, vec![proc(30, Some(("docker", None)), 10)]),
+            ],
+        );
+        let rows = rows(&v);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["containerd:0123456789ab", "host", "docker:0123456789ab"]
+        );
+        let c = &rows[0];
+        assert_eq!(c.gpus, [0, 1]);
+        assert_eq!(c.processes, 2);
+        assert_eq!(c.gpu_memory_usage, Some(3000));
+        assert_eq!(c.cpu_percent, Some(25.0), "one process on two GPUs");
+        assert_eq!(c.container.as_ref().unwrap().id, ID);
+        assert_eq!(rows[1].container, None);
+        let text = render(&rows, 0, &[], Painter::new(false, true, false));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("CONTAINER                POD  "),
+            "{text}"
+        );
+        assert!(
+            lines[1]
+                .starts_with("containerd:0123456789ab  c0ffee00-1111-2222-3333-444455556666  0,1"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("host                     -   "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn withheld_processes_are_not_counted_as_the_hosts() {
+        let v = view(ProcPolicy::Basic, vec![gpu(0, vec![proc(10, None, 100)])]);
+        let rows = rows(&v);
+        assert_eq!(rows[0].name, "?");
+        let text = render(&rows, 0, &[], Painter::new(false, true, false));
+        assert!(!text.contains("POD"), "no pod, no pod column: {text}");
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("?          0 "),
+            "{text}"
+        );
+    }
+}

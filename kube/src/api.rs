@@ -1,0 +1,99 @@
+//! The messages of `v1.PodResourcesLister/List`, as the kubelet's
+//! `k8s.io/kubelet/pkg/apis/podresources/v1/api.proto` declares them: only the fields
+//! gpupeek reads, with the proto's field numbers (protobuf decoding skips the others —
+//! CPU ids, memory, topology, dynamic resources). Written as prost derives rather than
+//! generated, so that building needs no `protoc`.
+
+/// `ListPodResourcesRequest`: empty.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListPodResourcesRequest {}
+
+/// `ListPodResourcesResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ListPodResourcesResponse {
+    /// `pod_resources = 1`.
+    #[prost(message, repeated, tag = "1")]
+    pub pod_resources: Vec<PodResources>,
+}
+
+/// `PodResources`: one pod.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PodResources {
+    /// `name = 1`.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `namespace = 2`.
+    #[prost(string, tag = "2")]
+    pub namespace: String,
+    /// `containers = 3`.
+    #[prost(message, repeated, tag = "3")]
+    pub containers: Vec<ContainerResources>,
+}
+
+/// `ContainerResources`: one container of a pod.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ContainerResources {
+    /// `name = 1`.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// `devices = 2`.
+    #[prost(message, repeated, tag = "2")]
+    pub devices: Vec<ContainerDevices>,
+}
+
+/// `ContainerDevices`: the devices of one resource allocated to a container.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ContainerDevices {
+    /// `resource_name = 1`, e.g. `nvidia.com/gpu`, `nvidia.com/mig-1g.10gb`.
+    #[prost(string, tag = "1")]
+    pub resource_name: String,
+    /// `device_ids = 2`, as the device plugin names them.
+    #[prost(string, repeated, tag = "2")]
+    pub device_ids: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// Bytes as the kubelet's Go encoder writes a pod with one GPU, with fields gpupeek
+    /// does not declare (`cpu_ids = 3` of the container, `topology = 3` of the devices)
+    /// between them: hand-assembled from the wire format.
+    #[test]
+    fn undeclared_fields_are_skipped() {
+        let devices = [
+            &[0x0a, 14][..],
+            b"nvidia.com/gpu",
+            &[0x12, 4],
+            b"GPU0",
+            &[0x1a, 4, 0x0a, 2, 0x08, 1], // topology { nodes { ID: 1 } }
+        ]
+        .concat();
+        let container = [
+            &[0x0a, 4][..],
+            b"main",
+            &[0x12, devices.len() as u8],
+            &devices,
+            &[0x1a, 2, 0x02, 0x03], // cpu_ids, packed
+        ]
+        .concat();
+        let pod = [
+            &[0x0a, 3][..],
+            b"job",
+            &[0x12, 2],
+            b"ml",
+            &[0x1a, container.len() as u8],
+            &container,
+        ]
+        .concat();
+        let bytes = [&[0x0a, pod.len() as u8][..], &pod].concat();
+        let decoded = ListPodResourcesResponse::decode(&bytes[..]).unwrap();
+        let pod = &decoded.pod_resources[0];
+        assert_eq!((pod.name.as_str(), pod.namespace.as_str()), ("job", "ml"));
+        let c = &pod.containers[0];
+        assert_eq!(c.name, "main");
+        assert_eq!(c.devices[0].resource_name, "nvidia.com/gpu");
+        assert_eq!(c.devices[0].device_ids, ["GPU0"]);
+    }
+}
