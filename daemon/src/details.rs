@@ -7,7 +7,8 @@
 //!   can report. Kept in every GPU state, like the name.
 //! - **Near-static**, with [`crate::tiers::STATIC`] every 30 s ([`sample_static`]):
 //!   persistence, compute, display and ECC modes, accounting, retired pages, remapped rows,
-//!   applications and default applications clocks, aggregate ECC counts.
+//!   applications and default applications clocks, aggregate ECC counts, and the ECC
+//!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each).
 //! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
@@ -19,7 +20,9 @@
 
 use std::os::raw::c_uint;
 
-use nvml_wrapper::enum_wrappers::device::{Clock, ComputeMode, EccCounter, MemoryError};
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, ComputeMode, EccCounter, MemoryError, MemoryLocation,
+};
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::struct_wrappers::device::PciInfo;
 use nvml_wrapper::{Device, Nvml};
@@ -94,7 +97,38 @@ pub const STATIC2: u64 = v2::PERSISTENCE_MODE
     | v2::CLOCK_DEFAULT_APP_GRAPHICS
     | v2::CLOCK_DEFAULT_APP_MEM
     | v2::ECC_CORRECTED_AGGREGATE
-    | v2::ECC_UNCORRECTED_AGGREGATE;
+    | v2::ECC_UNCORRECTED_AGGREGATE
+    | ECC_LOCATIONS;
+
+/// The per-location ECC counts ([`ECC_LOCATION`]'s bits).
+pub const ECC_LOCATIONS: u64 = v2::ECC_CORRECTED_VOLATILE_L1_CACHE
+    | v2::ECC_CORRECTED_VOLATILE_L2_CACHE
+    | v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY
+    | v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE
+    | v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY
+    | v2::ECC_CORRECTED_VOLATILE_CBU
+    | v2::ECC_CORRECTED_VOLATILE_SRAM
+    | v2::ECC_CORRECTED_AGGREGATE_L1_CACHE
+    | v2::ECC_CORRECTED_AGGREGATE_L2_CACHE
+    | v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY
+    | v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE
+    | v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY
+    | v2::ECC_CORRECTED_AGGREGATE_CBU
+    | v2::ECC_CORRECTED_AGGREGATE_SRAM
+    | v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE
+    | v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE
+    | v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY
+    | v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE
+    | v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY
+    | v2::ECC_UNCORRECTED_VOLATILE_CBU
+    | v2::ECC_UNCORRECTED_VOLATILE_SRAM
+    | v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE
+    | v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE
+    | v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY
+    | v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE
+    | v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY
+    | v2::ECC_UNCORRECTED_AGGREGATE_CBU
+    | v2::ECC_UNCORRECTED_AGGREGATE_SRAM;
 
 /// The [`gpu_valid2`] values read on slow ticks.
 pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
@@ -272,6 +306,235 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Aggregate),
         |r, n| r.ecc_uncorrected_aggregate_count = n,
     );
+    sample_ecc_locations(d, f);
+}
+
+/// Every per-location ECC count nvidia-smi names: its bit, error type, counter and
+/// location (`dram` is NVML's device memory location, which nvidia-smi also calls
+/// `device_memory`).
+const ECC_LOCATION: [(u64, MemoryError, EccCounter, MemoryLocation); 28] = [
+    (
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_CBU,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_SRAM,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_CBU,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_SRAM,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_CBU,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_SRAM,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::SRAM,
+    ),
+];
+
+/// The record's slot for the per-location ECC count behind `bit`.
+fn ecc_slot(r: &mut GpuRecord, bit: u64) -> &mut u64 {
+    match bit {
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE => &mut r.ecc_corrected_volatile_l1_cache,
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE => &mut r.ecc_corrected_volatile_l2_cache,
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY => &mut r.ecc_corrected_volatile_device_memory,
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE => &mut r.ecc_corrected_volatile_register_file,
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY => &mut r.ecc_corrected_volatile_texture_memory,
+        v2::ECC_CORRECTED_VOLATILE_CBU => &mut r.ecc_corrected_volatile_cbu,
+        v2::ECC_CORRECTED_VOLATILE_SRAM => &mut r.ecc_corrected_volatile_sram,
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE => &mut r.ecc_corrected_aggregate_l1_cache,
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE => &mut r.ecc_corrected_aggregate_l2_cache,
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY => &mut r.ecc_corrected_aggregate_device_memory,
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE => &mut r.ecc_corrected_aggregate_register_file,
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY => &mut r.ecc_corrected_aggregate_texture_memory,
+        v2::ECC_CORRECTED_AGGREGATE_CBU => &mut r.ecc_corrected_aggregate_cbu,
+        v2::ECC_CORRECTED_AGGREGATE_SRAM => &mut r.ecc_corrected_aggregate_sram,
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE => &mut r.ecc_uncorrected_volatile_l1_cache,
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE => &mut r.ecc_uncorrected_volatile_l2_cache,
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY => &mut r.ecc_uncorrected_volatile_device_memory,
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE => &mut r.ecc_uncorrected_volatile_register_file,
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY => {
+            &mut r.ecc_uncorrected_volatile_texture_memory
+        }
+        v2::ECC_UNCORRECTED_VOLATILE_CBU => &mut r.ecc_uncorrected_volatile_cbu,
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM => &mut r.ecc_uncorrected_volatile_sram,
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE => &mut r.ecc_uncorrected_aggregate_l1_cache,
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE => &mut r.ecc_uncorrected_aggregate_l2_cache,
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY => {
+            &mut r.ecc_uncorrected_aggregate_device_memory
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE => {
+            &mut r.ecc_uncorrected_aggregate_register_file
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY => {
+            &mut r.ecc_uncorrected_aggregate_texture_memory
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU => &mut r.ecc_uncorrected_aggregate_cbu,
+        _ => &mut r.ecc_uncorrected_aggregate_sram,
+    }
+}
+
+/// The per-location ECC counts, one `nvmlDeviceGetMemoryErrorCounter` each; a location
+/// the GPU does not have is not supported and gets no value.
+fn sample_ecc_locations(d: &Device, f: &mut Fill) {
+    for (bit, error, counter, location) in ECC_LOCATION {
+        f.field2(
+            bit,
+            || d.memory_error_counter(error, counter, location),
+            |r, n| *ecc_slot(r, bit) = n,
+        );
+    }
 }
 
 /// The slow tier's values: see [`SLOW2`].
@@ -390,6 +653,34 @@ pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
             remapped_rows_pending, remapped_rows_failure;
         ENCODER_STATS => encoder_session_count, encoder_average_fps,
             encoder_average_latency_us;
+        ECC_CORRECTED_VOLATILE_L1_CACHE => ecc_corrected_volatile_l1_cache;
+        ECC_CORRECTED_VOLATILE_L2_CACHE => ecc_corrected_volatile_l2_cache;
+        ECC_CORRECTED_VOLATILE_DEVICE_MEMORY => ecc_corrected_volatile_device_memory;
+        ECC_CORRECTED_VOLATILE_REGISTER_FILE => ecc_corrected_volatile_register_file;
+        ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY => ecc_corrected_volatile_texture_memory;
+        ECC_CORRECTED_VOLATILE_CBU => ecc_corrected_volatile_cbu;
+        ECC_CORRECTED_VOLATILE_SRAM => ecc_corrected_volatile_sram;
+        ECC_CORRECTED_AGGREGATE_L1_CACHE => ecc_corrected_aggregate_l1_cache;
+        ECC_CORRECTED_AGGREGATE_L2_CACHE => ecc_corrected_aggregate_l2_cache;
+        ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY => ecc_corrected_aggregate_device_memory;
+        ECC_CORRECTED_AGGREGATE_REGISTER_FILE => ecc_corrected_aggregate_register_file;
+        ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY => ecc_corrected_aggregate_texture_memory;
+        ECC_CORRECTED_AGGREGATE_CBU => ecc_corrected_aggregate_cbu;
+        ECC_CORRECTED_AGGREGATE_SRAM => ecc_corrected_aggregate_sram;
+        ECC_UNCORRECTED_VOLATILE_L1_CACHE => ecc_uncorrected_volatile_l1_cache;
+        ECC_UNCORRECTED_VOLATILE_L2_CACHE => ecc_uncorrected_volatile_l2_cache;
+        ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY => ecc_uncorrected_volatile_device_memory;
+        ECC_UNCORRECTED_VOLATILE_REGISTER_FILE => ecc_uncorrected_volatile_register_file;
+        ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY => ecc_uncorrected_volatile_texture_memory;
+        ECC_UNCORRECTED_VOLATILE_CBU => ecc_uncorrected_volatile_cbu;
+        ECC_UNCORRECTED_VOLATILE_SRAM => ecc_uncorrected_volatile_sram;
+        ECC_UNCORRECTED_AGGREGATE_L1_CACHE => ecc_uncorrected_aggregate_l1_cache;
+        ECC_UNCORRECTED_AGGREGATE_L2_CACHE => ecc_uncorrected_aggregate_l2_cache;
+        ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY => ecc_uncorrected_aggregate_device_memory;
+        ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE => ecc_uncorrected_aggregate_register_file;
+        ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY => ecc_uncorrected_aggregate_texture_memory;
+        ECC_UNCORRECTED_AGGREGATE_CBU => ecc_uncorrected_aggregate_cbu;
+        ECC_UNCORRECTED_AGGREGATE_SRAM => ecc_uncorrected_aggregate_sram;
     }
     to.valid2 = (to.valid2 & !bits) | (from.valid2 & bits);
     to.deprecated2 = (to.deprecated2 & !bits) | (from.deprecated2 & bits);

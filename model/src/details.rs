@@ -104,6 +104,135 @@ pub struct Setting {
     pub pending: bool,
 }
 
+/// The per-location ECC counts, in the order of [`Details::ecc_by_location`]: the
+/// bit, and nvidia-smi's names of the count (`dram` is NVML's device memory location).
+pub const ECC_LOCATIONS: [(u64, &[&str]); 28] = [
+    (
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE,
+        &["ecc.errors.corrected.volatile.l1_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE,
+        &["ecc.errors.corrected.volatile.l2_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.corrected.volatile.device_memory",
+            "ecc.errors.corrected.volatile.dram",
+        ],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE,
+        &["ecc.errors.corrected.volatile.register_file"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY,
+        &["ecc.errors.corrected.volatile.texture_memory"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_CBU,
+        &["ecc.errors.corrected.volatile.cbu"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_SRAM,
+        &["ecc.errors.corrected.volatile.sram"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE,
+        &["ecc.errors.corrected.aggregate.l1_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE,
+        &["ecc.errors.corrected.aggregate.l2_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.corrected.aggregate.device_memory",
+            "ecc.errors.corrected.aggregate.dram",
+        ],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE,
+        &["ecc.errors.corrected.aggregate.register_file"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        &["ecc.errors.corrected.aggregate.texture_memory"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_CBU,
+        &["ecc.errors.corrected.aggregate.cbu"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_SRAM,
+        &["ecc.errors.corrected.aggregate.sram"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE,
+        &["ecc.errors.uncorrected.volatile.l1_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE,
+        &["ecc.errors.uncorrected.volatile.l2_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.uncorrected.volatile.device_memory",
+            "ecc.errors.uncorrected.volatile.dram",
+        ],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE,
+        &["ecc.errors.uncorrected.volatile.register_file"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY,
+        &["ecc.errors.uncorrected.volatile.texture_memory"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_CBU,
+        &["ecc.errors.uncorrected.volatile.cbu"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM,
+        &["ecc.errors.uncorrected.volatile.sram"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE,
+        &["ecc.errors.uncorrected.aggregate.l1_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE,
+        &["ecc.errors.uncorrected.aggregate.l2_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.uncorrected.aggregate.device_memory",
+            "ecc.errors.uncorrected.aggregate.dram",
+        ],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE,
+        &["ecc.errors.uncorrected.aggregate.register_file"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        &["ecc.errors.uncorrected.aggregate.texture_memory"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU,
+        &["ecc.errors.uncorrected.aggregate.cbu"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_SRAM,
+        &["ecc.errors.uncorrected.aggregate.sram"],
+    ),
+];
+
 /// The values of [`v2`] a GPU shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Details<'a> {
@@ -163,6 +292,8 @@ pub struct Details<'a> {
     pub ecc_corrected_aggregate: Option<u64>,
     /// Uncorrected ECC errors over the GPU's life.
     pub ecc_uncorrected_aggregate: Option<u64>,
+    /// ECC error counts by location, in [`ECC_LOCATIONS`]'s order.
+    pub ecc_by_location: [Option<u64>; ECC_LOCATIONS.len()],
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
@@ -248,6 +379,56 @@ impl<'a> Details<'a> {
                 .then_some(g.ecc_corrected_aggregate_count),
             ecc_uncorrected_aggregate: has(v2::ECC_UNCORRECTED_AGGREGATE)
                 .then_some(g.ecc_uncorrected_aggregate_count),
+            ecc_by_location: [
+                has(v2::ECC_CORRECTED_VOLATILE_L1_CACHE)
+                    .then_some(g.ecc_corrected_volatile_l1_cache),
+                has(v2::ECC_CORRECTED_VOLATILE_L2_CACHE)
+                    .then_some(g.ecc_corrected_volatile_l2_cache),
+                has(v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY)
+                    .then_some(g.ecc_corrected_volatile_device_memory),
+                has(v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE)
+                    .then_some(g.ecc_corrected_volatile_register_file),
+                has(v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_corrected_volatile_texture_memory),
+                has(v2::ECC_CORRECTED_VOLATILE_CBU).then_some(g.ecc_corrected_volatile_cbu),
+                has(v2::ECC_CORRECTED_VOLATILE_SRAM).then_some(g.ecc_corrected_volatile_sram),
+                has(v2::ECC_CORRECTED_AGGREGATE_L1_CACHE)
+                    .then_some(g.ecc_corrected_aggregate_l1_cache),
+                has(v2::ECC_CORRECTED_AGGREGATE_L2_CACHE)
+                    .then_some(g.ecc_corrected_aggregate_l2_cache),
+                has(v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY)
+                    .then_some(g.ecc_corrected_aggregate_device_memory),
+                has(v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE)
+                    .then_some(g.ecc_corrected_aggregate_register_file),
+                has(v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_corrected_aggregate_texture_memory),
+                has(v2::ECC_CORRECTED_AGGREGATE_CBU).then_some(g.ecc_corrected_aggregate_cbu),
+                has(v2::ECC_CORRECTED_AGGREGATE_SRAM).then_some(g.ecc_corrected_aggregate_sram),
+                has(v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE)
+                    .then_some(g.ecc_uncorrected_volatile_l1_cache),
+                has(v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE)
+                    .then_some(g.ecc_uncorrected_volatile_l2_cache),
+                has(v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY)
+                    .then_some(g.ecc_uncorrected_volatile_device_memory),
+                has(v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE)
+                    .then_some(g.ecc_uncorrected_volatile_register_file),
+                has(v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_uncorrected_volatile_texture_memory),
+                has(v2::ECC_UNCORRECTED_VOLATILE_CBU).then_some(g.ecc_uncorrected_volatile_cbu),
+                has(v2::ECC_UNCORRECTED_VOLATILE_SRAM).then_some(g.ecc_uncorrected_volatile_sram),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE)
+                    .then_some(g.ecc_uncorrected_aggregate_l1_cache),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE)
+                    .then_some(g.ecc_uncorrected_aggregate_l2_cache),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY)
+                    .then_some(g.ecc_uncorrected_aggregate_device_memory),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE)
+                    .then_some(g.ecc_uncorrected_aggregate_register_file),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_uncorrected_aggregate_texture_memory),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_CBU).then_some(g.ecc_uncorrected_aggregate_cbu),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_SRAM).then_some(g.ecc_uncorrected_aggregate_sram),
+            ],
             deprecated: g.deprecated2 & keep & !valid,
         }
     }

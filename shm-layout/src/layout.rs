@@ -36,7 +36,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -363,6 +363,62 @@ bit_set! {
         /// `encoder_session_count`, `encoder_average_fps`, `encoder_average_latency_us`.
         ENCODER_STATS = 28 [encoder_session_count, encoder_average_fps,
             encoder_average_latency_us],
+        /// `ecc_corrected_volatile_l1_cache`.
+        ECC_CORRECTED_VOLATILE_L1_CACHE = 29 [ecc_corrected_volatile_l1_cache],
+        /// `ecc_corrected_volatile_l2_cache`.
+        ECC_CORRECTED_VOLATILE_L2_CACHE = 30 [ecc_corrected_volatile_l2_cache],
+        /// `ecc_corrected_volatile_device_memory`.
+        ECC_CORRECTED_VOLATILE_DEVICE_MEMORY = 31 [ecc_corrected_volatile_device_memory],
+        /// `ecc_corrected_volatile_register_file`.
+        ECC_CORRECTED_VOLATILE_REGISTER_FILE = 32 [ecc_corrected_volatile_register_file],
+        /// `ecc_corrected_volatile_texture_memory`.
+        ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY = 33 [ecc_corrected_volatile_texture_memory],
+        /// `ecc_corrected_volatile_cbu`.
+        ECC_CORRECTED_VOLATILE_CBU = 34 [ecc_corrected_volatile_cbu],
+        /// `ecc_corrected_volatile_sram`.
+        ECC_CORRECTED_VOLATILE_SRAM = 35 [ecc_corrected_volatile_sram],
+        /// `ecc_corrected_aggregate_l1_cache`.
+        ECC_CORRECTED_AGGREGATE_L1_CACHE = 36 [ecc_corrected_aggregate_l1_cache],
+        /// `ecc_corrected_aggregate_l2_cache`.
+        ECC_CORRECTED_AGGREGATE_L2_CACHE = 37 [ecc_corrected_aggregate_l2_cache],
+        /// `ecc_corrected_aggregate_device_memory`.
+        ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY = 38 [ecc_corrected_aggregate_device_memory],
+        /// `ecc_corrected_aggregate_register_file`.
+        ECC_CORRECTED_AGGREGATE_REGISTER_FILE = 39 [ecc_corrected_aggregate_register_file],
+        /// `ecc_corrected_aggregate_texture_memory`.
+        ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY = 40 [ecc_corrected_aggregate_texture_memory],
+        /// `ecc_corrected_aggregate_cbu`.
+        ECC_CORRECTED_AGGREGATE_CBU = 41 [ecc_corrected_aggregate_cbu],
+        /// `ecc_corrected_aggregate_sram`.
+        ECC_CORRECTED_AGGREGATE_SRAM = 42 [ecc_corrected_aggregate_sram],
+        /// `ecc_uncorrected_volatile_l1_cache`.
+        ECC_UNCORRECTED_VOLATILE_L1_CACHE = 43 [ecc_uncorrected_volatile_l1_cache],
+        /// `ecc_uncorrected_volatile_l2_cache`.
+        ECC_UNCORRECTED_VOLATILE_L2_CACHE = 44 [ecc_uncorrected_volatile_l2_cache],
+        /// `ecc_uncorrected_volatile_device_memory`.
+        ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY = 45 [ecc_uncorrected_volatile_device_memory],
+        /// `ecc_uncorrected_volatile_register_file`.
+        ECC_UNCORRECTED_VOLATILE_REGISTER_FILE = 46 [ecc_uncorrected_volatile_register_file],
+        /// `ecc_uncorrected_volatile_texture_memory`.
+        ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY = 47 [ecc_uncorrected_volatile_texture_memory],
+        /// `ecc_uncorrected_volatile_cbu`.
+        ECC_UNCORRECTED_VOLATILE_CBU = 48 [ecc_uncorrected_volatile_cbu],
+        /// `ecc_uncorrected_volatile_sram`.
+        ECC_UNCORRECTED_VOLATILE_SRAM = 49 [ecc_uncorrected_volatile_sram],
+        /// `ecc_uncorrected_aggregate_l1_cache`.
+        ECC_UNCORRECTED_AGGREGATE_L1_CACHE = 50 [ecc_uncorrected_aggregate_l1_cache],
+        /// `ecc_uncorrected_aggregate_l2_cache`.
+        ECC_UNCORRECTED_AGGREGATE_L2_CACHE = 51 [ecc_uncorrected_aggregate_l2_cache],
+        /// `ecc_uncorrected_aggregate_device_memory`.
+        ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY = 52 [ecc_uncorrected_aggregate_device_memory],
+        /// `ecc_uncorrected_aggregate_register_file`.
+        ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE = 53 [ecc_uncorrected_aggregate_register_file],
+        /// `ecc_uncorrected_aggregate_texture_memory`.
+        ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY = 54 [ecc_uncorrected_aggregate_texture_memory],
+        /// `ecc_uncorrected_aggregate_cbu`.
+        ECC_UNCORRECTED_AGGREGATE_CBU = 55 [ecc_uncorrected_aggregate_cbu],
+        /// `ecc_uncorrected_aggregate_sram`.
+        ECC_UNCORRECTED_AGGREGATE_SRAM = 56 [ecc_uncorrected_aggregate_sram],
     }
 }
 
@@ -610,6 +666,64 @@ pub struct GpuRecord {
     pub encoder_average_latency_us: u32,
     /// Zero.
     pub reserved_ext: u32,
+    /// Corrected volatile ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_corrected_volatile_l1_cache: u64,
+    /// Corrected volatile ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_corrected_volatile_l2_cache: u64,
+    /// Corrected volatile ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_corrected_volatile_device_memory: u64,
+    /// Corrected volatile ECC errors in the register file (ABI 1.5).
+    pub ecc_corrected_volatile_register_file: u64,
+    /// Corrected volatile ECC errors in the texture memory (ABI 1.5).
+    pub ecc_corrected_volatile_texture_memory: u64,
+    /// Corrected volatile ECC errors in the CBU (ABI 1.5).
+    pub ecc_corrected_volatile_cbu: u64,
+    /// Corrected volatile ECC errors in the SRAM (ABI 1.5).
+    pub ecc_corrected_volatile_sram: u64,
+    /// Corrected aggregate ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_corrected_aggregate_l1_cache: u64,
+    /// Corrected aggregate ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_corrected_aggregate_l2_cache: u64,
+    /// Corrected aggregate ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_corrected_aggregate_device_memory: u64,
+    /// Corrected aggregate ECC errors in the register file (ABI 1.5).
+    pub ecc_corrected_aggregate_register_file: u64,
+    /// Corrected aggregate ECC errors in the texture memory (ABI 1.5).
+    pub ecc_corrected_aggregate_texture_memory: u64,
+    /// Corrected aggregate ECC errors in the CBU (ABI 1.5).
+    pub ecc_corrected_aggregate_cbu: u64,
+    /// Corrected aggregate ECC errors in the SRAM (ABI 1.5).
+    pub ecc_corrected_aggregate_sram: u64,
+    /// Uncorrected volatile ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_uncorrected_volatile_l1_cache: u64,
+    /// Uncorrected volatile ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_uncorrected_volatile_l2_cache: u64,
+    /// Uncorrected volatile ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_uncorrected_volatile_device_memory: u64,
+    /// Uncorrected volatile ECC errors in the register file (ABI 1.5).
+    pub ecc_uncorrected_volatile_register_file: u64,
+    /// Uncorrected volatile ECC errors in the texture memory (ABI 1.5).
+    pub ecc_uncorrected_volatile_texture_memory: u64,
+    /// Uncorrected volatile ECC errors in the CBU (ABI 1.5).
+    pub ecc_uncorrected_volatile_cbu: u64,
+    /// Uncorrected volatile ECC errors in the SRAM (ABI 1.5).
+    pub ecc_uncorrected_volatile_sram: u64,
+    /// Uncorrected aggregate ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_uncorrected_aggregate_l1_cache: u64,
+    /// Uncorrected aggregate ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_uncorrected_aggregate_l2_cache: u64,
+    /// Uncorrected aggregate ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_uncorrected_aggregate_device_memory: u64,
+    /// Uncorrected aggregate ECC errors in the register file (ABI 1.5).
+    pub ecc_uncorrected_aggregate_register_file: u64,
+    /// Uncorrected aggregate ECC errors in the texture memory (ABI 1.5).
+    pub ecc_uncorrected_aggregate_texture_memory: u64,
+    /// Uncorrected aggregate ECC errors in the CBU (ABI 1.5).
+    pub ecc_uncorrected_aggregate_cbu: u64,
+    /// Uncorrected aggregate ECC errors in the SRAM (ABI 1.5).
+    pub ecc_uncorrected_aggregate_sram: u64,
+    /// Zero; room for later minor versions.
+    pub reserved_ext2: [u64; 4],
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 768, {
+pin_layout!(GpuRecord, size = 1024, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -145,6 +145,35 @@ pin_layout!(GpuRecord, size = 768, {
     remapped_rows_uncorrectable: 740, remapped_rows_pending: 744,
     remapped_rows_failure: 748, encoder_session_count: 752, encoder_average_fps: 756,
     encoder_average_latency_us: 760, reserved_ext: 764,
+    ecc_corrected_volatile_l1_cache: 768,
+    ecc_corrected_volatile_l2_cache: 776,
+    ecc_corrected_volatile_device_memory: 784,
+    ecc_corrected_volatile_register_file: 792,
+    ecc_corrected_volatile_texture_memory: 800,
+    ecc_corrected_volatile_cbu: 808,
+    ecc_corrected_volatile_sram: 816,
+    ecc_corrected_aggregate_l1_cache: 824,
+    ecc_corrected_aggregate_l2_cache: 832,
+    ecc_corrected_aggregate_device_memory: 840,
+    ecc_corrected_aggregate_register_file: 848,
+    ecc_corrected_aggregate_texture_memory: 856,
+    ecc_corrected_aggregate_cbu: 864,
+    ecc_corrected_aggregate_sram: 872,
+    ecc_uncorrected_volatile_l1_cache: 880,
+    ecc_uncorrected_volatile_l2_cache: 888,
+    ecc_uncorrected_volatile_device_memory: 896,
+    ecc_uncorrected_volatile_register_file: 904,
+    ecc_uncorrected_volatile_texture_memory: 912,
+    ecc_uncorrected_volatile_cbu: 920,
+    ecc_uncorrected_volatile_sram: 928,
+    ecc_uncorrected_aggregate_l1_cache: 936,
+    ecc_uncorrected_aggregate_l2_cache: 944,
+    ecc_uncorrected_aggregate_device_memory: 952,
+    ecc_uncorrected_aggregate_register_file: 960,
+    ecc_uncorrected_aggregate_texture_memory: 968,
+    ecc_uncorrected_aggregate_cbu: 976,
+    ecc_uncorrected_aggregate_sram: 984,
+    reserved_ext2: 992,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

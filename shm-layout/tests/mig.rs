@@ -90,7 +90,7 @@ fn published_instances_read_back_with_their_processes() {
     publisher.bump_generation();
 
     let segment = Segment::open(&name.0).unwrap();
-    assert_eq!(segment.header().abi_minor, 4);
+    assert_eq!(segment.header().abi_minor, gpupeek_shm::ABI_MINOR);
     let snap = segment.snapshot().unwrap();
     assert_eq!(snap.mig.len(), 3);
     assert_eq!(snap.mig_overflow, 0);

@@ -215,6 +215,51 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
     })
 }
 
+/// nvidia-smi's name of an NVML memory location.
+fn location_name(location: nvmlMemoryLocation_t) -> Option<&'static str> {
+    Some(match location {
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_L1_CACHE => "l1_cache",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_L2_CACHE => "l2_cache",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_DEVICE_MEMORY => "device_memory",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_REGISTER_FILE => "register_file",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_TEXTURE_MEMORY => "texture_memory",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_TEXTURE_SHM => "texture_shm",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_CBU => "cbu",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_SRAM => "sram",
+        _ => return None,
+    })
+}
+
+/// `nvmlDeviceGetMemoryErrorCounter(device, errorType, counterType, locationType,
+/// count)` from `ecc_by_location`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryErrorCounter(
+    device: nvmlDevice_t,
+    errorType: nvmlMemoryErrorType_t,
+    counterType: nvmlEccCounterType_t,
+    locationType: nvmlMemoryLocation_t,
+    count: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetMemoryErrorCounter", device, |g, _| {
+        let error = match errorType {
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_CORRECTED => "corrected",
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_UNCORRECTED => "uncorrected",
+            _ => return INVALID_ARGUMENT,
+        };
+        let counter = match counterType {
+            nvmlEccCounterType_enum_NVML_VOLATILE_ECC => "volatile",
+            nvmlEccCounterType_enum_NVML_AGGREGATE_ECC => "aggregate",
+            _ => return INVALID_ARGUMENT,
+        };
+        let Some(location) = location_name(locationType) else {
+            return INVALID_ARGUMENT;
+        };
+        let key = format!("{error}.{counter}.{location}");
+        // SAFETY: the caller passes a pointer to a `c_ulonglong` (or null).
+        unsafe { put(count, g.ecc_by_location.get(&key).copied()) }
+    })
+}
+
 /// One domain of an applications-clock table; `Err` for a bad type.
 fn app_clock(clocks: Option<&Clocks>, type_: nvmlClockType_t) -> Result<Option<u32>, nvmlReturn_t> {
     match type_ {

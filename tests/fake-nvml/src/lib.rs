@@ -117,6 +117,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetApplicationsClock",
     "nvmlDeviceGetDefaultApplicationsClock",
     "nvmlDeviceGetEncoderStats",
+    "nvmlDeviceGetMemoryErrorCounter",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",

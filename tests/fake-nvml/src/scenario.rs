@@ -141,6 +141,11 @@ pub struct Gpu {
     pub default_applications_clocks_mhz: Option<Clocks>,
     /// `[sessions, average fps, average latency us]`.
     pub encoder_stats: Option<[u32; 3]>,
+    /// `nvmlDeviceGetMemoryErrorCounter` by nvidia-smi's name of the count, e.g.
+    /// `"corrected.volatile.l1_cache"`, `"uncorrected.aggregate.device_memory"`; an
+    /// absent one is not supported.
+    #[serde(default)]
+    pub ecc_by_location: BTreeMap<String, u64>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
