@@ -202,6 +202,13 @@ enum {
 #define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY (UINT64_C(1) << 54) /* ecc_uncorrected_aggregate_texture_memory */
 #define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_CBU (UINT64_C(1) << 55) /* ecc_uncorrected_aggregate_cbu */
 #define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_SRAM (UINT64_C(1) << 56) /* ecc_uncorrected_aggregate_sram */
+#define GPUPEEK_GPU_V2_INFOROM_IMG (UINT64_C(1) << 57) /* inforom_img */
+#define GPUPEEK_GPU_V2_INFOROM_OEM (UINT64_C(1) << 58) /* inforom_oem */
+#define GPUPEEK_GPU_V2_INFOROM_ECC (UINT64_C(1) << 59) /* inforom_ecc */
+#define GPUPEEK_GPU_V2_INFOROM_PWR (UINT64_C(1) << 60) /* inforom_pwr */
+#define GPUPEEK_GPU_V2_GOM (UINT64_C(1) << 61) /* gom_current, gom_pending */
+#define GPUPEEK_GPU_V2_FABRIC (UINT64_C(1) << 62) /* fabric_state, fabric_status */
+#define GPUPEEK_GPU_V2_RECOVERY_ACTION (UINT64_C(1) << 63) /* gpu_recovery_action */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -450,9 +457,19 @@ struct gpupeek_gpu {
     uint64_t ecc_uncorrected_aggregate_texture_memory;
     uint64_t ecc_uncorrected_aggregate_cbu;
     uint64_t ecc_uncorrected_aggregate_sram;
-    uint64_t reserved_ext2[4];
+    char inforom_img[16];
+    char inforom_oem[16];
+    char inforom_ecc[16];
+    char inforom_pwr[16];
+    uint32_t gom_current;
+    uint32_t gom_pending;
+    uint32_t fabric_state;
+    int32_t fabric_status;
+    uint32_t gpu_recovery_action;
+    uint32_t reserved_ext2;
+    uint64_t reserved_ext3[9];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1024, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1152, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -577,7 +594,17 @@ GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_register_file, 960);
 GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_texture_memory, 968);
 GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_cbu, 976);
 GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_sram, 984);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext2, 992);
+GPUPEEK_PIN(gpupeek_gpu, inforom_img, 992);
+GPUPEEK_PIN(gpupeek_gpu, inforom_oem, 1008);
+GPUPEEK_PIN(gpupeek_gpu, inforom_ecc, 1024);
+GPUPEEK_PIN(gpupeek_gpu, inforom_pwr, 1040);
+GPUPEEK_PIN(gpupeek_gpu, gom_current, 1056);
+GPUPEEK_PIN(gpupeek_gpu, gom_pending, 1060);
+GPUPEEK_PIN(gpupeek_gpu, fabric_state, 1064);
+GPUPEEK_PIN(gpupeek_gpu, fabric_status, 1068);
+GPUPEEK_PIN(gpupeek_gpu, gpu_recovery_action, 1072);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext2, 1076);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1080);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -98,7 +98,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1024
+GPU_RECORD_SIZE = 1152
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -283,6 +283,13 @@ GPU_VALID2_BITS = {  # GpuRecord.valid2
     "ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY": 54,
     "ECC_UNCORRECTED_AGGREGATE_CBU": 55,
     "ECC_UNCORRECTED_AGGREGATE_SRAM": 56,
+    "INFOROM_IMG": 57,
+    "INFOROM_OEM": 58,
+    "INFOROM_ECC": 59,
+    "INFOROM_PWR": 60,
+    "GOM": 61,
+    "FABRIC": 62,
+    "RECOVERY_ACTION": 63,
 }
 GPU_VALID2 = {
     "serial": 0,  # SERIAL
@@ -355,6 +362,15 @@ GPU_VALID2 = {
     "ecc_uncorrected_aggregate_texture_memory": 54,  # ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY
     "ecc_uncorrected_aggregate_cbu": 55,  # ECC_UNCORRECTED_AGGREGATE_CBU
     "ecc_uncorrected_aggregate_sram": 56,  # ECC_UNCORRECTED_AGGREGATE_SRAM
+    "inforom_img": 57,  # INFOROM_IMG
+    "inforom_oem": 58,  # INFOROM_OEM
+    "inforom_ecc": 59,  # INFOROM_ECC
+    "inforom_pwr": 60,  # INFOROM_PWR
+    "gom_current": 61,  # GOM
+    "gom_pending": 61,  # GOM
+    "fabric_state": 62,  # FABRIC
+    "fabric_status": 62,  # FABRIC
+    "gpu_recovery_action": 63,  # RECOVERY_ACTION
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -488,7 +504,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1024, [
+    ("GpuRecord", 1152, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -613,7 +629,17 @@ LAYOUT = [
         ("ecc_uncorrected_aggregate_texture_memory", 968, "Q"),
         ("ecc_uncorrected_aggregate_cbu", 976, "Q"),
         ("ecc_uncorrected_aggregate_sram", 984, "Q"),
-        ("reserved_ext2", 992, "32s"),
+        ("inforom_img", 992, "16s"),
+        ("inforom_oem", 1008, "16s"),
+        ("inforom_ecc", 1024, "16s"),
+        ("inforom_pwr", 1040, "16s"),
+        ("gom_current", 1056, "I"),
+        ("gom_pending", 1060, "I"),
+        ("fabric_state", 1064, "I"),
+        ("fabric_status", 1068, "i"),
+        ("gpu_recovery_action", 1072, "I"),
+        ("reserved_ext2", 1076, "I"),
+        ("reserved_ext3", 1080, "72s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

@@ -4,11 +4,13 @@
 //! - **Identity**, once per NVML session ([`Details::read`]): serial, VBIOS version,
 //!   compute capability, PCI ids (from the PCI info the identity already reads), maximum
 //!   PCIe link, default power limit and the limit range, the clock event reasons the GPU
-//!   can report. Kept in every GPU state, like the name.
+//!   can report, the infoROM versions. Kept in every GPU state, like the name.
 //! - **Near-static**, with [`crate::tiers::STATIC`] every 30 s ([`sample_static`]):
 //!   persistence, compute, display and ECC modes, accounting, retired pages, remapped rows,
 //!   applications and default applications clocks, aggregate ECC counts, and the ECC
-//!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each).
+//!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each), the GPU
+//!   operation mode, the fabric registration state and the recovery action the driver
+//!   recommends (one `nvmlDeviceGetFieldValues` of its own).
 //! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
@@ -21,7 +23,7 @@
 use std::os::raw::c_uint;
 
 use nvml_wrapper::enum_wrappers::device::{
-    Clock, ComputeMode, EccCounter, MemoryError, MemoryLocation,
+    Clock, ComputeMode, EccCounter, InfoRom, MemoryError, MemoryLocation, OperationMode,
 };
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::struct_wrappers::device::PciInfo;
@@ -79,7 +81,11 @@ pub const IDENTITY2: u64 = v2::SERIAL
     | v2::PCIE_LINK_GEN_MAX
     | v2::PCIE_LINK_WIDTH_MAX
     | v2::POWER_DEFAULT_LIMIT
-    | v2::POWER_LIMIT_RANGE;
+    | v2::POWER_LIMIT_RANGE
+    | v2::INFOROM_IMG
+    | v2::INFOROM_OEM
+    | v2::INFOROM_ECC
+    | v2::INFOROM_PWR;
 
 /// The [`gpu_valid2`] values read with [`crate::tiers::STATIC`].
 pub const STATIC2: u64 = v2::PERSISTENCE_MODE
@@ -98,7 +104,10 @@ pub const STATIC2: u64 = v2::PERSISTENCE_MODE
     | v2::CLOCK_DEFAULT_APP_MEM
     | v2::ECC_CORRECTED_AGGREGATE
     | v2::ECC_UNCORRECTED_AGGREGATE
-    | ECC_LOCATIONS;
+    | ECC_LOCATIONS
+    | v2::GOM
+    | v2::FABRIC
+    | v2::RECOVERY_ACTION;
 
 /// The per-location ECC counts ([`ECC_LOCATION`]'s bits).
 pub const ECC_LOCATIONS: u64 = v2::ECC_CORRECTED_VOLATILE_L1_CACHE
@@ -194,6 +203,29 @@ impl Details {
                 r.power_max_limit_mw = c.max_limit;
             },
         );
+        fill.field2(
+            v2::INFOROM_IMG,
+            || device.info_rom_image_version(),
+            |r, s| text::encode(&mut r.inforom_img, &s),
+        );
+        for (bit, object) in [
+            (v2::INFOROM_OEM, InfoRom::OEM),
+            (v2::INFOROM_ECC, InfoRom::ECC),
+            (v2::INFOROM_PWR, InfoRom::Power),
+        ] {
+            fill.field2(
+                bit,
+                || device.info_rom_version(object),
+                |r, s| {
+                    let slot = match object {
+                        InfoRom::OEM => &mut r.inforom_oem,
+                        InfoRom::ECC => &mut r.inforom_ecc,
+                        InfoRom::Power => &mut r.inforom_pwr,
+                    };
+                    text::encode(slot, &s);
+                },
+            );
+        }
         let details = Details { rec: *fill.rec };
         fill.rec.valid2 = saved.0;
         fill.rec.deprecated2 = saved.1;
@@ -307,6 +339,35 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         |r, n| r.ecc_uncorrected_aggregate_count = n,
     );
     sample_ecc_locations(d, f);
+    f.field2(
+        v2::GOM,
+        || d.gpu_operation_mode(),
+        |r, m| {
+            let code = |m| match m {
+                OperationMode::AllOn => 0,
+                OperationMode::Compute => 1,
+                OperationMode::LowDP => 2,
+            };
+            r.gom_current = code(m.current);
+            r.gom_pending = code(m.pending);
+        },
+    );
+    f.field2(
+        v2::FABRIC,
+        || fabric_info(nvml, d),
+        |r, (state, status)| {
+            r.fabric_state = state;
+            r.fabric_status = status;
+        },
+    );
+    f.field2(
+        v2::RECOVERY_ACTION,
+        || {
+            let id = bindings::field_id::NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+            crate::fields::one(nvml, d, id)
+        },
+        |r, action| r.gpu_recovery_action = u32::try_from(action).unwrap_or(u32::MAX),
+    );
 }
 
 /// Every per-location ECC count nvidia-smi names: its bit, error type, counter and
@@ -611,6 +672,27 @@ fn remapped_rows(nvml: &Nvml, d: &Device) -> Result<[u32; 4], NvmlError> {
     ])
 }
 
+/// `nvmlDeviceGetGpuFabricInfo`, which nvml-wrapper lacks: the registration state
+/// and, once it is completed, its status (an NVML return code).
+fn fabric_info(nvml: &Nvml, d: &Device) -> Result<(u32, i32), NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetGpuFabricInfo
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut info = bindings::nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
+    // nvmlGpuFabricInfo_t *)`; the handle belongs to the live session held by `nvml`,
+    // and `info` is a valid, writable nvmlGpuFabricInfo_t.
+    nvml_try(unsafe { get(d.handle(), &mut info) })?;
+    Ok((u32::from(info.state), info.status as i32))
+}
+
 /// Copies the [`gpu_valid2`] values behind `bits` from `from` into `to`, with their
 /// bits in `valid2` and `deprecated2`.
 pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
@@ -681,6 +763,13 @@ pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY => ecc_uncorrected_aggregate_texture_memory;
         ECC_UNCORRECTED_AGGREGATE_CBU => ecc_uncorrected_aggregate_cbu;
         ECC_UNCORRECTED_AGGREGATE_SRAM => ecc_uncorrected_aggregate_sram;
+        INFOROM_IMG => inforom_img;
+        INFOROM_OEM => inforom_oem;
+        INFOROM_ECC => inforom_ecc;
+        INFOROM_PWR => inforom_pwr;
+        GOM => gom_current, gom_pending;
+        FABRIC => fabric_state, fabric_status;
+        RECOVERY_ACTION => gpu_recovery_action;
     }
     to.valid2 = (to.valid2 & !bits) | (from.valid2 & bits);
     to.deprecated2 = (to.deprecated2 & !bits) | (from.deprecated2 & bits);

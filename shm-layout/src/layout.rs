@@ -419,6 +419,20 @@ bit_set! {
         ECC_UNCORRECTED_AGGREGATE_CBU = 55 [ecc_uncorrected_aggregate_cbu],
         /// `ecc_uncorrected_aggregate_sram`.
         ECC_UNCORRECTED_AGGREGATE_SRAM = 56 [ecc_uncorrected_aggregate_sram],
+        /// `inforom_img` (ABI 1.5).
+        INFOROM_IMG = 57 [inforom_img],
+        /// `inforom_oem` (ABI 1.5).
+        INFOROM_OEM = 58 [inforom_oem],
+        /// `inforom_ecc` (ABI 1.5).
+        INFOROM_ECC = 59 [inforom_ecc],
+        /// `inforom_pwr` (ABI 1.5).
+        INFOROM_PWR = 60 [inforom_pwr],
+        /// `gom_current` and `gom_pending` (ABI 1.5).
+        GOM = 61 [gom_current, gom_pending],
+        /// `fabric_state` and `fabric_status` (ABI 1.5).
+        FABRIC = 62 [fabric_state, fabric_status],
+        /// `gpu_recovery_action` (ABI 1.5). The last bit of `valid2`.
+        RECOVERY_ACTION = 63 [gpu_recovery_action],
     }
 }
 
@@ -722,8 +736,33 @@ pub struct GpuRecord {
     pub ecc_uncorrected_aggregate_cbu: u64,
     /// Uncorrected aggregate ECC errors in the SRAM (ABI 1.5).
     pub ecc_uncorrected_aggregate_sram: u64,
-    /// Zero; room for later minor versions.
-    pub reserved_ext2: [u64; 4],
+    /// infoROM image version, e.g. "G520.0200.00.05" (ABI 1.5).
+    pub inforom_img: [u8; 16],
+    /// Version of the infoROM's OEM object, e.g. "2.1" (ABI 1.5).
+    pub inforom_oem: [u8; 16],
+    /// Version of the infoROM's ECC object (ABI 1.5).
+    pub inforom_ecc: [u8; 16],
+    /// Version of the infoROM's power management object (ABI 1.5).
+    pub inforom_pwr: [u8; 16],
+    /// GPU operation mode now: 0 all on, 1 compute, 2 low double precision (ABI 1.5).
+    pub gom_current: u32,
+    /// GPU operation mode after the next reboot, as `gom_current` (ABI 1.5).
+    pub gom_pending: u32,
+    /// Fabric (NVLink switch) registration state: 0 not supported, 1 not started,
+    /// 2 in progress, 3 completed (ABI 1.5).
+    pub fabric_state: u32,
+    /// NVML return code of the fabric registration; meaningful once `fabric_state` is
+    /// 3 (ABI 1.5).
+    pub fabric_status: i32,
+    /// What the driver recommends to bring the GPU back to health
+    /// (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`): 0 none, 1 GPU reset, 2 node reboot,
+    /// 3 drain P2P, 4 drain and reset (ABI 1.5).
+    pub gpu_recovery_action: u32,
+    /// Zero.
+    pub reserved_ext2: u32,
+    /// Zero; room for later minor versions (a third validity mask first: `valid2` is
+    /// full).
+    pub reserved_ext3: [u64; 9],
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1024, {
+pin_layout!(GpuRecord, size = 1152, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -173,7 +173,17 @@ pin_layout!(GpuRecord, size = 1024, {
     ecc_uncorrected_aggregate_texture_memory: 968,
     ecc_uncorrected_aggregate_cbu: 976,
     ecc_uncorrected_aggregate_sram: 984,
-    reserved_ext2: 992,
+    inforom_img: 992,
+    inforom_oem: 1008,
+    inforom_ecc: 1024,
+    inforom_pwr: 1040,
+    gom_current: 1056,
+    gom_pending: 1060,
+    fabric_state: 1064,
+    fabric_status: 1068,
+    gpu_recovery_action: 1072,
+    reserved_ext2: 1076,
+    reserved_ext3: 1080,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

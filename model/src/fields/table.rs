@@ -988,6 +988,68 @@ pub const FIELDS: &[Field] = &[
     .valid2(v2::ECC_UNCORRECTED_AGGREGATE_SRAM)
     .about("uncorrected aggregate ECC errors in the SRAM")
     .smi(&[&["ecc.errors.uncorrected.aggregate.sram"]]),
+    field("inforom_img", Text, Join, |g| text(g.details.inforom_img))
+        .valid2(v2::INFOROM_IMG)
+        .not_in_templates()
+        .about("infoROM image version")
+        .identity()
+        .smi(&[&["inforom.img", "inforom.image"]]),
+    field("inforom_oem", Text, Join, |g| text(g.details.inforom_oem))
+        .valid2(v2::INFOROM_OEM)
+        .not_in_templates()
+        .about("version of the infoROM's OEM configuration object")
+        .identity()
+        .smi(&[&["inforom.oem"]]),
+    field("inforom_ecc", Text, Join, |g| text(g.details.inforom_ecc))
+        .valid2(v2::INFOROM_ECC)
+        .not_in_templates()
+        .about("version of the infoROM's ECC recording object")
+        .identity()
+        .smi(&[&["inforom.ecc"]]),
+    field("inforom_pwr", Text, Join, |g| text(g.details.inforom_pwr))
+        .valid2(v2::INFOROM_PWR)
+        .not_in_templates()
+        .about("version of the infoROM's power management object")
+        .identity()
+        .smi(&[&["inforom.pwr", "inforom.power"]]),
+    field("gom", Text, Join, |g| {
+        g.details.gom.map(|m| Value::Name(m.current.name()))
+    })
+    .valid2(v2::GOM)
+    .not_in_templates()
+    .about("GPU operation mode now: All On, Compute or Low Double Precision")
+    .smi(&[&["gom.current", "gpu_operation_mode.current"]]),
+    field("gom_pending", Text, Join, |g| {
+        g.details.gom.map(|m| Value::Name(m.pending.name()))
+    })
+    .valid2(v2::GOM)
+    .not_in_templates()
+    .about("GPU operation mode after the next reboot")
+    .smi(&[&["gom.pending", "gpu_operation_mode.pending"]]),
+    field("fabric_state", Text, Join, |g| {
+        g.details.fabric?.state_name().map(Value::Name)
+    })
+    .valid2(v2::FABRIC)
+    .not_in_templates()
+    .about("NVLink fabric registration: Not Supported, Not Started, In Progress or Completed")
+    .smi(&[&["fabric.state"]]),
+    field("fabric_status", Text, Join, |g| {
+        g.details.fabric?.status_name().map(Value::Name)
+    })
+    .valid2(v2::FABRIC)
+    .not_in_templates()
+    .about("outcome of the fabric registration, e.g. Success")
+    .smi(&[&["fabric.status"]]),
+    field("gpu_recovery_action", Text, Join, |g| {
+        g.details.recovery_action.map(|a| Value::Name(a.name()))
+    })
+    .valid2(v2::RECOVERY_ACTION)
+    .not_in_templates()
+    .about(
+        "what the driver recommends to recover the GPU: None, GPU Reset, Node Reboot, \
+         Drain P2P or Drain and Reset",
+    )
+    .smi(&[&["gpu_recovery_action"]]),
     reason(
         "gpu_idle",
         reason::GPU_IDLE,
@@ -1070,6 +1132,7 @@ mod tests {
             valid: u64::MAX,
             valid2: u64::MAX,
             power_limit_mw: 1,
+            fabric_state: 3,
             ..GpuRecord::default()
         }
     }

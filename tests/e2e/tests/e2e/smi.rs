@@ -54,6 +54,8 @@ fn two_gpus(sleeper: u32) -> serde_json::Value {
             "corrected.volatile.device_memory": 4, "corrected.volatile.sram": 1,
             "uncorrected.aggregate.device_memory": 0
         },
+        "inforom": {"img": "G520.0200.00.05", "oem": "2.1", "ecc": "7.16"},
+        "fabric": {"state": 3, "status": 0}, "gpu_recovery_action": 0,
         "processes": [
             {"pid": sleeper, "used_gpu_memory_bytes": 2566 * MIB},
             {"pid": std::process::id(), "used_gpu_memory_bytes": MIB, "type": "graphics"}
@@ -68,6 +70,7 @@ fn two_gpus(sleeper: u32) -> serde_json::Value {
         "pci_bus_id": "00000000:01:00.0", "memory_total_bytes": 17171480576u64,
         "utilization_gpu_pct": 3, "temperature_c": 43, "power_usage_mw": 26200,
         "display_active": 1, "compute_mode": 3,
+        "inforom": {"img": "G002.0000.00.03", "oem": "2.0"},
         "errors": {
             "nvmlDeviceGetDisplayMode": "DEPRECATED",
             "nvmlDeviceGetApplicationsClock": "DEPRECATED"
@@ -151,6 +154,32 @@ Exclusive_Process, {deprecated}, Enabled, [N/A], [N/A], [N/A], [N/A], [N/A], [N/
 "
     );
     assert_eq!(out, expected);
+}
+
+/// The infoROM versions, the GPU operation mode, the driver model, the fabric
+/// registration and the recovery action, as nvidia-smi 590 prints them for an H100 on an
+/// NVSwitch system and 595 for an RTX 4080 Super (its infoROM has no ECC object, its
+/// fabric state is a bare `N/A`); `inforom.image` and `gpu_operation_mode.current` are
+/// aliases. The GeForce here is given no recovery action, as on a driver that predates
+/// the field.
+#[test]
+fn inforom_gom_driver_model_and_fabric_print_as_nvidia_smi_prints_them() {
+    let sleeper = sleeper();
+    let (sandbox, _daemon) = start("smi-inforom", &sleeper);
+    let fields = "--query-gpu=inforom.image,inforom.oem,inforom.ecc,inforom.pwr,\
+gpu_operation_mode.current,gom.pending,driver_model.current,driver_model.pending,\
+fabric.state,fabric.status,gpu_recovery_action";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "\
+inforom.img, inforom.oem, inforom.ecc, inforom.pwr, gom.current, gom.pending, \
+driver_model.current, driver_model.pending, fabric.state, fabric.status, gpu_recovery_action
+G520.0200.00.05, 2.1, 7.16, [N/A], [N/A], [N/A], [N/A], [N/A], Completed, Success, None
+G002.0000.00.03, 2.0, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], N/A, N/A, [N/A]
+"
+    );
 }
 
 #[test]
