@@ -235,9 +235,7 @@ fn idle_then_loaded(sb: &Sandbox, daemon: &Daemon, readers: u64, secs: u64) -> [
     // A session's first job per GPU also reads its identity and near-static values
     // (some 60 calls since ABI 1.5), and the daemon goes live before that job answers:
     // measuring from then would count them in the idle window alone.
-    sb.snapshot_when(daemon, "every GPU's first sample", |s| {
-        s.gpus.iter().all(|g| g.sample_mono_ns != 0)
-    });
+    sb.wait_sampled(daemon);
     let idle = measure(sb, daemon, secs);
     let children = start_readers(sb, readers, secs * 1000 + 2000);
     std::thread::sleep(Duration::from_millis(500));
