@@ -27,9 +27,9 @@ use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 use crate::{live, smi, Exit, EXIT_USAGE};
 
 /// Appended to `gpupeek query --help`.
-pub const NOTE: &str = "Fields: timestamp, driver_version, count, driver_model.current, \
-driver_model.pending, and the GPU fields listed by --help-query-gpu (nvidia-smi's names and \
-aliases).\n\n\
+pub const NOTE: &str = "Fields: the GPU fields listed by --help-query-gpu (nvidia-smi's names \
+and aliases), and timestamp, driver_version, count, driver_model.current and \
+driver_model.pending.\n\n\
 Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
 
 /// What the globals are, for `--help-query-gpu`.
