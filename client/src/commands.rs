@@ -500,7 +500,8 @@ it prints at every update.
 It stops with the daemon's status error when the daemon stops being live.";
 
 const QUERY_GPU: &str = r"Comma-separated fields: timestamp, driver_version, count,
-and the GPU fields by the nvidia-smi names (or aliases) that
+driver_model.current and driver_model.pending ([N/A] on Linux, as nvidia-smi
+prints them), and the GPU fields by the nvidia-smi names (or aliases) that
 .B FIELDS
 below gives each.
 A value a GPU does not report prints as [N/A]; every live value of a GPU whose

@@ -27,15 +27,18 @@ use gpupeek_model::{Bytes, Gpu, MilliWatts, Model, Text, FIELDS};
 use crate::{live, smi, Exit, EXIT_USAGE};
 
 /// Appended to `gpupeek query --help`.
-pub const NOTE: &str = "Fields: timestamp, driver_version, count, and the GPU fields listed \
-by --help-query-gpu (nvidia-smi's names and aliases).\n\n\
+pub const NOTE: &str = "Fields: the GPU fields listed by --help-query-gpu (nvidia-smi's names \
+and aliases), and timestamp, driver_version, count, driver_model.current and \
+driver_model.pending.\n\n\
 Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
 
 /// What the globals are, for `--help-query-gpu`.
-const GLOBALS_ABOUT: [&str; 3] = [
+const GLOBALS_ABOUT: [&str; 5] = [
     "the time of the query, as \"YYYY/MM/DD HH:MM:SS.msec\"",
     "the version of the NVIDIA driver the daemon runs on",
     "the number of GPUs the daemon publishes",
+    "the driver model in use, a Windows notion: always [N/A] on Linux, as nvidia-smi prints it",
+    "the driver model after the next reboot: always [N/A] on Linux",
 ];
 
 /// `--help-query-gpu`: every field, as nvidia-smi lists its own: the names (canonical
@@ -97,8 +100,16 @@ pub struct Args {
     pub loop_ms: Option<String>,
 }
 
-/// Facts about the machine, before the GPU fields of the field table.
-const GLOBALS: [&[&str]; 3] = [&["timestamp"], &["driver_version"], &["count"]];
+/// Facts about the machine, before the GPU fields of the field table. nvidia-smi's
+/// `driver_model.*` are WDDM or TCC on Windows and `[N/A]` on Linux (its
+/// `--help-query-gpu` says "Always N/A on Linux"; every Linux capture prints `[N/A]`).
+const GLOBALS: [&[&str]; 5] = [
+    &["timestamp"],
+    &["driver_version"],
+    &["count"],
+    &["driver_model.current"],
+    &["driver_model.pending"],
+];
 
 /// Every field: nvidia-smi's names (the first is canonical and goes in the header), and
 /// where its value comes from. The GPU fields are the field table's (`gpupeek_model::
@@ -124,8 +135,9 @@ const NOT_AVAILABLE: &str = "[N/A]";
 
 /// The fields nvidia-smi prints without brackets when it cannot give them: the memory
 /// temperature of a GPU without HBM is `N/A` in every capture above (RTX 2080 Super
-/// on 465, RTX 4080 Super and L40S on 595).
-const BARE_NOT_AVAILABLE: [&str; 1] = ["temperature.memory"];
+/// on 465, RTX 4080 Super and L40S on 595), and so are the fabric state and status of a
+/// GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on 595).
+const BARE_NOT_AVAILABLE: [&str; 3] = ["temperature.memory", "fabric.state", "fabric.status"];
 
 /// What nvidia-smi prints for a value whose NVML function answered
 /// `NVML_ERROR_DEPRECATED` (the display mode and the applications clocks on 590+
@@ -168,7 +180,8 @@ impl Field {
             return match self.names[0] {
                 "timestamp" => Some(c.timestamp.clone()),
                 "driver_version" => c.driver_version.clone(),
-                _ => Some(c.count.to_string()),
+                "count" => Some(c.count.to_string()),
+                _ => None,
             };
         };
         Some(match ((field.get)(g)?, field.unit) {
@@ -458,6 +471,27 @@ mod tests {
         assert_eq!(line(&g), "123.46, 81559, 0\n");
         g.power_draw_mw = 700_000;
         assert_eq!(line(&g), "700.00, 81559, 0\n");
+    }
+
+    /// The GPU operation mode in nvidia-smi's words, and a fabric registration that has
+    /// not completed yet.
+    #[test]
+    fn gom_and_a_fabric_registration_in_progress_are_in_nvidia_smis_words() {
+        use gpupeek_shm::layout::gpu_valid2 as v2;
+        let g = GpuRecord {
+            state: GpuState::Ok as u32,
+            valid2: v2::GOM | v2::FABRIC,
+            gom_current: 1,
+            gom_pending: 2,
+            fabric_state: 2,
+            fabric_status: 0,
+            ..GpuRecord::default()
+        };
+        let snap = crate::testing::live_snapshot(vec![g]);
+        let model = Model::new(&snap);
+        let fields = parse_fields("gom.current,gom.pending,fabric.state,fabric.status").unwrap();
+        let out = render(&model, &[&model.gpus[0]], &fields, &Format::default());
+        assert_eq!(out, "Compute, Low Double Precision, In Progress, Success\n");
     }
 
     /// The values of an H100 as nvidia-smi 590.48.01 prints them (nvidia_gpu_exporter's

@@ -175,6 +175,41 @@ enum {
 #define GPUPEEK_GPU_V2_RETIRED_PAGES_PENDING (UINT64_C(1) << 26) /* retired_pages_pending */
 #define GPUPEEK_GPU_V2_REMAPPED_ROWS (UINT64_C(1) << 27) /* remapped_rows_correctable, remapped_rows_uncorrectable, remapped_rows_pending, remapped_rows_failure */
 #define GPUPEEK_GPU_V2_ENCODER_STATS (UINT64_C(1) << 28) /* encoder_session_count, encoder_average_fps, encoder_average_latency_us */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_L1_CACHE (UINT64_C(1) << 29) /* ecc_corrected_volatile_l1_cache */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_L2_CACHE (UINT64_C(1) << 30) /* ecc_corrected_volatile_l2_cache */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_DEVICE_MEMORY (UINT64_C(1) << 31) /* ecc_corrected_volatile_device_memory */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_REGISTER_FILE (UINT64_C(1) << 32) /* ecc_corrected_volatile_register_file */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY (UINT64_C(1) << 33) /* ecc_corrected_volatile_texture_memory */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_CBU (UINT64_C(1) << 34) /* ecc_corrected_volatile_cbu */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_VOLATILE_SRAM (UINT64_C(1) << 35) /* ecc_corrected_volatile_sram */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_L1_CACHE (UINT64_C(1) << 36) /* ecc_corrected_aggregate_l1_cache */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_L2_CACHE (UINT64_C(1) << 37) /* ecc_corrected_aggregate_l2_cache */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY (UINT64_C(1) << 38) /* ecc_corrected_aggregate_device_memory */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_REGISTER_FILE (UINT64_C(1) << 39) /* ecc_corrected_aggregate_register_file */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY (UINT64_C(1) << 40) /* ecc_corrected_aggregate_texture_memory */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_CBU (UINT64_C(1) << 41) /* ecc_corrected_aggregate_cbu */
+#define GPUPEEK_GPU_V2_ECC_CORRECTED_AGGREGATE_SRAM (UINT64_C(1) << 42) /* ecc_corrected_aggregate_sram */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_L1_CACHE (UINT64_C(1) << 43) /* ecc_uncorrected_volatile_l1_cache */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_L2_CACHE (UINT64_C(1) << 44) /* ecc_uncorrected_volatile_l2_cache */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY (UINT64_C(1) << 45) /* ecc_uncorrected_volatile_device_memory */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_REGISTER_FILE (UINT64_C(1) << 46) /* ecc_uncorrected_volatile_register_file */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY (UINT64_C(1) << 47) /* ecc_uncorrected_volatile_texture_memory */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_CBU (UINT64_C(1) << 48) /* ecc_uncorrected_volatile_cbu */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_VOLATILE_SRAM (UINT64_C(1) << 49) /* ecc_uncorrected_volatile_sram */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_L1_CACHE (UINT64_C(1) << 50) /* ecc_uncorrected_aggregate_l1_cache */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_L2_CACHE (UINT64_C(1) << 51) /* ecc_uncorrected_aggregate_l2_cache */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY (UINT64_C(1) << 52) /* ecc_uncorrected_aggregate_device_memory */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE (UINT64_C(1) << 53) /* ecc_uncorrected_aggregate_register_file */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY (UINT64_C(1) << 54) /* ecc_uncorrected_aggregate_texture_memory */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_CBU (UINT64_C(1) << 55) /* ecc_uncorrected_aggregate_cbu */
+#define GPUPEEK_GPU_V2_ECC_UNCORRECTED_AGGREGATE_SRAM (UINT64_C(1) << 56) /* ecc_uncorrected_aggregate_sram */
+#define GPUPEEK_GPU_V2_INFOROM_IMG (UINT64_C(1) << 57) /* inforom_img */
+#define GPUPEEK_GPU_V2_INFOROM_OEM (UINT64_C(1) << 58) /* inforom_oem */
+#define GPUPEEK_GPU_V2_INFOROM_ECC (UINT64_C(1) << 59) /* inforom_ecc */
+#define GPUPEEK_GPU_V2_INFOROM_PWR (UINT64_C(1) << 60) /* inforom_pwr */
+#define GPUPEEK_GPU_V2_GOM (UINT64_C(1) << 61) /* gom_current, gom_pending */
+#define GPUPEEK_GPU_V2_FABRIC (UINT64_C(1) << 62) /* fabric_state, fabric_status */
+#define GPUPEEK_GPU_V2_RECOVERY_ACTION (UINT64_C(1) << 63) /* gpu_recovery_action */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -397,8 +432,47 @@ struct gpupeek_gpu {
     uint32_t encoder_average_fps;
     uint32_t encoder_average_latency_us;
     uint32_t reserved_ext;
+    uint64_t ecc_corrected_volatile_l1_cache;
+    uint64_t ecc_corrected_volatile_l2_cache;
+    uint64_t ecc_corrected_volatile_device_memory;
+    uint64_t ecc_corrected_volatile_register_file;
+    uint64_t ecc_corrected_volatile_texture_memory;
+    uint64_t ecc_corrected_volatile_cbu;
+    uint64_t ecc_corrected_volatile_sram;
+    uint64_t ecc_corrected_aggregate_l1_cache;
+    uint64_t ecc_corrected_aggregate_l2_cache;
+    uint64_t ecc_corrected_aggregate_device_memory;
+    uint64_t ecc_corrected_aggregate_register_file;
+    uint64_t ecc_corrected_aggregate_texture_memory;
+    uint64_t ecc_corrected_aggregate_cbu;
+    uint64_t ecc_corrected_aggregate_sram;
+    uint64_t ecc_uncorrected_volatile_l1_cache;
+    uint64_t ecc_uncorrected_volatile_l2_cache;
+    uint64_t ecc_uncorrected_volatile_device_memory;
+    uint64_t ecc_uncorrected_volatile_register_file;
+    uint64_t ecc_uncorrected_volatile_texture_memory;
+    uint64_t ecc_uncorrected_volatile_cbu;
+    uint64_t ecc_uncorrected_volatile_sram;
+    uint64_t ecc_uncorrected_aggregate_l1_cache;
+    uint64_t ecc_uncorrected_aggregate_l2_cache;
+    uint64_t ecc_uncorrected_aggregate_device_memory;
+    uint64_t ecc_uncorrected_aggregate_register_file;
+    uint64_t ecc_uncorrected_aggregate_texture_memory;
+    uint64_t ecc_uncorrected_aggregate_cbu;
+    uint64_t ecc_uncorrected_aggregate_sram;
+    char inforom_img[16];
+    char inforom_oem[16];
+    char inforom_ecc[16];
+    char inforom_pwr[16];
+    uint32_t gom_current;
+    uint32_t gom_pending;
+    uint32_t fabric_state;
+    int32_t fabric_status;
+    uint32_t gpu_recovery_action;
+    uint32_t reserved_ext2;
+    uint64_t reserved_ext3[9];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 768, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1152, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -495,6 +569,45 @@ GPUPEEK_PIN(gpupeek_gpu, encoder_session_count, 752);
 GPUPEEK_PIN(gpupeek_gpu, encoder_average_fps, 756);
 GPUPEEK_PIN(gpupeek_gpu, encoder_average_latency_us, 760);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext, 764);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_l1_cache, 768);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_l2_cache, 776);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_device_memory, 784);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_register_file, 792);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_texture_memory, 800);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_cbu, 808);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_volatile_sram, 816);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_l1_cache, 824);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_l2_cache, 832);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_device_memory, 840);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_register_file, 848);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_texture_memory, 856);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_cbu, 864);
+GPUPEEK_PIN(gpupeek_gpu, ecc_corrected_aggregate_sram, 872);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_l1_cache, 880);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_l2_cache, 888);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_device_memory, 896);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_register_file, 904);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_texture_memory, 912);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_cbu, 920);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_volatile_sram, 928);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_l1_cache, 936);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_l2_cache, 944);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_device_memory, 952);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_register_file, 960);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_texture_memory, 968);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_cbu, 976);
+GPUPEEK_PIN(gpupeek_gpu, ecc_uncorrected_aggregate_sram, 984);
+GPUPEEK_PIN(gpupeek_gpu, inforom_img, 992);
+GPUPEEK_PIN(gpupeek_gpu, inforom_oem, 1008);
+GPUPEEK_PIN(gpupeek_gpu, inforom_ecc, 1024);
+GPUPEEK_PIN(gpupeek_gpu, inforom_pwr, 1040);
+GPUPEEK_PIN(gpupeek_gpu, gom_current, 1056);
+GPUPEEK_PIN(gpupeek_gpu, gom_pending, 1060);
+GPUPEEK_PIN(gpupeek_gpu, fabric_state, 1064);
+GPUPEEK_PIN(gpupeek_gpu, fabric_status, 1068);
+GPUPEEK_PIN(gpupeek_gpu, gpu_recovery_action, 1072);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext2, 1076);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1080);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -99,7 +99,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 768
+GPU_RECORD_SIZE = 1152
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -256,6 +256,41 @@ GPU_VALID2_BITS = {  # GpuRecord.valid2
     "RETIRED_PAGES_PENDING": 26,
     "REMAPPED_ROWS": 27,
     "ENCODER_STATS": 28,
+    "ECC_CORRECTED_VOLATILE_L1_CACHE": 29,
+    "ECC_CORRECTED_VOLATILE_L2_CACHE": 30,
+    "ECC_CORRECTED_VOLATILE_DEVICE_MEMORY": 31,
+    "ECC_CORRECTED_VOLATILE_REGISTER_FILE": 32,
+    "ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY": 33,
+    "ECC_CORRECTED_VOLATILE_CBU": 34,
+    "ECC_CORRECTED_VOLATILE_SRAM": 35,
+    "ECC_CORRECTED_AGGREGATE_L1_CACHE": 36,
+    "ECC_CORRECTED_AGGREGATE_L2_CACHE": 37,
+    "ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY": 38,
+    "ECC_CORRECTED_AGGREGATE_REGISTER_FILE": 39,
+    "ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY": 40,
+    "ECC_CORRECTED_AGGREGATE_CBU": 41,
+    "ECC_CORRECTED_AGGREGATE_SRAM": 42,
+    "ECC_UNCORRECTED_VOLATILE_L1_CACHE": 43,
+    "ECC_UNCORRECTED_VOLATILE_L2_CACHE": 44,
+    "ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY": 45,
+    "ECC_UNCORRECTED_VOLATILE_REGISTER_FILE": 46,
+    "ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY": 47,
+    "ECC_UNCORRECTED_VOLATILE_CBU": 48,
+    "ECC_UNCORRECTED_VOLATILE_SRAM": 49,
+    "ECC_UNCORRECTED_AGGREGATE_L1_CACHE": 50,
+    "ECC_UNCORRECTED_AGGREGATE_L2_CACHE": 51,
+    "ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY": 52,
+    "ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE": 53,
+    "ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY": 54,
+    "ECC_UNCORRECTED_AGGREGATE_CBU": 55,
+    "ECC_UNCORRECTED_AGGREGATE_SRAM": 56,
+    "INFOROM_IMG": 57,
+    "INFOROM_OEM": 58,
+    "INFOROM_ECC": 59,
+    "INFOROM_PWR": 60,
+    "GOM": 61,
+    "FABRIC": 62,
+    "RECOVERY_ACTION": 63,
 }
 GPU_VALID2 = {
     "serial": 0,  # SERIAL
@@ -300,6 +335,43 @@ GPU_VALID2 = {
     "encoder_session_count": 28,  # ENCODER_STATS
     "encoder_average_fps": 28,  # ENCODER_STATS
     "encoder_average_latency_us": 28,  # ENCODER_STATS
+    "ecc_corrected_volatile_l1_cache": 29,  # ECC_CORRECTED_VOLATILE_L1_CACHE
+    "ecc_corrected_volatile_l2_cache": 30,  # ECC_CORRECTED_VOLATILE_L2_CACHE
+    "ecc_corrected_volatile_device_memory": 31,  # ECC_CORRECTED_VOLATILE_DEVICE_MEMORY
+    "ecc_corrected_volatile_register_file": 32,  # ECC_CORRECTED_VOLATILE_REGISTER_FILE
+    "ecc_corrected_volatile_texture_memory": 33,  # ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY
+    "ecc_corrected_volatile_cbu": 34,  # ECC_CORRECTED_VOLATILE_CBU
+    "ecc_corrected_volatile_sram": 35,  # ECC_CORRECTED_VOLATILE_SRAM
+    "ecc_corrected_aggregate_l1_cache": 36,  # ECC_CORRECTED_AGGREGATE_L1_CACHE
+    "ecc_corrected_aggregate_l2_cache": 37,  # ECC_CORRECTED_AGGREGATE_L2_CACHE
+    "ecc_corrected_aggregate_device_memory": 38,  # ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY
+    "ecc_corrected_aggregate_register_file": 39,  # ECC_CORRECTED_AGGREGATE_REGISTER_FILE
+    "ecc_corrected_aggregate_texture_memory": 40,  # ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY
+    "ecc_corrected_aggregate_cbu": 41,  # ECC_CORRECTED_AGGREGATE_CBU
+    "ecc_corrected_aggregate_sram": 42,  # ECC_CORRECTED_AGGREGATE_SRAM
+    "ecc_uncorrected_volatile_l1_cache": 43,  # ECC_UNCORRECTED_VOLATILE_L1_CACHE
+    "ecc_uncorrected_volatile_l2_cache": 44,  # ECC_UNCORRECTED_VOLATILE_L2_CACHE
+    "ecc_uncorrected_volatile_device_memory": 45,  # ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY
+    "ecc_uncorrected_volatile_register_file": 46,  # ECC_UNCORRECTED_VOLATILE_REGISTER_FILE
+    "ecc_uncorrected_volatile_texture_memory": 47,  # ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY
+    "ecc_uncorrected_volatile_cbu": 48,  # ECC_UNCORRECTED_VOLATILE_CBU
+    "ecc_uncorrected_volatile_sram": 49,  # ECC_UNCORRECTED_VOLATILE_SRAM
+    "ecc_uncorrected_aggregate_l1_cache": 50,  # ECC_UNCORRECTED_AGGREGATE_L1_CACHE
+    "ecc_uncorrected_aggregate_l2_cache": 51,  # ECC_UNCORRECTED_AGGREGATE_L2_CACHE
+    "ecc_uncorrected_aggregate_device_memory": 52,  # ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY
+    "ecc_uncorrected_aggregate_register_file": 53,  # ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE
+    "ecc_uncorrected_aggregate_texture_memory": 54,  # ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY
+    "ecc_uncorrected_aggregate_cbu": 55,  # ECC_UNCORRECTED_AGGREGATE_CBU
+    "ecc_uncorrected_aggregate_sram": 56,  # ECC_UNCORRECTED_AGGREGATE_SRAM
+    "inforom_img": 57,  # INFOROM_IMG
+    "inforom_oem": 58,  # INFOROM_OEM
+    "inforom_ecc": 59,  # INFOROM_ECC
+    "inforom_pwr": 60,  # INFOROM_PWR
+    "gom_current": 61,  # GOM
+    "gom_pending": 61,  # GOM
+    "fabric_state": 62,  # FABRIC
+    "fabric_status": 62,  # FABRIC
+    "gpu_recovery_action": 63,  # RECOVERY_ACTION
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -438,7 +510,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 768, [
+    ("GpuRecord", 1152, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -535,6 +607,45 @@ LAYOUT = [
         ("encoder_average_fps", 756, "I"),
         ("encoder_average_latency_us", 760, "I"),
         ("reserved_ext", 764, "I"),
+        ("ecc_corrected_volatile_l1_cache", 768, "Q"),
+        ("ecc_corrected_volatile_l2_cache", 776, "Q"),
+        ("ecc_corrected_volatile_device_memory", 784, "Q"),
+        ("ecc_corrected_volatile_register_file", 792, "Q"),
+        ("ecc_corrected_volatile_texture_memory", 800, "Q"),
+        ("ecc_corrected_volatile_cbu", 808, "Q"),
+        ("ecc_corrected_volatile_sram", 816, "Q"),
+        ("ecc_corrected_aggregate_l1_cache", 824, "Q"),
+        ("ecc_corrected_aggregate_l2_cache", 832, "Q"),
+        ("ecc_corrected_aggregate_device_memory", 840, "Q"),
+        ("ecc_corrected_aggregate_register_file", 848, "Q"),
+        ("ecc_corrected_aggregate_texture_memory", 856, "Q"),
+        ("ecc_corrected_aggregate_cbu", 864, "Q"),
+        ("ecc_corrected_aggregate_sram", 872, "Q"),
+        ("ecc_uncorrected_volatile_l1_cache", 880, "Q"),
+        ("ecc_uncorrected_volatile_l2_cache", 888, "Q"),
+        ("ecc_uncorrected_volatile_device_memory", 896, "Q"),
+        ("ecc_uncorrected_volatile_register_file", 904, "Q"),
+        ("ecc_uncorrected_volatile_texture_memory", 912, "Q"),
+        ("ecc_uncorrected_volatile_cbu", 920, "Q"),
+        ("ecc_uncorrected_volatile_sram", 928, "Q"),
+        ("ecc_uncorrected_aggregate_l1_cache", 936, "Q"),
+        ("ecc_uncorrected_aggregate_l2_cache", 944, "Q"),
+        ("ecc_uncorrected_aggregate_device_memory", 952, "Q"),
+        ("ecc_uncorrected_aggregate_register_file", 960, "Q"),
+        ("ecc_uncorrected_aggregate_texture_memory", 968, "Q"),
+        ("ecc_uncorrected_aggregate_cbu", 976, "Q"),
+        ("ecc_uncorrected_aggregate_sram", 984, "Q"),
+        ("inforom_img", 992, "16s"),
+        ("inforom_oem", 1008, "16s"),
+        ("inforom_ecc", 1024, "16s"),
+        ("inforom_pwr", 1040, "16s"),
+        ("gom_current", 1056, "I"),
+        ("gom_pending", 1060, "I"),
+        ("fabric_state", 1064, "I"),
+        ("fabric_status", 1068, "i"),
+        ("gpu_recovery_action", 1072, "I"),
+        ("reserved_ext2", 1076, "I"),
+        ("reserved_ext3", 1080, "72s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

@@ -4,10 +4,13 @@
 //! - **Identity**, once per NVML session ([`Details::read`]): serial, VBIOS version,
 //!   compute capability, PCI ids (from the PCI info the identity already reads), maximum
 //!   PCIe link, default power limit and the limit range, the clock event reasons the GPU
-//!   can report. Kept in every GPU state, like the name.
+//!   can report, the infoROM versions. Kept in every GPU state, like the name.
 //! - **Near-static**, with [`crate::tiers::STATIC`] every 30 s ([`sample_static`]):
 //!   persistence, compute, display and ECC modes, accounting, retired pages, remapped rows,
-//!   applications and default applications clocks, aggregate ECC counts.
+//!   applications and default applications clocks, aggregate ECC counts, and the ECC
+//!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each), the GPU
+//!   operation mode, the fabric registration state and the recovery action the driver
+//!   recommends (one `nvmlDeviceGetFieldValues` of its own).
 //! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
@@ -19,7 +22,9 @@
 
 use std::os::raw::c_uint;
 
-use nvml_wrapper::enum_wrappers::device::{Clock, ComputeMode, EccCounter, MemoryError};
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, ComputeMode, EccCounter, InfoRom, MemoryError, MemoryLocation, OperationMode,
+};
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::struct_wrappers::device::PciInfo;
 use nvml_wrapper::{Device, Nvml};
@@ -76,7 +81,11 @@ pub const IDENTITY2: u64 = v2::SERIAL
     | v2::PCIE_LINK_GEN_MAX
     | v2::PCIE_LINK_WIDTH_MAX
     | v2::POWER_DEFAULT_LIMIT
-    | v2::POWER_LIMIT_RANGE;
+    | v2::POWER_LIMIT_RANGE
+    | v2::INFOROM_IMG
+    | v2::INFOROM_OEM
+    | v2::INFOROM_ECC
+    | v2::INFOROM_PWR;
 
 /// The [`gpu_valid2`] values read with [`crate::tiers::STATIC`].
 pub const STATIC2: u64 = v2::PERSISTENCE_MODE
@@ -94,7 +103,41 @@ pub const STATIC2: u64 = v2::PERSISTENCE_MODE
     | v2::CLOCK_DEFAULT_APP_GRAPHICS
     | v2::CLOCK_DEFAULT_APP_MEM
     | v2::ECC_CORRECTED_AGGREGATE
-    | v2::ECC_UNCORRECTED_AGGREGATE;
+    | v2::ECC_UNCORRECTED_AGGREGATE
+    | ECC_LOCATIONS
+    | v2::GOM
+    | v2::FABRIC
+    | v2::RECOVERY_ACTION;
+
+/// The per-location ECC counts ([`ECC_LOCATION`]'s bits).
+pub const ECC_LOCATIONS: u64 = v2::ECC_CORRECTED_VOLATILE_L1_CACHE
+    | v2::ECC_CORRECTED_VOLATILE_L2_CACHE
+    | v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY
+    | v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE
+    | v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY
+    | v2::ECC_CORRECTED_VOLATILE_CBU
+    | v2::ECC_CORRECTED_VOLATILE_SRAM
+    | v2::ECC_CORRECTED_AGGREGATE_L1_CACHE
+    | v2::ECC_CORRECTED_AGGREGATE_L2_CACHE
+    | v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY
+    | v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE
+    | v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY
+    | v2::ECC_CORRECTED_AGGREGATE_CBU
+    | v2::ECC_CORRECTED_AGGREGATE_SRAM
+    | v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE
+    | v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE
+    | v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY
+    | v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE
+    | v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY
+    | v2::ECC_UNCORRECTED_VOLATILE_CBU
+    | v2::ECC_UNCORRECTED_VOLATILE_SRAM
+    | v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE
+    | v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE
+    | v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY
+    | v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE
+    | v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY
+    | v2::ECC_UNCORRECTED_AGGREGATE_CBU
+    | v2::ECC_UNCORRECTED_AGGREGATE_SRAM;
 
 /// The [`gpu_valid2`] values read on slow ticks.
 pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
@@ -160,6 +203,29 @@ impl Details {
                 r.power_max_limit_mw = c.max_limit;
             },
         );
+        fill.field2(
+            v2::INFOROM_IMG,
+            || device.info_rom_image_version(),
+            |r, s| text::encode(&mut r.inforom_img, &s),
+        );
+        for (bit, object) in [
+            (v2::INFOROM_OEM, InfoRom::OEM),
+            (v2::INFOROM_ECC, InfoRom::ECC),
+            (v2::INFOROM_PWR, InfoRom::Power),
+        ] {
+            fill.field2(
+                bit,
+                || device.info_rom_version(object),
+                |r, s| {
+                    let slot = match object {
+                        InfoRom::OEM => &mut r.inforom_oem,
+                        InfoRom::ECC => &mut r.inforom_ecc,
+                        InfoRom::Power => &mut r.inforom_pwr,
+                    };
+                    text::encode(slot, &s);
+                },
+            );
+        }
         let details = Details { rec: *fill.rec };
         fill.rec.valid2 = saved.0;
         fill.rec.deprecated2 = saved.1;
@@ -272,6 +338,264 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Aggregate),
         |r, n| r.ecc_uncorrected_aggregate_count = n,
     );
+    sample_ecc_locations(d, f);
+    f.field2(
+        v2::GOM,
+        || d.gpu_operation_mode(),
+        |r, m| {
+            let code = |m| match m {
+                OperationMode::AllOn => 0,
+                OperationMode::Compute => 1,
+                OperationMode::LowDP => 2,
+            };
+            r.gom_current = code(m.current);
+            r.gom_pending = code(m.pending);
+        },
+    );
+    f.field2(
+        v2::FABRIC,
+        || fabric_info(nvml, d),
+        |r, (state, status)| {
+            r.fabric_state = state;
+            r.fabric_status = status;
+        },
+    );
+    f.field2(
+        v2::RECOVERY_ACTION,
+        || {
+            let id = bindings::field_id::NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+            crate::fields::one(nvml, d, id)
+        },
+        |r, action| r.gpu_recovery_action = u32::try_from(action).unwrap_or(u32::MAX),
+    );
+}
+
+/// Every per-location ECC count nvidia-smi names: its bit, error type, counter and
+/// location (`dram` is NVML's device memory location, which nvidia-smi also calls
+/// `device_memory`).
+const ECC_LOCATION: [(u64, MemoryError, EccCounter, MemoryLocation); 28] = [
+    (
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_CBU,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_SRAM,
+        MemoryError::Corrected,
+        EccCounter::Volatile,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_CBU,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_SRAM,
+        MemoryError::Corrected,
+        EccCounter::Aggregate,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_CBU,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM,
+        MemoryError::Uncorrected,
+        EccCounter::Volatile,
+        MemoryLocation::SRAM,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L1Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::L2Cache,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Device,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::RegisterFile,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Texture,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::Cbu,
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_SRAM,
+        MemoryError::Uncorrected,
+        EccCounter::Aggregate,
+        MemoryLocation::SRAM,
+    ),
+];
+
+/// The record's slot for the per-location ECC count behind `bit`.
+fn ecc_slot(r: &mut GpuRecord, bit: u64) -> &mut u64 {
+    match bit {
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE => &mut r.ecc_corrected_volatile_l1_cache,
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE => &mut r.ecc_corrected_volatile_l2_cache,
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY => &mut r.ecc_corrected_volatile_device_memory,
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE => &mut r.ecc_corrected_volatile_register_file,
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY => &mut r.ecc_corrected_volatile_texture_memory,
+        v2::ECC_CORRECTED_VOLATILE_CBU => &mut r.ecc_corrected_volatile_cbu,
+        v2::ECC_CORRECTED_VOLATILE_SRAM => &mut r.ecc_corrected_volatile_sram,
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE => &mut r.ecc_corrected_aggregate_l1_cache,
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE => &mut r.ecc_corrected_aggregate_l2_cache,
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY => &mut r.ecc_corrected_aggregate_device_memory,
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE => &mut r.ecc_corrected_aggregate_register_file,
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY => &mut r.ecc_corrected_aggregate_texture_memory,
+        v2::ECC_CORRECTED_AGGREGATE_CBU => &mut r.ecc_corrected_aggregate_cbu,
+        v2::ECC_CORRECTED_AGGREGATE_SRAM => &mut r.ecc_corrected_aggregate_sram,
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE => &mut r.ecc_uncorrected_volatile_l1_cache,
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE => &mut r.ecc_uncorrected_volatile_l2_cache,
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY => &mut r.ecc_uncorrected_volatile_device_memory,
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE => &mut r.ecc_uncorrected_volatile_register_file,
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY => {
+            &mut r.ecc_uncorrected_volatile_texture_memory
+        }
+        v2::ECC_UNCORRECTED_VOLATILE_CBU => &mut r.ecc_uncorrected_volatile_cbu,
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM => &mut r.ecc_uncorrected_volatile_sram,
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE => &mut r.ecc_uncorrected_aggregate_l1_cache,
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE => &mut r.ecc_uncorrected_aggregate_l2_cache,
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY => {
+            &mut r.ecc_uncorrected_aggregate_device_memory
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE => {
+            &mut r.ecc_uncorrected_aggregate_register_file
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY => {
+            &mut r.ecc_uncorrected_aggregate_texture_memory
+        }
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU => &mut r.ecc_uncorrected_aggregate_cbu,
+        _ => &mut r.ecc_uncorrected_aggregate_sram,
+    }
+}
+
+/// The per-location ECC counts, one `nvmlDeviceGetMemoryErrorCounter` each; a location
+/// the GPU does not have is not supported and gets no value.
+fn sample_ecc_locations(d: &Device, f: &mut Fill) {
+    for (bit, error, counter, location) in ECC_LOCATION {
+        f.field2(
+            bit,
+            || d.memory_error_counter(error, counter, location),
+            |r, n| *ecc_slot(r, bit) = n,
+        );
+    }
 }
 
 /// The slow tier's values: see [`SLOW2`].
@@ -348,6 +672,27 @@ fn remapped_rows(nvml: &Nvml, d: &Device) -> Result<[u32; 4], NvmlError> {
     ])
 }
 
+/// `nvmlDeviceGetGpuFabricInfo`, which nvml-wrapper lacks: the registration state
+/// and, once it is completed, its status (an NVML return code).
+fn fabric_info(nvml: &Nvml, d: &Device) -> Result<(u32, i32), NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetGpuFabricInfo
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut info = bindings::nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
+    // nvmlGpuFabricInfo_t *)`; the handle belongs to the live session held by `nvml`,
+    // and `info` is a valid, writable nvmlGpuFabricInfo_t.
+    nvml_try(unsafe { get(d.handle(), &mut info) })?;
+    Ok((u32::from(info.state), info.status as i32))
+}
+
 /// Copies the [`gpu_valid2`] values behind `bits` from `from` into `to`, with their
 /// bits in `valid2` and `deprecated2`.
 pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
@@ -390,6 +735,41 @@ pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
             remapped_rows_pending, remapped_rows_failure;
         ENCODER_STATS => encoder_session_count, encoder_average_fps,
             encoder_average_latency_us;
+        ECC_CORRECTED_VOLATILE_L1_CACHE => ecc_corrected_volatile_l1_cache;
+        ECC_CORRECTED_VOLATILE_L2_CACHE => ecc_corrected_volatile_l2_cache;
+        ECC_CORRECTED_VOLATILE_DEVICE_MEMORY => ecc_corrected_volatile_device_memory;
+        ECC_CORRECTED_VOLATILE_REGISTER_FILE => ecc_corrected_volatile_register_file;
+        ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY => ecc_corrected_volatile_texture_memory;
+        ECC_CORRECTED_VOLATILE_CBU => ecc_corrected_volatile_cbu;
+        ECC_CORRECTED_VOLATILE_SRAM => ecc_corrected_volatile_sram;
+        ECC_CORRECTED_AGGREGATE_L1_CACHE => ecc_corrected_aggregate_l1_cache;
+        ECC_CORRECTED_AGGREGATE_L2_CACHE => ecc_corrected_aggregate_l2_cache;
+        ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY => ecc_corrected_aggregate_device_memory;
+        ECC_CORRECTED_AGGREGATE_REGISTER_FILE => ecc_corrected_aggregate_register_file;
+        ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY => ecc_corrected_aggregate_texture_memory;
+        ECC_CORRECTED_AGGREGATE_CBU => ecc_corrected_aggregate_cbu;
+        ECC_CORRECTED_AGGREGATE_SRAM => ecc_corrected_aggregate_sram;
+        ECC_UNCORRECTED_VOLATILE_L1_CACHE => ecc_uncorrected_volatile_l1_cache;
+        ECC_UNCORRECTED_VOLATILE_L2_CACHE => ecc_uncorrected_volatile_l2_cache;
+        ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY => ecc_uncorrected_volatile_device_memory;
+        ECC_UNCORRECTED_VOLATILE_REGISTER_FILE => ecc_uncorrected_volatile_register_file;
+        ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY => ecc_uncorrected_volatile_texture_memory;
+        ECC_UNCORRECTED_VOLATILE_CBU => ecc_uncorrected_volatile_cbu;
+        ECC_UNCORRECTED_VOLATILE_SRAM => ecc_uncorrected_volatile_sram;
+        ECC_UNCORRECTED_AGGREGATE_L1_CACHE => ecc_uncorrected_aggregate_l1_cache;
+        ECC_UNCORRECTED_AGGREGATE_L2_CACHE => ecc_uncorrected_aggregate_l2_cache;
+        ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY => ecc_uncorrected_aggregate_device_memory;
+        ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE => ecc_uncorrected_aggregate_register_file;
+        ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY => ecc_uncorrected_aggregate_texture_memory;
+        ECC_UNCORRECTED_AGGREGATE_CBU => ecc_uncorrected_aggregate_cbu;
+        ECC_UNCORRECTED_AGGREGATE_SRAM => ecc_uncorrected_aggregate_sram;
+        INFOROM_IMG => inforom_img;
+        INFOROM_OEM => inforom_oem;
+        INFOROM_ECC => inforom_ecc;
+        INFOROM_PWR => inforom_pwr;
+        GOM => gom_current, gom_pending;
+        FABRIC => fabric_state, fabric_status;
+        RECOVERY_ACTION => gpu_recovery_action;
     }
     to.valid2 = (to.valid2 & !bits) | (from.valid2 & bits);
     to.deprecated2 = (to.deprecated2 & !bits) | (from.deprecated2 & bits);

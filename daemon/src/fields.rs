@@ -99,6 +99,23 @@ fn value_of(e: &nvmlFieldValue_t) -> Option<u64> {
     }
 }
 
+/// One field value in a call of its own (for a slow tier): its value, or the entry's
+/// (or the call's) error.
+pub fn one(nvml: &Nvml, device: &Device, id: u32) -> Result<u64, NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetFieldValues
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut entry = blank(id);
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
+    // nvmlFieldValue_t *)`; the handle is from the live session and `entry` is one
+    // initialised, writable entry.
+    nvml_try(unsafe { get(device.handle(), 1, &mut entry) })?;
+    nvml_try(entry.nvmlReturn)?;
+    value_of(&entry).ok_or(NvmlError::NotSupported)
+}
+
 impl Fields {
     /// Whether field `i` is still asked of this GPU.
     pub fn supported(&self, i: usize) -> bool {

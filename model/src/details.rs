@@ -20,7 +20,11 @@ pub(crate) const IDENTITY2: u64 = v2::SERIAL
     | v2::PCIE_LINK_GEN_MAX
     | v2::PCIE_LINK_WIDTH_MAX
     | v2::POWER_DEFAULT_LIMIT
-    | v2::POWER_LIMIT_RANGE;
+    | v2::POWER_LIMIT_RANGE
+    | v2::INFOROM_IMG
+    | v2::INFOROM_OEM
+    | v2::INFOROM_ECC
+    | v2::INFOROM_PWR;
 
 /// NVML's compute mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +47,123 @@ impl ComputeMode {
             ComputeMode::ExclusiveThread => "Exclusive_Thread",
             ComputeMode::Prohibited => "Prohibited",
             ComputeMode::ExclusiveProcess => "Exclusive_Process",
+        }
+    }
+}
+
+/// NVML's GPU operation mode (GOM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gom {
+    /// Everything on, at full speed.
+    AllOn,
+    /// Compute only: no graphics.
+    Compute,
+    /// Graphics without high-bandwidth double precision.
+    LowDoublePrecision,
+}
+
+impl Gom {
+    fn from_raw(x: u32) -> Option<Gom> {
+        Some(match x {
+            0 => Gom::AllOn,
+            1 => Gom::Compute,
+            2 => Gom::LowDoublePrecision,
+            _ => return None,
+        })
+    }
+
+    /// nvidia-smi's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Gom::AllOn => "All On",
+            Gom::Compute => "Compute",
+            Gom::LowDoublePrecision => "Low Double Precision",
+        }
+    }
+}
+
+/// The GPU operation mode now and after the next reboot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GomSetting {
+    /// In force now.
+    pub current: Gom,
+    /// In force after the next reboot.
+    pub pending: Gom,
+}
+
+/// The GPU's registration with the NVLink fabric (NVSwitch systems).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fabric {
+    /// NVML's state: 0 not supported, 1 not started, 2 in progress, 3 completed.
+    pub state: u32,
+    /// NVML return code of the registration, meaningful once completed.
+    pub status: i32,
+}
+
+impl Fabric {
+    /// nvidia-smi's name of the state: `None` for "not supported" (nvidia-smi prints a
+    /// bare `N/A`, as when the call is not supported) and for a number NVML does not
+    /// define.
+    pub fn state_name(self) -> Option<&'static str> {
+        Some(match self.state {
+            1 => "Not Started",
+            2 => "In Progress",
+            3 => "Completed",
+            _ => return None,
+        })
+    }
+
+    /// nvidia-smi's words for the status (NVML's `nvmlErrorString`: "Success" in every
+    /// capture of a registered H100 or H200), given for a GPU the fabric knows.
+    pub fn status_name(self) -> Option<&'static str> {
+        self.state_name()?;
+        Some(match self.status {
+            0 => "Success",
+            3 => "Not Supported",
+            4 => "Insufficient Permissions",
+            10 => "Timeout",
+            _ => "Unknown Error",
+        })
+    }
+}
+
+/// What the driver recommends to bring a GPU back to health (NVML's
+/// `nvmlDeviceGpuRecoveryAction_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryAction {
+    /// Nothing to do.
+    None,
+    /// Reset the GPU.
+    GpuReset,
+    /// Reboot the node.
+    NodeReboot,
+    /// Drain peer-to-peer traffic.
+    DrainP2p,
+    /// Drain the GPU, then reset it.
+    DrainAndReset,
+}
+
+impl RecoveryAction {
+    fn from_raw(x: u32) -> Option<RecoveryAction> {
+        Some(match x {
+            0 => RecoveryAction::None,
+            1 => RecoveryAction::GpuReset,
+            2 => RecoveryAction::NodeReboot,
+            3 => RecoveryAction::DrainP2p,
+            4 => RecoveryAction::DrainAndReset,
+            _ => return None,
+        })
+    }
+
+    /// nvidia-smi's name: "None" is what every capture shows; the others follow NVML's
+    /// names for the action, as nvidia_gpu_exporter's NVML backend spells them.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecoveryAction::None => "None",
+            RecoveryAction::GpuReset => "GPU Reset",
+            RecoveryAction::NodeReboot => "Node Reboot",
+            RecoveryAction::DrainP2p => "Drain P2P",
+            RecoveryAction::DrainAndReset => "Drain and Reset",
         }
     }
 }
@@ -104,6 +225,135 @@ pub struct Setting {
     pub pending: bool,
 }
 
+/// The per-location ECC counts, in the order of [`Details::ecc_by_location`]: the
+/// bit, and nvidia-smi's names of the count (`dram` is NVML's device memory location).
+pub const ECC_LOCATIONS: [(u64, &[&str]); 28] = [
+    (
+        v2::ECC_CORRECTED_VOLATILE_L1_CACHE,
+        &["ecc.errors.corrected.volatile.l1_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_L2_CACHE,
+        &["ecc.errors.corrected.volatile.l2_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.corrected.volatile.device_memory",
+            "ecc.errors.corrected.volatile.dram",
+        ],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE,
+        &["ecc.errors.corrected.volatile.register_file"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY,
+        &["ecc.errors.corrected.volatile.texture_memory"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_CBU,
+        &["ecc.errors.corrected.volatile.cbu"],
+    ),
+    (
+        v2::ECC_CORRECTED_VOLATILE_SRAM,
+        &["ecc.errors.corrected.volatile.sram"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L1_CACHE,
+        &["ecc.errors.corrected.aggregate.l1_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_L2_CACHE,
+        &["ecc.errors.corrected.aggregate.l2_cache"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.corrected.aggregate.device_memory",
+            "ecc.errors.corrected.aggregate.dram",
+        ],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE,
+        &["ecc.errors.corrected.aggregate.register_file"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        &["ecc.errors.corrected.aggregate.texture_memory"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_CBU,
+        &["ecc.errors.corrected.aggregate.cbu"],
+    ),
+    (
+        v2::ECC_CORRECTED_AGGREGATE_SRAM,
+        &["ecc.errors.corrected.aggregate.sram"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE,
+        &["ecc.errors.uncorrected.volatile.l1_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE,
+        &["ecc.errors.uncorrected.volatile.l2_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.uncorrected.volatile.device_memory",
+            "ecc.errors.uncorrected.volatile.dram",
+        ],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE,
+        &["ecc.errors.uncorrected.volatile.register_file"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY,
+        &["ecc.errors.uncorrected.volatile.texture_memory"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_CBU,
+        &["ecc.errors.uncorrected.volatile.cbu"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_VOLATILE_SRAM,
+        &["ecc.errors.uncorrected.volatile.sram"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE,
+        &["ecc.errors.uncorrected.aggregate.l1_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE,
+        &["ecc.errors.uncorrected.aggregate.l2_cache"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY,
+        &[
+            "ecc.errors.uncorrected.aggregate.device_memory",
+            "ecc.errors.uncorrected.aggregate.dram",
+        ],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE,
+        &["ecc.errors.uncorrected.aggregate.register_file"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY,
+        &["ecc.errors.uncorrected.aggregate.texture_memory"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_CBU,
+        &["ecc.errors.uncorrected.aggregate.cbu"],
+    ),
+    (
+        v2::ECC_UNCORRECTED_AGGREGATE_SRAM,
+        &["ecc.errors.uncorrected.aggregate.sram"],
+    ),
+];
+
 /// The values of [`v2`] a GPU shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Details<'a> {
@@ -163,6 +413,23 @@ pub struct Details<'a> {
     pub ecc_corrected_aggregate: Option<u64>,
     /// Uncorrected ECC errors over the GPU's life.
     pub ecc_uncorrected_aggregate: Option<u64>,
+    /// ECC error counts by location, in [`ECC_LOCATIONS`]'s order.
+    pub ecc_by_location: [Option<u64>; ECC_LOCATIONS.len()],
+    /// infoROM image version.
+    pub inforom_img: Option<Text<'a>>,
+    /// Version of the infoROM's OEM object.
+    pub inforom_oem: Option<Text<'a>>,
+    /// Version of the infoROM's ECC object.
+    pub inforom_ecc: Option<Text<'a>>,
+    /// Version of the infoROM's power management object.
+    pub inforom_pwr: Option<Text<'a>>,
+    /// GPU operation mode (`None` also for a number NVML does not define).
+    pub gom: Option<GomSetting>,
+    /// Fabric registration.
+    pub fabric: Option<Fabric>,
+    /// The recovery action the driver recommends (`None` also for a number NVML does
+    /// not define).
+    pub recovery_action: Option<RecoveryAction>,
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
@@ -248,6 +515,75 @@ impl<'a> Details<'a> {
                 .then_some(g.ecc_corrected_aggregate_count),
             ecc_uncorrected_aggregate: has(v2::ECC_UNCORRECTED_AGGREGATE)
                 .then_some(g.ecc_uncorrected_aggregate_count),
+            ecc_by_location: [
+                has(v2::ECC_CORRECTED_VOLATILE_L1_CACHE)
+                    .then_some(g.ecc_corrected_volatile_l1_cache),
+                has(v2::ECC_CORRECTED_VOLATILE_L2_CACHE)
+                    .then_some(g.ecc_corrected_volatile_l2_cache),
+                has(v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY)
+                    .then_some(g.ecc_corrected_volatile_device_memory),
+                has(v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE)
+                    .then_some(g.ecc_corrected_volatile_register_file),
+                has(v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_corrected_volatile_texture_memory),
+                has(v2::ECC_CORRECTED_VOLATILE_CBU).then_some(g.ecc_corrected_volatile_cbu),
+                has(v2::ECC_CORRECTED_VOLATILE_SRAM).then_some(g.ecc_corrected_volatile_sram),
+                has(v2::ECC_CORRECTED_AGGREGATE_L1_CACHE)
+                    .then_some(g.ecc_corrected_aggregate_l1_cache),
+                has(v2::ECC_CORRECTED_AGGREGATE_L2_CACHE)
+                    .then_some(g.ecc_corrected_aggregate_l2_cache),
+                has(v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY)
+                    .then_some(g.ecc_corrected_aggregate_device_memory),
+                has(v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE)
+                    .then_some(g.ecc_corrected_aggregate_register_file),
+                has(v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_corrected_aggregate_texture_memory),
+                has(v2::ECC_CORRECTED_AGGREGATE_CBU).then_some(g.ecc_corrected_aggregate_cbu),
+                has(v2::ECC_CORRECTED_AGGREGATE_SRAM).then_some(g.ecc_corrected_aggregate_sram),
+                has(v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE)
+                    .then_some(g.ecc_uncorrected_volatile_l1_cache),
+                has(v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE)
+                    .then_some(g.ecc_uncorrected_volatile_l2_cache),
+                has(v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY)
+                    .then_some(g.ecc_uncorrected_volatile_device_memory),
+                has(v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE)
+                    .then_some(g.ecc_uncorrected_volatile_register_file),
+                has(v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_uncorrected_volatile_texture_memory),
+                has(v2::ECC_UNCORRECTED_VOLATILE_CBU).then_some(g.ecc_uncorrected_volatile_cbu),
+                has(v2::ECC_UNCORRECTED_VOLATILE_SRAM).then_some(g.ecc_uncorrected_volatile_sram),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE)
+                    .then_some(g.ecc_uncorrected_aggregate_l1_cache),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE)
+                    .then_some(g.ecc_uncorrected_aggregate_l2_cache),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY)
+                    .then_some(g.ecc_uncorrected_aggregate_device_memory),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE)
+                    .then_some(g.ecc_uncorrected_aggregate_register_file),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY)
+                    .then_some(g.ecc_uncorrected_aggregate_texture_memory),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_CBU).then_some(g.ecc_uncorrected_aggregate_cbu),
+                has(v2::ECC_UNCORRECTED_AGGREGATE_SRAM).then_some(g.ecc_uncorrected_aggregate_sram),
+            ],
+            inforom_img: text(v2::INFOROM_IMG, &g.inforom_img),
+            inforom_oem: text(v2::INFOROM_OEM, &g.inforom_oem),
+            inforom_ecc: text(v2::INFOROM_ECC, &g.inforom_ecc),
+            inforom_pwr: text(v2::INFOROM_PWR, &g.inforom_pwr),
+            gom: has(v2::GOM)
+                .then(|| {
+                    Some(GomSetting {
+                        current: Gom::from_raw(g.gom_current)?,
+                        pending: Gom::from_raw(g.gom_pending)?,
+                    })
+                })
+                .flatten(),
+            fabric: has(v2::FABRIC).then_some(Fabric {
+                state: g.fabric_state,
+                status: g.fabric_status,
+            }),
+            recovery_action: has(v2::RECOVERY_ACTION)
+                .then(|| RecoveryAction::from_raw(g.gpu_recovery_action))
+                .flatten(),
             deprecated: g.deprecated2 & keep & !valid,
         }
     }

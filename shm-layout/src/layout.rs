@@ -376,6 +376,76 @@ bit_set! {
         /// `encoder_session_count`, `encoder_average_fps`, `encoder_average_latency_us`.
         ENCODER_STATS = 28 [encoder_session_count, encoder_average_fps,
             encoder_average_latency_us],
+        /// `ecc_corrected_volatile_l1_cache`.
+        ECC_CORRECTED_VOLATILE_L1_CACHE = 29 [ecc_corrected_volatile_l1_cache],
+        /// `ecc_corrected_volatile_l2_cache`.
+        ECC_CORRECTED_VOLATILE_L2_CACHE = 30 [ecc_corrected_volatile_l2_cache],
+        /// `ecc_corrected_volatile_device_memory`.
+        ECC_CORRECTED_VOLATILE_DEVICE_MEMORY = 31 [ecc_corrected_volatile_device_memory],
+        /// `ecc_corrected_volatile_register_file`.
+        ECC_CORRECTED_VOLATILE_REGISTER_FILE = 32 [ecc_corrected_volatile_register_file],
+        /// `ecc_corrected_volatile_texture_memory`.
+        ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY = 33 [ecc_corrected_volatile_texture_memory],
+        /// `ecc_corrected_volatile_cbu`.
+        ECC_CORRECTED_VOLATILE_CBU = 34 [ecc_corrected_volatile_cbu],
+        /// `ecc_corrected_volatile_sram`.
+        ECC_CORRECTED_VOLATILE_SRAM = 35 [ecc_corrected_volatile_sram],
+        /// `ecc_corrected_aggregate_l1_cache`.
+        ECC_CORRECTED_AGGREGATE_L1_CACHE = 36 [ecc_corrected_aggregate_l1_cache],
+        /// `ecc_corrected_aggregate_l2_cache`.
+        ECC_CORRECTED_AGGREGATE_L2_CACHE = 37 [ecc_corrected_aggregate_l2_cache],
+        /// `ecc_corrected_aggregate_device_memory`.
+        ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY = 38 [ecc_corrected_aggregate_device_memory],
+        /// `ecc_corrected_aggregate_register_file`.
+        ECC_CORRECTED_AGGREGATE_REGISTER_FILE = 39 [ecc_corrected_aggregate_register_file],
+        /// `ecc_corrected_aggregate_texture_memory`.
+        ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY = 40 [ecc_corrected_aggregate_texture_memory],
+        /// `ecc_corrected_aggregate_cbu`.
+        ECC_CORRECTED_AGGREGATE_CBU = 41 [ecc_corrected_aggregate_cbu],
+        /// `ecc_corrected_aggregate_sram`.
+        ECC_CORRECTED_AGGREGATE_SRAM = 42 [ecc_corrected_aggregate_sram],
+        /// `ecc_uncorrected_volatile_l1_cache`.
+        ECC_UNCORRECTED_VOLATILE_L1_CACHE = 43 [ecc_uncorrected_volatile_l1_cache],
+        /// `ecc_uncorrected_volatile_l2_cache`.
+        ECC_UNCORRECTED_VOLATILE_L2_CACHE = 44 [ecc_uncorrected_volatile_l2_cache],
+        /// `ecc_uncorrected_volatile_device_memory`.
+        ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY = 45 [ecc_uncorrected_volatile_device_memory],
+        /// `ecc_uncorrected_volatile_register_file`.
+        ECC_UNCORRECTED_VOLATILE_REGISTER_FILE = 46 [ecc_uncorrected_volatile_register_file],
+        /// `ecc_uncorrected_volatile_texture_memory`.
+        ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY = 47 [ecc_uncorrected_volatile_texture_memory],
+        /// `ecc_uncorrected_volatile_cbu`.
+        ECC_UNCORRECTED_VOLATILE_CBU = 48 [ecc_uncorrected_volatile_cbu],
+        /// `ecc_uncorrected_volatile_sram`.
+        ECC_UNCORRECTED_VOLATILE_SRAM = 49 [ecc_uncorrected_volatile_sram],
+        /// `ecc_uncorrected_aggregate_l1_cache`.
+        ECC_UNCORRECTED_AGGREGATE_L1_CACHE = 50 [ecc_uncorrected_aggregate_l1_cache],
+        /// `ecc_uncorrected_aggregate_l2_cache`.
+        ECC_UNCORRECTED_AGGREGATE_L2_CACHE = 51 [ecc_uncorrected_aggregate_l2_cache],
+        /// `ecc_uncorrected_aggregate_device_memory`.
+        ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY = 52 [ecc_uncorrected_aggregate_device_memory],
+        /// `ecc_uncorrected_aggregate_register_file`.
+        ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE = 53 [ecc_uncorrected_aggregate_register_file],
+        /// `ecc_uncorrected_aggregate_texture_memory`.
+        ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY = 54 [ecc_uncorrected_aggregate_texture_memory],
+        /// `ecc_uncorrected_aggregate_cbu`.
+        ECC_UNCORRECTED_AGGREGATE_CBU = 55 [ecc_uncorrected_aggregate_cbu],
+        /// `ecc_uncorrected_aggregate_sram`.
+        ECC_UNCORRECTED_AGGREGATE_SRAM = 56 [ecc_uncorrected_aggregate_sram],
+        /// `inforom_img` (ABI 1.5).
+        INFOROM_IMG = 57 [inforom_img],
+        /// `inforom_oem` (ABI 1.5).
+        INFOROM_OEM = 58 [inforom_oem],
+        /// `inforom_ecc` (ABI 1.5).
+        INFOROM_ECC = 59 [inforom_ecc],
+        /// `inforom_pwr` (ABI 1.5).
+        INFOROM_PWR = 60 [inforom_pwr],
+        /// `gom_current` and `gom_pending` (ABI 1.5).
+        GOM = 61 [gom_current, gom_pending],
+        /// `fabric_state` and `fabric_status` (ABI 1.5).
+        FABRIC = 62 [fabric_state, fabric_status],
+        /// `gpu_recovery_action` (ABI 1.5). The last bit of `valid2`.
+        RECOVERY_ACTION = 63 [gpu_recovery_action],
     }
 }
 
@@ -623,6 +693,89 @@ pub struct GpuRecord {
     pub encoder_average_latency_us: u32,
     /// Zero.
     pub reserved_ext: u32,
+    /// Corrected volatile ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_corrected_volatile_l1_cache: u64,
+    /// Corrected volatile ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_corrected_volatile_l2_cache: u64,
+    /// Corrected volatile ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_corrected_volatile_device_memory: u64,
+    /// Corrected volatile ECC errors in the register file (ABI 1.5).
+    pub ecc_corrected_volatile_register_file: u64,
+    /// Corrected volatile ECC errors in the texture memory (ABI 1.5).
+    pub ecc_corrected_volatile_texture_memory: u64,
+    /// Corrected volatile ECC errors in the CBU (ABI 1.5).
+    pub ecc_corrected_volatile_cbu: u64,
+    /// Corrected volatile ECC errors in the SRAM (ABI 1.5).
+    pub ecc_corrected_volatile_sram: u64,
+    /// Corrected aggregate ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_corrected_aggregate_l1_cache: u64,
+    /// Corrected aggregate ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_corrected_aggregate_l2_cache: u64,
+    /// Corrected aggregate ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_corrected_aggregate_device_memory: u64,
+    /// Corrected aggregate ECC errors in the register file (ABI 1.5).
+    pub ecc_corrected_aggregate_register_file: u64,
+    /// Corrected aggregate ECC errors in the texture memory (ABI 1.5).
+    pub ecc_corrected_aggregate_texture_memory: u64,
+    /// Corrected aggregate ECC errors in the CBU (ABI 1.5).
+    pub ecc_corrected_aggregate_cbu: u64,
+    /// Corrected aggregate ECC errors in the SRAM (ABI 1.5).
+    pub ecc_corrected_aggregate_sram: u64,
+    /// Uncorrected volatile ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_uncorrected_volatile_l1_cache: u64,
+    /// Uncorrected volatile ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_uncorrected_volatile_l2_cache: u64,
+    /// Uncorrected volatile ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_uncorrected_volatile_device_memory: u64,
+    /// Uncorrected volatile ECC errors in the register file (ABI 1.5).
+    pub ecc_uncorrected_volatile_register_file: u64,
+    /// Uncorrected volatile ECC errors in the texture memory (ABI 1.5).
+    pub ecc_uncorrected_volatile_texture_memory: u64,
+    /// Uncorrected volatile ECC errors in the CBU (ABI 1.5).
+    pub ecc_uncorrected_volatile_cbu: u64,
+    /// Uncorrected volatile ECC errors in the SRAM (ABI 1.5).
+    pub ecc_uncorrected_volatile_sram: u64,
+    /// Uncorrected aggregate ECC errors in the L1 cache (ABI 1.5).
+    pub ecc_uncorrected_aggregate_l1_cache: u64,
+    /// Uncorrected aggregate ECC errors in the L2 cache (ABI 1.5).
+    pub ecc_uncorrected_aggregate_l2_cache: u64,
+    /// Uncorrected aggregate ECC errors in the device memory (DRAM) (ABI 1.5).
+    pub ecc_uncorrected_aggregate_device_memory: u64,
+    /// Uncorrected aggregate ECC errors in the register file (ABI 1.5).
+    pub ecc_uncorrected_aggregate_register_file: u64,
+    /// Uncorrected aggregate ECC errors in the texture memory (ABI 1.5).
+    pub ecc_uncorrected_aggregate_texture_memory: u64,
+    /// Uncorrected aggregate ECC errors in the CBU (ABI 1.5).
+    pub ecc_uncorrected_aggregate_cbu: u64,
+    /// Uncorrected aggregate ECC errors in the SRAM (ABI 1.5).
+    pub ecc_uncorrected_aggregate_sram: u64,
+    /// infoROM image version, e.g. "G520.0200.00.05" (ABI 1.5).
+    pub inforom_img: [u8; 16],
+    /// Version of the infoROM's OEM object, e.g. "2.1" (ABI 1.5).
+    pub inforom_oem: [u8; 16],
+    /// Version of the infoROM's ECC object (ABI 1.5).
+    pub inforom_ecc: [u8; 16],
+    /// Version of the infoROM's power management object (ABI 1.5).
+    pub inforom_pwr: [u8; 16],
+    /// GPU operation mode now: 0 all on, 1 compute, 2 low double precision (ABI 1.5).
+    pub gom_current: u32,
+    /// GPU operation mode after the next reboot, as `gom_current` (ABI 1.5).
+    pub gom_pending: u32,
+    /// Fabric (NVLink switch) registration state: 0 not supported, 1 not started,
+    /// 2 in progress, 3 completed (ABI 1.5).
+    pub fabric_state: u32,
+    /// NVML return code of the fabric registration; meaningful once `fabric_state` is
+    /// 3 (ABI 1.5).
+    pub fabric_status: i32,
+    /// What the driver recommends to bring the GPU back to health
+    /// (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`): 0 none, 1 GPU reset, 2 node reboot,
+    /// 3 drain P2P, 4 drain and reset (ABI 1.5).
+    pub gpu_recovery_action: u32,
+    /// Zero.
+    pub reserved_ext2: u32,
+    /// Zero; room for later minor versions (a third validity mask first: `valid2` is
+    /// full).
+    pub reserved_ext3: [u64; 9],
 }
 
 macro_rules! zeroed_default {

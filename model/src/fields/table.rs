@@ -777,6 +777,279 @@ pub const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("average encoder latency, microseconds")
     .smi(&[&["encoder.stats.averageLatency"]]),
+    field("ecc_corrected_volatile_l1_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[0])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_L1_CACHE)
+    .about("corrected volatile ECC errors in the L1 cache")
+    .smi(&[&["ecc.errors.corrected.volatile.l1_cache"]]),
+    field("ecc_corrected_volatile_l2_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[1])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_L2_CACHE)
+    .about("corrected volatile ECC errors in the L2 cache")
+    .smi(&[&["ecc.errors.corrected.volatile.l2_cache"]]),
+    field("ecc_corrected_volatile_device_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[2])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_DEVICE_MEMORY)
+    .about("corrected volatile ECC errors in the device memory (DRAM)")
+    .smi(&[
+        &["ecc.errors.corrected.volatile.device_memory"],
+        &["ecc.errors.corrected.volatile.dram"],
+    ]),
+    field("ecc_corrected_volatile_register_file", Count, Sum, |g| {
+        int(g.details.ecc_by_location[3])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_REGISTER_FILE)
+    .about("corrected volatile ECC errors in the register file")
+    .smi(&[&["ecc.errors.corrected.volatile.register_file"]]),
+    field("ecc_corrected_volatile_texture_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[4])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_TEXTURE_MEMORY)
+    .about("corrected volatile ECC errors in the texture memory")
+    .smi(&[&["ecc.errors.corrected.volatile.texture_memory"]]),
+    field("ecc_corrected_volatile_cbu", Count, Sum, |g| {
+        int(g.details.ecc_by_location[5])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_CBU)
+    .about("corrected volatile ECC errors in the CBU")
+    .smi(&[&["ecc.errors.corrected.volatile.cbu"]]),
+    field("ecc_corrected_volatile_sram", Count, Sum, |g| {
+        int(g.details.ecc_by_location[6])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_VOLATILE_SRAM)
+    .about("corrected volatile ECC errors in the SRAM")
+    .smi(&[&["ecc.errors.corrected.volatile.sram"]]),
+    field("ecc_corrected_aggregate_l1_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[7])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_L1_CACHE)
+    .about("corrected aggregate ECC errors in the L1 cache")
+    .smi(&[&["ecc.errors.corrected.aggregate.l1_cache"]]),
+    field("ecc_corrected_aggregate_l2_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[8])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_L2_CACHE)
+    .about("corrected aggregate ECC errors in the L2 cache")
+    .smi(&[&["ecc.errors.corrected.aggregate.l2_cache"]]),
+    field("ecc_corrected_aggregate_device_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[9])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_DEVICE_MEMORY)
+    .about("corrected aggregate ECC errors in the device memory (DRAM)")
+    .smi(&[
+        &["ecc.errors.corrected.aggregate.device_memory"],
+        &["ecc.errors.corrected.aggregate.dram"],
+    ]),
+    field("ecc_corrected_aggregate_register_file", Count, Sum, |g| {
+        int(g.details.ecc_by_location[10])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_REGISTER_FILE)
+    .about("corrected aggregate ECC errors in the register file")
+    .smi(&[&["ecc.errors.corrected.aggregate.register_file"]]),
+    field("ecc_corrected_aggregate_texture_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[11])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_TEXTURE_MEMORY)
+    .about("corrected aggregate ECC errors in the texture memory")
+    .smi(&[&["ecc.errors.corrected.aggregate.texture_memory"]]),
+    field("ecc_corrected_aggregate_cbu", Count, Sum, |g| {
+        int(g.details.ecc_by_location[12])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_CBU)
+    .about("corrected aggregate ECC errors in the CBU")
+    .smi(&[&["ecc.errors.corrected.aggregate.cbu"]]),
+    field("ecc_corrected_aggregate_sram", Count, Sum, |g| {
+        int(g.details.ecc_by_location[13])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_CORRECTED_AGGREGATE_SRAM)
+    .about("corrected aggregate ECC errors in the SRAM")
+    .smi(&[&["ecc.errors.corrected.aggregate.sram"]]),
+    field("ecc_uncorrected_volatile_l1_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[14])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_L1_CACHE)
+    .about("uncorrected volatile ECC errors in the L1 cache")
+    .smi(&[&["ecc.errors.uncorrected.volatile.l1_cache"]]),
+    field("ecc_uncorrected_volatile_l2_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[15])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_L2_CACHE)
+    .about("uncorrected volatile ECC errors in the L2 cache")
+    .smi(&[&["ecc.errors.uncorrected.volatile.l2_cache"]]),
+    field("ecc_uncorrected_volatile_device_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[16])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_DEVICE_MEMORY)
+    .about("uncorrected volatile ECC errors in the device memory (DRAM)")
+    .smi(&[
+        &["ecc.errors.uncorrected.volatile.device_memory"],
+        &["ecc.errors.uncorrected.volatile.dram"],
+    ]),
+    field("ecc_uncorrected_volatile_register_file", Count, Sum, |g| {
+        int(g.details.ecc_by_location[17])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_REGISTER_FILE)
+    .about("uncorrected volatile ECC errors in the register file")
+    .smi(&[&["ecc.errors.uncorrected.volatile.register_file"]]),
+    field("ecc_uncorrected_volatile_texture_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[18])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_TEXTURE_MEMORY)
+    .about("uncorrected volatile ECC errors in the texture memory")
+    .smi(&[&["ecc.errors.uncorrected.volatile.texture_memory"]]),
+    field("ecc_uncorrected_volatile_cbu", Count, Sum, |g| {
+        int(g.details.ecc_by_location[19])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_CBU)
+    .about("uncorrected volatile ECC errors in the CBU")
+    .smi(&[&["ecc.errors.uncorrected.volatile.cbu"]]),
+    field("ecc_uncorrected_volatile_sram", Count, Sum, |g| {
+        int(g.details.ecc_by_location[20])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_VOLATILE_SRAM)
+    .about("uncorrected volatile ECC errors in the SRAM")
+    .smi(&[&["ecc.errors.uncorrected.volatile.sram"]]),
+    field("ecc_uncorrected_aggregate_l1_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[21])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_L1_CACHE)
+    .about("uncorrected aggregate ECC errors in the L1 cache")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.l1_cache"]]),
+    field("ecc_uncorrected_aggregate_l2_cache", Count, Sum, |g| {
+        int(g.details.ecc_by_location[22])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_L2_CACHE)
+    .about("uncorrected aggregate ECC errors in the L2 cache")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.l2_cache"]]),
+    field("ecc_uncorrected_aggregate_device_memory", Count, Sum, |g| {
+        int(g.details.ecc_by_location[23])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_DEVICE_MEMORY)
+    .about("uncorrected aggregate ECC errors in the device memory (DRAM)")
+    .smi(&[
+        &["ecc.errors.uncorrected.aggregate.device_memory"],
+        &["ecc.errors.uncorrected.aggregate.dram"],
+    ]),
+    field("ecc_uncorrected_aggregate_register_file", Count, Sum, |g| {
+        int(g.details.ecc_by_location[24])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_REGISTER_FILE)
+    .about("uncorrected aggregate ECC errors in the register file")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.register_file"]]),
+    field(
+        "ecc_uncorrected_aggregate_texture_memory",
+        Count,
+        Sum,
+        |g| int(g.details.ecc_by_location[25]),
+    )
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_TEXTURE_MEMORY)
+    .about("uncorrected aggregate ECC errors in the texture memory")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.texture_memory"]]),
+    field("ecc_uncorrected_aggregate_cbu", Count, Sum, |g| {
+        int(g.details.ecc_by_location[26])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_CBU)
+    .about("uncorrected aggregate ECC errors in the CBU")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.cbu"]]),
+    field("ecc_uncorrected_aggregate_sram", Count, Sum, |g| {
+        int(g.details.ecc_by_location[27])
+    })
+    .not_in_templates()
+    .valid2(v2::ECC_UNCORRECTED_AGGREGATE_SRAM)
+    .about("uncorrected aggregate ECC errors in the SRAM")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.sram"]]),
+    field("inforom_img", Text, Join, |g| text(g.details.inforom_img))
+        .valid2(v2::INFOROM_IMG)
+        .not_in_templates()
+        .about("infoROM image version")
+        .identity()
+        .smi(&[&["inforom.img", "inforom.image"]]),
+    field("inforom_oem", Text, Join, |g| text(g.details.inforom_oem))
+        .valid2(v2::INFOROM_OEM)
+        .not_in_templates()
+        .about("version of the infoROM's OEM configuration object")
+        .identity()
+        .smi(&[&["inforom.oem"]]),
+    field("inforom_ecc", Text, Join, |g| text(g.details.inforom_ecc))
+        .valid2(v2::INFOROM_ECC)
+        .not_in_templates()
+        .about("version of the infoROM's ECC recording object")
+        .identity()
+        .smi(&[&["inforom.ecc"]]),
+    field("inforom_pwr", Text, Join, |g| text(g.details.inforom_pwr))
+        .valid2(v2::INFOROM_PWR)
+        .not_in_templates()
+        .about("version of the infoROM's power management object")
+        .identity()
+        .smi(&[&["inforom.pwr", "inforom.power"]]),
+    field("gom", Text, Join, |g| {
+        g.details.gom.map(|m| Value::Name(m.current.name()))
+    })
+    .valid2(v2::GOM)
+    .not_in_templates()
+    .about("GPU operation mode now: All On, Compute or Low Double Precision")
+    .smi(&[&["gom.current", "gpu_operation_mode.current"]]),
+    field("gom_pending", Text, Join, |g| {
+        g.details.gom.map(|m| Value::Name(m.pending.name()))
+    })
+    .valid2(v2::GOM)
+    .not_in_templates()
+    .about("GPU operation mode after the next reboot")
+    .smi(&[&["gom.pending", "gpu_operation_mode.pending"]]),
+    field("fabric_state", Text, Join, |g| {
+        g.details.fabric?.state_name().map(Value::Name)
+    })
+    .valid2(v2::FABRIC)
+    .not_in_templates()
+    .about("NVLink fabric registration: Not Supported, Not Started, In Progress or Completed")
+    .smi(&[&["fabric.state"]]),
+    field("fabric_status", Text, Join, |g| {
+        g.details.fabric?.status_name().map(Value::Name)
+    })
+    .valid2(v2::FABRIC)
+    .not_in_templates()
+    .about("outcome of the fabric registration, e.g. Success")
+    .smi(&[&["fabric.status"]]),
+    field("gpu_recovery_action", Text, Join, |g| {
+        g.details.recovery_action.map(|a| Value::Name(a.name()))
+    })
+    .valid2(v2::RECOVERY_ACTION)
+    .not_in_templates()
+    .about(
+        "what the driver recommends to recover the GPU: None, GPU Reset, Node Reboot, \
+         Drain P2P or Drain and Reset",
+    )
+    .smi(&[&["gpu_recovery_action"]]),
     reason(
         "gpu_idle",
         reason::GPU_IDLE,
@@ -859,6 +1132,7 @@ mod tests {
             valid: u64::MAX,
             valid2: u64::MAX,
             power_limit_mw: 1,
+            fabric_state: 3,
             ..GpuRecord::default()
         }
     }

@@ -407,6 +407,15 @@ impl Sandbox {
         self.wait_generation(1, daemon);
         self.segment().generation()
     }
+
+    /// Waits until every GPU has been sampled once: the daemon goes live before a GPU's
+    /// first job (identity, near-static values, first sample) has answered, so a test
+    /// that changes the scenario or counts calls from there may catch that job midway.
+    pub fn wait_sampled(&self, daemon: &Daemon) -> gpupeek_shm::Snapshot {
+        self.snapshot_when(daemon, "every GPU's first sample", |s| {
+            s.gpus.iter().all(|g| g.sample_mono_ns != 0)
+        })
+    }
 }
 
 impl Drop for Sandbox {

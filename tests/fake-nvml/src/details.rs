@@ -1,7 +1,8 @@
 //! Exported getters of the values nvidia-smi's `--query-gpu` names beyond the core set:
 //! identity (serial, VBIOS, compute capability, maximum PCIe link, power limits,
 //! supported clock event reasons), modes (display, ECC, accounting), retired pages,
-//! remapped rows, applications clocks and encoder statistics.
+//! remapped rows, applications clocks, encoder statistics, ECC counts by location, infoROM
+//! versions, GPU operation mode and fabric registration.
 //!
 //! As everywhere in the fake, an absent scenario value is `NOT_SUPPORTED`; a GPU's
 //! `errors` can make any of them answer something else, e.g. `"DEPRECATED"` for the
@@ -74,6 +75,79 @@ pub unsafe extern "C" fn nvmlDeviceGetVbiosVersion(
     device_call("nvmlDeviceGetVbiosVersion", device, |g, _| {
         // SAFETY: the caller passes a buffer of `length` bytes (or null).
         unsafe { put_str(version, length, g.vbios_version.as_deref()) }
+    })
+}
+
+/// `nvmlDeviceGetInforomImageVersion(device, version, length)`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetInforomImageVersion(
+    device: nvmlDevice_t,
+    version: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetInforomImageVersion", device, |g, _| {
+        // SAFETY: the caller passes a buffer of `length` bytes (or null).
+        unsafe { put_str(version, length, g.inforom.img.as_deref()) }
+    })
+}
+
+/// `nvmlDeviceGetInforomVersion(device, object, version, length)`: the OEM, ECC or
+/// power management object's version.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetInforomVersion(
+    device: nvmlDevice_t,
+    object: nvmlInforomObject_t,
+    version: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetInforomVersion", device, |g, _| {
+        let value = match object {
+            nvmlInforomObject_enum_NVML_INFOROM_OEM => &g.inforom.oem,
+            nvmlInforomObject_enum_NVML_INFOROM_ECC => &g.inforom.ecc,
+            nvmlInforomObject_enum_NVML_INFOROM_POWER => &g.inforom.pwr,
+            _ => return INVALID_ARGUMENT,
+        };
+        // SAFETY: the caller passes a buffer of `length` bytes (or null).
+        unsafe { put_str(version, length, value.as_deref()) }
+    })
+}
+
+/// `nvmlDeviceGetGpuOperationMode(device, current, pending)`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuOperationMode(
+    device: nvmlDevice_t,
+    current: *mut nvmlGpuOperationMode_t,
+    pending: *mut nvmlGpuOperationMode_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetGpuOperationMode", device, |g, _| {
+        // SAFETY: the caller passes two writable `nvmlGpuOperationMode_t` (or null).
+        unsafe { put_all([current, pending], g.gpu_operation_mode) }
+    })
+}
+
+/// `nvmlDeviceGetGpuFabricInfo(device, gpuFabricInfo)` (R525+): state and status; the
+/// cluster UUID and clique id are zero, as on a single-node NVSwitch system.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfo(
+    device: nvmlDevice_t,
+    gpuFabricInfo: *mut nvmlGpuFabricInfo_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetGpuFabricInfo", device, |g, _| {
+        if gpuFabricInfo.is_null() {
+            return INVALID_ARGUMENT;
+        }
+        let Some(fabric) = g.fabric else {
+            return NOT_SUPPORTED;
+        };
+        let info = nvmlGpuFabricInfo_t {
+            clusterUuid: [0; 16],
+            status: fabric.status,
+            cliqueId: 0,
+            state: fabric.state,
+        };
+        // SAFETY: non-null, and the caller passes a writable `nvmlGpuFabricInfo_t`.
+        unsafe { gpuFabricInfo.write_unaligned(info) };
+        SUCCESS
     })
 }
 
@@ -212,6 +286,51 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPages(
             }
         }
         SUCCESS
+    })
+}
+
+/// nvidia-smi's name of an NVML memory location.
+fn location_name(location: nvmlMemoryLocation_t) -> Option<&'static str> {
+    Some(match location {
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_L1_CACHE => "l1_cache",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_L2_CACHE => "l2_cache",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_DEVICE_MEMORY => "device_memory",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_REGISTER_FILE => "register_file",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_TEXTURE_MEMORY => "texture_memory",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_TEXTURE_SHM => "texture_shm",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_CBU => "cbu",
+        nvmlMemoryLocation_enum_NVML_MEMORY_LOCATION_SRAM => "sram",
+        _ => return None,
+    })
+}
+
+/// `nvmlDeviceGetMemoryErrorCounter(device, errorType, counterType, locationType,
+/// count)` from `ecc_by_location`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryErrorCounter(
+    device: nvmlDevice_t,
+    errorType: nvmlMemoryErrorType_t,
+    counterType: nvmlEccCounterType_t,
+    locationType: nvmlMemoryLocation_t,
+    count: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetMemoryErrorCounter", device, |g, _| {
+        let error = match errorType {
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_CORRECTED => "corrected",
+            nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_UNCORRECTED => "uncorrected",
+            _ => return INVALID_ARGUMENT,
+        };
+        let counter = match counterType {
+            nvmlEccCounterType_enum_NVML_VOLATILE_ECC => "volatile",
+            nvmlEccCounterType_enum_NVML_AGGREGATE_ECC => "aggregate",
+            _ => return INVALID_ARGUMENT,
+        };
+        let Some(location) = location_name(locationType) else {
+            return INVALID_ARGUMENT;
+        };
+        let key = format!("{error}.{counter}.{location}");
+        // SAFETY: the caller passes a pointer to a `c_ulonglong` (or null).
+        unsafe { put(count, g.ecc_by_location.get(&key).copied()) }
     })
 }
 

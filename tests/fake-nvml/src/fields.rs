@@ -6,7 +6,7 @@
 //! field the GPU does not have (its scenario value is absent, or it is listed in the
 //! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
 //! (83), power average/instant (185, 186), current power limit (190), the PCIe
-//! byte counters (197, 198) and the memory temperature (82).
+//! byte counters (197, 198), the memory temperature (82) and the recovery action (230).
 
 // Function, parameter and (bindgen-made) constant names are NVML's C names.
 #![allow(non_snake_case, non_upper_case_globals)]
@@ -45,6 +45,7 @@ fn field(g: &Gpu, id: u32) -> Option<Value> {
         NVML_FI_DEV_POWER_CURRENT_LIMIT => ui(g.power_limit_mw),
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
+        NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
         _ => None,
     }
 }

@@ -49,6 +49,8 @@ const NEWER_THAN_450: [&str; 2] = [
     "nvmlDeviceGetGpuInstanceProfileInfoV",
     "nvmlDeviceGetAttributes_v2",
 ];
+/// Fabric registration (NVSwitch systems), R525.
+const NEWER_THAN_520: &str = "nvmlDeviceGetGpuFabricInfo";
 /// Of those, the one newer than R535.
 const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
 
@@ -56,13 +58,19 @@ const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
 pub const R450: Profile = Profile {
     name: "r450",
     driver_version: "450.51.06",
-    absent: &[&NEWER_THAN_470, &NEWER_THAN_450, &V2, &V3, &[DETAIL_LIST]],
+    absent: &[
+        &NEWER_THAN_470,
+        &NEWER_THAN_450,
+        &V2,
+        &V3,
+        &[DETAIL_LIST, NEWER_THAN_520],
+    ],
 };
 /// R470: v1 and `_v2`.
 pub const R470: Profile = Profile {
     name: "r470",
     driver_version: "470.256.02",
-    absent: &[&NEWER_THAN_470, &V3, &[DETAIL_LIST]],
+    absent: &[&NEWER_THAN_470, &V3, &[DETAIL_LIST, NEWER_THAN_520]],
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
 pub const R535_54: Profile = Profile {

@@ -141,6 +141,24 @@ pub struct Gpu {
     pub default_applications_clocks_mhz: Option<Clocks>,
     /// `[sessions, average fps, average latency us]`.
     pub encoder_stats: Option<[u32; 3]>,
+    /// `nvmlDeviceGetMemoryErrorCounter` by nvidia-smi's name of the count, e.g.
+    /// `"corrected.volatile.l1_cache"`, `"uncorrected.aggregate.device_memory"`; an
+    /// absent one is not supported.
+    #[serde(default)]
+    pub ecc_by_location: BTreeMap<String, u64>,
+    /// infoROM versions (`nvmlDeviceGetInforomImageVersion`, `nvmlDeviceGetInforomVersion`);
+    /// an absent one is not supported.
+    #[serde(default)]
+    pub inforom: Inforom,
+    /// `nvmlDeviceGetGpuOperationMode` `[current, pending]` (0 all on, 1 compute, 2 low
+    /// double precision): GK110 Teslas and some GeForces; absent: not supported.
+    pub gpu_operation_mode: Option<[u32; 2]>,
+    /// `nvmlDeviceGetGpuFabricInfo` (R525+): NVSwitch systems only; absent: not
+    /// supported.
+    pub fabric: Option<Fabric>,
+    /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
+    /// reset, 2 node reboot, 3 drain P2P, 4 drain and reset; absent: not supported.
+    pub gpu_recovery_action: Option<u32>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
@@ -550,4 +568,30 @@ mod tests {
             assert!(Scenario::parse(bad).is_err(), "accepted {bad}");
         }
     }
+}
+
+/// A GPU's infoROM versions; an absent one is `NOT_SUPPORTED`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inforom {
+    /// The image version, e.g. `"G520.0200.00.05"`.
+    pub img: Option<String>,
+    /// The OEM object's version, e.g. `"2.1"`.
+    pub oem: Option<String>,
+    /// The ECC object's version (GPUs with ECC), e.g. `"7.16"`.
+    pub ecc: Option<String>,
+    /// The power management object's version (none on current boards).
+    pub pwr: Option<String>,
+}
+
+/// `nvmlGpuFabricInfo_t`'s state and status.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fabric {
+    /// `NVML_GPU_FABRIC_STATE_*`: 0 not supported, 1 not started, 2 in progress,
+    /// 3 completed.
+    pub state: u8,
+    /// An `nvmlReturn_t`, meaningful once completed.
+    #[serde(default)]
+    pub status: u32,
 }

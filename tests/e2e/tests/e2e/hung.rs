@@ -50,6 +50,8 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
     sb.write_scenario(&scenario());
     let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "300ms"]);
     sb.wait_live(&daemon);
+    // The identity it keeps is the one its first job read: let that job answer first.
+    sb.wait_sampled(&daemon);
 
     sb.write_scenario(&hanging(1, "nvmlDeviceGetUtilizationRates"));
     let hung = sb.snapshot_when(&daemon, "GPU 1 not responding", |s| {

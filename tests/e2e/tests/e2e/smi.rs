@@ -50,6 +50,12 @@ fn two_gpus(sleeper: u32) -> serde_json::Value {
         "ecc_corrected_aggregate": 2, "ecc_uncorrected_aggregate": 0,
         "applications_clocks_mhz": {"graphics": 1755, "memory": 2619},
         "default_applications_clocks_mhz": {"graphics": 1755, "memory": 2619},
+        "ecc_by_location": {
+            "corrected.volatile.device_memory": 4, "corrected.volatile.sram": 1,
+            "uncorrected.aggregate.device_memory": 0
+        },
+        "inforom": {"img": "G520.0200.00.05", "oem": "2.1", "ecc": "7.16"},
+        "fabric": {"state": 3, "status": 0}, "gpu_recovery_action": 0,
         "processes": [
             {"pid": sleeper, "used_gpu_memory_bytes": 2566 * MIB},
             {"pid": std::process::id(), "used_gpu_memory_bytes": MIB, "type": "graphics"}
@@ -64,6 +70,7 @@ fn two_gpus(sleeper: u32) -> serde_json::Value {
         "pci_bus_id": "00000000:01:00.0", "memory_total_bytes": 17171480576u64,
         "utilization_gpu_pct": 3, "temperature_c": 43, "power_usage_mw": 26200,
         "display_active": 1, "compute_mode": 3,
+        "inforom": {"img": "G002.0000.00.03", "oem": "2.0"},
         "errors": {
             "nvmlDeviceGetDisplayMode": "DEPRECATED",
             "nvmlDeviceGetApplicationsClock": "DEPRECATED"
@@ -108,7 +115,9 @@ clocks_event_reasons.gpu_idle,clocks_throttle_reasons.sw_power_cap,power.draw.av
 power.draw.instant,power.default_limit,power.min_limit,power.max_limit,temperature.memory,\
 clocks.current.video,clocks.applications.graphics,clocks.default_applications.memory,\
 ecc.errors.corrected.aggregate.total,retired_pages.sbe,remapped_rows.correctable,\
-remapped_rows.pending,encoder.stats.sessionCount";
+remapped_rows.pending,encoder.stats.sessionCount,ecc.errors.corrected.volatile.dram,\
+ecc.errors.corrected.volatile.device_memory,ecc.errors.corrected.volatile.sram,\
+ecc.errors.corrected.volatile.register_file,ecc.errors.uncorrected.aggregate.dram";
 
 #[test]
 fn detail_fields_print_as_nvidia_smi_prints_them_and_unsupported_ones_as_na() {
@@ -131,18 +140,46 @@ power.default_limit [W], power.min_limit [W], power.max_limit [W], temperature.m
 clocks.current.video [MHz], clocks.applications.graphics [MHz], \
 clocks.default_applications.memory [MHz], ecc.errors.corrected.aggregate.total, \
 retired_pages.single_bit_ecc.count, remapped_rows.correctable, remapped_rows.pending, \
-encoder.stats.sessionCount
+encoder.stats.sessionCount, ecc.errors.corrected.volatile.dram, \
+ecc.errors.corrected.volatile.device_memory, ecc.errors.corrected.volatile.sram, \
+ecc.errors.corrected.volatile.register_file, ecc.errors.uncorrected.aggregate.dram
 1654922000000, 96.00.A5.00.01, 0x0000, 0x00, 0x09, 0x233010DE, 0x16C110DE, 9.0, 5, 16, \
 Enabled, Default, Disabled, Disabled, Enabled, Disabled, 4000, 0x00000000000001FF, \
 0x0000000000000001, Active, Not Active, 69.85 W, 69.62 W, 700.00 W, 200.00 W, 700.00 W, 48, \
-765 MHz, 1755 MHz, 2619 MHz, 2, [N/A], 0, No, 0
+765 MHz, 1755 MHz, 2619 MHz, 2, [N/A], 0, No, 0, 4, 4, 1, [N/A], 0
 [N/A], [N/A], 0x0000, 0x01, 0x00, 0x00000000, 0x00000000, [N/A], [N/A], [N/A], [N/A], \
 Exclusive_Process, {deprecated}, Enabled, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], \
 26.20 W, 26.20 W, [N/A], [N/A], [N/A], N/A, [N/A], {deprecated}, [N/A], [N/A], [N/A], \
-[N/A], [N/A], [N/A]
+[N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]
 "
     );
     assert_eq!(out, expected);
+}
+
+/// The infoROM versions, the GPU operation mode, the driver model, the fabric
+/// registration and the recovery action, as nvidia-smi 590 prints them for an H100 on an
+/// NVSwitch system and 595 for an RTX 4080 Super (its infoROM has no ECC object, its
+/// fabric state is a bare `N/A`); `inforom.image` and `gpu_operation_mode.current` are
+/// aliases. The GeForce here is given no recovery action, as on a driver that predates
+/// the field.
+#[test]
+fn inforom_gom_driver_model_and_fabric_print_as_nvidia_smi_prints_them() {
+    let sleeper = sleeper();
+    let (sandbox, _daemon) = start("smi-inforom", &sleeper);
+    let fields = "--query-gpu=inforom.image,inforom.oem,inforom.ecc,inforom.pwr,\
+gpu_operation_mode.current,gom.pending,driver_model.current,driver_model.pending,\
+fabric.state,fabric.status,gpu_recovery_action";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "\
+inforom.img, inforom.oem, inforom.ecc, inforom.pwr, gom.current, gom.pending, \
+driver_model.current, driver_model.pending, fabric.state, fabric.status, gpu_recovery_action
+G520.0200.00.05, 2.1, 7.16, [N/A], [N/A], [N/A], [N/A], [N/A], Completed, Success, None
+G002.0000.00.03, 2.0, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], N/A, N/A, [N/A]
+"
+    );
 }
 
 #[test]

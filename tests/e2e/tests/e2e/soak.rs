@@ -232,6 +232,10 @@ fn reader_totals(children: Vec<Child>) -> (u64, u64) {
 /// Runs an idle phase, then a phase with the readers, on a daemon already live.
 fn idle_then_loaded(sb: &Sandbox, daemon: &Daemon, readers: u64, secs: u64) -> [Phase; 2] {
     let _turn = one_at_a_time();
+    // A session's first job per GPU also reads its identity and near-static values
+    // (some 60 calls since ABI 1.5), and the daemon goes live before that job answers:
+    // measuring from then would count them in the idle window alone.
+    sb.wait_sampled(daemon);
     let idle = measure(sb, daemon, secs);
     let children = start_readers(sb, readers, secs * 1000 + 2000);
     std::thread::sleep(Duration::from_millis(500));
