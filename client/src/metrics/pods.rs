@@ -324,7 +324,7 @@ mod tests {
         assert!(
             p20.contains(
                 "container_id=\"containerd://bbbb\",pod_uid=\"\",namespace=\"ml\",pod=\"infer\",\
-                 container=\"server\"}"
+                 container=\"server\",gpu_instance_id=\"3\",compute_instance_id=\"0\"}"
             ),
             "the MIG instance's pod: {p20}"
         );
