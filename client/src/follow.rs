@@ -65,7 +65,7 @@ fn follow(
                 );
                 match live {
                     Ok(()) => {
-                        let history = crate::live::histories(segment, &snap, renderer.history());
+                        let history = segment.histories(&snap, renderer.history());
                         (renderer.live(&snap, &history, ids)?, period_ns, true)
                     }
                     Err(exit) => (renderer.down(&exit), period_ns, false),
@@ -75,9 +75,7 @@ fn follow(
         };
         // A line per publish; a repeated "down" line only when it changes.
         show(&line, printed, new && live)?;
-        let timeout = Duration::from_nanos(period_ns.saturating_mul(3)).max(Duration::from_secs(1));
-        let next = segment.wait_generation(generation, timeout);
-        if next == generation && (segment.replaced() || segment.current_epoch() != epoch) {
+        if segment.wait_publish(generation, period_ns, epoch).is_none() {
             return Ok(());
         }
     }

@@ -23,7 +23,7 @@
 
 use std::sync::OnceLock;
 
-use gpupeek_model::{ClockEventReasons as Reasons, Gpu};
+use crate::{ClockEventReasons as Reasons, Gpu};
 
 /// Environment variable holding the thresholds.
 pub const ENV: &str = "GPUPEEK_VERDICT_THRESHOLDS";
