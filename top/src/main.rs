@@ -48,16 +48,17 @@ pub enum Event {
 }
 
 const USAGE: &str = "\
-usage: gpupeek-top [--shm NAME] [--no-color]
+Usage: gpupeek-top [--shm NAME] [--no-color]
 
-An interactive monitor of the GPUs and their processes, read from gpupeekd's segment.
-Press ? in it for the keys.
+An interactive monitor of the GPUs and their processes, read from gpupeekd's
+shared-memory segment (no driver call). Press ? in it for the keys; see gpupeek-top(1).
 
-options:
-  --shm NAME    segment name (default: $GPUPEEK_SHM, else gpupeek)
-  --no-color    no colours (also when NO_COLOR is set and not empty)
-  -h, --help    this help
-  -V, --version the version
+Options:
+  --shm NAME     segment name (default: $GPUPEEK_SHM, else gpupeek)
+  --no-color     no colours (also when NO_COLOR is set and not empty)
+  -h, --help     this help
+  -V, --version  the version
+
 ";
 
 struct Args {
