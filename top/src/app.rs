@@ -888,6 +888,39 @@ mod tests {
     }
 
     #[test]
+    fn a_click_selects_the_row_under_it_and_the_wheel_scrolls() {
+        let mut a = app();
+        a.table_top = 10;
+        a.page = 5;
+        let mouse = |kind, row| {
+            TermEvent::Mouse(MouseEvent {
+                kind,
+                column: 3,
+                row,
+                modifiers: KeyModifiers::NONE,
+            })
+        };
+        let click = MouseEventKind::Down(MouseButton::Left);
+        assert_eq!(a.on_event(&mouse(click, 12)), Action::Redraw);
+        assert_eq!(a.selected, 2);
+        assert_eq!(
+            a.on_event(&mouse(click, 9)),
+            Action::Nothing,
+            "above the table"
+        );
+        assert_eq!(
+            a.on_event(&mouse(click, 13)),
+            Action::Nothing,
+            "below the last row"
+        );
+        assert_eq!(a.selected, 2);
+        a.on_event(&mouse(MouseEventKind::ScrollUp, 0));
+        assert_eq!(a.selected, 0);
+        a.on_event(&mouse(MouseEventKind::ScrollDown, 0));
+        assert_eq!(a.selected, 2, "three rows a notch, up to the last");
+    }
+
+    #[test]
     fn tree_puts_children_under_their_gpu_parent() {
         let mut a = app();
         fn parent(pid: u32) -> Option<u32> {

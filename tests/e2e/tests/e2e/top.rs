@@ -474,3 +474,48 @@ fn sleeps_between_the_daemons_updates() {
     keys(&t, &["C-c"]);
     ended_restored(&t, "Ctrl-C");
 }
+
+/// Whether the screen's escape sequences set a foreground or background colour (39 and
+/// 49, the terminal's default colours, are no colour).
+fn coloured(t: &Tmux) -> bool {
+    let s = t.run(&["capture-pane", "-e", "-p", "-t", "w"]);
+    s.split('\x1b').skip(1).any(|seq| {
+        let Some(params) = seq.strip_prefix('[').and_then(|p| p.split_once('m')) else {
+            return false;
+        };
+        params.0.split(';').any(|n| {
+            n.parse::<u32>()
+                .is_ok_and(|n| (30..=48).contains(&n) && n != 39 || (90..=107).contains(&n))
+        })
+    })
+}
+
+#[test]
+fn no_color_and_the_flag_draw_without_colour() {
+    let (sb, _daemon) = live("top-color", &json!({"gpus": [gpu(0, 90, vec![])]}));
+    for (prefix, colours) in [
+        ("", true),
+        ("env NO_COLOR=1", false),
+        ("env NO_COLOR=", true),
+    ] {
+        let Some(t) = start_top(&sb, 80, 24, prefix) else {
+            return;
+        };
+        until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
+        assert_eq!(coloured(&t), colours, "{prefix:?}");
+        keys(&t, &["q"]);
+        ended_restored(&t, "q");
+    }
+    let Some(t) = start_top(&sb, 80, 24, "") else {
+        return;
+    };
+    t.run(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        "w",
+        &format!("{} --shm {} --no-color", top_bin().display(), sb.shm),
+    ]);
+    until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
+    assert!(!coloured(&t), "--no-color");
+}
