@@ -162,9 +162,12 @@ fn run(args: Args) -> Result<(), (i32, String)> {
     terminal::enable_raw_mode().map_err(|e| os("cannot set up the terminal", e))?;
     let _restore = Restore;
     let default_hook = std::panic::take_hook();
+    // A panic on any thread restores the terminal, is reported, and ends the process
+    // (the release build aborts anyway; a debug build must not go on without a thread).
     std::panic::set_hook(Box::new(move |info| {
         restore();
         default_hook(info);
+        std::process::exit(101);
     }));
     execute!(
         std::io::stdout(),

@@ -519,3 +519,19 @@ fn no_color_and_the_flag_draw_without_colour() {
     until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
     assert!(!coloured(&t), "--no-color");
 }
+
+#[test]
+fn the_one_shot_client_links_none_of_the_terminal_ui() {
+    // Panic locations name every crate a binary links code from.
+    let has = |bin: &std::path::Path, what: &str| {
+        let bytes = std::fs::read(bin).unwrap();
+        bytes.windows(what.len()).any(|w| w == what.as_bytes())
+    };
+    assert!(has(top_bin(), "ratatui"), "the check finds nothing at all");
+    for tui in ["ratatui", "crossterm"] {
+        assert!(
+            !has(&gpupeek_e2e::bins().client, tui),
+            "gpupeek links {tui}"
+        );
+    }
+}
