@@ -271,7 +271,8 @@ fn gpu_full<'a>(g: &GpuRow, w: usize, paint: &Paint, stale: bool) -> Vec<Line<'a
     } else {
         Style::default()
     };
-    let name_w = 24.min(w.saturating_sub(4));
+    // At 80 columns the name leaves room for the longest verdict ("power-capped").
+    let name_w = w.saturating_sub(60).clamp(12, 32).min(w.saturating_sub(4));
     let mut first = vec![
         (format!("{:>2} ", g.index), dim.add_modifier(Modifier::BOLD)),
         (left(&g.name, name_w), dim),
@@ -789,7 +790,7 @@ mod tests {
         );
         let lines = screen(&mut a, 80, 24);
         find(&lines, "gpupeek top");
-        find(&lines, "NVIDIA H100 80GB HBM3 w…");
+        find(&lines, "NVIDIA H100 80GB HB…");
         find(&lines, "41°C");
         find(&lines, "healthy");
         find(&lines, "PID");
@@ -818,6 +819,21 @@ mod tests {
             );
         }
         find(&lines, "q quit");
+    }
+
+    #[test]
+    fn the_longest_verdict_and_the_clocks_fit_80_columns() {
+        let mut g = gpu(0, "NVIDIA H100 80GB HBM3");
+        g.verdict = Some("power-capped");
+        g.power = Some(699.0);
+        g.fan = Some(100);
+        let mut a = app(vec![g], vec![]);
+        let lines = screen(&mut a, 80, 24);
+        let row = find(&lines, "power-capped");
+        assert!(
+            row.contains("1980/2619MHz") && row.contains("699/700W") && row.contains("100%"),
+            "{row}"
+        );
     }
 
     #[test]
