@@ -244,6 +244,14 @@ fn fit_spans<'a>(pieces: Vec<(String, Style)>, w: usize) -> Line<'a> {
     Line::from(spans)
 }
 
+/// `name` without its "NVIDIA " when the whole does not fit in `cols` (as nvitop does).
+fn short_name(name: &str, cols: usize) -> &str {
+    match name.strip_prefix("NVIDIA ") {
+        Some(rest) if text::width(name) > cols => rest,
+        _ => name,
+    }
+}
+
 fn pct_text(p: Option<f64>) -> String {
     p.map_or("--".to_owned(), |p| format!("{p:.0}%"))
 }
@@ -272,10 +280,10 @@ fn gpu_full<'a>(g: &GpuRow, w: usize, paint: &Paint, stale: bool) -> Vec<Line<'a
         Style::default()
     };
     // At 80 columns the name leaves room for the longest verdict ("power-capped").
-    let name_w = w.saturating_sub(60).clamp(12, 32).min(w.saturating_sub(4));
+    let name_w = w.saturating_sub(59).clamp(12, 32).min(w.saturating_sub(4));
     let mut first = vec![
         (format!("{:>2} ", g.index), dim.add_modifier(Modifier::BOLD)),
-        (left(&g.name, name_w), dim),
+        (left(short_name(&g.name, name_w), name_w), dim),
     ];
     if let Some(trouble) = g.trouble() {
         first.push((format!(" {}", trouble.to_uppercase()), paint.bad()));
@@ -298,7 +306,7 @@ fn gpu_full<'a>(g: &GpuRow, w: usize, paint: &Paint, stale: bool) -> Vec<Line<'a
             (Some(p), None) => format!("{p:.0}W"),
             _ => "--W".to_owned(),
         };
-        first.push((format!(" {power:>9}"), dim));
+        first.push((format!(" {power:>8}"), dim));
         let clk = |c: Option<u64>| c.map_or("--".into(), |c| c.to_string());
         first.push((format!(" {}/{}MHz", clk(g.clocks.0), clk(g.clocks.1)), dim));
         if let Some(v) = g.verdict {
@@ -338,7 +346,10 @@ fn gpu_compact<'a>(g: &GpuRow, w: usize, paint: &Paint, stale: bool) -> Line<'a>
     };
     let mut pieces = vec![
         (format!("{:>2} ", g.index), dim.add_modifier(Modifier::BOLD)),
-        (left(&g.name, 14.min(w.saturating_sub(4))), dim),
+        (
+            left(short_name(&g.name, 14), 14.min(w.saturating_sub(4))),
+            dim,
+        ),
     ];
     if let Some(trouble) = g.trouble() {
         pieces.push((
@@ -790,7 +801,7 @@ mod tests {
         );
         let lines = screen(&mut a, 80, 24);
         find(&lines, "gpupeek top");
-        find(&lines, "NVIDIA H100 80GB HB…");
+        find(&lines, "0 H100 80GB HBM3 with …");
         find(&lines, "41°C");
         find(&lines, "healthy");
         find(&lines, "PID");
@@ -867,7 +878,7 @@ mod tests {
         find(&lines, " job");
         // A tall one shows all 64, one line each.
         let lines = screen(&mut a, 120, 100);
-        find(&lines, "63 NVIDIA");
+        find(&lines, "63 A100-SXM4-80GB");
         find(&lines, " job");
     }
 

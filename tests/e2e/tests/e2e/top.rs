@@ -86,9 +86,13 @@ impl Drop for Job {
 /// `prefix` (e.g. setpriv); the pane stays after it exits, to read how it ended.
 fn start_top(sb: &Sandbox, x: u16, y: u16, prefix: &str) -> Option<Tmux> {
     let tmux = gpupeek_e2e::tool("tmux", "tmux")?;
+    // A server of its own each time: one being killed by a dropped Tmux must not
+    // take the next session with it.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmux = Tmux {
         tmux,
-        socket: sb.shm.clone(),
+        socket: format!("{}-{n}", sb.shm),
     };
     let command = format!("{prefix} {} --shm {}", top_bin().display(), sb.shm);
     tmux.run(&[
