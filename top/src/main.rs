@@ -11,8 +11,8 @@
 //! cursor. A missing, restarting, stopped or stale daemon never ends it: it says so
 //! and waits.
 //!
-//! Exit status: 0 quit, 2 bad usage (one line on stderr), 9 no terminal or a terminal
-//! error.
+//! Exit status: 0 quit (a key or a signal), 2 bad usage, a bad segment name or no
+//! terminal (one line on stderr), 9 a terminal that cannot be set up or written.
 
 mod app;
 mod host;
