@@ -41,7 +41,7 @@ pub enum Event {
     Feed(Box<source::Feed>),
     /// A key, the mouse or a resize.
     Input(crossterm::event::Event),
-    /// SIGTERM, SIGHUP or SIGINT.
+    /// SIGTERM, SIGHUP or SIGINT, or the terminal gone.
     Signal,
     /// The segment can never be opened (a bad name).
     Fatal(String),
@@ -187,6 +187,8 @@ fn run(args: Args) -> Result<(), (i32, String)> {
                 return;
             }
         }
+        // The terminal is gone (a hang-up without SIGHUP): nobody is left to watch.
+        let _ = input_tx.send(Event::Signal);
     });
 
     let hostname = nix::unistd::gethostname()
