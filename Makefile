@@ -14,7 +14,7 @@ CARGO ?= cargo
 .PHONY: all install uninstall check generated
 
 all:
-	$(CARGO) build --release -p gpupeekd -p gpupeek -p gpupeek-serve
+	$(CARGO) build --release -p gpupeekd -p gpupeek -p gpupeek-serve -p gpupeek-top
 
 install:
 	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install

@@ -71,7 +71,7 @@ fn follow(
                 );
                 match live {
                     Ok(()) => {
-                        let history = crate::live::histories(segment, &snap, renderer.history());
+                        let history = segment.histories(&snap, renderer.history());
                         match renderer.live(&snap, &history, ids) {
                             Ok(line) => {
                                 *named = true;
@@ -88,9 +88,7 @@ fn follow(
         };
         // A line per publish; a repeated "down" line only when it changes.
         show(&line, printed, new && live)?;
-        let timeout = Duration::from_nanos(period_ns.saturating_mul(3)).max(Duration::from_secs(1));
-        let next = segment.wait_generation(generation, timeout);
-        if next == generation && (segment.replaced() || segment.current_epoch() != epoch) {
+        if segment.wait_publish(generation, period_ns, epoch).is_none() {
             return Ok(());
         }
     }

@@ -39,10 +39,11 @@ mod style;
 mod table;
 #[cfg(test)]
 mod testing;
-mod verdict;
 mod view;
 mod watch;
 
+/// The verdict lives in the model crate, shared with gpupeek-top.
+use gpupeek_model::verdict;
 /// The `--format` template language lives in its own crate, shared with gpupeekd.
 use gpupeek_render as template;
 
@@ -283,41 +284,23 @@ fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
     }
 }
 
-/// Turns a daemon that is not live into the matching exit.
+/// Turns a daemon that is not live into the matching exit (the words are
+/// [`Liveness::describe`]'s, shared with gpupeek-top).
 fn check_live(name: &str, liveness: Liveness, period_ns: u64) -> Result<(), Exit> {
-    let exit = match &liveness {
+    let Some(message) = liveness.describe(name, period_ns) else {
+        return Ok(());
+    };
+    let code = match &liveness {
         Liveness::Live => return Ok(()),
-        Liveness::Starting => Exit::new(
-            EXIT_NO_DAEMON,
-            format!("gpupeekd on segment '{name}' is starting and has not published yet"),
-        ),
-        Liveness::Stopped => Exit::new(
-            EXIT_NO_DAEMON,
-            format!("gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"),
-        ),
-        Liveness::Released => Exit::new(
-            EXIT_RELEASED,
-            format!(
-                "gpupeekd on segment '{name}' has let go of the driver on request (GPU reset or \
-                 MIG change): `gpupeekd --resume` takes it back"
-            ),
-        ),
-        Liveness::Stale { age_ns } => Exit::new(
-            EXIT_STALE,
-            format!(
-                "gpupeekd on segment '{name}' is not responding: last update {:.1}s ago, period {:.3}s",
-                *age_ns as f64 / 1e9,
-                period_ns as f64 / 1e9
-            ),
-        ),
-        Liveness::NvmlError { code, message } => Exit::new(
-            EXIT_NVML,
-            format!("gpupeekd cannot use NVML: {message} (NVML error {code})"),
-        ),
+        Liveness::Starting | Liveness::Stopped => EXIT_NO_DAEMON,
+        Liveness::Released => EXIT_RELEASED,
+        Liveness::Stale { .. } => EXIT_STALE,
+        Liveness::NvmlError { .. } => EXIT_NVML,
     };
     Err(Exit {
+        code,
+        message,
         daemon: Some(liveness),
-        ..exit
     })
 }
 

@@ -1,9 +1,9 @@
 //! Reading a live daemon: the segment opened, a snapshot taken and judged (a daemon
-//! that is starting, stopped, stale, released or without NVML is an [`Exit`]), and the
-//! GPUs' history rings. Every command and output that reads the segment goes through
-//! here.
+//! that is starting, stopped, stale, released or without NVML is an [`Exit`]). Every
+//! command and output that reads the segment goes through here; the GPUs' history
+//! rings are [`Segment::histories`], shared with gpupeek-top.
 
-use gpupeek_shm::{History, Segment, Snapshot};
+use gpupeek_shm::{Segment, Snapshot};
 
 use crate::Exit;
 
@@ -22,22 +22,4 @@ pub fn live_segment(name: &str) -> Result<(Segment, Snapshot), Exit> {
         snapshot.status.period_ns,
     )?;
     Ok((segment, snapshot))
-}
-
-/// The history rings of the GPUs in `snapshot`, by GPU index, with at most the `keep`
-/// newest samples each: nothing when `keep` is 0 or the segment has no rings. A ring that
-/// cannot be read (its writer died mid-append) is left out.
-pub fn histories(segment: &Segment, snapshot: &Snapshot, keep: usize) -> Vec<(u32, History)> {
-    if keep == 0 {
-        return Vec::new();
-    }
-    let mut rings = Vec::new();
-    for (slot, gpu) in snapshot.gpus.iter().enumerate() {
-        if let Ok(Some(mut ring)) = segment.history(slot) {
-            let old = ring.samples.len().saturating_sub(keep);
-            ring.samples.drain(..old);
-            rings.push((gpu.index, ring));
-        }
-    }
-    rings
 }

@@ -483,7 +483,7 @@ pub fn run(args: &crate::cli::Args) -> Result<(), Exit> {
     }
     match crate::live::live_segment(&name) {
         Ok((segment, snap)) => {
-            let history = crate::live::histories(&segment, &snap, renderer.history());
+            let history = segment.histories(&snap, renderer.history());
             crate::write_stdout(&renderer.live(&snap, &history, args.id.as_deref())?)
         }
         Err(exit) if exit.code == EXIT_USAGE || !renderer.shows_down() => Err(exit),

@@ -195,7 +195,7 @@ impl History {
             return false;
         }
         self.gpus.clear();
-        let rings = crate::live::histories(segment, snap, HISTORY);
+        let rings = segment.histories(snap, HISTORY);
         for g in &Model::new(snap).gpus {
             // A ring that cannot be read (a writer died mid-append) shows as empty.
             let samples = rings

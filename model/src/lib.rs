@@ -25,6 +25,7 @@ mod process;
 mod status;
 mod text;
 mod units;
+pub mod verdict;
 
 pub use fields::{Field, FIELDS};
 pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};

@@ -301,6 +301,40 @@ impl Segment {
         }))
     }
 
+    /// The history rings of the GPUs in `snapshot`, by GPU index, with at most the
+    /// `keep` newest samples each: nothing when `keep` is 0 or the segment has no rings.
+    /// A ring that cannot be read (its writer died mid-append) is left out.
+    pub fn histories(&self, snapshot: &Snapshot, keep: usize) -> Vec<(u32, History)> {
+        if keep == 0 {
+            return Vec::new();
+        }
+        let mut rings = Vec::new();
+        for (slot, gpu) in snapshot.gpus.iter().enumerate() {
+            if let Ok(Some(mut ring)) = self.history(slot) {
+                let old = ring.samples.len().saturating_sub(keep);
+                ring.samples.drain(..old);
+                rings.push((gpu.index, ring));
+            }
+        }
+        rings
+    }
+
+    /// Sleeps until the daemon publishes past generation `seen`, or a fallback timeout
+    /// (three periods of `period_ns`, at least a second) that catches a daemon which
+    /// died without waking anyone. Returns the generation then, or `None` when nothing
+    /// was published and this mapping is no longer the daemon's (the name was removed or
+    /// re-created, or a daemon took the object over with an epoch other than `epoch`):
+    /// reopen to follow the new one.
+    pub fn wait_publish(&self, seen: u64, period_ns: u64, epoch: u64) -> Option<u64> {
+        let timeout = std::time::Duration::from_nanos(period_ns.saturating_mul(STALE_PERIODS))
+            .max(std::time::Duration::from_secs(1));
+        let next = self.wait_generation(seen, timeout);
+        if next == seen && (self.replaced() || self.current_epoch() != epoch) {
+            return None;
+        }
+        Some(next)
+    }
+
     /// GPU slot `slot` copied with no sequence check at all: the control reader of the
     /// seqlock stress test, which must see torn records. Never use it for real data.
     #[doc(hidden)]
@@ -395,6 +429,34 @@ pub enum Liveness {
 
 /// Heartbeats older than this many periods mean the daemon is stale.
 pub const STALE_PERIODS: u64 = 3;
+
+impl Liveness {
+    /// What a client says about a daemon in this state on segment `name` (its sampling
+    /// period `period_ns`); `None` when it is live.
+    pub fn describe(&self, name: &str, period_ns: u64) -> Option<String> {
+        Some(match self {
+            Liveness::Live => return None,
+            Liveness::Starting => {
+                format!("gpupeekd on segment '{name}' is starting and has not published yet")
+            }
+            Liveness::Stopped => format!(
+                "gpupeekd on segment '{name}' has stopped: start it again (see gpupeekd(8))"
+            ),
+            Liveness::Released => format!(
+                "gpupeekd on segment '{name}' has let go of the driver on request (GPU reset or \
+                 MIG change): `gpupeekd --resume` takes it back"
+            ),
+            Liveness::Stale { age_ns } => format!(
+                "gpupeekd on segment '{name}' is not responding: last update {:.1}s ago, period {:.3}s",
+                *age_ns as f64 / 1e9,
+                period_ns as f64 / 1e9
+            ),
+            Liveness::NvmlError { code, message } => {
+                format!("gpupeekd cannot use NVML: {message} (NVML error {code})")
+            }
+        })
+    }
+}
 
 impl Snapshot {
     /// Judges the daemon at monotonic time `now_mono_ns` (see [`crate::mono_now_ns`]).

@@ -780,3 +780,53 @@ pub fn spawn_serve(
         .to_owned();
     (Background { child }, url)
 }
+
+/// Runs tmux on a private server socket, killed when dropped.
+pub struct Tmux {
+    /// The tmux program.
+    pub tmux: PathBuf,
+    /// The server's socket name (`-L`).
+    pub socket: String,
+}
+
+impl Tmux {
+    /// Runs `tmux -L SOCKET ARGS...`, which must succeed; its stdout.
+    pub fn run(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(&self.tmux);
+        cmd.arg("-L").arg(&self.socket).args(args);
+        let out = run_with_watchdog(cmd);
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.tmux)
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+/// gpupeek-top, built once per test process with the tests' profile (a binary of its
+/// own: the one-shot gpupeek links no terminal UI).
+pub fn top_bin() -> &'static Path {
+    static TOP: OnceLock<PathBuf> = OnceLock::new();
+    TOP.get_or_init(|| {
+        let client = &bins().client;
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .current_dir(&workspace)
+            .args(["build", "-q", "-p", "gpupeek-top"]);
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo can be run");
+        assert!(status.success(), "building gpupeek-top failed");
+        client.with_file_name("gpupeek-top")
+    })
+}

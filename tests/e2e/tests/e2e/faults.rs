@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{bins, root_or_skip, run_with_watchdog, stderr, stdout, wait_for, Sandbox};
+use gpupeek_e2e::{bins, root_or_skip, run_with_watchdog, stderr, stdout, wait_for, Sandbox, Tmux};
 use gpupeek_shm::layout::{DaemonState, GpuState};
 use gpupeek_shm::{Error, Liveness, Segment};
 use nix::sys::signal::Signal;
@@ -589,32 +589,6 @@ fn a_client_whose_stderr_is_a_closed_pipe_still_exits_with_its_status() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(3), "no daemon, said to nobody");
-}
-
-/// Runs tmux on a private server socket, killed when dropped.
-struct Tmux {
-    tmux: std::path::PathBuf,
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(&self.tmux);
-        cmd.arg("-L").arg(&self.socket).args(args);
-        let out = run_with_watchdog(cmd);
-        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
-        stdout(&out)
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.tmux)
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
 }
 
 #[test]

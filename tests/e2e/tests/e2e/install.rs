@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, Sandbox};
+use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, top_bin, Sandbox};
 
 /// Runs scripts/install with these settings and the binaries under test.
 fn install(env: &[(&str, &Path)], extra: &[&str]) -> std::process::Output {
@@ -55,6 +55,8 @@ fn mode(path: &Path) -> u32 {
 
 #[test]
 fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all() {
+    // gpupeek-top is installed when it was built: build it, so it is.
+    top_bin();
     let sandbox = Sandbox::new("install");
     let dest = sandbox.dir.join("dest");
     let env = [("DESTDIR", dest.as_path()), ("PREFIX", Path::new("/usr"))];
@@ -64,6 +66,7 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
         "/usr/sbin/gpupeekd",
         "/usr/bin/gpupeek",
         "/usr/bin/gpupeek-serve",
+        "/usr/bin/gpupeek-top",
         "/usr/lib/systemd/system/gpupeekd.service",
         "/usr/lib/systemd/system/gpupeek-exporter.service",
         "/usr/share/doc/gpupeek/README.md",
@@ -90,7 +93,11 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
     let got = files(&dest);
     assert_eq!(got, expected);
 
-    for bin in ["usr/sbin/gpupeekd", "usr/bin/gpupeek"] {
+    for bin in [
+        "usr/sbin/gpupeekd",
+        "usr/bin/gpupeek",
+        "usr/bin/gpupeek-top",
+    ] {
         assert_eq!(mode(&dest.join(bin)), 0o755, "{bin}");
         let out = run_with_watchdog({
             let mut c = Command::new(dest.join(bin));

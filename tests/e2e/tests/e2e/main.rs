@@ -48,5 +48,6 @@ mod states;
 mod statusbar;
 mod systemd;
 mod tiers;
+mod top;
 mod verdicts;
 mod watch;

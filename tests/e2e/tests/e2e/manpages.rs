@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, tool, Sandbox};
+use gpupeek_e2e::{bins, repo, run_with_watchdog, stderr, stdout, tool, top_bin, Sandbox};
 
 fn page(name: &str) -> String {
     let source = std::fs::read_to_string(repo().join("man").join(name)).unwrap();
@@ -100,6 +100,22 @@ fn gpupeekd_page_documents_exactly_the_flags_of_its_help() {
         "/dev/shm/gpupeek",
     ] {
         assert!(man.contains(topic), "gpupeekd.8 lacks {topic}");
+    }
+}
+
+#[test]
+fn gpupeek_top_page_documents_exactly_the_flags_and_keys_of_its_help() {
+    check_flags("gpupeek-top.1", &[help(top_bin(), &[])]);
+    let man = page("gpupeek-top.1");
+    for topic in [
+        "NO_COLOR",
+        "GPUPEEK_SHM",
+        "EXIT STATUS",
+        "KEYS",
+        "SIGKILL",
+        "F9",
+    ] {
+        assert!(man.contains(topic), "gpupeek-top.1 lacks {topic}");
     }
 }
 
@@ -248,7 +264,7 @@ fn mandoc_lint_finds_nothing_in_any_page() {
         })
         .collect();
     pages.sort();
-    assert_eq!(pages.len(), 3, "{pages:?}");
+    assert_eq!(pages.len(), 4, "{pages:?}");
     let mut cmd = Command::new(mandoc);
     cmd.args(["-T", "lint", "-W", "all"]).args(&pages);
     let out = run_with_watchdog(cmd);

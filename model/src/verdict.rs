@@ -26,7 +26,7 @@
 
 use std::sync::OnceLock;
 
-use gpupeek_model::{ClockEventReasons as Reasons, Gpu};
+use crate::{ClockEventReasons as Reasons, Gpu};
 
 /// Environment variable holding the thresholds.
 pub const ENV: &str = "GPUPEEK_VERDICT_THRESHOLDS";
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn an_instance_is_judged_by_its_own_memory_and_sm_activity() {
-        use gpupeek_model::{Bytes, CentiPercent, Gpm, Memory};
+        use crate::{Bytes, CentiPercent, Gpm, Memory};
         let t = Thresholds::default();
         let parent = gpu(0, 0x1);
         let base = Gpu::new(&parent);
