@@ -31,7 +31,7 @@ use gpupeek_flags::{help, Parser, Stop};
 
 pub use flags::MAIN;
 
-use crate::{commands, metrics, outputs, query, serve};
+use crate::{commands, metrics, outputs, query, serve, top};
 
 /// The gpustat-style flags of the table, JSON and one-line outputs.
 #[derive(Debug, Default)]
@@ -121,6 +121,9 @@ pub enum Invocation {
     /// `gpupeek serve`, whose flags are good: `gpupeek-serve` is to run with these
     /// arguments (`--shm` if it came before `serve`, then what came after, as given).
     Serve(Vec<String>),
+    /// `gpupeek top`, whose flags are good: `gpupeek-top` is to run with these arguments
+    /// (`--shm` if it came before `top`, then what came after, as given).
+    Top(Vec<String>),
     /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
     Print(String),
 }
@@ -150,14 +153,19 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                     .and_then(commands::check_query),
                 "metrics" => sub(&mut parser, &commands::METRICS, metrics_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
-                "serve" => {
+                "serve" | "top" => {
                     let argv: Vec<String> = shm
                         .map(|shm| format!("--shm={shm}"))
                         .into_iter()
                         .chain(parser.rest().map_err(|e| e.0)?)
                         .collect();
-                    serve::parse(argv.clone())
-                        .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Serve(argv)))
+                    if word == "serve" {
+                        serve::parse(argv.clone())
+                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Serve(argv)))
+                    } else {
+                        top::parse(argv.clone())
+                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Top(argv)))
+                    }
                 }
                 _ => Err(format!(
                     "unexpected argument {word:?}: gpupeek takes no arguments but flags \
@@ -252,6 +260,7 @@ fn tree() -> Tree<'static> {
                 commands::METRICS.specs(),
             ),
             ("serve", commands::SERVE.about, commands::SERVE.specs()),
+            ("top", commands::TOP.about, commands::TOP.specs()),
         ],
     }
 }

@@ -1,15 +1,15 @@
-//! Subcommands: `gpupeek query`, `gpupeek metrics` and `gpupeek serve`, and their flag
-//! tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
+//! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve` and `gpupeek top`,
+//! and their flag tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
 //! with its table; `--shm` may come before the name too. nvidia-smi users write
 //! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
 use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
 use crate::cli::{flags::SHM, Invocation};
-use crate::{metrics, query, serve};
+use crate::{metrics, query, serve, top};
 
 /// The commands, by name.
-pub const NAMES: [&str; 3] = ["query", "metrics", "serve"];
+pub const NAMES: [&str; 4] = ["query", "metrics", "serve", "top"];
 
 /// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
 pub fn help() -> String {
@@ -20,6 +20,7 @@ pub fn help() -> String {
         (QUERY.usage, QUERY.about),
         (METRICS.usage, METRICS.about),
         (SERVE.usage, SERVE.about),
+        (TOP.usage, TOP.about),
     ] {
         out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
         out += &gpupeek_flags::help::wrap(about, 6);
@@ -305,6 +306,54 @@ pub const SERVE: Command<serve::Args> = Command {
     after: "Run it as an unprivileged user (it needs only to read /dev/shm/gpupeek); \
             contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be \
             scraped from other hosts. Stop it with SIGTERM or SIGINT.",
+};
+
+/// `gpupeek top`.
+pub const TOP: Command<top::Args> = Command {
+    name: "gpupeek top",
+    usage: "gpupeek top [--no-color] [--shm NAME]",
+    about: "An interactive monitor of the GPUs and their processes: graphs of the daemon's \
+            history, sort, filter, a process's detail, signals. Press ? in it for the keys; \
+            see gpupeek-top(1).",
+    flags: &[
+        Flag {
+            spec: Spec {
+                aliases: &["no-colour"],
+                man: r"No colours (bold and reverse video only); also when
+.B NO_COLOR
+is set and not empty.
+Colours are the 16 basic ones, so 16\- and 256\-colour terminals show the same.",
+                ..Spec::switch(
+                    "no-color",
+                    "no colours (also when NO_COLOR is set and not empty)",
+                )
+            },
+            apply: |a, _| {
+                a.no_color = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                short: Some('V'),
+                ..Spec::switch("version", "print the version and exit")
+            },
+            apply: |a, _| {
+                a.version = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: SHM,
+            apply: |a, v| {
+                a.shm = Some(v.to_owned());
+                Ok(())
+            },
+        },
+    ],
+    after: "It reads only the segment (no driver call) and waits, saying so, while the \
+            daemon is missing, restarting or stale. It runs gpupeek-top, installed next to \
+            gpupeek.",
 };
 
 /// `--pod-labels` of `metrics` and `serve`.

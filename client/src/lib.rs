@@ -8,23 +8,26 @@
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
-//! 11 `gpupeek serve` found no gpupeek-serve to run.
+//! 11 `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
 //! A closed stdout is a quiet 0.
 //!
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
-//! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.
+//! `metrics`, `serve`, `top`, see [`commands`]); a usage error is one line and exit
+//! status 2.
 //!
 //! This library is the whole of the `gpupeek` program (its binary, `src/bin/gpupeek.rs`,
 //! only calls [`main`]) and, in [`exporter`], what the exporter, the `gpupeek-serve`
 //! binary of `serve/`, shares with it: the Prometheus rendering ([`metrics`]), `serve`'s
 //! flags ([`serve`]) and the exit statuses. The exporter's TLS, YAML, bcrypt and gzip
 //! live in that binary alone, so that the one-shot `gpupeek` does not load them
-//! (docs/PERFORMANCE.md).
+//! (docs/PERFORMANCE.md); so does the interactive monitor's TUI, in `gpupeek-top` (top/),
+//! which takes its flags from [`monitor`].
 
 mod bycontainer;
 mod byuser;
 mod cli;
 mod commands;
+mod companion;
 mod follow;
 mod json;
 mod live;
@@ -39,6 +42,7 @@ mod style;
 mod table;
 #[cfg(test)]
 mod testing;
+mod top;
 mod view;
 mod watch;
 
@@ -64,8 +68,8 @@ const EXIT_CORRUPT: u8 = 8;
 /// An operating-system error.
 pub const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
-/// `gpupeek serve` found no gpupeek-serve to run.
-const EXIT_NO_SERVE: u8 = 11;
+/// `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
+const EXIT_NO_COMPANION: u8 = 11;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
@@ -146,7 +150,8 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Main(args) => args,
         cli::Invocation::Query(args) => return query::run(args),
         cli::Invocation::Metrics(args) => return metrics::run(args),
-        cli::Invocation::Serve(argv) => return serve::exec(&argv),
+        cli::Invocation::Serve(argv) => return companion::exec(serve::PROGRAM, &argv),
+        cli::Invocation::Top(argv) => return companion::exec(top::PROGRAM, &argv),
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
@@ -352,5 +357,12 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
 pub mod exporter {
     pub use crate::metrics::{scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
+    pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
+}
+
+/// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, and
+/// the exit statuses.
+pub mod monitor {
+    pub use crate::top::{command_line, Args};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }

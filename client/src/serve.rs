@@ -1,23 +1,12 @@
-//! `gpupeek serve`: the Prometheus exporter is a program of its own, `gpupeek-serve`
-//! (serve/), which `gpupeek serve` runs in its place.
-//!
-//! The exporter needs TLS (rustls), YAML, bcrypt and gzip; linked into `gpupeek`, they
-//! made every one-shot call load a binary more than twice the size and apply half as
-//! many relocations again, about 10% of the call (docs/PERFORMANCE.md). So `gpupeek` keeps only
-//! `serve`'s flag table ([`crate::commands::SERVE`]: `--help`, completions and the man
-//! page come from it, and a bad flag is refused here as before), then executes
-//! `gpupeek-serve` with the same arguments: the one next to the running `gpupeek`
-//! executable, else the first on `PATH`. Without one, `gpupeek serve` says so in one line
-//! and exits with status 11. `gpupeek-serve` parses the same table with [`command_line`]
-//! and renders with [`crate::metrics`], both from this library.
-
-use std::ffi::CString;
-use std::path::Path;
+//! `gpupeek serve`'s flags: the Prometheus exporter is a program of its own,
+//! `gpupeek-serve` (serve/), which `gpupeek serve` runs in its place
+//! ([`crate::companion`]). `gpupeek` keeps only `serve`'s flag table
+//! ([`crate::commands::SERVE`]); `gpupeek-serve` parses the same table with
+//! [`command_line`] and renders with [`crate::metrics`], both from this library.
 
 use gpupeek_flags::Parser;
-use nix::errno::Errno;
 
-use crate::{commands, metrics, Exit, EXIT_NO_SERVE, EXIT_OS, EXIT_USAGE};
+use crate::{commands, metrics, Exit, EXIT_USAGE};
 
 /// The exporter's program, installed next to `gpupeek`.
 pub const PROGRAM: &str = "gpupeek-serve";
@@ -70,50 +59,4 @@ pub fn command_line() -> Result<Option<Args>, Exit> {
         Ok(args) => Ok(Some(args)),
         Err(help) => crate::write_stdout(&help).map(|()| None),
     }
-}
-
-/// Runs `gpupeek-serve` with `argv` in place of this process: the one next to this
-/// executable, else the first on `PATH`; returns only if it cannot.
-///
-/// `execv` itself, not `std::process::Command`, whose spawning code makes the dynamic
-/// loader bind more libc symbols at every start of every command (about 8,600
-/// instructions, docs/PERFORMANCE.md).
-pub fn exec(argv: &[String]) -> Result<(), Exit> {
-    use std::os::unix::ffi::OsStrExt;
-    let exe = std::env::current_exe().ok();
-    let beside = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let on_path = std::env::split_paths(&path).filter(|dir| !dir.as_os_str().is_empty());
-    let args = std::iter::once(PROGRAM)
-        .chain(argv.iter().map(String::as_str))
-        .map(CString::new)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| Exit::new(EXIT_USAGE, "an argument holds a NUL byte"))?;
-    for program in beside
-        .clone()
-        .into_iter()
-        .chain(on_path)
-        .map(|d| d.join(PROGRAM))
-    {
-        let Ok(c_path) = CString::new(program.as_os_str().as_bytes()) else {
-            continue;
-        };
-        match nix::unistd::execv(&c_path, &args) {
-            Err(Errno::ENOENT | Errno::ENOTDIR) => continue,
-            Err(e) => {
-                return Err(Exit::new(
-                    EXIT_OS,
-                    format!("cannot run {}: {}", program.display(), e.desc()),
-                ))
-            }
-        }
-    }
-    let dir = beside.map_or_else(|| "gpupeek's directory".into(), |d| d.display().to_string());
-    Err(Exit::new(
-        EXIT_NO_SERVE,
-        format!(
-            "serve needs {PROGRAM}, which is neither in {dir} nor on PATH (it is installed \
-             with gpupeek: make install)"
-        ),
-    ))
 }

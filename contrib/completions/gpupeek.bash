@@ -3,7 +3,7 @@ _gpupeek() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i
     if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
     for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in query | metrics | serve) cmd=${COMP_WORDS[i]}; break ;; esac
+        case ${COMP_WORDS[i]} in query | metrics | serve | top) cmd=${COMP_WORDS[i]}; break ;; esac
     done
     local flags
     case $cmd in
@@ -11,6 +11,7 @@ _gpupeek() {
     query) flags='--query-gpu --format -i --id --shm --help-query-gpu --query-compute-apps --help-query-compute-apps -L --list-gpus -l --loop --loop-ms -h --help' ;;
     metrics) flags='--names --per-process --per-user --pod-labels --shm -h --help' ;;
     serve) flags='--listen --web.config.file --names --per-process --per-user --pod-labels --kubelet.pod-resources-socket --shm -h --help' ;;
+    top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -37,11 +38,12 @@ _gpupeek() {
     serve:--names) { COMPREPLY=($(compgen -W 'gpupeek dcgm nvidia_gpu_exporter' -- "$cur")); return; } ;;
     serve:--kubelet.pod-resources-socket) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     serve:--shm) { COMPREPLY=(); return; } ;;
+    top:--shm) { COMPREPLY=(); return; } ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     elif [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W 'query metrics serve' -- "$cur"))
+        COMPREPLY=($(compgen -W 'query metrics serve top' -- "$cur"))
     fi
 }
 complete -F _gpupeek gpupeek

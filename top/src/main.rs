@@ -11,6 +11,9 @@
 //! cursor. A missing, restarting, stopped or stale daemon never ends it: it says so
 //! and waits.
 //!
+//! Its flags are `gpupeek top`'s, from the `gpupeek` library's table
+//! ([`gpupeek::monitor`]): `gpupeek top` parses them, then executes this program.
+//!
 //! Exit status: 0 quit (a key or a signal), 2 bad usage, a bad segment name or no
 //! terminal (one line on stderr), 9 a terminal that cannot be set up or written.
 
@@ -20,7 +23,7 @@ mod source;
 mod text;
 mod ui;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::mpsc;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
@@ -29,11 +32,10 @@ use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
+use gpupeek::monitor::{self, Args, Exit, EXIT_OS, EXIT_USAGE};
+
 use crate::app::{Action, App};
 use crate::host::HostReader;
-
-const EXIT_USAGE: i32 = 2;
-const EXIT_OS: i32 = 9;
 
 /// What wakes the main loop.
 pub enum Event {
@@ -47,72 +49,12 @@ pub enum Event {
     Fatal(String),
 }
 
-const USAGE: &str = "\
-Usage: gpupeek-top [--shm NAME] [--no-color]
-
-An interactive monitor of the GPUs and their processes, read from gpupeekd's
-shared-memory segment (no driver call). Press ? in it for the keys; see gpupeek-top(1).
-
-Options:
-  --shm NAME     segment name (default: $GPUPEEK_SHM, else gpupeek)
-  --no-color     no colours (also when NO_COLOR is set and not empty)
-  -h, --help     this help
-  -V, --version  the version
-
-";
-
-struct Args {
-    shm: Option<String>,
-    no_color: bool,
-}
-
-fn parse() -> Result<Option<Args>, String> {
-    use lexopt::prelude::*;
-    let mut args = Args {
-        shm: None,
-        no_color: false,
-    };
-    let mut p = lexopt::Parser::from_env();
-    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
-        match arg {
-            Long("shm") => {
-                let v = p.value().map_err(|e| e.to_string())?;
-                args.shm = Some(
-                    v.into_string()
-                        .map_err(|v| format!("--shm {v:?} is not UTF-8"))?,
-                );
-            }
-            Long("no-color") | Long("no-colour") => args.no_color = true,
-            Short('h') | Long("help") => {
-                print!("{USAGE}");
-                return Ok(None);
-            }
-            Short('V') | Long("version") => {
-                println!("gpupeek-top {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            other => return Err(other.unexpected().to_string()),
-        }
-    }
-    Ok(Some(args))
-}
-
-fn main() {
-    let code = match parse() {
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "gpupeek-top: {e} (see --help)");
-            EXIT_USAGE
-        }
-        Ok(None) => 0,
-        Ok(Some(args)) => match run(args) {
-            Ok(()) => 0,
-            Err((code, message)) => {
-                let _ = writeln!(std::io::stderr(), "gpupeek-top: {message}");
-                code
-            }
-        },
-    };
-    std::process::exit(code);
+fn main() -> std::process::ExitCode {
+    let result = monitor::command_line().and_then(|args| match args {
+        None => Ok(()),
+        Some(args) => run(args).map_err(|(code, message)| Exit::new(code, message)),
+    });
+    monitor::exit_status(result).into()
 }
 
 /// Puts the terminal back as it was: on drop, and from the panic hook.
@@ -134,7 +76,7 @@ impl Drop for Restore {
     }
 }
 
-fn run(args: Args) -> Result<(), (i32, String)> {
+fn run(args: Args) -> Result<(), (u8, String)> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err((
             EXIT_USAGE,

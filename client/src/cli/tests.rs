@@ -257,6 +257,10 @@ fn generated_man_page_option_lists_are_the_flag_tables() {
         page = splice(&page, key, &options(&specs)).unwrap();
     }
     check_generated(&path, &page);
+    let path = repo().join("man/gpupeek-top.1");
+    let page = std::fs::read_to_string(&path).unwrap();
+    let page = splice(&page, "top options", &options(&commands::TOP.specs())).unwrap();
+    check_generated(&path, &page);
 }
 
 #[test]

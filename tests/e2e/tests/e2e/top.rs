@@ -6,7 +6,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{root_or_skip, top_bin, Daemon, Sandbox, Tmux, WATCHDOG};
+use gpupeek_e2e::{
+    bins, root_or_skip, run_with_watchdog, stderr, stdout, top_bin, Daemon, Sandbox, Tmux, WATCHDOG,
+};
 use serde_json::{json, Value};
 
 const GIB: u64 = 1 << 30;
@@ -82,8 +84,9 @@ impl Drop for Job {
     }
 }
 
-/// gpupeek-top on `sb`'s segment in a detached tmux session `w` of `x`×`y`, run through
-/// `prefix` (e.g. setpriv); the pane stays after it exits, to read how it ended.
+/// `gpupeek top` (which executes gpupeek-top) on `sb`'s segment in a detached tmux
+/// session `w` of `x`×`y`, run through `prefix` (e.g. setpriv); the pane stays after it
+/// exits, to read how it ended.
 fn start_top(sb: &Sandbox, x: u16, y: u16, prefix: &str) -> Option<Tmux> {
     let tmux = gpupeek_e2e::tool("tmux", "tmux")?;
     // A server of its own each time: one being killed by a dropped Tmux must not
@@ -94,7 +97,8 @@ fn start_top(sb: &Sandbox, x: u16, y: u16, prefix: &str) -> Option<Tmux> {
         tmux,
         socket: format!("{}-{n}", sb.shm),
     };
-    let command = format!("{prefix} {} --shm {}", top_bin().display(), sb.shm);
+    top_bin(); // built next to gpupeek, where `gpupeek top` looks first
+    let command = format!("{prefix} {} top --shm {}", bins().client.display(), sb.shm);
     tmux.run(&[
         "new-session",
         "-d",
@@ -533,9 +537,67 @@ fn the_one_shot_client_links_none_of_the_terminal_ui() {
     };
     assert!(has(top_bin(), "ratatui"), "the check finds nothing at all");
     for tui in ["ratatui", "crossterm"] {
-        assert!(
-            !has(&gpupeek_e2e::bins().client, tui),
-            "gpupeek links {tui}"
-        );
+        assert!(!has(&bins().client, tui), "gpupeek links {tui}");
     }
+}
+
+#[test]
+fn gpupeek_top_checks_its_flags_then_runs_gpupeek_top_or_says_it_is_missing() {
+    let sandbox = Sandbox::new("top-missing");
+    let alone = sandbox.dir.join("alone");
+    let path = sandbox.dir.join("path");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::create_dir_all(&path).unwrap();
+    let gpupeek = alone.join("gpupeek");
+    std::fs::copy(&bins().client, &gpupeek).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&gpupeek);
+        cmd.arg("top")
+            .args(args)
+            .env("PATH", &path)
+            .stdin(Stdio::null());
+        run_with_watchdog(cmd)
+    };
+
+    let out = run(&["--shm", &sandbox.shm]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(11), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gpupeek: top needs gpupeek-top") && err.contains("alone"),
+        "{err}"
+    );
+    // Its flags are gpupeek's table: help and refusals come before the program is looked for.
+    let out = run(&["--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("Usage: gpupeek top"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("--no-color"), "{}", stdout(&out));
+    assert_eq!(run(&["--bogus"]).status.code(), Some(2));
+
+    // On PATH: it runs, and says it needs a terminal (stdin is not one here).
+    std::os::unix::fs::symlink(top_bin(), path.join("gpupeek-top")).unwrap();
+    let out = run(&["--shm", &sandbox.shm]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("needs a terminal"),
+        "{}",
+        stderr(&out)
+    );
+
+    // gpupeek-top parses the same table.
+    let direct = |args: &[&str]| {
+        let mut cmd = Command::new(top_bin());
+        cmd.args(args);
+        run_with_watchdog(cmd)
+    };
+    let out = direct(&["-V"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("gpupeek-top "), "{}", stdout(&out));
+    let out = direct(&["--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
