@@ -5,14 +5,11 @@
 //! whose details the daemon withholds (`--process-info basic` or `none`) cannot be
 //! placed: they are grouped as `?`, never as `host`.
 
-use std::fmt::Write;
-
 use gpupeek_shm::ProcPolicy;
 use serde::Serialize;
 
-use crate::byuser::add;
-use crate::style::{self as s, Painter};
-use crate::table::bytes2human;
+use crate::byuser::{group, render_table, KeyColumn, Usage};
+use crate::style::Painter;
 use crate::view::{ContainerView, ProcView, View};
 
 /// One container's share.
@@ -23,18 +20,9 @@ pub struct ContainerRow {
     pub name: String,
     /// The container; `None` for `host` and `?`.
     pub container: Option<ContainerJson>,
-    /// GPU indices, ascending.
-    pub gpus: Vec<u32>,
-    /// Number of (process, GPU) pairs.
-    pub processes: u32,
-    /// GPU memory, MiB; `None` when no process's memory is known.
-    pub gpu_memory_usage: Option<u64>,
-    /// Sum of the processes' SM utilisation, percent; `None` when none is known.
-    pub sm_utilization: Option<u32>,
-    /// Sum of the processes' CPU use, percent of one core (each process counted once).
-    pub cpu_percent: Option<f64>,
-    /// Sum of resident host memory, bytes (each process counted once).
-    pub cpu_memory_usage: Option<u64>,
+    /// What its processes use.
+    #[serde(flatten)]
+    pub usage: Usage,
 }
 
 /// A container as `--json` writes it.
@@ -49,7 +37,7 @@ pub struct ContainerJson {
 }
 
 /// The group a process belongs to: its container, `host`, or `?` when withheld.
-fn group(p: &ProcView, policy: Option<ProcPolicy>) -> (String, Option<ContainerJson>) {
+fn group_of(p: &ProcView, policy: Option<ProcPolicy>) -> (String, Option<ContainerJson>) {
     match &p.container {
         Some(ContainerView {
             runtime,
@@ -73,54 +61,15 @@ fn group(p: &ProcView, policy: Option<ProcPolicy>) -> (String, Option<ContainerJ
 
 /// Rows for every container with a process on the GPUs in `view`, most GPU memory first.
 pub fn rows(view: &View) -> Vec<ContainerRow> {
-    let mut rows: Vec<ContainerRow> = Vec::new();
-    let mut counted_pids: Vec<(usize, u32)> = Vec::new();
-    for gpu in &view.gpus {
-        for p in gpu.processes.iter().flatten() {
-            let (name, container) = group(p, view.proc_policy);
-            let at = match rows
-                .iter()
-                .position(|r| r.name == name && r.container == container)
-            {
-                Some(at) => at,
-                None => {
-                    rows.push(ContainerRow {
-                        name,
-                        container,
-                        gpus: Vec::new(),
-                        processes: 0,
-                        gpu_memory_usage: None,
-                        sm_utilization: None,
-                        cpu_percent: None,
-                        cpu_memory_usage: None,
-                    });
-                    rows.len() - 1
-                }
-            };
-            let row = &mut rows[at];
-            if !row.gpus.contains(&gpu.index) {
-                row.gpus.push(gpu.index);
-            }
-            row.processes += 1;
-            add(&mut row.gpu_memory_usage, p.gpu_mem_mib);
-            add(&mut row.sm_utilization, p.gpu_util_pct.map(|u| u[0]));
-            if !counted_pids.contains(&(at, p.host_pid)) {
-                counted_pids.push((at, p.host_pid));
-                add(&mut row.cpu_memory_usage, p.host_mem_bytes);
-                if let Some(cpu) = p.cpu_percent {
-                    *row.cpu_percent.get_or_insert(0.0) += cpu;
-                }
-            }
-        }
-    }
-    for row in &mut rows {
-        row.gpus.sort_unstable();
-    }
-    rows.sort_by(|a, b| {
-        b.gpu_memory_usage
-            .cmp(&a.gpu_memory_usage)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    let mut rows: Vec<ContainerRow> = group(view, |p| group_of(p, view.proc_policy))
+        .into_iter()
+        .map(|((name, container), usage)| ContainerRow {
+            name,
+            container,
+            usage,
+        })
+        .collect();
+    rows.sort_by(|a, b| Usage::by_memory(&a.usage, &b.usage).then_with(|| a.name.cmp(&b.name)));
     rows
 }
 
@@ -131,85 +80,26 @@ pub fn render(
     not_counted: &[u32],
     paint: Painter,
 ) -> String {
-    let name_width = rows
-        .iter()
-        .map(|r| r.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(9);
-    let pods: Vec<&str> = rows
+    let mut keys = vec![KeyColumn {
+        title: "CONTAINER",
+        cells: rows.iter().map(|r| r.name.clone()).collect(),
+    }];
+    let pods: Vec<String> = rows
         .iter()
         .map(|r| {
-            r.container
-                .as_ref()
-                .and_then(|c| c.pod_uid.as_deref())
-                .unwrap_or("-")
+            let pod = r.container.as_ref().and_then(|c| c.pod_uid.as_deref());
+            pod.unwrap_or("-").to_owned()
         })
         .collect();
     // The pod column only when some container is in a pod.
-    let pod_width = if pods.iter().any(|p| *p != "-") {
-        pods.iter().map(|p| p.len()).max().unwrap_or(0).max(3)
-    } else {
-        0
-    };
-    let gpus: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            r.gpus
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect();
-    let gpu_width = gpus.iter().map(String::len).max().unwrap_or(0).max(4);
-    let pod_cell = |pod: &str| {
-        if pod_width == 0 {
-            String::new()
-        } else {
-            format!("{pod:pod_width$}  ")
-        }
-    };
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:name_width$}  {}{:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
-        "CONTAINER",
-        pod_cell("POD"),
-        "GPUS",
-        "PROCS",
-        "GPU MEMORY",
-        "SM%",
-        "CPU%",
-        "HOST MEM"
-    );
-    if rows.is_empty() && not_shown == 0 && not_counted.is_empty() {
-        out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
-        out.push('\n');
+    if pods.iter().any(|p| p != "-") {
+        keys.push(KeyColumn {
+            title: "POD",
+            cells: pods,
+        });
     }
-    for ((row, gpus), pod) in rows.iter().zip(&gpus).zip(&pods) {
-        let unknown = |v: Option<String>| v.unwrap_or_else(|| "??".into());
-        let name = format!("{:name_width$}", row.name);
-        let mem = format!(
-            "{:>8} MB",
-            unknown(row.gpu_memory_usage.map(|m| m.to_string()))
-        );
-        let _ = writeln!(
-            out,
-            "{}  {}{gpus:gpu_width$}  {:>5}  {}  {}  {:>5}  {:>8}",
-            paint.paint(s::BOLD_BLACK, name),
-            pod_cell(pod),
-            row.processes,
-            paint.paint(s::YELLOW, format!("{mem:>11}")),
-            paint.paint(
-                s::GREEN,
-                format!("{:>4}", unknown(row.sm_utilization.map(|u| u.to_string())))
-            ),
-            unknown(row.cpu_percent.map(|c| format!("{c:.0}"))),
-            unknown(row.cpu_memory_usage.map(bytes2human)),
-        );
-    }
-    out + &crate::byuser::render_notes(not_shown, not_counted, paint)
+    let usages: Vec<&Usage> = rows.iter().map(|r| &r.usage).collect();
+    render_table(&keys, &usages, not_shown, not_counted, paint)
 }
 
 #[cfg(test)]
@@ -296,10 +186,10 @@ mod tests {
             ["containerd:0123456789ab", "host", "docker:0123456789ab"]
         );
         let c = &rows[0];
-        assert_eq!(c.gpus, [0, 1]);
-        assert_eq!(c.processes, 2);
-        assert_eq!(c.gpu_memory_usage, Some(3000));
-        assert_eq!(c.cpu_percent, Some(25.0), "one process on two GPUs");
+        assert_eq!(c.usage.gpus, [0, 1]);
+        assert_eq!(c.usage.processes, 2);
+        assert_eq!(c.usage.gpu_memory_usage, Some(3000));
+        assert_eq!(c.usage.cpu_percent, Some(25.0), "one process on two GPUs");
         assert_eq!(c.container.as_ref().unwrap().id, ID);
         assert_eq!(rows[1].container, None);
         let text = render(&rows, 0, &[], Painter::new(false, true, false));

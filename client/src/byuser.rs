@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::style::{self as s, Painter};
 use crate::table::bytes2human;
-use crate::view::View;
+use crate::view::{ProcView, View};
 
 /// One user's share.
 #[derive(Debug, Serialize, PartialEq)]
@@ -18,6 +18,15 @@ pub struct UserRow {
     pub username: Option<String>,
     /// Uid; `None` when withheld.
     pub uid: Option<u32>,
+    /// What their processes use.
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// What a group of processes (a user's, a container's) uses: the columns `--by-user`
+/// and `--by-container` share.
+#[derive(Debug, Serialize, PartialEq, Default)]
+pub struct Usage {
     /// GPU indices, ascending.
     pub gpus: Vec<u32>,
     /// Number of (process, GPU) pairs.
@@ -32,55 +41,63 @@ pub struct UserRow {
     pub cpu_memory_usage: Option<u64>,
 }
 
-/// Rows for every user with a process on the GPUs in `view`, most GPU memory first.
-pub fn rows(view: &View) -> Vec<UserRow> {
-    let mut rows: Vec<UserRow> = Vec::new();
+impl Usage {
+    /// Most GPU memory first.
+    pub(crate) fn by_memory(a: &Usage, b: &Usage) -> std::cmp::Ordering {
+        b.gpu_memory_usage.cmp(&a.gpu_memory_usage)
+    }
+}
+
+/// Every process on the GPUs in `view`, grouped by `key`: each group's usage, in the
+/// order groups first appear, GPUs ascending. A process on several GPUs counts once
+/// for its CPU use and host memory.
+pub(crate) fn group<K: PartialEq>(view: &View, key: impl Fn(&ProcView) -> K) -> Vec<(K, Usage)> {
+    let mut groups: Vec<(K, Usage)> = Vec::new();
     let mut counted_pids: Vec<(usize, u32)> = Vec::new();
     for gpu in &view.gpus {
         for p in gpu.processes.iter().flatten() {
-            let at = match rows
-                .iter()
-                .position(|r| r.uid == p.uid && r.username == p.user)
-            {
+            let k = key(p);
+            let at = match groups.iter().position(|(g, _)| *g == k) {
                 Some(at) => at,
                 None => {
-                    rows.push(UserRow {
-                        username: p.user.clone(),
-                        uid: p.uid,
-                        gpus: Vec::new(),
-                        processes: 0,
-                        gpu_memory_usage: None,
-                        sm_utilization: None,
-                        cpu_percent: None,
-                        cpu_memory_usage: None,
-                    });
-                    rows.len() - 1
+                    groups.push((k, Usage::default()));
+                    groups.len() - 1
                 }
             };
-            let row = &mut rows[at];
-            if !row.gpus.contains(&gpu.index) {
-                row.gpus.push(gpu.index);
+            let usage = &mut groups[at].1;
+            if !usage.gpus.contains(&gpu.index) {
+                usage.gpus.push(gpu.index);
             }
-            row.processes += 1;
-            add(&mut row.gpu_memory_usage, p.gpu_mem_mib);
-            add(&mut row.sm_utilization, p.gpu_util_pct.map(|u| u[0]));
-            // A process on several GPUs uses its CPU and host memory once.
+            usage.processes += 1;
+            add(&mut usage.gpu_memory_usage, p.gpu_mem_mib);
+            add(&mut usage.sm_utilization, p.gpu_util_pct.map(|u| u[0]));
             if !counted_pids.contains(&(at, p.host_pid)) {
                 counted_pids.push((at, p.host_pid));
-                add(&mut row.cpu_memory_usage, p.host_mem_bytes);
+                add(&mut usage.cpu_memory_usage, p.host_mem_bytes);
                 if let Some(cpu) = p.cpu_percent {
-                    *row.cpu_percent.get_or_insert(0.0) += cpu;
+                    *usage.cpu_percent.get_or_insert(0.0) += cpu;
                 }
             }
         }
     }
-    for row in &mut rows {
-        row.gpus.sort_unstable();
+    for (_, usage) in &mut groups {
+        usage.gpus.sort_unstable();
     }
+    groups
+}
+
+/// Rows for every user with a process on the GPUs in `view`, most GPU memory first.
+pub fn rows(view: &View) -> Vec<UserRow> {
+    let mut rows: Vec<UserRow> = group(view, |p| (p.uid, p.user.clone()))
+        .into_iter()
+        .map(|((uid, username), usage)| UserRow {
+            username,
+            uid,
+            usage,
+        })
+        .collect();
     rows.sort_by(|a, b| {
-        b.gpu_memory_usage
-            .cmp(&a.gpu_memory_usage)
-            .then_with(|| a.username.cmp(&b.username))
+        Usage::by_memory(&a.usage, &b.usage).then_with(|| a.username.cmp(&b.username))
     });
     rows
 }
@@ -111,16 +128,48 @@ pub(crate) fn add<T: std::ops::AddAssign + Default>(total: &mut Option<T>, value
 
 /// The per-user table; `not_shown` processes (see [`not_shown`]) are said to be missing.
 pub fn render(rows: &[UserRow], not_shown: u32, not_counted: &[u32], paint: Painter) -> String {
-    let user_width = rows
+    let users = KeyColumn {
+        title: "USER",
+        cells: rows
+            .iter()
+            .map(|r| r.username.as_deref().unwrap_or("?").to_owned())
+            .collect(),
+    };
+    let usages: Vec<&Usage> = rows.iter().map(|r| &r.usage).collect();
+    render_table(&[users], &usages, not_shown, not_counted, paint)
+}
+
+/// A column that names a grouped table's rows: its title and a cell per row, padded to
+/// the longest of them.
+pub(crate) struct KeyColumn<'a> {
+    pub title: &'a str,
+    pub cells: Vec<String>,
+}
+
+/// A grouped table (per user, per container): the key columns (the first in bold), then
+/// each row's usage, then [`render_notes`].
+pub(crate) fn render_table(
+    keys: &[KeyColumn],
+    usages: &[&Usage],
+    not_shown: u32,
+    not_counted: &[u32],
+    paint: Painter,
+) -> String {
+    let widths: Vec<usize> = keys
         .iter()
-        .map(|r| r.username.as_deref().unwrap_or("?").chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let gpus: Vec<String> = rows
+        .map(|k| {
+            k.cells
+                .iter()
+                .map(|c| c.chars().count())
+                .chain([k.title.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let gpus: Vec<String> = usages
         .iter()
-        .map(|r| {
-            r.gpus
+        .map(|u| {
+            u.gpus
                 .iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
@@ -129,34 +178,47 @@ pub fn render(rows: &[UserRow], not_shown: u32, not_counted: &[u32], paint: Pain
         .collect();
     let gpu_width = gpus.iter().map(String::len).max().unwrap_or(0).max(4);
     let mut out = String::new();
+    for (k, width) in keys.iter().zip(&widths) {
+        let _ = write!(out, "{:width$}  ", k.title);
+    }
     let _ = writeln!(
         out,
-        "{:user_width$}  {:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
-        "USER", "GPUS", "PROCS", "GPU MEMORY", "SM%", "CPU%", "HOST MEM"
+        "{:gpu_width$}  {:>5}  {:>11}  {:>4}  {:>5}  {:>8}",
+        "GPUS", "PROCS", "GPU MEMORY", "SM%", "CPU%", "HOST MEM"
     );
-    if rows.is_empty() && not_shown == 0 && not_counted.is_empty() {
+    if usages.is_empty() && not_shown == 0 && not_counted.is_empty() {
         out.push_str(&paint.paint(s::YELLOW, "(No GPU processes)"));
         out.push('\n');
     }
-    for (row, gpus) in rows.iter().zip(&gpus) {
+    for (i, (usage, gpus)) in usages.iter().zip(&gpus).enumerate() {
+        for (n, (k, width)) in keys.iter().zip(&widths).enumerate() {
+            let cell = format!("{:width$}", k.cells[i]);
+            if n == 0 {
+                out.push_str(&paint.paint(s::BOLD_BLACK, cell));
+            } else {
+                out.push_str(&cell);
+            }
+            out.push_str("  ");
+        }
         let unknown = |v: Option<String>| v.unwrap_or_else(|| "??".into());
-        let user = format!("{:user_width$}", row.username.as_deref().unwrap_or("?"));
         let mem = format!(
             "{:>8} MB",
-            unknown(row.gpu_memory_usage.map(|m| m.to_string()))
+            unknown(usage.gpu_memory_usage.map(|m| m.to_string()))
         );
         let _ = writeln!(
             out,
-            "{}  {gpus:gpu_width$}  {:>5}  {}  {}  {:>5}  {:>8}",
-            paint.paint(s::BOLD_BLACK, user),
-            row.processes,
+            "{gpus:gpu_width$}  {:>5}  {}  {}  {:>5}  {:>8}",
+            usage.processes,
             paint.paint(s::YELLOW, format!("{mem:>11}")),
             paint.paint(
                 s::GREEN,
-                format!("{:>4}", unknown(row.sm_utilization.map(|u| u.to_string())))
+                format!(
+                    "{:>4}",
+                    unknown(usage.sm_utilization.map(|u| u.to_string()))
+                )
             ),
-            unknown(row.cpu_percent.map(|c| format!("{c:.0}"))),
-            unknown(row.cpu_memory_usage.map(bytes2human)),
+            unknown(usage.cpu_percent.map(|c| format!("{c:.0}"))),
+            unknown(usage.cpu_memory_usage.map(bytes2human)),
         );
     }
     out + &render_notes(not_shown, not_counted, paint)
@@ -257,16 +319,16 @@ mod tests {
         assert_eq!(rows[0].username.as_deref(), Some("bob"));
         let a = &rows[1];
         assert_eq!(a.username.as_deref(), Some("alice"));
-        assert_eq!(a.gpus, [0, 1]);
-        assert_eq!(a.processes, 2);
-        assert_eq!(a.gpu_memory_usage, Some(3000));
-        assert_eq!(a.sm_utilization, Some(70));
+        assert_eq!(a.usage.gpus, [0, 1]);
+        assert_eq!(a.usage.processes, 2);
+        assert_eq!(a.usage.gpu_memory_usage, Some(3000));
+        assert_eq!(a.usage.sm_utilization, Some(70));
         assert_eq!(
-            a.cpu_percent,
+            a.usage.cpu_percent,
             Some(50.0),
             "pid 10 is one process on two GPUs"
         );
-        assert_eq!(a.cpu_memory_usage, Some(1 << 30));
+        assert_eq!(a.usage.cpu_memory_usage, Some(1 << 30));
         assert_eq!(rows[2].username, None, "withheld owners group together");
         let text = render(
             &rows,
