@@ -67,8 +67,8 @@ pub const QUERY: Command<query::Args> = Command {
                 arity: Arity::Value("IDS"),
                 ..Spec::switch(
                     "id",
-                    "only these GPUs: comma-separated indices, UUIDs or PCI bus ids (a \
-                     MIG device's UUID names its GPU)",
+                    "only these GPUs: comma-separated indices, UUIDs, PCI bus ids or board \
+                     serial numbers (a MIG device's UUID names its GPU)",
                 )
             },
             apply: |a, v| {

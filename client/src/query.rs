@@ -331,12 +331,18 @@ fn select<'a>(model: &'a Model, ids: Option<&str>) -> Result<Vec<&'a Gpu<'a>>, S
         .collect()
 }
 
-/// An index, a UUID, or a PCI bus id (any case, any domain width).
+/// An index, a UUID, a PCI bus id (any case, any domain width) or the board's serial
+/// number: the forms nvidia-smi's `-i` takes.
 fn matches_id(g: &Gpu, id: &str) -> bool {
     if let Ok(index) = id.parse::<u32>() {
-        return g.index == index;
+        if g.index == index {
+            return true;
+        }
     }
     if g.uuid.is_some_and(|u| u.decode().eq_ignore_ascii_case(id)) {
+        return true;
+    }
+    if g.details.serial.is_some_and(|s| s.decode() == id) {
         return true;
     }
     g.pci_bus_id
@@ -415,6 +421,39 @@ mod tests {
     use super::*;
     use gpupeek_shm::layout::{gpu_valid as v, GpuState};
     use gpupeek_shm::{text, GpuRecord};
+
+    #[test]
+    fn dash_i_takes_an_index_a_uuid_a_bus_id_or_a_serial_number() {
+        use gpupeek_shm::layout::gpu_valid2 as v2;
+        let gpu = |index: u32, uuid: &str, bus: &str, serial: &str| {
+            let mut g = GpuRecord {
+                index,
+                state: GpuState::Ok as u32,
+                valid: v::UUID | v::PCI_BUS_ID,
+                valid2: v2::SERIAL,
+                ..GpuRecord::default()
+            };
+            text::encode(&mut g.uuid, uuid);
+            text::encode(&mut g.pci_bus_id, bus);
+            text::encode(&mut g.serial, serial);
+            g
+        };
+        let snap = crate::testing::live_snapshot(vec![
+            gpu(0, "GPU-aaaa", "00000000:18:00.0", "1654922000001"),
+            gpu(1, "GPU-bbbb", "00000000:2A:00.0", "1654922000002"),
+        ]);
+        let model = Model::new(&snap);
+        let picked = |ids: &str| -> Result<Vec<u32>, String> {
+            select(&model, Some(ids)).map(|gs| gs.iter().map(|g| g.index).collect())
+        };
+        assert_eq!(picked("1,0"), Ok(vec![1, 0]));
+        assert_eq!(picked("gpu-BBBB"), Ok(vec![1]));
+        assert_eq!(picked("0000:2a:00.0"), Ok(vec![1]));
+        assert_eq!(picked("1654922000001"), Ok(vec![0]));
+        assert!(picked("1654922000003")
+            .unwrap_err()
+            .contains("no GPU matches"));
+    }
 
     #[test]
     fn format_accepts_nvidia_smi_options_in_any_order() {
