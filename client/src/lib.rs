@@ -25,6 +25,7 @@ mod bycontainer;
 mod byuser;
 mod cli;
 mod commands;
+mod fit;
 mod follow;
 mod json;
 mod live;
@@ -159,10 +160,11 @@ fn run() -> Result<(), Exit> {
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
     }
-    if let Some(secs) = args.watch {
-        watch::interval(secs)?;
-    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    if let Some(secs) = args.watch {
+        // It waits for a daemon that is not up, as --follow and gpupeek-top do.
+        return watch::run(&args, &name, secs);
+    }
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;
     check_live(
@@ -170,9 +172,6 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    if let Some(secs) = args.watch {
-        return watch::run(&args, &segment, secs);
-    }
     write_stdout(&render(&args, &snapshot)?)
 }
 
