@@ -9,7 +9,8 @@
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
 //! 11 `gpupeek serve` found no gpupeek-serve to run.
-//! A closed stdout is a quiet 0.
+//! A closed stdout is a quiet 0. `-i/--watch` does not exit 3 to 10: it shows the reason
+//! and waits for the daemon.
 //!
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
 //! `metrics`, `serve`, see [`commands`]); a usage error is one line and exit status 2.

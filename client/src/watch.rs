@@ -8,10 +8,12 @@
 //! separated by a blank line. The sparklines show the last [`HISTORY`] samples of the
 //! segment's per-GPU history rings (one sample per `max(period, 1 s)`), so a fresh
 //! `gpupeek -i` shows the last minutes at once; from a daemon without history rings
-//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep GPU,
-//! or one whose driver is not responding, leaves a gap. A daemon that stops, or lets go
-//! of the driver on request, replaces the frame with its one-line reason until it is
-//! live again.
+//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep,
+//! lost or not-responding GPU leaves a gap (its earlier memory samples are drawn against
+//! its last known total). On a terminal each frame is fitted to its size, asked at every
+//! redraw and at once on SIGWINCH ([`fit`]). A daemon that is not up yet, stops, or lets
+//! go of the driver on request, replaces the frame with its one-line reason until it is
+//! live again: only bad usage ends the loop with an error.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{IsTerminal, Read};
@@ -60,7 +62,7 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
                 crate::render(args, &snap)? + &history.render(size.map(|s| s.cols))
             }
             Err(exit) if exit.code == EXIT_USAGE => return Err(exit),
-            Err(exit) => format!("gpupeek: {} (waiting for it; q quits)\n", exit.message),
+            Err(exit) => format!("gpupeek: waiting: {}\n", exit.message),
         };
         match size {
             Some(size) => crate::write_stdout(&draw(&frame, size))?,
@@ -313,6 +315,34 @@ mod tests {
         let text = h.render(None);
         assert!(text.starts_with("[0] util ▁▅ █"), "{text}");
         assert!(text.trim_end().ends_with("mem █▅ ▁"), "{text}");
+    }
+
+    #[test]
+    fn sparklines_keep_the_newest_samples_that_fit_the_width() {
+        let mut h = History::default();
+        for index in [0, 10] {
+            let ring = h.gpus.entry(index).or_default();
+            ring.extend((0..HISTORY as u32).map(|n| (Some(n * 2), Some(50))));
+            ring.push_back((Some(100), None));
+        }
+        let wide = h.render(None);
+        assert_eq!(fit::width(wide.lines().next().unwrap()), 9 + 40 + 5 + 40);
+        for cols in [120, 95, 80, 60, 20, 10] {
+            for line in h.render(Some(cols)).lines() {
+                assert!(
+                    fit::width(line) <= cols.max(15),
+                    "{cols}: {line:?} is {} wide",
+                    fit::width(line)
+                );
+                // The newest sample (full utilisation, no memory reading) is kept.
+                if cols >= 20 {
+                    assert!(line.contains("█ mem "), "{cols}: {line:?}");
+                    assert!(line.ends_with(' '), "{cols}: {line:?}");
+                }
+            }
+        }
+        let line = h.render(Some(80)).lines().next().unwrap().to_owned();
+        assert_eq!(fit::width(&line), 80, "{line:?}");
     }
 
     #[test]
