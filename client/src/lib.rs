@@ -9,7 +9,8 @@
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
 //! 11 `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
-//! A closed stdout is a quiet 0.
+//! A closed stdout is a quiet 0. `-i/--watch` does not exit 3 to 10: it shows the reason
+//! and waits for the daemon.
 //!
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
 //! `metrics`, `serve`, `top`, see [`commands`]); a usage error is one line and exit
@@ -28,6 +29,7 @@ mod byuser;
 mod cli;
 mod commands;
 mod companion;
+mod fit;
 mod follow;
 mod json;
 mod live;
@@ -164,10 +166,11 @@ fn run() -> Result<(), Exit> {
     if args.format.is_some() || args.output.is_some() || args.follow {
         return outputs::run(&args);
     }
-    if let Some(secs) = args.watch {
-        watch::interval(secs)?;
-    }
     let name = gpupeek_shm::resolve_name(args.shm.as_deref());
+    if let Some(secs) = args.watch {
+        // It waits for a daemon that is not up, as --follow and gpupeek-top do.
+        return watch::run(&args, &name, secs);
+    }
     let segment = Segment::open(&name)?;
     let snapshot = segment.snapshot()?;
     check_live(
@@ -175,9 +178,6 @@ fn run() -> Result<(), Exit> {
         snapshot.liveness(gpupeek_shm::mono_now_ns()),
         snapshot.status.period_ns,
     )?;
-    if let Some(secs) = args.watch {
-        return watch::run(&args, &segment, secs);
-    }
     write_stdout(&render(&args, &snapshot)?)
 }
 

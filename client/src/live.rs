@@ -7,12 +7,8 @@ use gpupeek_shm::{Segment, Snapshot};
 
 use crate::Exit;
 
-/// Opens segment `name` and takes a snapshot of a live daemon, or says why not.
-pub fn live_snapshot(name: &str) -> Result<Snapshot, Exit> {
-    live_segment(name).map(|(_, snapshot)| snapshot)
-}
-
-/// [`live_snapshot`], keeping the segment open for more reads (its history rings).
+/// Opens segment `name` and takes a snapshot of a live daemon, or says why not; the
+/// segment stays open for more reads (its history rings).
 pub fn live_segment(name: &str) -> Result<(Segment, Snapshot), Exit> {
     let segment = Segment::open(name)?;
     let snapshot = segment.snapshot()?;

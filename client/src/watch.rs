@@ -8,10 +8,12 @@
 //! separated by a blank line. The sparklines show the last [`HISTORY`] samples of the
 //! segment's per-GPU history rings (one sample per `max(period, 1 s)`), so a fresh
 //! `gpupeek -i` shows the last minutes at once; from a daemon without history rings
-//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep GPU,
-//! or one whose driver is not responding, leaves a gap. A daemon that stops, or lets go
-//! of the driver on request, replaces the frame with its one-line reason until it is
-//! live again.
+//! (ABI 1.0) they hold the samples this client saw (one per new publish). An asleep,
+//! lost or not-responding GPU leaves a gap (its earlier memory samples are drawn against
+//! its last known total). On a terminal each frame is fitted to its size, asked at every
+//! redraw and at once on SIGWINCH ([`fit`]). A daemon that is not up yet, stops, or lets
+//! go of the driver on request, replaces the frame with its one-line reason until it is
+//! live again: only bad usage ends the loop with an error.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{IsTerminal, Read};
@@ -26,13 +28,14 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 
 use crate::template::spark_bar;
-use crate::{cli, Exit, EXIT_USAGE};
+use crate::{cli, fit, Exit, EXIT_USAGE};
 
 /// Samples kept per GPU.
 pub const HISTORY: usize = 40;
 
-/// Runs the watch loop until a quit key, a signal or a closed stdout.
-pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
+/// Runs the watch loop on segment `name` until a quit key, a signal or a closed stdout.
+/// A daemon that is not up (yet, or any more) is a line saying why, and the loop waits.
+pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     let interval = interval(secs)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
@@ -43,29 +46,60 @@ pub fn run(args: &cli::Args, segment: &Segment, secs: f64) -> Result<(), Exit> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| Exit::new(crate::EXIT_OS, format!("cannot handle signals: {e}")))?;
     }
+    let resized = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
+        .map_err(|e| Exit::new(crate::EXIT_OS, format!("cannot handle signals: {e}")))?;
     let tty = std::io::stdout().is_terminal();
     let _raw = RawKeys::enter();
     let _screen = tty.then(Screen::enter).transpose()?;
     let mut history = History::default();
     let mut keys_open = true;
     loop {
-        let frame = match crate::live::live_snapshot(segment.name()) {
-            Ok(snap) => {
-                history.record(segment, &snap);
-                crate::render(args, &snap)? + &history.render()
+        let size = tty.then(fit::terminal_size).flatten();
+        let frame = match crate::live::live_segment(name) {
+            Ok((segment, snap)) => {
+                history.record(&segment, &snap);
+                crate::render(args, &snap)? + &history.render(size.map(|s| s.cols))
             }
             Err(exit) if exit.code == EXIT_USAGE => return Err(exit),
-            Err(exit) => format!("gpupeek: {}\n", exit.message),
+            Err(exit) => format!("gpupeek: waiting: {}\n", exit.message),
         };
-        if tty {
-            crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))?;
-        } else {
-            crate::write_stdout(&format!("{frame}\n"))?;
+        match size {
+            Some(size) => crate::write_stdout(&draw(&frame, size))?,
+            None if tty => {
+                crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))?
+            }
+            None => crate::write_stdout(&format!("{frame}\n"))?,
         }
-        if wait_for_quit(interval, &stop, &mut keys_open) {
+        if wait_for_quit(interval, &stop, &resized, &mut keys_open) {
             return Ok(());
         }
     }
+}
+
+/// The escape sequences that redraw the screen from its top-left corner with `frame`
+/// fitted to `size`. Each row is cleared before it is written (clearing after a line as
+/// wide as the screen would erase its last cell), and the last row gets no newline, so
+/// a full screen never scrolls.
+fn draw(frame: &str, size: fit::Size) -> String {
+    let lines = fit::frame(frame, size);
+    let mut out = String::from("\x1b[H");
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        out.push_str("\x1b[2K");
+        out.push_str(line);
+    }
+    if lines.len() < size.rows {
+        // Below the frame: cleared from the start of the next row down.
+        out.push_str(if lines.is_empty() {
+            "\x1b[J"
+        } else {
+            "\r\n\x1b[J"
+        });
+    }
+    out
 }
 
 /// Longest `--watch` interval, a day: any longer and the deadline could overflow.
@@ -86,13 +120,22 @@ pub fn interval(secs: f64) -> Result<Duration, Exit> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Sleeps for `interval`, returning early (true) on `q`, Ctrl-C or a signal.
-fn wait_for_quit(interval: Duration, stop: &AtomicBool, keys_open: &mut bool) -> bool {
+/// Sleeps for `interval`, returning early: true on `q`, Ctrl-C or a signal, false on a
+/// resize (SIGWINCH), to redraw at once.
+fn wait_for_quit(
+    interval: Duration,
+    stop: &AtomicBool,
+    resized: &AtomicBool,
+    keys_open: &mut bool,
+) -> bool {
     let stdin = std::io::stdin();
     let deadline = std::time::Instant::now() + interval;
     loop {
         if stop.load(Ordering::Relaxed) {
             return true;
+        }
+        if resized.swap(false, Ordering::Relaxed) {
+            return false;
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
@@ -101,7 +144,7 @@ fn wait_for_quit(interval: Duration, stop: &AtomicBool, keys_open: &mut bool) ->
         let ms = PollTimeout::try_from(left.as_millis().clamp(1, 60_000) as u32)
             .unwrap_or(PollTimeout::MAX);
         if !*keys_open {
-            std::thread::sleep(left.min(Duration::from_millis(200)));
+            std::thread::sleep(left.min(Duration::from_millis(50)));
             continue;
         }
         let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
@@ -160,12 +203,18 @@ impl Drop for Screen {
     }
 }
 
-/// Utilisation and memory percent per GPU, one sample per publish seen.
+/// Utilisation and memory percent per GPU, one sample per publish seen; `None` is a gap.
 #[derive(Default)]
 struct History {
     generation: Option<u64>,
-    gpus: BTreeMap<u32, VecDeque<Option<(u32, u32)>>>,
+    gpus: BTreeMap<u32, VecDeque<Pair>>,
+    /// Each GPU's memory total when last known, MiB: a lost or asleep GPU reports
+    /// none, and its earlier samples are still drawn against it (or as gaps).
+    totals: BTreeMap<u32, u64>,
 }
+
+/// Utilisation and memory percent of one sample.
+type Pair = (Option<u32>, Option<u32>);
 
 impl History {
     fn record(&mut self, segment: &Segment, snap: &gpupeek_shm::Snapshot) {
@@ -177,15 +226,16 @@ impl History {
         }
         self.generation = Some(snap.generation);
         for g in &Model::new(snap).gpus {
-            let sample = g.util_pct.map(|util| {
-                let mem = g.memory.map_or(0, |m| 100 * m.used.0 / m.total.0.max(1));
-                (util.min(100), mem.min(100) as u32)
-            });
+            let util = g.util_pct.map(|u| u.min(100));
+            let mem = g
+                .memory
+                .filter(|m| m.total.0 > 0)
+                .map(|m| (100 * m.used.0 / m.total.0).min(100) as u32);
             let ring = self.gpus.entry(g.index).or_default();
             if ring.len() == HISTORY {
                 ring.pop_front();
             }
-            ring.push_back(sample);
+            ring.push_back((util, mem));
         }
     }
 
@@ -202,15 +252,19 @@ impl History {
                 .iter()
                 .find(|(index, _)| *index == g.index)
                 .map_or(&[][..], |(_, h)| &h.samples[..]);
-            let total_mib = g.memory.map_or(0, |m| m.total.mib()).max(1);
+            if let Some(total) = g.memory.map(|m| m.total.mib()).filter(|&t| t > 0) {
+                self.totals.insert(g.index, total);
+            }
+            let total_mib = self.totals.get(&g.index).copied();
             let ring = samples
                 .iter()
                 .map(|s| {
                     let s = Sample::new(s);
-                    s.util_pct.map(|util| {
-                        let mem = s.mem_used_mib.map_or(0, |m| u64::from(m) * 100 / total_mib);
-                        (util.min(100), mem.min(100) as u32)
-                    })
+                    let mem = s
+                        .mem_used_mib
+                        .zip(total_mib)
+                        .map(|(used, total)| (u64::from(used) * 100 / total).min(100) as u32);
+                    (s.util_pct.map(|u| u.min(100)), mem)
                 })
                 .collect();
             self.gpus.insert(g.index, ring);
@@ -218,19 +272,26 @@ impl History {
         true
     }
 
-    fn render(&self) -> String {
+    /// A line per GPU: `[i] util SPARKLINE mem SPARKLINE`, each sparkline the newest
+    /// samples that let the line fit in `cols` columns (all [`HISTORY`] off a terminal).
+    fn render(&self, cols: Option<usize>) -> String {
         let mut out = String::new();
         for (index, ring) in &self.gpus {
-            let line = |pick: fn((u32, u32)) -> u32| -> String {
-                ring.iter()
-                    .map(|s| s.map_or(' ', |s| spark_bar(f64::from(pick(s)) / 100.0)))
+            let head = format!("[{index}] util ");
+            let samples = cols.map_or(HISTORY, |cols| {
+                (cols.saturating_sub(head.chars().count() + " mem ".len()) / 2).min(HISTORY)
+            });
+            let newest = ring.iter().skip(ring.len().saturating_sub(samples));
+            let line = |pick: fn(&Pair) -> Option<u32>| -> String {
+                newest
+                    .clone()
+                    .map(|s| pick(s).map_or(' ', |p| spark_bar(f64::from(p) / 100.0)))
                     .collect()
             };
             out.push_str(&format!(
-                "[{index}] util {:<width$} mem {}\n",
+                "{head}{:<samples$} mem {}\n",
                 line(|s| s.0),
                 line(|s| s.1),
-                width = HISTORY
             ));
         }
         out
@@ -245,10 +306,43 @@ mod tests {
     fn sparklines_scale_percent_to_eight_levels_and_gap_asleep_samples() {
         let mut h = History::default();
         let ring = h.gpus.entry(0).or_default();
-        ring.extend([Some((0, 100)), Some((50, 50)), None, Some((100, 0))]);
-        let text = h.render();
+        ring.extend([
+            (Some(0), Some(100)),
+            (Some(50), Some(50)),
+            (None, None),
+            (Some(100), Some(0)),
+        ]);
+        let text = h.render(None);
         assert!(text.starts_with("[0] util ▁▅ █"), "{text}");
         assert!(text.trim_end().ends_with("mem █▅ ▁"), "{text}");
+    }
+
+    #[test]
+    fn sparklines_keep_the_newest_samples_that_fit_the_width() {
+        let mut h = History::default();
+        for index in [0, 10] {
+            let ring = h.gpus.entry(index).or_default();
+            ring.extend((0..HISTORY as u32).map(|n| (Some(n * 2), Some(50))));
+            ring.push_back((Some(100), None));
+        }
+        let wide = h.render(None);
+        assert_eq!(fit::width(wide.lines().next().unwrap()), 9 + 40 + 5 + 40);
+        for cols in [120, 95, 80, 60, 20, 10] {
+            for line in h.render(Some(cols)).lines() {
+                assert!(
+                    fit::width(line) <= cols.max(15),
+                    "{cols}: {line:?} is {} wide",
+                    fit::width(line)
+                );
+                // The newest sample (full utilisation, no memory reading) is kept.
+                if cols >= 20 {
+                    assert!(line.contains("█ mem "), "{cols}: {line:?}");
+                    assert!(line.ends_with(' '), "{cols}: {line:?}");
+                }
+            }
+        }
+        let line = h.render(Some(80)).lines().next().unwrap().to_owned();
+        assert_eq!(fit::width(&line), 80, "{line:?}");
     }
 
     #[test]

@@ -423,7 +423,7 @@ metrics (GPM needs Hopper or newer). Without
 .B \-V
 the table is gpustat's.";
 
-const WATCH: &str = r"Redraw every
+const WATCH: &str = r#"Redraw every
 .I secs
 seconds (0.01 to 86400; default 1; gpustat's
 .BR \-i ,
@@ -435,9 +435,18 @@ table.
 The sparklines come from the daemon's history rings (one sample per
 max(period, 1 s), see
 .BR gpupeek\-shm (5)),
-so they show the last 40 samples from the first frame on.
+so they show the last 40 samples from the first frame on (fewer when the
+terminal is narrower).
+Each frame fits the terminal, asked for its size at every redraw and at once
+on a resize: a line too wide is cut (ending in \[u2026]), and a frame too tall
+keeps its top and ends in
+.RI "\[u2026] " N " more" .
+A daemon that is not up (yet, or any more) is a line saying why, and
+.B \-i
+waits for it rather than exiting (see
+.BR "EXIT STATUS" ).
 .B q
-or Ctrl-C quits and restores the terminal.";
+or Ctrl-C quits and restores the terminal."#;
 
 const OUTPUT: &str = r#"Print a line in a host program's protocol:
 .B text

@@ -36,14 +36,16 @@ pub struct Bins {
     pub client: PathBuf,
     /// gpupeek-serve, which `gpupeek serve` runs (found next to gpupeek).
     pub serve: PathBuf,
+    /// gpupeek-top, which `gpupeek top` runs (found next to gpupeek).
+    pub top: PathBuf,
     /// libfake_nvml.so.
     pub fake_nvml: PathBuf,
     /// libfake_nvml.a, from which [`driver_library`] links the driver profiles.
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek, gpupeek-serve and the fake NVML (once per test process) with
-/// the same profile as the tests, and returns their paths.
+/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top and the fake NVML (once per test
+/// process) with the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
@@ -59,6 +61,8 @@ pub fn bins() -> &'static Bins {
             "gpupeek",
             "-p",
             "gpupeek-serve",
+            "-p",
+            "gpupeek-top",
             "-p",
             "fake-nvml",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.
@@ -80,6 +84,7 @@ pub fn bins() -> &'static Bins {
             daemon: profile_dir.join("gpupeekd"),
             client: profile_dir.join("gpupeek"),
             serve: profile_dir.join("gpupeek-serve"),
+            top: profile_dir.join("gpupeek-top"),
             fake_nvml: profile_dir.join("libfake_nvml.so"),
             fake_nvml_static: profile_dir.join("libfake_nvml.a"),
         }
@@ -810,23 +815,8 @@ impl Drop for Tmux {
     }
 }
 
-/// gpupeek-top, built once per test process with the tests' profile (a binary of its
-/// own: the one-shot gpupeek links no terminal UI).
+/// gpupeek-top (built with the others by [`bins`]; a binary of its own: the one-shot
+/// gpupeek links no terminal UI).
 pub fn top_bin() -> &'static Path {
-    static TOP: OnceLock<PathBuf> = OnceLock::new();
-    TOP.get_or_init(|| {
-        let client = &bins().client;
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .current_dir(&workspace)
-            .args(["build", "-q", "-p", "gpupeek-top"]);
-        if !cfg!(debug_assertions) {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo can be run");
-        assert!(status.success(), "building gpupeek-top failed");
-        client.with_file_name("gpupeek-top")
-    })
+    &bins().top
 }
