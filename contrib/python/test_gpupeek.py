@@ -70,7 +70,11 @@ def own(snap, gpu):
 
 
 def showing(gpu0_used, own_used):
-    return lambda s: s.gpus[0].mem_used_bytes == gpu0_used and own(s, 0) == [own_used]
+    """The scenario write_scenario wrote, as the daemon publishes it: GPU 0's memory and
+    this process on it, and pid 1 on GPU 1. Each GPU's process list is read in its own
+    turn (gpupeekd staggers them over the process interval), so both are waited for."""
+    return lambda s: (s.gpus[0].mem_used_bytes == gpu0_used and own(s, 0) == [own_used]
+                      and any(p.pid == 1 and p.gpu_index == 1 for p in s.processes))
 
 
 def wait_generations(n):
@@ -216,7 +220,7 @@ class Validity(unittest.TestCase):
 class Snapshot(unittest.TestCase):
     def test_snapshot_agrees_with_gpupeek_json(self):
         write_scenario(3 * GIB, 2 * GIB)
-        snap = wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        snap = wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
                              check=True, capture_output=True, text=True).stdout
         doc = json.loads(out)
@@ -394,7 +398,7 @@ class NewQuery(unittest.TestCase):
 
     def test_print_json_is_gpupeek_json(self):
         write_scenario(3 * GIB, 2 * GIB)
-        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         # Two reads of a moving daemon: retried until no process sample fell between them.
         for _ in range(5):
             theirs = gpupeek_json()
@@ -413,7 +417,7 @@ class NewQuery(unittest.TestCase):
 
     def test_gpustat_properties_and_items(self):
         write_scenario(3 * GIB, 2 * GIB)
-        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         stats = gpupeek.new_query(shm=SHM)
         self.assertEqual(len(stats), 2)
         self.assertEqual([g.index for g in stats], [0, 1])
@@ -537,7 +541,7 @@ json.dump(out, sys.stdout)
 
     def test_print_formatted_prints_gpustats_table(self):
         write_scenario(3 * GIB, 2 * GIB)
-        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         theirs = self.gpustat(self.TABLE_SCRIPT, json.dumps(self.TABLES))
         stats = gpupeek.new_query(shm=SHM)
         for options, table in zip(self.TABLES, theirs):
@@ -551,7 +555,7 @@ json.dump(out, sys.stdout)
 
     def test_new_query_says_what_gpustats_says(self):
         write_scenario(3 * GIB, 2 * GIB)
-        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         theirs = self.gpustat()
         ours = gpupeek.new_query(shm=SHM)
         self.assertEqual(ours.driver_version, theirs["driver_version"])
@@ -605,7 +609,7 @@ class Readme(unittest.TestCase):
 
     def run_blocks(self, blocks):
         write_scenario(3 * GIB, 2 * GIB)
-        wait_until("own process listed", showing(3 * GIB, 2 * GIB))
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
         # What the examples take as given: the module imported, the user's work step.
         namespace = {"gpupeek": gpupeek, "train_step": lambda: None}
         out, err = io.StringIO(), io.StringIO()
