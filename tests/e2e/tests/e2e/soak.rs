@@ -271,8 +271,12 @@ fn many_readers_at_full_speed_add_no_driver_calls_to_the_daemons_tick() {
     // Per GPU sample, not per tick: on this 2-core machine a starved tick can find its
     // GPU still busy with the job before and not sample it, which is not the readers'
     // doing. Both windows start and end just after a publish, so this is exact unless a
-    // job was cut by the stop: allow one sample.
-    let slack = 2.0 * idle.calls_per_sample / idle.ticks.min(loaded.ticks) as f64;
+    // job was cut by the stop (allow one sample) or a turn of a time-driven tier (the
+    // 30 s near-static reads, the PCIe fallback) fell into one window and not the other,
+    // which a loaded CI machine has shown as +7% (19.07 -> 20.40): allow a tenth. A
+    // driver call per this many snapshots, or per reader, would still be many times that.
+    let slack = (2.0 * idle.calls_per_sample / idle.ticks.min(loaded.ticks) as f64)
+        .max(idle.calls_per_sample / 10.0);
     assert!(
         (idle.calls_per_sample - loaded.calls_per_sample).abs() <= slack,
         "readers changed the daemon's driver calls per GPU sample"
