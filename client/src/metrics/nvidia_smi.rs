@@ -11,7 +11,7 @@
 //! `nvidia_smi_*` family with its nvidia-smi name; [`NVIDIA_SMI_EXTRA`] adds the families
 //! that exporter reads from NVML. Samples carry only `uuid` (lower case, without
 //! `GPU-`); `nvidia_smi_gpu_info` carries the identity. Values are what nvidia-smi
-//! prints, converted: memory rounded down to whole MiB, power to two decimals.
+//! prints, converted: memory rounded up to whole MiB, power to two decimals.
 
 use gpupeek_model::fields::exporters::NVIDIA_SMI_EXTRA;
 use gpupeek_model::fields::{Unit, Value as Reading};
@@ -120,7 +120,7 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         return Vec::new();
     };
     let value = match (reading, field.unit) {
-        (Reading::Int(b), Unit::Bytes) => Value::Int(Bytes(b).mib() << 20),
+        (Reading::Int(b), Unit::Bytes) => Value::Int(Bytes(b).mib_ceil() << 20),
         (Reading::Int(x), Unit::Percent) => Value::Float(x as f64 / 100.0),
         (Reading::Real(x), Unit::Percent) => Value::Float(x / 100.0),
         (Reading::Centi(c), Unit::Percent) => Value::Float(c.ratio()),

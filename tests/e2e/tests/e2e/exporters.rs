@@ -155,7 +155,9 @@ fn names_nvidia_gpu_exporter_speaks_its_names_labels_and_units() {
             format!("nvidia_smi_index{{{l}}} 0"),
             format!("nvidia_smi_utilization_gpu_ratio{{{l}}} 0.45"),
             format!("nvidia_smi_utilization_memory_ratio{{{l}}} 0.12"),
-            format!("nvidia_smi_memory_used_bytes{{{l}}} 10737418240"),
+            // 10 GiB and 123 bytes: nvidia-smi prints `10241 MiB` (it rounds MiB up),
+            // which the exporter multiplies back into bytes.
+            format!("nvidia_smi_memory_used_bytes{{{l}}} 10738466816"),
             format!("nvidia_smi_memory_total_bytes{{{l}}} 85899345920"),
             format!("nvidia_smi_temperature_gpu{{{l}}} 41"),
             format!("nvidia_smi_fan_speed_ratio{{{l}}} 0.3"),
