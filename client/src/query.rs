@@ -12,7 +12,8 @@
 //! "[Requested functionality has been deprecated]"; every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
-//! rounded up (nvidia-smi's), power in watts with two decimals, clocks in MHz. `power.limit` and
+//! rounded up (as nvidia-smi rounds), power in watts with two decimals, clocks in MHz,
+//! counters of time in microseconds (`212553937 us`). `power.limit` and
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
 //!
@@ -164,6 +165,7 @@ impl Field {
             Some(Unit::Percent) => "%",
             Some(Unit::MilliWatts) => "W",
             Some(Unit::MegaHertz) => "MHz",
+            Some(Unit::Microseconds) => "us",
             _ => "",
         }
     }

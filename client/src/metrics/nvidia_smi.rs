@@ -87,6 +87,7 @@ fn family(smi: &str, unit: Unit) -> Option<(String, String)> {
         Unit::Percent => ("_ratio", " [%]"),
         Unit::MilliWatts => ("_watts", " [W]"),
         Unit::MegaHertz => ("_clock_hz", " [MHz]"),
+        Unit::Microseconds => ("_seconds", " [us]"),
         Unit::Celsius | Unit::Count | Unit::Text => ("", ""),
         // Units nvidia-smi's query fields do not print.
         Unit::MilliJoules | Unit::KiloBytesPerSec | Unit::BytesPerSec => return None,
@@ -126,6 +127,7 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         (Reading::Centi(c), Unit::Percent) => Value::Float(c.ratio()),
         (Reading::Int(mw), Unit::MilliWatts) => Value::Float((mw / 10) as f64 / 100.0),
         (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(mhz * 1_000_000),
+        (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 / 1e6),
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(x), _) => Value::Signed(x),
         (Reading::Real(x), _) => Value::Float(x),

@@ -103,6 +103,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetVbiosVersion",
     "nvmlDeviceGetCudaComputeCapability",
     "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetGpuMaxPcieLinkGeneration",
     "nvmlDeviceGetMaxPcieLinkWidth",
     "nvmlDeviceGetPowerManagementDefaultLimit",
     "nvmlDeviceGetPowerManagementLimitConstraints",
