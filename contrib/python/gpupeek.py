@@ -380,6 +380,8 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN": 3,
     "CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN": 4,
     "PCIE_LINK_GEN_GPUMAX": 5,
+    "UTIL_JPEG": 6,
+    "UTIL_OFA": 7,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -388,6 +390,8 @@ GPU_VALID3 = {
     "clocks_event_us_hw_thermal_slowdown": 3,  # CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN
     "clocks_event_us_hw_power_brake_slowdown": 4,  # CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN
     "pcie_link_gen_gpumax": 5,  # PCIE_LINK_GEN_GPUMAX
+    "util_jpeg_pct": 6,  # UTIL_JPEG
+    "util_ofa_pct": 7,  # UTIL_OFA
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -668,8 +672,10 @@ LAYOUT = [
         ("clocks_event_us_hw_thermal_slowdown", 1112, "Q"),
         ("clocks_event_us_hw_power_brake_slowdown", 1120, "Q"),
         ("pcie_link_gen_gpumax", 1128, "I"),
-        ("reserved_ext4", 1132, "I"),
-        ("reserved_ext3", 1136, "16s"),
+        ("util_jpeg_pct", 1132, "I"),
+        ("util_ofa_pct", 1136, "I"),
+        ("reserved_ext4", 1140, "I"),
+        ("reserved_ext3", 1144, "8s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

@@ -13,8 +13,8 @@
 //!   recommends (one `nvmlDeviceGetFieldValues` of its own).
 //!   The GPU's own maximum PCIe generation (ABI 1.5's `valid3`) comes with them.
 //! - **Slow ticks** ([`sample_slow`], [`sample_slow3`]): the video clock, the encoder
-//!   statistics and the five clock event reason counters (one
-//!   `nvmlDeviceGetFieldValues`).
+//!   statistics, the five clock event reason counters (one
+//!   `nvmlDeviceGetFieldValues`) and the JPEG and OFA utilisations.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
 //! field-value batch (see [`crate::fields`]), at no extra call.
@@ -173,7 +173,7 @@ pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
     | v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN;
 
 /// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read on slow ticks.
-pub const SLOW3: u64 = CLOCKS_EVENT_COUNTERS;
+pub const SLOW3: u64 = CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA;
 
 impl Details {
     /// Reads the identity values; `pci` is what the identity's PCI info call gave.
@@ -447,7 +447,8 @@ const COUNTER_IDS: [(u64, u32); 5] = [
     ),
 ];
 
-/// The slow-tick [`SLOW3`] values: the five counters in one field-value call.
+/// The slow-tick [`SLOW3`] values: the five counters in one field-value call, and the
+/// JPEG and OFA utilisations.
 pub fn sample_slow3(nvml: &Nvml, d: &Device, f: &mut Fill) {
     let ids = COUNTER_IDS.map(|(_, id)| id);
     if let Some(answers) = f.call(|| crate::fields::some(nvml, d, ids)) {
@@ -469,6 +470,41 @@ pub fn sample_slow3(nvml: &Nvml, d: &Device, f: &mut Fill) {
             r.valid3 |= bit;
         }
     }
+    f.field3(
+        v3::UTIL_JPEG,
+        || engine_utilization(nvml, d, Engine::Jpeg),
+        |r, u| r.util_jpeg_pct = u,
+    );
+    f.field3(
+        v3::UTIL_OFA,
+        || engine_utilization(nvml, d, Engine::Ofa),
+        |r, u| r.util_ofa_pct = u,
+    );
+}
+
+/// An engine whose utilisation nvml-wrapper has no getter for.
+#[derive(Clone, Copy)]
+enum Engine {
+    /// `nvmlDeviceGetJpgUtilization`.
+    Jpeg,
+    /// `nvmlDeviceGetOfaUtilization`.
+    Ofa,
+}
+
+/// `nvmlDeviceGetJpgUtilization` or `nvmlDeviceGetOfaUtilization` (R535+): percent.
+fn engine_utilization(nvml: &Nvml, d: &Device, engine: Engine) -> Result<u32, NvmlError> {
+    let lib = nvml.lib();
+    let get = match engine {
+        Engine::Jpeg => lib.nvmlDeviceGetJpgUtilization.as_ref(),
+        Engine::Ofa => lib.nvmlDeviceGetOfaUtilization.as_ref(),
+    }
+    .map_err(|_| NvmlError::FunctionNotFound)?;
+    let (mut pct, mut period): (c_uint, c_uint) = (0, 0);
+    // SAFETY: both getters have the C signature `nvmlReturn_t (nvmlDevice_t, unsigned
+    // int *, unsigned int *)`; the handle belongs to the live session held by `nvml`,
+    // and both outputs are writable.
+    nvml_try(unsafe { get(d.handle(), &mut pct, &mut period) })?;
+    Ok(pct)
 }
 
 /// Copies the [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values behind `bits`
@@ -488,6 +524,8 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN => clocks_event_us_hw_thermal_slowdown;
         CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN => clocks_event_us_hw_power_brake_slowdown;
         PCIE_LINK_GEN_GPUMAX => pcie_link_gen_gpumax;
+        UTIL_JPEG => util_jpeg_pct;
+        UTIL_OFA => util_ofa_pct;
     }
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
 }

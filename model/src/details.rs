@@ -436,6 +436,10 @@ pub struct Details<'a> {
     pub clocks_event_counters_us: [Option<u64>; 5],
     /// The GPU's own maximum PCIe link generation, whatever the slot (ABI 1.5).
     pub pcie_link_gen_gpumax: Option<u32>,
+    /// JPEG decoder utilisation, percent (ABI 1.5).
+    pub util_jpeg_pct: Option<u32>,
+    /// Optical flow accelerator utilisation, percent (ABI 1.5).
+    pub util_ofa_pct: Option<u32>,
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
@@ -615,6 +619,8 @@ impl<'a> Details<'a> {
             },
             pcie_link_gen_gpumax: (current && g.valid3 & v3::PCIE_LINK_GEN_GPUMAX != 0)
                 .then_some(g.pcie_link_gen_gpumax),
+            util_jpeg_pct: (current && g.valid3 & v3::UTIL_JPEG != 0).then_some(g.util_jpeg_pct),
+            util_ofa_pct: (current && g.valid3 & v3::UTIL_OFA != 0).then_some(g.util_ofa_pct),
             deprecated: g.deprecated2 & keep & !valid,
         }
     }

@@ -466,6 +466,10 @@ bit_set! {
         CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN = 4 [clocks_event_us_hw_power_brake_slowdown],
         /// `pcie_link_gen_gpumax` (ABI 1.5).
         PCIE_LINK_GEN_GPUMAX = 5 [pcie_link_gen_gpumax],
+        /// `util_jpeg_pct` (ABI 1.5).
+        UTIL_JPEG = 6 [util_jpeg_pct],
+        /// `util_ofa_pct` (ABI 1.5).
+        UTIL_OFA = 7 [util_ofa_pct],
     }
 }
 
@@ -809,10 +813,14 @@ pub struct GpuRecord {
     pub clocks_event_us_hw_power_brake_slowdown: u64,
     /// Maximum PCIe link generation of the GPU alone, whatever the slot (ABI 1.5).
     pub pcie_link_gen_gpumax: u32,
+    /// JPEG decoder (NVJPG) utilisation over NVML's sample window, percent (ABI 1.5).
+    pub util_jpeg_pct: u32,
+    /// Optical flow accelerator (OFA) utilisation, percent (ABI 1.5).
+    pub util_ofa_pct: u32,
     /// Zero.
     pub reserved_ext4: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext3: [u64; 2],
+    pub reserved_ext3: [u64; 1],
 }
 
 macro_rules! zeroed_default {

@@ -190,8 +190,10 @@ pin_layout!(GpuRecord, size = 1152, {
     clocks_event_us_hw_thermal_slowdown: 1112,
     clocks_event_us_hw_power_brake_slowdown: 1120,
     pcie_link_gen_gpumax: 1128,
-    reserved_ext4: 1132,
-    reserved_ext3: 1136,
+    util_jpeg_pct: 1132,
+    util_ofa_pct: 1136,
+    reserved_ext4: 1140,
+    reserved_ext3: 1144,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -1148,6 +1148,16 @@ pub const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("maximum PCIe link generation of the GPU alone, whatever the slot")
     .smi(&[&["pcie.link.gen.gpumax"]]),
+    field("util_jpeg", Percent, Mean, |g| int(g.details.util_jpeg_pct))
+        .valid3(v3::UTIL_JPEG)
+        .not_in_templates()
+        .about("JPEG decoder (NVJPG) utilisation")
+        .smi(&[&["utilization.jpeg"]]),
+    field("util_ofa", Percent, Mean, |g| int(g.details.util_ofa_pct))
+        .valid3(v3::UTIL_OFA)
+        .not_in_templates()
+        .about("optical flow accelerator (OFA) utilisation")
+        .smi(&[&["utilization.ofa"]]),
 ];
 
 /// The field of clock event reason counter `i` of [`crate::details::Details`]

@@ -104,6 +104,8 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetCudaComputeCapability",
     "nvmlDeviceGetMaxPcieLinkGeneration",
     "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+    "nvmlDeviceGetJpgUtilization",
+    "nvmlDeviceGetOfaUtilization",
     "nvmlDeviceGetMaxPcieLinkWidth",
     "nvmlDeviceGetPowerManagementDefaultLimit",
     "nvmlDeviceGetPowerManagementLimitConstraints",

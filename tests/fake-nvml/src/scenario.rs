@@ -98,6 +98,10 @@ pub struct Gpu {
     pub clock_event_reasons: Option<u64>,
     pub encoder_utilization_pct: Option<u32>,
     pub decoder_utilization_pct: Option<u32>,
+    /// `nvmlDeviceGetJpgUtilization` (R535+); absent, or MIG on: not supported.
+    pub jpeg_utilization_pct: Option<u32>,
+    /// `nvmlDeviceGetOfaUtilization` (R535+); absent, or MIG on: not supported.
+    pub ofa_utilization_pct: Option<u32>,
     /// Sampling period reported with the codec utilizations (default 167000).
     pub codec_sampling_period_us: Option<u32>,
     pub pcie_tx_kbps: Option<u32>,
