@@ -127,7 +127,8 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         (Reading::Centi(c), Unit::Percent) => Value::Float(c.ratio()),
         (Reading::Int(mw), Unit::MilliWatts) => Value::Float((mw / 10) as f64 / 100.0),
         (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(mhz * 1_000_000),
-        (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 / 1e6),
+        // Multiplied, not divided, as that exporter does: the same float to the last bit.
+        (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 * 0.000001),
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(x), _) => Value::Signed(x),
         (Reading::Real(x), _) => Value::Float(x),
