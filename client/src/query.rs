@@ -12,7 +12,8 @@
 //! "[Requested functionality has been deprecated]"; every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
-//! rounded down, power in watts with two decimals, clocks in MHz. `power.limit` and
+//! rounded up (as nvidia-smi rounds), power in watts with two decimals, clocks in MHz,
+//! counters of time in microseconds (`212553937 us`). `power.limit` and
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
 //!
@@ -164,6 +165,7 @@ impl Field {
             Some(Unit::Percent) => "%",
             Some(Unit::MilliWatts) => "W",
             Some(Unit::MegaHertz) => "MHz",
+            Some(Unit::Microseconds) => "us",
             _ => "",
         }
     }
@@ -185,7 +187,7 @@ impl Field {
             };
         };
         Some(match ((field.get)(g)?, field.unit) {
-            (Value::Int(b), Unit::Bytes) => Bytes(b).mib().to_string(),
+            (Value::Int(b), Unit::Bytes) => Bytes(b).mib_ceil().to_string(),
             (Value::Int(mw), Unit::MilliWatts) => format!("{:.2}", MilliWatts(mw).watts()),
             (Value::Int(x), _) => x.to_string(),
             (Value::Signed(x), _) => x.to_string(),
@@ -490,26 +492,35 @@ mod tests {
         );
     }
 
+    /// nvidia-smi rounds each MiB value up: on an H100 80GB HBM3 (590.48.01,
+    /// nvidia_gpu_exporter's internal/captures) the 501481472 B reserved print as
+    /// `479 MiB`, and `Reserved 479`, `Used 0`, `Free 81081` add up to one more than
+    /// `Total 81559`.
     #[test]
-    fn power_has_two_decimals_and_memory_rounds_down_to_mib() {
+    fn power_has_two_decimals_and_memory_rounds_up_to_mib_as_nvidia_smi() {
         let mut g = GpuRecord {
             state: GpuState::Ok as u32,
-            valid: v::POWER_DRAW | v::MEMORY,
+            valid: v::POWER_DRAW | v::MEMORY | v::MEM_RESERVED,
             power_draw_mw: 123_456,
-            mem_used_bytes: 85_520_809_984,
-            mem_free_bytes: (1 << 20) - 1,
+            mem_total_bytes: 85_520_809_984,
+            mem_used_bytes: 0,
+            mem_free_bytes: 85_019_328_512,
+            mem_reserved_bytes: 501_481_472,
             ..GpuRecord::default()
         };
         let line = |g: &GpuRecord| {
             let snap = crate::testing::live_snapshot(vec![*g]);
             let model = Model::new(&snap);
-            let fields = parse_fields("power.draw,memory.used,memory.free").unwrap();
+            let fields =
+                parse_fields("power.draw,memory.total,memory.reserved,memory.used,memory.free")
+                    .unwrap();
             let format = Format::default();
             render(&model, &[&model.gpus[0]], &fields, &format)
         };
-        assert_eq!(line(&g), "123.46, 81559, 0\n");
+        assert_eq!(line(&g), "123.46, 81559, 479, 0, 81081\n");
         g.power_draw_mw = 700_000;
-        assert_eq!(line(&g), "700.00, 81559, 0\n");
+        g.mem_free_bytes = 1;
+        assert_eq!(line(&g), "700.00, 81559, 479, 0, 1\n");
     }
 
     /// The GPU operation mode in nvidia-smi's words, and a fabric registration that has

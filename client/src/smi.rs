@@ -119,8 +119,8 @@ impl AppField {
             AppField::Pid => p.pid.to_string(),
             AppField::ProcessName => process_name(p),
             AppField::UsedMemory => match p.gpu_mem {
-                Some(b) if units => format!("{} MiB", Bytes::mib(b)),
-                Some(b) => Bytes::mib(b).to_string(),
+                Some(b) if units => format!("{} MiB", Bytes::mib_ceil(b)),
+                Some(b) => Bytes::mib_ceil(b).to_string(),
                 None => NOT_AVAILABLE.to_owned(),
             },
         }

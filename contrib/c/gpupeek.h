@@ -211,6 +211,16 @@ enum {
 #define GPUPEEK_GPU_V2_FABRIC (UINT64_C(1) << 62) /* fabric_state, fabric_status */
 #define GPUPEEK_GPU_V2_RECOVERY_ACTION (UINT64_C(1) << 63) /* gpu_recovery_action */
 
+/* Bits of gpupeek_gpu.valid3 (gpu_valid3). */
+#define GPUPEEK_GPU_V3_CLOCKS_EVENT_US_SW_POWER_CAP (UINT64_C(1) << 0) /* clocks_event_us_sw_power_cap */
+#define GPUPEEK_GPU_V3_CLOCKS_EVENT_US_SYNC_BOOST (UINT64_C(1) << 1) /* clocks_event_us_sync_boost */
+#define GPUPEEK_GPU_V3_CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN (UINT64_C(1) << 2) /* clocks_event_us_sw_thermal_slowdown */
+#define GPUPEEK_GPU_V3_CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN (UINT64_C(1) << 3) /* clocks_event_us_hw_thermal_slowdown */
+#define GPUPEEK_GPU_V3_CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN (UINT64_C(1) << 4) /* clocks_event_us_hw_power_brake_slowdown */
+#define GPUPEEK_GPU_V3_PCIE_LINK_GEN_GPUMAX (UINT64_C(1) << 5) /* pcie_link_gen_gpumax */
+#define GPUPEEK_GPU_V3_UTIL_JPEG (UINT64_C(1) << 6) /* util_jpeg_pct */
+#define GPUPEEK_GPU_V3_UTIL_OFA (UINT64_C(1) << 7) /* util_ofa_pct */
+
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
 
@@ -470,7 +480,17 @@ struct gpupeek_gpu {
     int32_t fabric_status;
     uint32_t gpu_recovery_action;
     uint32_t reserved_ext2;
-    uint64_t reserved_ext3[9];
+    uint64_t valid3;
+    uint64_t clocks_event_us_sw_power_cap;
+    uint64_t clocks_event_us_sync_boost;
+    uint64_t clocks_event_us_sw_thermal_slowdown;
+    uint64_t clocks_event_us_hw_thermal_slowdown;
+    uint64_t clocks_event_us_hw_power_brake_slowdown;
+    uint32_t pcie_link_gen_gpumax;
+    uint32_t util_jpeg_pct;
+    uint32_t util_ofa_pct;
+    uint32_t reserved_ext4;
+    uint64_t reserved_ext3[1];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 1152, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
@@ -607,7 +627,17 @@ GPUPEEK_PIN(gpupeek_gpu, fabric_state, 1064);
 GPUPEEK_PIN(gpupeek_gpu, fabric_status, 1068);
 GPUPEEK_PIN(gpupeek_gpu, gpu_recovery_action, 1072);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext2, 1076);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1080);
+GPUPEEK_PIN(gpupeek_gpu, valid3, 1080);
+GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_sw_power_cap, 1088);
+GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_sync_boost, 1096);
+GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_sw_thermal_slowdown, 1104);
+GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_hw_thermal_slowdown, 1112);
+GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_hw_power_brake_slowdown, 1120);
+GPUPEEK_PIN(gpupeek_gpu, pcie_link_gen_gpumax, 1128);
+GPUPEEK_PIN(gpupeek_gpu, util_jpeg_pct, 1132);
+GPUPEEK_PIN(gpupeek_gpu, util_ofa_pct, 1136);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext4, 1140);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1144);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -373,6 +373,26 @@ GPU_VALID2 = {
     "fabric_status": 62,  # FABRIC
     "gpu_recovery_action": 63,  # RECOVERY_ACTION
 }
+GPU_VALID3_BITS = {  # GpuRecord.valid3
+    "CLOCKS_EVENT_US_SW_POWER_CAP": 0,
+    "CLOCKS_EVENT_US_SYNC_BOOST": 1,
+    "CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN": 2,
+    "CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN": 3,
+    "CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN": 4,
+    "PCIE_LINK_GEN_GPUMAX": 5,
+    "UTIL_JPEG": 6,
+    "UTIL_OFA": 7,
+}
+GPU_VALID3 = {
+    "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
+    "clocks_event_us_sync_boost": 1,  # CLOCKS_EVENT_US_SYNC_BOOST
+    "clocks_event_us_sw_thermal_slowdown": 2,  # CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN
+    "clocks_event_us_hw_thermal_slowdown": 3,  # CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN
+    "clocks_event_us_hw_power_brake_slowdown": 4,  # CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN
+    "pcie_link_gen_gpumax": 5,  # PCIE_LINK_GEN_GPUMAX
+    "util_jpeg_pct": 6,  # UTIL_JPEG
+    "util_ofa_pct": 7,  # UTIL_OFA
+}
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
 }
@@ -645,7 +665,17 @@ LAYOUT = [
         ("fabric_status", 1068, "i"),
         ("gpu_recovery_action", 1072, "I"),
         ("reserved_ext2", 1076, "I"),
-        ("reserved_ext3", 1080, "72s"),
+        ("valid3", 1080, "Q"),
+        ("clocks_event_us_sw_power_cap", 1088, "Q"),
+        ("clocks_event_us_sync_boost", 1096, "Q"),
+        ("clocks_event_us_sw_thermal_slowdown", 1104, "Q"),
+        ("clocks_event_us_hw_thermal_slowdown", 1112, "Q"),
+        ("clocks_event_us_hw_power_brake_slowdown", 1120, "Q"),
+        ("pcie_link_gen_gpumax", 1128, "I"),
+        ("util_jpeg_pct", 1132, "I"),
+        ("util_ofa_pct", 1136, "I"),
+        ("reserved_ext4", 1140, "I"),
+        ("reserved_ext3", 1144, "8s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -824,20 +854,31 @@ def _current_only(state: str, values: dict) -> dict:
     return {k: (v if k in GPU_KEPT else None) for k, v in values.items()}
 
 
-def _validity(rec: dict, bits: Dict[str, int], bits2: Optional[Dict[str, int]] = None) -> dict:
+def _validity(
+    rec: dict,
+    bits: Dict[str, int],
+    bits2: Optional[Dict[str, int]] = None,
+    bits3: Optional[Dict[str, int]] = None,
+) -> dict:
     """Replaces fields whose validity bit is clear by None, and decodes strings.
 
-    `bits2` is the table of a second mask, `valid2` (GpuRecord since ABI 1.4)."""
-    valid, valid2 = rec["valid"], rec.get("valid2", 0)
+    `bits2` and `bits3` are the tables of a second and third mask, `valid2`
+    (GpuRecord since ABI 1.4) and `valid3` (since ABI 1.5)."""
+    valid, valid2, valid3 = rec["valid"], rec.get("valid2", 0), rec.get("valid3", 0)
     out = {}
     for name, value in rec.items():
-        if name.startswith("reserved") or name in ("seq", "valid", "valid2", "deprecated2"):
+        if name.startswith("reserved") or name in (
+            "seq", "valid", "valid2", "deprecated2", "valid3"
+        ):
             continue
         if isinstance(value, bytes):
             value = _text(value)
         bit = bits.get(name)
         if bit is None and bits2 is not None and name in bits2:
             out[name] = value if valid2 >> bits2[name] & 1 else None
+            continue
+        if bit is None and bits3 is not None and name in bits3:
+            out[name] = value if valid3 >> bits3[name] & 1 else None
             continue
         out[name] = value if bit is None or valid >> bit & 1 else None
     return out
@@ -1220,7 +1261,7 @@ class Segment:
         h = self.header
         size = h["gpu_record_size_bytes"]
         raw, _ = self._read(h["gpu_table_offset"] + slot * size, min(size, GPU_RECORD_SIZE))
-        v = _validity(_decode("GpuRecord", raw), GPU_VALID, GPU_VALID2)
+        v = _validity(_decode("GpuRecord", raw), GPU_VALID, GPU_VALID2, GPU_VALID3)
         state = GPU_STATES.get(v.pop("state"), "unknown")
         return Gpu(index=v.pop("index"), state=state, values=_current_only(state, v))
 

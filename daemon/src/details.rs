@@ -11,7 +11,10 @@
 //!   counts by memory location (one `nvmlDeviceGetMemoryErrorCounter` each), the GPU
 //!   operation mode, the fabric registration state and the recovery action the driver
 //!   recommends (one `nvmlDeviceGetFieldValues` of its own).
-//! - **Slow ticks** ([`sample_slow`]): the video clock and the encoder statistics.
+//!   The GPU's own maximum PCIe generation (ABI 1.5's `valid3`) comes with them.
+//! - **Slow ticks** ([`sample_slow`], [`sample_slow3`]): the video clock, the encoder
+//!   statistics, the five clock event reason counters (one
+//!   `nvmlDeviceGetFieldValues`) and the JPEG and OFA utilisations.
 //!
 //! The memory temperature and the instantaneous power come in the fast tick's one
 //! field-value batch (see [`crate::fields`]), at no extra call.
@@ -30,7 +33,7 @@ use nvml_wrapper::struct_wrappers::device::PciInfo;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings;
 
-use gpupeek_shm::layout::gpu_valid2 as v2;
+use gpupeek_shm::layout::{gpu_valid2 as v2, gpu_valid3 as v3};
 use gpupeek_shm::{text, GpuRecord};
 
 use crate::reads::Fill;
@@ -62,6 +65,22 @@ impl Fill<'_> {
             self.rec.valid2 |= bit;
         } else if deprecated {
             self.rec.deprecated2 |= bit;
+        }
+    }
+}
+
+impl Fill<'_> {
+    /// Like [`Fill::field`] for a [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3)
+    /// value: on success stores it and sets `bit` in `valid3`.
+    pub fn field3<T>(
+        &mut self,
+        bit: u64,
+        get: impl FnOnce() -> Result<T, NvmlError>,
+        set: impl FnOnce(&mut GpuRecord, T),
+    ) {
+        if let Some(value) = self.call(get) {
+            set(self.rec, value);
+            self.rec.valid3 |= bit;
         }
     }
 }
@@ -141,6 +160,20 @@ pub const ECC_LOCATIONS: u64 = v2::ECC_CORRECTED_VOLATILE_L1_CACHE
 
 /// The [`gpu_valid2`] values read on slow ticks.
 pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
+
+/// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read with
+/// [`crate::tiers::STATIC`].
+pub const STATIC3: u64 = v3::PCIE_LINK_GEN_GPUMAX;
+
+/// The clock event reason counters, one field-value call for the five.
+pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
+    | v3::CLOCKS_EVENT_US_SYNC_BOOST
+    | v3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN
+    | v3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN
+    | v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN;
+
+/// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read on slow ticks.
+pub const SLOW3: u64 = CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA;
 
 impl Details {
     /// Reads the identity values; `pci` is what the identity's PCI info call gave.
@@ -368,6 +401,133 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         },
         |r, action| r.gpu_recovery_action = u32::try_from(action).unwrap_or(u32::MAX),
     );
+    f.field3(
+        v3::PCIE_LINK_GEN_GPUMAX,
+        || gpu_max_pcie_link_gen(nvml, d),
+        |r, g| r.pcie_link_gen_gpumax = g,
+    );
+}
+
+/// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (the GPU's own maximum, whatever the slot),
+/// which nvml-wrapper lacks.
+fn gpu_max_pcie_link_gen(nvml: &Nvml, d: &Device) -> Result<u32, NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetGpuMaxPcieLinkGeneration
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut gen: c_uint = 0;
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, unsigned int *)`;
+    // the handle belongs to the live session held by `nvml` and `gen` is writable.
+    nvml_try(unsafe { get(d.handle(), &mut gen) })?;
+    Ok(gen)
+}
+
+/// The clock event reason counters' bits and NVML field ids, in the layout's order.
+const COUNTER_IDS: [(u64, u32); 5] = [
+    (
+        v3::CLOCKS_EVENT_US_SW_POWER_CAP,
+        bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
+    ),
+    (
+        v3::CLOCKS_EVENT_US_SYNC_BOOST,
+        bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST,
+    ),
+    (
+        v3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN,
+        bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
+    ),
+    (
+        v3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN,
+        bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
+    ),
+    (
+        v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN,
+        bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
+    ),
+];
+
+/// The slow-tick [`SLOW3`] values: the five counters in one field-value call, and the
+/// JPEG and OFA utilisations.
+pub fn sample_slow3(nvml: &Nvml, d: &Device, f: &mut Fill) {
+    let ids = COUNTER_IDS.map(|(_, id)| id);
+    if let Some(answers) = f.call(|| crate::fields::some(nvml, d, ids)) {
+        for ((bit, _), answer) in COUNTER_IDS.into_iter().zip(answers) {
+            let Ok(value) = answer else { continue };
+            let r = &mut *f.rec;
+            let slot = match bit {
+                v3::CLOCKS_EVENT_US_SW_POWER_CAP => &mut r.clocks_event_us_sw_power_cap,
+                v3::CLOCKS_EVENT_US_SYNC_BOOST => &mut r.clocks_event_us_sync_boost,
+                v3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN => {
+                    &mut r.clocks_event_us_sw_thermal_slowdown
+                }
+                v3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN => {
+                    &mut r.clocks_event_us_hw_thermal_slowdown
+                }
+                _ => &mut r.clocks_event_us_hw_power_brake_slowdown,
+            };
+            *slot = value;
+            r.valid3 |= bit;
+        }
+    }
+    f.field3(
+        v3::UTIL_JPEG,
+        || engine_utilization(nvml, d, Engine::Jpeg),
+        |r, u| r.util_jpeg_pct = u,
+    );
+    f.field3(
+        v3::UTIL_OFA,
+        || engine_utilization(nvml, d, Engine::Ofa),
+        |r, u| r.util_ofa_pct = u,
+    );
+}
+
+/// An engine whose utilisation nvml-wrapper has no getter for.
+#[derive(Clone, Copy)]
+enum Engine {
+    /// `nvmlDeviceGetJpgUtilization`.
+    Jpeg,
+    /// `nvmlDeviceGetOfaUtilization`.
+    Ofa,
+}
+
+/// `nvmlDeviceGetJpgUtilization` or `nvmlDeviceGetOfaUtilization` (R535+): percent.
+fn engine_utilization(nvml: &Nvml, d: &Device, engine: Engine) -> Result<u32, NvmlError> {
+    let lib = nvml.lib();
+    let get = match engine {
+        Engine::Jpeg => lib.nvmlDeviceGetJpgUtilization.as_ref(),
+        Engine::Ofa => lib.nvmlDeviceGetOfaUtilization.as_ref(),
+    }
+    .map_err(|_| NvmlError::FunctionNotFound)?;
+    let (mut pct, mut period): (c_uint, c_uint) = (0, 0);
+    // SAFETY: both getters have the C signature `nvmlReturn_t (nvmlDevice_t, unsigned
+    // int *, unsigned int *)`; the handle belongs to the live session held by `nvml`,
+    // and both outputs are writable.
+    nvml_try(unsafe { get(d.handle(), &mut pct, &mut period) })?;
+    Ok(pct)
+}
+
+/// Copies the [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values behind `bits`
+/// from `from` into `to`, with their bits in `valid3`.
+pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
+    macro_rules! fields {
+        ($($bit:ident => $($f:ident),+;)*) => {$(
+            if bits & v3::$bit != 0 {
+                $(to.$f = from.$f;)+
+            }
+        )*};
+    }
+    fields! {
+        CLOCKS_EVENT_US_SW_POWER_CAP => clocks_event_us_sw_power_cap;
+        CLOCKS_EVENT_US_SYNC_BOOST => clocks_event_us_sync_boost;
+        CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN => clocks_event_us_sw_thermal_slowdown;
+        CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN => clocks_event_us_hw_thermal_slowdown;
+        CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN => clocks_event_us_hw_power_brake_slowdown;
+        PCIE_LINK_GEN_GPUMAX => pcie_link_gen_gpumax;
+        UTIL_JPEG => util_jpeg_pct;
+        UTIL_OFA => util_ofa_pct;
+    }
+    to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
 }
 
 /// Every per-location ECC count nvidia-smi names: its bit, error type, counter and
@@ -789,6 +949,9 @@ mod tests {
             tiers.iter().map(|t| t.count_ones()).sum::<u32>(),
             all.count_ones()
         );
+        let all3: u64 = v3::SET.bits.iter().map(|b| 1u64 << b.bit).sum();
+        assert_eq!(STATIC3 | SLOW3, all3);
+        assert_eq!(STATIC3 & SLOW3, 0);
     }
 
     #[test]

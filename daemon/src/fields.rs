@@ -116,6 +116,27 @@ pub fn one(nvml: &Nvml, device: &Device, id: u32) -> Result<u64, NvmlError> {
     value_of(&entry).ok_or(NvmlError::NotSupported)
 }
 
+/// Several field values in one call of their own (for a slow tier): each entry's value
+/// or error, or the call's error.
+pub fn some<const K: usize>(
+    nvml: &Nvml,
+    device: &Device,
+    ids: [u32; K],
+) -> Result<[Result<u64, NvmlError>; K], NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetFieldValues
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut entries = ids.map(blank);
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
+    // nvmlFieldValue_t *)`; the handle is from the live session and `entries` holds `K`
+    // initialised, writable entries.
+    nvml_try(unsafe { get(device.handle(), K as i32, entries.as_mut_ptr()) })?;
+    Ok(entries
+        .map(|e| nvml_try(e.nvmlReturn).and_then(|()| value_of(&e).ok_or(NvmlError::NotSupported))))
+}
+
 impl Fields {
     /// Whether field `i` is still asked of this GPU.
     pub fn supported(&self, i: usize) -> bool {

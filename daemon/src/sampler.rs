@@ -246,6 +246,7 @@ impl GpuSampler {
                     self.idle_since = None;
                     self.carry.forget(ALL_CARRIED);
                     self.carry.forget2(details::STATIC2 | details::SLOW2);
+                    self.carry.forget3(details::STATIC3 | details::SLOW3);
                     self.fields.forget();
                     if let Some(id) = &self.identity {
                         put_identity(rec, id);
@@ -304,14 +305,17 @@ impl GpuSampler {
             details::sample_static(nvml, &device, &mut fill);
             self.carry.keep(fill.rec, tiers::STATIC);
             self.carry.keep2(fill.rec, details::STATIC2);
+            self.carry.keep3(fill.rec, details::STATIC3);
         } else {
             self.carry.put(fill.rec, tiers::STATIC);
             self.carry.put2(fill.rec, details::STATIC2);
+            self.carry.put3(fill.rec, details::STATIC3);
         }
         match procs {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
                 details::sample_slow(&device, &mut fill);
+                details::sample_slow3(nvml, &device, &mut fill);
                 // NVML has no per-process utilisation under MIG: not asked for.
                 let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;
@@ -320,15 +324,18 @@ impl GpuSampler {
                 self.mig.note_processes(&procs[listed..]);
                 self.carry.keep(fill.rec, tiers::SLOW);
                 self.carry.keep2(fill.rec, details::SLOW2);
+                self.carry.keep3(fill.rec, details::SLOW3);
             }
             None => {
                 self.carry.put(fill.rec, tiers::SLOW);
                 self.carry.put2(fill.rec, details::SLOW2);
+                self.carry.put3(fill.rec, details::SLOW3);
             }
         }
         if fill.lost {
             self.carry.forget(ALL_CARRIED);
             self.carry.forget2(details::STATIC2 | details::SLOW2);
+            self.carry.forget3(details::STATIC3 | details::SLOW3);
             self.fields.forget();
             self.handle = None;
             self.gpm.release(nvml);
@@ -346,6 +353,7 @@ impl GpuSampler {
     pub fn forget_slow(&mut self) {
         self.carry.forget(tiers::SLOW);
         self.carry.forget2(details::SLOW2);
+        self.carry.forget3(details::SLOW3);
         self.fields.forget();
     }
 }

@@ -154,6 +154,22 @@ impl Carry {
         crate::details::copy2(&self.rec, rec, bits2);
     }
 
+    /// Keeps the [`gpupeek_shm::layout::gpu_valid3`] values `bits3` of `rec`, just read.
+    pub fn keep3(&mut self, rec: &GpuRecord, bits3: u64) {
+        crate::details::copy3(rec, &mut self.rec, bits3);
+    }
+
+    /// Republishes the kept `bits3` values (of `valid3`) into `rec`.
+    pub fn put3(&self, rec: &mut GpuRecord, bits3: u64) {
+        crate::details::copy3(&self.rec, rec, bits3);
+    }
+
+    /// Forgets the `bits3` values (of `valid3`); see [`Carry::forget`].
+    pub fn forget3(&mut self, bits3: u64) {
+        self.rec.valid3 &= !bits3;
+        self.static_due = 0;
+    }
+
     /// Forgets the `bits2` values (of `valid2`); see [`Carry::forget`].
     pub fn forget2(&mut self, bits2: u64) {
         self.rec.valid2 &= !bits2;

@@ -5,7 +5,7 @@
 //! A value the driver answered "deprecated" for is `None` here and flagged in
 //! [`Details::deprecated`], so an output can say so as nvidia-smi does.
 
-use gpupeek_shm::layout::gpu_valid2 as v2;
+use gpupeek_shm::layout::{gpu_valid2 as v2, gpu_valid3 as v3};
 use gpupeek_shm::GpuRecord;
 
 use crate::text::Text;
@@ -430,6 +430,16 @@ pub struct Details<'a> {
     /// The recovery action the driver recommends (`None` also for a number NVML does
     /// not define).
     pub recovery_action: Option<RecoveryAction>,
+    /// The clock event reason counters (ABI 1.5's `valid3`), in nvidia-smi's order:
+    /// software power cap, sync boost, software thermal, hardware thermal, hardware
+    /// power brake; each the number nvidia-smi prints as microseconds.
+    pub clocks_event_counters_us: [Option<u64>; 5],
+    /// The GPU's own maximum PCIe link generation, whatever the slot (ABI 1.5).
+    pub pcie_link_gen_gpumax: Option<u32>,
+    /// JPEG decoder utilisation, percent (ABI 1.5).
+    pub util_jpeg_pct: Option<u32>,
+    /// Optical flow accelerator utilisation, percent (ABI 1.5).
+    pub util_ofa_pct: Option<u32>,
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
@@ -584,6 +594,33 @@ impl<'a> Details<'a> {
             recovery_action: has(v2::RECOVERY_ACTION)
                 .then(|| RecoveryAction::from_raw(g.gpu_recovery_action))
                 .flatten(),
+            clocks_event_counters_us: {
+                let valid3 = if current { g.valid3 } else { 0 };
+                let us = |bit: u64, x: u64| (valid3 & bit != 0).then_some(x);
+                [
+                    us(
+                        v3::CLOCKS_EVENT_US_SW_POWER_CAP,
+                        g.clocks_event_us_sw_power_cap,
+                    ),
+                    us(v3::CLOCKS_EVENT_US_SYNC_BOOST, g.clocks_event_us_sync_boost),
+                    us(
+                        v3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN,
+                        g.clocks_event_us_sw_thermal_slowdown,
+                    ),
+                    us(
+                        v3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN,
+                        g.clocks_event_us_hw_thermal_slowdown,
+                    ),
+                    us(
+                        v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN,
+                        g.clocks_event_us_hw_power_brake_slowdown,
+                    ),
+                ]
+            },
+            pcie_link_gen_gpumax: (current && g.valid3 & v3::PCIE_LINK_GEN_GPUMAX != 0)
+                .then_some(g.pcie_link_gen_gpumax),
+            util_jpeg_pct: (current && g.valid3 & v3::UTIL_JPEG != 0).then_some(g.util_jpeg_pct),
+            util_ofa_pct: (current && g.valid3 & v3::UTIL_OFA != 0).then_some(g.util_ofa_pct),
             deprecated: g.deprecated2 & keep & !valid,
         }
     }

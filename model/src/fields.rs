@@ -33,6 +33,8 @@ pub enum Unit {
     KiloBytesPerSec,
     /// Bytes per second.
     BytesPerSec,
+    /// Microseconds.
+    Microseconds,
     /// A plain number.
     Count,
     /// Text (names, states, P-states, reason sets).
@@ -51,6 +53,7 @@ impl Unit {
             Unit::MilliJoules => "millijoules",
             Unit::KiloBytesPerSec => "KB/s",
             Unit::BytesPerSec => "bytes per second",
+            Unit::Microseconds => "microseconds",
             Unit::Count => "a number",
             Unit::Text => "text",
         }
@@ -152,6 +155,8 @@ pub struct Field {
     /// The same for `gpu_valid2` (ABI 1.4); these bits also say whether the driver
     /// answered "deprecated" for the value ([`Field::deprecated`]).
     pub valid2: u64,
+    /// The same for `gpu_valid3` (ABI 1.5).
+    pub valid3: u64,
     /// How a template aggregates it across GPUs.
     pub natural: Aggregate,
     /// nvidia-smi `--query-gpu` fields that print it, each a canonical name and its
@@ -179,6 +184,7 @@ pub(crate) const fn field(
         tier: Tier::Live,
         valid: 0,
         valid2: 0,
+        valid3: 0,
         natural,
         smi: &[],
         gpustat: None,
@@ -198,6 +204,10 @@ impl Field {
     }
     pub(crate) const fn valid2(mut self, bits: u64) -> Field {
         self.valid2 = bits;
+        self
+    }
+    pub(crate) const fn valid3(mut self, bits: u64) -> Field {
+        self.valid3 = bits;
         self
     }
     pub(crate) const fn identity(mut self) -> Field {

@@ -1,6 +1,6 @@
 //! Typed units: each published quantity keeps the unit the segment stores it in, and
 //! converts to the units outputs show in one place here (MiB rounded down as gpustat
-//! and nvidia-smi do, watts, hertz, bytes per second).
+//! does and up as nvidia-smi does, watts, hertz, bytes per second).
 //!
 //! Percentages, degrees Celsius and counts stay plain integers: their unit is in the
 //! field's name (`util_pct`, `temp_c`) and nothing converts them.
@@ -10,9 +10,15 @@
 pub struct Bytes(pub u64);
 
 impl Bytes {
-    /// Whole mebibytes, rounded down (gpustat's and nvidia-smi's MiB).
+    /// Whole mebibytes, rounded down (gpustat's MiB).
     pub fn mib(self) -> u64 {
         self.0 >> 20
+    }
+    /// Whole mebibytes, rounded up (nvidia-smi's MiB: each of total, reserved, used and
+    /// free is rounded up on its own, so an H100's `479 MiB` reserved, `0 MiB` used and
+    /// `81081 MiB` free add up to one more than its `81559 MiB` total).
+    pub fn mib_ceil(self) -> u64 {
+        self.0.div_ceil(1 << 20)
     }
     /// The byte count as a float.
     pub fn f64(self) -> f64 {
@@ -110,6 +116,12 @@ mod tests {
     fn mib_and_whole_watts_round_down_as_gpustat_does() {
         assert_eq!(Bytes(85_520_809_984).mib(), 81559);
         assert_eq!(Bytes((1 << 20) - 1).mib(), 0);
+        // nvidia-smi 590.48.01 on an H100 80GB HBM3 (nvidia_gpu_exporter's
+        // internal/captures): reserved 501481472 B = 478.25 MiB prints `479 MiB`.
+        assert_eq!(Bytes(501_481_472).mib_ceil(), 479);
+        assert_eq!(Bytes(85_520_809_984).mib_ceil(), 81559);
+        assert_eq!(Bytes(1).mib_ceil(), 1);
+        assert_eq!(Bytes(0).mib_ceil(), 0);
         assert_eq!(MilliWatts(123_999).whole_watts(), 123);
         assert_eq!(MilliWatts(123_456).watts(), 123.456);
         assert_eq!(MegaHertz(1410).hz(), 1_410_000_000);

@@ -65,7 +65,7 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
         Dim::MegaHertz => "MHz",
         Dim::MilliJoules => "J",
         Dim::KiloBytesPerSec => "KB/s",
-        Dim::Count | Dim::Text | Dim::BytesPerSec => return None,
+        Dim::Count | Dim::Text | Dim::BytesPerSec | Dim::Microseconds => return None,
     };
     UNITS.iter().find(|u| u.dim == dim && u.name == name)
 }
@@ -123,6 +123,7 @@ const fn global(name: &'static str, unit: Dim) -> Field {
         tier: Tier::Identity,
         valid: 0,
         valid2: 0,
+        valid3: 0,
         natural: Aggregate::Join,
         smi: &[],
         gpustat: None,

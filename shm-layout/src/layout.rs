@@ -73,10 +73,11 @@ pub const MAX_HISTORY_SLOTS: u32 = 65536;
 pub const MAX_CAPACITY: u32 = 65536;
 
 /// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
-pub const BIT_SETS: [BitSet; 8] = [
+pub const BIT_SETS: [BitSet; 9] = [
     status_valid::SET,
     gpu_valid::SET,
     gpu_valid2::SET,
+    gpu_valid3::SET,
     proc_flags::SET,
     proc_kind::SET,
     proc_valid::SET,
@@ -449,6 +450,29 @@ bit_set! {
     }
 }
 
+bit_set! {
+    /// Validity bits of [`GpuRecord::valid3`] (ABI 1.5): the `--query-gpu` values past
+    /// `valid2`'s.
+    pub mod gpu_valid3: u64, in GpuRecord.valid3 {
+        /// `clocks_event_us_sw_power_cap` (ABI 1.5).
+        CLOCKS_EVENT_US_SW_POWER_CAP = 0 [clocks_event_us_sw_power_cap],
+        /// `clocks_event_us_sync_boost` (ABI 1.5).
+        CLOCKS_EVENT_US_SYNC_BOOST = 1 [clocks_event_us_sync_boost],
+        /// `clocks_event_us_sw_thermal_slowdown` (ABI 1.5).
+        CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN = 2 [clocks_event_us_sw_thermal_slowdown],
+        /// `clocks_event_us_hw_thermal_slowdown` (ABI 1.5).
+        CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN = 3 [clocks_event_us_hw_thermal_slowdown],
+        /// `clocks_event_us_hw_power_brake_slowdown` (ABI 1.5).
+        CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN = 4 [clocks_event_us_hw_power_brake_slowdown],
+        /// `pcie_link_gen_gpumax` (ABI 1.5).
+        PCIE_LINK_GEN_GPUMAX = 5 [pcie_link_gen_gpumax],
+        /// `util_jpeg_pct` (ABI 1.5).
+        UTIL_JPEG = 6 [util_jpeg_pct],
+        /// `util_ofa_pct` (ABI 1.5).
+        UTIL_OFA = 7 [util_ofa_pct],
+    }
+}
+
 /// Bits of [`GpuRecord::clock_event_reasons`] (NVML's `nvmlClocksEventReason*`), and
 /// nvidia-smi's names for them (`clocks_event_reasons.NAME`), which every client and the
 /// daemon's alerts use.
@@ -773,9 +797,30 @@ pub struct GpuRecord {
     pub gpu_recovery_action: u32,
     /// Zero.
     pub reserved_ext2: u32,
-    /// Zero; room for later minor versions (a third validity mask first: `valid2` is
-    /// full).
-    pub reserved_ext3: [u64; 9],
+    /// Bits from [`gpu_valid3`] (ABI 1.5).
+    pub valid3: u64,
+    /// Time the software power cap held the clocks down since the driver loaded, as
+    /// NVML's field value `NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP` gives it, which
+    /// nvidia-smi prints as microseconds (ABI 1.5).
+    pub clocks_event_us_sw_power_cap: u64,
+    /// The same for sync boost (`..._SYNC_BOOST`) (ABI 1.5).
+    pub clocks_event_us_sync_boost: u64,
+    /// The same for software thermal slowdown (`..._SW_THERM_SLOWDOWN`) (ABI 1.5).
+    pub clocks_event_us_sw_thermal_slowdown: u64,
+    /// The same for hardware thermal slowdown (`..._HW_THERM_SLOWDOWN`) (ABI 1.5).
+    pub clocks_event_us_hw_thermal_slowdown: u64,
+    /// The same for the hardware power brake (`..._HW_POWER_BRAKE_SLOWDOWN`) (ABI 1.5).
+    pub clocks_event_us_hw_power_brake_slowdown: u64,
+    /// Maximum PCIe link generation of the GPU alone, whatever the slot (ABI 1.5).
+    pub pcie_link_gen_gpumax: u32,
+    /// JPEG decoder (NVJPG) utilisation over NVML's sample window, percent (ABI 1.5).
+    pub util_jpeg_pct: u32,
+    /// Optical flow accelerator (OFA) utilisation, percent (ABI 1.5).
+    pub util_ofa_pct: u32,
+    /// Zero.
+    pub reserved_ext4: u32,
+    /// Zero; room for later minor versions.
+    pub reserved_ext3: [u64; 1],
 }
 
 macro_rules! zeroed_default {

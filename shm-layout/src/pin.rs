@@ -183,7 +183,17 @@ pin_layout!(GpuRecord, size = 1152, {
     fabric_status: 1068,
     gpu_recovery_action: 1072,
     reserved_ext2: 1076,
-    reserved_ext3: 1080,
+    valid3: 1080,
+    clocks_event_us_sw_power_cap: 1088,
+    clocks_event_us_sync_boost: 1096,
+    clocks_event_us_sw_thermal_slowdown: 1104,
+    clocks_event_us_hw_thermal_slowdown: 1112,
+    clocks_event_us_hw_power_brake_slowdown: 1120,
+    pcie_link_gen_gpumax: 1128,
+    util_jpeg_pct: 1132,
+    util_ofa_pct: 1136,
+    reserved_ext4: 1140,
+    reserved_ext3: 1144,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

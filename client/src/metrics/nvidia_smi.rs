@@ -11,7 +11,7 @@
 //! `nvidia_smi_*` family with its nvidia-smi name; [`NVIDIA_SMI_EXTRA`] adds the families
 //! that exporter reads from NVML. Samples carry only `uuid` (lower case, without
 //! `GPU-`); `nvidia_smi_gpu_info` carries the identity. Values are what nvidia-smi
-//! prints, converted: memory rounded down to whole MiB, power to two decimals.
+//! prints, converted: memory rounded up to whole MiB, power to two decimals.
 
 use gpupeek_model::fields::exporters::NVIDIA_SMI_EXTRA;
 use gpupeek_model::fields::{Unit, Value as Reading};
@@ -87,6 +87,7 @@ fn family(smi: &str, unit: Unit) -> Option<(String, String)> {
         Unit::Percent => ("_ratio", " [%]"),
         Unit::MilliWatts => ("_watts", " [W]"),
         Unit::MegaHertz => ("_clock_hz", " [MHz]"),
+        Unit::Microseconds => ("_seconds", " [us]"),
         Unit::Celsius | Unit::Count | Unit::Text => ("", ""),
         // Units nvidia-smi's query fields do not print.
         Unit::MilliJoules | Unit::KiloBytesPerSec | Unit::BytesPerSec => return None,
@@ -120,12 +121,14 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         return Vec::new();
     };
     let value = match (reading, field.unit) {
-        (Reading::Int(b), Unit::Bytes) => Value::Int(Bytes(b).mib() << 20),
+        (Reading::Int(b), Unit::Bytes) => Value::Int(Bytes(b).mib_ceil() << 20),
         (Reading::Int(x), Unit::Percent) => Value::Float(x as f64 / 100.0),
         (Reading::Real(x), Unit::Percent) => Value::Float(x / 100.0),
         (Reading::Centi(c), Unit::Percent) => Value::Float(c.ratio()),
         (Reading::Int(mw), Unit::MilliWatts) => Value::Float((mw / 10) as f64 / 100.0),
         (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(mhz * 1_000_000),
+        // Multiplied, not divided, as that exporter does: the same float to the last bit.
+        (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 * 0.000001),
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(x), _) => Value::Signed(x),
         (Reading::Real(x), _) => Value::Float(x),

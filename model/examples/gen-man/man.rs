@@ -3,7 +3,7 @@
 //! example and its drift test (`tests/man.rs`).
 
 use gpupeek_model::fields::{Tier, FIELDS};
-use gpupeek_shm::layout::{gpu_valid, gpu_valid2};
+use gpupeek_shm::layout::{gpu_valid, gpu_valid2, gpu_valid3};
 
 /// How to regenerate.
 pub const COMMAND: &str = "cargo run -p gpupeek-model --example gen-man -- --write";
@@ -108,6 +108,12 @@ fn field_table() -> String {
                     .bits
                     .iter()
                     .filter(|b| f.valid2 & (1 << b.bit) != 0),
+            )
+            .chain(
+                gpu_valid3::SET
+                    .bits
+                    .iter()
+                    .filter(|b| f.valid3 & (1 << b.bit) != 0),
             )
             .map(|b| b.name)
             .collect();

@@ -5,7 +5,9 @@ use super::{field, Aggregate, Field, Getter, Unit, Value};
 use crate::gpu::{ClockEventReasons, Gpm, Gpu};
 use crate::text;
 use crate::units;
-use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, gpu_valid2 as v2};
+use gpupeek_shm::layout::{
+    clock_event_reason as reason, gpu_valid as v, gpu_valid2 as v2, gpu_valid3 as v3,
+};
 
 fn int(x: Option<impl Into<u64>>) -> Option<Value<'static>> {
     x.map(|x| Value::Int(x.into()))
@@ -1114,6 +1116,82 @@ pub const FIELDS: &[Field] = &[
             &["clocks_throttle_reasons.sync_boost"],
         ],
     ),
+    counter(
+        0,
+        v3::CLOCKS_EVENT_US_SW_POWER_CAP,
+        &[&["clocks_event_reasons_counters.sw_power_cap"]],
+    ),
+    counter(
+        1,
+        v3::CLOCKS_EVENT_US_SYNC_BOOST,
+        &[&["clocks_event_reasons_counters.sync_boost"]],
+    ),
+    counter(
+        2,
+        v3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN,
+        &[&["clocks_event_reasons_counters.sw_thermal_slowdown"]],
+    ),
+    counter(
+        3,
+        v3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN,
+        &[&["clocks_event_reasons_counters.hw_thermal_slowdown"]],
+    ),
+    counter(
+        4,
+        v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN,
+        &[&["clocks_event_reasons_counters.hw_power_brake_slowdown"]],
+    ),
+    field("pcie_gen_gpumax", Count, Max, |g| {
+        int(g.details.pcie_link_gen_gpumax)
+    })
+    .valid3(v3::PCIE_LINK_GEN_GPUMAX)
+    .not_in_templates()
+    .about("maximum PCIe link generation of the GPU alone, whatever the slot")
+    .smi(&[&["pcie.link.gen.gpumax"]]),
+    field("util_jpeg", Percent, Mean, |g| int(g.details.util_jpeg_pct))
+        .valid3(v3::UTIL_JPEG)
+        .not_in_templates()
+        .about("JPEG decoder (NVJPG) utilisation")
+        .smi(&[&["utilization.jpeg"]]),
+    field("util_ofa", Percent, Mean, |g| int(g.details.util_ofa_pct))
+        .valid3(v3::UTIL_OFA)
+        .not_in_templates()
+        .about("optical flow accelerator (OFA) utilisation")
+        .smi(&[&["utilization.ofa"]]),
+];
+
+/// The field of clock event reason counter `i` of [`crate::details::Details`]
+/// (`clocks_event_us_NAME`): time the reason held the clocks down since the driver
+/// loaded, in microseconds as nvidia-smi prints it.
+const fn counter(i: usize, bit: u64, smi: &'static [&'static [&'static str]]) -> Field {
+    let get: Getter = match i {
+        0 => |g| int(g.details.clocks_event_counters_us[0]),
+        1 => |g| int(g.details.clocks_event_counters_us[1]),
+        2 => |g| int(g.details.clocks_event_counters_us[2]),
+        3 => |g| int(g.details.clocks_event_counters_us[3]),
+        _ => |g| int(g.details.clocks_event_counters_us[4]),
+    };
+    field(COUNTER_NAMES[i], Unit::Microseconds, Aggregate::Sum, get)
+        .valid3(bit)
+        .not_in_templates()
+        .about(COUNTER_ABOUT[i])
+        .smi(smi)
+}
+
+const COUNTER_NAMES: [&str; 5] = [
+    "clocks_event_us_sw_power_cap",
+    "clocks_event_us_sync_boost",
+    "clocks_event_us_sw_thermal_slowdown",
+    "clocks_event_us_hw_thermal_slowdown",
+    "clocks_event_us_hw_power_brake_slowdown",
+];
+
+const COUNTER_ABOUT: [&str; 5] = [
+    "time the software power cap held the clocks down since the driver loaded",
+    "time the clocks were held down to match the sync boost group",
+    "time software thermal capping held the clocks down since the driver loaded",
+    "time hardware thermal slowdown held the clocks down since the driver loaded",
+    "time the external power brake held the clocks down since the driver loaded",
 ];
 
 #[cfg(test)]
@@ -1131,6 +1209,7 @@ mod tests {
             state: state as u32,
             valid: u64::MAX,
             valid2: u64::MAX,
+            valid3: u64::MAX,
             power_limit_mw: 1,
             fabric_state: 3,
             ..GpuRecord::default()
@@ -1162,6 +1241,17 @@ mod tests {
                 assert!(
                     (f.get)(&Gpu::new(&without)).is_none(),
                     "{}: {bit:#x}",
+                    f.name
+                );
+            }
+            for bit in (0..64).map(|i| 1u64 << i).filter(|b| f.valid3 & b != 0) {
+                let without = GpuRecord {
+                    valid3: all.valid3 & !bit,
+                    ..all
+                };
+                assert!(
+                    (f.get)(&Gpu::new(&without)).is_none(),
+                    "{}: valid3 {bit:#x}",
                     f.name
                 );
             }

@@ -24,6 +24,10 @@ scalar_getter!(
     nvmlDeviceGetMaxPcieLinkGeneration, c_uint, max_pcie_link_gen
 );
 scalar_getter!(
+    /// `nvmlDeviceGetGpuMaxPcieLinkGeneration(device, maxLinkGenDevice)` (R510+).
+    nvmlDeviceGetGpuMaxPcieLinkGeneration, c_uint, gpu_max_pcie_link_gen
+);
+scalar_getter!(
     /// `nvmlDeviceGetMaxPcieLinkWidth(device, maxLinkWidth)`.
     nvmlDeviceGetMaxPcieLinkWidth, c_uint, max_pcie_link_width
 );

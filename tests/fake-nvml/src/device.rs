@@ -377,6 +377,32 @@ unsafe fn codec(
     }
 }
 
+/// `nvmlDeviceGetJpgUtilization(device, utilization, samplingPeriodUs)` (R535+).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetJpgUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut c_uint,
+    samplingPeriodUs: *mut c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetJpgUtilization", device, |g, _| {
+        // SAFETY: the caller passes two pointers to `c_uint` (or nulls).
+        unsafe { codec(g, g.jpeg_utilization_pct, utilization, samplingPeriodUs) }
+    })
+}
+
+/// `nvmlDeviceGetOfaUtilization(device, utilization, samplingPeriodUs)` (R535+).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetOfaUtilization(
+    device: nvmlDevice_t,
+    utilization: *mut c_uint,
+    samplingPeriodUs: *mut c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetOfaUtilization", device, |g, _| {
+        // SAFETY: the caller passes two pointers to `c_uint` (or nulls).
+        unsafe { codec(g, g.ofa_utilization_pct, utilization, samplingPeriodUs) }
+    })
+}
+
 /// `nvmlDeviceGetEncoderUtilization(device, utilization, samplingPeriodUs)`.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetEncoderUtilization(

@@ -6,7 +6,8 @@
 //! field the GPU does not have (its scenario value is absent, or it is listed in the
 //! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
 //! (83), power average/instant (185, 186), current power limit (190), the PCIe
-//! byte counters (197, 198), the memory temperature (82) and the recovery action (230).
+//! byte counters (197, 198), the memory temperature (82), the recovery action (230)
+//! and the clock event reason counters (74, 76, 251, 252, 253).
 
 // Function, parameter and (bindgen-made) constant names are NVML's C names.
 #![allow(non_snake_case, non_upper_case_globals)]
@@ -46,8 +47,20 @@ fn field(g: &Gpu, id: u32) -> Option<Value> {
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP => ull(counter(g, "sw_power_cap")),
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST => ull(counter(g, "sync_boost")),
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN => ull(counter(g, "sw_thermal_slowdown")),
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN => ull(counter(g, "hw_thermal_slowdown")),
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN => {
+            ull(counter(g, "hw_power_brake_slowdown"))
+        }
         _ => None,
     }
+}
+
+/// The clock event reason counter nvidia-smi calls `name`, if the GPU has it.
+fn counter(g: &Gpu, name: &str) -> Option<u64> {
+    g.clocks_event_reasons_counters.get(name).copied()
 }
 
 /// Fills one entry from `g`: value, type, timestamp and its own return code.

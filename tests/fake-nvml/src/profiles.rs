@@ -51,6 +51,11 @@ const NEWER_THAN_450: [&str; 2] = [
 ];
 /// Fabric registration (NVSwitch systems), R525.
 const NEWER_THAN_520: &str = "nvmlDeviceGetGpuFabricInfo";
+/// Added with R510 (NVML 11.6).
+const NEWER_THAN_470_PCIE: &str = "nvmlDeviceGetGpuMaxPcieLinkGeneration";
+/// Added with R535 (NVML 12.2).
+const NEWER_THAN_470_ENGINES: [&str; 2] =
+    ["nvmlDeviceGetJpgUtilization", "nvmlDeviceGetOfaUtilization"];
 /// Of those, the one newer than R535.
 const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
 
@@ -63,14 +68,20 @@ pub const R450: Profile = Profile {
         &NEWER_THAN_450,
         &V2,
         &V3,
-        &[DETAIL_LIST, NEWER_THAN_520],
+        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &NEWER_THAN_470_ENGINES,
     ],
 };
 /// R470: v1 and `_v2`.
 pub const R470: Profile = Profile {
     name: "r470",
     driver_version: "470.256.02",
-    absent: &[&NEWER_THAN_470, &V3, &[DETAIL_LIST, NEWER_THAN_520]],
+    absent: &[
+        &NEWER_THAN_470,
+        &V3,
+        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &NEWER_THAN_470_ENGINES,
+    ],
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
 pub const R535_54: Profile = Profile {

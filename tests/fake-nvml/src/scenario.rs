@@ -98,6 +98,10 @@ pub struct Gpu {
     pub clock_event_reasons: Option<u64>,
     pub encoder_utilization_pct: Option<u32>,
     pub decoder_utilization_pct: Option<u32>,
+    /// `nvmlDeviceGetJpgUtilization` (R535+); absent, or MIG on: not supported.
+    pub jpeg_utilization_pct: Option<u32>,
+    /// `nvmlDeviceGetOfaUtilization` (R535+); absent, or MIG on: not supported.
+    pub ofa_utilization_pct: Option<u32>,
     /// Sampling period reported with the codec utilizations (default 167000).
     pub codec_sampling_period_us: Option<u32>,
     pub pcie_tx_kbps: Option<u32>,
@@ -117,6 +121,9 @@ pub struct Gpu {
     /// `[major, minor]`.
     pub compute_capability: Option<[i32; 2]>,
     pub max_pcie_link_gen: Option<u32>,
+    /// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (R510+): the GPU's own maximum, whatever
+    /// the slot; absent: not supported.
+    pub gpu_max_pcie_link_gen: Option<u32>,
     pub max_pcie_link_width: Option<u32>,
     pub power_default_limit_mw: Option<u32>,
     /// `[min, max]` settable power limit, mW.
@@ -159,6 +166,12 @@ pub struct Gpu {
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
     /// reset, 2 node reboot, 3 drain P2P, 4 drain and reset; absent: not supported.
     pub gpu_recovery_action: Option<u32>,
+    /// The clock event reason counters by nvidia-smi's name (`sw_power_cap`,
+    /// `sync_boost`, `sw_thermal_slowdown`, `hw_thermal_slowdown`,
+    /// `hw_power_brake_slowdown`): field values 74, 76, 251, 252 and 253, the number
+    /// nvidia-smi prints as microseconds; an absent one is not supported.
+    #[serde(default)]
+    pub clocks_event_reasons_counters: BTreeMap<String, u64>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,

@@ -13,7 +13,7 @@ use fake_nvml::calls::OVERFLOWS;
 use fake_nvml::procs::{JUNK_NO_PROCESS, JUNK_OLD, JUNK_OVER_100, NOT_A_PID};
 use gpupeek_e2e::profiles::{self, Profile, PROFILES};
 use gpupeek_e2e::{root_or_skip, tool, wait_for, Daemon, Sandbox};
-use gpupeek_shm::layout::{gpu_valid, proc_kind, proc_valid, ProcRecord};
+use gpupeek_shm::layout::{gpu_valid, gpu_valid3, proc_kind, proc_valid, ProcRecord};
 use serde_json::{json, Value};
 
 const MIB: u64 = 1 << 20;
@@ -140,7 +140,10 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
                 "utilization_gpu_pct": 50, "utilization_memory_pct": 20,
                 "temperature_c": 61, "power_usage_mw": 250_000, "energy_mj": 123_456,
                 "clock_event_reasons": 0x40,
-                "gpm": {"sm_activity_pct": 40.0}
+                "gpm": {"sm_activity_pct": 40.0},
+                "gpu_max_pcie_link_gen": 4, "jpeg_utilization_pct": 7,
+                "ofa_utilization_pct": 3,
+                "clocks_event_reasons_counters": {"sw_power_cap": 1234}
             })],
         ));
         // Every tick a slow one, so the slow tier's values come too.
@@ -166,6 +169,34 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
         assert_eq!(g.valid & gpu_valid::MEM_RESERVED != 0, newer, "{what}");
         let gpm = profile.exports().any(|f| f == "nvmlGpmSampleGet");
         assert_eq!(g.valid & gpu_valid::GPM != 0, gpm, "{what}");
+        // ABI 1.5's valid3: the GPU's own PCIe maximum from R510, the JPEG and OFA
+        // utilisations from R535, the counters (field values) wherever the GPU has them;
+        // a missing entry point leaves its value unknown, and nothing else.
+        let has = |f: &str| profile.exports().any(|e| e == f);
+        let gpumax = has("nvmlDeviceGetGpuMaxPcieLinkGeneration");
+        let engines = has("nvmlDeviceGetJpgUtilization");
+        let v3 = g.valid3;
+        assert_eq!(v3 & gpu_valid3::PCIE_LINK_GEN_GPUMAX != 0, gpumax, "{what}");
+        assert_eq!(v3 & gpu_valid3::UTIL_JPEG != 0, engines, "{what}");
+        assert_eq!(v3 & gpu_valid3::UTIL_OFA != 0, engines, "{what}");
+        let counters = gpu_valid3::CLOCKS_EVENT_US_SW_POWER_CAP
+            | gpu_valid3::CLOCKS_EVENT_US_SYNC_BOOST
+            | gpu_valid3::CLOCKS_EVENT_US_SW_THERMAL_SLOWDOWN
+            | gpu_valid3::CLOCKS_EVENT_US_HW_THERMAL_SLOWDOWN
+            | gpu_valid3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN;
+        let only_power_cap = gpu_valid3::CLOCKS_EVENT_US_SW_POWER_CAP;
+        assert_eq!(
+            v3 & counters,
+            only_power_cap,
+            "{what}: the counter the GPU has"
+        );
+        assert_eq!(g.clocks_event_us_sw_power_cap, 1234, "{what}");
+        if gpumax {
+            assert_eq!(g.pcie_link_gen_gpumax, 4, "{what}");
+        }
+        if engines {
+            assert_eq!((g.util_jpeg_pct, g.util_ofa_pct), (7, 3), "{what}");
+        }
         assert_no_overflow_and_alive(&sb, &daemon, what);
     }
 }

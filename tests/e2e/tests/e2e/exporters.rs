@@ -32,6 +32,7 @@ fn everything() -> (Sandbox, Daemon) {
             "pstate": 2, "clock_event_reasons": 0x44, "pcie_tx_kbps": 100, "pcie_rx_kbps": 200,
             "pcie_link_gen": 5, "pcie_link_width": 16,
             "ecc_corrected_volatile": 3, "ecc_uncorrected_volatile": 0,
+            "clocks_event_reasons_counters": {"sw_power_cap": 204642816u64},
             "gpm": {"sm_activity_pct": 12.0, "sm_occupancy_pct": 6.0,
                     "tensor_activity_pct": 5.5, "dram_bw_util_pct": 40.25,
                     "pcie_tx_mib_per_s": 100.0, "pcie_rx_mib_per_s": 2.5,
@@ -155,7 +156,14 @@ fn names_nvidia_gpu_exporter_speaks_its_names_labels_and_units() {
             format!("nvidia_smi_index{{{l}}} 0"),
             format!("nvidia_smi_utilization_gpu_ratio{{{l}}} 0.45"),
             format!("nvidia_smi_utilization_memory_ratio{{{l}}} 0.12"),
-            format!("nvidia_smi_memory_used_bytes{{{l}}} 10737418240"),
+            // 10 GiB and 123 bytes: nvidia-smi prints `10241 MiB` (it rounds MiB up),
+            // which the exporter multiplies back into bytes.
+            format!("nvidia_smi_memory_used_bytes{{{l}}} 10738466816"),
+            // As nvidia_gpu_exporter's L40S (595.80) testdata prints 204642816 us.
+            format!(
+                "nvidia_smi_clocks_event_reasons_counters_sw_power_cap_seconds{{{l}}} \
+                 204.64281599999998"
+            ),
             format!("nvidia_smi_memory_total_bytes{{{l}}} 85899345920"),
             format!("nvidia_smi_temperature_gpu{{{l}}} 41"),
             format!("nvidia_smi_fan_speed_ratio{{{l}}} 0.3"),

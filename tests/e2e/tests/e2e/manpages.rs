@@ -226,11 +226,15 @@ fn shm_page_field_types_and_validity_bits_are_the_rust_ones() {
                 .unwrap_or_else(|| panic!("{}.{} has no row", record.name, field.name));
             assert_eq!(row.2, field.ty.name(), "{}.{}", record.name, field.name);
             let note = row.3.rfind('[').map(|i| &row.3[i + 1..]);
-            // "[bit N]" (or "[valid bit N]") is a bit of `valid`, "[valid2 bit N]" of `valid2`.
+            // "[bit N]" (or "[valid bit N]") is a bit of `valid`, "[valid2 bit N]" of
+            // `valid2`, "[valid3 bit N]" of `valid3`.
             let documented = note.and_then(|n| {
-                let (mask, n) = match n.strip_prefix("valid2 ") {
-                    Some(rest) => ("valid2", rest),
-                    None => ("valid", n.trim_start_matches("valid ")),
+                let (mask, n) = if let Some(rest) = n.strip_prefix("valid2 ") {
+                    ("valid2", rest)
+                } else if let Some(rest) = n.strip_prefix("valid3 ") {
+                    ("valid3", rest)
+                } else {
+                    ("valid", n.trim_start_matches("valid "))
                 };
                 let rest = n.strip_prefix("bit ")?;
                 let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

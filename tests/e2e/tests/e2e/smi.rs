@@ -56,6 +56,11 @@ fn two_gpus(sleeper: u32) -> serde_json::Value {
         },
         "inforom": {"img": "G520.0200.00.05", "oem": "2.1", "ecc": "7.16"},
         "fabric": {"state": 3, "status": 0}, "gpu_recovery_action": 0,
+        "gpu_max_pcie_link_gen": 5, "jpeg_utilization_pct": 0, "ofa_utilization_pct": 0,
+        "clocks_event_reasons_counters": {
+            "sw_power_cap": 212553937u64, "sync_boost": 0, "sw_thermal_slowdown": 0,
+            "hw_thermal_slowdown": 0, "hw_power_brake_slowdown": 0
+        },
         "processes": [
             {"pid": sleeper, "used_gpu_memory_bytes": 2566 * MIB},
             {"pid": std::process::id(), "used_gpu_memory_bytes": MIB, "type": "graphics"}
@@ -179,6 +184,47 @@ driver_model.current, driver_model.pending, fabric.state, fabric.status, gpu_rec
 G520.0200.00.05, 2.1, 7.16, [N/A], [N/A], [N/A], [N/A], [N/A], Completed, Success, None
 G002.0000.00.03, 2.0, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], N/A, N/A, [N/A]
 "
+    );
+}
+
+/// The clock event reason counters, the GPU's own maximum PCIe generation and the JPEG
+/// and OFA utilisations (ABI 1.5's `valid3`), as nvidia-smi prints them: `5` for an
+/// H100's `pcie.link.gen.gpumax` and `0 %` for its `utilization.jpeg [%]` (590.48.01),
+/// `212553937 us` for an RTX 2080 SUPER's software power cap counter (595.71.05), with
+/// `[us]` in the header; `[N/A]` on a GPU that has none of them.
+#[test]
+fn clock_event_counters_and_gpumax_print_as_nvidia_smi_prints_them() {
+    let sleeper = sleeper();
+    let (sandbox, daemon) = start("smi-counters", &sleeper);
+    // The counters come with a slow tick: wait for the first one to be published.
+    sandbox.snapshot_when(&daemon, "the counters are read", |s| {
+        s.gpus[0].valid3 & gpupeek_shm::layout::gpu_valid3::CLOCKS_EVENT_US_SW_POWER_CAP != 0
+    });
+    let fields = "--query-gpu=pcie.link.gen.gpumax,\
+clocks_event_reasons_counters.sw_power_cap,clocks_event_reasons_counters.sync_boost,\
+clocks_event_reasons_counters.sw_thermal_slowdown,\
+clocks_event_reasons_counters.hw_thermal_slowdown,\
+clocks_event_reasons_counters.hw_power_brake_slowdown,utilization.jpeg,utilization.ofa";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "\
+pcie.link.gen.gpumax, clocks_event_reasons_counters.sw_power_cap [us], \
+clocks_event_reasons_counters.sync_boost [us], \
+clocks_event_reasons_counters.sw_thermal_slowdown [us], \
+clocks_event_reasons_counters.hw_thermal_slowdown [us], \
+clocks_event_reasons_counters.hw_power_brake_slowdown [us], utilization.jpeg [%], \
+utilization.ofa [%]
+5, 212553937 us, 0 us, 0 us, 0 us, 0 us, 0 %, 0 %
+[N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]
+"
+    );
+    let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader,nounits"]);
+    assert_eq!(
+        out,
+        "5, 212553937, 0, 0, 0, 0, 0, 0\n\
+         [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n"
     );
 }
 
