@@ -360,9 +360,10 @@ pub mod exporter {
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }
 
-/// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, and
-/// the exit statuses.
+/// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, the
+/// reader's own view of a process the daemon withholds, and the exit statuses.
 pub mod monitor {
+    pub use crate::local::{read as read_own_process, LocalProc};
     pub use crate::top::{command_line, Args};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }

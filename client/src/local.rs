@@ -71,19 +71,29 @@ fn read_text(path: &Path) -> Option<String> {
 }
 
 impl LocalProc {
-    /// Fills the withheld fields of `view`; `published_unix_ns` dates the running time.
-    pub fn fill(&self, view: &mut ProcView, published_unix_ns: u64) {
-        // As much as the daemon would publish in its text pool.
+    /// The command line's arguments, printable, cut as the daemon would cut them in its
+    /// text pool.
+    pub fn argv(&self) -> Vec<String> {
         let mut encoded = vec![0u8; gpupeek_shm::layout::MAX_TEXT_PER_PROCESS + 1];
         let len = gpupeek_shm::text::encode_argv(&mut encoded, &self.cmdline);
-        let argv = gpupeek_shm::text::decode_argv(&encoded, len);
+        gpupeek_shm::text::decode_argv(&encoded, len)
+    }
+
+    /// The user name as printable text.
+    pub fn user_name(&self) -> String {
+        gpupeek_shm::text::decode(self.user.as_bytes())
+    }
+
+    /// Fills the withheld fields of `view`; `published_unix_ns` dates the running time.
+    pub fn fill(&self, view: &mut ProcView, published_unix_ns: u64) {
+        let argv = self.argv();
         let base = argv
             .first()
             .map(|a0| a0.rsplit('/').next().unwrap_or(a0).to_owned())
             .filter(|b| !b.is_empty());
         let comm = gpupeek_shm::text::decode(self.comm.as_bytes());
         view.uid = Some(self.uid);
-        view.user = Some(gpupeek_shm::text::decode(self.user.as_bytes()));
+        view.user = Some(self.user_name());
         view.command = base.or(Some(comm).filter(|c| !c.is_empty()));
         view.full_command = Some(argv);
         view.host_mem_bytes = self.rss_bytes;

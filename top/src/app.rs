@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use gpupeek::monitor::{self, LocalProc};
 use gpupeek_model::verdict::{self, Thresholds};
 use gpupeek_model::{GpuState, Model};
 
@@ -103,6 +104,23 @@ pub struct ProcRow {
     pub depth: usize,
     /// Last child of its parent, in tree mode.
     pub last_child: bool,
+}
+
+impl ProcRow {
+    /// Fills what the daemon withheld from what the reader's own `/proc` shows.
+    fn fill_own(&mut self, own: &LocalProc, published_unix_ns: u64) {
+        self.uid = Some(own.uid);
+        self.user = own.user_name();
+        let argv = own.argv();
+        if self.argv.is_empty() && !argv.is_empty() {
+            self.command = argv.join(" ");
+            self.argv = argv;
+        }
+        self.host_mem = self.host_mem.or(own.rss_bytes);
+        self.running = self.running.or(own
+            .start_unix_ns
+            .map(|start| published_unix_ns.saturating_sub(start) / 1_000_000_000));
+    }
 }
 
 /// A column of the process table.
@@ -391,7 +409,7 @@ impl App {
                 } else {
                     argv.join(" ")
                 };
-                ProcRow {
+                let mut row = ProcRow {
                     pid,
                     host_pid: p.pid,
                     signal_pid,
@@ -421,7 +439,16 @@ impl App {
                     container: p.container.map(|(rt, id, _)| format!("{rt} {id}")),
                     depth: 0,
                     last_child: false,
+                };
+                // A process whose owner the daemon withholds (its basic policy, the
+                // default under hidepid) may still be the reader's own: its /proc shows
+                // it, as ps would, and `u` must find it.
+                if p.user.is_none() {
+                    if let Some(own) = signal_pid.and_then(monitor::read_own_process) {
+                        row.fill_own(&own, published);
+                    }
                 }
+                row
             })
             .collect();
         // Per-process history for the detail view; gone processes are forgotten.
@@ -808,6 +835,73 @@ mod tests {
         ];
         a.refresh();
         a
+    }
+
+    /// A snapshot of one GPU with one process, `pid`, whose owner and command line the
+    /// daemon withheld (its basic policy).
+    fn withheld(pid: u32) -> gpupeek_shm::Snapshot {
+        use gpupeek_shm::layout::{gpu_valid as v, proc_valid as pv, DaemonState, GpuState};
+        use gpupeek_shm::{GpuRecord, ProcRecord, StatusRecord};
+        gpupeek_shm::Snapshot {
+            header: Default::default(),
+            status: StatusRecord {
+                state: DaemonState::Live as u32,
+                gpu_count: 1,
+                period_ns: 1_000_000_000,
+                ..StatusRecord::default()
+            },
+            gpus: vec![GpuRecord {
+                state: GpuState::Ok as u32,
+                valid: v::MEMORY,
+                mem_total_bytes: 80 << 30,
+                ..GpuRecord::default()
+            }],
+            processes: vec![ProcRecord {
+                pid,
+                valid: pv::GPU_MEMORY,
+                gpu_mem_bytes: 1 << 30,
+                ..ProcRecord::default()
+            }],
+            proc_overflow: 0,
+            proc_head: Default::default(),
+            text: Vec::new(),
+            mig: Vec::new(),
+            mig_overflow: 0,
+            generation: 1,
+            consistent: true,
+        }
+    }
+
+    #[test]
+    fn a_withheld_process_of_the_readers_own_is_filled_in_from_its_proc() {
+        let me = std::process::id();
+        let my_uid = nix::unistd::getuid().as_raw();
+        let mut a = App::new("h".into(), my_uid, false);
+        let feed = Feed {
+            snapshot: Some(withheld(me)),
+            histories: Vec::new(),
+            down: None,
+        };
+        a.update(feed, Host::default());
+        let row = a.all.iter().find(|r| r.host_pid == me).expect("our row");
+        assert_eq!(row.uid, Some(my_uid));
+        assert_ne!(row.user, "?");
+        assert!(!row.argv.is_empty() && row.command != "?", "{row:?}");
+        assert!(row.host_mem.is_some_and(|m| m > 0));
+        // `u` (only mine) keeps it.
+        key(&mut a, KeyCode::Char('u'));
+        assert_eq!(a.rows.iter().map(|r| r.host_pid).collect::<Vec<_>>(), [me]);
+
+        // A pid this reader cannot see stays withheld.
+        let gone = u32::MAX - 1;
+        let feed = Feed {
+            snapshot: Some(withheld(gone)),
+            histories: Vec::new(),
+            down: None,
+        };
+        a.update(feed, Host::default());
+        let row = a.all.iter().find(|r| r.host_pid == gone).expect("its row");
+        assert_eq!((row.uid, row.user.as_str()), (None, "?"));
     }
 
     fn key(a: &mut App, code: KeyCode) -> Action {
