@@ -14,8 +14,10 @@
 //!   device's instance ids, UUID, attributes and profile) runs when MIG mode turns on,
 //!   every [`ENUMERATE_PERIOD`], and as soon as the layout is seen to change: a known
 //!   instance's handle is refused (`INVALID_ARGUMENT` or `NOT_FOUND`: it was destroyed;
-//!   the instance is not published again), or a slow tick lists a process in an
-//!   instance not known. Any other failure of an instance's call is that value's alone. The profile comes from the GPU instance's profile, as
+//!   the instance is not published again), a slow tick lists a process in an instance
+//!   not known, or a slow tick finds a MIG device at the first index no known instance
+//!   holds (one `nvmlDeviceGetMigDeviceHandleByIndex` per process turn: a new instance
+//!   with no process yet). Any other failure of an instance's call is that value's alone. The profile comes from the GPU instance's profile, as
 //!   nvidia-smi and DCGM name it (`nvmlDeviceGetGpuInstanceById`,
 //!   `nvmlGpuInstanceGetInfo`, then the profile table from
 //!   `nvmlDeviceGetGpuInstanceProfileInfoV`, read once per session), prefixed `Nc.` for
@@ -99,6 +101,29 @@ impl Mig {
     pub fn read_mode_if_due(&mut self, nvml: &Nvml, parent: &Device, fill: &mut Fill, slow: bool) {
         if self.mode.is_none() || (slow && self.mode != Some(None)) {
             self.read_mode(nvml, parent, fill);
+            if slow {
+                self.probe_for_new(parent, fill);
+            }
+        }
+    }
+
+    /// Looks for a MIG device created since the last enumeration, before any process
+    /// runs in it: one call per process turn, for the lowest MIG device index no known
+    /// instance holds (drivers number MIG devices from 0, so a new one takes the first
+    /// free index). A device there means the layout changed: enumerate on this tick.
+    fn probe_for_new(&mut self, parent: &Device, fill: &mut Fill) {
+        if !self.enabled() || self.due_ns == 0 {
+            return;
+        }
+        let free = (0u32..).find(|i| !self.instances.iter().any(|k| k.rec.mig_index == *i));
+        let Some(free) = free else {
+            return;
+        };
+        match parent.mig_device_by_index(free) {
+            Ok(_) => self.due_ns = 0,
+            Err(NvmlError::GpuLost) => fill.lost = true,
+            // NOT_FOUND, or INVALID_ARGUMENT past the maximum: nothing new.
+            Err(_) => {}
         }
     }
 

@@ -294,6 +294,40 @@ fn a_reconfiguration_while_readers_run_is_published_whole_and_nothing_stale_stay
     );
 }
 
+#[test]
+fn an_instance_created_without_a_process_is_found_on_the_next_process_turn() {
+    let sb = Sandbox::new("mig-created-empty");
+    let (_procs, pids) = four_sleepers();
+    let two = scenario(
+        vec![instance(1, 9, None), instance(5, 14, None)],
+        vec![process(pids[0], 1000, 1), process(pids[2], 3000, 5)],
+    );
+    sb.write_scenario(&two);
+    let daemon = sb.start_daemon_with("50ms", &["--process-interval", "100ms"]);
+    let before = vec![(1, "3g.40gb".to_owned()), (5, "2g.20gb".to_owned())];
+    sb.snapshot_when(&daemon, "the first layout", |s| layout(s) == before);
+    // GI 13 (1g.10gb) created, nothing runs in it: no process list names it, and the
+    // regular enumeration is 10 s after the one at start.
+    let three = scenario(
+        vec![
+            instance(1, 9, None),
+            instance(5, 14, None),
+            instance(13, 19, None),
+        ],
+        vec![process(pids[0], 1000, 1), process(pids[2], 3000, 5)],
+    );
+    let written = std::time::Instant::now();
+    sb.write_scenario(&three);
+    let mut after = before.clone();
+    after.push((13, "1g.10gb".to_owned()));
+    sb.snapshot_when(&daemon, "the new, empty instance", |s| layout(s) == after);
+    let took = written.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "found after {took:?}: by the 10 s enumeration, not a process turn"
+    );
+}
+
 fn calls(sb: &Sandbox, daemon: &Daemon) -> BTreeMap<String, u64> {
     sb.nvml_call_file(daemon.pid()).unwrap_or_default()
 }
