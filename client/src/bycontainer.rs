@@ -105,8 +105,8 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::gpu_view as gpu;
     use crate::view::GpuView;
-    use gpupeek_shm::GpuState;
 
     const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -124,31 +124,6 @@ mod tests {
                 pod_uid: pod.map(str::to_owned),
             }),
             ..ProcView::default()
-        }
-    }
-
-    fn gpu(index: u32, processes: Vec<ProcView>) -> GpuView {
-        GpuView {
-            index,
-            state: GpuState::Ok,
-            name: None,
-            uuid: None,
-            pci_bus_id: None,
-            temperature_c: None,
-            fan_pct: None,
-            util_pct: None,
-            enc_pct: None,
-            dec_pct: None,
-            power_draw_w: None,
-            power_limit_w: None,
-            mem_used_mib: None,
-            mem_total_mib: None,
-            processes: Some(processes),
-            processes_not_shown: 0,
-            verdict: None,
-            clock_event_reasons: None,
-            gpm: None,
-            mig: Vec::new(),
         }
     }
 

@@ -253,7 +253,8 @@ pub(crate) fn render_notes(not_shown: u32, not_counted: &[u32], paint: Painter) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::{GpuView, ProcView};
+    use crate::testing::gpu_view as gpu;
+    use crate::view::ProcView;
     use gpupeek_shm::GpuState;
 
     fn proc(pid: u32, user: Option<(&str, u32)>, mem: u64, sm: u32) -> ProcView {
@@ -267,31 +268,6 @@ mod tests {
             cpu_percent: user.map(|_| 50.0),
             host_mem_bytes: user.map(|_| 1 << 30),
             ..ProcView::default()
-        }
-    }
-
-    fn gpu(index: u32, processes: Vec<ProcView>) -> GpuView {
-        GpuView {
-            index,
-            state: GpuState::Ok,
-            name: None,
-            uuid: None,
-            pci_bus_id: None,
-            temperature_c: None,
-            fan_pct: None,
-            util_pct: None,
-            enc_pct: None,
-            dec_pct: None,
-            power_draw_w: None,
-            power_limit_w: None,
-            mem_used_mib: None,
-            mem_total_mib: None,
-            processes: Some(processes),
-            processes_not_shown: 0,
-            verdict: None,
-            clock_event_reasons: None,
-            gpm: None,
-            mig: Vec::new(),
         }
     }
 

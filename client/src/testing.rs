@@ -94,3 +94,31 @@ pub fn mig_snapshot() -> Snapshot {
     ];
     snap
 }
+
+/// A sampled GPU with these processes and nothing else known, for the grouped tables'
+/// tests.
+#[cfg(test)]
+pub fn gpu_view(index: u32, processes: Vec<crate::view::ProcView>) -> crate::view::GpuView {
+    crate::view::GpuView {
+        index,
+        state: gpupeek_shm::GpuState::Ok,
+        name: None,
+        uuid: None,
+        pci_bus_id: None,
+        temperature_c: None,
+        fan_pct: None,
+        util_pct: None,
+        enc_pct: None,
+        dec_pct: None,
+        power_draw_w: None,
+        power_limit_w: None,
+        mem_used_mib: None,
+        mem_total_mib: None,
+        processes: Some(processes),
+        processes_not_shown: 0,
+        verdict: None,
+        clock_event_reasons: None,
+        gpm: None,
+        mig: Vec::new(),
+    }
+}
