@@ -48,29 +48,30 @@ impl<'m, 'a> Pods<'m, 'a> {
         Pods { model, on, kube }
     }
 
-    /// The one container `device` is assigned to.
-    fn owner(&self, device: &Device) -> Option<Owner> {
-        let owners = self.kube?.map.owners(device);
-        match owners.as_slice() {
+    /// The one container GPU `g` (its GPU instance `gi`, on a MIG GPU) is assigned to.
+    fn owner(&self, g: &Gpu<'a>, gi: Option<u32>) -> Option<Owner> {
+        let kube = self.kube?;
+        let uuid = text(g.uuid);
+        let mig_uuid = gi
+            .and_then(|gi| {
+                self.model
+                    .mig_on(g.index)
+                    .find(|m| m.gpu_instance_id == gi)
+                    .and_then(|m| m.uuid)
+            })
+            .map(Text::decode)
+            .unwrap_or_default();
+        let device = Device {
+            index: g.index,
+            uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
+            mig: gi.map(|gi| MigDevice {
+                gpu_instance_id: gi,
+                uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
+            }),
+        };
+        match kube.map.owners(&device).as_slice() {
             [one] => Some((*one).clone()),
             _ => None,
-        }
-    }
-
-    fn device<'g>(
-        &self,
-        g: &'g Gpu<'a>,
-        uuid: &'g str,
-        mig_uuid: &'g str,
-        p_mig: Option<u32>,
-    ) -> Device<'g> {
-        Device {
-            index: g.index,
-            uuid: (!uuid.is_empty()).then_some(uuid),
-            mig: p_mig.map(|gi| MigDevice {
-                gpu_instance_id: gi,
-                uuid: (!mig_uuid.is_empty()).then_some(mig_uuid),
-            }),
         }
     }
 
@@ -88,18 +89,7 @@ impl<'m, 'a> Pods<'m, 'a> {
             None => (String::new(), String::new()),
         };
         let owner = if p.user.is_some() {
-            let uuid = text(g.uuid);
-            let gi = p.mig.map(|(gi, _)| gi);
-            let mig_uuid = gi
-                .and_then(|gi| {
-                    self.model
-                        .mig_on(g.index)
-                        .find(|m| m.gpu_instance_id == gi)
-                        .and_then(|m| m.uuid)
-                })
-                .map(Text::decode)
-                .unwrap_or_default();
-            self.owner(&self.device(g, &uuid, &mig_uuid, gi))
+            self.owner(g, p.mig.map(|(gi, _)| gi))
         } else {
             None
         };
@@ -130,17 +120,7 @@ impl<'m, 'a> Pods<'m, 'a> {
         if !self.on || self.model.proc_policy != Some(ProcPolicy::Full) {
             return String::new();
         }
-        let uuid = text(g.uuid);
-        let mig_uuid = gi
-            .and_then(|gi| {
-                self.model
-                    .mig_on(g.index)
-                    .find(|m| m.gpu_instance_id == gi)
-                    .and_then(|m| m.uuid)
-            })
-            .map(Text::decode)
-            .unwrap_or_default();
-        let owner = self.owner(&self.device(g, &uuid, &mig_uuid, gi));
+        let owner = self.owner(g, gi);
         let procs: Vec<&Process> = self
             .model
             .processes_on(g.index)
