@@ -8,6 +8,46 @@ use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 use crate::cli::{flags::SHM, Invocation};
 use crate::{metrics, query, serve, top};
 
+/// The entries `metrics` and `serve` (and, for `--shm`, every command) share, declared
+/// once: a macro, since each table's `apply` takes its own arguments type (every one has
+/// `shm`, and `metrics` and `serve` have `options`).
+macro_rules! shm_flag {
+    () => {
+        Flag {
+            spec: SHM,
+            apply: |a, v| {
+                a.shm = Some(v.to_owned());
+                Ok(())
+            },
+        }
+    };
+}
+
+macro_rules! names_flag {
+    () => {
+        Flag {
+            spec: NAMES_FLAG,
+            apply: |a, v| {
+                a.options.names = metrics::Names::parse(v)?;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// A switch that sets `options.FIELD` (`--per-process`, `--per-user`, `--pod-labels`).
+macro_rules! option_switch {
+    ($spec:expr, $field:ident) => {
+        Flag {
+            spec: $spec,
+            apply: |a, _| {
+                a.options.$field = true;
+                Ok(())
+            },
+        }
+    };
+}
+
 /// The commands, by name.
 pub const NAMES: [&str; 4] = ["query", "metrics", "serve", "top"];
 
@@ -76,13 +116,7 @@ pub const QUERY: Command<query::Args> = Command {
                 Ok(())
             },
         },
-        Flag {
-            spec: SHM,
-            apply: |a, v| {
-                a.shm = Some(v.to_owned());
-                Ok(())
-            },
-        },
+        shm_flag!(),
         Flag {
             spec: Spec::switch(
                 "help-query-gpu",
@@ -171,41 +205,11 @@ pub const METRICS: Command<metrics::Args> = Command {
     about: "Print the GPUs as Prometheus metrics (text exposition format), e.g. for \
             node_exporter's textfile collector.",
     flags: &[
-        Flag {
-            spec: NAMES_FLAG,
-            apply: |a, v| {
-                a.options.names = metrics::Names::parse(v)?;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: PER_PROCESS,
-            apply: |a, _| {
-                a.options.per_process = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: PER_USER,
-            apply: |a, _| {
-                a.options.per_user = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: POD_LABELS,
-            apply: |a, _| {
-                a.options.pod_labels = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: SHM,
-            apply: |a, v| {
-                a.shm = Some(v.to_owned());
-                Ok(())
-            },
-        },
+        names_flag!(),
+        option_switch!(PER_PROCESS, per_process),
+        option_switch!(PER_USER, per_user),
+        option_switch!(POD_LABELS, pod_labels),
+        shm_flag!(),
     ],
     after: "Example (cron or a systemd timer):\n  gpupeek metrics > \
             /var/lib/node_exporter/gpupeek.prom.tmp && mv \
@@ -249,34 +253,10 @@ pub const SERVE: Command<serve::Args> = Command {
                 Ok(())
             },
         },
-        Flag {
-            spec: NAMES_FLAG,
-            apply: |a, v| {
-                a.options.names = metrics::Names::parse(v)?;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: PER_PROCESS,
-            apply: |a, _| {
-                a.options.per_process = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: PER_USER,
-            apply: |a, _| {
-                a.options.per_user = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: POD_LABELS,
-            apply: |a, _| {
-                a.options.pod_labels = true;
-                Ok(())
-            },
-        },
+        names_flag!(),
+        option_switch!(PER_PROCESS, per_process),
+        option_switch!(PER_USER, per_user),
+        option_switch!(POD_LABELS, pod_labels),
         Flag {
             spec: Spec {
                 arity: Arity::Value("PATH"),
@@ -295,13 +275,7 @@ pub const SERVE: Command<serve::Args> = Command {
                 Ok(())
             },
         },
-        Flag {
-            spec: SHM,
-            apply: |a, v| {
-                a.shm = Some(v.to_owned());
-                Ok(())
-            },
-        },
+        shm_flag!(),
     ],
     after: "Run it as an unprivileged user (it needs only to read /dev/shm/gpupeek); \
             contrib/systemd/gpupeek-exporter.service does. Use --listen 0.0.0.0:9477 to be \
@@ -343,13 +317,7 @@ Colours are the 16 basic ones, so 16\- and 256\-colour terminals show the same."
                 Ok(())
             },
         },
-        Flag {
-            spec: SHM,
-            apply: |a, v| {
-                a.shm = Some(v.to_owned());
-                Ok(())
-            },
-        },
+        shm_flag!(),
     ],
     after: "It reads only the segment (no driver call) and waits, saying so, while the \
             daemon is missing, restarting or stale. It runs gpupeek-top, installed next to \
