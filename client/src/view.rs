@@ -293,10 +293,8 @@ impl GpuView {
 impl ProcView {
     fn new(p: &Process, model: &Model, ctx: &Context) -> ProcView {
         let published = model.status.published_unix_ns;
-        let pid = match p.namespace {
-            Some((ns_pid, inode)) if inode == ctx.pid_ns_inode => ns_pid,
-            _ => p.pid,
-        };
+        let reader_ns = (ctx.pid_ns_inode != 0).then_some(ctx.pid_ns_inode);
+        let pid = p.pid_in(reader_ns, model.pid_ns_inode).unwrap_or(p.pid);
         let mut view = ProcView {
             pid,
             host_pid: p.pid,

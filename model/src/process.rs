@@ -114,6 +114,20 @@ impl<'a> Process<'a> {
         }
     }
 
+    /// This process's pid as a reader in pid namespace `reader_ns` (the inode of its
+    /// `/proc/self/ns/pid`) addresses it, given the daemon's namespace `daemon_ns`: the
+    /// daemon's pid when both are one namespace (or the daemon does not say which it
+    /// is), the pid the daemon read in the process's own namespace when that is the
+    /// reader's, else `None`: the reader cannot address it.
+    pub fn pid_in(&self, reader_ns: Option<u64>, daemon_ns: Option<u64>) -> Option<u32> {
+        match self.namespace {
+            _ if reader_ns.is_some() && daemon_ns == reader_ns => Some(self.pid),
+            Some((ns_pid, inode)) if Some(inode) == reader_ns => Some(ns_pid),
+            _ if daemon_ns.is_none() => Some(self.pid),
+            _ => None,
+        }
+    }
+
     /// The command line, one string per argument; the last ends in `…` when the daemon
     /// kept only its start.
     pub fn argv(&self) -> Option<Vec<String>> {
@@ -136,6 +150,33 @@ mod tests {
         gpupeek_shm::text::encode(&mut p.command, name);
         p.cmdline_len = gpupeek_shm::text::encode_argv(&mut p.cmdline, raw);
         p
+    }
+
+    #[test]
+    fn a_readers_pid_is_the_daemons_or_the_one_in_its_own_namespace() {
+        let (daemon, mine, other) = (Some(1), Some(2), Some(3));
+        let record = ProcRecord::default();
+        let mut p = Process::new(&record, &[]);
+        p.pid = 100;
+        p.namespace = Some((7, 2));
+        assert_eq!(
+            p.pid_in(daemon, daemon),
+            Some(100),
+            "the daemon's namespace"
+        );
+        assert_eq!(
+            p.pid_in(mine, daemon),
+            Some(7),
+            "the process's own namespace"
+        );
+        assert_eq!(p.pid_in(other, daemon), None, "a third namespace");
+        assert_eq!(
+            p.pid_in(other, None),
+            Some(100),
+            "a daemon that does not say"
+        );
+        p.namespace = None;
+        assert_eq!(p.pid_in(mine, daemon), None);
     }
 
     #[test]

@@ -390,14 +390,8 @@ impl App {
             .processes
             .iter()
             .map(|p| {
-                let same_ns = my_ns.is_some() && model.pid_ns_inode == my_ns;
-                let (pid, signal_pid) = match p.namespace {
-                    _ if same_ns => (p.pid, Some(p.pid)),
-                    Some((ns_pid, inode)) if Some(inode) == my_ns => (ns_pid, Some(ns_pid)),
-                    // A daemon that does not say its namespace: assume the reader's.
-                    _ if model.pid_ns_inode.is_none() => (p.pid, Some(p.pid)),
-                    _ => (p.pid, None),
-                };
+                let signal_pid = p.pid_in(my_ns, model.pid_ns_inode);
+                let pid = signal_pid.unwrap_or(p.pid);
                 let argv = p.argv().unwrap_or_default();
                 let name = p.command.map(|c| c.decode()).unwrap_or_default();
                 let command = if argv.is_empty() {
