@@ -19,7 +19,7 @@
 pub mod details;
 pub mod fields;
 mod gpu;
-mod history;
+pub mod history;
 mod mig;
 mod process;
 mod status;
