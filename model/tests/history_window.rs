@@ -1,0 +1,114 @@
+//! `history::window`: the raw ring read back as wall-clock points, gaps kept as gaps and
+//! the window's start honoured.
+
+use std::time::Duration;
+
+use gpupeek_model::history::{window, Metric, Stat};
+use gpupeek_shm::layout::{gpu_valid, history_valid, DaemonState};
+use gpupeek_shm::{text, GpuRecord, HistorySample, Options, Publisher, Segment, StatusRecord};
+use zerocopy::FromZeros;
+
+const S: u64 = 1_000_000_000;
+
+struct TempName(String);
+
+impl TempName {
+    fn publisher(&self) -> Publisher {
+        let lock_dir = std::env::temp_dir().join(&self.0);
+        std::fs::create_dir_all(&lock_dir).unwrap();
+        let options = Options {
+            gpu_capacity: 2,
+            proc_capacity: 4,
+            lock_dir,
+            ..Options::new(1, std::process::id())
+        };
+        Publisher::create(&self.0, &options).unwrap()
+    }
+}
+
+impl Drop for TempName {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
+    }
+}
+
+fn sample(at_s: u64, util: u8, valid: u16) -> HistorySample {
+    HistorySample {
+        sample_mono_ns: at_s * S,
+        mem_used_mib: 1000 + u32::from(util),
+        power_draw_mw: 250_500,
+        util_gpu_pct: util,
+        util_mem_pct: 0,
+        temp_gpu_c: 40,
+        valid,
+        reserved: 0,
+    }
+}
+
+#[test]
+fn window_maps_the_ring_to_wall_clock_keeps_gaps_and_starts_where_asked() {
+    let name = TempName(format!("gpupeek-test-window-{}", std::process::id()));
+    let publisher = name.publisher();
+    let mut gpu = GpuRecord::new_zeroed();
+    gpu.index = 3;
+    gpu.valid = gpu_valid::NAME | gpu_valid::UUID;
+    text::encode(&mut gpu.name, "NVIDIA H100 80GB HBM3");
+    text::encode(&mut gpu.uuid, "GPU-0000");
+    publisher.write_gpu(0, &gpu);
+    let all = history_valid::UTILIZATION
+        | history_valid::MEMORY
+        | history_valid::POWER_DRAW
+        | history_valid::TEMPERATURE;
+    for (at, util, valid) in [(100, 10, all), (101, 20, all), (102, 0, 0), (103, 40, all)] {
+        publisher.append_history(0, S, &sample(at, util, valid));
+    }
+    let mut status = StatusRecord::new_zeroed();
+    status.state = DaemonState::Live as u32;
+    status.gpu_count = 1;
+    status.period_ns = S;
+    status.heartbeat_mono_ns = 103 * S;
+    status.published_unix_ns = 1_700_000_000 * S;
+    publisher.set_status(&status);
+    publisher.bump_generation();
+
+    let segment = Segment::open(&name.0).unwrap();
+    let snap = segment.snapshot().unwrap();
+    let series = window(&segment, &snap, Duration::from_secs(60));
+    assert_eq!(series.len(), 1);
+    let s = &series[0];
+    assert_eq!((s.gpu_index, s.uuid.as_str()), (3, "GPU-0000"));
+    assert_eq!(s.name, "NVIDIA H100 80GB HBM3");
+    let starts: Vec<u64> = s.points.iter().map(|p| p.start_unix_ns).collect();
+    let now = 1_700_000_000 * S;
+    assert_eq!(starts, [now - 3 * S, now - 2 * S, now - S, now]);
+    let utils: Vec<Option<Stat>> = s
+        .points
+        .iter()
+        .map(|p| p.get(Metric::Utilization))
+        .collect();
+    assert_eq!(
+        utils,
+        [
+            Some(Stat::one(10.0)),
+            Some(Stat::one(20.0)),
+            None,
+            Some(Stat::one(40.0))
+        ]
+    );
+    assert!(s.points[2].is_gap() && s.points[2].samples == 0);
+    assert_eq!(s.points[1].get(Metric::PowerDraw), Some(Stat::one(250.5)));
+    assert_eq!(
+        s.points[1].get(Metric::SmClock),
+        None,
+        "not in the raw ring"
+    );
+    assert!(s.points.iter().all(|p| p.span_ns == S));
+
+    let last_two = window(&segment, &snap, Duration::from_secs(1));
+    assert_eq!(
+        last_two[0].points.len(),
+        2,
+        "the window starts a second before now"
+    );
+}
