@@ -1,0 +1,244 @@
+//! `gpupeek history --csv` and `--json`: a window's points in documented, stable names
+//! (gpupeek(1), HISTORY). Values are in the metrics' units ([`Metric::unit`]: %, MiB, W,
+//! °C, MHz), rounded to three decimals; a missing value is an empty CSV cell or JSON
+//! `null`, and a point with no value at all is a gap.
+//!
+//! CSV: a header, then one row per GPU and point, GPU by GPU, oldest point first:
+//! `time` (RFC 3339, UTC, milliseconds), `unix_ns`, `gpu` (NVML index), `uuid`,
+//! `span_ns` (the sampling step for a raw sample, the bucket's width for a bucket),
+//! `samples` (how many samples the point holds, 0 for a gap), then `METRIC_min`,
+//! `METRIC_mean`, `METRIC_max` for each chosen metric.
+//!
+//! JSON: one object, `hostname`, `from` and `to` (RFC 3339) with `from_unix_ns` and
+//! `to_unix_ns`, `metrics` (`name`, `unit`, `title` of each chosen metric), and `gpus`:
+//! per GPU `index`, `uuid`, `name`, `mig` (`null`, or `gpu_instance` and
+//! `compute_instance`) and `points`, each with `time`, `unix_ns`, `span_ns`, `samples`,
+//! `gap` and, per chosen metric, `{"min", "mean", "max"}` or `null`.
+
+use std::fmt::Write;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use gpupeek_model::history::{Metric, Point, Stat};
+use serde_json::{json, Map, Value};
+
+use super::Window;
+
+/// RFC 3339 in UTC with milliseconds, e.g. `2026-11-25T06:40:01.123Z`.
+pub fn rfc3339(unix_ns: u64) -> String {
+    let t = DateTime::<Utc>::from_timestamp(
+        (unix_ns / 1_000_000_000) as i64,
+        (unix_ns % 1_000_000_000) as u32,
+    )
+    .unwrap_or_default();
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A value rounded to three decimals, without trailing zeros (`41`, `187.25`).
+fn number(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+/// `v` rounded as [`number`] writes it, for JSON.
+fn rounded(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The CSV header for `metrics`.
+pub fn csv_header(metrics: &[Metric]) -> String {
+    let mut out = String::from("time,unix_ns,gpu,uuid,span_ns,samples");
+    for m in metrics {
+        let name = m.name();
+        let _ = write!(out, ",{name}_min,{name}_mean,{name}_max");
+    }
+    out
+}
+
+/// A CSV cell: quoted when it holds a comma, a quote or a line break.
+fn cell(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The CSV of `window`.
+pub fn csv(window: &Window, metrics: &[Metric]) -> String {
+    let mut out = csv_header(metrics);
+    out.push('\n');
+    for series in &window.series {
+        let uuid = cell(&series.uuid);
+        for p in &series.points {
+            let _ = write!(
+                out,
+                "{},{},{},{uuid},{},{}",
+                rfc3339(p.start_unix_ns),
+                p.start_unix_ns,
+                series.gpu_index,
+                p.span_ns,
+                p.samples
+            );
+            for &m in metrics {
+                match p.get(m) {
+                    Some(s) => {
+                        let _ = write!(
+                            out,
+                            ",{},{},{}",
+                            number(s.min),
+                            number(s.mean),
+                            number(s.max)
+                        );
+                    }
+                    None => out.push_str(",,,"),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn stat(s: Option<Stat>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"min": rounded(s.min), "mean": rounded(s.mean), "max": rounded(s.max)}),
+    )
+}
+
+fn point(p: &Point, metrics: &[Metric]) -> Value {
+    let mut o = Map::new();
+    o.insert("time".into(), rfc3339(p.start_unix_ns).into());
+    o.insert("unix_ns".into(), p.start_unix_ns.into());
+    o.insert("span_ns".into(), p.span_ns.into());
+    o.insert("samples".into(), p.samples.into());
+    o.insert("gap".into(), p.is_gap().into());
+    for &m in metrics {
+        o.insert(m.name().into(), stat(p.get(m)));
+    }
+    Value::Object(o)
+}
+
+/// The JSON document of `window`, indented by two spaces, with a final newline.
+pub fn json(window: &Window, metrics: &[Metric]) -> String {
+    let gpus: Vec<Value> = window
+        .series
+        .iter()
+        .map(|s| {
+            json!({
+                "index": s.gpu_index,
+                "uuid": s.uuid,
+                "name": s.name,
+                "mig": s.mig.map(|(gi, ci)| json!({"gpu_instance": gi, "compute_instance": ci})),
+                "points": s.points.iter().map(|p| point(p, metrics)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "hostname": window.hostname,
+        "from": rfc3339(window.from_unix_ns),
+        "to": rfc3339(window.to_unix_ns),
+        "from_unix_ns": window.from_unix_ns,
+        "to_unix_ns": window.to_unix_ns,
+        "metrics": metrics
+            .iter()
+            .map(|m| json!({"name": m.name(), "unit": m.unit(), "title": m.title()}))
+            .collect::<Vec<_>>(),
+        "gpus": gpus,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpupeek_model::history::Series;
+
+    fn window() -> Window {
+        let mut values = [None; Metric::ALL.len()];
+        values[Metric::Utilization.at()] = Some(Stat {
+            min: 10.0,
+            mean: 20.5,
+            max: 40.0,
+        });
+        values[Metric::PowerDraw.at()] = Some(Stat::one(187.25));
+        let bucket = Point {
+            start_unix_ns: 1_764_052_800_000_000_000,
+            span_ns: 10_000_000_000,
+            samples: 10,
+            values,
+        };
+        let gap = Point {
+            start_unix_ns: 1_764_052_810_000_000_000,
+            span_ns: 10_000_000_000,
+            samples: 0,
+            values: [None; Metric::ALL.len()],
+        };
+        Window {
+            hostname: "node1".into(),
+            from_unix_ns: 1_764_052_200_000_000_000,
+            to_unix_ns: 1_764_052_820_000_000_000,
+            since: std::time::Duration::from_secs(600),
+            series: vec![Series {
+                gpu_index: 3,
+                uuid: "GPU-1,2".into(),
+                name: "NVIDIA H100".into(),
+                mig: None,
+                points: vec![bucket, gap],
+            }],
+        }
+    }
+
+    #[test]
+    fn csv_has_a_row_per_point_with_empty_cells_for_a_gap() {
+        let text = csv(&window(), &[Metric::Utilization, Metric::PowerDraw]);
+        assert_eq!(
+            text,
+            "time,unix_ns,gpu,uuid,span_ns,samples,util_min,util_mean,util_max,\
+             power_min,power_mean,power_max\n\
+             2025-11-25T06:40:00.000Z,1764052800000000000,3,\"GPU-1,2\",10000000000,10,\
+             10,20.5,40,187.25,187.25,187.25\n\
+             2025-11-25T06:40:10.000Z,1764052810000000000,3,\"GPU-1,2\",10000000000,0,,,,,,\n"
+        );
+    }
+
+    #[test]
+    fn json_has_null_for_missing_values_and_marks_gaps() {
+        let doc: Value = serde_json::from_str(&json(&window(), &[Metric::Utilization])).unwrap();
+        assert_eq!(doc["hostname"], "node1");
+        assert_eq!(doc["from"], "2025-11-25T06:30:00.000Z");
+        assert_eq!(
+            doc["metrics"][0],
+            json!({"name": "util", "unit": "%", "title": "GPU utilisation"})
+        );
+        let gpu = &doc["gpus"][0];
+        assert_eq!(
+            (gpu["index"].clone(), gpu["mig"].clone()),
+            (json!(3), Value::Null)
+        );
+        assert_eq!(
+            gpu["points"][0]["util"],
+            json!({"min": 10.0, "mean": 20.5, "max": 40.0})
+        );
+        assert_eq!(gpu["points"][0]["gap"], false);
+        assert!(
+            gpu["points"][0].get("power").is_none(),
+            "only the chosen metrics"
+        );
+        assert_eq!(gpu["points"][1]["util"], Value::Null);
+        assert_eq!(gpu["points"][1]["gap"], true);
+    }
+
+    #[test]
+    fn numbers_have_at_most_three_decimals() {
+        assert_eq!(number(41.0), "41");
+        assert_eq!(number(1.0 / 3.0), "0.333");
+        assert_eq!(number(-0.0001), "0");
+        assert_eq!(rounded(2.0 / 3.0), 0.667);
+    }
+}
