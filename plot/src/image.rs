@@ -99,10 +99,22 @@ fn draw<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let (header, body) = root.split_vertically(HEADER);
+    // The title in 20 px, smaller when that would not fit the width.
+    let title = format!("gpupeek — {}", shape::title(window));
+    let room = header.dim_in_pixel().0.saturating_sub(24);
+    let mut size = 20;
+    while size > 10
+        && header
+            .estimate_text_size(&title, &("sans-serif", size).into_font().color(&BLACK))?
+            .0
+            > room
+    {
+        size -= 1;
+    }
     header.draw(&Text::new(
-        format!("gpupeek — {}", shape::title(window)),
+        title,
         (12, 8),
-        ("sans-serif", 20).into_font().color(&BLACK),
+        ("sans-serif", size).into_font().color(&BLACK),
     ))?;
     legend(&header, window)?;
     if panels.is_empty() {
@@ -140,8 +152,7 @@ fn draw_panel<DB: DrawingBackend>(
     window: &Window,
     panel: &Panel,
 ) -> DrawResult<DB> {
-    let from = window.from_unix_ns as f64 / 1e9;
-    let to = window.to_unix_ns as f64 / 1e9;
+    let (from, to) = shape::x_range(window);
     let width = area.dim_in_pixel().0 as usize;
     let ticks = shape::time_ticks(from, to, (width / 110).max(2));
     let mut chart = ChartBuilder::on(area)

@@ -167,21 +167,48 @@ fn local(unix_s: f64) -> DateTime<Local> {
     .with_timezone(&Local)
 }
 
-/// The chart's title: host, the window's local start and end, and its length.
+/// The time axis, seconds: the window, or from its first point when the history
+/// begins more than a quarter of the window after the window's start (a daemon started
+/// minutes ago, asked for a day), so that what there is fills the chart.
+pub fn x_range(window: &Window) -> (f64, f64) {
+    let (from, to) = (window.from_unix_ns, window.to_unix_ns);
+    let first = window
+        .series
+        .iter()
+        .filter_map(|s| s.points.first())
+        .map(|p| p.start_unix_ns)
+        .min()
+        .unwrap_or(from);
+    let start = if first > from && first - from > (to - from) / 4 {
+        first.min(to.saturating_sub(1_000_000_000))
+    } else {
+        from
+    };
+    (start as f64 / 1e9, to as f64 / 1e9)
+}
+
+/// The chart's title: host, the local start and end of the time axis, and the window's
+/// length (saying so when the history is shorter).
 pub fn title(window: &Window) -> String {
-    let from = local(window.from_unix_ns as f64 / 1e9);
-    let to = local(window.to_unix_ns as f64 / 1e9);
+    let (start, end) = x_range(window);
+    let from = local(start);
+    let to = local(end);
+    let since = gpupeek::plotting::since_text(window.since);
+    let last = if start > window.from_unix_ns as f64 / 1e9 {
+        format!("history shorter than the last {since}")
+    } else {
+        format!("last {since}")
+    };
     let end = if from.date_naive() == to.date_naive() {
         to.format("%H:%M:%S %:z")
     } else {
         to.format("%Y-%m-%d %H:%M:%S %:z")
     };
     format!(
-        "{} — {} to {} (last {})",
+        "{} — {} to {} ({last})",
         window.hostname,
         from.format("%Y-%m-%d %H:%M:%S"),
         end,
-        gpupeek::plotting::since_text(window.since)
     )
 }
 
@@ -280,6 +307,29 @@ mod tests {
         assert_eq!(panel(Metric::MemoryUsed, 0.0), (0.0, 1.0));
         let (lo, hi) = panel(Metric::SmClock, 1980.0);
         assert!(lo > 1000.0 && lo < 1980.0 && hi >= 1980.0, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn a_history_shorter_than_the_window_fills_the_time_axis() {
+        let mut w = crate::testing::window(vec![series(0, vec![raw(0, 1.0), raw(1, 2.0)])]);
+        let t0 = crate::testing::T0 as f64 / 1e9;
+        assert_eq!(
+            x_range(&w),
+            (t0 - 10.0, t0 + 110.0),
+            "a twelfth of it missing"
+        );
+        assert!(title(&w).ends_with("(last 2m)"), "{}", title(&w));
+        w.from_unix_ns -= 3_600_000_000_000;
+        assert_eq!(
+            x_range(&w),
+            (t0, t0 + 110.0),
+            "an hour asked, two minutes kept"
+        );
+        assert!(
+            title(&w).ends_with("(history shorter than the last 2m)"),
+            "{}",
+            title(&w)
+        );
     }
 
     #[test]

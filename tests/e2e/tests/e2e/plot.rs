@@ -227,7 +227,11 @@ fn plot_draws_a_panel_per_metric_a_line_per_gpu_broken_at_the_gap() {
         texts[0].starts_with(&format!("gpupeek — {host} — ")),
         "{texts:?}"
     );
-    assert!(texts[0].ends_with("+00:00 (last 10m)"), "{texts:?}");
+    // Seconds of history in a ten-minute window: the axis starts at the first sample.
+    assert!(
+        texts[0].ends_with("+00:00 (history shorter than the last 10m)"),
+        "{texts:?}"
+    );
     for legend in [format!("[0] {NAME}"), format!("[1] {NAME}")] {
         assert_eq!(
             texts.iter().filter(|t| **t == legend).count(),
@@ -260,12 +264,24 @@ fn plot_draws_a_panel_per_metric_a_line_per_gpu_broken_at_the_gap() {
     let power_labels = numbers(&texts[power_axis..]);
     let top = power_labels.iter().cloned().fold(0.0, f64::max);
     assert!((510.0..=1000.0).contains(&top), "{power_labels:?}");
-    // The time axis: HH:MM labels within the last ten minutes.
+    // The time axis: HH:MM:SS labels (seconds apart), from the first sample to the last
+    // update, in each panel.
+    let times: Vec<&String> = texts
+        .iter()
+        .filter(|t| t.len() == 8 && t.as_bytes()[2] == b':' && t.as_bytes()[5] == b':')
+        .collect();
+    assert!(times.len() >= 2 * 2, "{texts:?}");
+    let (first, last) = (times[0].as_str(), texts[0].split(" to ").nth(1).unwrap());
+    let title_from = texts[0]
+        .split(" — ")
+        .nth(2)
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap();
     assert!(
-        texts
-            .iter()
-            .any(|t| t.len() == 5 && t.as_bytes()[2] == b':'),
-        "{texts:?}"
+        title_from <= first && first <= &last[..8],
+        "{title_from} {first} {last}"
     );
 
     let png_path = format!("{dir}/x.png");
