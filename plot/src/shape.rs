@@ -195,7 +195,7 @@ pub fn title(window: &Window) -> String {
     let to = local(end);
     let since = gpupeek::plotting::since_text(window.since);
     let last = if start > window.from_unix_ns as f64 / 1e9 {
-        format!("history shorter than the last {since}")
+        format!("less than {since} of history")
     } else {
         format!("last {since}")
     };
@@ -326,7 +326,7 @@ mod tests {
             "an hour asked, two minutes kept"
         );
         assert!(
-            title(&w).ends_with("(history shorter than the last 2m)"),
+            title(&w).ends_with("(less than 2m of history)"),
             "{}",
             title(&w)
         );

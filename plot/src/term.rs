@@ -4,7 +4,7 @@
 //! With colour each GPU has its own (the 16 basic ones, so 16- and 256-colour terminals
 //! show the same), and a band from minimum to maximum is drawn dim under the mean
 //! where points sum up several samples. Without colour (`--no-color`, `NO_COLOR`, or off
-//! a terminal) GPUs are told apart by their pen: solid, dotted, sparse; bands are left
+//! a terminal) GPUs are told apart by their pen: solid, dashed, dotted; bands are left
 //! out, so that they are not read as lines. A cell crossed by two GPUs shows the one
 //! drawn last.
 //!
@@ -42,9 +42,15 @@ const COLORS: [u8; 8] = [34, 33, 32, 31, 35, 36, 94, 92];
 /// Dots of a braille cell: `DOTS[row][column]`.
 const DOTS: [[u8; 2]; 4] = [[0x01, 0x08], [0x02, 0x10], [0x04, 0x20], [0x40, 0x80]];
 
-/// Whether a GPU's pen sets the dot at column `x`, without colour: solid, dotted, sparse.
+/// Whether a GPU's pen sets the dot at column `x`, without colour: solid, dashed
+/// (two dots on, two off), dotted (one in three).
 fn pen(series: usize, x: usize, color: bool) -> bool {
-    color || x % (1 + series % 3 * 2) == 0
+    color
+        || match series % 3 {
+            0 => true,
+            1 => x % 4 < 2,
+            _ => x % 3 == 0,
+        }
 }
 
 fn paint(color: bool, sgr: &str, text: &str) -> String {

@@ -209,8 +209,8 @@ pub const PLOT: Command<plot::Args> = Command {
                 aliases: &["no-colour"],
                 ..Spec::switch(
                     "no-color",
-                    "terminal chart without colours, GPUs told apart by dotted lines (also \
-                     when NO_COLOR is set and not empty, or off a terminal)",
+                    "terminal chart without colours, GPUs told apart by dashed and dotted \
+                     lines (also when NO_COLOR is set and not empty, or off a terminal)",
                 )
             },
             apply: |a, _| {

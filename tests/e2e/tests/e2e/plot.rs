@@ -229,7 +229,7 @@ fn plot_draws_a_panel_per_metric_a_line_per_gpu_broken_at_the_gap() {
     );
     // Seconds of history in a ten-minute window: the axis starts at the first sample.
     assert!(
-        texts[0].ends_with("+00:00 (history shorter than the last 10m)"),
+        texts[0].ends_with("+00:00 (less than 10m of history)"),
         "{texts:?}"
     );
     for legend in [format!("[0] {NAME}"), format!("[1] {NAME}")] {
