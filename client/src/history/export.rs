@@ -35,6 +35,20 @@ pub fn rfc3339(unix_ns: u64) -> String {
 
 /// A value rounded to three decimals, without trailing zeros (`41`, `187.25`).
 fn number(v: f64) -> String {
+    // Most values are whole (raw samples): skip the exact decimal expansion, which costs
+    // thousands of instructions a value.
+    let milli = (v * 1000.0).round();
+    if milli.abs() < 1e15 {
+        let m = milli as i64;
+        return match (m / 1000, (m % 1000).abs()) {
+            (whole, 0) => whole.to_string(),
+            (whole, frac) => {
+                let sign = if m < 0 && whole == 0 { "-" } else { "" };
+                let frac = format!("{frac:03}");
+                format!("{sign}{whole}.{}", frac.trim_end_matches('0'))
+            }
+        };
+    }
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -239,6 +253,10 @@ mod tests {
         assert_eq!(number(41.0), "41");
         assert_eq!(number(1.0 / 3.0), "0.333");
         assert_eq!(number(-0.0001), "0");
+        assert_eq!(number(-0.25), "-0.25");
+        assert_eq!(number(-2.5), "-2.5");
+        assert_eq!(number(187.05), "187.05");
+        assert_eq!(number(1e20), "100000000000000000000");
         assert_eq!(rounded(2.0 / 3.0), 0.667);
     }
 }
