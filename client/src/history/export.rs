@@ -18,8 +18,9 @@
 use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use gpupeek_model::history::{Metric, Point, Stat};
-use serde_json::{json, Map, Value};
+use gpupeek_model::history::{Metric, Point};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 
 use super::Window;
 
@@ -118,60 +119,117 @@ pub fn csv(window: &Window, metrics: &[Metric]) -> String {
     out
 }
 
-fn stat(s: Option<Stat>) -> Value {
-    s.map_or(
-        Value::Null,
-        |s| json!({"min": rounded(s.min), "mean": rounded(s.mean), "max": rounded(s.max)}),
-    )
+/// A metric's minimum, mean and maximum, rounded.
+#[derive(Serialize)]
+struct StatDoc {
+    min: f64,
+    mean: f64,
+    max: f64,
 }
 
-fn point(p: &Point, metrics: &[Metric]) -> Value {
-    let mut o = Map::new();
-    o.insert("time".into(), rfc3339(p.start_unix_ns).into());
-    o.insert("unix_ns".into(), p.start_unix_ns.into());
-    o.insert("span_ns".into(), p.span_ns.into());
-    o.insert("samples".into(), p.samples.into());
-    o.insert("gap".into(), p.is_gap().into());
-    for &m in metrics {
-        o.insert(m.name().into(), stat(p.get(m)));
+/// One point: its keys, then one per chosen metric, in that order.
+struct PointDoc<'a> {
+    point: &'a Point,
+    metrics: &'a [Metric],
+}
+
+impl Serialize for PointDoc<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let p = self.point;
+        let mut map = ser.serialize_map(Some(5 + self.metrics.len()))?;
+        map.serialize_entry("time", &rfc3339(p.start_unix_ns))?;
+        map.serialize_entry("unix_ns", &p.start_unix_ns)?;
+        map.serialize_entry("span_ns", &p.span_ns)?;
+        map.serialize_entry("samples", &p.samples)?;
+        map.serialize_entry("gap", &p.is_gap())?;
+        for &m in self.metrics {
+            let stat = p.get(m).map(|s| StatDoc {
+                min: rounded(s.min),
+                mean: rounded(s.mean),
+                max: rounded(s.max),
+            });
+            map.serialize_entry(m.name(), &stat)?;
+        }
+        map.end()
     }
-    Value::Object(o)
+}
+
+#[derive(Serialize)]
+struct MigDoc {
+    gpu_instance: u32,
+    compute_instance: u32,
+}
+
+#[derive(Serialize)]
+struct GpuDoc<'a> {
+    index: u32,
+    uuid: &'a str,
+    name: &'a str,
+    mig: Option<MigDoc>,
+    points: Vec<PointDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct MetricDoc {
+    name: &'static str,
+    unit: &'static str,
+    title: &'static str,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    hostname: &'a str,
+    from: String,
+    to: String,
+    from_unix_ns: u64,
+    to_unix_ns: u64,
+    metrics: Vec<MetricDoc>,
+    gpus: Vec<GpuDoc<'a>>,
 }
 
 /// The JSON document of `window`, indented by two spaces, with a final newline.
 pub fn json(window: &Window, metrics: &[Metric]) -> String {
-    let gpus: Vec<Value> = window
-        .series
-        .iter()
-        .map(|s| {
-            json!({
-                "index": s.gpu_index,
-                "uuid": s.uuid,
-                "name": s.name,
-                "mig": s.mig.map(|(gi, ci)| json!({"gpu_instance": gi, "compute_instance": ci})),
-                "points": s.points.iter().map(|p| point(p, metrics)).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let doc = json!({
-        "hostname": window.hostname,
-        "from": rfc3339(window.from_unix_ns),
-        "to": rfc3339(window.to_unix_ns),
-        "from_unix_ns": window.from_unix_ns,
-        "to_unix_ns": window.to_unix_ns,
-        "metrics": metrics
+    let doc = Document {
+        hostname: &window.hostname,
+        from: rfc3339(window.from_unix_ns),
+        to: rfc3339(window.to_unix_ns),
+        from_unix_ns: window.from_unix_ns,
+        to_unix_ns: window.to_unix_ns,
+        metrics: metrics
             .iter()
-            .map(|m| json!({"name": m.name(), "unit": m.unit(), "title": m.title()}))
-            .collect::<Vec<_>>(),
-        "gpus": gpus,
-    });
+            .map(|m| MetricDoc {
+                name: m.name(),
+                unit: m.unit(),
+                title: m.title(),
+            })
+            .collect(),
+        gpus: window
+            .series
+            .iter()
+            .map(|s| GpuDoc {
+                index: s.gpu_index,
+                uuid: &s.uuid,
+                name: &s.name,
+                mig: s.mig.map(|(gpu_instance, compute_instance)| MigDoc {
+                    gpu_instance,
+                    compute_instance,
+                }),
+                points: s
+                    .points
+                    .iter()
+                    .map(|point| PointDoc { point, metrics })
+                    .collect(),
+            })
+            .collect(),
+    };
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpupeek_model::history::Series;
+    use gpupeek_model::history::{Series, Stat};
+    use serde_json::{json, Value};
 
     fn window() -> Window {
         let mut values = [None; Metric::ALL.len()];
