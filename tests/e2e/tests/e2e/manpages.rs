@@ -283,7 +283,7 @@ fn mandoc_lint_finds_nothing_in_any_page() {
         })
         .collect();
     pages.sort();
-    assert_eq!(pages.len(), 4, "{pages:?}");
+    assert_eq!(pages.len(), 5, "{pages:?}");
     let mut cmd = Command::new(mandoc);
     cmd.args(["-T", "lint", "-W", "all"]).args(&pages);
     let out = run_with_watchdog(cmd);

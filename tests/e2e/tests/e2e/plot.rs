@@ -378,3 +378,40 @@ fn bad_history_and_plot_requests_are_one_line_and_a_distinct_status() {
         fails(&empty.client(args), 12, "no history in the last 10m");
     }
 }
+
+#[test]
+fn gpupeek_plot_checks_its_flags_then_runs_gpupeek_plot_or_says_it_is_missing() {
+    let sb = Sandbox::new("plot-missing");
+    let alone = sb.dir.join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    let gpupeek = alone.join("gpupeek");
+    std::fs::copy(&gpupeek_e2e::bins().client, &gpupeek).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(&gpupeek);
+        cmd.arg("plot").args(args).env("PATH", sb.dir.join("empty"));
+        gpupeek_e2e::run_with_watchdog(cmd)
+    };
+    let out = run(&["--shm", &sb.shm]);
+    fails(&out, 11, "plot needs gpupeek-plot");
+    // Flags are checked by gpupeek's table before the program is looked for.
+    fails(&run(&["--metric", "nope"]), 2, "unknown metric \"nope\"");
+    let out = run(&["--help"]);
+    assert!(stdout(&out).starts_with("Usage: gpupeek plot"), "{out:?}");
+}
+
+#[test]
+fn the_one_shot_client_links_no_plotting_code_nor_font() {
+    // Panic locations and symbol-free strings name the crates a binary links code from.
+    let has = |bin: &std::path::Path, what: &str| {
+        let bytes = std::fs::read(bin).unwrap();
+        bytes.windows(what.len()).any(|w| w == what.as_bytes())
+    };
+    let plot = &gpupeek_e2e::bins().plot;
+    for what in ["plotters", "DejaVu Sans"] {
+        assert!(has(plot, what), "the check finds no {what} in gpupeek-plot");
+        assert!(
+            !has(&gpupeek_e2e::bins().client, what),
+            "gpupeek links {what}"
+        );
+    }
+}
