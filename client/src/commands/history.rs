@@ -134,7 +134,7 @@ pub const HISTORY: Command<history::Args> = Command {
         shm_flag!(),
     ],
     after: "Example: gpupeek history --since 6h --metric util,power --csv > gpus.csv\n\n\
-            Columns, keys and units are listed in gpupeek(1), HISTORY. Exit status 12: the \
+            Columns, keys and units are listed in gpupeek(1), COMMANDS, history. Exit status 12: the \
             window holds no sample of the selected GPUs.",
 };
 

@@ -1,7 +1,7 @@
 //! `gpupeek history --csv` and `--json`: a window's points in documented, stable names
-//! (gpupeek(1), HISTORY). Values are in the metrics' units ([`Metric::unit`]: %, MiB, W,
-//! °C, MHz), rounded to three decimals; a missing value is an empty CSV cell or JSON
-//! `null`, and a point with no value at all is a gap.
+//! (gpupeek(1), COMMANDS, history). Values are in the metrics' units ([`Metric::unit`]:
+//! %, MiB, W, °C, MHz), rounded to three decimals; a missing value is an empty CSV cell
+//! or JSON `null`, and a point with no value at all is a gap.
 //!
 //! CSV: a header, then one row per GPU and point, GPU by GPU, oldest point first:
 //! `time` (RFC 3339, UTC, milliseconds), `unix_ns`, `gpu` (NVML index), `uuid`,
