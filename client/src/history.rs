@@ -128,13 +128,6 @@ pub struct Window {
 }
 
 impl Window {
-    /// True when some series has a point with a value.
-    pub fn has_values(&self) -> bool {
-        self.series
-            .iter()
-            .any(|s| s.points.iter().any(|p| !p.is_gap()))
-    }
-
     /// The metrics some point has a value of, in [`Metric::ALL`]'s order.
     pub fn metrics_with_values(&self) -> Vec<Metric> {
         Metric::ALL

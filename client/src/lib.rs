@@ -382,7 +382,7 @@ pub mod monitor {
 /// What gpupeek-plot (plot/) shares with `gpupeek`: `plot`'s flags and their parser, the
 /// history window they choose, and the exit statuses.
 pub mod plotting {
-    pub use crate::fit::{terminal_size, Size};
+    pub use crate::fit::terminal_size;
     pub use crate::history::export::rfc3339;
     pub use crate::history::{load, since_text, Window};
     pub use crate::plot::{command_line, Args, Image};
