@@ -1,5 +1,5 @@
 //! The command line of `gpupeek`: gpustat's flags, parsed as gpustat's argparse parses
-//! them, and the `query`, `metrics` and `serve` commands.
+//! them, and the commands (`query`, `metrics`, `serve`, `top`, `history`, `plot`).
 //!
 //! Each flag is declared once, in a table ([`flags::MAIN`], and the commands' tables in
 //! [`crate::commands`]), with the `gpupeek-flags` crate's [`Flag`] type; parsing,
@@ -31,7 +31,7 @@ use gpupeek_flags::{help, Parser, Stop};
 
 pub use flags::MAIN;
 
-use crate::{commands, metrics, outputs, query, serve, top};
+use crate::{commands, history, metrics, outputs, plot, query, serve, top};
 
 /// The gpustat-style flags of the table, JSON and one-line outputs.
 #[derive(Debug, Default)]
@@ -124,6 +124,11 @@ pub enum Invocation {
     /// `gpupeek top`, whose flags are good: `gpupeek-top` is to run with these arguments
     /// (`--shm` if it came before `top`, then what came after, as given).
     Top(Vec<String>),
+    /// `gpupeek history`.
+    History(history::Args),
+    /// `gpupeek plot`, whose flags are good: `gpupeek-plot` is to run with these
+    /// arguments (`--shm` if it came before `plot`, then what came after, as given).
+    Plot(Vec<String>),
     /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
     Print(String),
 }
@@ -153,18 +158,28 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                     .and_then(commands::check_query),
                 "metrics" => sub(&mut parser, &commands::METRICS, metrics_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
-                "serve" | "top" => {
+                "history" => sub(
+                    &mut parser,
+                    &commands::HISTORY,
+                    history::Args {
+                        shm,
+                        ..history::Args::default()
+                    },
+                )
+                .map(|a| a.map_or_else(Invocation::Print, Invocation::History)),
+                "serve" | "top" | "plot" => {
                     let argv: Vec<String> = shm
                         .map(|shm| format!("--shm={shm}"))
                         .into_iter()
                         .chain(parser.rest().map_err(|e| e.0)?)
                         .collect();
-                    if word == "serve" {
-                        serve::parse(argv.clone())
-                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Serve(argv)))
-                    } else {
-                        top::parse(argv.clone())
-                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Top(argv)))
+                    match word.as_str() {
+                        "serve" => serve::parse(argv.clone())
+                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Serve(argv))),
+                        "top" => top::parse(argv.clone())
+                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Top(argv))),
+                        _ => plot::parse(argv.clone())
+                            .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Plot(argv))),
                     }
                 }
                 _ => Err(format!(
@@ -261,6 +276,12 @@ fn tree() -> Tree<'static> {
             ),
             ("serve", commands::SERVE.about, commands::SERVE.specs()),
             ("top", commands::TOP.about, commands::TOP.specs()),
+            (
+                "history",
+                commands::HISTORY.about,
+                commands::HISTORY.specs(),
+            ),
+            ("plot", commands::PLOT.about, commands::PLOT.specs()),
         ],
     }
 }

@@ -1,5 +1,6 @@
-//! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve` and `gpupeek top`,
-//! and their flag tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
+//! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve`, `gpupeek top`,
+//! `gpupeek history` and `gpupeek plot` (their tables in [`history`]), and their flag
+//! tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
 //! with its table; `--shm` may come before the name too. nvidia-smi users write
 //! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
@@ -48,8 +49,12 @@ macro_rules! option_switch {
     };
 }
 
+mod history;
+
+pub use history::{HISTORY, PLOT};
+
 /// The commands, by name.
-pub const NAMES: [&str; 4] = ["query", "metrics", "serve", "top"];
+pub const NAMES: [&str; 6] = ["query", "metrics", "serve", "top", "history", "plot"];
 
 /// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
 pub fn help() -> String {
@@ -61,6 +66,8 @@ pub fn help() -> String {
         (METRICS.usage, METRICS.about),
         (SERVE.usage, SERVE.about),
         (TOP.usage, TOP.about),
+        (HISTORY.usage, HISTORY.about),
+        (PLOT.usage, PLOT.about),
     ] {
         out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
         out += &gpupeek_flags::help::wrap(about, 6);

@@ -1,9 +1,9 @@
 //! The companion programs: `gpupeek serve` runs `gpupeek-serve`, `gpupeek top` runs
-//! `gpupeek-top`.
+//! `gpupeek-top`, `gpupeek plot` runs `gpupeek-plot`.
 //!
-//! The exporter needs TLS, YAML, bcrypt and gzip, the monitor a TUI; linked into
-//! `gpupeek`, they would make every one-shot call load a binary more than twice the size
-//! (docs/PERFORMANCE.md). So `gpupeek` keeps only their flag tables (`--help`,
+//! The exporter needs TLS, YAML, bcrypt and gzip, the monitor a TUI, the charts plotters
+//! and a font; linked into `gpupeek`, they would make every one-shot call load a binary
+//! more than twice the size (docs/PERFORMANCE.md). So `gpupeek` keeps only their flag tables (`--help`,
 //! completions and the man page come from them, and a bad flag is refused here), then
 //! executes the companion with the same arguments: the one next to the running
 //! `gpupeek` executable, else the first on `PATH`. Without one, it says so in one line

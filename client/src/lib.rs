@@ -8,13 +8,15 @@
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
-//! 11 `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
+//! 11 `gpupeek serve`, `gpupeek top` or `gpupeek plot` found no gpupeek-serve,
+//! gpupeek-top or gpupeek-plot to run, 12 `gpupeek history` or `gpupeek plot` found no
+//! sample in the window.
 //! A closed stdout is a quiet 0. `-i/--watch` does not exit 3 to 10: it shows the reason
 //! and waits for the daemon.
 //!
 //! [`cli`] parses the command line, gpustat's flags and the subcommands (`query`,
-//! `metrics`, `serve`, `top`, see [`commands`]); a usage error is one line and exit
-//! status 2.
+//! `metrics`, `serve`, `top`, `history`, `plot`, see [`commands`]); a usage error is one
+//! line and exit status 2.
 //!
 //! This library is the whole of the `gpupeek` program (its binary, `src/bin/gpupeek.rs`,
 //! only calls [`main`]) and, in [`exporter`], what the exporter, the `gpupeek-serve`
@@ -22,7 +24,9 @@
 //! flags ([`serve`]) and the exit statuses. The exporter's TLS, YAML, bcrypt and gzip
 //! live in that binary alone, so that the one-shot `gpupeek` does not load them
 //! (docs/PERFORMANCE.md); so does the interactive monitor's TUI, in `gpupeek-top` (top/),
-//! which takes its flags from [`monitor`].
+//! which takes its flags from [`monitor`], and the charts' plotting library and font, in
+//! `gpupeek-plot` (plot/), which takes its flags and the history window from
+//! [`plotting`].
 
 mod bycontainer;
 mod byuser;
@@ -31,11 +35,13 @@ mod commands;
 mod companion;
 mod fit;
 mod follow;
+mod history;
 mod json;
 mod live;
 mod local;
 mod metrics;
 mod outputs;
+mod plot;
 mod query;
 mod select;
 mod serve;
@@ -70,8 +76,11 @@ const EXIT_CORRUPT: u8 = 8;
 /// An operating-system error.
 pub const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
-/// `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
+/// `gpupeek serve`, `top` or `plot` found no gpupeek-serve, gpupeek-top or gpupeek-plot
+/// to run.
 const EXIT_NO_COMPANION: u8 = 11;
+/// `gpupeek history` or `gpupeek plot`: no sample of the selected GPUs in the window.
+pub const EXIT_NO_HISTORY: u8 = 12;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
@@ -154,6 +163,8 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Metrics(args) => return metrics::run(args),
         cli::Invocation::Serve(argv) => return companion::exec(serve::PROGRAM, &argv),
         cli::Invocation::Top(argv) => return companion::exec(top::PROGRAM, &argv),
+        cli::Invocation::History(args) => return history::run(args),
+        cli::Invocation::Plot(argv) => return companion::exec(plot::PROGRAM, &argv),
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
@@ -340,7 +351,7 @@ fn utf8_args() -> Result<Vec<String>, Exit> {
 }
 
 /// Writes everything to stdout; a closed pipe (`gpupeek | head -1`) is a quiet success.
-fn write_stdout(text: &str) -> Result<(), Exit> {
+pub fn write_stdout(text: &str) -> Result<(), Exit> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -366,4 +377,15 @@ pub mod monitor {
     pub use crate::local::{read as read_own_process, LocalProc};
     pub use crate::top::{command_line, Args};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
+}
+
+/// What gpupeek-plot (plot/) shares with `gpupeek`: `plot`'s flags and their parser, the
+/// history window they choose, and the exit statuses.
+pub mod plotting {
+    pub use crate::fit::terminal_size;
+    pub use crate::history::export::rfc3339;
+    pub use crate::history::{load, since_text, Window};
+    pub use crate::plot::{command_line, Args, Image};
+    pub use crate::write_stdout;
+    pub use crate::{exit_status, Exit, EXIT_NO_HISTORY, EXIT_OS, EXIT_USAGE};
 }

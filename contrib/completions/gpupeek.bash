@@ -3,7 +3,7 @@ _gpupeek() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i
     if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
     for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in query | metrics | serve | top) cmd=${COMP_WORDS[i]}; break ;; esac
+        case ${COMP_WORDS[i]} in query | metrics | serve | top | history | plot) cmd=${COMP_WORDS[i]}; break ;; esac
     done
     local flags
     case $cmd in
@@ -12,6 +12,8 @@ _gpupeek() {
     metrics) flags='--names --per-process --per-user --pod-labels --shm -h --help' ;;
     serve) flags='--listen --web.config.file --names --per-process --per-user --pod-labels --kubelet.pod-resources-socket --shm -h --help' ;;
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
+    history) flags='--csv --json --since -i --id --metric --shm -h --help' ;;
+    plot) flags='-o --output --term --since -i --id --metric --width --height --no-color --no-colour --shm -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -39,11 +41,22 @@ _gpupeek() {
     serve:--kubelet.pod-resources-socket) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     serve:--shm) { COMPREPLY=(); return; } ;;
     top:--shm) { COMPREPLY=(); return; } ;;
+    history:--since) { COMPREPLY=(); return; } ;;
+    history:-i | history:--id) { COMPREPLY=(); return; } ;;
+    history:--metric) { COMPREPLY=(); return; } ;;
+    history:--shm) { COMPREPLY=(); return; } ;;
+    plot:-o | plot:--output) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    plot:--since) { COMPREPLY=(); return; } ;;
+    plot:-i | plot:--id) { COMPREPLY=(); return; } ;;
+    plot:--metric) { COMPREPLY=(); return; } ;;
+    plot:--width) { COMPREPLY=(); return; } ;;
+    plot:--height) { COMPREPLY=(); return; } ;;
+    plot:--shm) { COMPREPLY=(); return; } ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     elif [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W 'query metrics serve top' -- "$cur"))
+        COMPREPLY=($(compgen -W 'query metrics serve top history plot' -- "$cur"))
     fi
 }
 complete -F _gpupeek gpupeek

@@ -253,6 +253,7 @@ fn generated_man_page_option_lists_are_the_flag_tables() {
         ("query options", commands::QUERY.specs()),
         ("metrics options", commands::METRICS.specs()),
         ("serve options", commands::SERVE.specs()),
+        ("history options", commands::HISTORY.specs()),
     ] {
         page = splice(&page, key, &options(&specs)).unwrap();
     }
@@ -260,6 +261,10 @@ fn generated_man_page_option_lists_are_the_flag_tables() {
     let path = repo().join("man/gpupeek-top.1");
     let page = std::fs::read_to_string(&path).unwrap();
     let page = splice(&page, "top options", &options(&commands::TOP.specs())).unwrap();
+    check_generated(&path, &page);
+    let path = repo().join("man/gpupeek-plot.1");
+    let page = std::fs::read_to_string(&path).unwrap();
+    let page = splice(&page, "plot options", &options(&commands::PLOT.specs())).unwrap();
     check_generated(&path, &page);
 }
 

@@ -38,14 +38,16 @@ pub struct Bins {
     pub serve: PathBuf,
     /// gpupeek-top, which `gpupeek top` runs (found next to gpupeek).
     pub top: PathBuf,
+    /// gpupeek-plot, which `gpupeek plot` runs (found next to gpupeek).
+    pub plot: PathBuf,
     /// libfake_nvml.so.
     pub fake_nvml: PathBuf,
     /// libfake_nvml.a, from which [`driver_library`] links the driver profiles.
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top and the fake NVML (once per test
-/// process) with the same profile as the tests, and returns their paths.
+/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-plot and the fake NVML
+/// (once per test process) with the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
@@ -63,6 +65,8 @@ pub fn bins() -> &'static Bins {
             "gpupeek-serve",
             "-p",
             "gpupeek-top",
+            "-p",
+            "gpupeek-plot",
             "-p",
             "fake-nvml",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.
@@ -85,6 +89,7 @@ pub fn bins() -> &'static Bins {
             client: profile_dir.join("gpupeek"),
             serve: profile_dir.join("gpupeek-serve"),
             top: profile_dir.join("gpupeek-top"),
+            plot: profile_dir.join("gpupeek-plot"),
             fake_nvml: profile_dir.join("libfake_nvml.so"),
             fake_nvml_static: profile_dir.join("libfake_nvml.a"),
         }

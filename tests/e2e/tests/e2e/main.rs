@@ -34,6 +34,7 @@ mod mig;
 mod mig_outputs;
 mod nvitop;
 mod nvml_cost;
+mod plot;
 mod privilege;
 mod processes;
 mod prometheus;

@@ -120,9 +120,24 @@ fn gpupeek_top_page_documents_exactly_the_flags_and_keys_of_its_help() {
 }
 
 #[test]
+fn gpupeek_plot_page_documents_exactly_the_flags_of_its_help() {
+    check_flags("gpupeek-plot.1", &[help(&bins().client, &["plot"])]);
+    let man = page("gpupeek-plot.1");
+    for topic in [
+        "NO_COLOR",
+        "GPUPEEK_SHM",
+        "EXIT STATUS",
+        "DejaVu",
+        "braille",
+    ] {
+        assert!(man.contains(topic), "gpupeek-plot.1 lacks {topic}");
+    }
+}
+
+#[test]
 fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
     let client = &bins().client;
-    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"]]
+    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"], &["history"]]
         .iter()
         .map(|sub| help(client, sub))
         .collect();
@@ -268,7 +283,7 @@ fn mandoc_lint_finds_nothing_in_any_page() {
         })
         .collect();
     pages.sort();
-    assert_eq!(pages.len(), 4, "{pages:?}");
+    assert_eq!(pages.len(), 5, "{pages:?}");
     let mut cmd = Command::new(mandoc);
     cmd.args(["-T", "lint", "-W", "all"]).args(&pages);
     let out = run_with_watchdog(cmd);
