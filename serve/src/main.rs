@@ -4,7 +4,9 @@
 //! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
 //! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]),
 //! so the exporter never holds state between scrapes and follows a daemon restart at
-//! once. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
+//! once. `/-/healthy` and `/-/ready` answer probes ([`probes`]), `/events` streams the
+//! daemon's updates ([`events`]), and `/metrics` ends with `gpupeek_node_info`, the
+//! node's name. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
 //! other than GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
 //! at a time and bounds what any number of clients can take: 64 connections at most (a
 //! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
@@ -18,7 +20,9 @@
 //! `serve` module), so a one-shot `gpupeek` does not load it. Its flags, their parsing and
 //! the metrics come from that library ([`gpupeek::exporter`]), as `gpupeek metrics`'s do.
 
+mod events;
 mod http;
+mod probes;
 mod webconfig;
 
 use http::{Limits, Request, Response, Server};
@@ -49,7 +53,11 @@ fn run(args: Args) -> Result<(), Exit> {
                 .map_err(|e| Exit::new(EXIT_USAGE, format!("bad --web.config.file {path}: {e}")))?,
         ),
     };
-    let mut server = Server::bind(addr, Limits::default())
+    let limits = Limits {
+        streams: args.max_streams,
+        ..Limits::default()
+    };
+    let mut server = Server::bind(addr, limits)
         .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
     let mut auth = None;
     let mut scheme = "http";
@@ -73,18 +81,34 @@ fn run(args: Args) -> Result<(), Exit> {
             std::time::Duration::from_secs(2),
         )
     });
+    let node = args.node_name.clone().unwrap_or_else(exporter::hostname);
+    let waker = server
+        .waker()
+        .map_err(|e| Exit::new(EXIT_OS, format!("cannot make the event wake-up: {e}")))?;
+    events::watch(name.clone(), waker)
+        .map_err(|e| Exit::new(EXIT_OS, format!("cannot start the event thread: {e}")))?;
+    let mut publisher = events::Publisher::new(name.clone(), node.clone());
     server
-        .run(|request| {
-            let allowed = auth
-                .as_mut()
-                .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
-            if allowed {
+        .run_with_events(
+            |request| {
+                let allowed = auth
+                    .as_mut()
+                    .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
+                if !allowed {
+                    return unauthorized();
+                }
+                if let Some(response) = fleet_routes(request, &name, &node) {
+                    return response;
+                }
                 let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
-                respond(request, &name, &args.options, pods.as_ref())
-            } else {
-                unauthorized()
-            }
-        })
+                let mut response = respond(request, &name, &args.options, pods.as_ref());
+                if request.path == "/metrics" && response.status == 200 {
+                    response.body += &probes::node_info(&node);
+                }
+                response
+            },
+            || publisher.event(),
+        )
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
 
@@ -124,6 +148,17 @@ fn respond(
         content_type,
         body,
         extra: Vec::new(),
+    }
+}
+
+/// The probes and the update stream.
+fn fleet_routes(request: &Request, name: &str, node: &str) -> Option<Response> {
+    if !matches!(request.method, "GET" | "HEAD") {
+        return None;
+    }
+    match request.path {
+        "/events" => Some(events::open(name, node)),
+        path => probes::answer(path, name),
     }
 }
 

@@ -8,12 +8,15 @@ fn start(limits: Limits) -> SocketAddr {
     let mut server = Server::bind("127.0.0.1:0".parse().unwrap(), limits).unwrap();
     let addr = server.local_addr().unwrap();
     std::thread::spawn(move || {
-        server.run(|r| Response {
-            status: 200,
-            content_type: "text/plain",
-            body: format!("{} {}", r.method, r.path),
-            extra: Vec::new(),
-        })
+        server.run_with_events(
+            |r| Response {
+                status: 200,
+                content_type: "text/plain",
+                body: format!("{} {}", r.method, r.path),
+                extra: Vec::new(),
+            },
+            || None,
+        )
     });
     addr
 }
