@@ -8,7 +8,10 @@
 //! generation first and the node's name as `hostname` while the daemon is live; an
 //! `event: down` whose data says why (`{"generation":G,"hostname":NODE,"error":...}`)
 //! when a publish shows it is not (stopped, released, NVML error). A new stream gets the
-//! current publish at once, so it needs no separate snapshot.
+//! current publish at once, so it needs no separate snapshot. Ids only grow within a
+//! daemon's run and no event is sent twice; publishes that come faster than the server
+//! gets to them (a loaded machine, a very short `--interval`) are sent as one event
+//! showing the newest.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -52,17 +52,29 @@ pub(super) fn head(response: &Response, headers: &[(String, String)]) -> Vec<u8>
     out
 }
 
+/// The last `id:` field in `bytes`.
+fn last_id(bytes: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("id: ")?.parse().ok())
+}
+
 /// What a stream has queued.
 pub(super) struct Queue {
     out: Vec<u8>,
     written: usize,
     /// When something was last queued.
     last: Instant,
+    /// The id of the last event queued: the same event is not queued twice (a new
+    /// stream's first event may be the one the next broadcast carries).
+    id: Option<u64>,
 }
 
 impl Queue {
     pub(super) fn new(out: Vec<u8>, now: Instant) -> Queue {
         Queue {
+            id: last_id(&out),
             out,
             written: 0,
             last: now,
@@ -107,9 +119,11 @@ impl Server {
             .count()
     }
 
-    /// Queues `event` on every stream and sends what each socket takes.
+    /// Queues `event` on every stream that has not had an event of its id yet, and
+    /// sends what each socket takes.
     pub(super) fn broadcast(&mut self, event: &[u8]) {
-        self.queue_where(event, |_| true);
+        let id = last_id(event);
+        self.queue_where(event, |q| id.is_none() || q.id != id);
     }
 
     /// Queues a comment on every stream silent for the keep-alive interval.
@@ -141,6 +155,7 @@ impl Server {
                     ..
                 }) if due(q) => {
                     q.push(bytes, now);
+                    q.id = last_id(bytes).or(q.id);
                     q.pending() > self.limits.backlog
                 }
                 _ => continue,

@@ -41,6 +41,7 @@ mod prompt_file;
 mod prompt_nofork;
 mod query;
 mod runtime_pm;
+mod serve_stream;
 mod serve_web;
 mod smi;
 mod soak;
