@@ -29,6 +29,7 @@ mod history;
 mod hostile;
 mod hung;
 mod install;
+mod kubernetes;
 mod manpages;
 mod mig;
 mod mig_outputs;
