@@ -97,7 +97,7 @@ fn run(args: Args) -> Result<(), Exit> {
                 if !allowed {
                     return unauthorized();
                 }
-                if let Some(response) = fleet_routes(request, &name, &node) {
+                if let Some(response) = probe_and_stream_routes(request, &name, &node) {
                     return response;
                 }
                 let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
@@ -152,7 +152,7 @@ fn respond(
 }
 
 /// The probes and the update stream.
-fn fleet_routes(request: &Request, name: &str, node: &str) -> Option<Response> {
+fn probe_and_stream_routes(request: &Request, name: &str, node: &str) -> Option<Response> {
     if !matches!(request.method, "GET" | "HEAD") {
         return None;
     }
