@@ -1,5 +1,5 @@
-//! `/events`: the update stream. A thread of its own sleeps on the segment's generation
-//! word (the futex the daemon wakes after each publish, as `gpupeek --follow` does) and
+//! `/events`: the update stream. A thread of its own, started with the first stream,
+//! sleeps on the segment's generation word (the futex the daemon wakes after each publish, as `gpupeek --follow` does) and
 //! wakes the server's poll; the server then asks [`Publisher::event`] for the new
 //! publish, rendered once for every stream. Nothing is sent when nothing is published:
 //! there is no timer, only the keep-alive comments of the HTTP side.

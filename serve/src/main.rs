@@ -34,6 +34,8 @@ const INDEX: &str = "<!DOCTYPE html>
 <html><head><title>gpupeek exporter</title></head>
 <body><h1>gpupeek exporter</h1>
 <p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a></p>
+<p>Each daemon update as server-sent events: <a href=\"/events\">/events</a>;
+probes: <a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></p>
 </body></html>
 ";
 
@@ -85,8 +87,9 @@ fn run(args: Args) -> Result<(), Exit> {
     let waker = server
         .waker()
         .map_err(|e| Exit::new(EXIT_OS, format!("cannot make the event wake-up: {e}")))?;
-    events::watch(name.clone(), waker)
-        .map_err(|e| Exit::new(EXIT_OS, format!("cannot start the event thread: {e}")))?;
+    // The thread that follows the publishes starts with the first stream: an exporter
+    // nobody streams from stays one thread.
+    let mut watching = false;
     let mut publisher = events::Publisher::new(name.clone(), node.clone());
     server
         .run_with_events(
@@ -96,6 +99,13 @@ fn run(args: Args) -> Result<(), Exit> {
                     .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
                 if !allowed {
                     return unauthorized();
+                }
+                if request.path == "/events" && !watching {
+                    if let Err(e) = events::watch(name.clone(), waker.clone()) {
+                        eprintln!("gpupeek: cannot start the event thread: {e}");
+                        return unavailable("cannot follow the daemon's updates\n");
+                    }
+                    watching = true;
                 }
                 if let Some(response) = probe_and_stream_routes(request, &name, &node) {
                     return response;
@@ -159,6 +169,15 @@ fn probe_and_stream_routes(request: &Request, name: &str, node: &str) -> Option<
     match request.path {
         "/events" => Some(events::open(name, node)),
         path => probes::answer(path, name),
+    }
+}
+
+fn unavailable(why: &str) -> Response {
+    Response {
+        status: 503,
+        content_type: "text/plain; charset=utf-8",
+        body: why.into(),
+        extra: Vec::new(),
     }
 }
 
