@@ -226,11 +226,12 @@ pub const METRICS: Command<metrics::Args> = Command {
 /// `gpupeek serve`.
 pub const SERVE: Command<serve::Args> = Command {
     name: "gpupeek serve",
-    usage: "gpupeek serve [--listen HOST:PORT] [--web.config.file FILE] [--names NAMES] \
-            [--per-process] [--per-user] [--pod-labels] \
-            [--kubelet.pod-resources-socket PATH] [--shm NAME]",
+    usage: "gpupeek serve [--listen HOST:PORT] [--web.config.file FILE] \
+            [--web.max-streams N] [--node-name NAME] [--names NAMES] [--per-process] \
+            [--per-user] [--pod-labels] [--kubelet.pod-resources-socket PATH] [--shm NAME]",
     about: "Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment \
-            at each scrape.",
+            at each scrape; /events streams each daemon update, /-/healthy and /-/ready \
+            answer probes.",
     flags: &[
         Flag {
             spec: Spec {
@@ -257,6 +258,43 @@ pub const SERVE: Command<serve::Args> = Command {
             },
             apply: |a, v| {
                 a.web_config = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("N"),
+                man: MAX_STREAMS_MAN,
+                ..Spec::switch(
+                    "web.max-streams",
+                    "/events streams open at once (default 16); one more is answered 503",
+                )
+            },
+            apply: |a, v| {
+                a.max_streams = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=1024).contains(&n))
+                    .ok_or_else(|| {
+                        format!("--web.max-streams {v:?}: give a number from 1 to 1024")
+                    })?;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("NAME"),
+                man: NODE_NAME_MAN,
+                ..Spec::switch(
+                    "node-name",
+                    "the node's name in /events and gpupeek_node_info (default the host name)",
+                )
+            },
+            apply: |a, v| {
+                if v.is_empty() || v.chars().any(char::is_control) {
+                    return Err(format!("--node-name {v:?}: give a non-empty name"));
+                }
+                a.node_name = Some(v.to_owned());
                 Ok(())
             },
         },
@@ -415,6 +453,35 @@ The socket is root's on most nodes: give the exporter's user access to it (a
 group, an ACL) rather than running the exporter as root.
 Implies
 .BR \-\-pod\-labels .";
+
+/// `--web.max-streams` of `serve`.
+const MAX_STREAMS_MAN: &str = r"How many clients may follow
+.B /events
+at once (1 to 1024, default 16).
+One more is answered 503 and closed.
+Streams do not count against the 64 connections kept for scrapes, and are not
+closed after 10 s as those are; a stream whose client leaves more than 256 KiB
+unread is closed rather than buffered.";
+
+/// `--node-name` of `serve`.
+const NODE_NAME_MAN: &str = r"The name of the node this exporter runs on (default the
+host name; in Kubernetes, the downward API's
+.BR spec.nodeName ).
+It is the
+.B hostname
+of every
+.B /events
+document, and the
+.B nodename
+label of
+.BR gpupeek_node_info ,
+an info metric of its own: it is never added to the other series, whose
+.B instance
+and
+.B node
+labels are Prometheus's to set from its targets (a label the exporter set would
+collide with them and be renamed
+.BR exported_node ).";
 
 /// `--names` of `metrics` and `serve`.
 const NAMES_FLAG: Spec = Spec {

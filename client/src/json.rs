@@ -171,6 +171,28 @@ pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
     to_text(&doc)
 }
 
+/// A stream event's data: the document on one line, `"generation"` (the publish it
+/// shows) first.
+pub fn event(view: &View, hostname: &str, query_time: &str, generation: u64) -> String {
+    #[derive(Serialize)]
+    struct Event<'a> {
+        generation: u64,
+        #[serde(flatten)]
+        document: Document<'a>,
+    }
+    let event = Event {
+        generation,
+        document: Document {
+            hostname,
+            driver_version: view.driver_version.as_deref(),
+            query_time,
+            gpus: view.gpus.iter().map(gpu).collect(),
+            processes_age_ms: view.processes_age_ms,
+        },
+    };
+    serde_json::to_string(&event).expect("serialising plain structs cannot fail")
+}
+
 fn gpu(g: &GpuView) -> Gpu<'_> {
     if let Some(problem) = g.problem() {
         return Gpu::Invalid {

@@ -46,6 +46,7 @@ mod query;
 mod select;
 mod serve;
 mod smi;
+mod stream;
 mod style;
 mod table;
 #[cfg(test)]
@@ -366,8 +367,9 @@ pub fn write_stdout(text: &str) -> Result<(), Exit> {
 /// What gpupeek-serve (serve/) shares with `gpupeek`: `serve`'s flags and their parser,
 /// the metrics rendering and the exit statuses.
 pub mod exporter {
-    pub use crate::metrics::{scrape, scrape_with, Options};
+    pub use crate::metrics::{escape, scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
+    pub use crate::stream::{event, hostname, readiness, Event};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }
 

@@ -31,7 +31,16 @@ pub struct Args {
 
     /// `--kubelet.pod-resources-socket`.
     pub kubelet_socket: Option<std::path::PathBuf>,
+
+    /// `--node-name` (`None`: the host name).
+    pub node_name: Option<String>,
+
+    /// `--web.max-streams`.
+    pub max_streams: usize,
 }
+
+/// Default `--web.max-streams`.
+pub const DEFAULT_MAX_STREAMS: usize = 16;
 
 impl Default for Args {
     fn default() -> Self {
@@ -41,6 +50,8 @@ impl Default for Args {
             options: metrics::Options::default(),
             web_config: None,
             kubelet_socket: None,
+            node_name: None,
+            max_streams: DEFAULT_MAX_STREAMS,
         }
     }
 }

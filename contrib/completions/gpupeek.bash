@@ -10,7 +10,7 @@ _gpupeek() {
     '') flags='-c --show-cmd -u --show-user -p --show-pid -F --show-fan-speed --show-fan -f --show-full-cmd --full-process-info --by-user --by-container -V --verdict -e --show-codec -P --show-power -a --show-all --id --no-header --no-processes --json --gpuname-width --force-color --color --no-color --shm -i --watch --interval --format -o --output --follow --asleep --print-completion -v --version -h --help' ;;
     query) flags='--query-gpu --format -i --id --shm --help-query-gpu --query-compute-apps --help-query-compute-apps -L --list-gpus -l --loop --loop-ms -h --help' ;;
     metrics) flags='--names --per-process --per-user --pod-labels --shm -h --help' ;;
-    serve) flags='--listen --web.config.file --names --per-process --per-user --pod-labels --kubelet.pod-resources-socket --shm -h --help' ;;
+    serve) flags='--listen --web.config.file --web.max-streams --node-name --names --per-process --per-user --pod-labels --kubelet.pod-resources-socket --shm -h --help' ;;
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
     history) flags='--csv --json --since -i --id --metric --shm -h --help' ;;
     plot) flags='-o --output --term --since -i --id --metric --width --height --no-color --no-colour --shm -h --help' ;;
@@ -37,6 +37,8 @@ _gpupeek() {
     metrics:--shm) { COMPREPLY=(); return; } ;;
     serve:--listen) { COMPREPLY=(); return; } ;;
     serve:--web.config.file) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    serve:--web.max-streams) { COMPREPLY=(); return; } ;;
+    serve:--node-name) { COMPREPLY=(); return; } ;;
     serve:--names) { COMPREPLY=($(compgen -W 'gpupeek dcgm nvidia_gpu_exporter' -- "$cur")); return; } ;;
     serve:--kubelet.pod-resources-socket) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     serve:--shm) { COMPREPLY=(); return; } ;;

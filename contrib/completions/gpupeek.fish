@@ -2,7 +2,7 @@
 complete -c gpupeek -f
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a query -d 'Query GPU fields by nvidia-smi\'s names and print them as nvidia-smi\'s CSV.'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a metrics -d 'Print the GPUs as Prometheus metrics (text exposition format), e.g. for node_exporter\'s textfile collector.'
-complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a serve -d 'Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment at each scrape.'
+complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a serve -d 'Serve the GPUs as Prometheus metrics at http://ADDR/metrics, reading the segment at each scrape; /events streams each daemon update, /-/healthy and /-/ready answer probes.'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a top -d 'An interactive monitor of the GPUs and their processes: graphs of the daemon\'s history, sort, filter, a process\'s detail, signals. Press ? in it for the keys; see gpupeek-top(1).'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a history -d 'Export the daemon\'s history of the GPUs over a window, as CSV or JSON: a row (or object) per GPU and point with the minimum, mean and maximum of each metric, empty (null) where the GPU had no value.'
 complete -c gpupeek -n 'not __fish_seen_subcommand_from query metrics serve top history plot' -a plot -d 'Chart the daemon\'s history of the GPUs: a panel per metric, a line per GPU, gaps where a GPU had no value and a band from minimum to maximum where a point sums up several samples; as a PNG or SVG file, or in the terminal.'
@@ -54,6 +54,8 @@ complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -l shm -x -d 'share
 complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -s h -l help -d 'print the help and exit'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l listen -x -d 'address to listen on (default 127.0.0.1:9477; port 0 picks a free one)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l web.config.file -r -F -d 'Prometheus web configuration file: TLS, basic auth (bcrypt), headers'
+complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l web.max-streams -x -d '/events streams open at once (default 16); one more is answered 503'
+complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l node-name -x -d 'the node\'s name in /events and gpupeek_node_info (default the host name)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l names -x -a 'gpupeek dcgm nvidia_gpu_exporter' -d 'whose metric names and labels to use: gpupeek (default), dcgm (dcgm-exporter\'s) or nvidia_gpu_exporter'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-process -d 'also export each process\'s GPU memory (gpupeek_process_gpu_memory_bytes; at most 256 series, the largest first)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-user -d 'also export each user\'s GPU memory and process count per GPU (gpupeek_user_*)'

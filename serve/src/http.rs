@@ -15,6 +15,10 @@
 //! With TLS ([`Server::tls`]) each connection speaks it through rustls ([`transport`]);
 //! the handshake falls under the same deadline. A body is gzip-compressed when the
 //! request's `Accept-Encoding` allows it; [`Server::headers`] are added to every response.
+//!
+//! A GET answered `text/event-stream` becomes a server-sent-events stream ([`stream`]):
+//! it outlives the deadline, does not count against the connections, and gets each
+//! event [`Server::run_with_events`] is given; at most [`Limits::streams`] at once.
 
 use std::io::{ErrorKind, Read};
 use std::net::SocketAddr;
@@ -22,13 +26,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use rustls::{ServerConfig, ServerConnection};
 
 mod message;
+mod stream;
 mod transport;
 
 use message::{encode, find, parse, plain};
+pub use stream::EVENT_STREAM;
 use transport::Transport;
 
 /// The bounds the server keeps to.
@@ -40,6 +46,13 @@ pub struct Limits {
     pub deadline: Duration,
     /// Longest request head (request line and headers).
     pub head_bytes: usize,
+    /// Event streams open at once (beyond `connections`).
+    pub streams: usize,
+    /// Bytes a stream may have queued unsent before it is closed.
+    pub backlog: usize,
+    /// A stream silent this long gets a comment, so proxies keep it and a gone client
+    /// is noticed.
+    pub keepalive: Duration,
 }
 
 impl Default for Limits {
@@ -48,6 +61,9 @@ impl Default for Limits {
             connections: 64,
             deadline: Duration::from_secs(10),
             head_bytes: 8192,
+            streams: 16,
+            backlog: 256 * 1024,
+            keepalive: Duration::from_secs(15),
         }
     }
 }
@@ -90,6 +106,8 @@ pub struct Server {
     tls: Option<Arc<ServerConfig>>,
     /// Headers added to every response.
     headers: Arc<[(String, String)]>,
+    /// The wake-up of [`Server::waker`], once made.
+    waker: Option<Arc<Waker>>,
 }
 
 const LISTENER: Token = Token(0);
@@ -104,8 +122,13 @@ struct Conn {
 
 enum State {
     Reading,
-    Writing { out: Vec<u8>, written: usize },
+    Writing {
+        out: Vec<u8>,
+        written: usize,
+    },
     Draining,
+    /// An event stream: what is queued for it.
+    Streaming(stream::Queue),
 }
 
 impl Server {
@@ -123,6 +146,7 @@ impl Server {
             accept_pending: false,
             tls: None,
             headers: Arc::new([]),
+            waker: None,
         })
     }
 
@@ -143,11 +167,16 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves forever, answering each request with `handler`.
-    pub fn run(&mut self, mut handler: impl FnMut(&Request) -> Response) -> std::io::Result<()> {
+    /// Serves forever, answering each request with `handler`; after each wake-up of
+    /// [`Server::waker`], while a stream is open, sends every stream what `publish` gives.
+    pub fn run_with_events(
+        &mut self,
+        mut handler: impl FnMut(&Request) -> Response,
+        mut publish: impl FnMut() -> Option<Vec<u8>>,
+    ) -> std::io::Result<()> {
         let mut events = Events::with_capacity(256);
         loop {
-            self.turn(&mut events, &mut handler)?;
+            self.turn(&mut events, &mut handler, &mut publish)?;
         }
     }
 
@@ -156,22 +185,31 @@ impl Server {
         &mut self,
         events: &mut Events,
         handler: &mut impl FnMut(&Request) -> Response,
+        publish: &mut impl FnMut() -> Option<Vec<u8>>,
     ) -> std::io::Result<()> {
         match self.poll.poll(events, self.timeout(Instant::now())) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(()),
             Err(e) => return Err(e),
         }
+        let mut woken = false;
         for event in events.iter() {
             match event.token() {
                 LISTENER => self.accept_all(),
+                stream::WAKER => woken = true,
                 Token(t) => self.service(t - 1, handler),
+            }
+        }
+        if woken && self.streams() > 0 {
+            if let Some(event) = publish() {
+                self.broadcast(&event);
             }
         }
         if self.accept_pending {
             self.accept_all();
         }
         self.expire(Instant::now());
+        self.keep_alive(Instant::now());
         Ok(())
     }
 
@@ -181,10 +219,12 @@ impl Server {
             .conns
             .iter()
             .flatten()
+            .filter(|c| !c.streaming())
             .map(|c| (c.accepted + self.limits.deadline).saturating_duration_since(now))
             .min();
         let retry = self.accept_pending.then_some(RETRY_ACCEPT);
-        nearest.into_iter().chain(retry).min()
+        let keepalive = self.next_keepalive(now);
+        nearest.into_iter().chain(retry).chain(keepalive).min()
     }
 
     fn accept_all(&mut self) {
@@ -194,7 +234,7 @@ impl Server {
                 Ok((stream, _)) => self.add(stream),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if out_of_descriptors(&e) => {
-                    if !self.close_oldest() {
+                    if !self.close_oldest(true) {
                         self.accept_pending = true;
                         return;
                     }
@@ -206,8 +246,9 @@ impl Server {
     }
 
     fn add(&mut self, mut stream: TcpStream) {
-        if self.conns.iter().flatten().count() >= self.limits.connections {
-            self.close_oldest();
+        let open = self.conns.iter().flatten().filter(|c| !c.streaming());
+        if open.count() >= self.limits.connections {
+            self.close_oldest(false);
         }
         let slot = match self.conns.iter().position(Option::is_none) {
             Some(slot) => slot,
@@ -240,13 +281,16 @@ impl Server {
         });
     }
 
-    /// Closes the connection accepted first; false when there is none.
-    fn close_oldest(&mut self) -> bool {
+    /// Closes the connection accepted first (an event stream only if `streams_too`);
+    /// false when there is none.
+    fn close_oldest(&mut self, streams_too: bool) -> bool {
         let oldest = self
             .conns
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.as_ref().map(|c| (c.accepted, i)))
+            .filter_map(|(i, c)| c.as_ref().map(|c| (c, i)))
+            .filter(|(c, _)| streams_too || !c.streaming())
+            .map(|(c, i)| (c.accepted, i))
             .min();
         match oldest {
             Some((_, slot)) => {
@@ -267,7 +311,7 @@ impl Server {
         for slot in 0..self.conns.len() {
             let expired = self.conns[slot]
                 .as_ref()
-                .is_some_and(|c| now >= c.accepted + self.limits.deadline);
+                .is_some_and(|c| !c.streaming() && now >= c.accepted + self.limits.deadline);
             if expired {
                 self.close(slot);
             }
@@ -276,22 +320,32 @@ impl Server {
 
     /// Moves connection `slot` on as far as its socket allows.
     fn service(&mut self, slot: usize, handler: &mut impl FnMut(&Request) -> Response) {
+        let full = self.streams() >= self.limits.streams;
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
+        if conn.streaming() {
+            self.pump(slot);
+            return;
+        }
         let headers = &self.headers;
         let keep = match conn.stream.flush() {
             Err(e) if e.kind() != ErrorKind::WouldBlock => Progress::Close,
             _ => Progress::Continue,
         }
         .and_then(|| match conn.state {
-            State::Reading => conn.read_request(self.limits.head_bytes, headers, handler),
+            State::Reading => conn.read_request(self.limits.head_bytes, full, headers, handler),
             _ => Progress::Continue,
         })
         .and_then(|| conn.write_response())
         .and_then(|| conn.drain());
         if matches!(keep, Progress::Close) {
             self.close(slot);
+            return;
+        }
+        if conn.streaming() {
+            conn.stream.small_send_buffer();
+            self.pump(slot);
             return;
         }
         let interest = match conn.state {
@@ -327,11 +381,16 @@ impl Progress {
 }
 
 impl Conn {
+    fn streaming(&self) -> bool {
+        matches!(self.state, State::Streaming(_))
+    }
+
     /// Reads what has arrived; once the head is complete (or too long, or malformed),
     /// turns the answer into bytes to write.
     fn read_request(
         &mut self,
         max: usize,
+        streams_full: bool,
         headers: &[(String, String)],
         handler: &mut impl FnMut(&Request) -> Response,
     ) -> Progress {
@@ -348,13 +407,27 @@ impl Conn {
             if end.is_none() && self.head.len() < max {
                 continue;
             }
-            let (response, head, gzip) = match end.filter(|&e| e + 4 <= max) {
+            let (response, method, gzip) = match end.filter(|&e| e + 4 <= max) {
                 Some(end) => match parse(&self.head[..end]) {
-                    Some(r) => (handler(&r), r.method == "HEAD", r.gzip),
-                    None => (plain(400, "bad request\n"), false, false),
+                    Some(r) => (handler(&r), r.method, r.gzip),
+                    None => (plain(400, "bad request\n"), "", false),
                 },
-                None => (plain(431, "request head too large\n"), false, false),
+                None => (plain(431, "request head too large\n"), "", false),
             };
+            let head = method == "HEAD";
+            if method == "GET" && stream::is_stream(&response) {
+                if !streams_full {
+                    self.state = State::Streaming(stream::Queue::new(
+                        stream::head(&response, headers),
+                        Instant::now(),
+                    ));
+                    return Progress::Continue;
+                }
+                let busy = plain(503, "too many event streams open; try again later\n");
+                let out = encode(&busy, false, false, headers);
+                self.state = State::Writing { out, written: 0 };
+                return Progress::Continue;
+            }
             let out = encode(&response, head, gzip, headers);
             self.state = State::Writing { out, written: 0 };
             return Progress::Continue;

@@ -4,7 +4,9 @@
 //! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
 //! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]),
 //! so the exporter never holds state between scrapes and follows a daemon restart at
-//! once. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
+//! once. `/-/healthy` and `/-/ready` answer probes ([`probes`]), `/events` streams the
+//! daemon's updates ([`events`]), and `/metrics` ends with `gpupeek_node_info`, the
+//! node's name. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
 //! other than GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
 //! at a time and bounds what any number of clients can take: 64 connections at most (a
 //! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
@@ -18,7 +20,9 @@
 //! `serve` module), so a one-shot `gpupeek` does not load it. Its flags, their parsing and
 //! the metrics come from that library ([`gpupeek::exporter`]), as `gpupeek metrics`'s do.
 
+mod events;
 mod http;
+mod probes;
 mod webconfig;
 
 use http::{Limits, Request, Response, Server};
@@ -30,6 +34,8 @@ const INDEX: &str = "<!DOCTYPE html>
 <html><head><title>gpupeek exporter</title></head>
 <body><h1>gpupeek exporter</h1>
 <p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a></p>
+<p>Each daemon update as server-sent events: <a href=\"/events\">/events</a>;
+probes: <a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></p>
 </body></html>
 ";
 
@@ -49,7 +55,11 @@ fn run(args: Args) -> Result<(), Exit> {
                 .map_err(|e| Exit::new(EXIT_USAGE, format!("bad --web.config.file {path}: {e}")))?,
         ),
     };
-    let mut server = Server::bind(addr, Limits::default())
+    let limits = Limits {
+        streams: args.max_streams,
+        ..Limits::default()
+    };
+    let mut server = Server::bind(addr, limits)
         .map_err(|e| Exit::new(EXIT_OS, format!("cannot listen on {}: {e}", args.listen)))?;
     let mut auth = None;
     let mut scheme = "http";
@@ -73,18 +83,42 @@ fn run(args: Args) -> Result<(), Exit> {
             std::time::Duration::from_secs(2),
         )
     });
+    let node = args.node_name.clone().unwrap_or_else(exporter::hostname);
+    let waker = server
+        .waker()
+        .map_err(|e| Exit::new(EXIT_OS, format!("cannot make the event wake-up: {e}")))?;
+    // The thread that follows the publishes starts with the first stream: an exporter
+    // nobody streams from stays one thread.
+    let mut watching = false;
+    let mut publisher = events::Publisher::new(name.clone(), node.clone());
     server
-        .run(|request| {
-            let allowed = auth
-                .as_mut()
-                .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
-            if allowed {
+        .run_with_events(
+            |request| {
+                let allowed = auth
+                    .as_mut()
+                    .is_none_or(|a: &mut BasicAuth| a.check(request.authorization));
+                if !allowed {
+                    return unauthorized();
+                }
+                if request.path == "/events" && !watching {
+                    if let Err(e) = events::watch(name.clone(), waker.clone()) {
+                        eprintln!("gpupeek: cannot start the event thread: {e}");
+                        return unavailable("cannot follow the daemon's updates\n");
+                    }
+                    watching = true;
+                }
+                if let Some(response) = probe_and_stream_routes(request, &name, &node) {
+                    return response;
+                }
                 let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
-                respond(request, &name, &args.options, pods.as_ref())
-            } else {
-                unauthorized()
-            }
-        })
+                let mut response = respond(request, &name, &args.options, pods.as_ref());
+                if request.path == "/metrics" && response.status == 200 {
+                    response.body += &probes::node_info(&node);
+                }
+                response
+            },
+            || publisher.event(),
+        )
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
 
@@ -123,6 +157,26 @@ fn respond(
         status,
         content_type,
         body,
+        extra: Vec::new(),
+    }
+}
+
+/// The probes and the update stream.
+fn probe_and_stream_routes(request: &Request, name: &str, node: &str) -> Option<Response> {
+    if !matches!(request.method, "GET" | "HEAD") {
+        return None;
+    }
+    match request.path {
+        "/events" => Some(events::open(name, node)),
+        path => probes::answer(path, name),
+    }
+}
+
+fn unavailable(why: &str) -> Response {
+    Response {
+        status: 503,
+        content_type: "text/plain; charset=utf-8",
+        body: why.into(),
         extra: Vec::new(),
     }
 }

@@ -91,6 +91,7 @@ pub(super) fn encode(
         404 => "Not Found",
         405 => "Method Not Allowed",
         431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
         _ => "",
     };
     let mut extra = String::new();

@@ -2,18 +2,22 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use super::*;
+use mio::Waker;
 
 /// A server with `limits` answering "METHOD PATH" in a thread of its own; its address.
 fn start(limits: Limits) -> SocketAddr {
     let mut server = Server::bind("127.0.0.1:0".parse().unwrap(), limits).unwrap();
     let addr = server.local_addr().unwrap();
     std::thread::spawn(move || {
-        server.run(|r| Response {
-            status: 200,
-            content_type: "text/plain",
-            body: format!("{} {}", r.method, r.path),
-            extra: Vec::new(),
-        })
+        server.run_with_events(
+            |r| Response {
+                status: 200,
+                content_type: "text/plain",
+                body: format!("{} {}", r.method, r.path),
+                extra: Vec::new(),
+            },
+            || None,
+        )
     });
     addr
 }
@@ -119,4 +123,114 @@ fn beyond_the_connection_limit_the_oldest_is_closed_and_new_ones_are_answered() 
     for stream in &mut idle[..3] {
         assert!(closed_by_server(stream));
     }
+}
+
+/// A server whose `/events` is a stream, sent an event `id: N` at each wake-up of its
+/// waker; a new stream's first event has the id the next wake-up will send (as when a
+/// publish reaches a new stream before the broadcast). Its address and the waker.
+fn start_streams(limits: Limits) -> (SocketAddr, Arc<Waker>) {
+    let mut server = Server::bind("127.0.0.1:0".parse().unwrap(), limits).unwrap();
+    let addr = server.local_addr().unwrap();
+    let waker = server.waker().unwrap();
+    std::thread::spawn(move || {
+        let n = std::cell::Cell::new(0u64);
+        server.run_with_events(
+            |r| Response {
+                status: 200,
+                content_type: if r.path == "/events" {
+                    EVENT_STREAM
+                } else {
+                    "text/plain"
+                },
+                body: if r.path == "/events" {
+                    format!("id: {}\ndata: first\n\n", n.get() + 1)
+                } else {
+                    "plain".into()
+                },
+                extra: Vec::new(),
+            },
+            || {
+                n.set(n.get() + 1);
+                Some(format!("id: {0}\ndata: {0}\n\n", n.get()).into_bytes())
+            },
+        )
+    });
+    (addr, waker)
+}
+
+/// Reads from `stream` until `want` has arrived (or the read timeout).
+fn read_until(stream: &mut TcpStream, want: &str) -> String {
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    while !got.contains(want) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+    got
+}
+
+#[test]
+fn a_stream_outlives_the_deadline_and_gets_keep_alive_comments() {
+    let (addr, _waker) = start_streams(Limits {
+        deadline: Duration::from_millis(100),
+        keepalive: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut stream = connect(addr);
+    stream.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    let got = read_until(&mut stream, ": keep-alive\n\n");
+    assert!(got.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"));
+    assert!(!got.contains("Content-Length"), "{got}");
+    assert!(got.contains("\r\n\r\nid: 1\ndata: first\n\n"), "{got}");
+    let got = read_until(&mut stream, ": keep-alive\n\n");
+    assert!(
+        got.contains(": keep-alive"),
+        "a second one, after the deadline: {got}"
+    );
+}
+
+#[test]
+fn each_wake_up_sends_one_event_to_every_stream_and_never_an_id_twice() {
+    let (addr, waker) = start_streams(Limits::default());
+    let mut a = connect(addr);
+    a.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    assert!(read_until(&mut a, "data: first\n\n").contains("id: 1\ndata: first\n\n"));
+    // Event 1 came with the stream: the broadcast of 1 is not sent again, 2 is.
+    waker.wake().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut b = connect(addr);
+    b.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    assert!(read_until(&mut b, "data: first\n\n").contains("id: 2\ndata: first\n\n"));
+    waker.wake().unwrap();
+    let got = read_until(&mut a, "data: 2\n\n");
+    assert!(!got.contains("data: 1\n"), "{got}");
+    assert!(got.contains("id: 2\ndata: 2\n\n"), "{got}");
+    waker.wake().unwrap();
+    let got = read_until(&mut b, "data: 3\n\n");
+    assert!(
+        !got.contains("data: 2\n") && got.contains("id: 3\ndata: 3\n\n"),
+        "{got}"
+    );
+    // A HEAD is an ordinary answer, not a stream.
+    let head = exchange(addr, b"HEAD /events HTTP/1.1\r\n\r\n");
+    assert!(head.contains("Content-Length:"), "{head}");
+}
+
+#[test]
+fn streams_past_the_limit_get_503_and_plain_requests_still_pass() {
+    let (addr, _waker) = start_streams(Limits {
+        streams: 1,
+        ..Limits::default()
+    });
+    let mut one = connect(addr);
+    one.write_all(b"GET /events HTTP/1.1\r\n\r\n").unwrap();
+    read_until(&mut one, "data: first\n\n");
+    let refused = exchange(addr, b"GET /events HTTP/1.1\r\n\r\n");
+    assert!(
+        refused.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{refused}"
+    );
+    assert!(exchange(addr, b"GET / HTTP/1.1\r\n\r\n").ends_with("plain"));
 }

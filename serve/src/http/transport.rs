@@ -108,6 +108,17 @@ impl Transport {
         Ok(n)
     }
 
+    /// Keeps the kernel's send buffer for this socket small (64 KiB, not the megabytes
+    /// it grows to on its own), so that what a slow reader leaves unread is bounded by
+    /// the server's own queue rather than hidden in the kernel. Best effort.
+    pub fn small_send_buffer(&mut self) {
+        let _ = nix::sys::socket::setsockopt(
+            &*self.socket(),
+            nix::sys::socket::sockopt::SndBuf,
+            &(64 * 1024),
+        );
+    }
+
     /// Ends the sending side once everything is sent: TLS's close_notify, then a TCP
     /// half-close.
     pub fn shutdown(&mut self) {

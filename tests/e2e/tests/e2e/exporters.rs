@@ -15,7 +15,7 @@ const UUID: &str = "GPU-11111111-2222-3333-4444-555555555555";
 
 /// One H100 reporting every field gpupeek publishes, GPM included, with a process; a
 /// second GPU that is lost.
-fn everything() -> (Sandbox, Daemon) {
+pub(crate) fn everything() -> (Sandbox, Daemon) {
     let sandbox = Sandbox::new("exporters");
     sandbox.write_scenario(&json!({
         "driver_version": "550.54.15",
@@ -59,7 +59,7 @@ fn everything() -> (Sandbox, Daemon) {
     (sandbox, daemon)
 }
 
-fn metrics(sandbox: &Sandbox, flags: &[&str]) -> String {
+pub(crate) fn metrics(sandbox: &Sandbox, flags: &[&str]) -> String {
     let mut cmd = Command::new(&gpupeek_e2e::bins().client);
     cmd.args(["metrics", "--shm", &sandbox.shm]).args(flags);
     let out = run_with_watchdog(cmd);
@@ -77,7 +77,7 @@ fn assert_lines(text: &str, lines: &[String]) {
 }
 
 /// The metric names of an exposition's samples.
-fn exported(text: &str) -> BTreeSet<String> {
+pub(crate) fn exported(text: &str) -> BTreeSet<String> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
@@ -191,7 +191,7 @@ fn names_nvidia_gpu_exporter_speaks_its_names_labels_and_units() {
 /// Every metric name a PromQL expression reads: the identifiers outside label matchers,
 /// strings and ranges that are not functions, aggregations, keywords or the label lists
 /// of `by (...)` and the like.
-fn promql_metrics(expr: &str) -> BTreeSet<String> {
+pub(crate) fn promql_metrics(expr: &str) -> BTreeSet<String> {
     const WORDS: [&str; 24] = [
         "by",
         "without",
@@ -300,7 +300,7 @@ fn promql_metric_names_are_told_from_functions_labels_and_variables() {
 
 /// Every PromQL expression in a Grafana dashboard: panel targets' `expr` and template
 /// variables' queries (`label_values(metric, label)`).
-fn dashboard_exprs(value: &Value, out: &mut Vec<String>) {
+pub(crate) fn dashboard_exprs(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
             for (key, v) in map {
@@ -322,7 +322,7 @@ fn dashboard_exprs(value: &Value, out: &mut Vec<String>) {
 }
 
 /// `label_values(metric, label)` reads `metric`; anything else is PromQL.
-fn query_metrics(expr: &str) -> BTreeSet<String> {
+pub(crate) fn query_metrics(expr: &str) -> BTreeSet<String> {
     match expr.trim().strip_prefix("label_values(") {
         Some(rest) => promql_metrics(rest.split(',').next().unwrap_or_default()),
         None => promql_metrics(expr),
@@ -339,9 +339,22 @@ fn every_metric_a_contrib_dashboard_panel_queries_is_exported() {
     // The MIG panels read what an H100 split into MIG instances exports.
     let (mig, _mig_daemon, _procs) = crate::mig_outputs::started("exporters-mig");
     names.extend(exported(&metrics(&mig, CONTRIB_FLAGS)));
-    let dir = repo().join("contrib/grafana");
+    // contrib/kubernetes's dashboards read what its DaemonSet's `gpupeek serve` exports,
+    // the PrometheusRule's recorded series and Prometheus's `up`.
+    let (_serve, k8s_names) = crate::kubernetes::served_names(&sandbox);
+    let dirs = [
+        (repo().join("contrib/grafana"), names.clone()),
+        (repo().join("contrib/kubernetes/dashboards"), k8s_names),
+    ];
+    for (dir, names) in dirs {
+        dashboards_read_only(&dir, &names);
+    }
+}
+
+/// Checks every dashboard in `dir` queries only `names`.
+fn dashboards_read_only(dir: &Path, names: &BTreeSet<String>) {
     let mut dashboards = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;
@@ -371,7 +384,7 @@ fn every_metric_a_contrib_dashboard_panel_queries_is_exported() {
 }
 
 /// The `expr:` lines of a Prometheus rules file (one-line expressions, or `>`/`|` blocks).
-fn rule_exprs(yaml: &str) -> Vec<String> {
+pub(crate) fn rule_exprs(yaml: &str) -> Vec<String> {
     let mut exprs = Vec::new();
     let mut lines = yaml.lines().peekable();
     while let Some(line) = lines.next() {
@@ -417,7 +430,7 @@ fn every_metric_a_contrib_alert_rule_reads_is_exported() {
     }
 }
 
-fn promtool(args: &[&str], dir: &Path) {
+pub(crate) fn promtool(args: &[&str], dir: &Path) {
     let Some(promtool) = tool("promtool", "prometheus") else {
         return;
     };
