@@ -40,6 +40,7 @@ mod query;
 mod select;
 mod serve;
 mod smi;
+mod snapshot;
 mod style;
 mod table;
 #[cfg(test)]
@@ -357,6 +358,7 @@ fn write_stdout(text: &str) -> Result<(), Exit> {
 pub mod exporter {
     pub use crate::metrics::{scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
+    pub use crate::snapshot::document as snapshot;
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }
 
