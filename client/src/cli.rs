@@ -124,6 +124,9 @@ pub enum Invocation {
     /// `gpupeek top`, whose flags are good: `gpupeek-top` is to run with these arguments
     /// (`--shm` if it came before `top`, then what came after, as given).
     Top(Vec<String>),
+    /// `gpupeek fleet`, whose flags are good: `gpupeek-fleet` is to run with these
+    /// arguments (what came after `fleet`, as given).
+    Fleet(Vec<String>),
     /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
     Print(String),
 }
@@ -153,6 +156,14 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                     .and_then(commands::check_query),
                 "metrics" => sub(&mut parser, &commands::METRICS, metrics_args(shm))
                     .map(|a| a.map_or_else(Invocation::Print, Invocation::Metrics)),
+                "fleet" if shm.is_some() => {
+                    Err("--shm is not an option of `gpupeek fleet`: it reads other hosts".into())
+                }
+                "fleet" => {
+                    let argv = parser.rest().map_err(|e| e.0)?;
+                    crate::fleet::parse(argv.clone())
+                        .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Fleet(argv)))
+                }
                 "serve" | "top" => {
                     let argv: Vec<String> = shm
                         .map(|shm| format!("--shm={shm}"))
@@ -261,6 +272,7 @@ fn tree() -> Tree<'static> {
             ),
             ("serve", commands::SERVE.about, commands::SERVE.specs()),
             ("top", commands::TOP.about, commands::TOP.specs()),
+            ("fleet", commands::FLEET.about, commands::FLEET.specs()),
         ],
     }
 }

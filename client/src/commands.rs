@@ -1,5 +1,5 @@
-//! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve` and `gpupeek top`,
-//! and their flag tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
+//! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve`, `gpupeek top` and
+//! `gpupeek fleet` (its table in `commands/fleet.rs`), and their flag tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
 //! with its table; `--shm` may come before the name too. nvidia-smi users write
 //! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
@@ -7,6 +7,9 @@ use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
 use crate::cli::{flags::SHM, Invocation};
 use crate::{metrics, query, serve, top};
+
+mod fleet;
+pub use fleet::FLEET;
 
 /// The entries `metrics` and `serve` (and, for `--shm`, every command) share, declared
 /// once: a macro, since each table's `apply` takes its own arguments type (every one has
@@ -49,7 +52,7 @@ macro_rules! option_switch {
 }
 
 /// The commands, by name.
-pub const NAMES: [&str; 4] = ["query", "metrics", "serve", "top"];
+pub const NAMES: [&str; 5] = ["query", "metrics", "serve", "top", "fleet"];
 
 /// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
 pub fn help() -> String {
@@ -61,6 +64,7 @@ pub fn help() -> String {
         (METRICS.usage, METRICS.about),
         (SERVE.usage, SERVE.about),
         (TOP.usage, TOP.about),
+        (FLEET.usage, FLEET.about),
     ] {
         out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
         out += &gpupeek_flags::help::wrap(about, 6);

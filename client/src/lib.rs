@@ -8,7 +8,9 @@
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
-//! 11 `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
+//! 11 `gpupeek serve`, `top` or `fleet` found no gpupeek-serve, gpupeek-top or
+//! gpupeek-fleet to run, 12 `gpupeek fleet` showed a host that did not answer or whose
+//! daemon is not live.
 //! A closed stdout is a quiet 0. `-i/--watch` does not exit 3 to 10: it shows the reason
 //! and waits for the daemon.
 //!
@@ -30,6 +32,7 @@ mod cli;
 mod commands;
 mod companion;
 mod fit;
+mod fleet;
 mod follow;
 mod json;
 mod live;
@@ -71,8 +74,11 @@ const EXIT_CORRUPT: u8 = 8;
 /// An operating-system error.
 pub const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
-/// `gpupeek serve` or `gpupeek top` found no gpupeek-serve or gpupeek-top to run.
+/// `gpupeek serve`, `top` or `fleet` found no gpupeek-serve, gpupeek-top or
+/// gpupeek-fleet to run.
 const EXIT_NO_COMPANION: u8 = 11;
+/// `gpupeek fleet`: some hosts did not answer, or answered without a live daemon.
+pub const EXIT_PARTIAL: u8 = 12;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
@@ -155,6 +161,7 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Metrics(args) => return metrics::run(args),
         cli::Invocation::Serve(argv) => return companion::exec(serve::PROGRAM, &argv),
         cli::Invocation::Top(argv) => return companion::exec(top::PROGRAM, &argv),
+        cli::Invocation::Fleet(argv) => return companion::exec(fleet::PROGRAM, &argv),
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
@@ -341,7 +348,7 @@ fn utf8_args() -> Result<Vec<String>, Exit> {
 }
 
 /// Writes everything to stdout; a closed pipe (`gpupeek | head -1`) is a quiet success.
-fn write_stdout(text: &str) -> Result<(), Exit> {
+pub fn write_stdout(text: &str) -> Result<(), Exit> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -360,6 +367,13 @@ pub mod exporter {
     pub use crate::serve::{command_line, Args};
     pub use crate::snapshot::document as snapshot;
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
+}
+
+/// What gpupeek-fleet (fleet/) shares with `gpupeek`: `fleet`'s flags and their parser
+/// and the exit statuses.
+pub mod fleetview {
+    pub use crate::fleet::{command_line, Args, GroupBy};
+    pub use crate::{exit_status, write_stdout, Exit, EXIT_OS, EXIT_PARTIAL, EXIT_USAGE};
 }
 
 /// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, the
