@@ -140,6 +140,7 @@ pub fn classify(report: &mut Report) {
         if !users.is_empty() {
             g.users = users;
         }
+        g.processes.sort_by_key(|p| (p.pid, p.memory_mib));
     }
     report.gpus.sort_by_key(|g| (!g.free, g.index));
 }

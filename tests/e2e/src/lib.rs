@@ -44,8 +44,8 @@ pub struct Bins {
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top and the fake NVML (once per test
-/// process) with the same profile as the tests, and returns their paths.
+/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-fleet and the fake NVML
+/// (once per test process) with the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
     BINS.get_or_init(|| {
@@ -63,6 +63,8 @@ pub fn bins() -> &'static Bins {
             "gpupeek-serve",
             "-p",
             "gpupeek-top",
+            "-p",
+            "gpupeek-fleet",
             "-p",
             "fake-nvml",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.

@@ -23,6 +23,7 @@ mod drivers;
 mod e2e;
 mod exporters;
 mod faults;
+mod fleet;
 mod gpu_check;
 mod gpustat;
 mod history;
