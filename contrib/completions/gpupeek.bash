@@ -3,7 +3,7 @@ _gpupeek() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i
     if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
     for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in query | metrics | serve | top) cmd=${COMP_WORDS[i]}; break ;; esac
+        case ${COMP_WORDS[i]} in query | metrics | serve | top | fleet) cmd=${COMP_WORDS[i]}; break ;; esac
     done
     local flags
     case $cmd in
@@ -12,6 +12,7 @@ _gpupeek() {
     metrics) flags='--names --per-process --per-user --pod-labels --shm -h --help' ;;
     serve) flags='--listen --web.config.file --names --per-process --per-user --pod-labels --kubelet.pod-resources-socket --shm -h --help' ;;
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
+    fleet) flags='--host --hostfile --prometheus --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --no-color --no-colour -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -39,11 +40,21 @@ _gpupeek() {
     serve:--kubelet.pod-resources-socket) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     serve:--shm) { COMPREPLY=(); return; } ;;
     top:--shm) { COMPREPLY=(); return; } ;;
+    fleet:--host) { COMPREPLY=(); return; } ;;
+    fleet:--hostfile) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    fleet:--prometheus) { COMPREPLY=(); return; } ;;
+    fleet:--group-by) { COMPREPLY=($(compgen -W 'host user pod job' -- "$cur")); return; } ;;
+    fleet:-i | fleet:--watch | fleet:--interval) [[ $cur == -* ]] || { COMPREPLY=(); return; } ;;
+    fleet:--timeout) { COMPREPLY=(); return; } ;;
+    fleet:--jobs) { COMPREPLY=(); return; } ;;
+    fleet:--tls-ca) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    fleet:--user) { COMPREPLY=(); return; } ;;
+    fleet:--password-file) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     elif [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W 'query metrics serve top' -- "$cur"))
+        COMPREPLY=($(compgen -W 'query metrics serve top fleet' -- "$cur"))
     fi
 }
 complete -F _gpupeek gpupeek

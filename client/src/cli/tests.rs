@@ -253,6 +253,7 @@ fn generated_man_page_option_lists_are_the_flag_tables() {
         ("query options", commands::QUERY.specs()),
         ("metrics options", commands::METRICS.specs()),
         ("serve options", commands::SERVE.specs()),
+        ("fleet options", commands::FLEET.specs()),
     ] {
         page = splice(&page, key, &options(&specs)).unwrap();
     }

@@ -104,8 +104,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 arity: Arity::Value("SECS"),
                 ..Spec::switch(
                     "timeout",
-                    "each host's deadline, connection to last byte (default 2): past it, the \
-                     host is shown as timed out",
+                    "the round's deadline (default 2): a host that has not answered within \
+                     SECS of the round's start is shown as timed out",
                 )
             },
             apply: |a, v| {
@@ -213,7 +213,7 @@ or
 URL, of which only the scheme, host and port count.
 Each host is asked once per round over its own connection; at most
 .B \-\-jobs
-at once, each within
+at once, all within
 .BR \-\-timeout .";
 
 const PROMETHEUS_MAN: &str = r#"Read the fleet from a Prometheus server (or anything that
@@ -223,14 +223,16 @@ answers Prometheus's HTTP API:
 that scrapes the hosts'
 .BR "gpupeek serve" :
 one instant query of gpupeek's own metric names (gpupeek_gpu_info,
-gpupeek_gpu_utilization_ratio, gpupeek_gpu_memory_used_bytes and _total_bytes,
-gpupeek_gpu_verdict, gpupeek_user_gpu_memory_bytes, gpupeek_process_gpu_memory_bytes,
-gpupeek_up, gpupeek_daemon_state) and one of its targets, so the view costs the
-nodes nothing.
+gpupeek_gpu_state, gpupeek_gpu_utilization_ratio,
+gpupeek_gpu_memory_used_bytes and _total_bytes, gpupeek_gpu_verdict,
+gpupeek_user_gpu_memory_bytes, gpupeek_process_gpu_memory_bytes,
+gpupeek_daemon_state, gpupeek_heartbeat_age_seconds, and up) and one of its
+targets, so the view costs the nodes nothing.
 A host is a target
 .RB ( instance
-label) of a scrape job that has gpupeek series; a target whose scrape fails is shown
-with Prometheus's last scrape error.
+label) of a scrape job that has gpupeek series; a target whose scrape fails
+is shown with Prometheus's last scrape error.
+Prometheus's numbers are as old as its last scrape.
 Users need the exporters'
 .BR \-\-per\-user ,
 pods and jobs their
@@ -242,8 +244,8 @@ const GROUP_BY_MAN: &str = r"How rows are grouped:
 .B user
 (a row per user: hosts, GPUs, processes and memory),
 .B pod
-(a row per Kubernetes pod, by the pod uid a process's cgroup gives, or the pod label
-Prometheus has) or
+(a row per Kubernetes pod, by the pod uid a process's cgroup gives, or the
+pod label Prometheus has) or
 .B job
-(a row per user and command: the same program run by the same user on several hosts
-is one job).";
+(a row per user and command: the same program run by the same user on
+several hosts is one job).";

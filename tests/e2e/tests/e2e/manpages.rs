@@ -122,7 +122,7 @@ fn gpupeek_top_page_documents_exactly_the_flags_and_keys_of_its_help() {
 #[test]
 fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
     let client = &bins().client;
-    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"]]
+    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"], &["fleet"]]
         .iter()
         .map(|sub| help(client, sub))
         .collect();
