@@ -128,6 +128,7 @@ pub fn fault(e: &ureq::Error) -> Fault {
     use ureq::Error as E;
     match e {
         E::Timeout(_) => Fault::new("timeout", "no answer within --timeout"),
+        E::Io(io) if is_tls(io) => Fault::new("tls", io.to_string()),
         E::Io(io) => match io.kind() {
             K::ConnectionRefused => Fault::new("refused", "connection refused"),
             K::TimedOut | K::WouldBlock => Fault::new("timeout", "no answer within --timeout"),
@@ -145,6 +146,12 @@ pub fn fault(e: &ureq::Error) -> Fault {
         }
         _ => Fault::new("bad_response", e.to_string()),
     }
+}
+
+/// Whether `io` is a TLS failure (a certificate not trusted, a handshake refused).
+fn is_tls(io: &std::io::Error) -> bool {
+    io.get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
 }
 
 /// Runs `work` on each item with at most `jobs` at once; what is not done by `deadline`

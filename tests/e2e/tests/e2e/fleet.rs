@@ -469,3 +469,73 @@ fn fleet_through_prometheus_agrees_with_fleet_from_the_hosts() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+#[test]
+fn fleet_reads_an_https_serve_with_basic_auth_and_names_tls_and_auth_failures() {
+    let sandbox = Sandbox::new("fleet-https");
+    let Some(openssl) = tool("openssl", "openssl") else {
+        return;
+    };
+    // Self-signed, and not a CA: webpki refuses a CA certificate as a server's own.
+    let (cert, key) = (sandbox.dir.join("cert.pem"), sandbox.dir.join("key.pem"));
+    let mut cmd = Command::new(openssl);
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+    ])
+    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-fleet-test"])
+    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+    .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "openssl: {}", stderr(&out));
+    sandbox.write_scenario(&json!({"gpus": [gpu(0, 0, 50, 0, &[])]}));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    let config = sandbox.dir.join("web.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  \
+             gpupeek: {}\n",
+            cert.display(),
+            key.display(),
+            crate::serve_web::HASH
+        ),
+    )
+    .unwrap();
+    let flags = [
+        std::ffi::OsStr::new("--web.config.file"),
+        config.as_os_str(),
+    ];
+    let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &flags);
+    assert!(url.starts_with("https://"), "{url}");
+    let password = sandbox.dir.join("password");
+    std::fs::write(&password, "password\n").unwrap();
+    let (cert, password) = (cert.to_str().unwrap(), password.to_str().unwrap());
+    let auth = ["--user", "gpupeek", "--password-file", password];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--host", url.as_str(), "--json", "--timeout", "5"];
+        args.extend_from_slice(extra);
+        let out = fleet(&args);
+        let doc = json_of(&out);
+        (out.status.code(), doc["hosts"][0]["error"]["kind"].clone())
+    };
+    let with_ca: Vec<&str> = ["--tls-ca", cert].iter().chain(&auth).copied().collect();
+    assert_eq!(run(&with_ca), (Some(0), Value::Null));
+    let insecure: Vec<&str> = ["--insecure"].iter().chain(&auth).copied().collect();
+    assert_eq!(run(&insecure), (Some(0), Value::Null));
+    assert_eq!(run(&["--tls-ca", cert]), (Some(12), json!("unauthorized")));
+    assert_eq!(
+        run(&auth),
+        (Some(12), json!("tls")),
+        "not signed by a web root"
+    );
+}
