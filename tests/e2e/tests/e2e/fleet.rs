@@ -539,3 +539,34 @@ fn fleet_reads_an_https_serve_with_basic_auth_and_names_tls_and_auth_failures() 
         "not signed by a web root"
     );
 }
+
+#[test]
+fn watch_flags_memory_held_at_zero_percent_for_three_rounds() {
+    let sandbox = Sandbox::new("fleet-watch");
+    let me = std::process::id();
+    // Memory held at 0 %, but idle for less than the verdict's 300 s: only -i's
+    // history can flag it.
+    sandbox.write_scenario(&json!({"gpus": [gpu(0, 0, 0, 20, &[(me, 10)])]}));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    sandbox.wait_sampled(&daemon);
+    let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &[]);
+    let mut cmd = Command::new(&bins().client);
+    cmd.args(["fleet", "--host", &url, "--json", "-i", "0.2"]);
+    let out = gpupeek_e2e::run_with_limit(cmd, Duration::from_secs(3));
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .collect();
+    assert!(docs.len() >= 4, "{} rounds: {}", docs.len(), stderr(&out));
+    assert_eq!(docs[0]["hosts"][0]["error"], Value::Null, "{:#}", docs[0]);
+    let idle: Vec<&Value> = docs
+        .iter()
+        .map(|d| &d["hosts"][0]["gpus"][0]["idle_allocated"])
+        .collect();
+    for d in &docs {
+        assert_ne!(d["hosts"][0]["gpus"][0]["verdict"], "idle-holding");
+    }
+    assert_eq!(idle[..2], [&json!(false), &json!(false)], "{idle:?}");
+    assert!(idle[2..].iter().all(|v| **v == json!(true)), "{idle:?}");
+}
