@@ -24,6 +24,7 @@ mod e2e;
 mod exporters;
 mod faults;
 mod fleet;
+mod fleet_faults;
 mod gpu_check;
 mod gpustat;
 mod history;
