@@ -286,3 +286,61 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str, labels: &[(&str, &str)], value: &str) -> Sample {
+        let mut metric: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        metric.insert("__name__".into(), name.into());
+        metric.entry("job".into()).or_insert_with(|| "gpu".into());
+        Sample {
+            metric,
+            value: (Value::from(1.0), value.into()),
+        }
+    }
+
+    #[test]
+    fn a_target_is_a_host_its_scrape_error_or_its_daemon_says_why_it_is_not_shown() {
+        let a = ("instance", "a:9477");
+        let g0 = [a, ("gpu", "0"), ("uuid", "GPU-0"), ("name", "H100")];
+        let samples = vec![
+            sample("up", &[a], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "stale")], "0"),
+            sample("gpupeek_gpu_info", &g0, "1"),
+            sample("gpupeek_gpu_utilization_ratio", &g0, "0.45"),
+            sample("gpupeek_gpu_memory_used_bytes", &g0, "10737418240"),
+            sample(
+                "gpupeek_user_gpu_memory_bytes",
+                &[a, ("gpu", "0"), ("user", "bob")],
+                "1",
+            ),
+            sample("up", &[("instance", "b:9477")], "0"),
+            sample("up", &[("instance", "c:9477")], "1"),
+            sample(
+                "gpupeek_daemon_state",
+                &[("instance", "c:9477"), ("state", "stopped")],
+                "1",
+            ),
+            // Another job's target, with no gpupeek series: not a host.
+            sample("up", &[("instance", "node:9100"), ("job", "node")], "1"),
+        ];
+        let errors = BTreeMap::from([("b:9477".to_owned(), "dial tcp: connection refused".into())]);
+        let reports = reports("http://p", &samples, &errors);
+        let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["a:9477", "b:9477", "c:9477"]);
+        let g = &reports[0].gpus[0];
+        assert_eq!(g.utilization_pct, Some(45));
+        assert_eq!(g.memory_used_mib, Some(10240));
+        assert_eq!(g.name.as_deref(), Some("H100"));
+        assert_eq!(g.users, ["bob"]);
+        assert!(reports[0].error.is_none());
+        assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
+        assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+}

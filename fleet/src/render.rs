@@ -279,3 +279,98 @@ pub fn json(reports: &[Report], by: GroupBy) -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{classify, Fault};
+
+    fn gpu(index: u32, util: u32, used: u64, procs: &[(&str, &str, u64)]) -> Gpu {
+        Gpu {
+            index,
+            name: Some("H100".into()),
+            uuid: None,
+            state: None,
+            utilization_pct: Some(util),
+            memory_used_mib: Some(used),
+            memory_total_mib: Some(81920),
+            verdict: None,
+            free: false,
+            idle_allocated: false,
+            users: Vec::new(),
+            processes: procs
+                .iter()
+                .map(|(user, command, mib)| Process {
+                    user: Some(user.to_string()),
+                    pid: Some(1),
+                    command: Some(command.to_string()),
+                    memory_mib: Some(*mib),
+                    pod: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn report(host: &str, gpus: Vec<Gpu>) -> Report {
+        let mut r = Report::failed(host.into(), host.into(), Fault::new("x", "y"));
+        r.error = None;
+        r.gpus = gpus;
+        classify(&mut r);
+        r
+    }
+
+    #[test]
+    fn hosts_with_free_gpus_come_first_failed_ones_last_free_gpus_first_in_each() {
+        let mut reports = vec![
+            Report::failed(
+                "z".into(),
+                "z".into(),
+                Fault::new("refused", "connection refused"),
+            ),
+            report(
+                "a",
+                vec![
+                    gpu(0, 90, 4000, &[("ann", "train", 4000)]),
+                    gpu(1, 0, 0, &[]),
+                ],
+            ),
+            report("b", vec![gpu(0, 0, 0, &[]), gpu(1, 0, 0, &[])]),
+        ];
+        sort(&mut reports);
+        let text = table(&reports, GroupBy::Host, Paint(false));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "3 hosts (1 not read), 4 GPUs: 3 free, 0 idle-allocated"
+        );
+        assert!(lines[2].starts_with("b "), "{text}");
+        assert!(
+            lines[4].starts_with("a ") && lines[4].contains(" free"),
+            "{text}"
+        );
+        assert!(
+            lines[5].contains("busy") && lines[5].ends_with("ann"),
+            "{text}"
+        );
+        assert_eq!(lines[6], "z     refused: connection refused");
+    }
+
+    #[test]
+    fn a_job_is_a_users_command_across_hosts() {
+        let reports = vec![
+            report("a", vec![gpu(0, 90, 4000, &[("ann", "train", 4000)])]),
+            report(
+                "b",
+                vec![gpu(0, 90, 2000, &[("ann", "train", 2000), ("bo", "x", 1)])],
+            ),
+        ];
+        let (rows, none) = groups(&reports, GroupBy::Job);
+        assert_eq!(none, 0);
+        assert_eq!(rows[0].name, "ann:train");
+        assert_eq!(rows[0].hosts.len(), 2);
+        assert_eq!(rows[0].memory_mib, 6000);
+        let (rows, none) = groups(&reports, GroupBy::Pod);
+        assert!(rows.is_empty());
+        assert_eq!(none, 3);
+    }
+}
