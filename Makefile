@@ -14,7 +14,7 @@ CARGO ?= cargo
 .PHONY: all install uninstall check generated
 
 all:
-	$(CARGO) build --release -p gpupeekd -p gpupeek -p gpupeek-serve -p gpupeek-top -p gpupeek-plot
+	$(CARGO) build --release -p gpupeekd -p gpupeek -p gpupeek-serve -p gpupeek-top -p gpupeek-plot -p gpupeek-fleet
 
 install:
 	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install

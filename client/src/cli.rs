@@ -129,6 +129,9 @@ pub enum Invocation {
     /// `gpupeek plot`, whose flags are good: `gpupeek-plot` is to run with these
     /// arguments (`--shm` if it came before `plot`, then what came after, as given).
     Plot(Vec<String>),
+    /// `gpupeek fleet`, whose flags are good: `gpupeek-fleet` is to run with these
+    /// arguments (what came after `fleet`, as given).
+    Fleet(Vec<String>),
     /// Print this (`--help`, `--version`, `--print-completion`) and exit 0.
     Print(String),
 }
@@ -167,6 +170,14 @@ pub fn parse(argv: Vec<String>) -> Result<Invocation, String> {
                     },
                 )
                 .map(|a| a.map_or_else(Invocation::Print, Invocation::History)),
+                "fleet" if shm.is_some() => {
+                    Err("--shm is not an option of `gpupeek fleet`: it reads other hosts".into())
+                }
+                "fleet" => {
+                    let argv = parser.rest().map_err(|e| e.0)?;
+                    crate::fleet::parse(argv.clone())
+                        .map(|a| a.map_or_else(Invocation::Print, |_| Invocation::Fleet(argv)))
+                }
                 "serve" | "top" | "plot" => {
                     let argv: Vec<String> = shm
                         .map(|shm| format!("--shm={shm}"))
@@ -282,6 +293,7 @@ fn tree() -> Tree<'static> {
                 commands::HISTORY.specs(),
             ),
             ("plot", commands::PLOT.about, commands::PLOT.specs()),
+            ("fleet", commands::FLEET.about, commands::FLEET.specs()),
         ],
     }
 }

@@ -1,6 +1,7 @@
 //! Subcommands: `gpupeek query`, `gpupeek metrics`, `gpupeek serve`, `gpupeek top`,
-//! `gpupeek history` and `gpupeek plot` (their tables in [`history`]), and their flag
-//! tables. [`crate::cli::parse`] reads the command name and parses the rest of the line
+//! `gpupeek history` and `gpupeek plot` (their tables in [`history`]) and `gpupeek fleet`
+//! (its table in `commands/fleet.rs`), and their flag tables. [`crate::cli::parse`] reads
+//! the command name and parses the rest of the line
 //! with its table; `--shm` may come before the name too. nvidia-smi users write
 //! `--query-gpu=...`: `--flag=value` and `--flag value` are the same.
 
@@ -8,6 +9,9 @@ use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
 use crate::cli::{flags::SHM, Invocation};
 use crate::{metrics, query, serve, top};
+
+mod fleet;
+pub use fleet::FLEET;
 
 /// The entries `metrics` and `serve` (and, for `--shm`, every command) share, declared
 /// once: a macro, since each table's `apply` takes its own arguments type (every one has
@@ -54,7 +58,9 @@ mod history;
 pub use history::{HISTORY, PLOT};
 
 /// The commands, by name.
-pub const NAMES: [&str; 6] = ["query", "metrics", "serve", "top", "history", "plot"];
+pub const NAMES: [&str; 7] = [
+    "query", "metrics", "serve", "top", "history", "plot", "fleet",
+];
 
 /// Appended to `gpupeek --help`: each command's usage and what it does, from its table.
 pub fn help() -> String {
@@ -68,6 +74,7 @@ pub fn help() -> String {
         (TOP.usage, TOP.about),
         (HISTORY.usage, HISTORY.about),
         (PLOT.usage, PLOT.about),
+        (FLEET.usage, FLEET.about),
     ] {
         out += &format!("  {}\n", usage.trim_start_matches("gpupeek "));
         out += &gpupeek_flags::help::wrap(about, 6);

@@ -29,8 +29,9 @@ use serde::Serialize;
 
 use crate::view::{GpuView, ProcView, View};
 
+/// gpustat's document (see [`render`]); `gpupeek serve`'s `/snapshot` adds keys to it.
 #[derive(Serialize)]
-struct Document<'a> {
+pub struct Document<'a> {
     hostname: &'a str,
     driver_version: Option<&'a str>,
     query_time: &'a str,
@@ -161,14 +162,18 @@ struct Container<'a> {
 
 /// The JSON document, indented by four spaces like gpustat's, with a final newline.
 pub fn render(view: &View, hostname: &str, query_time: &str) -> String {
-    let doc = Document {
+    to_text(&document(view, hostname, query_time))
+}
+
+/// The document [`render`] writes.
+pub fn document<'a>(view: &'a View, hostname: &'a str, query_time: &'a str) -> Document<'a> {
+    Document {
         hostname,
         driver_version: view.driver_version.as_deref(),
         query_time,
         gpus: view.gpus.iter().map(gpu).collect(),
         processes_age_ms: view.processes_age_ms,
-    };
-    to_text(&doc)
+    }
 }
 
 /// A stream event's data: the document on one line, `"generation"` (the publish it

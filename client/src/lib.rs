@@ -8,9 +8,10 @@
 //! daemon, 6 segment layout (ABI) mismatch, 7 untrusted segment, 8 corrupt segment,
 //! 9 operating-system error (e.g. permission denied), 10 daemon released the driver on
 //! an operator's request (GPU reset, MIG change; `gpupeekd --resume` takes it back),
-//! 11 `gpupeek serve`, `gpupeek top` or `gpupeek plot` found no gpupeek-serve,
-//! gpupeek-top or gpupeek-plot to run, 12 `gpupeek history` or `gpupeek plot` found no
-//! sample in the window.
+//! 11 `gpupeek serve`, `top`, `plot` or `fleet` found no gpupeek-serve, gpupeek-top,
+//! gpupeek-plot or gpupeek-fleet to run, 12 `gpupeek history` or `gpupeek plot` found no
+//! sample in the window, 13 `gpupeek fleet` showed a host that did not answer or whose
+//! daemon is not live.
 //! A closed stdout is a quiet 0. `-i/--watch` does not exit 3 to 10: it shows the reason
 //! and waits for the daemon.
 //!
@@ -34,6 +35,7 @@ mod cli;
 mod commands;
 mod companion;
 mod fit;
+mod fleet;
 mod follow;
 mod history;
 mod json;
@@ -46,6 +48,7 @@ mod query;
 mod select;
 mod serve;
 mod smi;
+mod snapshot;
 mod stream;
 mod style;
 mod table;
@@ -77,11 +80,13 @@ const EXIT_CORRUPT: u8 = 8;
 /// An operating-system error.
 pub const EXIT_OS: u8 = 9;
 const EXIT_RELEASED: u8 = 10;
-/// `gpupeek serve`, `top` or `plot` found no gpupeek-serve, gpupeek-top or gpupeek-plot
-/// to run.
+/// `gpupeek serve`, `top`, `plot` or `fleet` found no gpupeek-serve, gpupeek-top,
+/// gpupeek-plot or gpupeek-fleet to run.
 const EXIT_NO_COMPANION: u8 = 11;
 /// `gpupeek history` or `gpupeek plot`: no sample of the selected GPUs in the window.
 pub const EXIT_NO_HISTORY: u8 = 12;
+/// `gpupeek fleet`: some hosts did not answer, or answered without a live daemon.
+pub const EXIT_PARTIAL: u8 = 13;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
@@ -166,6 +171,7 @@ fn run() -> Result<(), Exit> {
         cli::Invocation::Top(argv) => return companion::exec(top::PROGRAM, &argv),
         cli::Invocation::History(args) => return history::run(args),
         cli::Invocation::Plot(argv) => return companion::exec(plot::PROGRAM, &argv),
+        cli::Invocation::Fleet(argv) => return companion::exec(fleet::PROGRAM, &argv),
         cli::Invocation::Print(text) => return write_stdout(&text),
     };
     args.expand_show_all();
@@ -369,8 +375,16 @@ pub fn write_stdout(text: &str) -> Result<(), Exit> {
 pub mod exporter {
     pub use crate::metrics::{escape, scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
+    pub use crate::snapshot::document as snapshot;
     pub use crate::stream::{event, hostname, readiness, Event};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
+}
+
+/// What gpupeek-fleet (fleet/) shares with `gpupeek`: `fleet`'s flags and their parser
+/// and the exit statuses.
+pub mod fleetview {
+    pub use crate::fleet::{command_line, Args, GroupBy};
+    pub use crate::{exit_status, write_stdout, Exit, EXIT_OS, EXIT_PARTIAL, EXIT_USAGE};
 }
 
 /// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, the

@@ -130,14 +130,7 @@ pub fn scrape_with(name: &str, options: &Options, kube: Option<&gpupeek_kube::St
     match result {
         Ok(snap) => {
             let liveness = snap.liveness(now);
-            let state = match &liveness {
-                Liveness::Live => "live",
-                Liveness::Starting => "starting",
-                Liveness::Stopped => "stopped",
-                Liveness::Released => "released",
-                Liveness::Stale { .. } => "stale",
-                Liveness::NvmlError { .. } => "nvml_error",
-            };
+            let state = live_state(&liveness);
             let reason = crate::check_live(name, liveness, snap.status.period_ns)
                 .err()
                 .map(|e: Exit| e.message);
@@ -147,20 +140,37 @@ pub fn scrape_with(name: &str, options: &Options, kube: Option<&gpupeek_kube::St
             }
         }
         Err(e) => {
-            use gpupeek_shm::Error as E;
-            let state = match e {
-                E::NotFound { .. } | E::NotReady { .. } => "no_segment",
-                E::Untrusted { .. } => "untrusted",
-                E::AbiMismatch { .. } => "abi_mismatch",
-                E::Corrupt { .. } => "corrupt",
-                E::Stale { .. } => "stale",
-                _ => "error",
-            };
+            let state = error_state(&e);
             Scrape {
                 text: render_with(None, state, now, options, kube),
                 reason: Some(e.to_string()),
             }
         }
+    }
+}
+
+/// `gpupeek_daemon_state`'s name for a daemon in state `liveness`.
+pub fn live_state(liveness: &Liveness) -> &'static str {
+    match liveness {
+        Liveness::Live => "live",
+        Liveness::Starting => "starting",
+        Liveness::Stopped => "stopped",
+        Liveness::Released => "released",
+        Liveness::Stale { .. } => "stale",
+        Liveness::NvmlError { .. } => "nvml_error",
+    }
+}
+
+/// `gpupeek_daemon_state`'s name for a segment that could not be read.
+pub fn error_state(e: &gpupeek_shm::Error) -> &'static str {
+    use gpupeek_shm::Error as E;
+    match e {
+        E::NotFound { .. } | E::NotReady { .. } => "no_segment",
+        E::Untrusted { .. } => "untrusted",
+        E::AbiMismatch { .. } => "abi_mismatch",
+        E::Corrupt { .. } => "corrupt",
+        E::Stale { .. } => "stale",
+        _ => "error",
     }
 }
 

@@ -3,7 +3,7 @@ _gpupeek() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i
     if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
     for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in query | metrics | serve | top | history | plot) cmd=${COMP_WORDS[i]}; break ;; esac
+        case ${COMP_WORDS[i]} in query | metrics | serve | top | history | plot | fleet) cmd=${COMP_WORDS[i]}; break ;; esac
     done
     local flags
     case $cmd in
@@ -14,6 +14,7 @@ _gpupeek() {
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
     history) flags='--csv --json --since -i --id --metric --shm -h --help' ;;
     plot) flags='-o --output --term --since -i --id --metric --width --height --no-color --no-colour --shm -h --help' ;;
+    fleet) flags='--host --hostfile --prometheus --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --no-color --no-colour -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -54,11 +55,21 @@ _gpupeek() {
     plot:--width) { COMPREPLY=(); return; } ;;
     plot:--height) { COMPREPLY=(); return; } ;;
     plot:--shm) { COMPREPLY=(); return; } ;;
+    fleet:--host) { COMPREPLY=(); return; } ;;
+    fleet:--hostfile) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    fleet:--prometheus) { COMPREPLY=(); return; } ;;
+    fleet:--group-by) { COMPREPLY=($(compgen -W 'host user pod job' -- "$cur")); return; } ;;
+    fleet:-i | fleet:--watch | fleet:--interval) [[ $cur == -* ]] || { COMPREPLY=(); return; } ;;
+    fleet:--timeout) { COMPREPLY=(); return; } ;;
+    fleet:--jobs) { COMPREPLY=(); return; } ;;
+    fleet:--tls-ca) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    fleet:--user) { COMPREPLY=(); return; } ;;
+    fleet:--password-file) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     elif [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W 'query metrics serve top history plot' -- "$cur"))
+        COMPREPLY=($(compgen -W 'query metrics serve top history plot fleet' -- "$cur"))
     fi
 }
 complete -F _gpupeek gpupeek

@@ -4,13 +4,15 @@
 //! gpupeekd never opens a network socket; this reader does. Each request for `/metrics`
 //! opens the segment, takes one snapshot and renders it ([`gpupeek::exporter::scrape`]),
 //! so the exporter never holds state between scrapes and follows a daemon restart at
-//! once. `/-/healthy` and `/-/ready` answer probes ([`probes`]), `/events` streams the
-//! daemon's updates ([`events`]), and `/metrics` ends with `gpupeek_node_info`, the
-//! node's name. `/` is a short page pointing at `/metrics`; anything else is 404, and methods
-//! other than GET and HEAD are 405. The HTTP side ([`http`]) is one thread that answers requests one
-//! at a time and bounds what any number of clients can take: 64 connections at most (a
-//! new one closes the oldest), each closed 10 s after it was accepted, however slowly it
-//! sends its request or reads the answer; request heads over 8 KiB are refused.
+//! once. `/snapshot` is the same reading as `gpupeek --json`'s document, with the node's
+//! name and the daemon's health ([`snapshot`]). `/-/healthy` and `/-/ready` answer probes
+//! ([`probes`]), `/events` streams the daemon's updates ([`events`]), and `/metrics` ends
+//! with `gpupeek_node_info`, the node's name. `/` is a short page pointing at them;
+//! anything else is 404, and methods other than GET and HEAD are 405. The HTTP side
+//! ([`http`]) is one thread that answers requests one at a time and bounds what any
+//! number of clients can take: 64 connections at most (a new one closes the oldest),
+//! each closed 10 s after it was accepted, however slowly it sends its request or reads
+//! the answer; request heads over 8 KiB are refused.
 //!
 //! `--web.config.file` takes the web configuration file of Prometheus's exporters
 //! ([`webconfig`]): HTTPS, basic authentication (every path answers 401 with
@@ -23,6 +25,7 @@
 mod events;
 mod http;
 mod probes;
+mod snapshot;
 mod webconfig;
 
 use http::{Limits, Request, Response, Server};
@@ -33,7 +36,8 @@ use gpupeek::exporter::{self, Args, Exit, EXIT_OS, EXIT_USAGE};
 const INDEX: &str = "<!DOCTYPE html>
 <html><head><title>gpupeek exporter</title></head>
 <body><h1>gpupeek exporter</h1>
-<p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a></p>
+<p>GPU metrics from gpupeekd's shared memory: <a href=\"/metrics\">/metrics</a>;
+as JSON: <a href=\"/snapshot\">/snapshot</a></p>
 <p>Each daemon update as server-sent events: <a href=\"/events\">/events</a>;
 probes: <a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></p>
 </body></html>
@@ -111,7 +115,7 @@ fn run(args: Args) -> Result<(), Exit> {
                     return response;
                 }
                 let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
-                let mut response = respond(request, &name, &args.options, pods.as_ref());
+                let mut response = respond(request, &name, &node, &args.options, pods.as_ref());
                 if request.path == "/metrics" && response.status == 200 {
                     response.body += &probes::node_info(&node);
                 }
@@ -136,6 +140,7 @@ fn resolve(listen: &str) -> Result<std::net::SocketAddr, Exit> {
 fn respond(
     request: &Request,
     name: &str,
+    node: &str,
     options: &exporter::Options,
     pods: Option<&gpupeek_kube::State>,
 ) -> Response {
@@ -145,6 +150,7 @@ fn respond(
             "text/plain; version=0.0.4; charset=utf-8",
             exporter::scrape_with(name, options, pods).text,
         ),
+        ("GET" | "HEAD", "/snapshot") => return snapshot::respond(name, node),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
         _ => (

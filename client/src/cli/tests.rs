@@ -254,6 +254,7 @@ fn generated_man_page_option_lists_are_the_flag_tables() {
         ("metrics options", commands::METRICS.specs()),
         ("serve options", commands::SERVE.specs()),
         ("history options", commands::HISTORY.specs()),
+        ("fleet options", commands::FLEET.specs()),
     ] {
         page = splice(&page, key, &options(&specs)).unwrap();
     }

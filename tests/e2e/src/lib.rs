@@ -46,7 +46,8 @@ pub struct Bins {
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-plot and the fake NVML
+/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-plot, gpupeek-fleet and the
+/// fake NVML
 /// (once per test process) with the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
@@ -67,6 +68,7 @@ pub fn bins() -> &'static Bins {
             "gpupeek-top",
             "-p",
             "gpupeek-plot",
+            "gpupeek-fleet",
             "-p",
             "fake-nvml",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.

@@ -68,6 +68,7 @@ fn install_into_destdir_puts_each_file_in_place_and_uninstall_removes_them_all()
         "/usr/bin/gpupeek-serve",
         "/usr/bin/gpupeek-top",
         "/usr/bin/gpupeek-plot",
+        "/usr/bin/gpupeek-fleet",
         "/usr/lib/systemd/system/gpupeekd.service",
         "/usr/lib/systemd/system/gpupeek-exporter.service",
         "/usr/share/doc/gpupeek/README.md",

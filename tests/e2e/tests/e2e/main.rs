@@ -23,6 +23,8 @@ mod drivers;
 mod e2e;
 mod exporters;
 mod faults;
+mod fleet;
+mod fleet_faults;
 mod gpu_check;
 mod gpustat;
 mod history;

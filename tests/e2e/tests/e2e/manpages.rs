@@ -137,10 +137,17 @@ fn gpupeek_plot_page_documents_exactly_the_flags_of_its_help() {
 #[test]
 fn gpupeek_page_documents_exactly_the_flags_of_its_help_and_subcommands() {
     let client = &bins().client;
-    let helps: Vec<String> = [&[][..], &["query"], &["metrics"], &["serve"], &["history"]]
-        .iter()
-        .map(|sub| help(client, sub))
-        .collect();
+    let helps: Vec<String> = [
+        &[][..],
+        &["query"],
+        &["metrics"],
+        &["serve"],
+        &["history"],
+        &["fleet"],
+    ]
+    .iter()
+    .map(|sub| help(client, sub))
+    .collect();
     check_flags("gpupeek.1", &helps);
     let man = page("gpupeek.1");
     // Every query field `--help-query-gpu` lists is in the page (FIELDS).

@@ -13,7 +13,7 @@ use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, tool, Background, San
 use serde_json::json;
 
 /// The bcrypt hash of "password" (from dcgm-exporter's test configuration).
-const HASH: &str = "$2y$10$CWCEbs7mt8QFrToJR9OcG.tduEKpx9SROhWnaDHQgQX4Q6hqWNASa";
+pub(crate) const HASH: &str = "$2y$10$CWCEbs7mt8QFrToJR9OcG.tduEKpx9SROhWnaDHQgQX4Q6hqWNASa";
 
 /// A live daemon on one GPU.
 fn live(tag: &str) -> (Sandbox, gpupeek_e2e::Daemon) {

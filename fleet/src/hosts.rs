@@ -1,0 +1,263 @@
+//! The hosts' own `gpupeek serve`: each is asked for `/snapshot` (the `gpupeek --json`
+//! document with `node` and `daemon`) over its own connection, at most `--jobs` at once,
+//! all by the round's deadline. A host whose daemon is not live is a `stale_daemon`
+//! fault with the daemon's own words.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use crate::model::{Daemon, Fault, Gpu, Process, Report};
+use crate::source::{fan_out, Http, Source};
+
+/// The port `gpupeek serve` listens on by default.
+const DEFAULT_PORT: u16 = 9477;
+
+/// A host to ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// As the table names it: `HOST` or `HOST:PORT` as given, without a scheme.
+    pub host: String,
+    /// The `/snapshot` URL.
+    pub url: String,
+}
+
+/// Parses one `--host` (or hostfile line): `HOST`, `HOST:PORT`, `[V6]:PORT`, or an
+/// `http://` or `https://` URL (its path is ignored).
+pub fn endpoint(spec: &str) -> Result<Endpoint, String> {
+    let bad = |why: &str| format!("bad host {spec:?}: {why}");
+    let (scheme, rest) = match spec.split_once("://") {
+        Some(("http", rest)) => ("http", rest),
+        Some(("https", rest)) => ("https", rest),
+        Some((other, _)) => return Err(bad(&format!("scheme {other}:// is not http or https"))),
+        None => ("http", spec),
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || authority.contains(char::is_whitespace) || authority.contains('@') {
+        return Err(bad("expected HOST[:PORT] or a URL"));
+    }
+    let has_port = match authority.rfind(']') {
+        Some(close) => authority[close..].contains(':'),
+        None => authority.contains(':'),
+    };
+    if authority.starts_with('[') != authority.contains(']') {
+        return Err(bad("unbalanced [ ]"));
+    }
+    let with_port = if has_port {
+        let port = authority.rsplit(':').next().unwrap_or_default();
+        if port.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(bad("the port is not a number from 1 to 65535"));
+        }
+        authority.to_owned()
+    } else {
+        format!("{authority}:{DEFAULT_PORT}")
+    };
+    let host = if scheme == "https" {
+        format!("https://{authority}")
+    } else {
+        authority.to_owned()
+    };
+    Ok(Endpoint {
+        host,
+        url: format!("{scheme}://{with_port}/snapshot"),
+    })
+}
+
+/// The endpoints of `--host` and `--hostfile`, in order, each once.
+pub fn endpoints(hosts: &[String], files: &[String]) -> Result<Vec<Endpoint>, String> {
+    let mut specs: Vec<String> = hosts.to_vec();
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --hostfile {path}: {e}"))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or_default().trim();
+            if !line.is_empty() {
+                endpoint(line).map_err(|e| format!("{path} line {}: {e}", n + 1))?;
+                specs.push(line.to_owned());
+            }
+        }
+    }
+    let mut out: Vec<Endpoint> = Vec::new();
+    for spec in specs {
+        let e = endpoint(&spec)?;
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// The hosts' serves.
+pub struct Hosts {
+    endpoints: Vec<Endpoint>,
+    http: Arc<Http>,
+    jobs: usize,
+}
+
+impl Hosts {
+    /// Asks `endpoints` through `http`, `jobs` at once.
+    pub fn new(endpoints: Vec<Endpoint>, http: Http, jobs: usize) -> Hosts {
+        Hosts {
+            endpoints,
+            http: Arc::new(http),
+            jobs,
+        }
+    }
+}
+
+impl Source for Hosts {
+    fn round(&mut self, deadline: Instant) -> Vec<Report> {
+        let http = self.http.clone();
+        fan_out(
+            self.endpoints.clone(),
+            self.jobs,
+            deadline,
+            move |e| ask(&http, e, deadline),
+            |e| {
+                let fault = Fault::new("timeout", "no answer within --timeout");
+                Report::failed(e.host.clone(), e.url.clone(), fault)
+            },
+        )
+    }
+}
+
+fn ask(http: &Http, e: &Endpoint, deadline: Instant) -> Report {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let failed = |fault| Report::failed(e.host.clone(), e.url.clone(), fault);
+    let body = match http.get(&e.url, left) {
+        Ok(body) => body,
+        Err(fault) => return failed(fault),
+    };
+    match parse(&body) {
+        Ok(doc) => report(e, doc),
+        Err(why) => failed(Fault::new("bad_response", why)),
+    }
+}
+
+/// `/snapshot`, the keys the fleet reads.
+#[derive(Deserialize)]
+struct Snapshot {
+    node: String,
+    daemon: Daemon,
+    gpus: Vec<SnapGpu>,
+}
+
+#[derive(Deserialize)]
+struct SnapGpu {
+    index: u32,
+    name: Option<String>,
+    uuid: Option<String>,
+    state: Option<String>,
+    #[serde(rename = "utilization.gpu")]
+    utilization: Option<u32>,
+    #[serde(rename = "memory.used")]
+    memory_used: Option<u64>,
+    #[serde(rename = "memory.total")]
+    memory_total: Option<u64>,
+    processes: Option<Vec<SnapProcess>>,
+    verdict: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SnapProcess {
+    username: Option<String>,
+    command: Option<String>,
+    gpu_memory_usage: Option<u64>,
+    pid: Option<u32>,
+    container: Option<SnapContainer>,
+}
+
+#[derive(Deserialize)]
+struct SnapContainer {
+    pod_uid: Option<String>,
+}
+
+fn parse(body: &str) -> Result<Snapshot, String> {
+    serde_json::from_str(body).map_err(|e| {
+        let start: String = body.chars().take(40).collect();
+        format!("not a gpupeek /snapshot ({e}): {start:?}")
+    })
+}
+
+fn report(e: &Endpoint, doc: Snapshot) -> Report {
+    let error = doc.daemon.stale.then(|| {
+        let why = doc
+            .daemon
+            .error
+            .clone()
+            .unwrap_or_else(|| doc.daemon.state.clone());
+        Fault::new("stale_daemon", why)
+    });
+    let gpus = if error.is_some() {
+        Vec::new()
+    } else {
+        doc.gpus.into_iter().map(gpu).collect()
+    };
+    Report {
+        host: e.host.clone(),
+        endpoint: e.url.clone(),
+        node: Some(doc.node),
+        daemon: Some(doc.daemon),
+        error,
+        gpus,
+    }
+}
+
+fn gpu(g: SnapGpu) -> Gpu {
+    // gpustat's invalid GPU carries its problem as its name; its state says which.
+    let name = if g.processes.is_none() && g.state.is_some() {
+        None
+    } else {
+        g.name
+    };
+    Gpu {
+        index: g.index,
+        name,
+        uuid: g.uuid,
+        state: g.state,
+        utilization_pct: g.utilization,
+        memory_used_mib: g.memory_used,
+        memory_total_mib: g.memory_total,
+        verdict: g.verdict,
+        free: false,
+        idle_allocated: false,
+        users: Vec::new(),
+        processes: g
+            .processes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| Process {
+                user: p.username,
+                pid: p.pid,
+                command: p.command,
+                memory_mib: p.gpu_memory_usage,
+                pod: p.container.and_then(|c| c.pod_uid),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_host_port_or_a_url_and_the_port_defaults_to_9477() {
+        let url = |s: &str| endpoint(s).map(|e| e.url);
+        assert_eq!(url("gpu1").unwrap(), "http://gpu1:9477/snapshot");
+        assert_eq!(url("gpu1:80").unwrap(), "http://gpu1:80/snapshot");
+        assert_eq!(
+            url("http://gpu1:1/metrics").unwrap(),
+            "http://gpu1:1/snapshot"
+        );
+        assert_eq!(url("https://gpu1").unwrap(), "https://gpu1:9477/snapshot");
+        assert_eq!(url("[::1]").unwrap(), "http://[::1]:9477/snapshot");
+        assert_eq!(url("[::1]:5").unwrap(), "http://[::1]:5/snapshot");
+        assert_eq!(endpoint("https://gpu1:5").unwrap().host, "https://gpu1:5");
+        assert_eq!(endpoint("gpu1:5").unwrap().host, "gpu1:5");
+        for bad in ["", "ftp://x", "x:0", "x:y", "x:70000", "[::1", "a b", "u@h"] {
+            assert!(endpoint(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `gpupeek-fleet`, run as `gpupeek fleet`: one table of the GPUs of many machines.
+//!
+//! Each round reads every host from its [`source::Source`] by a deadline (`--timeout`
+//! from the round's start): the hosts' own `gpupeek serve` ([`hosts`]) or a Prometheus
+//! server ([`prometheus`]). A host that cannot be read is shown with the reason, never
+//! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
+//! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
+//! seconds and keeps the last three rounds of each GPU to flag memory held at 0 %.
+//!
+//! A program of its own so the one-shot `gpupeek` links no HTTP client (its flags come
+//! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
+
+mod hosts;
+mod model;
+mod prometheus;
+mod render;
+mod source;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use gpupeek::fleetview::{self, Args, Exit, EXIT_PARTIAL, EXIT_USAGE};
+use model::Report;
+use source::Source;
+
+fn main() -> std::process::ExitCode {
+    let result = fleetview::command_line().and_then(|args| args.map_or(Ok(()), run));
+    fleetview::exit_status(result).into()
+}
+
+fn run(args: Args) -> Result<(), Exit> {
+    let usage = |e: String| Exit::new(EXIT_USAGE, e);
+    let http = source::http(&args).map_err(usage)?;
+    let mut source: Box<dyn Source> = match &args.prometheus {
+        Some(url) => Box::new(prometheus::Prometheus::new(url, http).map_err(usage)?),
+        None => {
+            let endpoints = hosts::endpoints(&args.hosts, &args.hostfiles).map_err(usage)?;
+            if endpoints.is_empty() {
+                return Err(usage("no host: the host files list none".into()));
+            }
+            Box::new(hosts::Hosts::new(endpoints, http, args.jobs))
+        }
+    };
+    let colour = !args.no_color
+        && !args.json
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal();
+    let paint = render::Paint(colour);
+    let Some(secs) = args.watch else {
+        let reports = round(source.as_mut(), args.timeout, &mut History::default());
+        fleetview::write_stdout(&output(&args, &reports, paint))?;
+        return match reports.iter().any(|r| r.error.is_some()) {
+            true => Err(Exit::new(EXIT_PARTIAL, "")),
+            false => Ok(()),
+        };
+    };
+    let period = Duration::from_secs_f64(secs);
+    let mut history = History::default();
+    loop {
+        let start = Instant::now();
+        let reports = round(source.as_mut(), args.timeout, &mut history);
+        let clear = if args.json { "" } else { "\x1b[H\x1b[2J" };
+        fleetview::write_stdout(&format!("{clear}{}", output(&args, &reports, paint)))?;
+        std::thread::sleep(period.saturating_sub(start.elapsed()));
+    }
+}
+
+fn output(args: &Args, reports: &[Report], paint: render::Paint) -> String {
+    if args.json {
+        render::json(reports, args.group_by)
+    } else {
+        render::table(reports, args.group_by, paint)
+    }
+}
+
+/// Rounds of each GPU that held memory at 0 % (`-i`), by host and GPU.
+#[derive(Default)]
+struct History(BTreeMap<(String, u32), VecDeque<bool>>);
+
+/// Rounds of holding memory at 0 % that flag a GPU idle-allocated.
+const IDLE_ROUNDS: usize = 3;
+
+fn round(source: &mut dyn Source, timeout: Duration, history: &mut History) -> Vec<Report> {
+    let mut reports = source.round(Instant::now() + timeout);
+    for r in &mut reports {
+        model::classify(r);
+        for g in &mut r.gpus {
+            let h = history.0.entry((r.host.clone(), g.index)).or_default();
+            h.push_back(model::holding_idle(g));
+            if h.len() > IDLE_ROUNDS {
+                h.pop_front();
+            }
+            g.idle_allocated |= h.len() == IDLE_ROUNDS && h.iter().all(|&b| b);
+        }
+    }
+    render::sort(&mut reports);
+    reports
+}

@@ -1,0 +1,346 @@
+//! The fleet as a Prometheus server sees it: one instant query of gpupeek's own metric
+//! names (and `up`) and one look at its targets, whatever the number of hosts, so the
+//! view costs the nodes nothing. A host is a target (`instance`) of a scrape job that
+//! has gpupeek series. A target whose last scrape failed (`up` 0) is shown with
+//! Prometheus's `lastError`; one whose exporter says the daemon is not live
+//! (`gpupeek_daemon_state`) as a stale daemon. Processes and users are there when the
+//! exporters run with `--per-process` and `--per-user`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::{Fault, Gpu, Process, Report};
+use crate::source::{Http, Source};
+
+/// The series the fleet reads.
+const QUERY: &str = "{__name__=~\"up|gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
+    gpu_state|gpu_utilization_ratio|gpu_memory_used_bytes|gpu_memory_total_bytes|gpu_verdict|\
+    user_gpu_memory_bytes|process_gpu_memory_bytes)\"}";
+
+/// A Prometheus server.
+pub struct Prometheus {
+    base: String,
+    http: Http,
+}
+
+impl Prometheus {
+    /// The server at `url` (`http://prometheus:9090`, or a path prefix under it).
+    pub fn new(url: &str, http: Http) -> Result<Prometheus, String> {
+        let base = url.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(format!(
+                "bad --prometheus {url:?}: expected an http:// or https:// URL"
+            ));
+        }
+        Ok(Prometheus { base, http })
+    }
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    status: String,
+    data: Option<Value>,
+    error: Option<String>,
+}
+
+/// One sample of an instant vector.
+#[derive(Deserialize)]
+struct Sample {
+    metric: BTreeMap<String, String>,
+    value: (Value, String),
+}
+
+impl Sample {
+    fn name(&self) -> &str {
+        self.label("__name__")
+    }
+    fn label(&self, key: &str) -> &str {
+        self.metric.get(key).map_or("", String::as_str)
+    }
+    fn value(&self) -> f64 {
+        self.value.1.parse().unwrap_or(f64::NAN)
+    }
+}
+
+impl Source for Prometheus {
+    fn round(&mut self, deadline: Instant) -> Vec<Report> {
+        let endpoint = self.base.clone();
+        let samples = match self.query(deadline) {
+            Ok(samples) => samples,
+            Err(fault) => return vec![Report::failed(endpoint.clone(), endpoint, fault)],
+        };
+        let errors = self.target_errors(deadline);
+        reports(&endpoint, &samples, &errors)
+    }
+}
+
+impl Prometheus {
+    fn answer(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        deadline: Instant,
+    ) -> Result<Value, Fault> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let body = self
+            .http
+            .get_query(&format!("{}{path}", self.base), query, left)?;
+        let answer: Answer = serde_json::from_str(&body)
+            .map_err(|e| Fault::new("bad_response", format!("not a Prometheus API answer: {e}")))?;
+        if answer.status != "success" {
+            let why = answer.error.unwrap_or(answer.status);
+            return Err(Fault::new(
+                "bad_response",
+                format!("Prometheus says: {why}"),
+            ));
+        }
+        Ok(answer.data.unwrap_or(Value::Null))
+    }
+
+    fn query(&self, deadline: Instant) -> Result<Vec<Sample>, Fault> {
+        let data = self.answer("/api/v1/query", &[("query", QUERY)], deadline)?;
+        serde_json::from_value(data["result"].clone())
+            .map_err(|e| Fault::new("bad_response", format!("not an instant vector: {e}")))
+    }
+
+    /// Each target's last scrape error, by instance (empty when the API has no targets).
+    fn target_errors(&self, deadline: Instant) -> BTreeMap<String, String> {
+        let Ok(data) = self.answer("/api/v1/targets", &[("state", "active")], deadline) else {
+            return BTreeMap::new();
+        };
+        let targets = data["activeTargets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        targets
+            .iter()
+            .filter_map(|t| {
+                let instance = t["labels"]["instance"].as_str()?;
+                let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
+                Some((instance.to_owned(), error.to_owned()))
+            })
+            .collect()
+    }
+}
+
+/// A scrape error's kind, from Prometheus's words.
+fn scrape_fault(error: &str) -> Fault {
+    let kind = if error.contains("connection refused") {
+        "refused"
+    } else if error.contains("deadline exceeded") || error.contains("timeout") {
+        "timeout"
+    } else if error.contains("no such host") || error.contains("unreachable") {
+        "unreachable"
+    } else {
+        "bad_response"
+    };
+    Fault::new(kind, error)
+}
+
+fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>) -> Vec<Report> {
+    let jobs: BTreeSet<&str> = samples
+        .iter()
+        .filter(|s| s.name().starts_with("gpupeek_"))
+        .map(|s| s.label("job"))
+        .collect();
+    let mut hosts: BTreeMap<&str, Report> = BTreeMap::new();
+    let mut up: BTreeMap<&str, bool> = BTreeMap::new();
+    for s in samples {
+        let instance = s.label("instance");
+        if s.name() == "up" && !jobs.contains(s.label("job")) {
+            continue;
+        }
+        let report = hosts.entry(instance).or_insert_with(|| Report {
+            host: instance.to_owned(),
+            endpoint: endpoint.to_owned(),
+            node: None,
+            daemon: None,
+            error: None,
+            gpus: Vec::new(),
+        });
+        if let Some(node) = s.metric.get("node") {
+            report.node = Some(node.clone());
+        }
+        match s.name() {
+            "up" => {
+                up.insert(instance, s.value() == 1.0);
+            }
+            "gpupeek_daemon_state" if s.value() == 1.0 => {
+                let state = s.label("state").to_owned();
+                let daemon = report.daemon.get_or_insert_with(daemon);
+                daemon.stale = state != "live";
+                daemon.state = state;
+            }
+            "gpupeek_heartbeat_age_seconds" => {
+                report.daemon.get_or_insert_with(daemon).age_s = Some(s.value());
+            }
+            _ => gpu_sample(report, s),
+        }
+    }
+    let mut out: Vec<Report> = hosts.into_values().collect();
+    for r in &mut out {
+        if up.get(r.host.as_str()) == Some(&false) {
+            let fault = errors.get(&r.host).map_or_else(
+                || Fault::new("bad_response", "Prometheus's last scrape failed (up 0)"),
+                |e| scrape_fault(e),
+            );
+            r.error = Some(fault);
+            r.daemon = None;
+            r.gpus.clear();
+        } else if let Some(d) = r.daemon.as_mut().filter(|d| d.stale) {
+            let why = format!("gpupeekd is {} (as Prometheus last scraped it)", d.state);
+            d.error = Some(why.clone());
+            r.error = Some(Fault::new("stale_daemon", why));
+            r.gpus.clear();
+        }
+        for g in &mut r.gpus {
+            if matches!(
+                g.state.as_deref(),
+                Some("lost" | "error" | "not responding")
+            ) {
+                g.name = None;
+            }
+            for p in &g.processes {
+                if let Some(u) = &p.user {
+                    g.users.push(u.clone());
+                }
+            }
+            g.users.sort();
+            g.users.dedup();
+        }
+    }
+    out
+}
+
+fn daemon() -> crate::model::Daemon {
+    crate::model::Daemon {
+        state: "unknown".into(),
+        age_s: None,
+        stale: true,
+        error: None,
+    }
+}
+
+/// Adds a per-GPU sample to its GPU in `report`.
+fn gpu_sample(report: &mut Report, s: &Sample) {
+    let Ok(index) = s.label("gpu").parse::<u32>() else {
+        return;
+    };
+    let pos = match report.gpus.iter().position(|g| g.index == index) {
+        Some(pos) => pos,
+        None => {
+            report.gpus.push(Gpu {
+                index,
+                name: None,
+                uuid: None,
+                state: None,
+                utilization_pct: None,
+                memory_used_mib: None,
+                memory_total_mib: None,
+                verdict: None,
+                free: false,
+                idle_allocated: false,
+                users: Vec::new(),
+                processes: Vec::new(),
+            });
+            report.gpus.len() - 1
+        }
+    };
+    let g = &mut report.gpus[pos];
+    let mib = |v: f64| (v as u64) >> 20;
+    let nonempty = |key: &str| {
+        Some(s.label(key))
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    match s.name() {
+        "gpupeek_gpu_info" => {
+            g.name = nonempty("name");
+            g.uuid = nonempty("uuid");
+        }
+        "gpupeek_gpu_state" if s.value() == 1.0 => {
+            let state = s.label("state");
+            g.state = (state != "ok").then(|| state.replace('_', " "));
+        }
+        "gpupeek_gpu_utilization_ratio" => {
+            g.utilization_pct = Some((s.value() * 100.0).round() as u32);
+        }
+        "gpupeek_gpu_memory_used_bytes" => g.memory_used_mib = Some(mib(s.value())),
+        "gpupeek_gpu_memory_total_bytes" => g.memory_total_mib = Some(mib(s.value())),
+        "gpupeek_gpu_verdict" if s.value() == 1.0 => g.verdict = nonempty("verdict"),
+        "gpupeek_user_gpu_memory_bytes" => {
+            if let Some(user) = nonempty("user") {
+                g.users.push(user);
+            }
+        }
+        "gpupeek_process_gpu_memory_bytes" => g.processes.push(Process {
+            user: nonempty("user"),
+            pid: s.label("pid").parse().ok(),
+            command: nonempty("command"),
+            memory_mib: Some(mib(s.value())),
+            pod: nonempty("pod").or_else(|| nonempty("pod_uid")),
+        }),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str, labels: &[(&str, &str)], value: &str) -> Sample {
+        let mut metric: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        metric.insert("__name__".into(), name.into());
+        metric.entry("job".into()).or_insert_with(|| "gpu".into());
+        Sample {
+            metric,
+            value: (Value::from(1.0), value.into()),
+        }
+    }
+
+    #[test]
+    fn a_target_is_a_host_its_scrape_error_or_its_daemon_says_why_it_is_not_shown() {
+        let a = ("instance", "a:9477");
+        let g0 = [a, ("gpu", "0"), ("uuid", "GPU-0"), ("name", "H100")];
+        let samples = vec![
+            sample("up", &[a], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "stale")], "0"),
+            sample("gpupeek_gpu_info", &g0, "1"),
+            sample("gpupeek_gpu_utilization_ratio", &g0, "0.45"),
+            sample("gpupeek_gpu_memory_used_bytes", &g0, "10737418240"),
+            sample(
+                "gpupeek_user_gpu_memory_bytes",
+                &[a, ("gpu", "0"), ("user", "bob")],
+                "1",
+            ),
+            sample("up", &[("instance", "b:9477")], "0"),
+            sample("up", &[("instance", "c:9477")], "1"),
+            sample(
+                "gpupeek_daemon_state",
+                &[("instance", "c:9477"), ("state", "stopped")],
+                "1",
+            ),
+            // Another job's target, with no gpupeek series: not a host.
+            sample("up", &[("instance", "node:9100"), ("job", "node")], "1"),
+        ];
+        let errors = BTreeMap::from([("b:9477".to_owned(), "dial tcp: connection refused".into())]);
+        let reports = reports("http://p", &samples, &errors);
+        let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["a:9477", "b:9477", "c:9477"]);
+        let g = &reports[0].gpus[0];
+        assert_eq!(g.utilization_pct, Some(45));
+        assert_eq!(g.memory_used_mib, Some(10240));
+        assert_eq!(g.name.as_deref(), Some("H100"));
+        assert_eq!(g.users, ["bob"]);
+        assert!(reports[0].error.is_none());
+        assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
+        assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+}

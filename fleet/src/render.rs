@@ -1,0 +1,376 @@
+//! The fleet as a table or a JSON document.
+//!
+//! `--group-by host` (the default): a summary line, then a block per host, hosts with
+//! the most free GPUs first and hosts that could not be read last, each with its reason;
+//! in a block, free GPUs first. A GPU row: index, name, utilisation, memory used/total
+//! (MiB), a status (`free`, `busy`, `IDLE` for memory held with nothing running, or the
+//! GPU's own state) and its users. `--group-by user|pod|job`: a row per group with the
+//! hosts, GPUs, processes and GPU memory it holds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use gpupeek::fleetview::GroupBy;
+use serde::Serialize;
+
+use crate::model::{Gpu, Process, Report};
+
+/// Colours, or none.
+#[derive(Clone, Copy)]
+pub struct Paint(pub bool);
+
+impl Paint {
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// Counts for the summary line and the JSON's `summary`.
+#[derive(Serialize)]
+pub struct Summary {
+    hosts: usize,
+    hosts_failed: usize,
+    gpus: usize,
+    gpus_free: usize,
+    gpus_idle_allocated: usize,
+}
+
+/// The summary of `reports`.
+pub fn summary(reports: &[Report]) -> Summary {
+    let gpus = || reports.iter().flat_map(|r| &r.gpus);
+    Summary {
+        hosts: reports.len(),
+        hosts_failed: reports.iter().filter(|r| r.error.is_some()).count(),
+        gpus: gpus().count(),
+        gpus_free: gpus().filter(|g| g.free).count(),
+        gpus_idle_allocated: gpus().filter(|g| g.idle_allocated).count(),
+    }
+}
+
+/// Hosts with the most free GPUs first, failed hosts last, then by name.
+pub fn sort(reports: &mut [Report]) {
+    reports.sort_by(|a, b| {
+        let key = |r: &Report| {
+            (
+                r.error.is_some(),
+                std::cmp::Reverse(r.gpus.iter().filter(|g| g.free).count()),
+            )
+        };
+        key(a).cmp(&key(b)).then_with(|| a.host.cmp(&b.host))
+    });
+}
+
+/// The table.
+pub fn table(reports: &[Report], group_by: GroupBy, paint: Paint) -> String {
+    let s = summary(reports);
+    let mut out = format!(
+        "{} hosts ({} not read), {} GPUs: {} free, {} idle-allocated\n",
+        s.hosts, s.hosts_failed, s.gpus, s.gpus_free, s.gpus_idle_allocated
+    );
+    match group_by {
+        GroupBy::Host => out += &by_host(reports, paint),
+        _ => out += &by_group(reports, group_by),
+    }
+    out
+}
+
+fn status(g: &Gpu) -> &str {
+    match g.state.as_deref() {
+        Some(state) if !g.free => state,
+        _ if g.free => "free",
+        _ if g.idle_allocated => "IDLE",
+        _ => "busy",
+    }
+}
+
+fn by_host(reports: &[Report], paint: Paint) -> String {
+    let width = |f: &dyn Fn(&Report) -> usize, min: usize| {
+        reports.iter().map(f).max().unwrap_or(0).max(min)
+    };
+    let hw = width(&|r| r.host.chars().count(), 4);
+    let nw = width(
+        &|r| {
+            r.gpus
+                .iter()
+                .map(|g| name(g).chars().count())
+                .max()
+                .unwrap_or(0)
+        },
+        4,
+    );
+    let mut out = format!(
+        "{:<hw$}  {:>3}  {:<nw$}  {:>4}  {:>15}  {:<6}  USERS\n",
+        "HOST", "GPU", "NAME", "UTIL", "MEMORY (MiB)", "STATUS"
+    );
+    for r in reports {
+        if let Some(e) = &r.error {
+            let line = format!("{:<hw$}  {}: {}", r.host, e.kind, e.reason);
+            let _ = writeln!(out, "{}", paint.paint("31", &line));
+            continue;
+        }
+        if r.gpus.is_empty() {
+            let _ = writeln!(out, "{:<hw$}  (no GPU)", r.host);
+        }
+        for (i, g) in r.gpus.iter().enumerate() {
+            let host = if i == 0 { r.host.as_str() } else { "" };
+            let util = g.utilization_pct.map_or("-".into(), |u| format!("{u}%"));
+            let mem = match (g.memory_used_mib, g.memory_total_mib) {
+                (Some(u), Some(t)) => format!("{u} / {t}"),
+                (None, Some(t)) => format!("- / {t}"),
+                _ => "-".into(),
+            };
+            let st = status(g);
+            let colour = match st {
+                "free" => "32",
+                "busy" => "",
+                "IDLE" => "33",
+                _ => "31",
+            };
+            let st = if colour.is_empty() {
+                format!("{st:<6}")
+            } else {
+                paint.paint(colour, &format!("{st:<6}"))
+            };
+            let line = format!(
+                "{host:<hw$}  {:>3}  {:<nw$}  {util:>4}  {mem:>15}  {st}  {}",
+                g.index,
+                name(g),
+                g.users.join(",")
+            );
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    out
+}
+
+fn name(g: &Gpu) -> &str {
+    g.name.as_deref().unwrap_or("-")
+}
+
+/// One row of `--group-by user|pod|job`.
+#[derive(Debug, Default, Serialize)]
+pub struct Group {
+    /// The user, pod or job.
+    pub name: String,
+    /// Hosts it runs on.
+    pub hosts: BTreeSet<String>,
+    /// GPUs it holds (`host/index`).
+    pub gpus: BTreeSet<String>,
+    /// Its processes.
+    pub processes: usize,
+    /// GPU memory its processes hold, MiB (as far as known).
+    pub memory_mib: u64,
+}
+
+fn group_key(p: &Process, by: GroupBy) -> Option<String> {
+    match by {
+        GroupBy::User => p.user.clone(),
+        GroupBy::Pod => p.pod.clone(),
+        GroupBy::Job => Some(format!(
+            "{}:{}",
+            p.user.as_deref().unwrap_or("?"),
+            p.command.as_deref().unwrap_or("?")
+        )),
+        GroupBy::Host => None,
+    }
+}
+
+/// The rows of `--group-by` `by`, the most GPU memory first, and how many processes
+/// belong to none.
+pub fn groups(reports: &[Report], by: GroupBy) -> (Vec<Group>, usize) {
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    let mut none = 0;
+    for r in reports {
+        for g in &r.gpus {
+            let gpu = format!("{}/{}", r.host, g.index);
+            if g.processes.is_empty() && by == GroupBy::User {
+                // Users without processes: Prometheus with --per-user only.
+                for user in &g.users {
+                    let e = groups.entry(user.clone()).or_default();
+                    e.hosts.insert(r.host.clone());
+                    e.gpus.insert(gpu.clone());
+                }
+            }
+            for p in &g.processes {
+                let Some(key) = group_key(p, by) else {
+                    none += 1;
+                    continue;
+                };
+                let e = groups.entry(key).or_default();
+                e.hosts.insert(r.host.clone());
+                e.gpus.insert(gpu.clone());
+                e.processes += 1;
+                e.memory_mib += p.memory_mib.unwrap_or(0);
+            }
+        }
+    }
+    let mut rows: Vec<Group> = groups
+        .into_iter()
+        .map(|(name, g)| Group { name, ..g })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.memory_mib
+            .cmp(&a.memory_mib)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (rows, none)
+}
+
+fn by_group(reports: &[Report], by: GroupBy) -> String {
+    let (rows, none) = groups(reports, by);
+    let title = match by {
+        GroupBy::User => "USER",
+        GroupBy::Pod => "POD",
+        _ => "JOB",
+    };
+    let w = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(title.len());
+    let mut out = format!(
+        "{title:<w$}  {:>5}  {:>5}  {:>5}  {:>12}\n",
+        "HOSTS", "GPUS", "PROCS", "MEMORY (MiB)"
+    );
+    for g in &rows {
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>5}  {:>5}  {:>5}  {:>12}",
+            g.name,
+            g.hosts.len(),
+            g.gpus.len(),
+            g.processes,
+            g.memory_mib
+        );
+    }
+    if none > 0 {
+        let _ = writeln!(out, "({none} processes in no {})", title.to_lowercase());
+    }
+    for r in reports.iter().filter(|r| r.error.is_some()) {
+        if let Some(e) = &r.error {
+            let _ = writeln!(out, "{}: not read: {}: {}", r.host, e.kind, e.reason);
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    hosts: &'a [Report],
+    summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    groups: Option<Vec<Group>>,
+}
+
+/// The JSON document: every host (with its GPUs or its error), the summary, and with
+/// `--group-by user|pod|job` the groups.
+pub fn json(reports: &[Report], by: GroupBy) -> String {
+    let doc = Document {
+        hosts: reports,
+        summary: summary(reports),
+        groups: (by != GroupBy::Host).then(|| groups(reports, by).0),
+    };
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{classify, Fault};
+
+    fn gpu(index: u32, util: u32, used: u64, procs: &[(&str, &str, u64)]) -> Gpu {
+        Gpu {
+            index,
+            name: Some("H100".into()),
+            uuid: None,
+            state: None,
+            utilization_pct: Some(util),
+            memory_used_mib: Some(used),
+            memory_total_mib: Some(81920),
+            verdict: None,
+            free: false,
+            idle_allocated: false,
+            users: Vec::new(),
+            processes: procs
+                .iter()
+                .map(|(user, command, mib)| Process {
+                    user: Some(user.to_string()),
+                    pid: Some(1),
+                    command: Some(command.to_string()),
+                    memory_mib: Some(*mib),
+                    pod: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn report(host: &str, gpus: Vec<Gpu>) -> Report {
+        let mut r = Report::failed(host.into(), host.into(), Fault::new("x", "y"));
+        r.error = None;
+        r.gpus = gpus;
+        classify(&mut r);
+        r
+    }
+
+    #[test]
+    fn hosts_with_free_gpus_come_first_failed_ones_last_free_gpus_first_in_each() {
+        let mut reports = vec![
+            Report::failed(
+                "z".into(),
+                "z".into(),
+                Fault::new("refused", "connection refused"),
+            ),
+            report(
+                "a",
+                vec![
+                    gpu(0, 90, 4000, &[("ann", "train", 4000)]),
+                    gpu(1, 0, 0, &[]),
+                ],
+            ),
+            report("b", vec![gpu(0, 0, 0, &[]), gpu(1, 0, 0, &[])]),
+        ];
+        sort(&mut reports);
+        let text = table(&reports, GroupBy::Host, Paint(false));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "3 hosts (1 not read), 4 GPUs: 3 free, 0 idle-allocated"
+        );
+        assert!(lines[2].starts_with("b "), "{text}");
+        assert!(
+            lines[4].starts_with("a ") && lines[4].contains(" free"),
+            "{text}"
+        );
+        assert!(
+            lines[5].contains("busy") && lines[5].ends_with("ann"),
+            "{text}"
+        );
+        assert_eq!(lines[6], "z     refused: connection refused");
+    }
+
+    #[test]
+    fn a_job_is_a_users_command_across_hosts() {
+        let reports = vec![
+            report("a", vec![gpu(0, 90, 4000, &[("ann", "train", 4000)])]),
+            report(
+                "b",
+                vec![gpu(0, 90, 2000, &[("ann", "train", 2000), ("bo", "x", 1)])],
+            ),
+        ];
+        let (rows, none) = groups(&reports, GroupBy::Job);
+        assert_eq!(none, 0);
+        assert_eq!(rows[0].name, "ann:train");
+        assert_eq!(rows[0].hosts.len(), 2);
+        assert_eq!(rows[0].memory_mib, 6000);
+        let (rows, none) = groups(&reports, GroupBy::Pod);
+        assert!(rows.is_empty());
+        assert_eq!(none, 3);
+    }
+}

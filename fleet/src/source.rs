@@ -1,0 +1,211 @@
+//! Where the fleet comes from. A [`Source`] turns one round into a [`Report`] per host
+//! by a deadline, a failed host being a report with its [`Fault`], never a missing row.
+//! Two sources today: [`crate::hosts`] (each host's `gpupeek serve /snapshot`) and
+//! [`crate::prometheus`] (a Prometheus server that scrapes them). A Kubernetes source
+//! (the serves of a DaemonSet, found through the API server) would be a third: it lists
+//! endpoints each round and hands them to [`crate::hosts`].
+//!
+//! [`http`] builds the one HTTP client both use (ureq: blocking, rustls, gzip) from the
+//! command line's TLS and basic-authentication flags, and names a failed request's
+//! cause ([`fault`]).
+
+use std::time::{Duration, Instant};
+
+use crate::model::{Fault, Report};
+
+/// A way to read the fleet.
+pub trait Source {
+    /// Every host's report, sorted by host, by `deadline`.
+    fn round(&mut self, deadline: Instant) -> Vec<Report>;
+}
+
+/// The HTTP client's settings, from the command line.
+pub struct Http {
+    /// The client.
+    pub agent: ureq::Agent,
+    /// The `Authorization` header's value, with `--user`.
+    pub authorization: Option<String>,
+}
+
+/// Longest answer read, bytes: a `/snapshot` of the largest segment is far smaller.
+pub const MAX_BODY: u64 = 64 << 20;
+
+/// The client for `args`, each request given at most `timeout`.
+pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
+    use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+    let mut tls = TlsConfig::builder().disable_verification(args.insecure);
+    if let Some(path) = &args.tls_ca {
+        let pem = std::fs::read(path).map_err(|e| format!("cannot read --tls-ca {path}: {e}"))?;
+        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("bad --tls-ca {path}: {e}"))?;
+        if certs.is_empty() {
+            return Err(format!("bad --tls-ca {path}: no PEM certificate in it"));
+        }
+        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    let authorization = match (&args.user, &args.password_file) {
+        (None, None) => None,
+        (Some(_), None) => return Err("--user needs --password-file".into()),
+        (None, Some(_)) => return Err("--password-file needs --user".into()),
+        (Some(user), Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --password-file {path}: {e}"))?;
+            let password = text.lines().next().unwrap_or_default();
+            use base64::Engine;
+            let token =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            Some(format!("Basic {token}"))
+        }
+    };
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls.build())
+        .max_redirects(0)
+        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
+        .build();
+    Ok(Http {
+        agent: config.into(),
+        authorization,
+    })
+}
+
+impl Http {
+    /// GETs `url` within `timeout`: the body of a 200 answer, or why not.
+    pub fn get(&self, url: &str, timeout: Duration) -> Result<String, Fault> {
+        self.get_query(url, &[], timeout)
+    }
+
+    /// [`Http::get`] with `query` parameters, percent-encoded.
+    pub fn get_query(
+        &self,
+        url: &str,
+        query: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<String, Fault> {
+        let mut request = self.agent.get(url);
+        for (k, v) in query {
+            request = request.query(k, v);
+        }
+        let mut request = request.config().timeout_global(Some(timeout)).build();
+        if let Some(auth) = &self.authorization {
+            request = request.header("Authorization", auth);
+        }
+        let mut response = request.call().map_err(|e| fault(&e))?;
+        let status = response.status();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| fault(&e))?;
+        match status.as_u16() {
+            200 => Ok(body),
+            401 | 403 => Err(Fault::new(
+                "unauthorized",
+                format!("HTTP {status}: check --user and --password-file"),
+            )),
+            _ => {
+                let first = body.lines().next().unwrap_or_default();
+                let first: String = first.chars().take(80).collect();
+                Err(Fault::new(
+                    "http",
+                    format!("HTTP {status} {first}").trim_end().to_owned(),
+                ))
+            }
+        }
+    }
+}
+
+/// The cause of a failed request, in a word and a line.
+pub fn fault(e: &ureq::Error) -> Fault {
+    use std::io::ErrorKind as K;
+    use ureq::Error as E;
+    match e {
+        E::Timeout(_) => Fault::new("timeout", "no answer within --timeout"),
+        E::Io(io) if is_tls(io) => Fault::new("tls", io.to_string()),
+        E::Io(io) => match io.kind() {
+            K::ConnectionRefused => Fault::new("refused", "connection refused"),
+            K::TimedOut | K::WouldBlock => Fault::new("timeout", "no answer within --timeout"),
+            K::ConnectionReset | K::UnexpectedEof | K::ConnectionAborted | K::BrokenPipe => {
+                Fault::new("bad_response", format!("connection closed early ({io})"))
+            }
+            _ => Fault::new("unreachable", io.to_string()),
+        },
+        E::HostNotFound => Fault::new("unreachable", "host not found"),
+        E::ConnectionFailed => Fault::new("unreachable", "connection failed"),
+        E::Rustls(_) | E::Tls(_) | E::Pem(_) => Fault::new("tls", e.to_string()),
+        E::BodyExceedsLimit(_) => Fault::new("bad_response", "answer larger than 64 MiB"),
+        E::Protocol(_) | E::Http(_) | E::BadUri(_) | E::Decompress(..) => {
+            Fault::new("bad_response", e.to_string())
+        }
+        _ => Fault::new("bad_response", e.to_string()),
+    }
+}
+
+/// Whether `io` is a TLS failure (a certificate not trusted, a handshake refused).
+fn is_tls(io: &std::io::Error) -> bool {
+    io.get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+}
+
+/// Runs `work` on each item with at most `jobs` at once; what is not done by `deadline`
+/// is `late(item)`. Workers still busy at the deadline are left behind (each request
+/// has the deadline as its own timeout, so they end soon after), so a hanging host never
+/// holds the result.
+pub fn fan_out<T, R>(
+    items: Vec<T>,
+    jobs: usize,
+    deadline: Instant,
+    work: impl Fn(&T) -> R + Send + Sync + 'static,
+    late: impl Fn(&T) -> R,
+) -> Vec<R>
+where
+    T: Send + Sync + 'static,
+    R: Send + 'static,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+    let items = Arc::new(items);
+    let next = Arc::new(AtomicUsize::new(0));
+    let work = Arc::new(work);
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..jobs.min(items.len()) {
+        let (items, next, work, tx) = (items.clone(), next.clone(), work.clone(), tx.clone());
+        let spawned = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                if Instant::now() >= deadline || tx.send((i, work(item))).is_err() {
+                    return;
+                }
+            });
+        if spawned.is_err() {
+            break;
+        }
+    }
+    drop(tx);
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let mut missing = items.len();
+    while missing > 0 {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok((i, r)) => {
+                results[i] = Some(r);
+                missing -= 1;
+            }
+            Err(_) => break,
+        }
+    }
+    results
+        .into_iter()
+        .zip(items.iter())
+        .map(|(r, item)| r.unwrap_or_else(|| late(item)))
+        .collect()
+}

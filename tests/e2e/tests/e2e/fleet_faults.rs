@@ -1,0 +1,207 @@
+//! `gpupeek fleet` when hosts misbehave: hosts that refuse, hang, answer slowly or answer
+//! garbage, and a stopped daemon, are each shown with their reason, the rest within the
+//! deadline; an HTTPS serve with basic auth, and its TLS and authentication failures;
+//! `-i`'s idle flag from the last three rounds.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gpupeek_e2e::{bins, run_with_watchdog, spawn_serve, stderr, stdout, tool, Sandbox};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+use crate::fleet::{cluster, fleet, gpu, host_args, json_of, refusing};
+
+/// A loopback server that answers each connection with `answer` after `delay` (`None`:
+/// accepts and never answers); runs until the test process ends.
+fn fake_server(delay: Option<Duration>, answer: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut stream in listener.incoming().flatten() {
+            let Some(delay) = delay else {
+                held.push(stream);
+                continue;
+            };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                std::thread::sleep(delay);
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn each_faulty_host_is_shown_with_its_reason_and_the_rest_within_the_deadline() {
+    let mut hosts = cluster("fleet-faults", 2);
+    hosts[1].daemon.signal(Signal::SIGTERM);
+    hosts[1].daemon.wait_exit();
+    let refused = refusing();
+    let hang = fake_server(None, "");
+    let slow = fake_server(Some(Duration::from_secs(15)), "HTTP/1.0 200 OK\r\n\r\n{}");
+    let garbage = fake_server(
+        Some(Duration::ZERO),
+        "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n<html>oops</html>",
+    );
+    let addrs = [
+        hosts[0].addr.as_str(),
+        hosts[1].addr.as_str(),
+        &refused,
+        &hang,
+        &slow,
+        &garbage,
+    ];
+    let mut args = host_args(&addrs);
+    args.extend(["--timeout", "1", "--json"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    let out = fleet(&args);
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(13), "{}", stderr(&out));
+    // Well before the slow host would answer: the deadline, not the hosts, ends the round.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let doc = json_of(&out);
+    let kind = |addr: &str| {
+        let r = doc["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["host"] == addr);
+        let r = r.unwrap_or_else(|| panic!("{addr} missing: {doc}"));
+        (r["error"]["kind"].clone(), r["error"]["reason"].clone())
+    };
+    assert_eq!(kind(addrs[0]).0, Value::Null);
+    let (k, why) = kind(addrs[1]);
+    assert_eq!(k, "stale_daemon");
+    assert!(why.as_str().unwrap().contains("stopped"), "{why}");
+    assert_eq!(kind(&refused).0, "refused");
+    assert_eq!(kind(&hang).0, "timeout");
+    assert_eq!(kind(&slow).0, "timeout");
+    let (k, why) = kind(&garbage);
+    assert_eq!(k, "bad_response");
+    assert!(
+        why.as_str().unwrap().contains("not a gpupeek /snapshot"),
+        "{why}"
+    );
+    assert_eq!(doc["summary"]["hosts_failed"], 5);
+    assert_eq!(doc["summary"]["gpus"], 2, "host 0's GPUs are all there");
+
+    // The table says the same, a line per failed host.
+    let args: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let text = stdout(&fleet(&args));
+    for (addr, word) in [
+        (&refused, "refused"),
+        (&hang, "timeout"),
+        (&garbage, "bad_response"),
+    ] {
+        let line = text.lines().find(|l| l.starts_with(addr.as_str())).unwrap();
+        assert!(line.contains(word), "{line}");
+    }
+}
+
+#[test]
+fn fleet_reads_an_https_serve_with_basic_auth_and_names_tls_and_auth_failures() {
+    let sandbox = Sandbox::new("fleet-https");
+    let Some(openssl) = tool("openssl", "openssl") else {
+        return;
+    };
+    // Self-signed, and not a CA: webpki refuses a CA certificate as a server's own.
+    let (cert, key) = (sandbox.dir.join("cert.pem"), sandbox.dir.join("key.pem"));
+    let mut cmd = Command::new(openssl);
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+    ])
+    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-fleet-test"])
+    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+    .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "openssl: {}", stderr(&out));
+    sandbox.write_scenario(&json!({"gpus": [gpu(0, 0, 50, 0, &[])]}));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    let config = sandbox.dir.join("web.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  \
+             gpupeek: {}\n",
+            cert.display(),
+            key.display(),
+            crate::serve_web::HASH
+        ),
+    )
+    .unwrap();
+    let flags = [
+        std::ffi::OsStr::new("--web.config.file"),
+        config.as_os_str(),
+    ];
+    let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &flags);
+    assert!(url.starts_with("https://"), "{url}");
+    let password = sandbox.dir.join("password");
+    std::fs::write(&password, "password\n").unwrap();
+    let (cert, password) = (cert.to_str().unwrap(), password.to_str().unwrap());
+    let auth = ["--user", "gpupeek", "--password-file", password];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--host", url.as_str(), "--json", "--timeout", "5"];
+        args.extend_from_slice(extra);
+        let out = fleet(&args);
+        let doc = json_of(&out);
+        (out.status.code(), doc["hosts"][0]["error"]["kind"].clone())
+    };
+    let with_ca: Vec<&str> = ["--tls-ca", cert].iter().chain(&auth).copied().collect();
+    assert_eq!(run(&with_ca), (Some(0), Value::Null));
+    let insecure: Vec<&str> = ["--insecure"].iter().chain(&auth).copied().collect();
+    assert_eq!(run(&insecure), (Some(0), Value::Null));
+    assert_eq!(run(&["--tls-ca", cert]), (Some(13), json!("unauthorized")));
+    assert_eq!(
+        run(&auth),
+        (Some(13), json!("tls")),
+        "not signed by a web root"
+    );
+}
+
+#[test]
+fn watch_flags_memory_held_at_zero_percent_for_three_rounds() {
+    let sandbox = Sandbox::new("fleet-watch");
+    let me = std::process::id();
+    // Memory held at 0 %, but idle for less than the verdict's 300 s: only -i's
+    // history can flag it.
+    sandbox.write_scenario(&json!({"gpus": [gpu(0, 0, 0, 20, &[(me, 10)])]}));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    sandbox.wait_sampled(&daemon);
+    let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &[]);
+    let mut cmd = Command::new(&bins().client);
+    cmd.args(["fleet", "--host", &url, "--json", "-i", "0.2"]);
+    let out = gpupeek_e2e::run_with_limit(cmd, Duration::from_secs(3));
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .collect();
+    assert!(docs.len() >= 4, "{} rounds: {}", docs.len(), stderr(&out));
+    assert_eq!(docs[0]["hosts"][0]["error"], Value::Null, "{:#}", docs[0]);
+    let idle: Vec<&Value> = docs
+        .iter()
+        .map(|d| &d["hosts"][0]["gpus"][0]["idle_allocated"])
+        .collect();
+    for d in &docs {
+        assert_ne!(d["hosts"][0]["gpus"][0]["verdict"], "idle-holding");
+    }
+    assert_eq!(idle[..2], [&json!(false), &json!(false)], "{idle:?}");
+    assert!(idle[2..].iter().all(|v| **v == json!(true)), "{idle:?}");
+}
