@@ -1417,15 +1417,18 @@ class Segment:
             out.append(HistorySample(n=n, **v))
         return History(step_ns=head["step_ns"], written=head["written"], samples=out)
 
-    def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int) -> Dict[str, Optional["WindowStat"]]:
+    def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
+                   opened=None) -> Dict[str, Optional["WindowStat"]]:
         """GPU slot `slot` over [start_mono_ns, end_mono_ns] (CLOCK_MONOTONIC): for each of
         WINDOW_FIELDS its time-weighted mean, min, max and last value (None: no value in
         the window), with no driver call and no sampling thread of ours.
 
-        The points are the history samples inside the window, the sample before it (the
-        value current when the window opened, placed at its start) and the GPU record's
-        current value when it is newer than the ring's last sample (the ring steps every
-        max(period, 1 s); the record every tick). The mean is the trapezoid integral over
+        The points are the history samples inside the window, the value current when the
+        window opened (placed at its start: the newer of the ring's sample before the start
+        and `opened`, a gpu_point() the caller took then) and the GPU record's current value
+        when it is newer than the ring's last sample (the ring steps every max(period, 1 s),
+        the record every tick: without `opened`, a window that opens between two ring
+        samples starts from the older one). The mean is the trapezoid integral over
         the points, the first value held back to the window's start and the last one held
         to its end (nvitop's ResourceMetricCollector averages its own samples the same way),
         divided by the window's length. Memory is in whole MiB, the ring's resolution. A
@@ -1434,16 +1437,19 @@ class Segment:
         This is the one place the Python side computes a window. It walks the raw ring
         today; the tiered history and running integrals (a later ABI) will replace the walk:
         mean = (I(end) - I(start)) / (end - start), min/max from the tiers' buckets."""
-        hist = self._history_tail(slot, start_mono_ns)
-        points = list(hist) if hist else []
-        current = self._gpu_now(slot)
+        points = self._history_tail(slot, start_mono_ns) or []
+        if opened is not None and all(t != opened[0] for t, _ in points):
+            points = sorted(points + [opened], key=lambda p: p[0])
+        before = [p for p in points if p[0] < start_mono_ns]
+        points = before[-1:] + [p for p in points if p[0] >= start_mono_ns]
+        current = self.gpu_point(slot)
         if current is not None and (not points or current[0] > points[-1][0]):
             points.append(current)
         return {name: _window_stat([(t, v[name]) for t, v in points if v[name] is not None],
                                    start_mono_ns, end_mono_ns)
                 for name in WINDOW_FIELDS}
 
-    def _gpu_now(self, slot: int):
+    def gpu_point(self, slot: int):
         """(sample_mono_ns, {WINDOW_FIELDS: value or None}) of GPU slot `slot`'s record,
         None unless its state is "ok": the few fields gpu_window needs, without decoding
         the whole record (this runs on every collect())."""
@@ -1716,6 +1722,7 @@ class vram:
         self._last_gen = snap.generation
         self._entered_ns = called
         self._slots = {g.index: slot for slot, g in enumerate(snap.gpus)}
+        self._opened = {slot: self._seg.gpu_point(slot) for slot in self._slots.values()}
         self._sample(snap, first=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="gpupeek-vram", daemon=True)
@@ -1726,8 +1733,8 @@ class vram:
         """Each GPU's mean memory over the block, from the daemon's history."""
         for index, v in self.gpus.items():
             slot = self._slots.get(index)
-            stat = None if slot is None else \
-                self._seg.gpu_window(slot, self._entered_ns, ended_ns)["mem_used_mib"]
+            stat = None if slot is None else self._seg.gpu_window(
+                slot, self._entered_ns, ended_ns, self._opened.get(slot))["mem_used_mib"]
             if stat is not None:
                 v.mean_bytes = int(stat.mean * 2**20)
 

@@ -317,6 +317,7 @@ class _Buffer:
         self.last_epoch = time.time()
         self.start_cpu = cpu
         self.stats: Dict[str, _Stats] = {}
+        self.opened: Dict[int, tuple] = {}  # GPU slot -> its gpu_point() at the start
 
     def add(self, metrics: Dict[str, float], t: float, epoch: float):
         for key in set(self.stats).difference(metrics):
@@ -394,6 +395,7 @@ class ResourceMetricCollector:
             self._tags.add(tag)
             self._buffer = _Buffer(tag, self._buffer, _cpu_times())
             self._take_sample()
+            self._open(self._buffer)
         return self
 
     start = activate
@@ -441,11 +443,22 @@ class ResourceMetricCollector:
             buffer = self._buffer
             while buffer is not None:
                 buffer.clear(cpu)
+                self._open(buffer)
                 if buffer.tag == tag:
                     break
                 buffer = buffer.prev
 
     reset = clear
+
+    def _open(self, buffer: _Buffer):
+        """Notes each device's current value as the value its window opens with."""
+        seg = self._segment() if self._slots else None
+        for slot in self._slots.values() if seg is not None else ():
+            try:
+                buffer.opened[slot] = seg.gpu_point(slot)
+            except gpupeek.Error as e:
+                self._drop_segment(e)
+                return
 
     def _check_tag(self, tag):
         if tag is None:
@@ -471,7 +484,7 @@ class ResourceMetricCollector:
                 for name, value in stats.items(now):
                     metrics[f"{prefix}/{key}/{name}"] = value
             self._host_cpu_mean(buffer, metrics)
-            self._device_windows(buffer.start_ns, now_ns, prefix, metrics)
+            self._device_windows(buffer, now_ns, metrics)
             for key in [k for k in metrics if "host/running_time (min)/" in k]:
                 value = metrics.pop(key)
                 if key.endswith("/max"):
@@ -513,9 +526,10 @@ class ResourceMetricCollector:
             self._drop_segment(e)
             return None
 
-    def _device_windows(self, start_ns: int, end_ns: int, prefix: str, metrics):
-        """The per-device keys the history keeps: the window [start_ns, end_ns] of each
-        device, from Segment.gpu_window (NaN where the GPU or the daemon has no value)."""
+    def _device_windows(self, buffer: _Buffer, end_ns: int, metrics):
+        """The per-device keys the history keeps: each device over the window [the tag's
+        start, end_ns], from Segment.gpu_window (NaN where the GPU or daemon has none)."""
+        prefix = buffer.key_prefix
         seg = self._segment()
         slots = self._slots
         for d in self.devices:
@@ -524,7 +538,7 @@ class ResourceMetricCollector:
             slot = slots.get(d.index) if seg is not None else None
             if slot is not None and d.mig_uuid is None:
                 try:
-                    stats = seg.gpu_window(slot, start_ns, end_ns)
+                    stats = seg.gpu_window(slot, buffer.start_ns, end_ns, buffer.opened.get(slot))
                 except gpupeek.Error as e:
                     self._drop_segment(e)
                     seg = None
