@@ -318,6 +318,10 @@ class _Buffer:
         self.start_cpu = cpu
         self.stats: Dict[str, _Stats] = {}
         self.opened: Dict[int, tuple] = {}  # GPU slot -> its gpu_point() at the start
+        self.windows = None  # (generation, slots version, end_ns, device keys, mean keys)
+        self.names: Dict[str, tuple] = {}  # sampled key -> its full names in collect()
+        self.order: Optional[List[str]] = None  # collect()'s keys in nvitop's order
+        self.order_set: set = set()
 
     def add(self, metrics: Dict[str, float], t: float, epoch: float):
         for key in set(self.stats).difference(metrics):
@@ -480,19 +484,44 @@ class ResourceMetricCollector:
             now, now_ns = timer(), _mono_ns()
             prefix = buffer.key_prefix
             metrics = {}
+            names = buffer.names
             for key, stats in buffer.stats.items():
-                for name, value in stats.items(now):
-                    metrics[f"{prefix}/{key}/{name}"] = value
+                full = names.get(key)
+                if full is None:
+                    full = names[key] = _full_names(prefix, key)
+                if len(full) == 1:  # running time: its max alone, under the bare name
+                    metrics[full[0]] = stats.items(now)[2][1]
+                    continue
+                for name, (_, value) in zip(full, stats.items(now)):
+                    metrics[name] = value
             self._host_cpu_mean(buffer, metrics)
             self._device_windows(buffer, now_ns, metrics)
-            for key in [k for k in metrics if "host/running_time (min)/" in k]:
-                value = metrics.pop(key)
-                if key.endswith("/max"):
-                    metrics[key[:-4]] = value
+            metrics = self._in_nvitops_order(buffer, metrics)
             metrics[f"{prefix}/duration (s)"] = timer() - buffer.start
             metrics[f"{prefix}/timestamp"] = time.time()
             metrics[f"{prefix}/last_timestamp"] = buffer.last_epoch
             return metrics
+
+    def _in_nvitops_order(self, buffer: _Buffer, metrics):
+        """`metrics` in nvitop's order: host, then each device's keys in DEVICE_METRICS'
+        order, then the processes' (the order is kept until the key set changes)."""
+        order = buffer.order
+        if order is None or len(order) != len(metrics) or not buffer.order_set <= metrics.keys():
+            rank = {d.identifier(): i for i, d in enumerate(self.devices)}
+            metric_rank = {m: i for i, m in enumerate(DEVICE_METRICS)}
+            cut = len(buffer.key_prefix) + 1
+
+            def where(item):
+                n, key = item
+                parts = key[cut:].split("/")
+                if parts[0] == "host":
+                    return (0, n)
+                if parts[0] in rank:
+                    return (1, rank[parts[0]], metric_rank.get(parts[1], 99), n)
+                return (2, n)
+            order = buffer.order = [k for _, k in sorted(enumerate(metrics), key=where)]
+            buffer.order_set = set(order)
+        return {k: metrics[k] for k in order}
 
     def _host_cpu_mean(self, buffer: _Buffer, metrics):
         """The host's cpu_percent mean is exact: /proc/stat over the whole window."""
@@ -528,9 +557,38 @@ class ResourceMetricCollector:
 
     def _device_windows(self, buffer: _Buffer, end_ns: int, metrics):
         """The per-device keys the history keeps: each device over the window [the tag's
-        start, end_ns], from Segment.gpu_window (NaN where the GPU or daemon has none)."""
-        prefix = buffer.key_prefix
+        start, end_ns], from Segment.gpu_window (NaN where the GPU or daemon has none).
+
+        While the daemon has not published since the last collect() of this tag, nothing in
+        the window changed but its end: the last values are held to the new end (as
+        gpu_window holds them), so the means are extended instead of recomputed."""
         seg = self._segment()
+        gen = None
+        if seg is not None:
+            try:
+                gen = seg.generation()
+            except (ValueError, IndexError):
+                gen = None
+        cached = buffer.windows
+        if gen is not None and cached is not None and cached[0] == gen \
+                and cached[1] == self._slots_version and end_ns > cached[2]:
+            _, _, old_end, dev, means = cached
+            span = end_ns - buffer.start_ns
+            if span > 0:
+                kept = (old_end - buffer.start_ns) / span
+                for mean_key, last_key in means:
+                    dev[mean_key] = dev[mean_key] * kept + dev[last_key] * (1.0 - kept)
+            buffer.windows = (gen, self._slots_version, end_ns, dev, means)
+            metrics.update(dev)
+            return
+        dev = {}
+        self._compute_windows(buffer, seg, end_ns, dev)
+        means = [(k, k[:-4] + "last") for k in dev if k.endswith("/mean")]
+        buffer.windows = None if gen is None else (gen, self._slots_version, end_ns, dev, means)
+        metrics.update(dev)
+
+    def _compute_windows(self, buffer: _Buffer, seg, end_ns: int, metrics):
+        prefix = buffer.key_prefix
         slots = self._slots
         for d in self.devices:
             base = f"{prefix}/{d.identifier()}"
@@ -577,6 +635,7 @@ class ResourceMetricCollector:
     # -- samples (what the history does not keep) --
 
     _slots: Dict[int, int] = {}
+    _slots_version = 0
     _consts: Dict[int, dict] = {}
 
     def _take_sample(self):
@@ -585,7 +644,9 @@ class ResourceMetricCollector:
         t, epoch = timer(), time.time()
         metrics, self._cpu, mem_total = _host_sample(self._cpu)
         snap = self._snapshot()
-        self._slots = {} if snap is None else {g.index: i for i, g in enumerate(snap.gpus)}
+        slots = {} if snap is None else {g.index: i for i, g in enumerate(snap.gpus)}
+        if slots != self._slots:
+            self._slots, self._slots_version = slots, self._slots_version + 1
         gpus = {} if snap is None else {g.index: g for g in snap.gpus}
         consts, ids = {}, {}
         for d in self.devices:
@@ -673,6 +734,12 @@ class ResourceMetricCollector:
         seg = getattr(self, "_seg", None)
         if seg is not None:
             seg.close()
+
+
+def _full_names(prefix: str, key: str) -> tuple:
+    if key.endswith("host/running_time (min)"):
+        return (f"{prefix}/{key}",)
+    return tuple(f"{prefix}/{key}/{stat}" for stat in ("mean", "min", "max", "last"))
 
 
 def _num(value, divisor: float = 1.0) -> float:
