@@ -975,9 +975,9 @@ WINDOW_FIELDS = ("util_gpu_pct", "util_mem_pct", "mem_used_mib", "power_draw_mw"
 _HISTORY_NAMES = [name for name, _, _ in _RECORDS["HistorySample"][1]]
 _HISTORY_STRUCT = struct.Struct("=" + "".join(fmt for _, _, fmt in _RECORDS["HistorySample"][1]))
 assert _HISTORY_STRUCT.size == HISTORY_SAMPLE_SIZE, "HistorySample fields are not contiguous"
-_GPU_NOW_FIELDS = [(name, off, fmt) for name, off, fmt in _RECORDS["GpuRecord"][1]
-                   if name in ("valid", "state", "sample_mono_ns", "util_gpu_pct", "util_mem_pct",
-                               "mem_used_bytes", "power_draw_mw", "temp_gpu_c")]
+_GPU_FIELDS = {name: (off, fmt) for name, off, fmt in _RECORDS["GpuRecord"][1]}
+_GPU_POINT_FIELDS = ("sample_mono_ns", "util_gpu_pct", "util_mem_pct", "mem_used_bytes",
+                     "power_draw_mw", "temp_gpu_c")
 
 
 def _window_stat(points, start_ns: int, end_ns: int) -> Optional[WindowStat]:
@@ -1310,6 +1310,17 @@ class Segment:
         state = GPU_STATES.get(v.pop("state"), "unknown")
         return Gpu(index=v.pop("index"), state=state, values=_current_only(state, v))
 
+    def processes(self):
+        """(the process table's head as a dict, [Process]) under the table's seqlock."""
+        return self._processes()
+
+    def proc_head(self) -> dict:
+        """The process table's head alone (count, pid_ns_inode, sample_mono_ns, ...): a
+        cheap way to tell whether the daemon has sampled the processes again."""
+        base = self.header["proc_table_offset"]
+        raw, _ = self._read(base, PROC_TABLE_HEAD_SIZE)
+        return _decode("ProcTableHead", raw)
+
     def _processes(self):
         h = self.header
         base, rec_size = h["proc_table_offset"], h["proc_record_size_bytes"]
@@ -1449,29 +1460,40 @@ class Segment:
                                    start_mono_ns, end_mono_ns)
                 for name in WINDOW_FIELDS}
 
-    def gpu_point(self, slot: int):
-        """(sample_mono_ns, {WINDOW_FIELDS: value or None}) of GPU slot `slot`'s record,
-        None unless its state is "ok": the few fields gpu_window needs, without decoding
-        the whole record (this runs on every collect())."""
+    def gpu_values(self, slot: int, names) -> Optional[Gpu]:
+        """GPU slot `slot` with only the fields `names` (of GPU_VALID's, plus
+        sample_mono_ns), read under its seqlock without decoding the rest of the record:
+        for callers that read a few values often (the collector). A value the GPU does not
+        report is None; every value is None unless the state is "ok"."""
         h = self.header
         if not 0 <= slot < h["gpu_capacity"]:
             return None
         raw, _ = self._read(h["gpu_table_offset"] + slot * h["gpu_record_size_bytes"],
                             min(h["gpu_record_size_bytes"], GPU_RECORD_SIZE))
         raw = raw.ljust(GPU_RECORD_SIZE, b"\0")
-        f = {name: struct.unpack_from("=" + fmt, raw, off)[0]
-             for name, off, fmt in _GPU_NOW_FIELDS}
-        if GPU_STATES.get(f["state"]) != "ok" or not f["sample_mono_ns"]:
-            return None
-        valid = f["valid"]
+        offsets = _GPU_FIELDS
+        index, state, valid = (struct.unpack_from("=" + offsets[n][1], raw, offsets[n][0])[0]
+                               for n in ("index", "state", "valid"))
+        state = GPU_STATES.get(state, "unknown")
+        values = {}
+        for name in names:
+            off, fmt = offsets[name]
+            bit = GPU_VALID.get(name)
+            ok = state == "ok" and (bit is None or valid >> bit & 1)
+            values[name] = struct.unpack_from("=" + fmt, raw, off)[0] if ok else None
+        return Gpu(index=index, state=state, values=values)
 
-        def get(name):
-            return f[name] if valid >> GPU_VALID[name] & 1 else None
-        used = get("mem_used_bytes")
-        return f["sample_mono_ns"], {
-            "util_gpu_pct": get("util_gpu_pct"), "util_mem_pct": get("util_mem_pct"),
+    def gpu_point(self, slot: int):
+        """(sample_mono_ns, {WINDOW_FIELDS: value or None}) of GPU slot `slot`'s record,
+        None unless its state is "ok": what gpu_window needs (this runs on every collect())."""
+        g = self.gpu_values(slot, _GPU_POINT_FIELDS)
+        if g is None or g.state != "ok" or not g.sample_mono_ns:
+            return None
+        used = g.mem_used_bytes
+        return g.sample_mono_ns, {
+            "util_gpu_pct": g.util_gpu_pct, "util_mem_pct": g.util_mem_pct,
             "mem_used_mib": None if used is None else used >> 20,
-            "power_draw_mw": get("power_draw_mw"), "temp_gpu_c": get("temp_gpu_c")}
+            "power_draw_mw": g.power_draw_mw, "temp_gpu_c": g.temp_gpu_c}
 
     def _history_tail(self, slot: int, since_mono_ns: int):
         """[(sample_mono_ns, {field: value or None})] of GPU slot `slot`'s ring from the

@@ -388,6 +388,7 @@ class ResourceMetricCollector:
         self._last_sample = timer() - 2.0 * interval
         self._own_ns = gpupeek._own_pid_ns()
         self._ancestry: Dict[tuple, bool] = {}
+        self._procs = None  # (table key, pid namespace inode, [Process]) last read
 
     # -- tags --
 
@@ -543,18 +544,6 @@ class ResourceMetricCollector:
             self._seg.close()
             self._seg = None
 
-    def _snapshot(self) -> Optional["gpupeek.Snapshot"]:
-        seg = self._segment()
-        if seg is None:
-            return None
-        try:
-            snap = seg.snapshot()
-            gpupeek._check_live(seg.name, snap)
-            return snap
-        except gpupeek.Error as e:
-            self._drop_segment(e)
-            return None
-
     def _device_windows(self, buffer: _Buffer, end_ns: int, metrics):
         """The per-device keys the history keeps: each device over the window [the tag's
         start, end_ns], from Segment.gpu_window (NaN where the GPU or daemon has none).
@@ -640,38 +629,77 @@ class ResourceMetricCollector:
 
     def _take_sample(self):
         """Samples the host, the devices' unwindowed keys and the processes, and adds them
-        to the active tags."""
+        to the active tags. Reads only the fields it needs, and the process table only
+        when the daemon has sampled it again."""
         t, epoch = timer(), time.time()
         metrics, self._cpu, mem_total = _host_sample(self._cpu)
-        snap = self._snapshot()
-        slots = {} if snap is None else {g.index: i for i, g in enumerate(snap.gpus)}
+        gpus = self._read_gpus()
+        slots = {g.index: slot for slot, g in gpus.items()}
         if slots != self._slots:
             self._slots, self._slots_version = slots, self._slots_version + 1
-        gpus = {} if snap is None else {g.index: g for g in snap.gpus}
+        by_index = {g.index: g for g in gpus.values()}
         consts, ids = {}, {}
         for d in self.devices:
-            g = gpus.get(d.index)
+            g = by_index.get(d.index)
             ok = g is not None and g.state == "ok"
             base = d.identifier()
             ids[d.index] = base
-            total = None if not ok or g.mem_total_bytes is None else g.mem_total_bytes
-            if ok and total is not None:
+            total = g.mem_total_bytes if ok else None
+            if total is not None:
                 other = total - (g.mem_used_bytes or 0) - (g.mem_free_bytes or 0)
                 consts[d.index] = {"total_mib": total / MIB, "other_mib": max(other, 0) / MIB,
                                    "total_bytes": total}
-            metrics[f"{base}/memory_total (MiB)"] = math.nan if total is None else total / MIB
+            metrics[f"{base}/memory_total (MiB)"] = _num(total, MIB)
             metrics[f"{base}/fan_speed (%)"] = _num(g.fan_speed_pct if ok else None)
             metrics[f"{base}/power_limit (W)"] = _num(g.power_limit_mw if ok else None, 1000.0)
         self._consts = consts
-        if snap is not None and self.root_pids:
-            self._process_metrics(snap, ids, consts, mem_total, metrics)
+        if gpus and self.root_pids:
+            procs = self._read_processes()
+            if procs is not None:
+                self._process_metrics(procs, ids, consts, mem_total, metrics)
         self._last_sample = t
         if self._buffer is not None:
             self._buffer.add(metrics, t, epoch)
 
-    def _reader_pid(self, snap, p) -> Optional[int]:
+    _SAMPLED = ("mem_total_bytes", "mem_used_bytes", "mem_free_bytes", "fan_speed_pct",
+                "power_limit_mw")
+
+    def _read_gpus(self) -> Dict[int, "gpupeek.Gpu"]:
+        """{slot: Gpu with the sampled fields} of a live daemon; {} (said once) otherwise."""
+        seg = self._segment()
+        if seg is None:
+            return {}
+        try:
+            status = seg.status()
+            gpupeek._check_live(seg.name, gpupeek.Snapshot(
+                status=status, gpus=[], processes=[], proc_overflow=0, proc_policy=None,
+                hidepid=False, pid_ns_inode=0, generation=0, consistent=True))
+            if status.gpu_count > seg.header["gpu_capacity"]:
+                raise gpupeek.CorruptError(f"segment {seg.name}: GPU count exceeds capacity")
+            return {slot: seg.gpu_values(slot, self._SAMPLED) for slot in range(status.gpu_count)}
+        except gpupeek.Error as e:
+            self._drop_segment(e)
+            return {}
+
+    def _read_processes(self):
+        """(pid namespace inode, [Process]) of the table, re-read only when the daemon has
+        sampled the processes since the last read."""
+        seg = self._seg
+        try:
+            head = seg.proc_head()
+            key = (head["sample_mono_ns"], head["count"], head["pid_ns_inode"])
+            if self._procs is None or self._procs[0] != key:
+                head, procs = seg.processes()
+                key = (head["sample_mono_ns"], head["count"], head["pid_ns_inode"])
+                self._procs = (key, head["pid_ns_inode"], procs)
+        except gpupeek.Error as e:
+            self._drop_segment(e)
+            return None
+        return self._procs[1], self._procs[2]
+
+    def _reader_pid(self, table_ns: int, p) -> Optional[int]:
         """The pid of process `p` in this reader's pid namespace (None: not visible)."""
-        if snap.pid_ns_inode in (0, self._own_ns):
+        if table_ns in (0, self._own_ns):
             return p.pid
         if p.pid_ns_inode not in (None, 0) and p.pid_ns_inode == self._own_ns:
             return p.ns_pid
@@ -693,12 +721,13 @@ class ResourceMetricCollector:
             self._ancestry[key] = known
         return known
 
-    def _process_metrics(self, snap, ids, consts, mem_total, metrics):
+    def _process_metrics(self, procs, ids, consts, mem_total, metrics):
         now_ns = time.time_ns()
-        for p in snap.processes:
+        table_ns, processes = procs
+        for p in processes:
             if p.gpu_index not in ids:
                 continue
-            pid = self._reader_pid(snap, p)
+            pid = self._reader_pid(table_ns, p)
             if pid is None or not self._descends(pid, p.start_unix_ns):
                 continue
             key, dev = f"pid:{pid}", ids[p.gpu_index]
