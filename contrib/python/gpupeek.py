@@ -23,6 +23,10 @@
         print(g.index, g.name, g.memory_used, [p["username"] for p in g.processes or []])
     stats.print_json()                    # `gpustat --json`'s document (`gpupeek --json`'s)
 
+    collector = gpupeek.ResourceMetricCollector()   # nvitop's collector (gpupeek_collector.py)
+    with collector(tag="train"):
+        collector.collect()               # {'train/gpu:0/gpu_utilization (%)/mean': ...}
+
 One file, standard library only: copy it next to your code, or `pip install
 ./contrib/python` (pyproject.toml there packages this file as the module `gpupeek`).
 

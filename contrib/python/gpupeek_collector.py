@@ -217,13 +217,17 @@ def _cpu_percent(t1, t2) -> float:
     return 0.0 if total == 0 else round(100.0 * min(busy, total) / total, 1)
 
 
+_MEMINFO_KEYS = (b"MemTotal:", b"MemFree:", b"MemAvailable:", b"SwapTotal:", b"SwapFree:")
+
+
 def _meminfo() -> Dict[str, int]:
+    """The /proc/meminfo lines the host keys use, in bytes."""
     out = {}
     with open("/proc/meminfo", "rb") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2:
-                out[parts[0].rstrip(b":").decode()] = int(parts[1]) * 1024
+        for line in f.read().splitlines():
+            if line.startswith(_MEMINFO_KEYS):
+                name, value = line.split()[:2]
+                out[name[:-1].decode()] = int(value) * 1024
     return out
 
 
