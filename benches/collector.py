@@ -12,7 +12,7 @@ the benchmark's on each, NVML_LATENCY_US per call, default 50), then measures:
    most every interval / 2 = 0.5 s; gpupeek samples the host and process table as often
    and reads the GPU windows from the segment on every call).
 2. A training-like process: three children run at once for --seconds, each a loop of
-   pure-Python steps (about 2 ms each) that calls collect() every --every steps: one
+   pure-Python steps (about 1 ms of CPU each) that calls collect() every --every steps: one
    without a collector (the baseline), one with gpupeek's, one with nvitop's (whose
    sampling thread runs beside the loop, as in ordinary use). Each reports its CPU time
    (user + system, every thread) and how many steps it did; the collector's cost is its
@@ -54,7 +54,7 @@ def make(kind: str):
 
 
 def step_work():
-    """About 2 ms of pure-Python work, a stand-in for a training step's host side."""
+    """About 1 ms of pure-Python work, a stand-in for a training step's host side."""
     return sum(i * i for i in range(20000))
 
 
