@@ -1380,6 +1380,10 @@ class Segment:
                                  kind="+".join(kinds) or "unknown", values=v))
         return head, procs
 
+    def mig_devices(self) -> List[MigDevice]:
+        """The MIG devices of every MIG-enabled GPU (ABI 1.4; [] from older writers)."""
+        return self._mig()[0]
+
     def _mig(self):
         """The MIG table (ABI 1.4) under its head's seqlock: (devices, overflow)."""
         h = self.header

@@ -58,18 +58,23 @@ def _mono_ns() -> int:
 class Device:
     """A GPU the daemon publishes, by NVML index (nvitop's physical `Device`); `index`,
     `physical_index` and `uuid` are the daemon's. A MIG device (from CUDA_VISIBLE_DEVICES)
-    is its parent GPU plus `mig_uuid`."""
+    is its parent GPU plus `mig_uuid`, and `mig_index` once known (nvitop's `gpu:(0, 1)`)."""
 
-    def __init__(self, index: int, uuid: Optional[str] = None, mig_uuid: Optional[str] = None):
+    def __init__(self, index: int, uuid: Optional[str] = None, mig_uuid: Optional[str] = None,
+                 mig_index: Optional[int] = None):
         self.index = self.physical_index = index
         self._uuid = uuid
         self.mig_uuid = mig_uuid
+        self.mig_index = mig_index
 
     def uuid(self) -> Optional[str]:
         return self.mig_uuid or self._uuid
 
     def identifier(self) -> str:
-        return f"gpu:{self.index}"
+        return f"gpu:{self._where()}"
+
+    def _where(self) -> str:
+        return str(self.index) if self.mig_uuid is None else f"({self.index}, {self.mig_index})"
 
     def __repr__(self):
         return f"{type(self).__name__}(index={self.index}, uuid={self.uuid()!r})"
@@ -103,7 +108,7 @@ class CudaDevice(Device):
         self.nvml_index = index
 
     def identifier(self) -> str:
-        return f"cuda:{self.cuda_index} (gpu:{self.index})"
+        return f"cuda:{self.cuda_index} (gpu:{self._where()})"
 
     def __repr__(self):
         return f"CudaDevice(cuda_index={self.cuda_index}, physical_index={self.index}, " \
@@ -382,17 +387,43 @@ class ResourceMetricCollector:
             devices = [devices]
         self.devices: List[Device] = [d if isinstance(d, Device) else Device(int(d))
                                       for d in devices]
-        self.all_devices = self.leaf_devices = self.devices
+        self._seg: Optional[gpupeek.Segment] = None
+        self.all_devices, self.leaf_devices = self._with_mig_devices(self.devices)
         self.root_pids = {os.getpid()} if root_pids is None else set(root_pids)
         self._lock = threading.RLock()
         self._buffer: Optional[_Buffer] = None
         self._tags: set = set()
-        self._seg: Optional[gpupeek.Segment] = None
         self._cpu = _cpu_times()
         self._last_sample = timer() - 2.0 * interval
         self._own_ns = gpupeek._own_pid_ns()
         self._ancestry: Dict[tuple, bool] = {}
         self._procs = None  # (table key, pid namespace inode, [Process]) last read
+
+    def _with_mig_devices(self, devices):
+        """(all devices, leaf devices) as nvitop has them: each GPU in MIG mode followed by
+        its MIG devices, which (not the GPU) hold its processes."""
+        mig = []
+        if devices:
+            seg = self._segment()
+            try:
+                mig = seg.snapshot().mig if seg is not None else []
+            except gpupeek.Error as e:
+                self._drop_segment(e)
+        migs = {m.uuid: m for m in mig if m.uuid}
+        all_, leaves = [], []
+        for d in devices:
+            all_.append(d)
+            if d.mig_uuid is not None:
+                m = migs.get(d.mig_uuid)
+                d.mig_index = None if m is None else m.mig_index
+                leaves.append(d)
+                continue
+            children = [Device(d.index, d.uuid(), m.uuid, m.mig_index) for m in
+                        sorted((m for m in mig if m.gpu_index == d.index and m.uuid),
+                               key=lambda m: m.mig_index)]
+            all_.extend(children)
+            leaves.extend(children or [d])
+        return all_, leaves
 
     # -- tags --
 
@@ -512,7 +543,7 @@ class ResourceMetricCollector:
         order, then the processes' (the order is kept until the key set changes)."""
         order = buffer.order
         if order is None or len(order) != len(metrics) or not buffer.order_set <= metrics.keys():
-            rank = {d.identifier(): i for i, d in enumerate(self.devices)}
+            rank = {d.identifier(): i for i, d in enumerate(self.all_devices)}
             metric_rank = {m: i for i, m in enumerate(DEVICE_METRICS)}
             cut = len(buffer.key_prefix) + 1
 
@@ -583,7 +614,9 @@ class ResourceMetricCollector:
     def _compute_windows(self, buffer: _Buffer, seg, end_ns: int, metrics):
         prefix = buffer.key_prefix
         slots = self._slots
-        for d in self.devices:
+        for d in self.all_devices:
+            if d.mig_uuid is not None:
+                continue  # a MIG device's figures are sampled (_mig_metrics)
             base = f"{prefix}/{d.identifier()}"
             stats = None
             slot = slots.get(d.index) if seg is not None else None
@@ -642,13 +675,20 @@ class ResourceMetricCollector:
         if slots != self._slots:
             self._slots, self._slots_version = slots, self._slots_version + 1
         by_index = {g.index: g for g in gpus.values()}
-        consts, ids = {}, {}
-        for d in self.devices:
+        consts, leaves, migs = {}, {}, None
+        leaf_set = {id(d) for d in self.leaf_devices}
+        for d in self.all_devices:
+            base = d.identifier()
+            if d.mig_uuid is not None:
+                if migs is None:
+                    migs = self._read_mig() if gpus else {}
+                self._mig_metrics(base, migs.get(d.mig_uuid), d.index, leaves, metrics)
+                continue
             g = by_index.get(d.index)
             ok = g is not None and g.state == "ok"
-            base = d.identifier()
-            ids[d.index] = base
             total = g.mem_total_bytes if ok else None
+            if id(d) in leaf_set:
+                leaves[(d.index, None, None)] = (base, total)
             if total is not None:
                 other = total - (g.mem_used_bytes or 0) - (g.mem_free_bytes or 0)
                 consts[d.index] = {"total_mib": total / MIB, "other_mib": max(other, 0) / MIB,
@@ -660,10 +700,33 @@ class ResourceMetricCollector:
         if gpus and self.root_pids:
             procs = self._read_processes()
             if procs is not None:
-                self._process_metrics(procs, ids, consts, mem_total, metrics)
+                self._process_metrics(procs, leaves, mem_total, metrics)
         self._last_sample = t
         if self._buffer is not None:
             self._buffer.add(metrics, t, epoch)
+
+    @staticmethod
+    def _mig_metrics(base, m, gpu_index, leaves, metrics):
+        """A MIG device's keys, as nvitop has them: its memory (sampled from the MIG
+        table), and NaN for what NVML does not report per MIG device."""
+        total = None if m is None else m.mem_total_bytes
+        used = None if m is None else m.mem_used_bytes
+        free = None if m is None else m.mem_free_bytes
+        values = {"memory_used (MiB)": _num(used, MIB), "memory_free (MiB)": _num(free, MIB),
+                  "memory_total (MiB)": _num(total, MIB),
+                  "memory_percent (%)": math.nan if used is None or not total
+                  else round(100.0 * used / total, 1)}
+        for name in DEVICE_METRICS:
+            metrics[f"{base}/{name}"] = values.get(name, math.nan)
+        if m is not None:
+            leaves[(gpu_index, m.gpu_instance_id, m.compute_instance_id)] = (base, total)
+
+    def _read_mig(self) -> Dict[str, "gpupeek.MigDevice"]:
+        try:
+            return {m.uuid: m for m in self._seg.mig_devices() if m.uuid}
+        except gpupeek.Error as e:
+            self._drop_segment(e)
+            return {}
 
     _SAMPLED = ("mem_total_bytes", "mem_used_bytes", "mem_free_bytes", "fan_speed_pct",
                 "power_limit_mw")
@@ -725,17 +788,19 @@ class ResourceMetricCollector:
             self._ancestry[key] = known
         return known
 
-    def _process_metrics(self, procs, ids, consts, mem_total, metrics):
+    def _process_metrics(self, procs, leaves, mem_total, metrics):
+        """The pid keys of root_pids and their descendants on the leaf devices (a GPU, or
+        the MIG device a process runs in)."""
         now_ns = time.time_ns()
         table_ns, processes = procs
         for p in processes:
-            if p.gpu_index not in ids:
+            leaf = leaves.get((p.gpu_index, p.gpu_instance_id, p.compute_instance_id))
+            if leaf is None:
                 continue
             pid = self._reader_pid(table_ns, p)
             if pid is None or not self._descends(pid, p.start_unix_ns):
                 continue
-            key, dev = f"pid:{pid}", ids[p.gpu_index]
-            total = consts.get(p.gpu_index, {}).get("total_bytes")
+            key, (dev, total) = f"pid:{pid}", leaf
             rss = p.host_rss_bytes
             metrics[f"{key}/host/cpu_percent (%)"] = _num(p.cpu_centipct, 100.0)
             metrics[f"{key}/host/host_memory (MiB)"] = _num(rss, MIB)

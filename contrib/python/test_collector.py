@@ -9,6 +9,7 @@ and sets:
 and, to run nvitop's collector on the same fake NVML:
   GPUPEEK_TEST_NVITOP     nvitop's executable (its virtual environment's python runs it)
   GPUPEEK_TEST_NVML_DIR   a directory whose libnvidia-ml.so.1 is the fake NVML
+  GPUPEEK_TEST_MIG        1 when the daemon started with GPU 0 in MIG mode (the Mig tests)
 
 `python3 test_collector.py --pair NAME` is the other half of a side-by-side test: run by
 nvitop's python, it drives both collectors through scenario NAME and prints the results as
@@ -49,11 +50,20 @@ PHASES = {
 STEP_S = 1.0
 
 
-def write_scenario(phase="A", processes=()):
+def write_scenario(phase="A", processes=(), mig=False):
+    """GPU 0 in `phase` with `processes` [(pid, bytes) or (pid, bytes, gpu instance)];
+    with `mig`, GPU 0 split into a 3g.40gb (GPU instance 1) and a 2g.20gb (5)."""
     gpu0 = {"name": "NVIDIA H100 80GB HBM3", "uuid": GPU0_UUID,
             "memory_total_bytes": 85520809984, "power_limit_mw": 700000,
-            "processes": [{"pid": pid, "used_gpu_memory_bytes": used} for pid, used in processes]}
+            "processes": [dict({"pid": p[0], "used_gpu_memory_bytes": p[1]},
+                               **({"gpu_instance_id": p[2], "compute_instance_id": 0}
+                                  if len(p) > 2 else {})) for p in processes]}
     gpu0.update(PHASES[phase])
+    if mig:
+        gpu0["mig"] = {"instances": [
+            {"gpu_instance_id": gi, "compute_instance_id": 0, "profile_id": profile,
+             "uuid": f"MIG-{gi:08x}-7d1c-5b8e-9d2a-{profile:012x}"}
+            for gi, profile in ((1, 9), (5, 14))]}
     scenario = {"gpus": [gpu0, {"name": "NVIDIA A100-SXM4-40GB", "uuid": GPU1_UUID,
                                 "memory_total_bytes": 42949672960}]}
     tmp = SCENARIO + ".collector.tmp"
@@ -166,7 +176,30 @@ def pair_nesting():
     return out
 
 
-PAIRS = {"values": pair_values, "nesting": pair_nesting}
+def pair_mig():
+    """Both collectors on GPU 0 split into two MIG devices, this process in the second
+    (the daemon was started in MIG mode: it takes MIG mode on at start, not later)."""
+    import nvitop
+    write_scenario("A", [(os.getpid(), GIB, 5)], mig=True)
+    deadline = time.monotonic() + 20
+    while True:
+        snap = gpupeek.snapshot(SHM)
+        if len(snap.mig) == 2 and any(p.pid == os.getpid() for p in snap.processes):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError("the daemon never showed the MIG devices and process")
+        time.sleep(0.05)
+    try:
+        theirs = nvitop.ResourceMetricCollector(interval=0.1)
+        ours = gpupeek.ResourceMetricCollector(interval=0.1)
+        with theirs(tag="m"), ours(tag="m"):
+            time.sleep(0.5)
+            return {"theirs": theirs.collect(), "ours": ours.collect(), "pid": os.getpid()}
+    finally:
+        write_scenario("A", mig=True)
+
+
+PAIRS = {"values": pair_values, "nesting": pair_nesting, "mig": pair_mig}
 
 
 # ---- the tests ---------------------------------------------------------------------------
@@ -257,6 +290,29 @@ class NvitopParity(unittest.TestCase):
         self.assertEqual(len(theirs), len(ours))
         self.assertIn(["inner min/max", [80.0, 80.0]], ours)
         self.assertIn(["outer min/max", [20.0, 80.0]], ours)
+
+
+class Mig(unittest.TestCase):
+    """Run alone (`test_collector.py Mig`) by contrib.rs against a daemon started with GPU 0
+    in MIG mode (GPUPEEK_TEST_MIG=1)."""
+
+    def setUp(self):
+        if os.environ.get("GPUPEEK_TEST_MIG") != "1":
+            self.skipTest("needs a daemon started in MIG mode (GPUPEEK_TEST_MIG=1)")
+
+    def test_mig_devices_have_nvitops_keys_and_values_and_hold_the_processes(self):
+        pair = run_pair("mig")
+        theirs, ours, pid = pair["theirs"], pair["ours"], pair["pid"]
+        mine = [k for k in ours if "/pid:" not in k]
+        self.assertEqual(list(theirs), mine, "nvitop's keys in nvitop's order")
+        for key, value in theirs.items():
+            if "gpu:(" in key:
+                self.assertTrue(same(value, ours[key]), f"{key}: nvitop {value}, gpupeek {ours[key]}")
+        self.assertEqual(ours["m/gpu:(0, 1)/memory_total (MiB)/last"],
+                         theirs["m/gpu:(0, 1)/memory_total (MiB)/last"])
+        self.assertEqual(ours[f"m/pid:{pid}/gpu:(0, 1)/gpu_memory (MiB)/last"], 1024.0,
+                         "the process is on its MIG device, not on the GPU")
+        self.assertFalse([k for k in ours if f"pid:{pid}/gpu:0/" in k])
 
 
 class PidKeys(unittest.TestCase):
