@@ -23,7 +23,9 @@ import importlib
 import math
 from typing import Dict, Optional
 
-__all__ = ["add_scalar_dict", "scalars", "LightningGpuStatsLogger", "KerasGpuStatsLogger"]
+# LightningGpuStatsLogger and KerasGpuStatsLogger are built on first access (module
+# __getattr__ below); they stay out of __all__ so that `import *` needs no framework.
+__all__ = ["add_scalar_dict", "scalars"]
 
 
 def add_scalar_dict(writer, main_tag: str, tag_scalar_dict: Dict[str, float],

@@ -243,12 +243,11 @@ class NvitopParity(unittest.TestCase):
             if not is_gpu_key(key):
                 continue
             metric = key.rsplit("/", 2)[1]
-            a, b = PHASES["A"], PHASES["B"]
+            # How far phase B moved each metric from phase A (GPU 0; GPU 1 stays put).
             spread = {"gpu_utilization (%)": 60, "memory_utilization (%)": 45,
                       "temperature (C)": 30, "power_usage (W)": 200, "fan_speed (%)": 30,
                       "memory_used (MiB)": 10240, "memory_free (MiB)": 10240,
                       "memory_percent (%)": 12.6}.get(metric, 0) if "gpu:0" in key else 0
-            del a, b
             if key.endswith("/mean"):
                 # Windowed keys: the history's step; fan speed is sampled (at activate
                 # and collect), so its mean may be off by half the change.
@@ -341,7 +340,7 @@ class PidKeys(unittest.TestCase):
             self.assertEqual(mine[key.format(child.pid)], 2048.0)
             self.assertEqual(mine[key.format(grandchild)], 1024.0)
             self.assertNotIn(key.format(1), mine, "pid 1 does not descend from us")
-            self.assertEqual(all_[f"all/pid:1/gpu:0/gpu_memory (MiB)/last"], 3072.0)
+            self.assertEqual(all_["all/pid:1/gpu:0/gpu_memory (MiB)/last"], 3072.0)
             self.assertIn(f"w/pid:{child.pid}/host/running_time (min)", mine)
             self.assertIn(f"w/pid:{child.pid}/gpu:0/gpu_memory_percent (%)/mean", mine)
             self.assertIn(f"w/pid:{child.pid}/host/cpu_percent (%)/max", mine)
