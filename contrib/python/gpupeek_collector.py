@@ -487,6 +487,9 @@ class ResourceMetricCollector:
                 if buffer.tag == tag:
                     break
                 buffer = buffer.prev
+            # A first sample at once, as activate() takes: the host and process keys
+            # are there on the next collect() however soon it comes.
+            self._take_sample()
 
     reset = clear
 
