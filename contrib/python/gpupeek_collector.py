@@ -24,6 +24,9 @@ differs is where the numbers come from:
   lists on a collected GPU (GPU memory, SM and memory utilisation, the daemon's CPU% and
   RSS of it). nvitop 1.7.2 holds its root processes in a WeakSet that empties at once, so
   its pid keys do not appear in ordinary use; these do.
+- A GPU in MIG mode is followed by its MIG devices (`gpu:(0, 1)`), as in nvitop: their
+  memory from the segment's MIG table, NaN for what NVML has no per-MIG figure of, and
+  the processes running in them.
 - `daemonize()` runs a thread that calls collect() every interval, as nvitop's does; it
   is the only thread, and a cheap one.
 - Without a live daemon the collector still runs: host keys keep coming, GPU keys are
@@ -347,10 +350,9 @@ class _Buffer:
 
 # ---- the collector -----------------------------------------------------------------------
 
-# (segment name, our name, divisor): the per-device keys nvitop 1.7's DEVICE_METRICS emits.
-_WINDOWED = {"memory_used (MiB)", "memory_free (MiB)", "memory_percent (%)",
-             "gpu_utilization (%)", "memory_utilization (%)", "temperature (C)",
-             "power_usage (W)"}
+# The per-device keys nvitop 1.7's DEVICE_METRICS emits, in its order. memory_total,
+# fan_speed and power_limit are sampled; the others come from the history's windows
+# (_window_values), except on a MIG device, whose memory is sampled (_mig_metrics).
 DEVICE_METRICS = ["memory_used (MiB)", "memory_free (MiB)", "memory_total (MiB)",
                   "memory_percent (%)", "gpu_utilization (%)", "memory_utilization (%)",
                   "fan_speed (%)", "temperature (C)", "power_usage (W)", "power_limit (W)"]
