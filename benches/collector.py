@@ -175,7 +175,10 @@ def main():
     finally:
         daemon.terminate()
         daemon.wait()
-        for leftover in (f"/dev/shm/{shm}",):
+        # The daemon leaves its segment and lock file for a successor; nobody follows.
+        runtime = os.environ.get("XDG_RUNTIME_DIR", "/tmp")
+        for leftover in (f"/dev/shm/{shm}", f"/run/gpupeekd-{shm}.lock",
+                         f"{runtime}/gpupeekd-{shm}.lock"):
             try:
                 os.unlink(leftover)
             except OSError:
