@@ -199,7 +199,28 @@ def pair_mig():
         write_scenario("A", mig=True)
 
 
-PAIRS = {"values": pair_values, "nesting": pair_nesting, "mig": pair_mig}
+def pair_psutil():
+    """The host figures read from /proc beside psutil's, at the same moments."""
+    import psutil
+    import gpupeek_collector as gc
+    out = []
+    for _ in range(3):
+        psutil.cpu_percent()
+        ours_before = gc._cpu_times()
+        time.sleep(0.5)
+        theirs_cpu = psutil.cpu_percent()
+        ours, _, _ = gc._host_sample(ours_before)
+        vm, swap = psutil.virtual_memory(), psutil.swap_memory()
+        out.append({"theirs": {"host/cpu_percent (%)": theirs_cpu,
+                               "host/memory_percent (%)": vm.percent,
+                               "host/swap_percent (%)": swap.percent,
+                               "host/memory_used (GiB)": vm.used / GIB,
+                               "host/load_average (%) (1 min)": psutil.getloadavg()[0]},
+                    "ours": ours})
+    return out
+
+
+PAIRS = {"values": pair_values, "nesting": pair_nesting, "mig": pair_mig, "psutil": pair_psutil}
 
 
 # ---- the tests ---------------------------------------------------------------------------
@@ -280,6 +301,17 @@ class NvitopParity(unittest.TestCase):
         cpu = ours["w/host/cpu_percent (%)/mean"]
         self.assertTrue(0.0 <= cpu <= 100.0, cpu)
         self.assertLess(abs(theirs["w/duration (s)"] - ours["w/duration (s)"]), 0.5)
+
+    def test_host_figures_are_psutils(self):
+        """Read within microseconds of psutil's reads: the same figures, give or take what
+        changed in between (one clock tick of CPU time, a few pages of memory)."""
+        for pair in run_pair("psutil"):
+            theirs, ours = pair["theirs"], pair["ours"]
+            for key, tol in (("host/cpu_percent (%)", 3.0), ("host/memory_percent (%)", 0.3),
+                             ("host/swap_percent (%)", 0.3), ("host/memory_used (GiB)", 0.02),
+                             ("host/load_average (%) (1 min)", 0.01)):
+                self.assertLessEqual(abs(theirs[key] - ours[key]), tol,
+                                     f"{key}: psutil {theirs[key]}, gpupeek {ours[key]}")
 
     def test_nesting_behaves_as_nvitops(self):
         pairs = run_pair("nesting")
