@@ -29,8 +29,10 @@ differs is where the numbers come from:
   the processes running in them.
 - `daemonize()` runs a thread that calls collect() every interval, as nvitop's does; it
   is the only thread, and a cheap one.
-- Without a live daemon the collector still runs: host keys keep coming, GPU keys are
-  NaN, and one line on stderr says why (once per process, like `vram()`).
+- Without a live daemon (or when it stops) the collector still runs: host keys keep
+  coming, GPU keys from the history are NaN (sampled keys keep their last value, as
+  nvitop's do when a value turns N/A), and one line on stderr says why (once per
+  process, like `vram()`).
 """
 
 from __future__ import annotations

@@ -417,6 +417,43 @@ class DaemonDown(unittest.TestCase):
                         lines[0])
 
 
+    def test_a_daemon_that_stops_publishing_turns_gpu_keys_nan_and_says_so_once(self):
+        """A frozen copy of the live segment is a daemon that stopped mid-run: live at
+        first, stale once its heartbeat is three periods (at least 1 s) old."""
+        frozen = f"{SHM}-frozen"
+        with open(f"/dev/shm/{SHM}", "rb") as f:
+            data = f.read()
+        fd = os.open(f"/dev/shm/{frozen}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            os.write(fd, data)
+            os.close(fd)
+            script = (
+                "import math, sys, time\n"
+                f"sys.path.insert(0, {HERE!r})\n"
+                "import gpupeek\n"
+                f"c = gpupeek.ResourceMetricCollector(shm={frozen!r}, interval=0.1)\n"
+                "with c(tag='a'):\n"
+                "    before = c.collect()['a/gpu:0/memory_total (MiB)/last']\n"
+                "    time.sleep(1.5)\n"
+                "    m = c.collect()\n"
+                "    m = c.collect()\n"
+                "print(before, m['a/gpu:0/memory_total (MiB)/last'],\n"
+                "      m['a/gpu:0/gpu_utilization (%)/mean'], 'a/host/cpu_percent (%)/mean' in m)\n")
+            out = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                 text=True, timeout=60)
+        finally:
+            os.unlink(f"/dev/shm/{frozen}")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        before, total, util, host = out.stdout.split()
+        self.assertGreater(float(before), 0, "live at first")
+        # A sampled key keeps its last value once samples turn N/A, as nvitop's do; a key
+        # from the history is NaN while the daemon is not live.
+        self.assertEqual((total, util, host), (before, "nan", "True"), out.stdout)
+        lines = out.stderr.splitlines()
+        self.assertEqual(len(lines), 1, out.stderr)
+        self.assertIn("the daemon has stopped publishing", lines[0])
+
+
 class Devices(unittest.TestCase):
     def test_cuda_devices_follow_cuda_visible_devices(self):
         snap = gpupeek.snapshot(SHM)
