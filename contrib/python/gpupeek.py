@@ -23,6 +23,10 @@
         print(g.index, g.name, g.memory_used, [p["username"] for p in g.processes or []])
     stats.print_json()                    # `gpustat --json`'s document (`gpupeek --json`'s)
 
+    collector = gpupeek.ResourceMetricCollector()   # nvitop's collector (gpupeek_collector.py)
+    with collector(tag="train"):
+        collector.collect()               # {'train/gpu:0/gpu_utilization (%)/mean': ...}
+
 One file, standard library only: copy it next to your code, or `pip install
 ./contrib/python` (pyproject.toml there packages this file as the module `gpupeek`).
 
@@ -74,7 +78,8 @@ __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
     "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
-    "GPUStatCollection",
+    "GPUStatCollection", "WindowStat", "ResourceMetricCollector", "Device", "CudaDevice",
+    "collect_in_background",
 ]
 
 # gpupeek's version (the workspace's, which contrib.rs checks); pyproject.toml reads it.
@@ -959,6 +964,50 @@ class HistorySample:
 
 
 @dataclass
+class WindowStat:
+    """One quantity of one GPU over a window (Segment.gpu_window): the time-weighted
+    `mean`, `min`, `max`, the `last` value, and how many `points` they came from."""
+    mean: float
+    min: float
+    max: float
+    last: float
+    points: int
+
+
+# The quantities Segment.gpu_window computes: the history ring's, in its units.
+WINDOW_FIELDS = ("util_gpu_pct", "util_mem_pct", "mem_used_mib", "power_draw_mw", "temp_gpu_c")
+_HISTORY_NAMES = [name for name, _, _ in _RECORDS["HistorySample"][1]]
+_HISTORY_STRUCT = struct.Struct("=" + "".join(fmt for _, _, fmt in _RECORDS["HistorySample"][1]))
+assert _HISTORY_STRUCT.size == HISTORY_SAMPLE_SIZE, "HistorySample fields are not contiguous"
+_GPU_FIELDS = {name: (off, fmt) for name, off, fmt in _RECORDS["GpuRecord"][1]}
+_GPU_POINT_FIELDS = ("sample_mono_ns", "util_gpu_pct", "util_mem_pct", "mem_used_bytes",
+                     "power_draw_mw", "temp_gpu_c")
+
+
+def _window_stat(points, start_ns: int, end_ns: int) -> Optional[WindowStat]:
+    """Mean (trapezoid, ends held to the window's edges), min, max, last of time-ordered
+    (mono_ns, value) points over [start_ns, end_ns]; a point before the start counts as
+    the value at the start, points after the end are dropped."""
+    inside = [(max(t, start_ns), v) for t, v in points if t <= end_ns]
+    if not inside:
+        return None
+    values = [v for _, v in inside]
+    span = end_ns - start_ns
+    if span <= 0:
+        mean = float(values[-1])
+    else:
+        t0, v0 = inside[0]
+        area = v0 * (t0 - start_ns)
+        for t, v in inside[1:]:
+            area += (v + v0) * (t - t0) / 2
+            t0, v0 = t, v
+        area += v0 * (end_ns - t0)
+        mean = area / span
+    return WindowStat(mean=mean, min=float(min(values)), max=float(max(values)),
+                      last=float(values[-1]), points=len(values))
+
+
+@dataclass
 class History:
     """A private copy of one GPU's history ring: a sample every `step_ns`, oldest first."""
     step_ns: int
@@ -1265,6 +1314,17 @@ class Segment:
         state = GPU_STATES.get(v.pop("state"), "unknown")
         return Gpu(index=v.pop("index"), state=state, values=_current_only(state, v))
 
+    def processes(self):
+        """(the process table's head as a dict, [Process]) under the table's seqlock."""
+        return self._processes()
+
+    def proc_head(self) -> dict:
+        """The process table's head alone (count, pid_ns_inode, sample_mono_ns, ...): a
+        cheap way to tell whether the daemon has sampled the processes again."""
+        base = self.header["proc_table_offset"]
+        raw, _ = self._read(base, PROC_TABLE_HEAD_SIZE)
+        return _decode("ProcTableHead", raw)
+
     def _processes(self):
         h = self.header
         base, rec_size = h["proc_table_offset"], h["proc_record_size_bytes"]
@@ -1320,6 +1380,10 @@ class Segment:
                                  kind="+".join(kinds) or "unknown", values=v))
         return head, procs
 
+    def mig_devices(self) -> List[MigDevice]:
+        """The MIG devices of every MIG-enabled GPU (ABI 1.4; [] from older writers)."""
+        return self._mig()[0]
+
     def _mig(self):
         """The MIG table (ABI 1.4) under its head's seqlock: (devices, overflow)."""
         h = self.header
@@ -1371,6 +1435,108 @@ class Segment:
             v = _validity(_decode("HistorySample", raw), HISTORY_VALID)
             out.append(HistorySample(n=n, **v))
         return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+
+    def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
+                   opened=None) -> Dict[str, Optional["WindowStat"]]:
+        """GPU slot `slot` over [start_mono_ns, end_mono_ns] (CLOCK_MONOTONIC): for each of
+        WINDOW_FIELDS its time-weighted mean, min, max and last value (None: no value in
+        the window), with no driver call and no sampling thread of ours.
+
+        The points are the history samples inside the window, the value current when the
+        window opened (placed at its start: the newer of the ring's sample before the start
+        and `opened`, a gpu_point() the caller took then) and the GPU record's current value
+        when it is newer than the ring's last sample (the ring steps every max(period, 1 s),
+        the record every tick: without `opened`, a window that opens between two ring
+        samples starts from the older one). The mean is the trapezoid integral over
+        the points, the first value held back to the window's start and the last one held
+        to its end (nvitop's ResourceMetricCollector averages its own samples the same way),
+        divided by the window's length. Memory is in whole MiB, the ring's resolution. A
+        window longer than the ring sees only the part the ring still holds.
+
+        This is the one place the Python side computes a window. It walks the raw ring
+        today; the tiered history and running integrals (a later ABI) will replace the walk:
+        mean = (I(end) - I(start)) / (end - start), min/max from the tiers' buckets."""
+        points = self._history_tail(slot, start_mono_ns) or []
+        if opened is not None and all(t != opened[0] for t, _ in points):
+            points = sorted(points + [opened], key=lambda p: p[0])
+        before = [p for p in points if p[0] < start_mono_ns]
+        points = before[-1:] + [p for p in points if p[0] >= start_mono_ns]
+        current = self.gpu_point(slot)
+        if current is not None and (not points or current[0] > points[-1][0]):
+            points.append(current)
+        return {name: _window_stat([(t, v[name]) for t, v in points if v[name] is not None],
+                                   start_mono_ns, end_mono_ns)
+                for name in WINDOW_FIELDS}
+
+    def gpu_values(self, slot: int, names) -> Optional[Gpu]:
+        """GPU slot `slot` with only the fields `names` (of GPU_VALID's, plus
+        sample_mono_ns), read under its seqlock without decoding the rest of the record:
+        for callers that read a few values often (the collector). A value the GPU does not
+        report is None; every value is None unless the state is "ok"."""
+        h = self.header
+        if not 0 <= slot < h["gpu_capacity"]:
+            return None
+        raw, _ = self._read(h["gpu_table_offset"] + slot * h["gpu_record_size_bytes"],
+                            min(h["gpu_record_size_bytes"], GPU_RECORD_SIZE))
+        raw = raw.ljust(GPU_RECORD_SIZE, b"\0")
+        offsets = _GPU_FIELDS
+        index, state, valid = (struct.unpack_from("=" + offsets[n][1], raw, offsets[n][0])[0]
+                               for n in ("index", "state", "valid"))
+        state = GPU_STATES.get(state, "unknown")
+        values = {}
+        for name in names:
+            off, fmt = offsets[name]
+            bit = GPU_VALID.get(name)
+            ok = state == "ok" and (bit is None or valid >> bit & 1)
+            values[name] = struct.unpack_from("=" + fmt, raw, off)[0] if ok else None
+        return Gpu(index=index, state=state, values=values)
+
+    def gpu_point(self, slot: int):
+        """(sample_mono_ns, {WINDOW_FIELDS: value or None}) of GPU slot `slot`'s record,
+        None unless its state is "ok": what gpu_window needs (this runs on every collect())."""
+        g = self.gpu_values(slot, _GPU_POINT_FIELDS)
+        if g is None or g.state != "ok" or not g.sample_mono_ns:
+            return None
+        used = g.mem_used_bytes
+        return g.sample_mono_ns, {
+            "util_gpu_pct": g.util_gpu_pct, "util_mem_pct": g.util_mem_pct,
+            "mem_used_mib": None if used is None else used >> 20,
+            "power_draw_mw": g.power_draw_mw, "temp_gpu_c": g.temp_gpu_c}
+
+    def _history_tail(self, slot: int, since_mono_ns: int):
+        """[(sample_mono_ns, {field: value or None})] of GPU slot `slot`'s ring from the
+        last sample before `since_mono_ns` on, read under the ring's seqlock; a binary
+        search on the timestamps skips the older samples without decoding them."""
+        h = self.header
+        if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
+            return None
+        ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
+        slots, size = h["history_slots"], h["history_sample_size_bytes"]
+        data = ring + HISTORY_HEAD_SIZE
+
+        def tail():
+            written = struct.unpack_from("<Q", self._bytes, ring + 8)[0]
+            lo, hi = written - min(written, slots), written
+            first = lo
+            while lo < hi:  # first n whose sample is at or after since_mono_ns
+                mid = (lo + hi) // 2
+                if struct.unpack_from("<Q", self._bytes, data + (mid % slots) * size)[0] < since_mono_ns:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return [bytes(self._bytes[data + (n % slots) * size:data + (n % slots) * size
+                                      + HISTORY_SAMPLE_SIZE])
+                    for n in range(max(first, lo - 1), written)]
+
+        _, raws = self._read(ring, HISTORY_HEAD_SIZE, tail)
+        out = []
+        for raw in raws:
+            rec = dict(zip(_HISTORY_NAMES, _HISTORY_STRUCT.unpack(raw)))
+            valid = rec["valid"]
+            out.append((rec["sample_mono_ns"],
+                        {name: rec[name] if valid >> bit & 1 else None
+                         for name, bit in HISTORY_VALID.items()}))
+        return out
 
     def snapshot(self) -> Snapshot:
         """Every record of one publish; retaken (up to 8 times) while a publish interleaves."""
@@ -1439,6 +1605,13 @@ class GpuVram:
     process_start_bytes: Optional[int] = None
     process_end_bytes: Optional[int] = None
     process_peak_bytes: Optional[int] = None
+    # The time-weighted mean over the block of the GPU's memory (from the daemon's history,
+    # Segment.gpu_window: whole MiB) and the mean of this process's own over the samples
+    # taken during the block; None when not known.
+    mean_bytes: Optional[int] = None
+    process_mean_bytes: Optional[int] = None
+    _process_sum: int = field(default=0, repr=False)
+    _process_samples: int = field(default=0, repr=False)
 
     @property
     def delta_bytes(self) -> int:
@@ -1535,6 +1708,9 @@ class vram:
             if mine is not None or v.process_end_bytes is not None:
                 v.process_end_bytes = mine or 0
                 v.process_peak_bytes = max(v.process_peak_bytes or 0, mine or 0)
+                v._process_sum += mine or 0
+                v._process_samples += 1
+                v.process_mean_bytes = v._process_sum // v._process_samples
 
     def _poll(self):
         """Samples after every publish, asleep on the generation futex in between. A
@@ -1574,11 +1750,23 @@ class vram:
             return self
         self._period = min(max(snap.status.period_ns / 1e9, 0.005), 1.0)
         self._last_gen = snap.generation
+        self._entered_ns = called
+        self._slots = {g.index: slot for slot, g in enumerate(snap.gpus)}
+        self._opened = {slot: self._seg.gpu_point(slot) for slot in self._slots.values()}
         self._sample(snap, first=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="gpupeek-vram", daemon=True)
         self._thread.start()
         return self
+
+    def _means(self, ended_ns: int):
+        """Each GPU's mean memory over the block, from the daemon's history."""
+        for index, v in self.gpus.items():
+            slot = self._slots.get(index)
+            stat = None if slot is None else self._seg.gpu_window(
+                slot, self._entered_ns, ended_ns, self._opened.get(slot))["mem_used_mib"]
+            if stat is not None:
+                v.mean_bytes = int(stat.mean * 2**20)
 
     def __exit__(self, *exc):
         if self._seg is None:
@@ -1593,6 +1781,7 @@ class vram:
             else:
                 snap = self._seg.snapshot()
             self._sample(snap)
+            self._means(ended)
         except Error:
             self.fresh = False
         finally:
@@ -1626,11 +1815,14 @@ def _say_once(line: str):
 
 def _print_report(m: "vram"):
     for v in m.gpus.values():
+        mean = "" if v.mean_bytes is None else f", mean {_fmt(v.mean_bytes)}"
         line = (f"gpupeek: {m.label}: GPU {v.index}: {_fmt(v.delta_bytes, True)} "
-                f"(peak {_fmt(v.peak_delta_bytes, True)}, {_fmt(v.peak_bytes)} used at peak)")
+                f"(peak {_fmt(v.peak_delta_bytes, True)}, {_fmt(v.peak_bytes)} used at peak{mean})")
         if v.process_delta_bytes is not None:
             line += f"; this process {_fmt(v.process_delta_bytes, True)}, " \
                     f"peak {_fmt(v.process_peak_bytes or 0)}"
+            if v.process_mean_bytes is not None:
+                line += f", mean {_fmt(v.process_mean_bytes)}"
         print(line, file=sys.stderr)
 
 
@@ -2085,6 +2277,19 @@ def _gpustat_process(p: Process, snap: Snapshot, own_ns: int) -> dict:
     if p.user is None and snap.proc_policy == "basic" and snap.pid_ns_inode == own_ns != 0:
         _fill_from_own_proc(out, p.pid, snap.status.published_unix_ns)
     return out
+
+
+# nvitop's ResourceMetricCollector (and its Device, CudaDevice, collect_in_background)
+# live in gpupeek_collector.py next to this file, imported on first use, so that
+# `from gpupeek import ResourceMetricCollector` is the one line that changes from nvitop.
+_COLLECTOR_NAMES = ("ResourceMetricCollector", "Device", "CudaDevice", "collect_in_background")
+
+
+def __getattr__(name):
+    if name in _COLLECTOR_NAMES:
+        import gpupeek_collector
+        return getattr(gpupeek_collector, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _print_history(slot: int, hist: Optional[History]):

@@ -610,8 +610,14 @@ class Readme(unittest.TestCase):
     def run_blocks(self, blocks):
         write_scenario(3 * GIB, 2 * GIB)
         wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
-        # What the examples take as given: the module imported, the user's work step.
-        namespace = {"gpupeek": gpupeek, "train_step": lambda: None}
+        # What the examples take as given: the module imported, the user's work step, and
+        # their TensorBoard writer (a stand-in that keeps what it is given).
+        self.written = []
+
+        class Writer:
+            def add_scalar(inner, tag, value, global_step=None, walltime=None):
+                self.written.append((tag, value, global_step))
+        namespace = {"gpupeek": gpupeek, "train_step": lambda: None, "writer": Writer()}
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             for block in blocks:
@@ -625,12 +631,23 @@ class Readme(unittest.TestCase):
         self.assertIn('"driver_version"', out)
         self.assertIn("gpupeek: train step: GPU 0:", err)
 
+    def test_the_readmes_collector_section_runs(self):
+        blocks = self.blocks(os.path.join(self.ROOT, "README.md"),
+                             "### Python: nvitop's ResourceMetricCollector")
+        self.assertEqual(len(blocks), 1, blocks)
+        self.run_blocks(blocks)
+        tags = {tag for tag, _, _ in self.written}
+        self.assertIn("resources/train/batch/cuda:0 (gpu:0)/gpu_utilization (%)/mean", tags)
+        self.assertEqual({step for _, _, step in self.written}, {0, 1, 2})
+
     def test_the_packages_readme_examples_run(self):
         blocks = self.blocks(os.path.join(self.ROOT, "contrib", "python", "README.md"))
         self.assertGreaterEqual(len(blocks), 3, blocks)
         out, err = self.run_blocks(blocks)
         self.assertIn('"gpus"', out)
         self.assertIn("gpupeek: train step: GPU 0:", err)
+        self.assertIn("resources/train/batch/cuda:0 (gpu:0)/memory_used (MiB)/mean",
+                      {tag for tag, _, _ in self.written})
 
 
 class Trust(unittest.TestCase):

@@ -295,6 +295,105 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
     assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
 }
 
+/// `gpupeek.ResourceMetricCollector` (contrib/python/test_collector.py) against a live
+/// daemon: the same keys as nvitop 1.7.2's own collector on the same fake NVML over the
+/// same window (but for the pid keys only ours has), GPU values within one history step,
+/// the same nesting, pid keys for children and grandchildren, and a collector that runs
+/// and says so once without a daemon; its TensorBoard, Lightning and Keras adapters.
+#[test]
+fn python_collector_matches_nvitops_against_a_live_daemon() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let (sandbox, _daemon) = live("python-collector");
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("contrib/python/test_collector.py"))
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    // nvitop 1.7.2 (scripts/test installs it) on the same fake NVML; without it the
+    // side-by-side tests are skipped, except in CI.
+    match std::env::var_os("GPUPEEK_NVITOP") {
+        Some(nvitop) => {
+            let lib_dir = sandbox.dir.join("nvml-lib");
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            std::os::unix::fs::symlink(&bins().fake_nvml, lib_dir.join("libnvidia-ml.so.1"))
+                .unwrap();
+            cmd.env("GPUPEEK_TEST_NVITOP", nvitop)
+                .env("GPUPEEK_TEST_NVML_DIR", &lib_dir);
+        }
+        None => assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set GPUPEEK_NVITOP to an nvitop 1.7.2 executable"
+        ),
+    }
+    let out = run_with_limit(cmd, Duration::from_secs(240));
+    assert!(
+        out.status.success(),
+        "python collector tests failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+}
+
+/// The collector's MIG devices (`gpu:(0, 1)`), side by side with nvitop's on a daemon
+/// started with GPU 0 split in two (contrib/python/test_collector.py, class Mig): the
+/// same keys and values, and the process on its MIG device.
+#[test]
+fn python_collector_matches_nvitops_on_mig_devices() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let Some(nvitop) = std::env::var_os("GPUPEEK_NVITOP") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set GPUPEEK_NVITOP to an nvitop 1.7.2 executable"
+        );
+        return;
+    };
+    let sandbox = Sandbox::new("python-collector-mig");
+    let instance = |gi: u32, profile: u32| {
+        json!({"gpu_instance_id": gi, "compute_instance_id": 0, "profile_id": profile,
+               "uuid": format!("MIG-{gi:08x}-7d1c-5b8e-9d2a-{profile:012x}")})
+    };
+    sandbox.write_scenario(&json!({"gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+            "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB,
+            "temperature_c": 40, "power_usage_mw": 100000, "power_limit_mw": 700000,
+            "mig": {"instances": [instance(1, 9), instance(5, 14)]}
+        },
+        {
+            "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+            "memory_total_bytes": 42949672960u64
+        }
+    ]}));
+    let daemon = sandbox.start_daemon("50ms");
+    sandbox.wait_live(&daemon);
+    let lib_dir = sandbox.dir.join("nvml-lib");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::os::unix::fs::symlink(&bins().fake_nvml, lib_dir.join("libnvidia-ml.so.1")).unwrap();
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("contrib/python/test_collector.py"))
+        .arg("Mig")
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
+        .env("GPUPEEK_TEST_NVITOP", nvitop)
+        .env("GPUPEEK_TEST_NVML_DIR", &lib_dir)
+        .env("GPUPEEK_TEST_MIG", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run_with_limit(cmd, Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "python collector MIG tests failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
+}
+
 /// `pip install contrib/python` into a fresh virtual environment installs the module
 /// `gpupeek` (gpupeek's version), which, imported from elsewhere, reads a live daemon:
 /// its `new_query().print_json()` is `gpupeek --json` but for the keys it leaves to the
@@ -337,7 +436,8 @@ fn python_package_installs_with_pip_and_reads_a_live_daemon() {
     }
     run(pip.arg(&src));
     let script = "import gpupeek, sys\n\
-                  print(gpupeek.__file__, gpupeek.__version__)\n\
+                  collector = sys.modules[gpupeek.ResourceMetricCollector.__module__]\n\
+                  print(gpupeek.__file__, gpupeek.__version__, collector.__file__)\n\
                   gpupeek.new_query().print_json()\n";
     let out = run(Command::new(venv.join("bin/python"))
         .args(["-c", script])
@@ -346,10 +446,17 @@ fn python_package_installs_with_pip_and_reads_a_live_daemon() {
         .env("PYTHONDONTWRITEBYTECODE", "1"));
     let text = stdout(&out);
     let (first, doc) = text.split_once('\n').unwrap();
-    let (file, version) = first.split_once(' ').unwrap();
+    let [file, version, collector] = first.split(' ').collect::<Vec<_>>()[..] else {
+        panic!("{first}")
+    };
     assert!(
         Path::new(file).starts_with(&venv) && file.ends_with("site-packages/gpupeek.py"),
         "imported {file}, not the installed module"
+    );
+    assert!(
+        Path::new(collector).starts_with(&venv)
+            && collector.ends_with("site-packages/gpupeek_collector.py"),
+        "the collector came from {collector}, not the installed package"
     );
     assert_eq!(version, env!("CARGO_PKG_VERSION"));
     let ours: serde_json::Value = serde_json::from_str(doc).unwrap();
