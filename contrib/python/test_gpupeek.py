@@ -48,6 +48,8 @@ def write_scenario(gpu0_used, own_used=None, gpu1_used=4 * GIB):
          "memory_total_bytes": 40 * GIB, "memory_used_bytes": gpu1_used,
          "processes": [{"pid": 1, "used_gpu_memory_bytes": GIB}]},
     ]}
+    if not SCENARIO:
+        raise RuntimeError("GPUPEEK_TEST_SCENARIO is not set: run these tests through the e2e suite")
     tmp = SCENARIO + ".py.tmp"
     with open(tmp, "w") as f:
         json.dump(scenario, f)
