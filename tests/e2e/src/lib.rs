@@ -68,6 +68,7 @@ pub fn bins() -> &'static Bins {
             "gpupeek-top",
             "-p",
             "gpupeek-plot",
+            "-p",
             "gpupeek-fleet",
             "-p",
             "fake-nvml",
