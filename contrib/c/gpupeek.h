@@ -64,7 +64,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 5u
+#define GPUPEEK_ABI_MINOR 6u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -220,6 +220,14 @@ enum {
 #define GPUPEEK_GPU_V3_PCIE_LINK_GEN_GPUMAX (UINT64_C(1) << 5) /* pcie_link_gen_gpumax */
 #define GPUPEEK_GPU_V3_UTIL_JPEG (UINT64_C(1) << 6) /* util_jpeg_pct */
 #define GPUPEEK_GPU_V3_UTIL_OFA (UINT64_C(1) << 7) /* util_ofa_pct */
+#define GPUPEEK_GPU_V3_TEMP_TLIMIT (UINT64_C(1) << 8) /* temp_tlimit_c */
+#define GPUPEEK_GPU_V3_PCI_CLASS (UINT64_C(1) << 9) /* pci_base_class, pci_sub_class */
+#define GPUPEEK_GPU_V3_GSP_MODE (UINT64_C(1) << 10) /* gsp_mode_current, gsp_mode_default */
+#define GPUPEEK_GPU_V3_ADDRESSING_MODE (UINT64_C(1) << 11) /* addressing_mode */
+#define GPUPEEK_GPU_V3_C2C_MODE (UINT64_C(1) << 12) /* c2c_mode */
+#define GPUPEEK_GPU_V3_INFOROM_CHECKSUM (UINT64_C(1) << 13) /* inforom_checksum_valid */
+#define GPUPEEK_GPU_V3_POWER_MANAGEMENT (UINT64_C(1) << 14) /* power_management_mode */
+#define GPUPEEK_GPU_V3_REMAPPED_ROWS_HISTOGRAM (UINT64_C(1) << 15) /* remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -489,10 +497,25 @@ struct gpupeek_gpu {
     uint32_t pcie_link_gen_gpumax;
     uint32_t util_jpeg_pct;
     uint32_t util_ofa_pct;
-    uint32_t reserved_ext4;
-    uint64_t reserved_ext3[1];
+    int32_t temp_tlimit_c;
+    uint64_t deprecated3;
+    uint32_t pci_base_class;
+    uint32_t pci_sub_class;
+    uint32_t gsp_mode_current;
+    uint32_t gsp_mode_default;
+    uint32_t addressing_mode;
+    uint32_t c2c_mode;
+    uint32_t inforom_checksum_valid;
+    uint32_t power_management_mode;
+    uint32_t remapped_rows_hist_max;
+    uint32_t remapped_rows_hist_high;
+    uint32_t remapped_rows_hist_partial;
+    uint32_t remapped_rows_hist_low;
+    uint32_t remapped_rows_hist_none;
+    uint32_t reserved_ext5;
+    uint64_t reserved_ext6[9];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1152, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1280, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -636,8 +659,23 @@ GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_hw_power_brake_slowdown, 1120);
 GPUPEEK_PIN(gpupeek_gpu, pcie_link_gen_gpumax, 1128);
 GPUPEEK_PIN(gpupeek_gpu, util_jpeg_pct, 1132);
 GPUPEEK_PIN(gpupeek_gpu, util_ofa_pct, 1136);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext4, 1140);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1144);
+GPUPEEK_PIN(gpupeek_gpu, temp_tlimit_c, 1140);
+GPUPEEK_PIN(gpupeek_gpu, deprecated3, 1144);
+GPUPEEK_PIN(gpupeek_gpu, pci_base_class, 1152);
+GPUPEEK_PIN(gpupeek_gpu, pci_sub_class, 1156);
+GPUPEEK_PIN(gpupeek_gpu, gsp_mode_current, 1160);
+GPUPEEK_PIN(gpupeek_gpu, gsp_mode_default, 1164);
+GPUPEEK_PIN(gpupeek_gpu, addressing_mode, 1168);
+GPUPEEK_PIN(gpupeek_gpu, c2c_mode, 1172);
+GPUPEEK_PIN(gpupeek_gpu, inforom_checksum_valid, 1176);
+GPUPEEK_PIN(gpupeek_gpu, power_management_mode, 1180);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_max, 1184);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_high, 1188);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_partial, 1192);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_low, 1196);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_none, 1200);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext5, 1204);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1208);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -88,7 +88,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 5
+ABI_MINOR = 6
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -99,7 +99,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1152
+GPU_RECORD_SIZE = 1280
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -382,6 +382,14 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "PCIE_LINK_GEN_GPUMAX": 5,
     "UTIL_JPEG": 6,
     "UTIL_OFA": 7,
+    "TEMP_TLIMIT": 8,
+    "PCI_CLASS": 9,
+    "GSP_MODE": 10,
+    "ADDRESSING_MODE": 11,
+    "C2C_MODE": 12,
+    "INFOROM_CHECKSUM": 13,
+    "POWER_MANAGEMENT": 14,
+    "REMAPPED_ROWS_HISTOGRAM": 15,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -392,6 +400,20 @@ GPU_VALID3 = {
     "pcie_link_gen_gpumax": 5,  # PCIE_LINK_GEN_GPUMAX
     "util_jpeg_pct": 6,  # UTIL_JPEG
     "util_ofa_pct": 7,  # UTIL_OFA
+    "temp_tlimit_c": 8,  # TEMP_TLIMIT
+    "pci_base_class": 9,  # PCI_CLASS
+    "pci_sub_class": 9,  # PCI_CLASS
+    "gsp_mode_current": 10,  # GSP_MODE
+    "gsp_mode_default": 10,  # GSP_MODE
+    "addressing_mode": 11,  # ADDRESSING_MODE
+    "c2c_mode": 12,  # C2C_MODE
+    "inforom_checksum_valid": 13,  # INFOROM_CHECKSUM
+    "power_management_mode": 14,  # POWER_MANAGEMENT
+    "remapped_rows_hist_max": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_high": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_partial": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_low": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_none": 15,  # REMAPPED_ROWS_HISTOGRAM
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -530,7 +552,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1152, [
+    ("GpuRecord", 1280, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -674,8 +696,23 @@ LAYOUT = [
         ("pcie_link_gen_gpumax", 1128, "I"),
         ("util_jpeg_pct", 1132, "I"),
         ("util_ofa_pct", 1136, "I"),
-        ("reserved_ext4", 1140, "I"),
-        ("reserved_ext3", 1144, "8s"),
+        ("temp_tlimit_c", 1140, "i"),
+        ("deprecated3", 1144, "Q"),
+        ("pci_base_class", 1152, "I"),
+        ("pci_sub_class", 1156, "I"),
+        ("gsp_mode_current", 1160, "I"),
+        ("gsp_mode_default", 1164, "I"),
+        ("addressing_mode", 1168, "I"),
+        ("c2c_mode", 1172, "I"),
+        ("inforom_checksum_valid", 1176, "I"),
+        ("power_management_mode", 1180, "I"),
+        ("remapped_rows_hist_max", 1184, "I"),
+        ("remapped_rows_hist_high", 1188, "I"),
+        ("remapped_rows_hist_partial", 1192, "I"),
+        ("remapped_rows_hist_low", 1196, "I"),
+        ("remapped_rows_hist_none", 1200, "I"),
+        ("reserved_ext5", 1204, "I"),
+        ("reserved_ext6", 1208, "72s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

@@ -71,16 +71,29 @@ impl Fill<'_> {
 
 impl Fill<'_> {
     /// Like [`Fill::field`] for a [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3)
-    /// value: on success stores it and sets `bit` in `valid3`.
+    /// value: on success stores it and sets `bit` in `valid3`; "deprecated" sets `bit`
+    /// in `deprecated3` (ABI 1.6).
     pub fn field3<T>(
         &mut self,
         bit: u64,
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
     ) {
-        if let Some(value) = self.call(get) {
+        let mut deprecated = false;
+        let value = self.call(|| {
+            get().map_err(|e| match e {
+                NvmlError::UnexpectedVariant(DEPRECATED) => {
+                    deprecated = true;
+                    NvmlError::NotSupported
+                }
+                e => e,
+            })
+        });
+        if let Some(value) = value {
             set(self.rec, value);
             self.rec.valid3 |= bit;
+        } else if deprecated {
+            self.rec.deprecated3 |= bit;
         }
     }
 }
@@ -163,7 +176,7 @@ pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
 
 /// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read with
 /// [`crate::tiers::STATIC`].
-pub const STATIC3: u64 = v3::PCIE_LINK_GEN_GPUMAX;
+pub const STATIC3: u64 = v3::PCIE_LINK_GEN_GPUMAX | crate::details3::STATIC3;
 
 /// The clock event reason counters, one field-value call for the five.
 pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
@@ -173,7 +186,8 @@ pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
     | v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN;
 
 /// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read on slow ticks.
-pub const SLOW3: u64 = CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA;
+pub const SLOW3: u64 =
+    CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA | crate::details3::SLOW3;
 
 impl Details {
     /// Reads the identity values; `pci` is what the identity's PCI info call gave.
@@ -406,6 +420,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || gpu_max_pcie_link_gen(nvml, d),
         |r, g| r.pcie_link_gen_gpumax = g,
     );
+    crate::details3::sample_static(nvml, d, f);
 }
 
 /// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (the GPU's own maximum, whatever the slot),
@@ -480,6 +495,7 @@ pub fn sample_slow3(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || engine_utilization(nvml, d, Engine::Ofa),
         |r, u| r.util_ofa_pct = u,
     );
+    crate::details3::sample_slow(nvml, d, f);
 }
 
 /// An engine whose utilisation nvml-wrapper has no getter for.
@@ -526,8 +542,18 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         PCIE_LINK_GEN_GPUMAX => pcie_link_gen_gpumax;
         UTIL_JPEG => util_jpeg_pct;
         UTIL_OFA => util_ofa_pct;
+        TEMP_TLIMIT => temp_tlimit_c;
+        PCI_CLASS => pci_base_class, pci_sub_class;
+        GSP_MODE => gsp_mode_current, gsp_mode_default;
+        ADDRESSING_MODE => addressing_mode;
+        C2C_MODE => c2c_mode;
+        INFOROM_CHECKSUM => inforom_checksum_valid;
+        POWER_MANAGEMENT => power_management_mode;
+        REMAPPED_ROWS_HISTOGRAM => remapped_rows_hist_max, remapped_rows_hist_high,
+            remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none;
     }
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
+    to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);
 }
 
 /// Every per-location ECC count nvidia-smi names: its bit, error type, counter and

@@ -11,6 +11,9 @@ use gpupeek_shm::GpuRecord;
 use crate::text::Text;
 use crate::units::{MegaHertz, MilliWatts};
 
+mod newer;
+pub use newer::{AddressingMode, Newer, RemapHistogram};
+
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL
     | v2::VBIOS_VERSION
@@ -443,6 +446,8 @@ pub struct Details<'a> {
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
+    /// nvidia-smi 590's values (ABI 1.6).
+    pub newer: Newer,
 }
 
 impl<'a> Details<'a> {
@@ -622,6 +627,7 @@ impl<'a> Details<'a> {
             util_jpeg_pct: (current && g.valid3 & v3::UTIL_JPEG != 0).then_some(g.util_jpeg_pct),
             util_ofa_pct: (current && g.valid3 & v3::UTIL_OFA != 0).then_some(g.util_ofa_pct),
             deprecated: g.deprecated2 & keep & !valid,
+            newer: Newer::new(g, current),
         }
     }
 }

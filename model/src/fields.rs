@@ -137,7 +137,7 @@ impl Value<'_> {
 pub type Getter = for<'a> fn(&Gpu<'a>) -> Option<Value<'a>>;
 
 /// One published per-GPU field.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Field {
     /// Name in templates and the man page (`util`, `mem_used`).
     pub name: &'static str,
@@ -251,7 +251,7 @@ impl Field {
     /// function behind it is deprecated (nvidia-smi: "[Requested functionality has been
     /// deprecated]").
     pub fn deprecated(&self, g: &Gpu) -> bool {
-        self.valid2 & g.details.deprecated != 0
+        self.valid2 & g.details.deprecated != 0 || self.valid3 & g.details.newer.deprecated != 0
     }
 
     /// The field named `name`.
@@ -260,7 +260,30 @@ impl Field {
     }
 }
 
+mod newer;
 mod table;
-pub use table::FIELDS;
+
+/// Every published per-GPU field, in the order templates and the man page list them:
+/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`).
+pub const FIELDS: &[Field] = &ALL;
+
+static ALL: [Field; table::FIELDS.len() + newer::FIELDS.len()] =
+    concat(table::FIELDS, newer::FIELDS);
+
+/// `a` then `b`, in an array of their combined length `N`.
+const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < b.len() {
+        out[a.len() + i] = b[i];
+        i += 1;
+    }
+    i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    out
+}
 
 pub mod exporters;

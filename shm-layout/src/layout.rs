@@ -41,7 +41,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 5;
+pub const ABI_MINOR: u32 = 6;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -470,6 +470,25 @@ bit_set! {
         UTIL_JPEG = 6 [util_jpeg_pct],
         /// `util_ofa_pct` (ABI 1.5).
         UTIL_OFA = 7 [util_ofa_pct],
+        /// `temp_tlimit_c` (ABI 1.6).
+        TEMP_TLIMIT = 8 [temp_tlimit_c],
+        /// `pci_base_class` and `pci_sub_class` (ABI 1.6).
+        PCI_CLASS = 9 [pci_base_class, pci_sub_class],
+        /// `gsp_mode_current` and `gsp_mode_default` (ABI 1.6).
+        GSP_MODE = 10 [gsp_mode_current, gsp_mode_default],
+        /// `addressing_mode` (ABI 1.6).
+        ADDRESSING_MODE = 11 [addressing_mode],
+        /// `c2c_mode` (ABI 1.6).
+        C2C_MODE = 12 [c2c_mode],
+        /// `inforom_checksum_valid` (ABI 1.6).
+        INFOROM_CHECKSUM = 13 [inforom_checksum_valid],
+        /// `power_management_mode` (ABI 1.6).
+        POWER_MANAGEMENT = 14 [power_management_mode],
+        /// `remapped_rows_hist_*` (ABI 1.6).
+        REMAPPED_ROWS_HISTOGRAM = 15 [
+            remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial,
+            remapped_rows_hist_low, remapped_rows_hist_none
+        ],
     }
 }
 
@@ -817,10 +836,41 @@ pub struct GpuRecord {
     pub util_jpeg_pct: u32,
     /// Optical flow accelerator (OFA) utilisation, percent (ABI 1.5).
     pub util_ofa_pct: u32,
+    /// The GPU's thermal margin, nvidia-smi's "T.Limit" temperature: degrees Celsius
+    /// below the nearest slowdown threshold (`nvmlDeviceGetMarginTemperature`) (ABI 1.6).
+    pub temp_tlimit_c: i32,
+    /// Bits from [`gpu_valid3`] whose value the driver answered as deprecated (ABI 1.6).
+    pub deprecated3: u64,
+    /// PCI base class code, e.g. 0x3 for a display controller (ABI 1.6).
+    pub pci_base_class: u32,
+    /// PCI sub class code, e.g. 0x2 for a 3D controller (ABI 1.6).
+    pub pci_sub_class: u32,
+    /// GSP firmware in use: 0 disabled, 1 enabled (ABI 1.6).
+    pub gsp_mode_current: u32,
+    /// GSP firmware by default: 0 disabled, 1 enabled (ABI 1.6).
+    pub gsp_mode_default: u32,
+    /// How the GPU addresses system memory: 0 none, 1 HMM, 2 ATS (ABI 1.6).
+    pub addressing_mode: u32,
+    /// C2C (chip-to-chip) mode: 0 disabled, 1 enabled (ABI 1.6).
+    pub c2c_mode: u32,
+    /// 1 when the infoROM checksum validates, 0 when it does not (ABI 1.6).
+    pub inforom_checksum_valid: u32,
+    /// Power management: 0 disabled, 1 enabled (ABI 1.6).
+    pub power_management_mode: u32,
+    /// Memory banks with every spare row left for remapping (ABI 1.6).
+    pub remapped_rows_hist_max: u32,
+    /// Banks with high remap availability (ABI 1.6).
+    pub remapped_rows_hist_high: u32,
+    /// Banks with partial remap availability (ABI 1.6).
+    pub remapped_rows_hist_partial: u32,
+    /// Banks with low remap availability (ABI 1.6).
+    pub remapped_rows_hist_low: u32,
+    /// Banks with no spare row left (ABI 1.6).
+    pub remapped_rows_hist_none: u32,
     /// Zero.
-    pub reserved_ext4: u32,
+    pub reserved_ext5: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext3: [u64; 1],
+    pub reserved_ext6: [u64; 9],
 }
 
 macro_rules! zeroed_default {

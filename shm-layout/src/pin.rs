@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1152, {
+pin_layout!(GpuRecord, size = 1280, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -192,8 +192,23 @@ pin_layout!(GpuRecord, size = 1152, {
     pcie_link_gen_gpumax: 1128,
     util_jpeg_pct: 1132,
     util_ofa_pct: 1136,
-    reserved_ext4: 1140,
-    reserved_ext3: 1144,
+    temp_tlimit_c: 1140,
+    deprecated3: 1144,
+    pci_base_class: 1152,
+    pci_sub_class: 1156,
+    gsp_mode_current: 1160,
+    gsp_mode_default: 1164,
+    addressing_mode: 1168,
+    c2c_mode: 1172,
+    inforom_checksum_valid: 1176,
+    power_management_mode: 1180,
+    remapped_rows_hist_max: 1184,
+    remapped_rows_hist_high: 1188,
+    remapped_rows_hist_partial: 1192,
+    remapped_rows_hist_low: 1196,
+    remapped_rows_hist_none: 1200,
+    reserved_ext5: 1204,
+    reserved_ext6: 1208,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -163,6 +163,27 @@ pub struct Gpu {
     /// `nvmlDeviceGetGpuFabricInfo` (R525+): NVSwitch systems only; absent: not
     /// supported.
     pub fabric: Option<Fabric>,
+    /// `nvmlDeviceGetMarginTemperature` (R560+): degrees below the nearest slowdown
+    /// threshold, nvidia-smi's T.Limit; absent: not supported (GeForce, as real ones).
+    pub margin_temperature_c: Option<i32>,
+    /// `nvmlDeviceGetPciInfoExt` (R550+) `[base class, sub class]`.
+    pub pci_class: Option<[u32; 2]>,
+    /// `nvmlDeviceGetGspFirmwareMode` (R510+) `[enabled, default]`, 0 or 1.
+    pub gsp_firmware_mode: Option<[u32; 2]>,
+    /// `nvmlDeviceGetAddressingMode` (R580+): 0 none, 1 HMM, 2 ATS.
+    pub addressing_mode: Option<u32>,
+    /// `nvmlDeviceGetC2cModeInfoV` (R550+): 0 or 1; Hopper and newer data-centre GPUs
+    /// answer (0 but on Grace Hopper), others do not support it.
+    pub c2c_mode: Option<u32>,
+    /// `nvmlDeviceValidateInforom`: true succeeds, false answers `CORRUPTED_INFOROM`;
+    /// absent: not supported.
+    pub inforom_valid: Option<bool>,
+    /// `nvmlDeviceGetPowerManagementMode`: 0 or 1 (590+ drivers answer `DEPRECATED`,
+    /// set through `errors`).
+    pub power_management_mode: Option<u32>,
+    /// `nvmlDeviceGetRowRemapperHistogram` (R520+) `[max, high, partial, low, none]`:
+    /// GPUs with row remapping (A100 and newer data-centre GPUs) only.
+    pub row_remapper_histogram: Option<[u32; 5]>,
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
     /// reset, 2 node reboot, 3 drain P2P, 4 drain and reset; absent: not supported.
     pub gpu_recovery_action: Option<u32>,

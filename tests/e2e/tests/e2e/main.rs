@@ -43,6 +43,7 @@ mod query;
 mod runtime_pm;
 mod serve_web;
 mod smi;
+mod smi590;
 mod soak;
 mod states;
 mod statusbar;
