@@ -136,9 +136,23 @@ const NOT_AVAILABLE: &str = "[N/A]";
 
 /// The fields nvidia-smi prints without brackets when it cannot give them: the memory
 /// temperature of a GPU without HBM is `N/A` in every capture above (RTX 2080 Super
-/// on 465, RTX 4080 Super and L40S on 595), and so are the fabric state and status of a
-/// GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on 595).
-const BARE_NOT_AVAILABLE: [&str; 3] = ["temperature.memory", "fabric.state", "fabric.status"];
+/// on 465, RTX 4080 Super and L40S on 595), and so are the fabric state, status, clique
+/// and cluster of a GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on
+/// 595), and the fabric health of any GPU whose driver gives no health summary (those
+/// and an H100 and H200 on 590).
+const BARE_NOT_AVAILABLE: [&str; 11] = [
+    "temperature.memory",
+    "fabric.state",
+    "fabric.status",
+    "fabric.cliqueId",
+    "fabric.clusterUuid",
+    "fabric.health.summary",
+    "fabric.health.bandwidth",
+    "fabric.health.route_recovery_in_progress",
+    "fabric.health.route_unhealthy",
+    "fabric.health.access_timeout_recovery",
+    "fabric.health.incorrect_configuration",
+];
 
 /// What nvidia-smi prints for a value whose NVML function answered
 /// `NVML_ERROR_DEPRECATED` (the display mode and the applications clocks on 590+
@@ -199,6 +213,7 @@ impl Field {
             (Value::Reasons(r), _) => format!("0x{:016X}", r.0),
             (Value::Hex(x, digits), _) => format!("0x{x:0width$X}", width = digits.into()),
             (Value::Dotted(a, b), _) => format!("{a}.{b}"),
+            (Value::Uuid(b), _) => gpupeek_model::fields::uuid_text(&b),
         })
     }
 }

@@ -228,6 +228,18 @@ enum {
 #define GPUPEEK_GPU_V3_INFOROM_CHECKSUM (UINT64_C(1) << 13) /* inforom_checksum_valid */
 #define GPUPEEK_GPU_V3_POWER_MANAGEMENT (UINT64_C(1) << 14) /* power_management_mode */
 #define GPUPEEK_GPU_V3_REMAPPED_ROWS_HISTOGRAM (UINT64_C(1) << 15) /* remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none */
+#define GPUPEEK_GPU_V3_FABRIC_CLIQUE (UINT64_C(1) << 16) /* fabric_clique_id, fabric_cluster_uuid */
+#define GPUPEEK_GPU_V3_FABRIC_HEALTH (UINT64_C(1) << 17) /* fabric_health_mask, fabric_health_summary */
+#define GPUPEEK_GPU_V3_SRAM_ECC (UINT64_C(1) << 18) /* sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity, sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity, sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm, sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie, sram_ecc_aggregate_unc_other */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DRAW_AVERAGE (UINT64_C(1) << 19) /* module_power_draw_average_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DRAW_INSTANT (UINT64_C(1) << 20) /* module_power_draw_instant_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_LIMIT (UINT64_C(1) << 21) /* module_power_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_ENFORCED_POWER_LIMIT (UINT64_C(1) << 22) /* module_enforced_power_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DEFAULT_LIMIT (UINT64_C(1) << 23) /* module_power_default_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_MIN_LIMIT (UINT64_C(1) << 24) /* module_power_min_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_MAX_LIMIT (UINT64_C(1) << 25) /* module_power_max_limit_mw */
+#define GPUPEEK_GPU_V3_PROTECTED_MEMORY (UINT64_C(1) << 26) /* protected_memory_total_bytes, protected_memory_used_bytes, protected_memory_free_bytes */
+#define GPUPEEK_GPU_V3_DRAM_ENCRYPTION (UINT64_C(1) << 27) /* dram_encryption_current, dram_encryption_pending */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -512,10 +524,35 @@ struct gpupeek_gpu {
     uint32_t remapped_rows_hist_partial;
     uint32_t remapped_rows_hist_low;
     uint32_t remapped_rows_hist_none;
-    uint32_t reserved_ext5;
-    uint64_t reserved_ext6[9];
+    uint32_t fabric_clique_id;
+    char fabric_cluster_uuid[16];
+    uint32_t fabric_health_mask;
+    uint32_t fabric_health_summary;
+    uint32_t sram_ecc_threshold_exceeded;
+    uint32_t module_power_draw_average_mw;
+    uint64_t sram_ecc_volatile_unc_parity;
+    uint64_t sram_ecc_volatile_unc_secded;
+    uint64_t sram_ecc_aggregate_unc_parity;
+    uint64_t sram_ecc_aggregate_unc_secded;
+    uint64_t sram_ecc_aggregate_unc_l2;
+    uint64_t sram_ecc_aggregate_unc_sm;
+    uint64_t sram_ecc_aggregate_unc_mcu;
+    uint64_t sram_ecc_aggregate_unc_pcie;
+    uint64_t sram_ecc_aggregate_unc_other;
+    uint32_t module_power_draw_instant_mw;
+    uint32_t module_power_limit_mw;
+    uint32_t module_enforced_power_limit_mw;
+    uint32_t module_power_default_limit_mw;
+    uint32_t module_power_min_limit_mw;
+    uint32_t module_power_max_limit_mw;
+    uint64_t protected_memory_total_bytes;
+    uint64_t protected_memory_used_bytes;
+    uint64_t protected_memory_free_bytes;
+    uint32_t dram_encryption_current;
+    uint32_t dram_encryption_pending;
+    uint64_t reserved_ext6[5];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1280, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1408, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -674,8 +711,33 @@ GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_high, 1188);
 GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_partial, 1192);
 GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_low, 1196);
 GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_none, 1200);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext5, 1204);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1208);
+GPUPEEK_PIN(gpupeek_gpu, fabric_clique_id, 1204);
+GPUPEEK_PIN(gpupeek_gpu, fabric_cluster_uuid, 1208);
+GPUPEEK_PIN(gpupeek_gpu, fabric_health_mask, 1224);
+GPUPEEK_PIN(gpupeek_gpu, fabric_health_summary, 1228);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_threshold_exceeded, 1232);
+GPUPEEK_PIN(gpupeek_gpu, module_power_draw_average_mw, 1236);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_volatile_unc_parity, 1240);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_volatile_unc_secded, 1248);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_parity, 1256);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_secded, 1264);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_l2, 1272);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_sm, 1280);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_mcu, 1288);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_pcie, 1296);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_other, 1304);
+GPUPEEK_PIN(gpupeek_gpu, module_power_draw_instant_mw, 1312);
+GPUPEEK_PIN(gpupeek_gpu, module_power_limit_mw, 1316);
+GPUPEEK_PIN(gpupeek_gpu, module_enforced_power_limit_mw, 1320);
+GPUPEEK_PIN(gpupeek_gpu, module_power_default_limit_mw, 1324);
+GPUPEEK_PIN(gpupeek_gpu, module_power_min_limit_mw, 1328);
+GPUPEEK_PIN(gpupeek_gpu, module_power_max_limit_mw, 1332);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_total_bytes, 1336);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_used_bytes, 1344);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_free_bytes, 1352);
+GPUPEEK_PIN(gpupeek_gpu, dram_encryption_current, 1360);
+GPUPEEK_PIN(gpupeek_gpu, dram_encryption_pending, 1364);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1368);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -99,7 +99,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1280
+GPU_RECORD_SIZE = 1408
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -390,6 +390,18 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "INFOROM_CHECKSUM": 13,
     "POWER_MANAGEMENT": 14,
     "REMAPPED_ROWS_HISTOGRAM": 15,
+    "FABRIC_CLIQUE": 16,
+    "FABRIC_HEALTH": 17,
+    "SRAM_ECC": 18,
+    "MODULE_POWER_DRAW_AVERAGE": 19,
+    "MODULE_POWER_DRAW_INSTANT": 20,
+    "MODULE_POWER_LIMIT": 21,
+    "MODULE_ENFORCED_POWER_LIMIT": 22,
+    "MODULE_POWER_DEFAULT_LIMIT": 23,
+    "MODULE_POWER_MIN_LIMIT": 24,
+    "MODULE_POWER_MAX_LIMIT": 25,
+    "PROTECTED_MEMORY": 26,
+    "DRAM_ENCRYPTION": 27,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -414,6 +426,32 @@ GPU_VALID3 = {
     "remapped_rows_hist_partial": 15,  # REMAPPED_ROWS_HISTOGRAM
     "remapped_rows_hist_low": 15,  # REMAPPED_ROWS_HISTOGRAM
     "remapped_rows_hist_none": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "fabric_clique_id": 16,  # FABRIC_CLIQUE
+    "fabric_cluster_uuid": 16,  # FABRIC_CLIQUE
+    "fabric_health_mask": 17,  # FABRIC_HEALTH
+    "fabric_health_summary": 17,  # FABRIC_HEALTH
+    "sram_ecc_threshold_exceeded": 18,  # SRAM_ECC
+    "sram_ecc_volatile_unc_parity": 18,  # SRAM_ECC
+    "sram_ecc_volatile_unc_secded": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_parity": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_secded": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_l2": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_sm": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_mcu": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_pcie": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_other": 18,  # SRAM_ECC
+    "module_power_draw_average_mw": 19,  # MODULE_POWER_DRAW_AVERAGE
+    "module_power_draw_instant_mw": 20,  # MODULE_POWER_DRAW_INSTANT
+    "module_power_limit_mw": 21,  # MODULE_POWER_LIMIT
+    "module_enforced_power_limit_mw": 22,  # MODULE_ENFORCED_POWER_LIMIT
+    "module_power_default_limit_mw": 23,  # MODULE_POWER_DEFAULT_LIMIT
+    "module_power_min_limit_mw": 24,  # MODULE_POWER_MIN_LIMIT
+    "module_power_max_limit_mw": 25,  # MODULE_POWER_MAX_LIMIT
+    "protected_memory_total_bytes": 26,  # PROTECTED_MEMORY
+    "protected_memory_used_bytes": 26,  # PROTECTED_MEMORY
+    "protected_memory_free_bytes": 26,  # PROTECTED_MEMORY
+    "dram_encryption_current": 27,  # DRAM_ENCRYPTION
+    "dram_encryption_pending": 27,  # DRAM_ENCRYPTION
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -552,7 +590,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1280, [
+    ("GpuRecord", 1408, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -711,8 +749,33 @@ LAYOUT = [
         ("remapped_rows_hist_partial", 1192, "I"),
         ("remapped_rows_hist_low", 1196, "I"),
         ("remapped_rows_hist_none", 1200, "I"),
-        ("reserved_ext5", 1204, "I"),
-        ("reserved_ext6", 1208, "72s"),
+        ("fabric_clique_id", 1204, "I"),
+        ("fabric_cluster_uuid", 1208, "16s"),
+        ("fabric_health_mask", 1224, "I"),
+        ("fabric_health_summary", 1228, "I"),
+        ("sram_ecc_threshold_exceeded", 1232, "I"),
+        ("module_power_draw_average_mw", 1236, "I"),
+        ("sram_ecc_volatile_unc_parity", 1240, "Q"),
+        ("sram_ecc_volatile_unc_secded", 1248, "Q"),
+        ("sram_ecc_aggregate_unc_parity", 1256, "Q"),
+        ("sram_ecc_aggregate_unc_secded", 1264, "Q"),
+        ("sram_ecc_aggregate_unc_l2", 1272, "Q"),
+        ("sram_ecc_aggregate_unc_sm", 1280, "Q"),
+        ("sram_ecc_aggregate_unc_mcu", 1288, "Q"),
+        ("sram_ecc_aggregate_unc_pcie", 1296, "Q"),
+        ("sram_ecc_aggregate_unc_other", 1304, "Q"),
+        ("module_power_draw_instant_mw", 1312, "I"),
+        ("module_power_limit_mw", 1316, "I"),
+        ("module_enforced_power_limit_mw", 1320, "I"),
+        ("module_power_default_limit_mw", 1324, "I"),
+        ("module_power_min_limit_mw", 1328, "I"),
+        ("module_power_max_limit_mw", 1332, "I"),
+        ("protected_memory_total_bytes", 1336, "Q"),
+        ("protected_memory_used_bytes", 1344, "Q"),
+        ("protected_memory_free_bytes", 1352, "Q"),
+        ("dram_encryption_current", 1360, "I"),
+        ("dram_encryption_pending", 1364, "I"),
+        ("reserved_ext6", 1368, "40s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -900,15 +963,19 @@ def _validity(
     """Replaces fields whose validity bit is clear by None, and decodes strings.
 
     `bits2` and `bits3` are the tables of a second and third mask, `valid2`
-    (GpuRecord since ABI 1.4) and `valid3` (since ABI 1.5)."""
+    (GpuRecord since ABI 1.4) and `valid3` (since ABI 1.5; 1.6 adds bits 8-27)."""
     valid, valid2, valid3 = rec["valid"], rec.get("valid2", 0), rec.get("valid3", 0)
     out = {}
     for name, value in rec.items():
         if name.startswith("reserved") or name in (
-            "seq", "valid", "valid2", "deprecated2", "valid3"
+            "seq", "valid", "valid2", "deprecated2", "valid3", "deprecated3"
         ):
             continue
-        if isinstance(value, bytes):
+        if name == "fabric_cluster_uuid":
+            # 16 raw bytes (ABI 1.6), shown as nvidia-smi shows a UUID.
+            h = value.hex()
+            value = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        elif isinstance(value, bytes):
             value = _text(value)
         bit = bits.get(name)
         if bit is None and bits2 is not None and name in bits2:

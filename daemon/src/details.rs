@@ -551,6 +551,23 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         POWER_MANAGEMENT => power_management_mode;
         REMAPPED_ROWS_HISTOGRAM => remapped_rows_hist_max, remapped_rows_hist_high,
             remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none;
+        FABRIC_CLIQUE => fabric_clique_id, fabric_cluster_uuid;
+        FABRIC_HEALTH => fabric_health_mask, fabric_health_summary;
+        SRAM_ECC => sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity,
+            sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity,
+            sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm,
+            sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie,
+            sram_ecc_aggregate_unc_other;
+        MODULE_POWER_DRAW_AVERAGE => module_power_draw_average_mw;
+        MODULE_POWER_DRAW_INSTANT => module_power_draw_instant_mw;
+        MODULE_POWER_LIMIT => module_power_limit_mw;
+        MODULE_ENFORCED_POWER_LIMIT => module_enforced_power_limit_mw;
+        MODULE_POWER_DEFAULT_LIMIT => module_power_default_limit_mw;
+        MODULE_POWER_MIN_LIMIT => module_power_min_limit_mw;
+        MODULE_POWER_MAX_LIMIT => module_power_max_limit_mw;
+        PROTECTED_MEMORY => protected_memory_total_bytes, protected_memory_used_bytes,
+            protected_memory_free_bytes;
+        DRAM_ENCRYPTION => dram_encryption_current, dram_encryption_pending;
     }
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
     to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);

@@ -8,9 +8,16 @@
 //!   the infoROM checksum (`nvmlDeviceValidateInforom`), the power management mode
 //!   (`nvmlDeviceGetPowerManagementMode`, which 590+ drivers call deprecated) and the
 //!   row remapper histogram (`nvmlDeviceGetRowRemapperHistogram`).
+//!   Also the fabric clique, cluster and health (`nvmlDeviceGetGpuFabricInfoV`), the
+//!   SRAM ECC status (`nvmlDeviceGetSramEccErrorStatus`), the DRAM encryption mode
+//!   (`nvmlDeviceGetDramEncryptionMode`) and the module's power limits (one
+//!   `nvmlDeviceGetFieldValues` with the module scope, which only Grace superchips
+//!   answer).
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
-//!   temperature.
+//!   temperature; the module's power draw (one field-value call with the module
+//!   scope); the protected memory in use
+//!   (`nvmlDeviceGetConfComputeProtectedMemoryUsage`).
 //!
 //! nvml-wrapper has none of these calls; each is made through the loaded library's
 //! symbol, and a symbol the driver lacks leaves the value unknown.
@@ -19,7 +26,7 @@ use std::os::raw::c_uint;
 
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::{Device, Nvml};
-use nvml_wrapper_sys::bindings::{self, nvmlDevice_t, nvmlReturn_t};
+use nvml_wrapper_sys::bindings::{self, field_id, nvmlDevice_t, nvmlReturn_t};
 
 use gpupeek_shm::layout::gpu_valid3 as v3;
 
@@ -32,10 +39,25 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::C2C_MODE
     | v3::INFOROM_CHECKSUM
     | v3::POWER_MANAGEMENT
-    | v3::REMAPPED_ROWS_HISTOGRAM;
+    | v3::REMAPPED_ROWS_HISTOGRAM
+    | v3::FABRIC_CLIQUE
+    | v3::FABRIC_HEALTH
+    | v3::SRAM_ECC
+    | v3::DRAM_ENCRYPTION
+    | MODULE_LIMITS;
+
+/// The module's power limits, one field-value call.
+const MODULE_LIMITS: u64 = v3::MODULE_POWER_LIMIT
+    | v3::MODULE_ENFORCED_POWER_LIMIT
+    | v3::MODULE_POWER_DEFAULT_LIMIT
+    | v3::MODULE_POWER_MIN_LIMIT
+    | v3::MODULE_POWER_MAX_LIMIT;
 
 /// The values read on slow ticks.
-pub const SLOW3: u64 = v3::TEMP_TLIMIT;
+pub const SLOW3: u64 = v3::TEMP_TLIMIT
+    | v3::MODULE_POWER_DRAW_AVERAGE
+    | v3::MODULE_POWER_DRAW_INSTANT
+    | v3::PROTECTED_MEMORY;
 
 /// nvml.h's `NVML_STRUCT_VERSION(name, ver)` for a struct of type `T`.
 const fn version<T>(ver: u32) -> c_uint {
@@ -103,6 +125,42 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
             r.remapped_rows_hist_none = h.none;
         },
     );
+    if let Some(info) = f.call(|| fabric(nvml, d)) {
+        // Outside a fabric (state "not supported") NVML has no clique or health.
+        if info.state != 0 {
+            let r = &mut *f.rec;
+            r.fabric_clique_id = info.cliqueId;
+            r.fabric_cluster_uuid = info.clusterUuid;
+            r.fabric_health_mask = info.healthMask;
+            r.fabric_health_summary = info.healthSummary.into();
+            r.valid3 |= v3::FABRIC_CLIQUE | v3::FABRIC_HEALTH;
+        }
+    }
+    f.field3(
+        v3::SRAM_ECC,
+        || sram_ecc(nvml, d),
+        |r, s| {
+            r.sram_ecc_threshold_exceeded = s.bThresholdExceeded;
+            r.sram_ecc_volatile_unc_parity = s.volatileUncParity;
+            r.sram_ecc_volatile_unc_secded = s.volatileUncSecDed;
+            r.sram_ecc_aggregate_unc_parity = s.aggregateUncParity;
+            r.sram_ecc_aggregate_unc_secded = s.aggregateUncSecDed;
+            r.sram_ecc_aggregate_unc_l2 = s.aggregateUncBucketL2;
+            r.sram_ecc_aggregate_unc_sm = s.aggregateUncBucketSm;
+            r.sram_ecc_aggregate_unc_mcu = s.aggregateUncBucketMcu;
+            r.sram_ecc_aggregate_unc_pcie = s.aggregateUncBucketPcie;
+            r.sram_ecc_aggregate_unc_other = s.aggregateUncBucketOther;
+        },
+    );
+    f.field3(
+        v3::DRAM_ENCRYPTION,
+        || dram_encryption(nvml, d),
+        |r, (current, pending)| {
+            r.dram_encryption_current = current;
+            r.dram_encryption_pending = pending;
+        },
+    );
+    module_power(nvml, d, f, &MODULE_LIMIT_IDS);
 }
 
 /// The slow-tick values: see [`SLOW3`].
@@ -112,6 +170,153 @@ pub fn sample_slow(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || margin_temperature(nvml, d),
         |r, t| r.temp_tlimit_c = t,
     );
+    module_power(nvml, d, f, &MODULE_DRAW);
+    f.field3(
+        v3::PROTECTED_MEMORY,
+        || protected_memory(nvml, d),
+        |r, m| {
+            r.protected_memory_total_bytes = m.total;
+            r.protected_memory_used_bytes = m.used;
+            r.protected_memory_free_bytes = m.free;
+        },
+    );
+}
+
+/// The module's power draw: bits and field ids.
+const MODULE_DRAW: [(u64, u32); 2] = [
+    (
+        v3::MODULE_POWER_DRAW_AVERAGE,
+        field_id::NVML_FI_DEV_POWER_AVERAGE,
+    ),
+    (
+        v3::MODULE_POWER_DRAW_INSTANT,
+        field_id::NVML_FI_DEV_POWER_INSTANT,
+    ),
+];
+
+/// The module's power limits: bits and field ids.
+const MODULE_LIMIT_IDS: [(u64, u32); 5] = [
+    (
+        v3::MODULE_POWER_LIMIT,
+        field_id::NVML_FI_DEV_POWER_REQUESTED_LIMIT,
+    ),
+    (
+        v3::MODULE_ENFORCED_POWER_LIMIT,
+        field_id::NVML_FI_DEV_POWER_CURRENT_LIMIT,
+    ),
+    (
+        v3::MODULE_POWER_DEFAULT_LIMIT,
+        field_id::NVML_FI_DEV_POWER_DEFAULT_LIMIT,
+    ),
+    (
+        v3::MODULE_POWER_MIN_LIMIT,
+        field_id::NVML_FI_DEV_POWER_MIN_LIMIT,
+    ),
+    (
+        v3::MODULE_POWER_MAX_LIMIT,
+        field_id::NVML_FI_DEV_POWER_MAX_LIMIT,
+    ),
+];
+
+/// Reads `fields` (bits and field ids) for the whole module in one field-value call;
+/// each answered value sets its bit.
+fn module_power<const K: usize>(nvml: &Nvml, d: &Device, f: &mut Fill, fields: &[(u64, u32); K]) {
+    let ids = fields.map(|(_, id)| id);
+    let scope = bindings::NVML_POWER_SCOPE_MODULE;
+    let Some(answers) = f.call(|| crate::fields::some_scoped(nvml, d, ids, scope)) else {
+        return;
+    };
+    for ((bit, _), answer) in fields.iter().zip(answers) {
+        let Ok(mw) = answer else { continue };
+        let mw = u32::try_from(mw).unwrap_or(u32::MAX);
+        let r = &mut *f.rec;
+        *match *bit {
+            v3::MODULE_POWER_DRAW_AVERAGE => &mut r.module_power_draw_average_mw,
+            v3::MODULE_POWER_DRAW_INSTANT => &mut r.module_power_draw_instant_mw,
+            v3::MODULE_POWER_LIMIT => &mut r.module_power_limit_mw,
+            v3::MODULE_ENFORCED_POWER_LIMIT => &mut r.module_enforced_power_limit_mw,
+            v3::MODULE_POWER_DEFAULT_LIMIT => &mut r.module_power_default_limit_mw,
+            v3::MODULE_POWER_MIN_LIMIT => &mut r.module_power_min_limit_mw,
+            _ => &mut r.module_power_max_limit_mw,
+        } = mw;
+        r.valid3 |= bit;
+    }
+}
+
+fn protected_memory(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlMemory_t, NvmlError> {
+    let mut m = bindings::nvmlMemory_t {
+        total: 0,
+        free: 0,
+        used: 0,
+    };
+    raw!(
+        nvml,
+        d,
+        nvmlDeviceGetConfComputeProtectedMemoryUsage,
+        // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlMemory_t *)` and `m` is
+        // writable.
+        |f, h| unsafe { f(h, &mut m) }
+    )?;
+    Ok(m)
+}
+
+/// The fabric's clique, cluster and health, with `nvmlGpuFabricInfo_v3` (the health
+/// summary too).
+fn fabric(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlGpuFabricInfo_v3_t, NvmlError> {
+    let mut info = bindings::nvmlGpuFabricInfo_v3_t {
+        version: version::<bindings::nvmlGpuFabricInfo_v3_t>(3),
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+        healthMask: 0,
+        healthSummary: 0,
+    };
+    // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlGpuFabricInfoV_t *)` and
+    // `info` is a writable struct of the version it names.
+    raw!(nvml, d, nvmlDeviceGetGpuFabricInfoV, |f, h| unsafe {
+        f(h, &mut info)
+    })?;
+    Ok(info)
+}
+
+fn sram_ecc(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlEccSramErrorStatus_v1_t, NvmlError> {
+    let mut s = bindings::nvmlEccSramErrorStatus_v1_t {
+        version: version::<bindings::nvmlEccSramErrorStatus_v1_t>(1),
+        aggregateUncParity: 0,
+        aggregateUncSecDed: 0,
+        aggregateCor: 0,
+        volatileUncParity: 0,
+        volatileUncSecDed: 0,
+        volatileCor: 0,
+        aggregateUncBucketL2: 0,
+        aggregateUncBucketSm: 0,
+        aggregateUncBucketPcie: 0,
+        aggregateUncBucketMcu: 0,
+        aggregateUncBucketOther: 0,
+        bThresholdExceeded: 0,
+    };
+    // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlEccSramErrorStatus_t *)` and
+    // `s` is a writable struct of the version it names.
+    raw!(nvml, d, nvmlDeviceGetSramEccErrorStatus, |f, h| unsafe {
+        f(h, &mut s)
+    })?;
+    Ok(s)
+}
+
+fn dram_encryption(nvml: &Nvml, d: &Device) -> Result<(u32, u32), NvmlError> {
+    let info = || bindings::nvmlDramEncryptionInfo_v1_t {
+        version: version::<bindings::nvmlDramEncryptionInfo_v1_t>(1),
+        encryptionState: 0,
+    };
+    let (mut current, mut pending) = (info(), info());
+    // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlDramEncryptionInfo_t *,
+    // nvmlDramEncryptionInfo_t *)` and both are writable structs of the version they
+    // name.
+    raw!(nvml, d, nvmlDeviceGetDramEncryptionMode, |f, h| unsafe {
+        f(h, &mut current, &mut pending)
+    })?;
+    Ok((current.encryptionState, pending.encryptionState))
 }
 
 fn margin_temperature(nvml: &Nvml, d: &Device) -> Result<i32, NvmlError> {

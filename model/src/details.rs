@@ -12,7 +12,7 @@ use crate::text::Text;
 use crate::units::{MegaHertz, MilliWatts};
 
 mod newer;
-pub use newer::{AddressingMode, Newer, RemapHistogram};
+pub use newer::{AddressingMode, FabricHealth, Newer, RemapHistogram, SramEcc};
 
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL

@@ -118,6 +118,21 @@ pub enum Value<'a> {
     Hex(u64, u8),
     /// Two numbers joined by a dot (a compute capability, `9.0`).
     Dotted(u32, u32),
+    /// A UUID's 16 bytes (a fabric cluster's).
+    Uuid([u8; 16]),
+}
+
+/// A UUID as nvidia-smi prints one: lower-case hex, 8-4-4-4-12.
+pub fn uuid_text(b: &[u8; 16]) -> String {
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 impl Value<'_> {

@@ -489,6 +489,37 @@ bit_set! {
             remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial,
             remapped_rows_hist_low, remapped_rows_hist_none
         ],
+        /// `fabric_clique_id` and `fabric_cluster_uuid` (ABI 1.6).
+        FABRIC_CLIQUE = 16 [fabric_clique_id, fabric_cluster_uuid],
+        /// `fabric_health_mask` and `fabric_health_summary` (ABI 1.6).
+        FABRIC_HEALTH = 17 [fabric_health_mask, fabric_health_summary],
+        /// The `sram_ecc_*` counts and `sram_ecc_threshold_exceeded` (ABI 1.6).
+        SRAM_ECC = 18 [
+            sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity,
+            sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity,
+            sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm,
+            sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie, sram_ecc_aggregate_unc_other
+        ],
+        /// `module_power_draw_average_mw` (ABI 1.6).
+        MODULE_POWER_DRAW_AVERAGE = 19 [module_power_draw_average_mw],
+        /// `module_power_draw_instant_mw` (ABI 1.6).
+        MODULE_POWER_DRAW_INSTANT = 20 [module_power_draw_instant_mw],
+        /// `module_power_limit_mw` (ABI 1.6).
+        MODULE_POWER_LIMIT = 21 [module_power_limit_mw],
+        /// `module_enforced_power_limit_mw` (ABI 1.6).
+        MODULE_ENFORCED_POWER_LIMIT = 22 [module_enforced_power_limit_mw],
+        /// `module_power_default_limit_mw` (ABI 1.6).
+        MODULE_POWER_DEFAULT_LIMIT = 23 [module_power_default_limit_mw],
+        /// `module_power_min_limit_mw` (ABI 1.6).
+        MODULE_POWER_MIN_LIMIT = 24 [module_power_min_limit_mw],
+        /// `module_power_max_limit_mw` (ABI 1.6).
+        MODULE_POWER_MAX_LIMIT = 25 [module_power_max_limit_mw],
+        /// `protected_memory_{total,used,free}_bytes` (ABI 1.6).
+        PROTECTED_MEMORY = 26 [
+            protected_memory_total_bytes, protected_memory_used_bytes, protected_memory_free_bytes
+        ],
+        /// `dram_encryption_current` and `dram_encryption_pending` (ABI 1.6).
+        DRAM_ENCRYPTION = 27 [dram_encryption_current, dram_encryption_pending],
     }
 }
 
@@ -867,10 +898,63 @@ pub struct GpuRecord {
     pub remapped_rows_hist_low: u32,
     /// Banks with no spare row left (ABI 1.6).
     pub remapped_rows_hist_none: u32,
-    /// Zero.
-    pub reserved_ext5: u32,
+    /// Id of the NVLink fabric clique the GPU belongs to (ABI 1.6).
+    pub fabric_clique_id: u32,
+    /// UUID of the fabric cluster the GPU belongs to, 16 bytes (ABI 1.6).
+    pub fabric_cluster_uuid: [u8; 16],
+    /// NVML's fabric health mask (`NVML_GPU_FABRIC_HEALTH_MASK_*`: two or more bits per
+    /// condition, 0 for "not supported") (ABI 1.6).
+    pub fabric_health_mask: u32,
+    /// Fabric health summary: 0 not supported, 1 healthy, 2 unhealthy, 3 limited
+    /// capacity (ABI 1.6).
+    pub fabric_health_summary: u32,
+    /// 1 when the SRAM uncorrectable error threshold was exceeded (ABI 1.6).
+    pub sram_ecc_threshold_exceeded: u32,
+    /// Module (GPU, CPU and memory of a Grace superchip) power draw averaged over a
+    /// second, milliwatts (ABI 1.6).
+    pub module_power_draw_average_mw: u32,
+    /// Unique volatile uncorrectable parity errors in SRAM (ABI 1.6).
+    pub sram_ecc_volatile_unc_parity: u64,
+    /// Unique volatile uncorrectable SEC-DED errors in SRAM (ABI 1.6).
+    pub sram_ecc_volatile_unc_secded: u64,
+    /// Unique aggregate uncorrectable parity errors in SRAM (ABI 1.6).
+    pub sram_ecc_aggregate_unc_parity: u64,
+    /// Unique aggregate uncorrectable SEC-DED errors in SRAM (ABI 1.6).
+    pub sram_ecc_aggregate_unc_secded: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the L2 cache (ABI 1.6).
+    pub sram_ecc_aggregate_unc_l2: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the SMs (ABI 1.6).
+    pub sram_ecc_aggregate_unc_sm: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the microcontrollers (ABI 1.6).
+    pub sram_ecc_aggregate_unc_mcu: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the PCIe interface (ABI 1.6).
+    pub sram_ecc_aggregate_unc_pcie: u64,
+    /// Unique aggregate uncorrectable SRAM errors elsewhere (ABI 1.6).
+    pub sram_ecc_aggregate_unc_other: u64,
+    /// Module instantaneous power draw, milliwatts (ABI 1.6).
+    pub module_power_draw_instant_mw: u32,
+    /// Module power limit requested, milliwatts (ABI 1.6).
+    pub module_power_limit_mw: u32,
+    /// Module power limit enforced, milliwatts (ABI 1.6).
+    pub module_enforced_power_limit_mw: u32,
+    /// Module default power limit, milliwatts (ABI 1.6).
+    pub module_power_default_limit_mw: u32,
+    /// Smallest module power limit that can be set, milliwatts (ABI 1.6).
+    pub module_power_min_limit_mw: u32,
+    /// Largest module power limit that can be set, milliwatts (ABI 1.6).
+    pub module_power_max_limit_mw: u32,
+    /// Confidential-computing protected memory installed, bytes (ABI 1.6).
+    pub protected_memory_total_bytes: u64,
+    /// Protected memory allocated by active contexts, bytes (ABI 1.6).
+    pub protected_memory_used_bytes: u64,
+    /// Protected memory free, bytes (ABI 1.6).
+    pub protected_memory_free_bytes: u64,
+    /// DRAM encryption now: 0 disabled, 1 enabled (ABI 1.6).
+    pub dram_encryption_current: u32,
+    /// DRAM encryption after the next reboot: 0 disabled, 1 enabled (ABI 1.6).
+    pub dram_encryption_pending: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext6: [u64; 9],
+    pub reserved_ext6: [u64; 5],
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1280, {
+pin_layout!(GpuRecord, size = 1408, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -207,8 +207,33 @@ pin_layout!(GpuRecord, size = 1280, {
     remapped_rows_hist_partial: 1192,
     remapped_rows_hist_low: 1196,
     remapped_rows_hist_none: 1200,
-    reserved_ext5: 1204,
-    reserved_ext6: 1208,
+    fabric_clique_id: 1204,
+    fabric_cluster_uuid: 1208,
+    fabric_health_mask: 1224,
+    fabric_health_summary: 1228,
+    sram_ecc_threshold_exceeded: 1232,
+    module_power_draw_average_mw: 1236,
+    sram_ecc_volatile_unc_parity: 1240,
+    sram_ecc_volatile_unc_secded: 1248,
+    sram_ecc_aggregate_unc_parity: 1256,
+    sram_ecc_aggregate_unc_secded: 1264,
+    sram_ecc_aggregate_unc_l2: 1272,
+    sram_ecc_aggregate_unc_sm: 1280,
+    sram_ecc_aggregate_unc_mcu: 1288,
+    sram_ecc_aggregate_unc_pcie: 1296,
+    sram_ecc_aggregate_unc_other: 1304,
+    module_power_draw_instant_mw: 1312,
+    module_power_limit_mw: 1316,
+    module_enforced_power_limit_mw: 1320,
+    module_power_default_limit_mw: 1324,
+    module_power_min_limit_mw: 1328,
+    module_power_max_limit_mw: 1332,
+    protected_memory_total_bytes: 1336,
+    protected_memory_used_bytes: 1344,
+    protected_memory_free_bytes: 1352,
+    dram_encryption_current: 1360,
+    dram_encryption_pending: 1364,
+    reserved_ext6: 1368,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -1,10 +1,13 @@
 //! The values nvidia-smi 590's `--query-gpu` added that ABI 1.6 publishes in `valid3`,
 //! decoded: thermal margin, PCI class codes, GSP firmware, addressing and C2C modes,
-//! infoROM checksum, power management and the row remapper histogram. Each is `None`
+//! infoROM checksum, power management, the row remapper histogram, the fabric's clique
+//! and health, SRAM ECC, module power, protected memory and DRAM encryption. Each is `None`
 //! unless the GPU was sampled normally and the driver answered it.
 
 use gpupeek_shm::layout::gpu_valid3 as v3;
 use gpupeek_shm::GpuRecord;
+
+use crate::units::{Bytes, MilliWatts};
 
 /// How a GPU addresses system memory (`nvmlDeviceAddressingModeType_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +66,71 @@ pub struct Newer {
     pub power_management: Option<bool>,
     /// The row remapper histogram.
     pub remap_histogram: Option<RemapHistogram>,
+    /// The NVLink fabric clique id and cluster UUID.
+    pub fabric_clique: Option<(u32, [u8; 16])>,
+    /// The fabric's health: NVML's mask and summary.
+    pub fabric_health: Option<FabricHealth>,
+    /// The SRAM ECC status.
+    pub sram_ecc: Option<SramEcc>,
+    /// The module's power: average and instant draw, requested, enforced, default,
+    /// minimum and maximum limits (Grace superchips).
+    pub module_power: [Option<MilliWatts>; 7],
+    /// Protected memory: total, used, free.
+    pub protected_memory: Option<[Bytes; 3]>,
+    /// DRAM encryption now, and after the next reboot.
+    pub dram_encryption: Option<(bool, bool)>,
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
+}
+
+/// The fabric's health as NVML gives it (`nvmlGpuFabricInfo_v3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FabricHealth {
+    /// `NVML_GPU_FABRIC_HEALTH_MASK_*`.
+    pub mask: u32,
+    /// 0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity.
+    pub summary: u32,
+}
+
+impl FabricHealth {
+    /// nvidia-smi's word for the summary; `None` when the driver gives none, and then
+    /// nvidia-smi prints every health value as `N/A`.
+    pub fn summary_name(self) -> Option<&'static str> {
+        match self.summary {
+            1 => Some("Healthy"),
+            2 => Some("Unhealthy"),
+            3 => Some("Limited Capacity"),
+            _ => None,
+        }
+    }
+
+    /// The value of the condition at `shift` (two bits: 0 not supported, 1 true,
+    /// 2 false), in nvidia-smi's words `yes` and `no`; `None` when not supported or
+    /// without a summary.
+    pub fn condition(
+        self,
+        shift: u32,
+        yes: &'static str,
+        no: &'static str,
+    ) -> Option<&'static str> {
+        self.summary_name()?;
+        match (self.mask >> shift) & 0x3 {
+            1 => Some(yes),
+            2 => Some(no),
+            _ => None,
+        }
+    }
+}
+
+/// The SRAM ECC status (`nvmlEccSramErrorStatus_v1`), as nvidia-smi prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SramEcc {
+    /// Whether the uncorrectable error threshold was exceeded.
+    pub threshold_exceeded: bool,
+    /// Volatile uncorrectable parity, volatile uncorrectable SEC-DED, aggregate
+    /// uncorrectable parity, aggregate uncorrectable SEC-DED, and aggregate
+    /// uncorrectable by place: L2, SM, MCU, PCIe, other.
+    pub counts: [u64; 9],
 }
 
 impl Newer {
@@ -98,6 +164,57 @@ impl Newer {
                 low: g.remapped_rows_hist_low,
                 none: g.remapped_rows_hist_none,
             }),
+            fabric_clique: has(v3::FABRIC_CLIQUE)
+                .then_some((g.fabric_clique_id, g.fabric_cluster_uuid)),
+            fabric_health: has(v3::FABRIC_HEALTH).then_some(FabricHealth {
+                mask: g.fabric_health_mask,
+                summary: g.fabric_health_summary,
+            }),
+            sram_ecc: has(v3::SRAM_ECC).then_some(SramEcc {
+                threshold_exceeded: g.sram_ecc_threshold_exceeded != 0,
+                counts: [
+                    g.sram_ecc_volatile_unc_parity,
+                    g.sram_ecc_volatile_unc_secded,
+                    g.sram_ecc_aggregate_unc_parity,
+                    g.sram_ecc_aggregate_unc_secded,
+                    g.sram_ecc_aggregate_unc_l2,
+                    g.sram_ecc_aggregate_unc_sm,
+                    g.sram_ecc_aggregate_unc_mcu,
+                    g.sram_ecc_aggregate_unc_pcie,
+                    g.sram_ecc_aggregate_unc_other,
+                ],
+            }),
+            module_power: [
+                (
+                    v3::MODULE_POWER_DRAW_AVERAGE,
+                    g.module_power_draw_average_mw,
+                ),
+                (
+                    v3::MODULE_POWER_DRAW_INSTANT,
+                    g.module_power_draw_instant_mw,
+                ),
+                (v3::MODULE_POWER_LIMIT, g.module_power_limit_mw),
+                (
+                    v3::MODULE_ENFORCED_POWER_LIMIT,
+                    g.module_enforced_power_limit_mw,
+                ),
+                (
+                    v3::MODULE_POWER_DEFAULT_LIMIT,
+                    g.module_power_default_limit_mw,
+                ),
+                (v3::MODULE_POWER_MIN_LIMIT, g.module_power_min_limit_mw),
+                (v3::MODULE_POWER_MAX_LIMIT, g.module_power_max_limit_mw),
+            ]
+            .map(|(bit, mw)| has(bit).then_some(MilliWatts(mw.into()))),
+            protected_memory: has(v3::PROTECTED_MEMORY).then_some([
+                Bytes(g.protected_memory_total_bytes),
+                Bytes(g.protected_memory_used_bytes),
+                Bytes(g.protected_memory_free_bytes),
+            ]),
+            dram_encryption: has(v3::DRAM_ENCRYPTION).then_some((
+                g.dram_encryption_current != 0,
+                g.dram_encryption_pending != 0,
+            )),
             deprecated: g.deprecated3 & !g.valid3,
         }
     }

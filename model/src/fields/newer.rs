@@ -1,12 +1,13 @@
 //! The field table's entries for nvidia-smi 590's newer `--query-gpu` fields (ABI 1.6's
 //! `valid3` bits), after `table.rs`'s. Each prints as nvidia-smi 590.48.01 prints it
 //! for an H100 and 595.71.05 for a GeForce RTX 4080 SUPER (nvidia_gpu_exporter's
-//! `internal/captures`): `46`, `0x3`, `Enabled`, `HMM`, `valid`, `2560`.
+//! `internal/captures`): `46`, `0x3`, `Enabled`, `HMM`, `valid`, `2560`, `0`,
+//! `00000000-0000-0000-0000-000000000000`, `No`, `0 MiB`.
 
-use super::table::{enabled, hex, int};
-use super::Unit::{Celsius, Count, Text};
-use super::{field, Aggregate, Field, Value};
-use crate::details::RemapHistogram;
+use super::table::{enabled, hex, int, yes};
+use super::Unit::{Bytes, Celsius, Count, MilliWatts, Text};
+use super::{field, Aggregate, Field, Getter, Value};
+use crate::details::{FabricHealth, RemapHistogram};
 use crate::gpu::Gpu;
 use gpupeek_shm::layout::gpu_valid3 as v3;
 
@@ -127,4 +128,279 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("memory banks with no spare row left for remapping")
     .smi(&[&["remapped_rows.histogram.none"]]),
+    field("fabric_clique_id", Count, Aggregate::Join, |g| {
+        int(g.details.newer.fabric_clique.map(|c| c.0))
+    })
+    .valid3(v3::FABRIC_CLIQUE)
+    .not_in_templates()
+    .about("id of the NVLink fabric clique the GPU belongs to")
+    .smi(&[&["fabric.cliqueId"]]),
+    field("fabric_cluster_uuid", Text, Aggregate::Join, |g| {
+        g.details.newer.fabric_clique.map(|c| Value::Uuid(c.1))
+    })
+    .valid3(v3::FABRIC_CLIQUE)
+    .not_in_templates()
+    .about("UUID of the NVLink fabric cluster the GPU belongs to")
+    .smi(&[&["fabric.clusterUuid"]]),
+    field("fabric_health", Text, Aggregate::Join, |g| {
+        health(g, |h| h.summary_name())
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("NVLink fabric health: Healthy, Unhealthy or Limited Capacity")
+    .smi(&[&["fabric.health.summary"]]),
+    condition(
+        "fabric_health_bandwidth",
+        0,
+        "NVLink fabric bandwidth: Full or Degraded",
+        &[&["fabric.health.bandwidth"]],
+    ),
+    condition(
+        "fabric_health_route_recovery",
+        2,
+        "whether an NVLink fabric route recovery is in progress: True or False",
+        &[&["fabric.health.route_recovery_in_progress"]],
+    ),
+    condition(
+        "fabric_health_route_unhealthy",
+        4,
+        "whether an NVLink fabric route is unhealthy: True or False",
+        &[&["fabric.health.route_unhealthy"]],
+    ),
+    condition(
+        "fabric_health_access_timeout",
+        6,
+        "whether the fabric recovers from an access timeout: True or False",
+        &[&["fabric.health.access_timeout_recovery"]],
+    ),
+    field("fabric_health_configuration", Text, Aggregate::Join, |g| {
+        health(g, |h| {
+            h.summary_name()?;
+            // nvml.h's NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_* values.
+            Some(match (h.mask >> 8) & 0xF {
+                1 => "None",
+                2 => "Incorrect SysGuid",
+                3 => "Incorrect Chassis SN",
+                4 => "No Partition",
+                5 => "Insufficient NVLinks",
+                _ => return None,
+            })
+        })
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("what is wrong with the NVLink fabric's configuration, or None")
+    .smi(&[&["fabric.health.incorrect_configuration"]]),
+    sram(0, "unique volatile uncorrectable parity errors in SRAM"),
+    sram(1, "unique volatile uncorrectable SEC-DED errors in SRAM"),
+    sram(2, "unique aggregate uncorrectable parity errors in SRAM"),
+    sram(3, "unique aggregate uncorrectable SEC-DED errors in SRAM"),
+    field("sram_threshold_exceeded", Text, Aggregate::Join, |g| {
+        yes(g.details.newer.sram_ecc.map(|s| s.threshold_exceeded))
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("whether SRAM's uncorrectable error threshold was exceeded: Yes or No")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.sram.thresholdExceeded"]]),
+    sram(
+        4,
+        "unique aggregate uncorrectable SRAM errors in the L2 cache",
+    ),
+    sram(5, "unique aggregate uncorrectable SRAM errors in the SMs"),
+    sram(
+        6,
+        "unique aggregate uncorrectable SRAM errors in the microcontrollers",
+    ),
+    sram(
+        7,
+        "unique aggregate uncorrectable SRAM errors in the PCIe interface",
+    ),
+    sram(8, "unique aggregate uncorrectable SRAM errors elsewhere"),
+    module(
+        0,
+        v3::MODULE_POWER_DRAW_AVERAGE,
+        "module power draw averaged over a second (Grace superchips)",
+        &[&["module.power.draw.average"]],
+    ),
+    module(
+        1,
+        v3::MODULE_POWER_DRAW_INSTANT,
+        "instantaneous module power draw",
+        &[&["module.power.draw.instant"]],
+    ),
+    module(
+        2,
+        v3::MODULE_POWER_LIMIT,
+        "module power limit requested",
+        &[&["module.power.limit", "module.power.requested_limit"]],
+    ),
+    module(
+        3,
+        v3::MODULE_ENFORCED_POWER_LIMIT,
+        "module power limit enforced",
+        &[&["module.enforced.power.limit", "module.power.current_limit"]],
+    ),
+    module(
+        4,
+        v3::MODULE_POWER_DEFAULT_LIMIT,
+        "default module power limit",
+        &[&["module.power.default_limit"]],
+    ),
+    module(
+        5,
+        v3::MODULE_POWER_MIN_LIMIT,
+        "smallest module power limit that can be set",
+        &[&["module.power.min_limit"]],
+    ),
+    module(
+        6,
+        v3::MODULE_POWER_MAX_LIMIT,
+        "largest module power limit that can be set",
+        &[&["module.power.max_limit"]],
+    ),
+    protected(0, "confidential-computing protected memory installed"),
+    protected(1, "protected memory allocated by active contexts"),
+    protected(2, "protected memory free"),
+    field("dram_encryption", Text, Aggregate::Join, |g| {
+        enabled(g.details.newer.dram_encryption.map(|m| m.0))
+    })
+    .valid3(v3::DRAM_ENCRYPTION)
+    .not_in_templates()
+    .about("DRAM encryption now: Enabled or Disabled")
+    .smi(&[&["dramEncryption.mode.current"]]),
+    field("dram_encryption_pending", Text, Aggregate::Join, |g| {
+        enabled(g.details.newer.dram_encryption.map(|m| m.1))
+    })
+    .valid3(v3::DRAM_ENCRYPTION)
+    .not_in_templates()
+    .about("DRAM encryption after the next reboot")
+    .smi(&[&["dramEncryption.mode.pending"]]),
+];
+
+fn health(g: &Gpu, word: fn(FabricHealth) -> Option<&'static str>) -> Option<Value<'static>> {
+    word(g.details.newer.fabric_health?).map(Value::Name)
+}
+
+/// A fabric health condition: its two bits at `shift` of NVML's mask. nvidia-smi's
+/// words are those of `nvidia-smi -q`'s Health block (NVIDIA's nvml-mock, checked
+/// against GB200 and GB300 trays: `Full`/`Degraded`, `True`/`False`).
+const fn condition(
+    name: &'static str,
+    shift: u32,
+    about: &'static str,
+    smi: &'static [&'static [&'static str]],
+) -> Field {
+    let get: Getter = match shift {
+        0 => |g| health(g, |h| h.condition(0, "Degraded", "Full")),
+        2 => |g| health(g, |h| h.condition(2, "True", "False")),
+        4 => |g| health(g, |h| h.condition(4, "True", "False")),
+        _ => |g| health(g, |h| h.condition(6, "True", "False")),
+    };
+    field(name, Text, Aggregate::Join, get)
+        .valid3(v3::FABRIC_HEALTH)
+        .not_in_templates()
+        .about(about)
+        .smi(smi)
+}
+
+/// SRAM ECC count `i` of [`crate::details::SramEcc::counts`].
+/// nvidia-smi's name is `ecc.errors.uncorrected.{volatile,aggregate}.sram.*`.
+const fn sram(i: usize, about: &'static str) -> Field {
+    let get: Getter = match i {
+        0 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[0])),
+        1 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[1])),
+        2 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[2])),
+        3 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[3])),
+        4 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[4])),
+        5 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[5])),
+        6 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[6])),
+        7 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[7])),
+        _ => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[8])),
+    };
+    let names: &'static [&'static [&'static str]] = match i {
+        0 => &[&["ecc.errors.uncorrected.volatile.sram.parity"]],
+        1 => &[&["ecc.errors.uncorrected.volatile.sram.secded"]],
+        2 => &[&["ecc.errors.uncorrected.aggregate.sram.parity"]],
+        3 => &[&["ecc.errors.uncorrected.aggregate.sram.secded"]],
+        4 => &[&["ecc.errors.uncorrected.aggregate.sram.l2"]],
+        5 => &[&["ecc.errors.uncorrected.aggregate.sram.sm"]],
+        6 => &[&["ecc.errors.uncorrected.aggregate.sram.mcu"]],
+        7 => &[&["ecc.errors.uncorrected.aggregate.sram.pcie"]],
+        _ => &[&["ecc.errors.uncorrected.aggregate.sram.other"]],
+    };
+    field(SRAM_NAMES[i], Count, Aggregate::Sum, get)
+        .valid3(v3::SRAM_ECC)
+        .not_in_templates()
+        .about(about)
+        .smi(names)
+}
+
+const SRAM_NAMES: [&str; 9] = [
+    "sram_volatile_parity",
+    "sram_volatile_secded",
+    "sram_aggregate_parity",
+    "sram_aggregate_secded",
+    "sram_aggregate_l2",
+    "sram_aggregate_sm",
+    "sram_aggregate_mcu",
+    "sram_aggregate_pcie",
+    "sram_aggregate_other",
+];
+
+/// Module power value `i` of [`crate::details::Newer::module_power`].
+const fn module(
+    i: usize,
+    bit: u64,
+    about: &'static str,
+    smi: &'static [&'static [&'static str]],
+) -> Field {
+    let get: Getter = match i {
+        0 => |g| int(g.details.newer.module_power[0].map(|p| p.0)),
+        1 => |g| int(g.details.newer.module_power[1].map(|p| p.0)),
+        2 => |g| int(g.details.newer.module_power[2].map(|p| p.0)),
+        3 => |g| int(g.details.newer.module_power[3].map(|p| p.0)),
+        4 => |g| int(g.details.newer.module_power[4].map(|p| p.0)),
+        5 => |g| int(g.details.newer.module_power[5].map(|p| p.0)),
+        _ => |g| int(g.details.newer.module_power[6].map(|p| p.0)),
+    };
+    field(MODULE_NAMES[i], MilliWatts, Aggregate::Sum, get)
+        .valid3(bit)
+        .not_in_templates()
+        .about(about)
+        .smi(smi)
+}
+
+const MODULE_NAMES: [&str; 7] = [
+    "module_power",
+    "module_power_instant",
+    "module_power_limit",
+    "module_enforced_power_limit",
+    "module_power_default_limit",
+    "module_power_min_limit",
+    "module_power_max_limit",
+];
+
+/// Protected memory value `i` (total, used, free).
+const fn protected(i: usize, about: &'static str) -> Field {
+    let get: Getter = match i {
+        0 => |g| int(g.details.newer.protected_memory.map(|m| m[0].0)),
+        1 => |g| int(g.details.newer.protected_memory.map(|m| m[1].0)),
+        _ => |g| int(g.details.newer.protected_memory.map(|m| m[2].0)),
+    };
+    let names: &'static [&'static [&'static str]] = match i {
+        0 => &[&["protected_memory.total"]],
+        1 => &[&["protected_memory.used"]],
+        _ => &[&["protected_memory.free"]],
+    };
+    field(PROTECTED_NAMES[i], Bytes, Aggregate::Sum, get)
+        .valid3(v3::PROTECTED_MEMORY)
+        .not_in_templates()
+        .about(about)
+        .smi(names)
+}
+
+const PROTECTED_NAMES: [&str; 3] = [
+    "protected_mem_total",
+    "protected_mem_used",
+    "protected_mem_free",
 ];

@@ -1214,6 +1214,9 @@ mod tests {
             valid3: u64::MAX,
             power_limit_mw: 1,
             fabric_state: 3,
+            // A fabric health summary, and each condition answered.
+            fabric_health_summary: 1,
+            fabric_health_mask: 0x155,
             ..GpuRecord::default()
         }
     }

@@ -198,3 +198,132 @@ pub unsafe extern "C" fn nvmlDeviceGetRowRemapperHistogram(
         unsafe { put(values, value) }
     })
 }
+
+/// `nvmlGpuFabricInfo_v2`.
+pub const FABRIC_INFO_V2: c_uint = version::<nvmlGpuFabricInfo_v2_t>(2);
+/// `nvmlGpuFabricInfo_v3`.
+pub const FABRIC_INFO_V3: c_uint = version::<nvmlGpuFabricInfo_v3_t>(3);
+/// `nvmlEccSramErrorStatus_v1`.
+pub const SRAM_ECC_STATUS_V1: c_uint = version::<nvmlEccSramErrorStatus_v1_t>(1);
+/// `nvmlDramEncryptionInfo_v1`.
+pub const DRAM_ENCRYPTION_INFO_V1: c_uint = version::<nvmlDramEncryptionInfo_v1_t>(1);
+
+/// `nvmlDeviceGetGpuFabricInfoV(device, gpuFabricInfo)` (R550+): `v2` (with the health
+/// mask) or `v3` (with the health summary too).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
+    device: nvmlDevice_t,
+    info: *mut nvmlGpuFabricInfoV_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetGpuFabricInfoV", device, |g, _| {
+        // SAFETY: the caller passes an `nvmlGpuFabricInfoV_t` it set up (or null).
+        let Some(version) = (unsafe { version_of(info) }) else {
+            return INVALID_ARGUMENT;
+        };
+        if version != FABRIC_INFO_V2 && version != FABRIC_INFO_V3 {
+            return ARGUMENT_VERSION_MISMATCH;
+        }
+        let Some(f) = g.fabric else {
+            return NOT_SUPPORTED;
+        };
+        let v2 = nvmlGpuFabricInfo_v2_t {
+            version,
+            clusterUuid: f.cluster_uuid,
+            status: f.status,
+            cliqueId: f.clique_id,
+            state: f.state,
+            healthMask: f.health_mask,
+        };
+        // SAFETY: non-null, and a struct of the version the caller named: a `v2` is
+        // the start of a `v3`, whose summary is written only when asked for.
+        unsafe {
+            info.cast::<nvmlGpuFabricInfo_v2_t>().write_unaligned(v2);
+            if version == FABRIC_INFO_V3 {
+                std::ptr::addr_of_mut!((*info).healthSummary).write_unaligned(f.health_summary);
+            }
+        }
+        SUCCESS
+    })
+}
+
+/// `nvmlDeviceGetSramEccErrorStatus(device, status)`; `version` must be
+/// `nvmlEccSramErrorStatus_v1`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetSramEccErrorStatus(
+    device: nvmlDevice_t,
+    status: *mut nvmlEccSramErrorStatus_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetSramEccErrorStatus", device, |g, _| {
+        // SAFETY: the caller passes an `nvmlEccSramErrorStatus_t` it set up (or null).
+        match unsafe { version_of(status) } {
+            None => INVALID_ARGUMENT,
+            Some(SRAM_ECC_STATUS_V1) => {
+                let value = g.sram_ecc_status.map(|v| nvmlEccSramErrorStatus_v1_t {
+                    version: SRAM_ECC_STATUS_V1,
+                    aggregateUncParity: v[0],
+                    aggregateUncSecDed: v[1],
+                    aggregateCor: v[2],
+                    volatileUncParity: v[3],
+                    volatileUncSecDed: v[4],
+                    volatileCor: v[5],
+                    aggregateUncBucketL2: v[6],
+                    aggregateUncBucketSm: v[7],
+                    aggregateUncBucketPcie: v[8],
+                    aggregateUncBucketMcu: v[9],
+                    aggregateUncBucketOther: v[10],
+                    bThresholdExceeded: v[11] as c_uint,
+                });
+                // SAFETY: non-null and writable, as above.
+                unsafe { put(status, value) }
+            }
+            Some(_) => ARGUMENT_VERSION_MISMATCH,
+        }
+    })
+}
+
+/// `nvmlDeviceGetConfComputeProtectedMemoryUsage(device, memory)` (R535+).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetConfComputeProtectedMemoryUsage(
+    device: nvmlDevice_t,
+    memory: *mut nvmlMemory_t,
+) -> nvmlReturn_t {
+    device_call(
+        "nvmlDeviceGetConfComputeProtectedMemoryUsage",
+        device,
+        |g, _| {
+            let value = g.protected_memory_bytes.map(|[total, used]| nvmlMemory_t {
+                total,
+                free: total.saturating_sub(used),
+                used,
+            });
+            // SAFETY: the caller passes a writable `nvmlMemory_t` (or null).
+            unsafe { put(memory, value) }
+        },
+    )
+}
+
+/// `nvmlDeviceGetDramEncryptionMode(device, current, pending)` (R570+); both
+/// `version`s must be `nvmlDramEncryptionInfo_v1`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetDramEncryptionMode(
+    device: nvmlDevice_t,
+    current: *mut nvmlDramEncryptionInfo_t,
+    pending: *mut nvmlDramEncryptionInfo_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetDramEncryptionMode", device, |g, _| {
+        // SAFETY: the caller passes two `nvmlDramEncryptionInfo_t` it set up (or nulls).
+        let versions = unsafe { (version_of(current), version_of(pending)) };
+        match versions {
+            (Some(DRAM_ENCRYPTION_INFO_V1), Some(DRAM_ENCRYPTION_INFO_V1)) => {}
+            (Some(_), Some(_)) => return ARGUMENT_VERSION_MISMATCH,
+            _ => return INVALID_ARGUMENT,
+        }
+        let info = |encryptionState| nvmlDramEncryptionInfo_t {
+            version: DRAM_ENCRYPTION_INFO_V1,
+            encryptionState,
+        };
+        let value = g.dram_encryption.map(|[c, p]| [info(c), info(p)]);
+        // SAFETY: both non-null and writable, as above.
+        unsafe { put_all([current, pending], value) }
+    })
+}

@@ -63,11 +63,21 @@ const NEWER_THAN_470_RAS: [&str; 2] = [
     "nvmlDeviceGetGspFirmwareMode",
     "nvmlDeviceGetRowRemapperHistogram",
 ];
-/// The PCI info with class codes and the C2C mode (R550, NVML 12.4).
-const NEWER_THAN_535_INFO: [&str; 2] = ["nvmlDeviceGetPciInfoExt", "nvmlDeviceGetC2cModeInfoV"];
-/// The thermal margin (R560, NVML 12.6) and the addressing mode (R580, NVML 12.9).
-const NEWER_THAN_550: [&str; 2] = [
+/// The PCI info with class codes, the C2C mode, the versioned fabric info (with the
+/// health mask) and the SRAM ECC status (R550, NVML 12.4).
+const NEWER_THAN_535_INFO: [&str; 4] = [
+    "nvmlDeviceGetPciInfoExt",
+    "nvmlDeviceGetC2cModeInfoV",
+    "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlDeviceGetSramEccErrorStatus",
+];
+/// Confidential computing's protected memory (R535).
+const NEWER_THAN_470_CC: &str = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+/// The thermal margin (R560, NVML 12.6), the DRAM encryption mode (R570) and the
+/// addressing mode (R580, NVML 12.9).
+const NEWER_THAN_550: [&str; 3] = [
     "nvmlDeviceGetMarginTemperature",
+    "nvmlDeviceGetDramEncryptionMode",
     "nvmlDeviceGetAddressingMode",
 ];
 
@@ -80,7 +90,12 @@ pub const R450: Profile = Profile {
         &NEWER_THAN_450,
         &V2,
         &V3,
-        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &[
+            DETAIL_LIST,
+            NEWER_THAN_520,
+            NEWER_THAN_470_PCIE,
+            NEWER_THAN_470_CC,
+        ],
         &NEWER_THAN_470_ENGINES,
         &NEWER_THAN_470_RAS,
         &NEWER_THAN_535_INFO,
@@ -94,7 +109,12 @@ pub const R470: Profile = Profile {
     absent: &[
         &NEWER_THAN_470,
         &V3,
-        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &[
+            DETAIL_LIST,
+            NEWER_THAN_520,
+            NEWER_THAN_470_PCIE,
+            NEWER_THAN_470_CC,
+        ],
         &NEWER_THAN_470_ENGINES,
         &NEWER_THAN_470_RAS,
         &NEWER_THAN_535_INFO,

@@ -184,6 +184,19 @@ pub struct Gpu {
     /// `nvmlDeviceGetRowRemapperHistogram` (R520+) `[max, high, partial, low, none]`:
     /// GPUs with row remapping (A100 and newer data-centre GPUs) only.
     pub row_remapper_histogram: Option<[u32; 5]>,
+    /// `nvmlDeviceGetSramEccErrorStatus` in `nvmlEccSramErrorStatus_v1`'s order:
+    /// aggregate uncorrectable parity, aggregate uncorrectable SEC-DED, aggregate
+    /// correctable, volatile uncorrectable parity, volatile uncorrectable SEC-DED, volatile
+    /// correctable, aggregate uncorrectable by bucket (L2, SM, PCIe, MCU, other), and the
+    /// threshold-exceeded flag; absent: not supported (GPUs before Ampere, as real ones).
+    pub sram_ecc_status: Option<[u64; 12]>,
+    /// Module power by field value with `scopeId` `NVML_POWER_SCOPE_MODULE` (Grace
+    /// superchips only: GH200, GB200); absent: every module field is not supported.
+    pub module_power: Option<ModulePower>,
+    /// `nvmlDeviceGetConfComputeProtectedMemoryUsage` (R535+) `[total, used]` bytes.
+    pub protected_memory_bytes: Option<[u64; 2]>,
+    /// `nvmlDeviceGetDramEncryptionMode` (R570+) `[current, pending]`, 0 or 1 (Blackwell).
+    pub dram_encryption: Option<[u32; 2]>,
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
     /// reset, 2 node reboot, 3 drain P2P, 4 drain and reset; absent: not supported.
     pub gpu_recovery_action: Option<u32>,
@@ -628,4 +641,37 @@ pub struct Fabric {
     /// An `nvmlReturn_t`, meaningful once completed.
     #[serde(default)]
     pub status: u32,
+    /// The clique id (0 on a single-node NVSwitch system).
+    #[serde(default)]
+    pub clique_id: u32,
+    /// The cluster UUID's 16 bytes (zero on a single-node NVSwitch system).
+    #[serde(default)]
+    pub cluster_uuid: [u8; 16],
+    /// `nvmlGpuFabricInfo_v2`'s health mask (0: every condition not supported, as on
+    /// Hopper).
+    #[serde(default)]
+    pub health_mask: u32,
+    /// `nvmlGpuFabricInfo_v3`'s health summary (0: not supported, as on Hopper).
+    #[serde(default)]
+    pub health_summary: u8,
+}
+
+/// Module power (Grace superchips), milliwatts; an absent value is not supported.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModulePower {
+    /// `NVML_FI_DEV_POWER_AVERAGE`.
+    pub average_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_INSTANT`.
+    pub instant_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_REQUESTED_LIMIT`.
+    pub requested_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_CURRENT_LIMIT`.
+    pub current_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_DEFAULT_LIMIT`.
+    pub default_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_MIN_LIMIT`.
+    pub min_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_MAX_LIMIT`.
+    pub max_limit_mw: Option<u32>,
 }

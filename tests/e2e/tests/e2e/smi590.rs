@@ -97,3 +97,99 @@ fn a_driver_without_the_newer_entry_points_leaves_those_values_unknown() {
         "[N/A], [N/A], 0x2, Disabled\n[N/A], [N/A], 0x0, [N/A]\n"
     );
 }
+
+/// The fabric's clique and health, SRAM ECC, module power, protected memory and DRAM
+/// encryption. GPUs 0 and 1 as in the captures: the H100 in a fabric without health
+/// data (`0`, the zero cluster UUID, bare `N/A` health), SRAM counts `0` and `No`, no
+/// module power, `0 MiB` of protected memory, no DRAM encryption; the RTX 4080 SUPER
+/// outside any fabric (bare `N/A`). GPU 2, a GH200 with fabric health and module power,
+/// has no capture: its words are nvidia-smi's `-q` ones (see the field table).
+fn fabric_scenario() -> serde_json::Value {
+    let zeros = [0u64; 12];
+    json!({"driver_version": "590.48.01", "gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100",
+            "fabric": {"state": 3, "status": 0}, "sram_ecc_status": zeros,
+            "protected_memory_bytes": [0, 0], "gsp_firmware_mode": [1, 1]
+        },
+        {
+            "name": "NVIDIA GeForce RTX 4080 SUPER", "uuid": "GPU-4080",
+            "sram_ecc_status": zeros, "protected_memory_bytes": [0, 0],
+            "gsp_firmware_mode": [1, 1]
+        },
+        {
+            "name": "NVIDIA GH200 480GB", "uuid": "GPU-gh200",
+            "fabric": {
+                "state": 3, "status": 0, "clique_id": 7,
+                "cluster_uuid": [18, 52, 86, 120, 154, 188, 222, 240, 1, 2, 3, 4, 5, 6, 7, 8],
+                "health_mask": 0x1aa, "health_summary": 1
+            },
+            "sram_ecc_status": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            "module_power": {
+                "average_mw": 612_340, "instant_mw": 640_000, "requested_limit_mw": 1_000_000,
+                "current_limit_mw": 900_000, "default_limit_mw": 1_000_000,
+                "min_limit_mw": 450_000, "max_limit_mw": 1_000_000
+            },
+            "protected_memory_bytes": [34_359_738_368u64, 1_073_741_824u64],
+            "dram_encryption": [0, 1], "gsp_firmware_mode": [1, 1]
+        }
+    ]})
+}
+
+#[test]
+fn fabric_sram_module_power_and_protected_memory_print_as_nvidia_smi_prints_them() {
+    let sandbox = Sandbox::new("smi590-fabric");
+    sandbox.use_driver(profiles::R590);
+    sandbox.write_scenario(&fabric_scenario());
+    let daemon = sandbox.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+    sandbox.wait_live(&daemon);
+    sandbox.snapshot_when(&daemon, "the 590 values are read", |s| {
+        s.gpus.iter().all(|g| g.valid3 & v3::GSP_MODE != 0)
+            && s.gpus[2].valid3 & v3::MODULE_POWER_DRAW_AVERAGE != 0
+    });
+    let fields = "--query-gpu=fabric.cliqueId,fabric.clusterUuid,fabric.health.summary,\
+fabric.health.bandwidth,fabric.health.route_recovery_in_progress,\
+fabric.health.route_unhealthy,fabric.health.access_timeout_recovery,\
+fabric.health.incorrect_configuration";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv,noheader"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "0, 00000000-0000-0000-0000-000000000000, N/A, N/A, N/A, N/A, N/A, N/A\n\
+         N/A, N/A, N/A, N/A, N/A, N/A, N/A, N/A\n\
+         7, 12345678-9abc-def0-0102-030405060708, Healthy, Full, False, False, False, None\n"
+    );
+    let fields = "--query-gpu=ecc.errors.uncorrected.volatile.sram.parity,\
+ecc.errors.uncorrected.volatile.sram.secded,ecc.errors.uncorrected.aggregate.sram.parity,\
+ecc.errors.uncorrected.aggregate.sram.secded,\
+ecc.errors.uncorrected.aggregate.sram.thresholdExceeded,ecc.errors.uncorrected.aggregate.sram.l2,\
+ecc.errors.uncorrected.aggregate.sram.sm,ecc.errors.uncorrected.aggregate.sram.mcu,\
+ecc.errors.uncorrected.aggregate.sram.pcie,ecc.errors.uncorrected.aggregate.sram.other";
+    let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader"]);
+    assert_eq!(
+        out,
+        "0, 0, 0, 0, No, 0, 0, 0, 0, 0\n0, 0, 0, 0, No, 0, 0, 0, 0, 0\n\
+         0, 0, 0, 0, Yes, 0, 0, 0, 0, 0\n"
+    );
+    let fields = "--query-gpu=module.power.draw.average,module.power.draw.instant,\
+module.power.requested_limit,module.enforced.power.limit,module.power.default_limit,\
+module.power.min_limit,module.power.max_limit,protected_memory.total,protected_memory.used,\
+protected_memory.free,dramEncryption.mode.current,dramEncryption.mode.pending";
+    let (_, out, _) = query(&sandbox, &[fields, "--format=csv"]);
+    let na7 = "[N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]";
+    assert_eq!(
+        out,
+        format!(
+            "module.power.draw.average [W], module.power.draw.instant [W], \
+module.power.limit [W], module.enforced.power.limit [W], module.power.default_limit [W], \
+module.power.min_limit [W], module.power.max_limit [W], protected_memory.total [MiB], \
+protected_memory.used [MiB], protected_memory.free [MiB], dramEncryption.mode.current, \
+dramEncryption.mode.pending
+{na7}, 0 MiB, 0 MiB, 0 MiB, [N/A], [N/A]
+{na7}, 0 MiB, 0 MiB, 0 MiB, [N/A], [N/A]
+612.34 W, 640.00 W, 1000.00 W, 900.00 W, 1000.00 W, 450.00 W, 1000.00 W, 32768 MiB, \
+1024 MiB, 31744 MiB, Disabled, Enabled
+"
+        )
+    );
+}
