@@ -206,7 +206,8 @@ impl Field {
             (Value::Int(x), _) => x.to_string(),
             (Value::Signed(x), _) => x.to_string(),
             (Value::Real(x), _) => x.to_string(),
-            (Value::Centi(c), _) => c.pct().to_string(),
+            // Two decimals, as nvidia-smi prints edpp_multiplier (`100.00 %`).
+            (Value::Centi(c), _) => format!("{:.2}", c.pct()),
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
             (Value::PState(p), _) => p.to_string(),

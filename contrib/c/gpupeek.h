@@ -240,6 +240,8 @@ enum {
 #define GPUPEEK_GPU_V3_MODULE_POWER_MAX_LIMIT (UINT64_C(1) << 25) /* module_power_max_limit_mw */
 #define GPUPEEK_GPU_V3_PROTECTED_MEMORY (UINT64_C(1) << 26) /* protected_memory_total_bytes, protected_memory_used_bytes, protected_memory_free_bytes */
 #define GPUPEEK_GPU_V3_DRAM_ENCRYPTION (UINT64_C(1) << 27) /* dram_encryption_current, dram_encryption_pending */
+#define GPUPEEK_GPU_V3_PLATFORM (UINT64_C(1) << 28) /* platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number, platform_tray_index, platform_host_id, platform_peer_type, platform_module_id */
+#define GPUPEEK_GPU_V3_EDPP_MULTIPLIER (UINT64_C(1) << 29) /* edpp_multiplier_pct */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -550,9 +552,17 @@ struct gpupeek_gpu {
     uint64_t protected_memory_free_bytes;
     uint32_t dram_encryption_current;
     uint32_t dram_encryption_pending;
-    uint64_t reserved_ext6[5];
+    char platform_chassis_serial[16];
+    uint64_t platform_gpu_fabric_guid;
+    uint32_t platform_slot_number;
+    uint32_t platform_tray_index;
+    uint32_t platform_host_id;
+    uint32_t platform_peer_type;
+    uint32_t platform_module_id;
+    uint32_t edpp_multiplier_pct;
+    uint64_t reserved_ext6[15];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1408, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1536, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -737,7 +747,15 @@ GPUPEEK_PIN(gpupeek_gpu, protected_memory_used_bytes, 1344);
 GPUPEEK_PIN(gpupeek_gpu, protected_memory_free_bytes, 1352);
 GPUPEEK_PIN(gpupeek_gpu, dram_encryption_current, 1360);
 GPUPEEK_PIN(gpupeek_gpu, dram_encryption_pending, 1364);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1368);
+GPUPEEK_PIN(gpupeek_gpu, platform_chassis_serial, 1368);
+GPUPEEK_PIN(gpupeek_gpu, platform_gpu_fabric_guid, 1384);
+GPUPEEK_PIN(gpupeek_gpu, platform_slot_number, 1392);
+GPUPEEK_PIN(gpupeek_gpu, platform_tray_index, 1396);
+GPUPEEK_PIN(gpupeek_gpu, platform_host_id, 1400);
+GPUPEEK_PIN(gpupeek_gpu, platform_peer_type, 1404);
+GPUPEEK_PIN(gpupeek_gpu, platform_module_id, 1408);
+GPUPEEK_PIN(gpupeek_gpu, edpp_multiplier_pct, 1412);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1416);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -99,7 +99,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1408
+GPU_RECORD_SIZE = 1536
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -402,6 +402,8 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "MODULE_POWER_MAX_LIMIT": 25,
     "PROTECTED_MEMORY": 26,
     "DRAM_ENCRYPTION": 27,
+    "PLATFORM": 28,
+    "EDPP_MULTIPLIER": 29,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -452,6 +454,14 @@ GPU_VALID3 = {
     "protected_memory_free_bytes": 26,  # PROTECTED_MEMORY
     "dram_encryption_current": 27,  # DRAM_ENCRYPTION
     "dram_encryption_pending": 27,  # DRAM_ENCRYPTION
+    "platform_chassis_serial": 28,  # PLATFORM
+    "platform_gpu_fabric_guid": 28,  # PLATFORM
+    "platform_slot_number": 28,  # PLATFORM
+    "platform_tray_index": 28,  # PLATFORM
+    "platform_host_id": 28,  # PLATFORM
+    "platform_peer_type": 28,  # PLATFORM
+    "platform_module_id": 28,  # PLATFORM
+    "edpp_multiplier_pct": 29,  # EDPP_MULTIPLIER
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -590,7 +600,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1408, [
+    ("GpuRecord", 1536, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -775,7 +785,15 @@ LAYOUT = [
         ("protected_memory_free_bytes", 1352, "Q"),
         ("dram_encryption_current", 1360, "I"),
         ("dram_encryption_pending", 1364, "I"),
-        ("reserved_ext6", 1368, "40s"),
+        ("platform_chassis_serial", 1368, "16s"),
+        ("platform_gpu_fabric_guid", 1384, "Q"),
+        ("platform_slot_number", 1392, "I"),
+        ("platform_tray_index", 1396, "I"),
+        ("platform_host_id", 1400, "I"),
+        ("platform_peer_type", 1404, "I"),
+        ("platform_module_id", 1408, "I"),
+        ("edpp_multiplier_pct", 1412, "I"),
+        ("reserved_ext6", 1416, "120s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

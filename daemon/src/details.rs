@@ -568,6 +568,9 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         PROTECTED_MEMORY => protected_memory_total_bytes, protected_memory_used_bytes,
             protected_memory_free_bytes;
         DRAM_ENCRYPTION => dram_encryption_current, dram_encryption_pending;
+        PLATFORM => platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number,
+            platform_tray_index, platform_host_id, platform_peer_type, platform_module_id;
+        EDPP_MULTIPLIER => edpp_multiplier_pct;
     }
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
     to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);

@@ -12,7 +12,8 @@
 //!   SRAM ECC status (`nvmlDeviceGetSramEccErrorStatus`), the DRAM encryption mode
 //!   (`nvmlDeviceGetDramEncryptionMode`) and the module's power limits (one
 //!   `nvmlDeviceGetFieldValues` with the module scope, which only Grace superchips
-//!   answer).
+//!   answer), the platform info (`nvmlDeviceGetPlatformInfo`) and the EDPp multiplier
+//!   (field value 274).
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
 //!   temperature; the module's power draw (one field-value call with the module
@@ -44,7 +45,13 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::FABRIC_HEALTH
     | v3::SRAM_ECC
     | v3::DRAM_ENCRYPTION
+    | v3::PLATFORM
+    | v3::EDPP_MULTIPLIER
     | MODULE_LIMITS;
+
+/// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13), which the bindings do not name yet; the
+/// field nvidia-smi 590 asks for `edpp_multiplier`.
+const EDPP_MULTIPLIER: u32 = 274;
 
 /// The module's power limits, one field-value call.
 const MODULE_LIMITS: u64 = v3::MODULE_POWER_LIMIT
@@ -161,6 +168,44 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         },
     );
     module_power(nvml, d, f, &MODULE_LIMIT_IDS);
+    f.field3(
+        v3::PLATFORM,
+        || platform(nvml, d),
+        |r, p| {
+            r.platform_chassis_serial = p.chassisSerialNumber;
+            r.platform_gpu_fabric_guid =
+                u64::from_be_bytes(p.ibGuid[..8].try_into().unwrap_or_default());
+            r.platform_slot_number = p.slotNumber.into();
+            r.platform_tray_index = p.trayIndex.into();
+            r.platform_host_id = p.hostId.into();
+            r.platform_peer_type = p.peerType.into();
+            r.platform_module_id = p.moduleId.into();
+        },
+    );
+    f.field3(
+        v3::EDPP_MULTIPLIER,
+        || crate::fields::one(nvml, d, EDPP_MULTIPLIER),
+        |r, pct| r.edpp_multiplier_pct = u32::try_from(pct).unwrap_or(u32::MAX),
+    );
+}
+
+fn platform(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlPlatformInfo_v2_t, NvmlError> {
+    let mut info = bindings::nvmlPlatformInfo_v2_t {
+        version: version::<bindings::nvmlPlatformInfo_v2_t>(2),
+        ibGuid: [0; 16],
+        chassisSerialNumber: [0; 16],
+        slotNumber: 0,
+        trayIndex: 0,
+        hostId: 0,
+        peerType: 0,
+        moduleId: 0,
+    };
+    // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlPlatformInfo_t *)` and
+    // `info` is a writable struct of the version it names.
+    raw!(nvml, d, nvmlDeviceGetPlatformInfo, |f, h| unsafe {
+        f(h, &mut info)
+    })?;
+    Ok(info)
 }
 
 /// The slow-tick values: see [`SLOW3`].

@@ -12,7 +12,10 @@ use crate::text::Text;
 use crate::units::{MegaHertz, MilliWatts};
 
 mod newer;
-pub use newer::{AddressingMode, FabricHealth, Newer, RemapHistogram, SramEcc};
+pub use newer::{AddressingMode, FabricHealth, Newer, Platform, RemapHistogram, SramEcc};
+
+/// The display mode's bit, which `display_attached` shares.
+pub(crate) const DISPLAY_MODE_BIT: u64 = v2::DISPLAY_MODE;
 
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL
@@ -447,7 +450,7 @@ pub struct Details<'a> {
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
     /// nvidia-smi 590's values (ABI 1.6).
-    pub newer: Newer,
+    pub newer: Newer<'a>,
 }
 
 impl<'a> Details<'a> {

@@ -520,6 +520,13 @@ bit_set! {
         ],
         /// `dram_encryption_current` and `dram_encryption_pending` (ABI 1.6).
         DRAM_ENCRYPTION = 27 [dram_encryption_current, dram_encryption_pending],
+        /// The `platform_*` values (ABI 1.6).
+        PLATFORM = 28 [
+            platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number,
+            platform_tray_index, platform_host_id, platform_peer_type, platform_module_id
+        ],
+        /// `edpp_multiplier_pct` (ABI 1.6).
+        EDPP_MULTIPLIER = 29 [edpp_multiplier_pct],
     }
 }
 
@@ -953,8 +960,26 @@ pub struct GpuRecord {
     pub dram_encryption_current: u32,
     /// DRAM encryption after the next reboot: 0 disabled, 1 enabled (ABI 1.6).
     pub dram_encryption_pending: u32,
+    /// Serial number of the chassis holding the GPU (`nvmlPlatformInfo_v2`) (ABI 1.6).
+    pub platform_chassis_serial: [u8; 16],
+    /// The GPU's fabric (InfiniBand) GUID: the first 8 bytes of NVML's, big-endian
+    /// (ABI 1.6).
+    pub platform_gpu_fabric_guid: u64,
+    /// Slot number in the chassis (ABI 1.6).
+    pub platform_slot_number: u32,
+    /// Tray index in the chassis (ABI 1.6).
+    pub platform_tray_index: u32,
+    /// Index of the node within the slot (ABI 1.6).
+    pub platform_host_id: u32,
+    /// NVLink peer type NVML gives (0: directly connected) (ABI 1.6).
+    pub platform_peer_type: u32,
+    /// Id of the GPU within the node (ABI 1.6).
+    pub platform_module_id: u32,
+    /// The EDPp multiplier, percent (field value `NVML_FI_DEV_EDPP_MULTIPLIER`, 274)
+    /// (ABI 1.6).
+    pub edpp_multiplier_pct: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext6: [u64; 5],
+    pub reserved_ext6: [u64; 15],
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1408, {
+pin_layout!(GpuRecord, size = 1536, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -233,7 +233,15 @@ pin_layout!(GpuRecord, size = 1408, {
     protected_memory_free_bytes: 1352,
     dram_encryption_current: 1360,
     dram_encryption_pending: 1364,
-    reserved_ext6: 1368,
+    platform_chassis_serial: 1368,
+    platform_gpu_fabric_guid: 1384,
+    platform_slot_number: 1392,
+    platform_tray_index: 1396,
+    platform_host_id: 1400,
+    platform_peer_type: 1404,
+    platform_module_id: 1408,
+    edpp_multiplier_pct: 1412,
+    reserved_ext6: 1416,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -7,6 +7,7 @@
 use gpupeek_shm::layout::gpu_valid3 as v3;
 use gpupeek_shm::GpuRecord;
 
+use crate::text::Text;
 use crate::units::{Bytes, MilliWatts};
 
 /// How a GPU addresses system memory (`nvmlDeviceAddressingModeType_t`).
@@ -47,9 +48,28 @@ pub struct RemapHistogram {
     pub none: u32,
 }
 
+/// Where the GPU sits in a rack (`nvmlPlatformInfo_v2`).
+#[derive(Debug, Clone, Copy)]
+pub struct Platform<'a> {
+    /// Serial number of the chassis.
+    pub chassis_serial: Text<'a>,
+    /// The GPU's fabric GUID (the first 8 bytes of NVML's, big-endian).
+    pub gpu_fabric_guid: u64,
+    /// Slot number, tray index, host id, peer type and module id.
+    pub ids: [u32; 5],
+}
+
+impl Platform<'_> {
+    /// nvidia-smi's words for the peer type: 0 is "Direct Connected" (every 590 and 595
+    /// capture); for other numbers no capture exists, and the number is shown.
+    pub fn peer_type_name(&self) -> Option<&'static str> {
+        (self.ids[3] == 0).then_some("Direct Connected")
+    }
+}
+
 /// The values of ABI 1.6's `valid3` bits.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Newer {
+pub struct Newer<'a> {
     /// Degrees Celsius below the nearest slowdown threshold (nvidia-smi's T.Limit).
     pub temp_tlimit_c: Option<i32>,
     /// PCI base and sub class codes.
@@ -79,6 +99,10 @@ pub struct Newer {
     pub protected_memory: Option<[Bytes; 3]>,
     /// DRAM encryption now, and after the next reboot.
     pub dram_encryption: Option<(bool, bool)>,
+    /// Where the GPU sits in a rack.
+    pub platform: Option<Platform<'a>>,
+    /// The EDPp multiplier, percent.
+    pub edpp_multiplier_pct: Option<u32>,
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
 }
@@ -133,9 +157,9 @@ pub struct SramEcc {
     pub counts: [u64; 9],
 }
 
-impl Newer {
+impl<'a> Newer<'a> {
     /// Decodes `g`'s values; `current`: the GPU was sampled normally.
-    pub(crate) fn new(g: &GpuRecord, current: bool) -> Newer {
+    pub(crate) fn new(g: &'a GpuRecord, current: bool) -> Newer<'a> {
         if !current {
             return Newer::default();
         }
@@ -215,6 +239,18 @@ impl Newer {
                 g.dram_encryption_current != 0,
                 g.dram_encryption_pending != 0,
             )),
+            platform: has(v3::PLATFORM).then(|| Platform {
+                chassis_serial: Text::new(&g.platform_chassis_serial),
+                gpu_fabric_guid: g.platform_gpu_fabric_guid,
+                ids: [
+                    g.platform_slot_number,
+                    g.platform_tray_index,
+                    g.platform_host_id,
+                    g.platform_peer_type,
+                    g.platform_module_id,
+                ],
+            }),
+            edpp_multiplier_pct: has(v3::EDPP_MULTIPLIER).then_some(g.edpp_multiplier_pct),
             deprecated: g.deprecated3 & !g.valid3,
         }
     }

@@ -4,8 +4,8 @@
 //! `internal/captures`): `46`, `0x3`, `Enabled`, `HMM`, `valid`, `2560`, `0`,
 //! `00000000-0000-0000-0000-000000000000`, `No`, `0 MiB`.
 
-use super::table::{enabled, hex, int, yes};
-use super::Unit::{Bytes, Celsius, Count, MilliWatts, Text};
+use super::table::{enabled, hex, int, text, yes};
+use super::Unit::{Bytes, Celsius, Count, MilliWatts, Percent, Text};
 use super::{field, Aggregate, Field, Getter, Value};
 use crate::details::{FabricHealth, RemapHistogram};
 use crate::gpu::Gpu;
@@ -275,7 +275,89 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("DRAM encryption after the next reboot")
     .smi(&[&["dramEncryption.mode.pending"]]),
+    // The display mode's call, which nvidia-smi 590 makes for display_attached while it
+    // prints display_mode as deprecated (nvidia_gpu_exporter's trace-verified NVML
+    // backend, internal/nvmlnative).
+    field("display_attached", Text, Aggregate::Join, |g| {
+        yes(g.details.display_mode)
+    })
+    .valid2(crate::details::DISPLAY_MODE_BIT)
+    .not_in_templates()
+    .about("whether a display is connected to one of the GPU's connectors: Yes or No")
+    .smi(&[&["display_attached"]]),
+    field("platform_chassis_serial", Text, Aggregate::Join, |g| {
+        text(g.details.newer.platform.map(|p| p.chassis_serial))
+    })
+    .valid3(v3::PLATFORM)
+    .not_in_templates()
+    .about("serial number of the chassis holding the GPU (empty outside an NVL rack)")
+    .smi(&[&["platform.chassis_serial_number"]]),
+    platform(
+        0,
+        "slot number in the chassis",
+        &[&["platform.slot_number"]],
+    ),
+    platform(1, "tray index in the chassis", &[&["platform.tray_index"]]),
+    platform(
+        2,
+        "index of the node within the slot",
+        &[&["platform.host_id"]],
+    ),
+    field("platform_peer_type", Text, Aggregate::Join, |g| {
+        let p = g.details.newer.platform?;
+        Some(match p.peer_type_name() {
+            Some(name) => Value::Name(name),
+            None => Value::Int(p.ids[3].into()),
+        })
+    })
+    .valid3(v3::PLATFORM)
+    .not_in_templates()
+    .about("NVLink peer type the platform gives, e.g. Direct Connected")
+    .smi(&[&["platform.peer_type"]]),
+    platform(
+        4,
+        "id of the GPU within the node",
+        &[&["platform.module_id"]],
+    ),
+    field("platform_gpu_fabric_guid", Count, Aggregate::Join, |g| {
+        hex(g.details.newer.platform.map(|p| p.gpu_fabric_guid), 16)
+    })
+    .valid3(v3::PLATFORM)
+    .not_in_templates()
+    .about("the GPU's fabric GUID, hexadecimal")
+    .smi(&[&["platform.gpu_fabric_guid"]]),
+    field("edpp_multiplier", Percent, Aggregate::Mean, |g| {
+        let pct = g.details.newer.edpp_multiplier_pct?;
+        Some(Value::Centi(crate::units::CentiPercent(
+            pct.saturating_mul(100),
+        )))
+    })
+    .valid3(v3::EDPP_MULTIPLIER)
+    .not_in_templates()
+    .about("the EDPp multiplier, percent")
+    .smi(&[&["edpp_multiplier"]]),
 ];
+
+/// Platform number `i` of [`crate::details::Platform::ids`].
+const fn platform(i: usize, about: &'static str, smi: &'static [&'static [&'static str]]) -> Field {
+    let get: Getter = match i {
+        0 => |g| int(g.details.newer.platform.map(|p| p.ids[0])),
+        1 => |g| int(g.details.newer.platform.map(|p| p.ids[1])),
+        2 => |g| int(g.details.newer.platform.map(|p| p.ids[2])),
+        _ => |g| int(g.details.newer.platform.map(|p| p.ids[4])),
+    };
+    let name = match i {
+        0 => "platform_slot",
+        1 => "platform_tray",
+        2 => "platform_host_id",
+        _ => "platform_module_id",
+    };
+    field(name, Count, Aggregate::Join, get)
+        .valid3(v3::PLATFORM)
+        .not_in_templates()
+        .about(about)
+        .smi(smi)
+}
 
 fn health(g: &Gpu, word: fn(FabricHealth) -> Option<&'static str>) -> Option<Value<'static>> {
     word(g.details.newer.fabric_health?).map(Value::Name)

@@ -25,6 +25,9 @@ use crate::latency::{self, Profile, FIELD_VALUE_US};
 use crate::scenario::Gpu;
 use crate::state;
 
+/// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13), which the bindings do not name yet.
+pub const EDPP_MULTIPLIER: u32 = 274;
+
 /// A field's value as the scenario gives it.
 enum Value {
     Uint(u32),
@@ -67,6 +70,7 @@ fn field(g: &Gpu, id: u32, scope: u32) -> Option<Value> {
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
+        EDPP_MULTIPLIER => ui(g.edpp_multiplier_pct),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP => ull(counter(g, "sw_power_cap")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST => ull(counter(g, "sync_boost")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN => ull(counter(g, "sw_thermal_slowdown")),

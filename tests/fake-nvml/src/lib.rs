@@ -138,6 +138,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetSramEccErrorStatus",
     "nvmlDeviceGetConfComputeProtectedMemoryUsage",
     "nvmlDeviceGetDramEncryptionMode",
+    "nvmlDeviceGetPlatformInfo",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",

@@ -327,3 +327,45 @@ pub unsafe extern "C" fn nvmlDeviceGetDramEncryptionMode(
         unsafe { put_all([current, pending], value) }
     })
 }
+
+/// `nvmlPlatformInfo_v2`.
+pub const PLATFORM_INFO_V2: c_uint = version::<nvmlPlatformInfo_v2_t>(2);
+
+/// `nvmlDeviceGetPlatformInfo(device, platformInfo)` (R550+); `version` must be
+/// `nvmlPlatformInfo_v2`.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetPlatformInfo(
+    device: nvmlDevice_t,
+    info: *mut nvmlPlatformInfo_t,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetPlatformInfo", device, |g, _| {
+        // SAFETY: the caller passes an `nvmlPlatformInfo_t` it set up (or null).
+        match unsafe { version_of(info) } {
+            None => INVALID_ARGUMENT,
+            Some(PLATFORM_INFO_V2) => {
+                let value = g.platform.as_ref().map(|p| {
+                    let mut chassisSerialNumber = [0; 16];
+                    for (d, s) in chassisSerialNumber
+                        .iter_mut()
+                        .zip(p.chassis_serial.bytes().take(15))
+                    {
+                        *d = s;
+                    }
+                    nvmlPlatformInfo_v2_t {
+                        version: PLATFORM_INFO_V2,
+                        ibGuid: p.ib_guid,
+                        chassisSerialNumber,
+                        slotNumber: p.slot_number,
+                        trayIndex: p.tray_index,
+                        hostId: p.host_id,
+                        peerType: p.peer_type,
+                        moduleId: p.module_id,
+                    }
+                });
+                // SAFETY: non-null and writable, as above.
+                unsafe { put(info, value) }
+            }
+            Some(_) => ARGUMENT_VERSION_MISMATCH,
+        }
+    })
+}

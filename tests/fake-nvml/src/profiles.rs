@@ -64,8 +64,9 @@ const NEWER_THAN_470_RAS: [&str; 2] = [
     "nvmlDeviceGetRowRemapperHistogram",
 ];
 /// The PCI info with class codes, the C2C mode, the versioned fabric info (with the
-/// health mask) and the SRAM ECC status (R550, NVML 12.4).
-const NEWER_THAN_535_INFO: [&str; 4] = [
+/// health mask), the SRAM ECC status and the platform info (R550, NVML 12.4).
+const NEWER_THAN_535_INFO: [&str; 5] = [
+    "nvmlDeviceGetPlatformInfo",
     "nvmlDeviceGetPciInfoExt",
     "nvmlDeviceGetC2cModeInfoV",
     "nvmlDeviceGetGpuFabricInfoV",

@@ -195,6 +195,11 @@ pub struct Gpu {
     pub module_power: Option<ModulePower>,
     /// `nvmlDeviceGetConfComputeProtectedMemoryUsage` (R535+) `[total, used]` bytes.
     pub protected_memory_bytes: Option<[u64; 2]>,
+    /// `nvmlDeviceGetPlatformInfo` (R550+, `nvmlPlatformInfo_v2`).
+    pub platform: Option<Platform>,
+    /// Field value 274 (`NVML_FI_DEV_EDPP_MULTIPLIER`, R580+): percent; Hopper and
+    /// newer data-centre GPUs.
+    pub edpp_multiplier_pct: Option<u32>,
     /// `nvmlDeviceGetDramEncryptionMode` (R570+) `[current, pending]`, 0 or 1 (Blackwell).
     pub dram_encryption: Option<[u32; 2]>,
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
@@ -654,6 +659,29 @@ pub struct Fabric {
     /// `nvmlGpuFabricInfo_v3`'s health summary (0: not supported, as on Hopper).
     #[serde(default)]
     pub health_summary: u8,
+}
+
+/// `nvmlPlatformInfo_v2`: where the GPU sits in a rack. Real 590 drivers answer it on
+/// every GPU, with zeros (and host id 1) outside an NVL rack.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// The InfiniBand GUID's 16 bytes.
+    #[serde(default)]
+    pub ib_guid: [u8; 16],
+    /// The chassis serial number (at most 15 bytes).
+    #[serde(default)]
+    pub chassis_serial: String,
+    #[serde(default)]
+    pub slot_number: u8,
+    #[serde(default)]
+    pub tray_index: u8,
+    #[serde(default)]
+    pub host_id: u8,
+    #[serde(default)]
+    pub peer_type: u8,
+    #[serde(default)]
+    pub module_id: u8,
 }
 
 /// Module power (Grace superchips), milliwatts; an absent value is not supported.

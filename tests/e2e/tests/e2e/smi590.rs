@@ -193,3 +193,44 @@ dramEncryption.mode.pending
         )
     );
 }
+
+/// `display_attached` (the display mode's call), the platform info and the EDPp
+/// multiplier, as nvidia-smi 590.48.01 prints them for an H100 SXM (module 7) and
+/// 595.71.05 for an RTX 4080 SUPER: an empty chassis serial, `0`, `0`, `1`,
+/// `Direct Connected`, the module id, `0x0000000000000000`, and `100.00 %` or `[N/A]`.
+#[test]
+fn display_attached_platform_and_edpp_print_as_nvidia_smi_prints_them() {
+    let sandbox = Sandbox::new("smi590-platform");
+    sandbox.use_driver(profiles::R590);
+    let platform = |module: u8| json!({"host_id": 1, "module_id": module});
+    sandbox.write_scenario(&json!({"driver_version": "590.48.01", "gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100", "display_mode": 1,
+            "platform": platform(7), "edpp_multiplier_pct": 100,
+            "gsp_firmware_mode": [1, 1]
+        },
+        {
+            "name": "NVIDIA GeForce RTX 4080 SUPER", "uuid": "GPU-4080", "display_mode": 1,
+            "platform": platform(1), "gsp_firmware_mode": [1, 1]
+        }
+    ]}));
+    let daemon = sandbox.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+    sandbox.wait_live(&daemon);
+    sandbox.snapshot_when(&daemon, "the 590 values are read", |s| {
+        s.gpus.iter().all(|g| g.valid3 & v3::GSP_MODE != 0)
+    });
+    let fields = "--query-gpu=display_attached,platform.chassis_serial_number,\
+platform.slot_number,platform.tray_index,platform.host_id,platform.peer_type,\
+platform.module_id,platform.gpu_fabric_guid,edpp_multiplier";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "display_attached, platform.chassis_serial_number, platform.slot_number, \
+platform.tray_index, platform.host_id, platform.peer_type, platform.module_id, \
+platform.gpu_fabric_guid, edpp_multiplier [%]
+Yes, , 0, 0, 1, Direct Connected, 7, 0x0000000000000000, 100.00 %
+Yes, , 0, 0, 1, Direct Connected, 1, 0x0000000000000000, [N/A]
+"
+    );
+}
