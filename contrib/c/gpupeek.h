@@ -242,6 +242,13 @@ enum {
 #define GPUPEEK_GPU_V3_DRAM_ENCRYPTION (UINT64_C(1) << 27) /* dram_encryption_current, dram_encryption_pending */
 #define GPUPEEK_GPU_V3_PLATFORM (UINT64_C(1) << 28) /* platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number, platform_tray_index, platform_host_id, platform_peer_type, platform_module_id */
 #define GPUPEEK_GPU_V3_EDPP_MULTIPLIER (UINT64_C(1) << 29) /* edpp_multiplier_pct */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_MULTI_VGPU (UINT64_C(1) << 30) /* vgpu_heterogeneous_multi_vgpu */
+#define GPUPEEK_GPU_V3_VGPU_FRACTIONAL_MULTI_VGPU (UINT64_C(1) << 31) /* vgpu_fractional_multi_vgpu */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_TIMESLICE_PROFILES (UINT64_C(1) << 32) /* vgpu_heterogeneous_timeslice_profiles */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_TIMESLICE_SIZES (UINT64_C(1) << 33) /* vgpu_heterogeneous_timeslice_sizes */
+#define GPUPEEK_GPU_V3_VGPU_HOMOGENEOUS_PLACEMENTS (UINT64_C(1) << 34) /* vgpu_homogeneous_placements */
+#define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING (UINT64_C(1) << 35) /* vgpu_mig_timeslicing */
+#define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING_MODE (UINT64_C(1) << 36) /* vgpu_mig_timeslicing_mode */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -560,7 +567,15 @@ struct gpupeek_gpu {
     uint32_t platform_peer_type;
     uint32_t platform_module_id;
     uint32_t edpp_multiplier_pct;
-    uint64_t reserved_ext6[15];
+    uint32_t vgpu_heterogeneous_multi_vgpu;
+    uint32_t vgpu_fractional_multi_vgpu;
+    uint32_t vgpu_heterogeneous_timeslice_profiles;
+    uint32_t vgpu_heterogeneous_timeslice_sizes;
+    uint32_t vgpu_homogeneous_placements;
+    uint32_t vgpu_mig_timeslicing;
+    uint32_t vgpu_mig_timeslicing_mode;
+    uint32_t reserved_ext7;
+    uint64_t reserved_ext6[11];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 1536, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
@@ -755,7 +770,15 @@ GPUPEEK_PIN(gpupeek_gpu, platform_host_id, 1400);
 GPUPEEK_PIN(gpupeek_gpu, platform_peer_type, 1404);
 GPUPEEK_PIN(gpupeek_gpu, platform_module_id, 1408);
 GPUPEEK_PIN(gpupeek_gpu, edpp_multiplier_pct, 1412);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1416);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_multi_vgpu, 1416);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_fractional_multi_vgpu, 1420);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_timeslice_profiles, 1424);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_timeslice_sizes, 1428);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_homogeneous_placements, 1432);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing, 1436);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing_mode, 1440);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext7, 1444);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1448);
 
 struct gpupeek_proc_head {
     uint64_t seq;

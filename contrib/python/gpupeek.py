@@ -404,6 +404,13 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "DRAM_ENCRYPTION": 27,
     "PLATFORM": 28,
     "EDPP_MULTIPLIER": 29,
+    "VGPU_HETEROGENEOUS_MULTI_VGPU": 30,
+    "VGPU_FRACTIONAL_MULTI_VGPU": 31,
+    "VGPU_HETEROGENEOUS_TIMESLICE_PROFILES": 32,
+    "VGPU_HETEROGENEOUS_TIMESLICE_SIZES": 33,
+    "VGPU_HOMOGENEOUS_PLACEMENTS": 34,
+    "VGPU_MIG_TIMESLICING": 35,
+    "VGPU_MIG_TIMESLICING_MODE": 36,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -462,6 +469,13 @@ GPU_VALID3 = {
     "platform_peer_type": 28,  # PLATFORM
     "platform_module_id": 28,  # PLATFORM
     "edpp_multiplier_pct": 29,  # EDPP_MULTIPLIER
+    "vgpu_heterogeneous_multi_vgpu": 30,  # VGPU_HETEROGENEOUS_MULTI_VGPU
+    "vgpu_fractional_multi_vgpu": 31,  # VGPU_FRACTIONAL_MULTI_VGPU
+    "vgpu_heterogeneous_timeslice_profiles": 32,  # VGPU_HETEROGENEOUS_TIMESLICE_PROFILES
+    "vgpu_heterogeneous_timeslice_sizes": 33,  # VGPU_HETEROGENEOUS_TIMESLICE_SIZES
+    "vgpu_homogeneous_placements": 34,  # VGPU_HOMOGENEOUS_PLACEMENTS
+    "vgpu_mig_timeslicing": 35,  # VGPU_MIG_TIMESLICING
+    "vgpu_mig_timeslicing_mode": 36,  # VGPU_MIG_TIMESLICING_MODE
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -793,7 +807,15 @@ LAYOUT = [
         ("platform_peer_type", 1404, "I"),
         ("platform_module_id", 1408, "I"),
         ("edpp_multiplier_pct", 1412, "I"),
-        ("reserved_ext6", 1416, "120s"),
+        ("vgpu_heterogeneous_multi_vgpu", 1416, "I"),
+        ("vgpu_fractional_multi_vgpu", 1420, "I"),
+        ("vgpu_heterogeneous_timeslice_profiles", 1424, "I"),
+        ("vgpu_heterogeneous_timeslice_sizes", 1428, "I"),
+        ("vgpu_homogeneous_placements", 1432, "I"),
+        ("vgpu_mig_timeslicing", 1436, "I"),
+        ("vgpu_mig_timeslicing_mode", 1440, "I"),
+        ("reserved_ext7", 1444, "I"),
+        ("reserved_ext6", 1448, "88s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

@@ -571,7 +571,15 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         PLATFORM => platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number,
             platform_tray_index, platform_host_id, platform_peer_type, platform_module_id;
         EDPP_MULTIPLIER => edpp_multiplier_pct;
+        VGPU_HETEROGENEOUS_MULTI_VGPU => vgpu_heterogeneous_multi_vgpu;
+        VGPU_FRACTIONAL_MULTI_VGPU => vgpu_fractional_multi_vgpu;
+        VGPU_HETEROGENEOUS_TIMESLICE_PROFILES => vgpu_heterogeneous_timeslice_profiles;
+        VGPU_HETEROGENEOUS_TIMESLICE_SIZES => vgpu_heterogeneous_timeslice_sizes;
+        VGPU_HOMOGENEOUS_PLACEMENTS => vgpu_homogeneous_placements;
+        VGPU_MIG_TIMESLICING => vgpu_mig_timeslicing;
+        VGPU_MIG_TIMESLICING_MODE => vgpu_mig_timeslicing_mode;
     }
+
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
     to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);
 }

@@ -13,7 +13,8 @@
 //!   (`nvmlDeviceGetDramEncryptionMode`) and the module's power limits (one
 //!   `nvmlDeviceGetFieldValues` with the module scope, which only Grace superchips
 //!   answer), the platform info (`nvmlDeviceGetPlatformInfo`) and the EDPp multiplier
-//!   (field value 274).
+//!   (field value 274), and the vGPU capabilities (`nvmlGetVgpuDriverCapabilities`,
+//!   `nvmlDeviceGetVgpuCapabilities`), which only vGPU host drivers answer.
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
 //!   temperature; the module's power draw (one field-value call with the module
@@ -47,7 +48,47 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::DRAM_ENCRYPTION
     | v3::PLATFORM
     | v3::EDPP_MULTIPLIER
-    | MODULE_LIMITS;
+    | MODULE_LIMITS
+    | VGPU;
+
+/// The vGPU capabilities: each bit with the NVML
+/// capability it asks (`None` for the driver's, the rest the GPU's).
+const VGPU_CAPS: [(u64, Option<u32>); 7] = [
+    (v3::VGPU_HETEROGENEOUS_MULTI_VGPU, None),
+    (
+        v3::VGPU_FRACTIONAL_MULTI_VGPU,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_FRACTIONAL_MULTI_VGPU),
+    ),
+    (
+        v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_HETEROGENEOUS_TIMESLICE_PROFILES),
+    ),
+    (
+        v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_HETEROGENEOUS_TIMESLICE_SIZES),
+    ),
+    (
+        v3::VGPU_HOMOGENEOUS_PLACEMENTS,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_HOMOGENEOUS_PLACEMENTS),
+    ),
+    (
+        v3::VGPU_MIG_TIMESLICING,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_MIG_TIMESLICING_SUPPORTED),
+    ),
+    (
+        v3::VGPU_MIG_TIMESLICING_MODE,
+        Some(bindings::nvmlDeviceVgpuCapability_enum_NVML_DEVICE_VGPU_CAP_MIG_TIMESLICING_ENABLED),
+    ),
+];
+
+/// Every vGPU capability bit.
+const VGPU: u64 = v3::VGPU_HETEROGENEOUS_MULTI_VGPU
+    | v3::VGPU_FRACTIONAL_MULTI_VGPU
+    | v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES
+    | v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES
+    | v3::VGPU_HOMOGENEOUS_PLACEMENTS
+    | v3::VGPU_MIG_TIMESLICING
+    | v3::VGPU_MIG_TIMESLICING_MODE;
 
 /// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13), which the bindings do not name yet; the
 /// field nvidia-smi 590 asks for `edpp_multiplier`.
@@ -187,6 +228,54 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || crate::fields::one(nvml, d, EDPP_MULTIPLIER),
         |r, pct| r.edpp_multiplier_pct = u32::try_from(pct).unwrap_or(u32::MAX),
     );
+    for (bit, cap) in VGPU_CAPS {
+        f.field3(
+            bit,
+            || vgpu_capability(nvml, d, cap),
+            |r, on| {
+                *match bit {
+                    v3::VGPU_HETEROGENEOUS_MULTI_VGPU => &mut r.vgpu_heterogeneous_multi_vgpu,
+                    v3::VGPU_FRACTIONAL_MULTI_VGPU => &mut r.vgpu_fractional_multi_vgpu,
+                    v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES => {
+                        &mut r.vgpu_heterogeneous_timeslice_profiles
+                    }
+                    v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES => {
+                        &mut r.vgpu_heterogeneous_timeslice_sizes
+                    }
+                    v3::VGPU_HOMOGENEOUS_PLACEMENTS => &mut r.vgpu_homogeneous_placements,
+                    v3::VGPU_MIG_TIMESLICING => &mut r.vgpu_mig_timeslicing,
+                    _ => &mut r.vgpu_mig_timeslicing_mode,
+                } = on.into();
+            },
+        );
+    }
+}
+
+/// A vGPU capability: the driver's (`cap` `None`) or the GPU's. Only vGPU host drivers
+/// answer; others say "not supported".
+fn vgpu_capability(nvml: &Nvml, d: &Device, cap: Option<u32>) -> Result<bool, NvmlError> {
+    let mut result: c_uint = 0;
+    match cap {
+        None => {
+            let get = nvml
+                .lib()
+                .nvmlGetVgpuDriverCapabilities
+                .as_ref()
+                .map_err(|_| NvmlError::FunctionNotFound)?;
+            let cap = bindings::nvmlVgpuDriverCapability_enum_NVML_VGPU_DRIVER_CAP_HETEROGENEOUS_MULTI_VGPU;
+            // SAFETY: `get` has the C signature `(nvmlVgpuDriverCapability_t, unsigned int
+            // *)` and `result` is writable.
+            nvml_try(unsafe { get(cap, &mut result) })?;
+        }
+        Some(cap) => {
+            // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlDeviceVgpuCapability_t,
+            // unsigned int *)` and `result` is writable.
+            raw!(nvml, d, nvmlDeviceGetVgpuCapabilities, |f, h| unsafe {
+                f(h, cap, &mut result)
+            })?;
+        }
+    }
+    Ok(result != 0)
 }
 
 fn platform(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlPlatformInfo_v2_t, NvmlError> {

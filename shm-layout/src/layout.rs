@@ -527,6 +527,20 @@ bit_set! {
         ],
         /// `edpp_multiplier_pct` (ABI 1.6).
         EDPP_MULTIPLIER = 29 [edpp_multiplier_pct],
+        /// `vgpu_heterogeneous_multi_vgpu`: the driver's (ABI 1.6).
+        VGPU_HETEROGENEOUS_MULTI_VGPU = 30 [vgpu_heterogeneous_multi_vgpu],
+        /// `vgpu_fractional_multi_vgpu` (ABI 1.6).
+        VGPU_FRACTIONAL_MULTI_VGPU = 31 [vgpu_fractional_multi_vgpu],
+        /// Bit 2: heterogeneous time-sliced profiles (ABI 1.6).
+        VGPU_HETEROGENEOUS_TIMESLICE_PROFILES = 32 [vgpu_heterogeneous_timeslice_profiles],
+        /// Bit 3: heterogeneous time-sliced sizes (ABI 1.6).
+        VGPU_HETEROGENEOUS_TIMESLICE_SIZES = 33 [vgpu_heterogeneous_timeslice_sizes],
+        /// Bit 4: homogeneous placements (ABI 1.6).
+        VGPU_HOMOGENEOUS_PLACEMENTS = 34 [vgpu_homogeneous_placements],
+        /// Bit 5: time-sliced vGPU on MIG supported (ABI 1.6).
+        VGPU_MIG_TIMESLICING = 35 [vgpu_mig_timeslicing],
+        /// Bit 6: MIG time-sliced mode enabled (ABI 1.6).
+        VGPU_MIG_TIMESLICING_MODE = 36 [vgpu_mig_timeslicing_mode],
     }
 }
 
@@ -978,8 +992,26 @@ pub struct GpuRecord {
     /// The EDPp multiplier, percent (field value `NVML_FI_DEV_EDPP_MULTIPLIER`, 274)
     /// (ABI 1.6).
     pub edpp_multiplier_pct: u32,
+    /// The driver's heterogeneous multi-vGPU capability
+    /// (`nvmlGetVgpuDriverCapabilities`, vGPU host drivers only): 0 or 1 (ABI 1.6).
+    pub vgpu_heterogeneous_multi_vgpu: u32,
+    /// The GPU's vGPU capabilities (`nvmlDeviceGetVgpuCapabilities`), 0 or 1:
+    /// fractional multi-vGPU profiles (ABI 1.6).
+    pub vgpu_fractional_multi_vgpu: u32,
+    /// Heterogeneous time-sliced vGPU profiles (ABI 1.6).
+    pub vgpu_heterogeneous_timeslice_profiles: u32,
+    /// Heterogeneous time-sliced vGPU sizes (ABI 1.6).
+    pub vgpu_heterogeneous_timeslice_sizes: u32,
+    /// Placements of homogeneous time-sliced vGPU profiles reported (ABI 1.6).
+    pub vgpu_homogeneous_placements: u32,
+    /// Time-sliced vGPU on MIG supported (ABI 1.6).
+    pub vgpu_mig_timeslicing: u32,
+    /// MIG time-sliced mode enabled (ABI 1.6).
+    pub vgpu_mig_timeslicing_mode: u32,
+    /// Zero.
+    pub reserved_ext7: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext6: [u64; 15],
+    pub reserved_ext6: [u64; 11],
 }
 
 macro_rules! zeroed_default {

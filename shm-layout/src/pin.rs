@@ -241,7 +241,15 @@ pin_layout!(GpuRecord, size = 1536, {
     platform_peer_type: 1404,
     platform_module_id: 1408,
     edpp_multiplier_pct: 1412,
-    reserved_ext6: 1416,
+    vgpu_heterogeneous_multi_vgpu: 1416,
+    vgpu_fractional_multi_vgpu: 1420,
+    vgpu_heterogeneous_timeslice_profiles: 1424,
+    vgpu_heterogeneous_timeslice_sizes: 1428,
+    vgpu_homogeneous_placements: 1432,
+    vgpu_mig_timeslicing: 1436,
+    vgpu_mig_timeslicing_mode: 1440,
+    reserved_ext7: 1444,
+    reserved_ext6: 1448,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -67,6 +67,20 @@ impl Platform<'_> {
     }
 }
 
+/// The `valid3` bits of the vGPU capabilities: the driver's heterogeneous multi-vGPU,
+/// then the GPU's
+/// fractional multi-vGPU, heterogeneous time-sliced profiles and sizes, homogeneous
+/// placements, MIG time-slicing and MIG time-sliced mode.
+pub const VGPU_BITS: [u64; 7] = [
+    v3::VGPU_HETEROGENEOUS_MULTI_VGPU,
+    v3::VGPU_FRACTIONAL_MULTI_VGPU,
+    v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES,
+    v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES,
+    v3::VGPU_HOMOGENEOUS_PLACEMENTS,
+    v3::VGPU_MIG_TIMESLICING,
+    v3::VGPU_MIG_TIMESLICING_MODE,
+];
+
 /// The values of ABI 1.6's `valid3` bits.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Newer<'a> {
@@ -103,6 +117,8 @@ pub struct Newer<'a> {
     pub platform: Option<Platform<'a>>,
     /// The EDPp multiplier, percent.
     pub edpp_multiplier_pct: Option<u32>,
+    /// The vGPU capabilities, in [`VGPU_BITS`]' order (vGPU host drivers only).
+    pub vgpu: [Option<bool>; 7],
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
 }
@@ -251,6 +267,22 @@ impl<'a> Newer<'a> {
                 ],
             }),
             edpp_multiplier_pct: has(v3::EDPP_MULTIPLIER).then_some(g.edpp_multiplier_pct),
+            vgpu: {
+                let raw = [
+                    g.vgpu_heterogeneous_multi_vgpu,
+                    g.vgpu_fractional_multi_vgpu,
+                    g.vgpu_heterogeneous_timeslice_profiles,
+                    g.vgpu_heterogeneous_timeslice_sizes,
+                    g.vgpu_homogeneous_placements,
+                    g.vgpu_mig_timeslicing,
+                    g.vgpu_mig_timeslicing_mode,
+                ];
+                let mut caps = [None; 7];
+                for ((cap, x), bit) in caps.iter_mut().zip(raw).zip(VGPU_BITS) {
+                    *cap = has(bit).then_some(x != 0);
+                }
+                caps
+            },
             deprecated: g.deprecated3 & !g.valid3,
         }
     }

@@ -336,7 +336,80 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("the EDPp multiplier, percent")
     .smi(&[&["edpp_multiplier"]]),
+    vgpu(
+        0,
+        "whether the driver runs vGPUs of different types together: Yes or No",
+        &[&["vgpu_driver_capability.heterogenous_multivGPU"]],
+    ),
+    vgpu(
+        1,
+        "whether fractional vGPU profiles can be used in multi-vGPU setups",
+        &[&["vgpu_device_capability.fractional_multiVgpu"]],
+    ),
+    vgpu(
+        2,
+        "whether time-sliced vGPU profiles of different types run together",
+        &[&["vgpu_device_capability.heterogeneous_timeSlice_profile"]],
+    ),
+    vgpu(
+        3,
+        "whether time-sliced vGPU profiles of different sizes run together",
+        &[&["vgpu_device_capability.heterogeneous_timeSlice_sizes"]],
+    ),
+    vgpu(
+        4,
+        "whether placements of same-size time-sliced vGPU profiles are reported",
+        &[&["vgpu_device_capability.homogeneous_placements"]],
+    ),
+    vgpu(
+        5,
+        "whether the GPU supports time-sliced vGPU on MIG",
+        &[&["vgpu_device_capability.mig_timeSlicing"]],
+    ),
+    vgpu(
+        6,
+        "whether MIG time-sliced mode is on: Enabled or Disabled",
+        &[&["vgpu_device_capability.mig_timeSlicing_mode"]],
+    ),
 ];
+
+/// vGPU capability `i` of [`crate::details::Newer::vgpu`]: `[N/A]` on every driver but
+/// a vGPU host's (every bare-metal capture); a vGPU host's answer is Yes or No (Enabled
+/// or Disabled for the mode), words no capture shows yet.
+const fn vgpu(i: usize, about: &'static str, smi: &'static [&'static [&'static str]]) -> Field {
+    let get: Getter = match i {
+        0 => |g| yes(g.details.newer.vgpu[0]),
+        1 => |g| yes(g.details.newer.vgpu[1]),
+        2 => |g| yes(g.details.newer.vgpu[2]),
+        3 => |g| yes(g.details.newer.vgpu[3]),
+        4 => |g| yes(g.details.newer.vgpu[4]),
+        5 => |g| yes(g.details.newer.vgpu[5]),
+        _ => |g| enabled(g.details.newer.vgpu[6]),
+    };
+    let name = match i {
+        0 => "vgpu_heterogeneous_multi_vgpu",
+        1 => "vgpu_fractional_multi_vgpu",
+        2 => "vgpu_heterogeneous_timeslice_profiles",
+        3 => "vgpu_heterogeneous_timeslice_sizes",
+        4 => "vgpu_homogeneous_placements",
+        5 => "vgpu_mig_timeslicing",
+        _ => "vgpu_mig_timeslicing_mode",
+    };
+    let bit = match i {
+        0 => v3::VGPU_HETEROGENEOUS_MULTI_VGPU,
+        1 => v3::VGPU_FRACTIONAL_MULTI_VGPU,
+        2 => v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES,
+        3 => v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES,
+        4 => v3::VGPU_HOMOGENEOUS_PLACEMENTS,
+        5 => v3::VGPU_MIG_TIMESLICING,
+        _ => v3::VGPU_MIG_TIMESLICING_MODE,
+    };
+    field(name, Text, Aggregate::Join, get)
+        .valid3(bit)
+        .not_in_templates()
+        .about(about)
+        .smi(smi)
+}
 
 /// Platform number `i` of [`crate::details::Platform::ids`].
 const fn platform(i: usize, about: &'static str, smi: &'static [&'static [&'static str]]) -> Field {

@@ -139,6 +139,8 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetConfComputeProtectedMemoryUsage",
     "nvmlDeviceGetDramEncryptionMode",
     "nvmlDeviceGetPlatformInfo",
+    "nvmlGetVgpuDriverCapabilities",
+    "nvmlDeviceGetVgpuCapabilities",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",

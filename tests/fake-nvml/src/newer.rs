@@ -369,3 +369,32 @@ pub unsafe extern "C" fn nvmlDeviceGetPlatformInfo(
         }
     })
 }
+
+/// `nvmlGetVgpuDriverCapabilities(capability, capResult)` (R525+).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlGetVgpuDriverCapabilities(
+    capability: nvmlVgpuDriverCapability_t,
+    capResult: *mut c_uint,
+) -> nvmlReturn_t {
+    crate::ffi::system_call("nvmlGetVgpuDriverCapabilities", |s| {
+        let caps = s.vgpu_driver_capabilities.as_deref();
+        let value = caps.and_then(|c| c.get(capability as usize).copied());
+        // SAFETY: the caller passes a writable `unsigned int` (or null).
+        unsafe { put(capResult, value) }
+    })
+}
+
+/// `nvmlDeviceGetVgpuCapabilities(device, capability, capResult)` (R525+).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetVgpuCapabilities(
+    device: nvmlDevice_t,
+    capability: nvmlDeviceVgpuCapability_t,
+    capResult: *mut c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetVgpuCapabilities", device, |g, _| {
+        let caps = g.vgpu_capabilities.as_deref();
+        let value = caps.and_then(|c| c.get(capability as usize).copied());
+        // SAFETY: the caller passes a writable `unsigned int` (or null).
+        unsafe { put(capResult, value) }
+    })
+}

@@ -74,6 +74,11 @@ const NEWER_THAN_535_INFO: [&str; 5] = [
 ];
 /// Confidential computing's protected memory (R535).
 const NEWER_THAN_470_CC: &str = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+/// The vGPU capability queries (R525).
+const NEWER_THAN_470_VGPU: [&str; 2] = [
+    "nvmlGetVgpuDriverCapabilities",
+    "nvmlDeviceGetVgpuCapabilities",
+];
 /// The thermal margin (R560, NVML 12.6), the DRAM encryption mode (R570) and the
 /// addressing mode (R580, NVML 12.9).
 const NEWER_THAN_550: [&str; 3] = [
@@ -99,6 +104,7 @@ pub const R450: Profile = Profile {
         ],
         &NEWER_THAN_470_ENGINES,
         &NEWER_THAN_470_RAS,
+        &NEWER_THAN_470_VGPU,
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
     ],
@@ -118,6 +124,7 @@ pub const R470: Profile = Profile {
         ],
         &NEWER_THAN_470_ENGINES,
         &NEWER_THAN_470_RAS,
+        &NEWER_THAN_470_VGPU,
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
     ],

@@ -25,6 +25,10 @@ pub struct Scenario {
     /// `nvmlSystemGetNVMLVersion`; `null` means not supported.
     #[serde(default = "default_nvml_version")]
     pub nvml_version: Option<String>,
+    /// `nvmlGetVgpuDriverCapabilities` by capability (`NVML_VGPU_DRIVER_CAP_*`): a vGPU
+    /// host driver answers; absent (any other driver): not supported.
+    #[serde(default)]
+    pub vgpu_driver_capabilities: Option<Vec<u32>>,
     /// `nvmlSystemGetCudaDriverVersion{,_v2}`; `null` means not supported.
     #[serde(default = "default_cuda_driver_version")]
     pub cuda_driver_version: Option<i32>,
@@ -195,6 +199,9 @@ pub struct Gpu {
     pub module_power: Option<ModulePower>,
     /// `nvmlDeviceGetConfComputeProtectedMemoryUsage` (R535+) `[total, used]` bytes.
     pub protected_memory_bytes: Option<[u64; 2]>,
+    /// `nvmlDeviceGetVgpuCapabilities` by capability (`NVML_DEVICE_VGPU_CAP_*`, 0 to
+    /// 11): a GPU on a vGPU host driver answers; absent: not supported.
+    pub vgpu_capabilities: Option<Vec<u32>>,
     /// `nvmlDeviceGetPlatformInfo` (R550+, `nvmlPlatformInfo_v2`).
     pub platform: Option<Platform>,
     /// Field value 274 (`NVML_FI_DEV_EDPP_MULTIPLIER`, R580+): percent; Hopper and

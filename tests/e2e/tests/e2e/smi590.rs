@@ -203,9 +203,13 @@ fn display_attached_platform_and_edpp_print_as_nvidia_smi_prints_them() {
     let sandbox = Sandbox::new("smi590-platform");
     sandbox.use_driver(profiles::R590);
     let platform = |module: u8| json!({"host_id": 1, "module_id": module});
-    sandbox.write_scenario(&json!({"driver_version": "590.48.01", "gpus": [
+    let vgpu_driver = json!([1, 0]);
+    sandbox.write_scenario(&json!({"driver_version": "590.48.01",
+        "vgpu_driver_capabilities": vgpu_driver, "gpus": [
         {
             "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100", "display_mode": 1,
+            // As on a vGPU host driver; the GeForce below, as on any other, has none.
+            "vgpu_capabilities": [1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0],
             "platform": platform(7), "edpp_multiplier_pct": 100,
             "gsp_firmware_mode": [1, 1]
         },
@@ -232,5 +236,19 @@ platform.gpu_fabric_guid, edpp_multiplier [%]
 Yes, , 0, 0, 1, Direct Connected, 7, 0x0000000000000000, 100.00 %
 Yes, , 0, 0, 1, Direct Connected, 1, 0x0000000000000000, [N/A]
 "
+    );
+    // Every bare-metal capture prints [N/A] for the vGPU capabilities; a vGPU host's
+    // answers (no capture yet) print Yes/No, Enabled/Disabled for the mode.
+    let fields = "--query-gpu=vgpu_driver_capability.heterogenous_multivGPU,\
+vgpu_device_capability.fractional_multiVgpu,\
+vgpu_device_capability.heterogeneous_timeSlice_profile,\
+vgpu_device_capability.heterogeneous_timeSlice_sizes,\
+vgpu_device_capability.homogeneous_placements,vgpu_device_capability.mig_timeSlicing,\
+vgpu_device_capability.mig_timeSlicing_mode";
+    let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader"]);
+    assert_eq!(
+        out,
+        "Yes, Yes, No, Yes, Yes, Yes, Disabled\n\
+         Yes, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n"
     );
 }
