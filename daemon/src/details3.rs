@@ -128,6 +128,18 @@ macro_rules! raw {
     }};
 }
 
+/// NVML's answer to a struct version newer than the driver knows.
+const VERSION_MISMATCH: u32 = bindings::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+
+/// A driver that does not know the struct version asked for has no such value: "not
+/// supported", not a failure of the GPU.
+fn unknown_version(e: NvmlError) -> NvmlError {
+    match e {
+        NvmlError::UnexpectedVariant(VERSION_MISMATCH) => NvmlError::NotSupported,
+        e => e,
+    }
+}
+
 /// The near-static values: see [`STATIC3`].
 pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
     f.field3(
@@ -293,7 +305,8 @@ fn platform(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlPlatformInfo_v2_t, 
     // `info` is a writable struct of the version it names.
     raw!(nvml, d, nvmlDeviceGetPlatformInfo, |f, h| unsafe {
         f(h, &mut info)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok(info)
 }
 
@@ -395,10 +408,27 @@ fn protected_memory(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlMemory_t, N
 }
 
 /// The fabric's clique, cluster and health, with `nvmlGpuFabricInfo_v3` (the health
-/// summary too).
+/// summary too), or `v2` from a driver before R570, which does not know `v3` (no
+/// summary: nvidia-smi then prints no health either).
 fn fabric(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlGpuFabricInfo_v3_t, NvmlError> {
+    match fabric_as(nvml, d, version::<bindings::nvmlGpuFabricInfo_v3_t>(3)) {
+        Err(NvmlError::UnexpectedVariant(VERSION_MISMATCH)) => {
+            let v2 = version::<bindings::nvmlGpuFabricInfo_v2_t>(2);
+            fabric_as(nvml, d, v2).map_err(unknown_version)
+        }
+        answer => answer,
+    }
+}
+
+/// `nvmlDeviceGetGpuFabricInfoV` with struct version `version` (`v2` is the start of
+/// `v3`, so a `v3` buffer serves both).
+fn fabric_as(
+    nvml: &Nvml,
+    d: &Device,
+    version: c_uint,
+) -> Result<bindings::nvmlGpuFabricInfo_v3_t, NvmlError> {
     let mut info = bindings::nvmlGpuFabricInfo_v3_t {
-        version: version::<bindings::nvmlGpuFabricInfo_v3_t>(3),
+        version,
         clusterUuid: [0; 16],
         status: 0,
         cliqueId: 0,
@@ -407,7 +437,7 @@ fn fabric(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlGpuFabricInfo_v3_t, N
         healthSummary: 0,
     };
     // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlGpuFabricInfoV_t *)` and
-    // `info` is a writable struct of the version it names.
+    // `info` is a writable buffer at least as large as the version it names.
     raw!(nvml, d, nvmlDeviceGetGpuFabricInfoV, |f, h| unsafe {
         f(h, &mut info)
     })?;
@@ -434,7 +464,8 @@ fn sram_ecc(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlEccSramErrorStatus_
     // `s` is a writable struct of the version it names.
     raw!(nvml, d, nvmlDeviceGetSramEccErrorStatus, |f, h| unsafe {
         f(h, &mut s)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok(s)
 }
 
@@ -449,7 +480,8 @@ fn dram_encryption(nvml: &Nvml, d: &Device) -> Result<(u32, u32), NvmlError> {
     // name.
     raw!(nvml, d, nvmlDeviceGetDramEncryptionMode, |f, h| unsafe {
         f(h, &mut current, &mut pending)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok((current.encryptionState, pending.encryptionState))
 }
 
@@ -462,7 +494,8 @@ fn margin_temperature(nvml: &Nvml, d: &Device) -> Result<i32, NvmlError> {
     // `info` is a writable struct of the version it names.
     raw!(nvml, d, nvmlDeviceGetMarginTemperature, |f, h| unsafe {
         f(h, &mut info)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok(info.marginTemperature)
 }
 
@@ -482,7 +515,8 @@ fn pci_class(nvml: &Nvml, d: &Device) -> Result<(u32, u32), NvmlError> {
     // is a writable struct of the version it names.
     raw!(nvml, d, nvmlDeviceGetPciInfoExt, |f, h| unsafe {
         f(h, &mut info)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok((info.baseClass, info.subClass))
 }
 
@@ -505,7 +539,8 @@ fn addressing_mode(nvml: &Nvml, d: &Device) -> Result<u32, NvmlError> {
     // and `mode` is a writable struct of the version it names.
     raw!(nvml, d, nvmlDeviceGetAddressingMode, |f, h| unsafe {
         f(h, &mut mode)
-    })?;
+    })
+    .map_err(unknown_version)?;
     Ok(mode.value)
 }
 

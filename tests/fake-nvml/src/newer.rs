@@ -208,8 +208,20 @@ pub const SRAM_ECC_STATUS_V1: c_uint = version::<nvmlEccSramErrorStatus_v1_t>(1)
 /// `nvmlDramEncryptionInfo_v1`.
 pub const DRAM_ENCRYPTION_INFO_V1: c_uint = version::<nvmlDramEncryptionInfo_v1_t>(1);
 
+/// Whether the scenario's driver is at least major version `major`.
+fn driver_at_least(major: u32) -> bool {
+    let version = crate::state::refresh()
+        .scenario
+        .and_then(|s| s.driver_version.clone());
+    let have = version
+        .as_deref()
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    have.is_some_and(|have| have >= major)
+}
+
 /// `nvmlDeviceGetGpuFabricInfoV(device, gpuFabricInfo)` (R550+): `v2` (with the health
-/// mask) or `v3` (with the health summary too).
+/// mask), or from R570 on `v3` (with the health summary too); an older driver answers
+/// `ARGUMENT_VERSION_MISMATCH` to `v3`.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
     device: nvmlDevice_t,
@@ -220,7 +232,8 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
         let Some(version) = (unsafe { version_of(info) }) else {
             return INVALID_ARGUMENT;
         };
-        if version != FABRIC_INFO_V2 && version != FABRIC_INFO_V3 {
+        let v3 = version == FABRIC_INFO_V3 && driver_at_least(570);
+        if version != FABRIC_INFO_V2 && !v3 {
             return ARGUMENT_VERSION_MISMATCH;
         }
         let Some(f) = g.fabric else {

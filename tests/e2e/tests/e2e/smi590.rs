@@ -25,6 +25,10 @@ fn scenario(driver: &str) -> serde_json::Value {
             "margin_temperature_c": 46, "pci_class": [3, 2], "gsp_firmware_mode": [1, 1],
             "addressing_mode": 0, "c2c_mode": 0, "inforom_valid": true,
             "power_management_mode": 1, "row_remapper_histogram": [2560, 0, 0, 0, 0],
+            "fabric": {
+                "state": 3, "status": 0, "clique_id": 5, "health_mask": 0x1aa,
+                "health_summary": 1
+            },
             "errors": deprecated
         },
         {
@@ -85,17 +89,30 @@ remapped_rows.histogram.low, remapped_rows.histogram.none\n";
 }
 
 /// On a 550 driver the thermal margin (R560) and the addressing mode (R580) have no
-/// entry point, so they are `[N/A]` whatever the GPU, while the rest is read.
+/// entry point, so they are `[N/A]` whatever the GPU, while the rest is read; and its
+/// fabric info has no health summary (`nvmlGpuFabricInfo_v3` is R570's), so the health
+/// is a bare `N/A` while the clique is known.
 #[test]
 fn a_driver_without_the_newer_entry_points_leaves_those_values_unknown() {
     let (sandbox, _daemon) = start("smi590-r550", profiles::CURRENT);
-    let fields = "--query-gpu=temperature.gpu.tlimit,addressing_mode,pci.subClass,c2c.mode";
+    let fields = "--query-gpu=temperature.gpu.tlimit,addressing_mode,pci.subClass,c2c.mode,\
+fabric.cliqueId,fabric.health.summary";
     let (code, out, err) = query(&sandbox, &[fields, "--format=csv,noheader"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         out,
-        "[N/A], [N/A], 0x2, Disabled\n[N/A], [N/A], 0x0, [N/A]\n"
+        "[N/A], [N/A], 0x2, Disabled, 5, N/A\n[N/A], [N/A], 0x0, [N/A], N/A, N/A\n"
     );
+}
+
+/// A 590 driver gives the same GPU's fabric health summary.
+#[test]
+fn a_590_driver_gives_the_fabric_health_summary() {
+    let (sandbox, _daemon) = start("smi590-health", profiles::R590);
+    let fields = "--query-gpu=fabric.cliqueId,fabric.health.summary,fabric.health.bandwidth";
+    let (code, out, err) = query(&sandbox, &[fields, "--format=csv,noheader"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "5, Healthy, Full\nN/A, N/A, N/A\n");
 }
 
 /// The fabric's clique and health, SRAM ECC, module power, protected memory and DRAM
