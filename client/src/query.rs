@@ -9,7 +9,9 @@
 //! nvidia-smi's widths, modes its words. A value the GPU does not report or support, and
 //! every live value of a GPU that is lost, failing or suspended, is `[N/A]` (bare `N/A`
 //! for `temperature.memory`), one the driver calls deprecated is nvidia-smi's
-//! "[Requested functionality has been deprecated]"; every live value of
+//! "[Requested functionality has been deprecated]" (as are, from driver 590 on, the
+//! display mode, power management and applications clocks, whatever NVML answers, as
+//! nvidia-smi 590 prints them); every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded up (as nvidia-smi rounds), power in watts with two decimals, clocks in MHz,
@@ -159,6 +161,19 @@ const BARE_NOT_AVAILABLE: [&str; 11] = [
 /// drivers, in the same captures).
 const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 
+/// The fields nvidia-smi 590 and later print as deprecated whatever NVML answers (it
+/// does not ask): every 590, 595 and 610 capture above, on every GPU, and
+/// nvidia_gpu_exporter's trace-verified NVML backend (`internal/nvmlnative/catalog.go`,
+/// `deprecatedFields`).
+const DEPRECATED_FROM_590: [&str; 6] = [
+    "display_mode",
+    "power.management",
+    "clocks.applications.graphics",
+    "clocks.applications.memory",
+    "clocks.default_applications.graphics",
+    "clocks.default_applications.memory",
+];
+
 /// What nvidia-smi prints for a value whose NVML call failed in a way it cannot name:
 /// the live values of a GPU whose driver is not responding, which scripts must not take
 /// for a GPU that merely lacks the field (or sleeps).
@@ -224,6 +239,20 @@ struct Context {
     timestamp: String,
     driver_version: Option<String>,
     count: u32,
+}
+
+impl Context {
+    /// Whether the driver is 590 or later, whose nvidia-smi calls
+    /// [`DEPRECATED_FROM_590`] deprecated.
+    fn driver_590_or_later(&self) -> bool {
+        let major = self
+            .driver_version
+            .as_deref()
+            .and_then(|v| v.split('.').next());
+        major
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|m| m >= 590)
+    }
 }
 
 /// The output options of `--format`.
@@ -403,10 +432,12 @@ fn rows(model: &Model, gpus: &[&Gpu], fields: &[Field], units: bool) -> String {
         driver_version: model.status.driver_version.map(Text::decode),
         count: model.status.gpu_count,
     };
+    let from_590 = context.driver_590_or_later();
     for gpu in gpus {
         let values: Vec<String> = fields
             .iter()
             .map(|f| match f.value(&context, gpu) {
+                _ if from_590 && DEPRECATED_FROM_590.contains(&f.names[0]) => DEPRECATED.to_owned(),
                 None if gpu.not_responding() && f.is_live() => UNKNOWN_ERROR.to_owned(),
                 None if f.gpu.is_some_and(|field| field.deprecated(gpu)) => DEPRECATED.to_owned(),
                 None if BARE_NOT_AVAILABLE.contains(&f.names[0]) => "N/A".to_owned(),

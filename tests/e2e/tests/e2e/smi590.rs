@@ -15,9 +15,12 @@ use std::process::Command;
 
 const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 
-/// The two GPUs of the captures, as the fake models them on a 590 driver.
+/// The two GPUs of the captures, as the fake models them on a 590 driver. NVML answers
+/// the power management mode, the display mode and the applications clocks; nvidia-smi
+/// 590+ prints them as deprecated without asking (nvidia_gpu_exporter's trace-verified
+/// NVML backend, `internal/nvmlnative/catalog.go`, checked against every capture).
 fn scenario(driver: &str) -> serde_json::Value {
-    let deprecated = json!({"nvmlDeviceGetPowerManagementMode": "DEPRECATED"});
+    let deprecated = json!({});
     json!({"driver_version": driver, "gpus": [
         {
             "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100",
@@ -35,7 +38,8 @@ fn scenario(driver: &str) -> serde_json::Value {
             "name": "NVIDIA GeForce RTX 4080 SUPER", "uuid": "GPU-4080",
             "pci_bus_id": "00000000:01:00.0", "temperature_c": 43,
             "pci_class": [3, 0], "gsp_firmware_mode": [1, 1], "addressing_mode": 1,
-            "inforom_valid": true, "power_management_mode": 1, "errors": deprecated
+            "inforom_valid": true, "power_management_mode": 1, "errors": deprecated,
+            "display_mode": 1, "applications_clocks_mhz": {"graphics": 2235, "memory": 11501}
         }
     ]})
 }
@@ -86,6 +90,13 @@ remapped_rows.histogram.low, remapped_rows.histogram.none\n";
     assert_eq!(out, format!("{header}{h100}{geforce}"));
     let (_, out, _) = query(&sandbox, &[FIELDS, "--format=csv,noheader,nounits"]);
     assert_eq!(out, format!("{h100}{geforce}"));
+    // The other fields nvidia-smi 590+ calls deprecated whatever NVML answers.
+    let fields = "--query-gpu=display_mode,clocks.applications.graphics,\
+clocks.applications.memory,clocks.default_applications.graphics,\
+clocks.default_applications.memory,display_attached";
+    let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader"]);
+    let five = [DEPRECATED; 5].join(", ");
+    assert_eq!(out, format!("{five}, [N/A]\n{five}, Yes\n"));
 }
 
 /// On a 550 driver the thermal margin (R560) and the addressing mode (R580) have no
