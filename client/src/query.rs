@@ -9,7 +9,9 @@
 //! nvidia-smi's widths, modes its words. A value the GPU does not report or support, and
 //! every live value of a GPU that is lost, failing or suspended, is `[N/A]` (bare `N/A`
 //! for `temperature.memory`), one the driver calls deprecated is nvidia-smi's
-//! "[Requested functionality has been deprecated]"; every live value of
+//! "[Requested functionality has been deprecated]" (as are, from driver 590 on, the
+//! display mode, power management and applications clocks, whatever NVML answers, as
+//! nvidia-smi 590 prints them); every live value of
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded up (as nvidia-smi rounds), power in watts with two decimals, clocks in MHz,
@@ -136,14 +138,41 @@ const NOT_AVAILABLE: &str = "[N/A]";
 
 /// The fields nvidia-smi prints without brackets when it cannot give them: the memory
 /// temperature of a GPU without HBM is `N/A` in every capture above (RTX 2080 Super
-/// on 465, RTX 4080 Super and L40S on 595), and so are the fabric state and status of a
-/// GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on 595).
-const BARE_NOT_AVAILABLE: [&str; 3] = ["temperature.memory", "fabric.state", "fabric.status"];
+/// on 465, RTX 4080 Super and L40S on 595), and so are the fabric state, status, clique
+/// and cluster of a GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on
+/// 595), and the fabric health of any GPU whose driver gives no health summary (those
+/// and an H100 and H200 on 590).
+const BARE_NOT_AVAILABLE: [&str; 11] = [
+    "temperature.memory",
+    "fabric.state",
+    "fabric.status",
+    "fabric.cliqueId",
+    "fabric.clusterUuid",
+    "fabric.health.summary",
+    "fabric.health.bandwidth",
+    "fabric.health.route_recovery_in_progress",
+    "fabric.health.route_unhealthy",
+    "fabric.health.access_timeout_recovery",
+    "fabric.health.incorrect_configuration",
+];
 
 /// What nvidia-smi prints for a value whose NVML function answered
 /// `NVML_ERROR_DEPRECATED` (the display mode and the applications clocks on 590+
 /// drivers, in the same captures).
 const DEPRECATED: &str = "[Requested functionality has been deprecated]";
+
+/// The fields nvidia-smi 590 and later print as deprecated whatever NVML answers (it
+/// does not ask): every 590, 595 and 610 capture above, on every GPU, and
+/// nvidia_gpu_exporter's trace-verified NVML backend (`internal/nvmlnative/catalog.go`,
+/// `deprecatedFields`).
+const DEPRECATED_FROM_590: [&str; 6] = [
+    "display_mode",
+    "power.management",
+    "clocks.applications.graphics",
+    "clocks.applications.memory",
+    "clocks.default_applications.graphics",
+    "clocks.default_applications.memory",
+];
 
 /// What nvidia-smi prints for a value whose NVML call failed in a way it cannot name:
 /// the live values of a GPU whose driver is not responding, which scripts must not take
@@ -192,13 +221,15 @@ impl Field {
             (Value::Int(x), _) => x.to_string(),
             (Value::Signed(x), _) => x.to_string(),
             (Value::Real(x), _) => x.to_string(),
-            (Value::Centi(c), _) => c.pct().to_string(),
+            // Two decimals, as nvidia-smi prints edpp_multiplier (`100.00 %`).
+            (Value::Centi(c), _) => format!("{:.2}", c.pct()),
             (Value::Text(t), _) => t.decode(),
             (Value::Name(n), _) => n.to_owned(),
             (Value::PState(p), _) => p.to_string(),
             (Value::Reasons(r), _) => format!("0x{:016X}", r.0),
             (Value::Hex(x, digits), _) => format!("0x{x:0width$X}", width = digits.into()),
             (Value::Dotted(a, b), _) => format!("{a}.{b}"),
+            (Value::Uuid(b), _) => gpupeek_model::fields::uuid_text(&b),
         })
     }
 }
@@ -208,6 +239,20 @@ struct Context {
     timestamp: String,
     driver_version: Option<String>,
     count: u32,
+}
+
+impl Context {
+    /// Whether the driver is 590 or later, whose nvidia-smi calls
+    /// [`DEPRECATED_FROM_590`] deprecated.
+    fn driver_590_or_later(&self) -> bool {
+        let major = self
+            .driver_version
+            .as_deref()
+            .and_then(|v| v.split('.').next());
+        major
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|m| m >= 590)
+    }
 }
 
 /// The output options of `--format`.
@@ -387,10 +432,12 @@ fn rows(model: &Model, gpus: &[&Gpu], fields: &[Field], units: bool) -> String {
         driver_version: model.status.driver_version.map(Text::decode),
         count: model.status.gpu_count,
     };
+    let from_590 = context.driver_590_or_later();
     for gpu in gpus {
         let values: Vec<String> = fields
             .iter()
             .map(|f| match f.value(&context, gpu) {
+                _ if from_590 && DEPRECATED_FROM_590.contains(&f.names[0]) => DEPRECATED.to_owned(),
                 None if gpu.not_responding() && f.is_live() => UNKNOWN_ERROR.to_owned(),
                 None if f.gpu.is_some_and(|field| field.deprecated(gpu)) => DEPRECATED.to_owned(),
                 None if BARE_NOT_AVAILABLE.contains(&f.names[0]) => "N/A".to_owned(),

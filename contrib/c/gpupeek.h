@@ -64,7 +64,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 5u
+#define GPUPEEK_ABI_MINOR 6u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -220,6 +220,35 @@ enum {
 #define GPUPEEK_GPU_V3_PCIE_LINK_GEN_GPUMAX (UINT64_C(1) << 5) /* pcie_link_gen_gpumax */
 #define GPUPEEK_GPU_V3_UTIL_JPEG (UINT64_C(1) << 6) /* util_jpeg_pct */
 #define GPUPEEK_GPU_V3_UTIL_OFA (UINT64_C(1) << 7) /* util_ofa_pct */
+#define GPUPEEK_GPU_V3_TEMP_TLIMIT (UINT64_C(1) << 8) /* temp_tlimit_c */
+#define GPUPEEK_GPU_V3_PCI_CLASS (UINT64_C(1) << 9) /* pci_base_class, pci_sub_class */
+#define GPUPEEK_GPU_V3_GSP_MODE (UINT64_C(1) << 10) /* gsp_mode_current, gsp_mode_default */
+#define GPUPEEK_GPU_V3_ADDRESSING_MODE (UINT64_C(1) << 11) /* addressing_mode */
+#define GPUPEEK_GPU_V3_C2C_MODE (UINT64_C(1) << 12) /* c2c_mode */
+#define GPUPEEK_GPU_V3_INFOROM_CHECKSUM (UINT64_C(1) << 13) /* inforom_checksum_valid */
+#define GPUPEEK_GPU_V3_POWER_MANAGEMENT (UINT64_C(1) << 14) /* power_management_mode */
+#define GPUPEEK_GPU_V3_REMAPPED_ROWS_HISTOGRAM (UINT64_C(1) << 15) /* remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none */
+#define GPUPEEK_GPU_V3_FABRIC_CLIQUE (UINT64_C(1) << 16) /* fabric_clique_id, fabric_cluster_uuid */
+#define GPUPEEK_GPU_V3_FABRIC_HEALTH (UINT64_C(1) << 17) /* fabric_health_mask, fabric_health_summary */
+#define GPUPEEK_GPU_V3_SRAM_ECC (UINT64_C(1) << 18) /* sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity, sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity, sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm, sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie, sram_ecc_aggregate_unc_other */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DRAW_AVERAGE (UINT64_C(1) << 19) /* module_power_draw_average_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DRAW_INSTANT (UINT64_C(1) << 20) /* module_power_draw_instant_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_LIMIT (UINT64_C(1) << 21) /* module_power_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_ENFORCED_POWER_LIMIT (UINT64_C(1) << 22) /* module_enforced_power_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_DEFAULT_LIMIT (UINT64_C(1) << 23) /* module_power_default_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_MIN_LIMIT (UINT64_C(1) << 24) /* module_power_min_limit_mw */
+#define GPUPEEK_GPU_V3_MODULE_POWER_MAX_LIMIT (UINT64_C(1) << 25) /* module_power_max_limit_mw */
+#define GPUPEEK_GPU_V3_PROTECTED_MEMORY (UINT64_C(1) << 26) /* protected_memory_total_bytes, protected_memory_used_bytes, protected_memory_free_bytes */
+#define GPUPEEK_GPU_V3_DRAM_ENCRYPTION (UINT64_C(1) << 27) /* dram_encryption_current, dram_encryption_pending */
+#define GPUPEEK_GPU_V3_PLATFORM (UINT64_C(1) << 28) /* platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number, platform_tray_index, platform_host_id, platform_peer_type, platform_module_id */
+#define GPUPEEK_GPU_V3_EDPP_MULTIPLIER (UINT64_C(1) << 29) /* edpp_multiplier_pct */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_MULTI_VGPU (UINT64_C(1) << 30) /* vgpu_heterogeneous_multi_vgpu */
+#define GPUPEEK_GPU_V3_VGPU_FRACTIONAL_MULTI_VGPU (UINT64_C(1) << 31) /* vgpu_fractional_multi_vgpu */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_TIMESLICE_PROFILES (UINT64_C(1) << 32) /* vgpu_heterogeneous_timeslice_profiles */
+#define GPUPEEK_GPU_V3_VGPU_HETEROGENEOUS_TIMESLICE_SIZES (UINT64_C(1) << 33) /* vgpu_heterogeneous_timeslice_sizes */
+#define GPUPEEK_GPU_V3_VGPU_HOMOGENEOUS_PLACEMENTS (UINT64_C(1) << 34) /* vgpu_homogeneous_placements */
+#define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING (UINT64_C(1) << 35) /* vgpu_mig_timeslicing */
+#define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING_MODE (UINT64_C(1) << 36) /* vgpu_mig_timeslicing_mode */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -489,10 +518,66 @@ struct gpupeek_gpu {
     uint32_t pcie_link_gen_gpumax;
     uint32_t util_jpeg_pct;
     uint32_t util_ofa_pct;
-    uint32_t reserved_ext4;
-    uint64_t reserved_ext3[1];
+    int32_t temp_tlimit_c;
+    uint64_t deprecated3;
+    uint32_t pci_base_class;
+    uint32_t pci_sub_class;
+    uint32_t gsp_mode_current;
+    uint32_t gsp_mode_default;
+    uint32_t addressing_mode;
+    uint32_t c2c_mode;
+    uint32_t inforom_checksum_valid;
+    uint32_t power_management_mode;
+    uint32_t remapped_rows_hist_max;
+    uint32_t remapped_rows_hist_high;
+    uint32_t remapped_rows_hist_partial;
+    uint32_t remapped_rows_hist_low;
+    uint32_t remapped_rows_hist_none;
+    uint32_t fabric_clique_id;
+    char fabric_cluster_uuid[16];
+    uint32_t fabric_health_mask;
+    uint32_t fabric_health_summary;
+    uint32_t sram_ecc_threshold_exceeded;
+    uint32_t module_power_draw_average_mw;
+    uint64_t sram_ecc_volatile_unc_parity;
+    uint64_t sram_ecc_volatile_unc_secded;
+    uint64_t sram_ecc_aggregate_unc_parity;
+    uint64_t sram_ecc_aggregate_unc_secded;
+    uint64_t sram_ecc_aggregate_unc_l2;
+    uint64_t sram_ecc_aggregate_unc_sm;
+    uint64_t sram_ecc_aggregate_unc_mcu;
+    uint64_t sram_ecc_aggregate_unc_pcie;
+    uint64_t sram_ecc_aggregate_unc_other;
+    uint32_t module_power_draw_instant_mw;
+    uint32_t module_power_limit_mw;
+    uint32_t module_enforced_power_limit_mw;
+    uint32_t module_power_default_limit_mw;
+    uint32_t module_power_min_limit_mw;
+    uint32_t module_power_max_limit_mw;
+    uint64_t protected_memory_total_bytes;
+    uint64_t protected_memory_used_bytes;
+    uint64_t protected_memory_free_bytes;
+    uint32_t dram_encryption_current;
+    uint32_t dram_encryption_pending;
+    char platform_chassis_serial[16];
+    uint64_t platform_gpu_fabric_guid;
+    uint32_t platform_slot_number;
+    uint32_t platform_tray_index;
+    uint32_t platform_host_id;
+    uint32_t platform_peer_type;
+    uint32_t platform_module_id;
+    uint32_t edpp_multiplier_pct;
+    uint32_t vgpu_heterogeneous_multi_vgpu;
+    uint32_t vgpu_fractional_multi_vgpu;
+    uint32_t vgpu_heterogeneous_timeslice_profiles;
+    uint32_t vgpu_heterogeneous_timeslice_sizes;
+    uint32_t vgpu_homogeneous_placements;
+    uint32_t vgpu_mig_timeslicing;
+    uint32_t vgpu_mig_timeslicing_mode;
+    uint32_t reserved_ext7;
+    uint64_t reserved_ext6[11];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1152, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1536, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -636,8 +721,64 @@ GPUPEEK_PIN(gpupeek_gpu, clocks_event_us_hw_power_brake_slowdown, 1120);
 GPUPEEK_PIN(gpupeek_gpu, pcie_link_gen_gpumax, 1128);
 GPUPEEK_PIN(gpupeek_gpu, util_jpeg_pct, 1132);
 GPUPEEK_PIN(gpupeek_gpu, util_ofa_pct, 1136);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext4, 1140);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext3, 1144);
+GPUPEEK_PIN(gpupeek_gpu, temp_tlimit_c, 1140);
+GPUPEEK_PIN(gpupeek_gpu, deprecated3, 1144);
+GPUPEEK_PIN(gpupeek_gpu, pci_base_class, 1152);
+GPUPEEK_PIN(gpupeek_gpu, pci_sub_class, 1156);
+GPUPEEK_PIN(gpupeek_gpu, gsp_mode_current, 1160);
+GPUPEEK_PIN(gpupeek_gpu, gsp_mode_default, 1164);
+GPUPEEK_PIN(gpupeek_gpu, addressing_mode, 1168);
+GPUPEEK_PIN(gpupeek_gpu, c2c_mode, 1172);
+GPUPEEK_PIN(gpupeek_gpu, inforom_checksum_valid, 1176);
+GPUPEEK_PIN(gpupeek_gpu, power_management_mode, 1180);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_max, 1184);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_high, 1188);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_partial, 1192);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_low, 1196);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_hist_none, 1200);
+GPUPEEK_PIN(gpupeek_gpu, fabric_clique_id, 1204);
+GPUPEEK_PIN(gpupeek_gpu, fabric_cluster_uuid, 1208);
+GPUPEEK_PIN(gpupeek_gpu, fabric_health_mask, 1224);
+GPUPEEK_PIN(gpupeek_gpu, fabric_health_summary, 1228);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_threshold_exceeded, 1232);
+GPUPEEK_PIN(gpupeek_gpu, module_power_draw_average_mw, 1236);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_volatile_unc_parity, 1240);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_volatile_unc_secded, 1248);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_parity, 1256);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_secded, 1264);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_l2, 1272);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_sm, 1280);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_mcu, 1288);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_pcie, 1296);
+GPUPEEK_PIN(gpupeek_gpu, sram_ecc_aggregate_unc_other, 1304);
+GPUPEEK_PIN(gpupeek_gpu, module_power_draw_instant_mw, 1312);
+GPUPEEK_PIN(gpupeek_gpu, module_power_limit_mw, 1316);
+GPUPEEK_PIN(gpupeek_gpu, module_enforced_power_limit_mw, 1320);
+GPUPEEK_PIN(gpupeek_gpu, module_power_default_limit_mw, 1324);
+GPUPEEK_PIN(gpupeek_gpu, module_power_min_limit_mw, 1328);
+GPUPEEK_PIN(gpupeek_gpu, module_power_max_limit_mw, 1332);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_total_bytes, 1336);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_used_bytes, 1344);
+GPUPEEK_PIN(gpupeek_gpu, protected_memory_free_bytes, 1352);
+GPUPEEK_PIN(gpupeek_gpu, dram_encryption_current, 1360);
+GPUPEEK_PIN(gpupeek_gpu, dram_encryption_pending, 1364);
+GPUPEEK_PIN(gpupeek_gpu, platform_chassis_serial, 1368);
+GPUPEEK_PIN(gpupeek_gpu, platform_gpu_fabric_guid, 1384);
+GPUPEEK_PIN(gpupeek_gpu, platform_slot_number, 1392);
+GPUPEEK_PIN(gpupeek_gpu, platform_tray_index, 1396);
+GPUPEEK_PIN(gpupeek_gpu, platform_host_id, 1400);
+GPUPEEK_PIN(gpupeek_gpu, platform_peer_type, 1404);
+GPUPEEK_PIN(gpupeek_gpu, platform_module_id, 1408);
+GPUPEEK_PIN(gpupeek_gpu, edpp_multiplier_pct, 1412);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_multi_vgpu, 1416);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_fractional_multi_vgpu, 1420);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_timeslice_profiles, 1424);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_heterogeneous_timeslice_sizes, 1428);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_homogeneous_placements, 1432);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing, 1436);
+GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing_mode, 1440);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext7, 1444);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1448);
 
 struct gpupeek_proc_head {
     uint64_t seq;

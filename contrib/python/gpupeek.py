@@ -93,7 +93,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 5
+ABI_MINOR = 6
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -104,7 +104,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1152
+GPU_RECORD_SIZE = 1536
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -387,6 +387,35 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "PCIE_LINK_GEN_GPUMAX": 5,
     "UTIL_JPEG": 6,
     "UTIL_OFA": 7,
+    "TEMP_TLIMIT": 8,
+    "PCI_CLASS": 9,
+    "GSP_MODE": 10,
+    "ADDRESSING_MODE": 11,
+    "C2C_MODE": 12,
+    "INFOROM_CHECKSUM": 13,
+    "POWER_MANAGEMENT": 14,
+    "REMAPPED_ROWS_HISTOGRAM": 15,
+    "FABRIC_CLIQUE": 16,
+    "FABRIC_HEALTH": 17,
+    "SRAM_ECC": 18,
+    "MODULE_POWER_DRAW_AVERAGE": 19,
+    "MODULE_POWER_DRAW_INSTANT": 20,
+    "MODULE_POWER_LIMIT": 21,
+    "MODULE_ENFORCED_POWER_LIMIT": 22,
+    "MODULE_POWER_DEFAULT_LIMIT": 23,
+    "MODULE_POWER_MIN_LIMIT": 24,
+    "MODULE_POWER_MAX_LIMIT": 25,
+    "PROTECTED_MEMORY": 26,
+    "DRAM_ENCRYPTION": 27,
+    "PLATFORM": 28,
+    "EDPP_MULTIPLIER": 29,
+    "VGPU_HETEROGENEOUS_MULTI_VGPU": 30,
+    "VGPU_FRACTIONAL_MULTI_VGPU": 31,
+    "VGPU_HETEROGENEOUS_TIMESLICE_PROFILES": 32,
+    "VGPU_HETEROGENEOUS_TIMESLICE_SIZES": 33,
+    "VGPU_HOMOGENEOUS_PLACEMENTS": 34,
+    "VGPU_MIG_TIMESLICING": 35,
+    "VGPU_MIG_TIMESLICING_MODE": 36,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -397,6 +426,61 @@ GPU_VALID3 = {
     "pcie_link_gen_gpumax": 5,  # PCIE_LINK_GEN_GPUMAX
     "util_jpeg_pct": 6,  # UTIL_JPEG
     "util_ofa_pct": 7,  # UTIL_OFA
+    "temp_tlimit_c": 8,  # TEMP_TLIMIT
+    "pci_base_class": 9,  # PCI_CLASS
+    "pci_sub_class": 9,  # PCI_CLASS
+    "gsp_mode_current": 10,  # GSP_MODE
+    "gsp_mode_default": 10,  # GSP_MODE
+    "addressing_mode": 11,  # ADDRESSING_MODE
+    "c2c_mode": 12,  # C2C_MODE
+    "inforom_checksum_valid": 13,  # INFOROM_CHECKSUM
+    "power_management_mode": 14,  # POWER_MANAGEMENT
+    "remapped_rows_hist_max": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_high": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_partial": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_low": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "remapped_rows_hist_none": 15,  # REMAPPED_ROWS_HISTOGRAM
+    "fabric_clique_id": 16,  # FABRIC_CLIQUE
+    "fabric_cluster_uuid": 16,  # FABRIC_CLIQUE
+    "fabric_health_mask": 17,  # FABRIC_HEALTH
+    "fabric_health_summary": 17,  # FABRIC_HEALTH
+    "sram_ecc_threshold_exceeded": 18,  # SRAM_ECC
+    "sram_ecc_volatile_unc_parity": 18,  # SRAM_ECC
+    "sram_ecc_volatile_unc_secded": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_parity": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_secded": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_l2": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_sm": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_mcu": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_pcie": 18,  # SRAM_ECC
+    "sram_ecc_aggregate_unc_other": 18,  # SRAM_ECC
+    "module_power_draw_average_mw": 19,  # MODULE_POWER_DRAW_AVERAGE
+    "module_power_draw_instant_mw": 20,  # MODULE_POWER_DRAW_INSTANT
+    "module_power_limit_mw": 21,  # MODULE_POWER_LIMIT
+    "module_enforced_power_limit_mw": 22,  # MODULE_ENFORCED_POWER_LIMIT
+    "module_power_default_limit_mw": 23,  # MODULE_POWER_DEFAULT_LIMIT
+    "module_power_min_limit_mw": 24,  # MODULE_POWER_MIN_LIMIT
+    "module_power_max_limit_mw": 25,  # MODULE_POWER_MAX_LIMIT
+    "protected_memory_total_bytes": 26,  # PROTECTED_MEMORY
+    "protected_memory_used_bytes": 26,  # PROTECTED_MEMORY
+    "protected_memory_free_bytes": 26,  # PROTECTED_MEMORY
+    "dram_encryption_current": 27,  # DRAM_ENCRYPTION
+    "dram_encryption_pending": 27,  # DRAM_ENCRYPTION
+    "platform_chassis_serial": 28,  # PLATFORM
+    "platform_gpu_fabric_guid": 28,  # PLATFORM
+    "platform_slot_number": 28,  # PLATFORM
+    "platform_tray_index": 28,  # PLATFORM
+    "platform_host_id": 28,  # PLATFORM
+    "platform_peer_type": 28,  # PLATFORM
+    "platform_module_id": 28,  # PLATFORM
+    "edpp_multiplier_pct": 29,  # EDPP_MULTIPLIER
+    "vgpu_heterogeneous_multi_vgpu": 30,  # VGPU_HETEROGENEOUS_MULTI_VGPU
+    "vgpu_fractional_multi_vgpu": 31,  # VGPU_FRACTIONAL_MULTI_VGPU
+    "vgpu_heterogeneous_timeslice_profiles": 32,  # VGPU_HETEROGENEOUS_TIMESLICE_PROFILES
+    "vgpu_heterogeneous_timeslice_sizes": 33,  # VGPU_HETEROGENEOUS_TIMESLICE_SIZES
+    "vgpu_homogeneous_placements": 34,  # VGPU_HOMOGENEOUS_PLACEMENTS
+    "vgpu_mig_timeslicing": 35,  # VGPU_MIG_TIMESLICING
+    "vgpu_mig_timeslicing_mode": 36,  # VGPU_MIG_TIMESLICING_MODE
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -535,7 +619,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1152, [
+    ("GpuRecord", 1536, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -679,8 +763,64 @@ LAYOUT = [
         ("pcie_link_gen_gpumax", 1128, "I"),
         ("util_jpeg_pct", 1132, "I"),
         ("util_ofa_pct", 1136, "I"),
-        ("reserved_ext4", 1140, "I"),
-        ("reserved_ext3", 1144, "8s"),
+        ("temp_tlimit_c", 1140, "i"),
+        ("deprecated3", 1144, "Q"),
+        ("pci_base_class", 1152, "I"),
+        ("pci_sub_class", 1156, "I"),
+        ("gsp_mode_current", 1160, "I"),
+        ("gsp_mode_default", 1164, "I"),
+        ("addressing_mode", 1168, "I"),
+        ("c2c_mode", 1172, "I"),
+        ("inforom_checksum_valid", 1176, "I"),
+        ("power_management_mode", 1180, "I"),
+        ("remapped_rows_hist_max", 1184, "I"),
+        ("remapped_rows_hist_high", 1188, "I"),
+        ("remapped_rows_hist_partial", 1192, "I"),
+        ("remapped_rows_hist_low", 1196, "I"),
+        ("remapped_rows_hist_none", 1200, "I"),
+        ("fabric_clique_id", 1204, "I"),
+        ("fabric_cluster_uuid", 1208, "16s"),
+        ("fabric_health_mask", 1224, "I"),
+        ("fabric_health_summary", 1228, "I"),
+        ("sram_ecc_threshold_exceeded", 1232, "I"),
+        ("module_power_draw_average_mw", 1236, "I"),
+        ("sram_ecc_volatile_unc_parity", 1240, "Q"),
+        ("sram_ecc_volatile_unc_secded", 1248, "Q"),
+        ("sram_ecc_aggregate_unc_parity", 1256, "Q"),
+        ("sram_ecc_aggregate_unc_secded", 1264, "Q"),
+        ("sram_ecc_aggregate_unc_l2", 1272, "Q"),
+        ("sram_ecc_aggregate_unc_sm", 1280, "Q"),
+        ("sram_ecc_aggregate_unc_mcu", 1288, "Q"),
+        ("sram_ecc_aggregate_unc_pcie", 1296, "Q"),
+        ("sram_ecc_aggregate_unc_other", 1304, "Q"),
+        ("module_power_draw_instant_mw", 1312, "I"),
+        ("module_power_limit_mw", 1316, "I"),
+        ("module_enforced_power_limit_mw", 1320, "I"),
+        ("module_power_default_limit_mw", 1324, "I"),
+        ("module_power_min_limit_mw", 1328, "I"),
+        ("module_power_max_limit_mw", 1332, "I"),
+        ("protected_memory_total_bytes", 1336, "Q"),
+        ("protected_memory_used_bytes", 1344, "Q"),
+        ("protected_memory_free_bytes", 1352, "Q"),
+        ("dram_encryption_current", 1360, "I"),
+        ("dram_encryption_pending", 1364, "I"),
+        ("platform_chassis_serial", 1368, "16s"),
+        ("platform_gpu_fabric_guid", 1384, "Q"),
+        ("platform_slot_number", 1392, "I"),
+        ("platform_tray_index", 1396, "I"),
+        ("platform_host_id", 1400, "I"),
+        ("platform_peer_type", 1404, "I"),
+        ("platform_module_id", 1408, "I"),
+        ("edpp_multiplier_pct", 1412, "I"),
+        ("vgpu_heterogeneous_multi_vgpu", 1416, "I"),
+        ("vgpu_fractional_multi_vgpu", 1420, "I"),
+        ("vgpu_heterogeneous_timeslice_profiles", 1424, "I"),
+        ("vgpu_heterogeneous_timeslice_sizes", 1428, "I"),
+        ("vgpu_homogeneous_placements", 1432, "I"),
+        ("vgpu_mig_timeslicing", 1436, "I"),
+        ("vgpu_mig_timeslicing_mode", 1440, "I"),
+        ("reserved_ext7", 1444, "I"),
+        ("reserved_ext6", 1448, "88s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),
@@ -868,15 +1008,19 @@ def _validity(
     """Replaces fields whose validity bit is clear by None, and decodes strings.
 
     `bits2` and `bits3` are the tables of a second and third mask, `valid2`
-    (GpuRecord since ABI 1.4) and `valid3` (since ABI 1.5)."""
+    (GpuRecord since ABI 1.4) and `valid3` (since ABI 1.5; 1.6 adds bits 8-27)."""
     valid, valid2, valid3 = rec["valid"], rec.get("valid2", 0), rec.get("valid3", 0)
     out = {}
     for name, value in rec.items():
         if name.startswith("reserved") or name in (
-            "seq", "valid", "valid2", "deprecated2", "valid3"
+            "seq", "valid", "valid2", "deprecated2", "valid3", "deprecated3"
         ):
             continue
-        if isinstance(value, bytes):
+        if name == "fabric_cluster_uuid":
+            # 16 raw bytes (ABI 1.6), shown as nvidia-smi shows a UUID.
+            h = value.hex()
+            value = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        elif isinstance(value, bytes):
             value = _text(value)
         bit = bits.get(name)
         if bit is None and bits2 is not None and name in bits2:

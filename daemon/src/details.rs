@@ -71,16 +71,29 @@ impl Fill<'_> {
 
 impl Fill<'_> {
     /// Like [`Fill::field`] for a [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3)
-    /// value: on success stores it and sets `bit` in `valid3`.
+    /// value: on success stores it and sets `bit` in `valid3`; "deprecated" sets `bit`
+    /// in `deprecated3` (ABI 1.6).
     pub fn field3<T>(
         &mut self,
         bit: u64,
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
     ) {
-        if let Some(value) = self.call(get) {
+        let mut deprecated = false;
+        let value = self.call(|| {
+            get().map_err(|e| match e {
+                NvmlError::UnexpectedVariant(DEPRECATED) => {
+                    deprecated = true;
+                    NvmlError::NotSupported
+                }
+                e => e,
+            })
+        });
+        if let Some(value) = value {
             set(self.rec, value);
             self.rec.valid3 |= bit;
+        } else if deprecated {
+            self.rec.deprecated3 |= bit;
         }
     }
 }
@@ -163,7 +176,7 @@ pub const SLOW2: u64 = v2::CLOCK_VIDEO | v2::ENCODER_STATS;
 
 /// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read with
 /// [`crate::tiers::STATIC`].
-pub const STATIC3: u64 = v3::PCIE_LINK_GEN_GPUMAX;
+pub const STATIC3: u64 = v3::PCIE_LINK_GEN_GPUMAX | crate::details3::STATIC3;
 
 /// The clock event reason counters, one field-value call for the five.
 pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
@@ -173,7 +186,8 @@ pub const CLOCKS_EVENT_COUNTERS: u64 = v3::CLOCKS_EVENT_US_SW_POWER_CAP
     | v3::CLOCKS_EVENT_US_HW_POWER_BRAKE_SLOWDOWN;
 
 /// The [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3) values read on slow ticks.
-pub const SLOW3: u64 = CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA;
+pub const SLOW3: u64 =
+    CLOCKS_EVENT_COUNTERS | v3::UTIL_JPEG | v3::UTIL_OFA | crate::details3::SLOW3;
 
 impl Details {
     /// Reads the identity values; `pci` is what the identity's PCI info call gave.
@@ -406,6 +420,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || gpu_max_pcie_link_gen(nvml, d),
         |r, g| r.pcie_link_gen_gpumax = g,
     );
+    crate::details3::sample_static(nvml, d, f);
 }
 
 /// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (the GPU's own maximum, whatever the slot),
@@ -480,6 +495,7 @@ pub fn sample_slow3(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || engine_utilization(nvml, d, Engine::Ofa),
         |r, u| r.util_ofa_pct = u,
     );
+    crate::details3::sample_slow(nvml, d, f);
 }
 
 /// An engine whose utilisation nvml-wrapper has no getter for.
@@ -526,8 +542,46 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         PCIE_LINK_GEN_GPUMAX => pcie_link_gen_gpumax;
         UTIL_JPEG => util_jpeg_pct;
         UTIL_OFA => util_ofa_pct;
+        TEMP_TLIMIT => temp_tlimit_c;
+        PCI_CLASS => pci_base_class, pci_sub_class;
+        GSP_MODE => gsp_mode_current, gsp_mode_default;
+        ADDRESSING_MODE => addressing_mode;
+        C2C_MODE => c2c_mode;
+        INFOROM_CHECKSUM => inforom_checksum_valid;
+        POWER_MANAGEMENT => power_management_mode;
+        REMAPPED_ROWS_HISTOGRAM => remapped_rows_hist_max, remapped_rows_hist_high,
+            remapped_rows_hist_partial, remapped_rows_hist_low, remapped_rows_hist_none;
+        FABRIC_CLIQUE => fabric_clique_id, fabric_cluster_uuid;
+        FABRIC_HEALTH => fabric_health_mask, fabric_health_summary;
+        SRAM_ECC => sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity,
+            sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity,
+            sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm,
+            sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie,
+            sram_ecc_aggregate_unc_other;
+        MODULE_POWER_DRAW_AVERAGE => module_power_draw_average_mw;
+        MODULE_POWER_DRAW_INSTANT => module_power_draw_instant_mw;
+        MODULE_POWER_LIMIT => module_power_limit_mw;
+        MODULE_ENFORCED_POWER_LIMIT => module_enforced_power_limit_mw;
+        MODULE_POWER_DEFAULT_LIMIT => module_power_default_limit_mw;
+        MODULE_POWER_MIN_LIMIT => module_power_min_limit_mw;
+        MODULE_POWER_MAX_LIMIT => module_power_max_limit_mw;
+        PROTECTED_MEMORY => protected_memory_total_bytes, protected_memory_used_bytes,
+            protected_memory_free_bytes;
+        DRAM_ENCRYPTION => dram_encryption_current, dram_encryption_pending;
+        PLATFORM => platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number,
+            platform_tray_index, platform_host_id, platform_peer_type, platform_module_id;
+        EDPP_MULTIPLIER => edpp_multiplier_pct;
+        VGPU_HETEROGENEOUS_MULTI_VGPU => vgpu_heterogeneous_multi_vgpu;
+        VGPU_FRACTIONAL_MULTI_VGPU => vgpu_fractional_multi_vgpu;
+        VGPU_HETEROGENEOUS_TIMESLICE_PROFILES => vgpu_heterogeneous_timeslice_profiles;
+        VGPU_HETEROGENEOUS_TIMESLICE_SIZES => vgpu_heterogeneous_timeslice_sizes;
+        VGPU_HOMOGENEOUS_PLACEMENTS => vgpu_homogeneous_placements;
+        VGPU_MIG_TIMESLICING => vgpu_mig_timeslicing;
+        VGPU_MIG_TIMESLICING_MODE => vgpu_mig_timeslicing_mode;
     }
+
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
+    to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);
 }
 
 /// Every per-location ECC count nvidia-smi names: its bit, error type, counter and

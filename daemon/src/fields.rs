@@ -123,12 +123,26 @@ pub fn some<const K: usize>(
     device: &Device,
     ids: [u32; K],
 ) -> Result<[Result<u64, NvmlError>; K], NvmlError> {
+    some_scoped(nvml, device, ids, NVML_POWER_SCOPE_GPU)
+}
+
+/// [`some`] with each entry's `scopeId` set to `scope` (`NVML_POWER_SCOPE_MODULE` asks
+/// the power fields for the whole module of a Grace superchip).
+pub fn some_scoped<const K: usize>(
+    nvml: &Nvml,
+    device: &Device,
+    ids: [u32; K],
+    scope: u32,
+) -> Result<[Result<u64, NvmlError>; K], NvmlError> {
     let get = nvml
         .lib()
         .nvmlDeviceGetFieldValues
         .as_ref()
         .map_err(|_| NvmlError::FunctionNotFound)?;
-    let mut entries = ids.map(blank);
+    let mut entries = ids.map(|id| nvmlFieldValue_t {
+        scopeId: scope,
+        ..blank(id)
+    });
     // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
     // nvmlFieldValue_t *)`; the handle is from the live session and `entries` holds `K`
     // initialised, writable entries.

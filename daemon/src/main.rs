@@ -12,6 +12,7 @@ mod cli;
 mod container;
 mod counters;
 mod details;
+mod details3;
 mod driver;
 mod fallback;
 mod fields;

@@ -167,6 +167,7 @@ impl Carry {
     /// Forgets the `bits3` values (of `valid3`); see [`Carry::forget`].
     pub fn forget3(&mut self, bits3: u64) {
         self.rec.valid3 &= !bits3;
+        self.rec.deprecated3 &= !bits3;
         self.static_due = 0;
     }
 

@@ -11,6 +11,12 @@ use gpupeek_shm::GpuRecord;
 use crate::text::Text;
 use crate::units::{MegaHertz, MilliWatts};
 
+mod newer;
+pub use newer::{AddressingMode, FabricHealth, Newer, Platform, RemapHistogram, SramEcc};
+
+/// The display mode's bit, which `display_attached` shares.
+pub(crate) const DISPLAY_MODE_BIT: u64 = v2::DISPLAY_MODE;
+
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL
     | v2::VBIOS_VERSION
@@ -443,6 +449,8 @@ pub struct Details<'a> {
     /// The `gpu_valid2` bits whose value the driver answered as deprecated (only of a
     /// GPU whose values are current, or for identity values).
     pub deprecated: u64,
+    /// nvidia-smi 590's values (ABI 1.6).
+    pub newer: Newer<'a>,
 }
 
 impl<'a> Details<'a> {
@@ -622,6 +630,7 @@ impl<'a> Details<'a> {
             util_jpeg_pct: (current && g.valid3 & v3::UTIL_JPEG != 0).then_some(g.util_jpeg_pct),
             util_ofa_pct: (current && g.valid3 & v3::UTIL_OFA != 0).then_some(g.util_ofa_pct),
             deprecated: g.deprecated2 & keep & !valid,
+            newer: Newer::new(g, current),
         }
     }
 }

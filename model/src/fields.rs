@@ -118,6 +118,21 @@ pub enum Value<'a> {
     Hex(u64, u8),
     /// Two numbers joined by a dot (a compute capability, `9.0`).
     Dotted(u32, u32),
+    /// A UUID's 16 bytes (a fabric cluster's).
+    Uuid([u8; 16]),
+}
+
+/// A UUID as nvidia-smi prints one: lower-case hex, 8-4-4-4-12.
+pub fn uuid_text(b: &[u8; 16]) -> String {
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 impl Value<'_> {
@@ -137,7 +152,7 @@ impl Value<'_> {
 pub type Getter = for<'a> fn(&Gpu<'a>) -> Option<Value<'a>>;
 
 /// One published per-GPU field.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Field {
     /// Name in templates and the man page (`util`, `mem_used`).
     pub name: &'static str,
@@ -251,7 +266,7 @@ impl Field {
     /// function behind it is deprecated (nvidia-smi: "[Requested functionality has been
     /// deprecated]").
     pub fn deprecated(&self, g: &Gpu) -> bool {
-        self.valid2 & g.details.deprecated != 0
+        self.valid2 & g.details.deprecated != 0 || self.valid3 & g.details.newer.deprecated != 0
     }
 
     /// The field named `name`.
@@ -260,7 +275,30 @@ impl Field {
     }
 }
 
+mod newer;
 mod table;
-pub use table::FIELDS;
+
+/// Every published per-GPU field, in the order templates and the man page list them:
+/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`).
+pub const FIELDS: &[Field] = &ALL;
+
+static ALL: [Field; table::FIELDS.len() + newer::FIELDS.len()] =
+    concat(table::FIELDS, newer::FIELDS);
+
+/// `a` then `b`, in an array of their combined length `N`.
+const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
+    let mut out = [a[0]; N];
+    let mut i = 0;
+    while i < b.len() {
+        out[a.len() + i] = b[i];
+        i += 1;
+    }
+    i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    out
+}
 
 pub mod exporters;

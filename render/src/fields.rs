@@ -90,6 +90,7 @@ pub(crate) fn get(field: &Field, g: &Gpu) -> Option<Value> {
         Reading::Reasons(r) => Value::Text(r.names().join(",")),
         Reading::Hex(x, digits) => Value::Text(format!("0x{x:0width$X}", width = digits.into())),
         Reading::Dotted(a, b) => Value::Text(format!("{a}.{b}")),
+        Reading::Uuid(b) => Value::Text(gpupeek_model::fields::uuid_text(&b)),
         number => Value::Num(number.number()?),
     })
 }

@@ -41,7 +41,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 5;
+pub const ABI_MINOR: u32 = 6;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -470,6 +470,77 @@ bit_set! {
         UTIL_JPEG = 6 [util_jpeg_pct],
         /// `util_ofa_pct` (ABI 1.5).
         UTIL_OFA = 7 [util_ofa_pct],
+        /// `temp_tlimit_c` (ABI 1.6).
+        TEMP_TLIMIT = 8 [temp_tlimit_c],
+        /// `pci_base_class` and `pci_sub_class` (ABI 1.6).
+        PCI_CLASS = 9 [pci_base_class, pci_sub_class],
+        /// `gsp_mode_current` and `gsp_mode_default` (ABI 1.6).
+        GSP_MODE = 10 [gsp_mode_current, gsp_mode_default],
+        /// `addressing_mode` (ABI 1.6).
+        ADDRESSING_MODE = 11 [addressing_mode],
+        /// `c2c_mode` (ABI 1.6).
+        C2C_MODE = 12 [c2c_mode],
+        /// `inforom_checksum_valid` (ABI 1.6).
+        INFOROM_CHECKSUM = 13 [inforom_checksum_valid],
+        /// `power_management_mode` (ABI 1.6).
+        POWER_MANAGEMENT = 14 [power_management_mode],
+        /// `remapped_rows_hist_*` (ABI 1.6).
+        REMAPPED_ROWS_HISTOGRAM = 15 [
+            remapped_rows_hist_max, remapped_rows_hist_high, remapped_rows_hist_partial,
+            remapped_rows_hist_low, remapped_rows_hist_none
+        ],
+        /// `fabric_clique_id` and `fabric_cluster_uuid` (ABI 1.6).
+        FABRIC_CLIQUE = 16 [fabric_clique_id, fabric_cluster_uuid],
+        /// `fabric_health_mask` and `fabric_health_summary` (ABI 1.6).
+        FABRIC_HEALTH = 17 [fabric_health_mask, fabric_health_summary],
+        /// The `sram_ecc_*` counts and `sram_ecc_threshold_exceeded` (ABI 1.6).
+        SRAM_ECC = 18 [
+            sram_ecc_threshold_exceeded, sram_ecc_volatile_unc_parity,
+            sram_ecc_volatile_unc_secded, sram_ecc_aggregate_unc_parity,
+            sram_ecc_aggregate_unc_secded, sram_ecc_aggregate_unc_l2, sram_ecc_aggregate_unc_sm,
+            sram_ecc_aggregate_unc_mcu, sram_ecc_aggregate_unc_pcie, sram_ecc_aggregate_unc_other
+        ],
+        /// `module_power_draw_average_mw` (ABI 1.6).
+        MODULE_POWER_DRAW_AVERAGE = 19 [module_power_draw_average_mw],
+        /// `module_power_draw_instant_mw` (ABI 1.6).
+        MODULE_POWER_DRAW_INSTANT = 20 [module_power_draw_instant_mw],
+        /// `module_power_limit_mw` (ABI 1.6).
+        MODULE_POWER_LIMIT = 21 [module_power_limit_mw],
+        /// `module_enforced_power_limit_mw` (ABI 1.6).
+        MODULE_ENFORCED_POWER_LIMIT = 22 [module_enforced_power_limit_mw],
+        /// `module_power_default_limit_mw` (ABI 1.6).
+        MODULE_POWER_DEFAULT_LIMIT = 23 [module_power_default_limit_mw],
+        /// `module_power_min_limit_mw` (ABI 1.6).
+        MODULE_POWER_MIN_LIMIT = 24 [module_power_min_limit_mw],
+        /// `module_power_max_limit_mw` (ABI 1.6).
+        MODULE_POWER_MAX_LIMIT = 25 [module_power_max_limit_mw],
+        /// `protected_memory_{total,used,free}_bytes` (ABI 1.6).
+        PROTECTED_MEMORY = 26 [
+            protected_memory_total_bytes, protected_memory_used_bytes, protected_memory_free_bytes
+        ],
+        /// `dram_encryption_current` and `dram_encryption_pending` (ABI 1.6).
+        DRAM_ENCRYPTION = 27 [dram_encryption_current, dram_encryption_pending],
+        /// The `platform_*` values (ABI 1.6).
+        PLATFORM = 28 [
+            platform_chassis_serial, platform_gpu_fabric_guid, platform_slot_number,
+            platform_tray_index, platform_host_id, platform_peer_type, platform_module_id
+        ],
+        /// `edpp_multiplier_pct` (ABI 1.6).
+        EDPP_MULTIPLIER = 29 [edpp_multiplier_pct],
+        /// `vgpu_heterogeneous_multi_vgpu`: the driver's (ABI 1.6).
+        VGPU_HETEROGENEOUS_MULTI_VGPU = 30 [vgpu_heterogeneous_multi_vgpu],
+        /// `vgpu_fractional_multi_vgpu` (ABI 1.6).
+        VGPU_FRACTIONAL_MULTI_VGPU = 31 [vgpu_fractional_multi_vgpu],
+        /// Bit 2: heterogeneous time-sliced profiles (ABI 1.6).
+        VGPU_HETEROGENEOUS_TIMESLICE_PROFILES = 32 [vgpu_heterogeneous_timeslice_profiles],
+        /// Bit 3: heterogeneous time-sliced sizes (ABI 1.6).
+        VGPU_HETEROGENEOUS_TIMESLICE_SIZES = 33 [vgpu_heterogeneous_timeslice_sizes],
+        /// Bit 4: homogeneous placements (ABI 1.6).
+        VGPU_HOMOGENEOUS_PLACEMENTS = 34 [vgpu_homogeneous_placements],
+        /// Bit 5: time-sliced vGPU on MIG supported (ABI 1.6).
+        VGPU_MIG_TIMESLICING = 35 [vgpu_mig_timeslicing],
+        /// Bit 6: MIG time-sliced mode enabled (ABI 1.6).
+        VGPU_MIG_TIMESLICING_MODE = 36 [vgpu_mig_timeslicing_mode],
     }
 }
 
@@ -817,10 +888,130 @@ pub struct GpuRecord {
     pub util_jpeg_pct: u32,
     /// Optical flow accelerator (OFA) utilisation, percent (ABI 1.5).
     pub util_ofa_pct: u32,
+    /// The GPU's thermal margin, nvidia-smi's "T.Limit" temperature: degrees Celsius
+    /// below the nearest slowdown threshold (`nvmlDeviceGetMarginTemperature`) (ABI 1.6).
+    pub temp_tlimit_c: i32,
+    /// Bits from [`gpu_valid3`] whose value the driver answered as deprecated (ABI 1.6).
+    pub deprecated3: u64,
+    /// PCI base class code, e.g. 0x3 for a display controller (ABI 1.6).
+    pub pci_base_class: u32,
+    /// PCI sub class code, e.g. 0x2 for a 3D controller (ABI 1.6).
+    pub pci_sub_class: u32,
+    /// GSP firmware in use: 0 disabled, 1 enabled (ABI 1.6).
+    pub gsp_mode_current: u32,
+    /// GSP firmware by default: 0 disabled, 1 enabled (ABI 1.6).
+    pub gsp_mode_default: u32,
+    /// How the GPU addresses system memory: 0 none, 1 HMM, 2 ATS (ABI 1.6).
+    pub addressing_mode: u32,
+    /// C2C (chip-to-chip) mode: 0 disabled, 1 enabled (ABI 1.6).
+    pub c2c_mode: u32,
+    /// 1 when the infoROM checksum validates, 0 when it does not (ABI 1.6).
+    pub inforom_checksum_valid: u32,
+    /// Power management: 0 disabled, 1 enabled (ABI 1.6).
+    pub power_management_mode: u32,
+    /// Memory banks with every spare row left for remapping (ABI 1.6).
+    pub remapped_rows_hist_max: u32,
+    /// Banks with high remap availability (ABI 1.6).
+    pub remapped_rows_hist_high: u32,
+    /// Banks with partial remap availability (ABI 1.6).
+    pub remapped_rows_hist_partial: u32,
+    /// Banks with low remap availability (ABI 1.6).
+    pub remapped_rows_hist_low: u32,
+    /// Banks with no spare row left (ABI 1.6).
+    pub remapped_rows_hist_none: u32,
+    /// Id of the NVLink fabric clique the GPU belongs to (ABI 1.6).
+    pub fabric_clique_id: u32,
+    /// UUID of the fabric cluster the GPU belongs to, 16 bytes (ABI 1.6).
+    pub fabric_cluster_uuid: [u8; 16],
+    /// NVML's fabric health mask (`NVML_GPU_FABRIC_HEALTH_MASK_*`: two or more bits per
+    /// condition, 0 for "not supported") (ABI 1.6).
+    pub fabric_health_mask: u32,
+    /// Fabric health summary: 0 not supported, 1 healthy, 2 unhealthy, 3 limited
+    /// capacity (ABI 1.6).
+    pub fabric_health_summary: u32,
+    /// 1 when the SRAM uncorrectable error threshold was exceeded (ABI 1.6).
+    pub sram_ecc_threshold_exceeded: u32,
+    /// Module (GPU, CPU and memory of a Grace superchip) power draw averaged over a
+    /// second, milliwatts (ABI 1.6).
+    pub module_power_draw_average_mw: u32,
+    /// Unique volatile uncorrectable parity errors in SRAM (ABI 1.6).
+    pub sram_ecc_volatile_unc_parity: u64,
+    /// Unique volatile uncorrectable SEC-DED errors in SRAM (ABI 1.6).
+    pub sram_ecc_volatile_unc_secded: u64,
+    /// Unique aggregate uncorrectable parity errors in SRAM (ABI 1.6).
+    pub sram_ecc_aggregate_unc_parity: u64,
+    /// Unique aggregate uncorrectable SEC-DED errors in SRAM (ABI 1.6).
+    pub sram_ecc_aggregate_unc_secded: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the L2 cache (ABI 1.6).
+    pub sram_ecc_aggregate_unc_l2: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the SMs (ABI 1.6).
+    pub sram_ecc_aggregate_unc_sm: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the microcontrollers (ABI 1.6).
+    pub sram_ecc_aggregate_unc_mcu: u64,
+    /// Unique aggregate uncorrectable SRAM errors in the PCIe interface (ABI 1.6).
+    pub sram_ecc_aggregate_unc_pcie: u64,
+    /// Unique aggregate uncorrectable SRAM errors elsewhere (ABI 1.6).
+    pub sram_ecc_aggregate_unc_other: u64,
+    /// Module instantaneous power draw, milliwatts (ABI 1.6).
+    pub module_power_draw_instant_mw: u32,
+    /// Module power limit requested, milliwatts (ABI 1.6).
+    pub module_power_limit_mw: u32,
+    /// Module power limit enforced, milliwatts (ABI 1.6).
+    pub module_enforced_power_limit_mw: u32,
+    /// Module default power limit, milliwatts (ABI 1.6).
+    pub module_power_default_limit_mw: u32,
+    /// Smallest module power limit that can be set, milliwatts (ABI 1.6).
+    pub module_power_min_limit_mw: u32,
+    /// Largest module power limit that can be set, milliwatts (ABI 1.6).
+    pub module_power_max_limit_mw: u32,
+    /// Confidential-computing protected memory installed, bytes (ABI 1.6).
+    pub protected_memory_total_bytes: u64,
+    /// Protected memory allocated by active contexts, bytes (ABI 1.6).
+    pub protected_memory_used_bytes: u64,
+    /// Protected memory free, bytes (ABI 1.6).
+    pub protected_memory_free_bytes: u64,
+    /// DRAM encryption now: 0 disabled, 1 enabled (ABI 1.6).
+    pub dram_encryption_current: u32,
+    /// DRAM encryption after the next reboot: 0 disabled, 1 enabled (ABI 1.6).
+    pub dram_encryption_pending: u32,
+    /// Serial number of the chassis holding the GPU (`nvmlPlatformInfo_v2`) (ABI 1.6).
+    pub platform_chassis_serial: [u8; 16],
+    /// The GPU's fabric (InfiniBand) GUID: the first 8 bytes of NVML's, big-endian
+    /// (ABI 1.6).
+    pub platform_gpu_fabric_guid: u64,
+    /// Slot number in the chassis (ABI 1.6).
+    pub platform_slot_number: u32,
+    /// Tray index in the chassis (ABI 1.6).
+    pub platform_tray_index: u32,
+    /// Index of the node within the slot (ABI 1.6).
+    pub platform_host_id: u32,
+    /// NVLink peer type NVML gives (0: directly connected) (ABI 1.6).
+    pub platform_peer_type: u32,
+    /// Id of the GPU within the node (ABI 1.6).
+    pub platform_module_id: u32,
+    /// The EDPp multiplier, percent (field value `NVML_FI_DEV_EDPP_MULTIPLIER`, 274)
+    /// (ABI 1.6).
+    pub edpp_multiplier_pct: u32,
+    /// The driver's heterogeneous multi-vGPU capability
+    /// (`nvmlGetVgpuDriverCapabilities`, vGPU host drivers only): 0 or 1 (ABI 1.6).
+    pub vgpu_heterogeneous_multi_vgpu: u32,
+    /// The GPU's vGPU capabilities (`nvmlDeviceGetVgpuCapabilities`), 0 or 1:
+    /// fractional multi-vGPU profiles (ABI 1.6).
+    pub vgpu_fractional_multi_vgpu: u32,
+    /// Heterogeneous time-sliced vGPU profiles (ABI 1.6).
+    pub vgpu_heterogeneous_timeslice_profiles: u32,
+    /// Heterogeneous time-sliced vGPU sizes (ABI 1.6).
+    pub vgpu_heterogeneous_timeslice_sizes: u32,
+    /// Placements of homogeneous time-sliced vGPU profiles reported (ABI 1.6).
+    pub vgpu_homogeneous_placements: u32,
+    /// Time-sliced vGPU on MIG supported (ABI 1.6).
+    pub vgpu_mig_timeslicing: u32,
+    /// MIG time-sliced mode enabled (ABI 1.6).
+    pub vgpu_mig_timeslicing_mode: u32,
     /// Zero.
-    pub reserved_ext4: u32,
+    pub reserved_ext7: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext3: [u64; 1],
+    pub reserved_ext6: [u64; 11],
 }
 
 macro_rules! zeroed_default {

@@ -118,9 +118,14 @@ fn value(field: &Field, g: &Gpu) -> Option<Value> {
         (Reading::Centi(c), _) => Value::Fixed6(c.ratio()),
         (Reading::PState(p), _) => Value::Int(p.0.into()),
         (Reading::Reasons(r), _) => Value::Int(r.0),
-        (Reading::Text(_) | Reading::Name(_) | Reading::Hex(..) | Reading::Dotted(..), _) => {
-            return None
-        }
+        (
+            Reading::Text(_)
+            | Reading::Name(_)
+            | Reading::Hex(..)
+            | Reading::Dotted(..)
+            | Reading::Uuid(_),
+            _,
+        ) => return None,
     };
     Some(value)
 }

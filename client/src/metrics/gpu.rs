@@ -35,9 +35,14 @@ pub(super) fn field_samples(field: &Field, label: &'static str, g: &Gpu) -> Samp
         (Reading::Signed(c), _) => Value::Int(c.max(0).unsigned_abs()),
         (Reading::Real(x), _) => Value::Float(x),
         (Reading::Centi(c), _) => Value::Float(c.ratio()),
-        (Reading::Text(_) | Reading::Name(_) | Reading::Hex(..) | Reading::Dotted(..), _) => {
-            return Vec::new()
-        }
+        (
+            Reading::Text(_)
+            | Reading::Name(_)
+            | Reading::Hex(..)
+            | Reading::Dotted(..)
+            | Reading::Uuid(_),
+            _,
+        ) => return Vec::new(),
     };
     vec![(label, value)]
 }

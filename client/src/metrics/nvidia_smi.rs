@@ -154,7 +154,7 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
             Ok(x) => Value::Float(x),
             Err(_) => return Vec::new(),
         },
-        (Reading::Name(_), _) => return Vec::new(),
+        (Reading::Name(_) | Reading::Uuid(_), _) => return Vec::new(),
     };
     vec![(name, help, value)]
 }

@@ -9,11 +9,11 @@ use gpupeek_shm::layout::{
     clock_event_reason as reason, gpu_valid as v, gpu_valid2 as v2, gpu_valid3 as v3,
 };
 
-fn int(x: Option<impl Into<u64>>) -> Option<Value<'static>> {
+pub(super) fn int(x: Option<impl Into<u64>>) -> Option<Value<'static>> {
     x.map(|x| Value::Int(x.into()))
 }
 
-fn text(t: Option<text::Text>) -> Option<Value> {
+pub(super) fn text(t: Option<text::Text>) -> Option<Value> {
     t.map(Value::Text)
 }
 
@@ -29,17 +29,17 @@ fn mw(p: Option<units::MilliWatts>) -> Option<Value<'static>> {
     int(p.map(|p| p.0))
 }
 
-fn hex(x: Option<impl Into<u64>>, digits: u8) -> Option<Value<'static>> {
+pub(super) fn hex(x: Option<impl Into<u64>>, digits: u8) -> Option<Value<'static>> {
     x.map(|x| Value::Hex(x.into(), digits))
 }
 
 /// nvidia-smi's words for a mode.
-fn enabled(on: Option<bool>) -> Option<Value<'static>> {
+pub(super) fn enabled(on: Option<bool>) -> Option<Value<'static>> {
     on.map(|on| Value::Name(if on { "Enabled" } else { "Disabled" }))
 }
 
 /// nvidia-smi's words for a yes-or-no state.
-fn yes(on: Option<bool>) -> Option<Value<'static>> {
+pub(super) fn yes(on: Option<bool>) -> Option<Value<'static>> {
     on.map(|on| Value::Name(if on { "Yes" } else { "No" }))
 }
 
@@ -84,8 +84,9 @@ const CLOCK_MAX: &str = "Maximum clock of each clock domain.";
 use Aggregate::{Join, Max, Mean, Sum};
 use Unit::*;
 
-/// Every published per-GPU field, in the order templates and the man page list them.
-pub const FIELDS: &[Field] = &[
+/// The per-GPU fields up to ABI 1.5's, in the order templates and the man page list
+/// them.
+pub(super) const FIELDS: &[Field] = &[
     field("index", Count, Join, |g| int(Some(g.index)))
         .about("NVML index")
         .identity()
@@ -1197,6 +1198,7 @@ const COUNTER_ABOUT: [&str; 5] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields::FIELDS;
     use std::collections::BTreeSet;
 
     use crate::fields::Tier;
@@ -1212,6 +1214,9 @@ mod tests {
             valid3: u64::MAX,
             power_limit_mw: 1,
             fabric_state: 3,
+            // A fabric health summary, and each condition answered.
+            fabric_health_summary: 1,
+            fabric_health_mask: 0x155,
             ..GpuRecord::default()
         }
     }

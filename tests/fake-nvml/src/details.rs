@@ -160,7 +160,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfo(
 /// # Safety
 ///
 /// Each pointer must be null or valid for writing a `T`.
-unsafe fn put_all<T: Copy, const N: usize>(
+pub(crate) unsafe fn put_all<T: Copy, const N: usize>(
     outs: [*mut T; N],
     values: Option<[T; N]>,
 ) -> nvmlReturn_t {

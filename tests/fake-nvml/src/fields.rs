@@ -7,7 +7,9 @@
 //! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
 //! (83), power average/instant (185, 186), current power limit (190), the PCIe
 //! byte counters (197, 198), the memory temperature (82), the recovery action (230)
-//! and the clock event reason counters (74, 76, 251, 252, 253).
+//! and the clock event reason counters (74, 76, 251, 252, 253). With `scopeId` 1
+//! (`NVML_POWER_SCOPE_MODULE`) the power fields (185-190, 192) answer the module's power,
+//! which only Grace superchips have; any other scope is not supported.
 
 // Function, parameter and (bindgen-made) constant names are NVML's C names.
 #![allow(non_snake_case, non_upper_case_globals)]
@@ -23,15 +25,36 @@ use crate::latency::{self, Profile, FIELD_VALUE_US};
 use crate::scenario::Gpu;
 use crate::state;
 
+/// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13), which the bindings do not name yet.
+pub const EDPP_MULTIPLIER: u32 = 274;
+
 /// A field's value as the scenario gives it.
 enum Value {
     Uint(u32),
     Ulonglong(u64),
 }
 
-/// The value of field `id` on `g`, if it has one.
-fn field(g: &Gpu, id: u32) -> Option<Value> {
+/// The value of field `id` on `g` for the scope `scope` (`NVML_POWER_SCOPE_*` for the
+/// power fields: 0 the GPU, 1 the module of a Grace superchip), if it has one.
+fn field(g: &Gpu, id: u32, scope: u32) -> Option<Value> {
     if g.unsupported_fields.contains(&id) {
+        return None;
+    }
+    if scope == NVML_POWER_SCOPE_MODULE {
+        let m = g.module_power?;
+        return match id {
+            NVML_FI_DEV_POWER_AVERAGE => m.average_mw,
+            NVML_FI_DEV_POWER_INSTANT => m.instant_mw,
+            NVML_FI_DEV_POWER_REQUESTED_LIMIT => m.requested_limit_mw,
+            NVML_FI_DEV_POWER_CURRENT_LIMIT => m.current_limit_mw,
+            NVML_FI_DEV_POWER_DEFAULT_LIMIT => m.default_limit_mw,
+            NVML_FI_DEV_POWER_MIN_LIMIT => m.min_limit_mw,
+            NVML_FI_DEV_POWER_MAX_LIMIT => m.max_limit_mw,
+            _ => None,
+        }
+        .map(Value::Uint);
+    }
+    if scope != NVML_POWER_SCOPE_GPU {
         return None;
     }
     let ull = |v: Option<u64>| v.map(Value::Ulonglong);
@@ -47,6 +70,7 @@ fn field(g: &Gpu, id: u32) -> Option<Value> {
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
+        EDPP_MULTIPLIER => ui(g.edpp_multiplier_pct),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP => ull(counter(g, "sw_power_cap")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST => ull(counter(g, "sync_boost")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN => ull(counter(g, "sw_thermal_slowdown")),
@@ -67,7 +91,7 @@ fn counter(g: &Gpu, name: &str) -> Option<u64> {
 fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64) {
     entry.timestamp = now_us;
     entry.latencyUsec = 0;
-    match field(g, entry.fieldId) {
+    match field(g, entry.fieldId, entry.scopeId) {
         None => entry.nvmlReturn = NOT_SUPPORTED,
         Some(Value::Uint(v)) => {
             entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT;

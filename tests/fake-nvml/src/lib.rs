@@ -40,6 +40,7 @@ pub mod gpm;
 pub mod latency;
 pub mod mig;
 mod mig_api;
+pub mod newer;
 pub mod procs;
 pub mod profiles;
 pub mod scenario;
@@ -125,6 +126,21 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetInforomVersion",
     "nvmlDeviceGetGpuOperationMode",
     "nvmlDeviceGetGpuFabricInfo",
+    "nvmlDeviceGetMarginTemperature",
+    "nvmlDeviceGetPciInfoExt",
+    "nvmlDeviceGetGspFirmwareMode",
+    "nvmlDeviceGetAddressingMode",
+    "nvmlDeviceGetC2cModeInfoV",
+    "nvmlDeviceValidateInforom",
+    "nvmlDeviceGetPowerManagementMode",
+    "nvmlDeviceGetRowRemapperHistogram",
+    "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlDeviceGetSramEccErrorStatus",
+    "nvmlDeviceGetConfComputeProtectedMemoryUsage",
+    "nvmlDeviceGetDramEncryptionMode",
+    "nvmlDeviceGetPlatformInfo",
+    "nvmlGetVgpuDriverCapabilities",
+    "nvmlDeviceGetVgpuCapabilities",
     "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc",
     "nvmlGpmSampleFree",
@@ -180,6 +196,7 @@ mod tests {
         found.extend(defined(include_str!("fields.rs")));
         found.extend(defined(include_str!("mig_api.rs")));
         found.extend(defined(include_str!("details.rs")));
+        found.extend(defined(include_str!("newer.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -199,6 +216,7 @@ mod tests {
             include_str!("fields.rs"),
             include_str!("mig_api.rs"),
             include_str!("details.rs"),
+            include_str!("newer.rs"),
         ]
         .concat();
         for name in EXPORTED {

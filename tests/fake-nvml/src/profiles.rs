@@ -58,6 +58,34 @@ const NEWER_THAN_470_ENGINES: [&str; 2] =
     ["nvmlDeviceGetJpgUtilization", "nvmlDeviceGetOfaUtilization"];
 /// Of those, the one newer than R535.
 const NEWER_THAN_535: &str = "nvmlDeviceGetTemperatureV";
+/// The GSP firmware mode (R510, NVML 11.6) and the row remapper histogram (R520).
+const NEWER_THAN_470_RAS: [&str; 2] = [
+    "nvmlDeviceGetGspFirmwareMode",
+    "nvmlDeviceGetRowRemapperHistogram",
+];
+/// The PCI info with class codes, the C2C mode, the versioned fabric info (with the
+/// health mask), the SRAM ECC status and the platform info (R550, NVML 12.4).
+const NEWER_THAN_535_INFO: [&str; 5] = [
+    "nvmlDeviceGetPlatformInfo",
+    "nvmlDeviceGetPciInfoExt",
+    "nvmlDeviceGetC2cModeInfoV",
+    "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlDeviceGetSramEccErrorStatus",
+];
+/// Confidential computing's protected memory (R535).
+const NEWER_THAN_470_CC: &str = "nvmlDeviceGetConfComputeProtectedMemoryUsage";
+/// The vGPU capability queries (R525).
+const NEWER_THAN_470_VGPU: [&str; 2] = [
+    "nvmlGetVgpuDriverCapabilities",
+    "nvmlDeviceGetVgpuCapabilities",
+];
+/// The thermal margin (R560, NVML 12.6), the DRAM encryption mode (R570) and the
+/// addressing mode (R580, NVML 12.9).
+const NEWER_THAN_550: [&str; 3] = [
+    "nvmlDeviceGetMarginTemperature",
+    "nvmlDeviceGetDramEncryptionMode",
+    "nvmlDeviceGetAddressingMode",
+];
 
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
 pub const R450: Profile = Profile {
@@ -68,8 +96,17 @@ pub const R450: Profile = Profile {
         &NEWER_THAN_450,
         &V2,
         &V3,
-        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &[
+            DETAIL_LIST,
+            NEWER_THAN_520,
+            NEWER_THAN_470_PCIE,
+            NEWER_THAN_470_CC,
+        ],
         &NEWER_THAN_470_ENGINES,
+        &NEWER_THAN_470_RAS,
+        &NEWER_THAN_470_VGPU,
+        &NEWER_THAN_535_INFO,
+        &NEWER_THAN_550,
     ],
 };
 /// R470: v1 and `_v2`.
@@ -79,32 +116,56 @@ pub const R470: Profile = Profile {
     absent: &[
         &NEWER_THAN_470,
         &V3,
-        &[DETAIL_LIST, NEWER_THAN_520, NEWER_THAN_470_PCIE],
+        &[
+            DETAIL_LIST,
+            NEWER_THAN_520,
+            NEWER_THAN_470_PCIE,
+            NEWER_THAN_470_CC,
+        ],
         &NEWER_THAN_470_ENGINES,
+        &NEWER_THAN_470_RAS,
+        &NEWER_THAN_470_VGPU,
+        &NEWER_THAN_535_INFO,
+        &NEWER_THAN_550,
     ],
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
 pub const R535_54: Profile = Profile {
     name: "r535_54",
     driver_version: "535.54.03",
-    absent: &[&[DETAIL_LIST, NEWER_THAN_535]],
+    absent: &[
+        &[DETAIL_LIST, NEWER_THAN_535],
+        &NEWER_THAN_535_INFO,
+        &NEWER_THAN_550,
+    ],
 };
 /// 535.98: `_v3` withdrawn (it came back in 535.104).
 pub const R535_98: Profile = Profile {
     name: "r535_98",
     driver_version: "535.98",
-    absent: &[&V3, &[DETAIL_LIST, NEWER_THAN_535]],
+    absent: &[
+        &V3,
+        &[DETAIL_LIST, NEWER_THAN_535],
+        &NEWER_THAN_535_INFO,
+        &NEWER_THAN_550,
+    ],
 };
-/// A current driver: everything the fake has, `_v3` with 24-byte entries and
-/// `nvmlDeviceGetRunningProcessDetailList`.
+/// R550: `_v3` with 24-byte entries and `nvmlDeviceGetRunningProcessDetailList`, but
+/// not the thermal margin or the addressing mode.
 pub const CURRENT: Profile = Profile {
     name: "current",
     driver_version: "550.54.15",
+    absent: &[&NEWER_THAN_550],
+};
+/// R590 (nvidia_gpu_exporter's H100 and H200 captures): everything the fake has.
+pub const R590: Profile = Profile {
+    name: "r590",
+    driver_version: "590.48.01",
     absent: &[],
 };
 
 /// Every profile, oldest first.
-pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT];
+pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT, R590];
 
 impl Profile {
     /// The functions this driver exports.

@@ -25,6 +25,10 @@ pub struct Scenario {
     /// `nvmlSystemGetNVMLVersion`; `null` means not supported.
     #[serde(default = "default_nvml_version")]
     pub nvml_version: Option<String>,
+    /// `nvmlGetVgpuDriverCapabilities` by capability (`NVML_VGPU_DRIVER_CAP_*`): a vGPU
+    /// host driver answers; absent (any other driver): not supported.
+    #[serde(default)]
+    pub vgpu_driver_capabilities: Option<Vec<u32>>,
     /// `nvmlSystemGetCudaDriverVersion{,_v2}`; `null` means not supported.
     #[serde(default = "default_cuda_driver_version")]
     pub cuda_driver_version: Option<i32>,
@@ -163,6 +167,48 @@ pub struct Gpu {
     /// `nvmlDeviceGetGpuFabricInfo` (R525+): NVSwitch systems only; absent: not
     /// supported.
     pub fabric: Option<Fabric>,
+    /// `nvmlDeviceGetMarginTemperature` (R560+): degrees below the nearest slowdown
+    /// threshold, nvidia-smi's T.Limit; absent: not supported (GeForce, as real ones).
+    pub margin_temperature_c: Option<i32>,
+    /// `nvmlDeviceGetPciInfoExt` (R550+) `[base class, sub class]`.
+    pub pci_class: Option<[u32; 2]>,
+    /// `nvmlDeviceGetGspFirmwareMode` (R510+) `[enabled, default]`, 0 or 1.
+    pub gsp_firmware_mode: Option<[u32; 2]>,
+    /// `nvmlDeviceGetAddressingMode` (R580+): 0 none, 1 HMM, 2 ATS.
+    pub addressing_mode: Option<u32>,
+    /// `nvmlDeviceGetC2cModeInfoV` (R550+): 0 or 1; Hopper and newer data-centre GPUs
+    /// answer (0 but on Grace Hopper), others do not support it.
+    pub c2c_mode: Option<u32>,
+    /// `nvmlDeviceValidateInforom`: true succeeds, false answers `CORRUPTED_INFOROM`;
+    /// absent: not supported.
+    pub inforom_valid: Option<bool>,
+    /// `nvmlDeviceGetPowerManagementMode`: 0 or 1 (590+ drivers answer `DEPRECATED`,
+    /// set through `errors`).
+    pub power_management_mode: Option<u32>,
+    /// `nvmlDeviceGetRowRemapperHistogram` (R520+) `[max, high, partial, low, none]`:
+    /// GPUs with row remapping (A100 and newer data-centre GPUs) only.
+    pub row_remapper_histogram: Option<[u32; 5]>,
+    /// `nvmlDeviceGetSramEccErrorStatus` in `nvmlEccSramErrorStatus_v1`'s order:
+    /// aggregate uncorrectable parity, aggregate uncorrectable SEC-DED, aggregate
+    /// correctable, volatile uncorrectable parity, volatile uncorrectable SEC-DED, volatile
+    /// correctable, aggregate uncorrectable by bucket (L2, SM, PCIe, MCU, other), and the
+    /// threshold-exceeded flag; absent: not supported (GPUs before Ampere, as real ones).
+    pub sram_ecc_status: Option<[u64; 12]>,
+    /// Module power by field value with `scopeId` `NVML_POWER_SCOPE_MODULE` (Grace
+    /// superchips only: GH200, GB200); absent: every module field is not supported.
+    pub module_power: Option<ModulePower>,
+    /// `nvmlDeviceGetConfComputeProtectedMemoryUsage` (R535+) `[total, used]` bytes.
+    pub protected_memory_bytes: Option<[u64; 2]>,
+    /// `nvmlDeviceGetVgpuCapabilities` by capability (`NVML_DEVICE_VGPU_CAP_*`, 0 to
+    /// 11): a GPU on a vGPU host driver answers; absent: not supported.
+    pub vgpu_capabilities: Option<Vec<u32>>,
+    /// `nvmlDeviceGetPlatformInfo` (R550+, `nvmlPlatformInfo_v2`).
+    pub platform: Option<Platform>,
+    /// Field value 274 (`NVML_FI_DEV_EDPP_MULTIPLIER`, R580+): percent; Hopper and
+    /// newer data-centre GPUs.
+    pub edpp_multiplier_pct: Option<u32>,
+    /// `nvmlDeviceGetDramEncryptionMode` (R570+) `[current, pending]`, 0 or 1 (Blackwell).
+    pub dram_encryption: Option<[u32; 2]>,
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU
     /// reset, 2 node reboot, 3 drain P2P, 4 drain and reset; absent: not supported.
     pub gpu_recovery_action: Option<u32>,
@@ -607,4 +653,60 @@ pub struct Fabric {
     /// An `nvmlReturn_t`, meaningful once completed.
     #[serde(default)]
     pub status: u32,
+    /// The clique id (0 on a single-node NVSwitch system).
+    #[serde(default)]
+    pub clique_id: u32,
+    /// The cluster UUID's 16 bytes (zero on a single-node NVSwitch system).
+    #[serde(default)]
+    pub cluster_uuid: [u8; 16],
+    /// `nvmlGpuFabricInfo_v2`'s health mask (0: every condition not supported, as on
+    /// Hopper).
+    #[serde(default)]
+    pub health_mask: u32,
+    /// `nvmlGpuFabricInfo_v3`'s health summary (0: not supported, as on Hopper).
+    #[serde(default)]
+    pub health_summary: u8,
+}
+
+/// `nvmlPlatformInfo_v2`: where the GPU sits in a rack. Real 590 drivers answer it on
+/// every GPU, with zeros (and host id 1) outside an NVL rack.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// The InfiniBand GUID's 16 bytes.
+    #[serde(default)]
+    pub ib_guid: [u8; 16],
+    /// The chassis serial number (at most 15 bytes).
+    #[serde(default)]
+    pub chassis_serial: String,
+    #[serde(default)]
+    pub slot_number: u8,
+    #[serde(default)]
+    pub tray_index: u8,
+    #[serde(default)]
+    pub host_id: u8,
+    #[serde(default)]
+    pub peer_type: u8,
+    #[serde(default)]
+    pub module_id: u8,
+}
+
+/// Module power (Grace superchips), milliwatts; an absent value is not supported.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModulePower {
+    /// `NVML_FI_DEV_POWER_AVERAGE`.
+    pub average_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_INSTANT`.
+    pub instant_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_REQUESTED_LIMIT`.
+    pub requested_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_CURRENT_LIMIT`.
+    pub current_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_DEFAULT_LIMIT`.
+    pub default_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_MIN_LIMIT`.
+    pub min_limit_mw: Option<u32>,
+    /// `NVML_FI_DEV_POWER_MAX_LIMIT`.
+    pub max_limit_mw: Option<u32>,
 }

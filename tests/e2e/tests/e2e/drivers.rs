@@ -24,7 +24,7 @@ fn expected_entry_point(profile: Profile) -> &'static str {
         "r450" => "nvmlDeviceGetComputeRunningProcesses",
         "r470" | "r535_98" => "nvmlDeviceGetComputeRunningProcesses_v2",
         "r535_54" => "nvmlDeviceGetComputeRunningProcesses_v3",
-        "current" => "nvmlDeviceGetRunningProcessDetailList",
+        "current" | "r590" => "nvmlDeviceGetRunningProcessDetailList",
         other => panic!("no expectation for profile {other}"),
     }
 }
@@ -143,7 +143,9 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
                 "gpm": {"sm_activity_pct": 40.0},
                 "gpu_max_pcie_link_gen": 4, "jpeg_utilization_pct": 7,
                 "ofa_utilization_pct": 3,
-                "clocks_event_reasons_counters": {"sw_power_cap": 1234}
+                "clocks_event_reasons_counters": {"sw_power_cap": 1234},
+                "margin_temperature_c": 30, "pci_class": [3, 2], "addressing_mode": 0,
+                "gsp_firmware_mode": [1, 1], "row_remapper_histogram": [640, 0, 0, 0, 0]
             })],
         ));
         // Every tick a slow one, so the slow tier's values come too.
@@ -193,6 +195,22 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
         assert_eq!(g.clocks_event_us_sw_power_cap, 1234, "{what}");
         if gpumax {
             assert_eq!(g.pcie_link_gen_gpumax, 4, "{what}");
+        }
+        // ABI 1.6: each of nvidia-smi 590's values from its entry point, where it is.
+        for (bit, entry) in [
+            (gpu_valid3::TEMP_TLIMIT, "nvmlDeviceGetMarginTemperature"),
+            (gpu_valid3::PCI_CLASS, "nvmlDeviceGetPciInfoExt"),
+            (gpu_valid3::ADDRESSING_MODE, "nvmlDeviceGetAddressingMode"),
+            (gpu_valid3::GSP_MODE, "nvmlDeviceGetGspFirmwareMode"),
+            (
+                gpu_valid3::REMAPPED_ROWS_HISTOGRAM,
+                "nvmlDeviceGetRowRemapperHistogram",
+            ),
+        ] {
+            assert_eq!(v3 & bit != 0, has(entry), "{what}: {entry}");
+        }
+        if has("nvmlDeviceGetMarginTemperature") {
+            assert_eq!(g.temp_tlimit_c, 30, "{what}");
         }
         if engines {
             assert_eq!((g.util_jpeg_pct, g.util_ofa_pct), (7, 3), "{what}");

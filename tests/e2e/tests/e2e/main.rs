@@ -48,6 +48,7 @@ mod runtime_pm;
 mod serve_stream;
 mod serve_web;
 mod smi;
+mod smi590;
 mod soak;
 mod states;
 mod statusbar;
