@@ -88,11 +88,13 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 5
+ABI_MINOR = 6
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
 MAX_HISTORY_SLOTS = 65536
+MAX_TIER_SLOTS = 1048576
+MAX_TIER_TRACKS = 4096
 MAX_SEGMENT_BYTES = 268435456
 MAX_TEXT_PER_PROCESS = 32768
 STALE_PERIODS = 3
@@ -106,6 +108,9 @@ HISTORY_HEAD_SIZE = 32
 HISTORY_SAMPLE_SIZE = 24
 MIG_TABLE_HEAD_SIZE = 128
 MIG_RECORD_SIZE = 256
+TIER_TABLE_HEAD_SIZE = 128
+TRACK_HEAD_SIZE = 384
+TIER_BUCKET_SIZE = 56
 
 # State enums: raw value -> name.
 DAEMON_STATES = {  # StatusRecord.state (DaemonState)
@@ -128,6 +133,11 @@ POLICIES = {  # ProcTableHead.policy (ProcPolicy)
     1: "full",
     2: "basic",
     3: "none",
+}
+TRACK_KINDS = {  # TrackHead.kind (TrackKind)
+    0: "free",
+    1: "gpu",
+    2: "mig",
 }
 
 # Bit sets: NAME -> bit index. Validity sets also map each field to the bit that
@@ -478,6 +488,34 @@ MIG_VALID = {
     "gpm_tensor_activity_centipct": 8,  # GPM_TENSOR_ACTIVITY
     "gpm_dram_bw_util_centipct": 9,  # GPM_DRAM_BW
 }
+TIER_VALID_BITS = {  # TierBucket.valid
+    "UTILIZATION": 0,
+    "MEMORY": 1,
+    "POWER_DRAW": 2,
+    "TEMPERATURE": 3,
+    "SM_CLOCK": 4,
+    "SM_ACTIVITY": 5,
+}
+TIER_VALID = {
+    "util_pct_min": 0,  # UTILIZATION
+    "util_centipct_mean": 0,  # UTILIZATION
+    "util_pct_max": 0,  # UTILIZATION
+    "mem_used_mib_min": 1,  # MEMORY
+    "mem_used_mib_mean": 1,  # MEMORY
+    "mem_used_mib_max": 1,  # MEMORY
+    "power_mw_min": 2,  # POWER_DRAW
+    "power_mw_mean": 2,  # POWER_DRAW
+    "power_mw_max": 2,  # POWER_DRAW
+    "temp_c_min": 3,  # TEMPERATURE
+    "temp_centi_c_mean": 3,  # TEMPERATURE
+    "temp_c_max": 3,  # TEMPERATURE
+    "sm_clock_mhz_min": 4,  # SM_CLOCK
+    "sm_clock_mhz_mean": 4,  # SM_CLOCK
+    "sm_clock_mhz_max": 4,  # SM_CLOCK
+    "sm_active_centipct_min": 5,  # SM_ACTIVITY
+    "sm_active_centipct_mean": 5,  # SM_ACTIVITY
+    "sm_active_centipct_max": 5,  # SM_ACTIVITY
+}
 
 # Each record's validity table, for walking them all.
 VALID_FIELDS = {
@@ -486,6 +524,7 @@ VALID_FIELDS = {
     "ProcRecord": PROC_VALID,  # valid
     "HistorySample": HISTORY_VALID,  # valid
     "MigRecord": MIG_VALID,  # valid
+    "TierBucket": TIER_VALID,  # valid
 }
 
 # Every record as (name, size, [(field, offset, struct format)]), in memory order.
@@ -510,7 +549,7 @@ LAYOUT = [
         ("history_ring_size_bytes", 96, "I"),
         ("history_slots", 100, "I"),
         ("history_sample_size_bytes", 104, "I"),
-        ("reserved1", 108, "I"),
+        ("tier_table_offset", 108, "I"),
         ("mig_table_offset", 112, "Q"),
         ("mig_record_size_bytes", 120, "I"),
         ("mig_capacity", 124, "I"),
@@ -767,6 +806,71 @@ LAYOUT = [
         ("gpm_interval_ns", 208, "Q"),
         ("sample_mono_ns", 216, "Q"),
         ("reserved", 224, "32s"),
+    ]),
+    ("TierTableHead", 128, [
+        ("track_count", 0, "I"),
+        ("track_size_bytes", 4, "I"),
+        ("tracks_offset", 8, "Q"),
+        ("track_head_size_bytes", 16, "I"),
+        ("bucket_size_bytes", 20, "I"),
+        ("raw_slots", 24, "I"),
+        ("tier1_slots", 28, "I"),
+        ("tier2_slots", 32, "I"),
+        ("reserved0", 36, "I"),
+        ("reserved", 40, "88s"),
+    ]),
+    ("TrackHead", 384, [
+        ("seq", 0, "Q"),
+        ("kind", 8, "I"),
+        ("gpu_index", 12, "I"),
+        ("gpu_instance_id", 16, "I"),
+        ("compute_instance_id", 20, "I"),
+        ("uuid", 24, "96s"),
+        ("integral_start_unix_ns", 120, "Q"),
+        ("last_sample_unix_ns", 128, "Q"),
+        ("raw_written", 136, "Q"),
+        ("raw_step_ns", 144, "Q"),
+        ("tier1_written", 152, "Q"),
+        ("tier1_width_ns", 160, "Q"),
+        ("tier2_written", 168, "Q"),
+        ("tier2_width_ns", 176, "Q"),
+        ("sum_util_pct", 184, "Q"),
+        ("count_util", 192, "Q"),
+        ("sum_mem_used_mib", 200, "Q"),
+        ("count_mem_used", 208, "Q"),
+        ("sum_power_mw", 216, "Q"),
+        ("count_power", 224, "Q"),
+        ("sum_temp_c", 232, "Q"),
+        ("count_temp", 240, "Q"),
+        ("sum_sm_clock_mhz", 248, "Q"),
+        ("count_sm_clock", 256, "Q"),
+        ("sum_sm_active_centipct", 264, "Q"),
+        ("count_sm_active", 272, "Q"),
+        ("reserved", 280, "104s"),
+    ]),
+    ("TierBucket", 56, [
+        ("start_unix_ns", 0, "Q"),
+        ("mem_used_mib_min", 8, "I"),
+        ("mem_used_mib_mean", 12, "I"),
+        ("mem_used_mib_max", 16, "I"),
+        ("power_mw_min", 20, "I"),
+        ("power_mw_mean", 24, "I"),
+        ("power_mw_max", 28, "I"),
+        ("util_centipct_mean", 32, "H"),
+        ("sm_active_centipct_min", 34, "H"),
+        ("sm_active_centipct_mean", 36, "H"),
+        ("sm_active_centipct_max", 38, "H"),
+        ("sm_clock_mhz_min", 40, "H"),
+        ("sm_clock_mhz_mean", 42, "H"),
+        ("sm_clock_mhz_max", 44, "H"),
+        ("temp_centi_c_mean", 46, "H"),
+        ("temp_c_min", 48, "B"),
+        ("temp_c_max", 49, "B"),
+        ("util_pct_min", 50, "B"),
+        ("util_pct_max", 51, "B"),
+        ("samples", 52, "B"),
+        ("valid", 53, "B"),
+        ("reserved", 54, "H"),
     ]),
 ]
 # END GENERATED

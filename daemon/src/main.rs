@@ -37,6 +37,7 @@ mod sampler;
 mod session;
 mod sysfs;
 mod tiers;
+mod timeline;
 mod waiter;
 mod worker;
 
@@ -118,6 +119,7 @@ fn main() -> ExitCode {
         release_after: args.release_after,
         prompt,
         nvml_timeout: args.nvml_timeout,
+        history_unit: history_unit(),
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,
@@ -183,5 +185,17 @@ fn parse_args() -> Result<Box<cli::Args>, ExitCode> {
             logging::say(format_args!("{message}"));
             Err(ExitCode::from(EXIT_USAGE))
         }
+    }
+}
+
+/// The tiered history's unit: 1 s, or what the test hook [`hooks::HISTORY_UNIT_MS`]
+/// says (logged, since it changes every bucket's width).
+fn history_unit() -> std::time::Duration {
+    match hooks::get::<u64>(hooks::HISTORY_UNIT_MS).filter(|&ms| ms > 0) {
+        Some(ms) => {
+            log::info!("test hook: history unit {ms} ms instead of 1 s");
+            std::time::Duration::from_millis(ms)
+        }
+        None => std::time::Duration::from_secs(1),
     }
 }

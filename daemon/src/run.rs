@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use gpupeek_shm::layout::{DaemonState, GpuState};
+use gpupeek_shm::layout::{DaemonState, GpuState, TrackKind};
 use gpupeek_shm::{GpuRecord, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
@@ -43,6 +43,7 @@ use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
 use crate::sampler::SystemInfo;
 use crate::session::Answer;
+use crate::timeline::{self, Key, Timeline};
 use crate::waiter::{Request, Waiter};
 
 /// What the loop needs to know.
@@ -69,6 +70,8 @@ pub struct Config {
     pub prompt: Option<PromptFile>,
     /// How long an NVML call may run before its GPU is published as not responding.
     pub nvml_timeout: Duration,
+    /// The tiered history's unit: 1 s (tests shorten it, see [`hooks::HISTORY_UNIT_MS`]).
+    pub history_unit: Duration,
 }
 
 struct Daemon {
@@ -91,6 +94,12 @@ struct Daemon {
     history: history::Clock,
     /// This tick appends a history sample for every GPU it publishes.
     history_due: bool,
+    /// The tiered history's tracks.
+    timeline: Timeline,
+    /// When to sample into the tracks.
+    tier_clock: history::Clock,
+    /// Wall-clock time of this tick's samples into the tracks, when it takes them.
+    tier_due: Option<u64>,
     /// The prompt file (moved out of the config), and the GPU records this tick
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
@@ -176,6 +185,12 @@ impl Daemon {
             period_ns: config.interval.as_nanos() as u64,
             ..Default::default()
         });
+        // History a previous daemon left in the segment (taken over in place).
+        let previous = (0..publisher.track_count())
+            .filter_map(|i| publisher.read_track(i))
+            .filter(|t| t.head.kind != TrackKind::Free as u32)
+            .collect();
+        let timeline = Timeline::new(&publisher, config.interval, config.history_unit, previous);
         let driver = Driver::new(
             config.nvml_lib.clone(),
             config.interval,
@@ -195,6 +210,9 @@ impl Daemon {
             gpu_count: 0,
             history: history::Clock::new(config.interval),
             history_due: false,
+            timeline,
+            tier_clock: history::Clock::every(config.history_unit, config.interval),
+            tier_due: None,
             prompt,
             published: Vec::new(),
             counters: Default::default(),
@@ -240,6 +258,7 @@ impl Daemon {
         // of the period is left for publishing.
         let wait_until = now + self.config.nvml_timeout.min(self.config.interval * 3 / 4);
         self.history_due = self.history.due(now);
+        self.tier_due = self.tier_clock.due(now).then(unix_now_ns);
         self.pm.refresh();
         self.wake_if_needed(now);
         self.driver.retry(now, wait_until, &mut self.pm);
@@ -366,6 +385,9 @@ impl Daemon {
         if !ready && self.history_due {
             self.history.again();
         }
+        if !ready && self.tier_due.take().is_some() {
+            self.tier_clock.again();
+        }
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
@@ -412,8 +434,28 @@ impl Daemon {
                 left => left.map(|n| n - 1),
             };
             publish_gpu(&self.publisher, &self.gpu, history_step, slot);
+            let values = timeline::gpu_values(&self.gpu);
+            record_gpu(
+                &mut self.timeline,
+                &self.publisher,
+                self.tier_due,
+                &self.gpu,
+                &values,
+            );
             if self.prompt.is_some() {
                 self.published.push(self.gpu);
+            }
+        }
+        if let Some(at) = self.tier_due {
+            for m in &self.mig {
+                let key = Key {
+                    kind: TrackKind::Mig,
+                    uuid: &m.uuid,
+                    gpu_index: m.gpu_index,
+                    mig: Some((m.gpu_instance_id, m.compute_instance_id)),
+                };
+                self.timeline
+                    .record(&self.publisher, key, at, &timeline::mig_values(m));
             }
         }
         self.alerts.observe_count(count);
@@ -439,6 +481,14 @@ impl Daemon {
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
             self.publish_gpu(slot);
+            let none = [None; timeline::METRICS];
+            record_gpu(
+                &mut self.timeline,
+                &self.publisher,
+                self.tier_due,
+                &self.gpu,
+                &none,
+            );
             self.keep_published();
         }
         self.procs
@@ -459,9 +509,7 @@ impl Daemon {
 
     fn publish_status(&mut self, status: &mut StatusRecord) {
         status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
-        status.published_unix_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        status.published_unix_ns = unix_now_ns();
         self.publisher.set_status(status);
         // While starting, only the heartbeat moves: the first generation is the first
         // tick with something to show (tests and `--follow` wait for it).
@@ -487,6 +535,35 @@ impl Daemon {
             prompt.stopped();
         }
     }
+}
+
+/// Records `values` as `gpu`'s sample into its track, when this tick samples into the
+/// tracks (`at`, the tick's wall-clock time).
+fn record_gpu(
+    timeline: &mut Timeline,
+    publisher: &Publisher,
+    at: Option<u64>,
+    gpu: &GpuRecord,
+    values: &timeline::Values,
+) {
+    let Some(at) = at else { return };
+    if gpu.valid & gpupeek_shm::layout::gpu_valid::UUID == 0 {
+        return;
+    }
+    let key = Key {
+        kind: TrackKind::Gpu,
+        uuid: &gpu.uuid,
+        gpu_index: gpu.index,
+        mig: None,
+    };
+    timeline.record(publisher, key, at, values);
+}
+
+/// Wall-clock time now, Unix ns (0 before 1970).
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The test hook [`hooks::FREEZE_MID_WRITE`]: the daemon stops itself (SIGSTOP) inside a write of

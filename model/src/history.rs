@@ -1,4 +1,10 @@
-//! One sample of a GPU's history ring, decoded.
+//! History, decoded: one sample of a GPU's history ring (ABI 1.1), and [`window`], the
+//! one way plots, exports and the collector read history: from the tiered history
+//! (ABI 1.6, see [`tiered`]) when the segment has it, else from the raw ring.
+
+mod tiered;
+
+pub use tiered::{integrals, Integral};
 
 use gpupeek_shm::layout::history_valid as hv;
 use gpupeek_shm::HistorySample;
@@ -180,8 +186,10 @@ pub struct Series {
     pub points: Vec<Point>,
 }
 
-/// Every GPU's history over the last `since` before the snapshot's publish time, from
-/// `segment`. Today that is the raw ring only (the tiered history will extend it).
+/// Every GPU's (and MIG instance's) history over the last `since` before the snapshot's
+/// publish time, from `segment`: the finest data the tiered history has for each part of
+/// the window (raw samples, then 10 s buckets, then 1 min buckets), MIG instances as
+/// series of their own after the GPUs; from a writer older than ABI 1.6, the raw ring.
 pub fn window(
     segment: &gpupeek_shm::Segment,
     snapshot: &gpupeek_shm::Snapshot,
@@ -191,6 +199,9 @@ pub fn window(
     let now_unix = status.published_unix_ns;
     let now_mono = status.heartbeat_mono_ns;
     let from = now_unix.saturating_sub(since.as_nanos().try_into().unwrap_or(u64::MAX));
+    if let Some(series) = tiered::window(segment, snapshot, from, now_unix) {
+        return series;
+    }
     let mut out = Vec::new();
     for (slot, rec) in snapshot.gpus.iter().enumerate() {
         let Ok(Some(ring)) = segment.history(slot) else {

@@ -1,0 +1,298 @@
+//! The tiered history (ABI 1.6), through the real daemon on the fake NVML: a GPU whose
+//! values change on a known schedule (and which falls off the bus for part of it), a
+//! daemon whose history unit the test hook shortens to 100 ms (raw samples every 100 ms,
+//! buckets of 1 s and 6 s, the same code as 1 s, 10 s and 60 s), and a reader that
+//! checks every tier and the integrals against the samples the schedule implies.
+
+use std::time::Duration;
+
+use gpupeek_e2e::{wait_for, Daemon, Sandbox};
+use gpupeek_shm::layout::TrackKind;
+use gpupeek_shm::{TierBucket, Track};
+use serde_json::json;
+
+const UUID: &str = "GPU-5e3d1c2a-0000-4000-8000-000000000001";
+const UNIT_MS: &str = "100";
+/// One sample's values: (util %, memory MiB, power mW, temp °C, SM MHz).
+type Vals = (u32, u32, u32, u32, u32);
+
+/// Values of the schedule's phases; `None`: the GPU is lost.
+const PHASES: [Option<Vals>; 8] = [
+    Some((10, 1000, 50_000, 40, 1000)),
+    Some((90, 3000, 250_000, 70, 1800)),
+    Some((40, 2000, 120_000, 55, 1400)),
+    Some((70, 2500, 200_000, 65, 1600)),
+    None,
+    None,
+    None,
+    Some((25, 1500, 80_000, 45, 1200)),
+];
+const STEP_MS: u64 = 500;
+
+fn scenario() -> serde_json::Value {
+    let phases: Vec<serde_json::Value> = PHASES
+        .iter()
+        .map(|p| match p {
+            Some((util, mib, mw, temp, sm)) => json!({"gpus": [{
+                "utilization_gpu_pct": util, "memory_used_bytes": u64::from(*mib) << 20,
+                "power_usage_mw": mw, "temperature_c": temp,
+                "clocks_mhz": {"graphics": sm, "sm": sm, "memory": 5000}}]}),
+            None => json!({"gpus": [{"errors": {"*": "GPU_IS_LOST"}}]}),
+        })
+        .collect();
+    json!({
+        "gpus": [{"name": "NVIDIA H100", "uuid": UUID, "memory_total_bytes": 80u64 << 30,
+                  "memory_used_bytes": 1000u64 << 20, "utilization_gpu_pct": 10,
+                  "utilization_memory_pct": 1, "temperature_c": 40, "power_usage_mw": 50_000,
+                  "clocks_mhz": {"graphics": 1000, "sm": 1000, "memory": 5000}}],
+        "schedule": {"step_ms": STEP_MS, "phases": phases},
+    })
+}
+
+fn start(sandbox: &Sandbox, flags: &[&str]) -> Daemon {
+    sandbox.start_daemon_env(
+        "100ms",
+        flags,
+        &[("GPUPEEKD_TEST_HISTORY_UNIT_MS", UNIT_MS.as_ref())],
+    )
+}
+
+/// The GPU's track, whole.
+fn track(sandbox: &Sandbox) -> Option<Track> {
+    let segment = sandbox.segment();
+    (0..segment.track_count())
+        .filter_map(|i| segment.track(i, [usize::MAX; 3]).ok().flatten())
+        .find(|t| {
+            t.head.kind == TrackKind::Gpu as u32 && gpupeek_shm::text::decode(&t.head.uuid) == UUID
+        })
+}
+
+/// Waits until the track's samples cover `span` of wall time (polling its head only,
+/// and not often: a whole track is 700 kB to copy).
+fn wait_covered(sandbox: &Sandbox, daemon: &Daemon, span: Duration) -> Track {
+    wait_for("history covering the schedule", daemon, || {
+        std::thread::sleep(Duration::from_millis(200));
+        let segment = sandbox.segment();
+        (0..segment.track_count()).any(|i| {
+            segment.track_head(i).ok().flatten().is_some_and(|h| {
+                gpupeek_shm::text::decode(&h.uuid) == UUID
+                    && h.last_sample_unix_ns - h.integral_start_unix_ns >= span.as_nanos() as u64
+            })
+        })
+    });
+    track(sandbox).expect("the GPU's track")
+}
+
+/// The phase in force at `ms` (Unix ms).
+fn phase_at(ms: u64) -> Option<Vals> {
+    PHASES[(ms / STEP_MS) as usize % PHASES.len()]
+}
+
+/// The values of a raw sample, as the phase tuple (`None` for a gap).
+fn raw_values(b: &TierBucket) -> Option<Vals> {
+    (b.samples == 1).then_some((
+        b.util_pct_min.into(),
+        b.mem_used_mib_min,
+        b.power_mw_min,
+        b.temp_c_min.into(),
+        b.sm_clock_mhz_min.into(),
+    ))
+}
+
+/// What a bucket of `raw` samples must hold: (samples, per metric (min, rounded mean
+/// in the bucket's unit, max)).
+fn aggregate(raw: &[Option<Vals>]) -> (u8, Vec<(u32, u32, u32)>) {
+    let vals: Vec<_> = raw.iter().flatten().collect();
+    let n = vals.len() as u64;
+    let stat = |f: &dyn Fn(&Vals) -> u32, scale: u64| {
+        let min = vals.iter().map(|v| f(v)).min().unwrap_or(0);
+        let max = vals.iter().map(|v| f(v)).max().unwrap_or(0);
+        let sum: u64 = vals.iter().map(|v| u64::from(f(v))).sum();
+        let mean = (sum * scale + n / 2).checked_div(n).unwrap_or(0) as u32;
+        (min, mean, max)
+    };
+    (
+        n as u8,
+        vec![
+            stat(&|v| v.0, 100),
+            stat(&|v| v.1, 1),
+            stat(&|v| v.2, 1),
+            stat(&|v| v.3, 100),
+            stat(&|v| v.4, 1),
+        ],
+    )
+}
+
+fn bucket_stats(b: &TierBucket) -> (u8, Vec<(u32, u32, u32)>) {
+    if b.samples == 0 {
+        assert_eq!(b.valid, 0, "a gap bucket has no value: {b:?}");
+        return (0, vec![(0, 0, 0); 5]);
+    }
+    (
+        b.samples,
+        vec![
+            (
+                b.util_pct_min.into(),
+                b.util_centipct_mean.into(),
+                b.util_pct_max.into(),
+            ),
+            (b.mem_used_mib_min, b.mem_used_mib_mean, b.mem_used_mib_max),
+            (b.power_mw_min, b.power_mw_mean, b.power_mw_max),
+            (
+                b.temp_c_min.into(),
+                b.temp_centi_c_mean.into(),
+                b.temp_c_max.into(),
+            ),
+            (
+                b.sm_clock_mhz_min.into(),
+                b.sm_clock_mhz_mean.into(),
+                b.sm_clock_mhz_max.into(),
+            ),
+        ],
+    )
+}
+
+/// Checks every tier and the integrals of `t` against its raw samples, and the raw
+/// samples against the schedule; returns the number of gap buckets of tier 1.
+fn check_track(t: &Track) -> usize {
+    let raw = &t.tiers[0];
+    assert!(
+        raw.windows(2)
+            .all(|w| w[0].start_unix_ns < w[1].start_unix_ns),
+        "raw samples in time order"
+    );
+    // A raw sample's time is its tick's, taken just before the driver was asked: its
+    // values are those of the phase in force then or a few ms later.
+    for b in raw {
+        let ms = b.start_unix_ns / 1_000_000;
+        let got = raw_values(b);
+        assert!(
+            got == phase_at(ms) || got == phase_at(ms + 80),
+            "raw sample at {ms} ms: {got:?}, schedule says {:?}",
+            phase_at(ms)
+        );
+    }
+    let values: Vec<_> = raw.iter().map(raw_values).collect();
+    let first = raw[0].start_unix_ns;
+    let mut gaps = 0;
+    for tier in 1..3 {
+        let width = t.width_ns(tier);
+        assert_eq!(width, [0, 1_000_000_000, 6_000_000_000][tier]);
+        for b in &t.tiers[tier] {
+            assert_eq!(b.start_unix_ns % width, 0, "bucket starts are aligned");
+            if b.start_unix_ns < first {
+                continue; // began before the first raw sample: partly the start-up
+            }
+            let inside: Vec<_> = raw
+                .iter()
+                .zip(&values)
+                .filter(|(r, _)| {
+                    (b.start_unix_ns..b.start_unix_ns + width).contains(&r.start_unix_ns)
+                })
+                .map(|(_, v)| *v)
+                .collect();
+            assert_eq!(
+                bucket_stats(b),
+                aggregate(&inside),
+                "tier {tier} bucket {b:?}"
+            );
+            if tier == 1 && b.samples == 0 {
+                gaps += 1;
+            }
+        }
+    }
+    let h = &t.head;
+    let all: Vec<_> = values.iter().flatten().collect();
+    let n = all.len() as u64;
+    assert_eq!(h.count_util, n);
+    assert_eq!(
+        h.sum_util_pct,
+        all.iter().map(|v| u64::from(v.0)).sum::<u64>()
+    );
+    assert_eq!(
+        h.sum_mem_used_mib,
+        all.iter().map(|v| u64::from(v.1)).sum::<u64>()
+    );
+    assert_eq!(
+        h.sum_power_mw,
+        all.iter().map(|v| u64::from(v.2)).sum::<u64>()
+    );
+    assert_eq!(
+        h.sum_temp_c,
+        all.iter().map(|v| u64::from(v.3)).sum::<u64>()
+    );
+    assert_eq!(
+        h.sum_sm_clock_mhz,
+        all.iter().map(|v| u64::from(v.4)).sum::<u64>()
+    );
+    assert_eq!((h.count_power, h.count_sm_active), (n, 0));
+    gaps
+}
+
+#[test]
+fn every_tier_and_the_integrals_hold_what_the_schedule_implies() {
+    let sandbox = Sandbox::new("tiered-schedule");
+    sandbox.write_scenario(&scenario());
+    let daemon = start(&sandbox, &[]);
+    sandbox.wait_live(&daemon);
+    // Three cycles of the schedule: two whole 6 s buckets, lost spans of 1.5 s.
+    let t = wait_covered(&sandbox, &daemon, Duration::from_millis(13_000));
+    let gaps = check_track(&t);
+    assert!(
+        gaps >= 1,
+        "a whole 1 s bucket while the GPU was lost is a gap"
+    );
+    assert!(t.tiers[2].len() >= 3);
+    assert_eq!(t.head.raw_step_ns, 100_000_000);
+}
+
+#[test]
+fn the_model_window_covers_the_schedule_with_gaps_where_the_gpu_was_lost() {
+    let sandbox = Sandbox::new("tiered-window");
+    sandbox.write_scenario(&scenario());
+    let daemon = start(&sandbox, &[]);
+    sandbox.wait_live(&daemon);
+    wait_covered(&sandbox, &daemon, Duration::from_millis(5_000));
+    let segment = sandbox.segment();
+    let snapshot = segment.snapshot().unwrap();
+    let series = gpupeek_model::history::window(&segment, &snapshot, Duration::from_secs(60));
+    let gpu = series
+        .iter()
+        .find(|s| s.uuid == UUID)
+        .expect("the GPU's series");
+    assert_eq!((gpu.gpu_index, gpu.mig), (0, None));
+    let p = &gpu.points;
+    assert!(p.len() > 40, "{} points", p.len());
+    assert!(p
+        .windows(2)
+        .all(|w| w[0].start_unix_ns + w[0].span_ns <= w[1].start_unix_ns + w[0].span_ns / 2));
+    assert!(p.iter().any(|p| p.is_gap()), "lost spans are gaps");
+    let integrals = gpupeek_model::history::integrals(&segment, &snapshot);
+    let i = integrals.iter().find(|i| i.uuid == UUID).unwrap();
+    let mean = i.mean(gpupeek_model::Metric::Utilization).unwrap();
+    assert!((10.0..=90.0).contains(&mean), "{mean}");
+}
+
+#[test]
+fn a_gpu_lost_when_first_seen_gets_its_uuid_and_history_once_back() {
+    let sandbox = Sandbox::new("tiered-lost-first");
+    let mut lost = scenario();
+    lost.as_object_mut().unwrap().remove("schedule");
+    lost["gpus"][0]["errors"] = json!({"*": "GPU_IS_LOST"});
+    sandbox.write_scenario(&lost);
+    let daemon = start(&sandbox, &[]);
+    sandbox.snapshot_when(&daemon, "the GPU published as lost", |s| {
+        s.gpus
+            .first()
+            .is_some_and(|g| g.state == gpupeek_shm::GpuState::Lost as u32)
+    });
+    lost["gpus"][0].as_object_mut().unwrap().remove("errors");
+    sandbox.write_scenario(&lost);
+    let snap = sandbox.snapshot_when(&daemon, "the GPU back with its UUID", |s| {
+        s.gpus
+            .first()
+            .is_some_and(|g| gpupeek_shm::text::decode(&g.uuid) == UUID)
+    });
+    assert_eq!(gpupeek_shm::text::decode(&snap.gpus[0].name), "NVIDIA H100");
+    wait_covered(&sandbox, &daemon, Duration::from_millis(300));
+}
