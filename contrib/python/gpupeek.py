@@ -68,13 +68,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
     "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
-    "GPUStatCollection",
+    "GPUStatCollection", "Integral", "integrals",
 ]
 
 # gpupeek's version (the workspace's, which contrib.rs checks); pyproject.toml reads it.
@@ -1184,6 +1184,61 @@ class _Futex:
         self._libc.munmap(self._page, self._size)
 
 
+# Integral sums by metric name (gpupeek-model's Metric names): (sum field, count field,
+# divisor to the metric's unit: power in W, SM activity in percent).
+_INTEGRAL_FIELDS = {
+    "util": ("sum_util_pct", "count_util", 1),
+    "mem_used": ("sum_mem_used_mib", "count_mem_used", 1),
+    "power": ("sum_power_mw", "count_power", 1000),
+    "temp": ("sum_temp_c", "count_temp", 1),
+    "sm_clock": ("sum_sm_clock_mhz", "count_sm_clock", 1),
+    "sm_active": ("sum_sm_active_centipct", "count_sm_active", 100),
+}
+
+
+class Integral(NamedTuple):
+    """What a track (ABI 1.6) summed since `start_unix_ns`: `sums[metric]` is `(sum,
+    samples)` with metric one of util (%), mem_used (MiB), power (W), temp (°C),
+    sm_clock (MHz), sm_active (%). The exact mean over a window is two reads:
+    `(s2 - s1) / (n2 - n1)` (see `mean_since`)."""
+    kind: str
+    gpu_index: int
+    uuid: str
+    mig: Optional[Tuple[int, int]]
+    start_unix_ns: int
+    last_unix_ns: int
+    sums: Dict[str, Tuple[float, int]]
+
+    def mean(self, metric: str) -> Optional[float]:
+        """Mean of `metric` over every sample since the start (None without one)."""
+        s, n = self.sums[metric]
+        return s / n if n else None
+
+    def mean_since(self, earlier: "Integral", metric: str) -> Optional[float]:
+        """Exact mean of `metric` over the samples between `earlier` (a read of the same
+        track) and this read; None when there were none or the track restarted."""
+        (s2, n2), (s1, n1) = self.sums[metric], earlier.sums[metric]
+        if n2 <= n1 or self.start_unix_ns != earlier.start_unix_ns or self.uuid != earlier.uuid:
+            return None
+        return (s2 - s1) / (n2 - n1)
+
+
+def _track_head(head: dict) -> dict:
+    """A decoded TrackHead with its kind named, its UUID as text and its MIG ids."""
+    out = dict(head)
+    out["kind"] = TRACK_KINDS.get(head["kind"], "unknown")
+    out["uuid"] = _text(head["uuid"])
+    gi, ci = head["gpu_instance_id"], head["compute_instance_id"]
+    out["mig"] = None if gi == 0xFFFFFFFF else (gi, ci)
+    return out
+
+
+def integrals(name: Optional[str] = None) -> List[Integral]:
+    """`Segment(name).integrals()`: every GPU's and MIG instance's running integrals."""
+    with Segment(name) as seg:
+        return seg.integrals()
+
+
 class Segment:
     """An open, trusted, validated segment, mapped read-only."""
 
@@ -1272,6 +1327,30 @@ class Segment:
             raise CorruptError(f"segment {self.name}: status overlaps the header")
         self._validate_history()
         self._validate_mig()
+        self._tiers = self._validate_tiers()
+
+    def _validate_tiers(self) -> Optional[dict]:
+        """The tier table (ABI 1.6) checked against the mapping, or None without one."""
+        offset = self.header.get("tier_table_offset", 0)
+        if offset == 0:
+            return None
+        bad = lambda what: CorruptError(f"segment {self.name}: {what}")
+        if offset % 8 or offset < STATIC_HEADER_SIZE or offset + TIER_TABLE_HEAD_SIZE > self.size:
+            raise bad("tier table outside the segment")
+        t = _decode("TierTableHead", bytes(self._bytes[offset:offset + TIER_TABLE_HEAD_SIZE]))
+        slots = [t["raw_slots"], t["tier1_slots"], t["tier2_slots"]]
+        head, bucket, track = t["track_head_size_bytes"], t["bucket_size_bytes"], t["track_size_bytes"]
+        if t["track_count"] > MAX_TIER_TRACKS or not all(0 < n <= MAX_TIER_SLOTS for n in slots):
+            raise bad("tier track or slot count out of range")
+        if head % 8 or head < TRACK_HEAD_SIZE or bucket % 8 or bucket < TIER_BUCKET_SIZE:
+            raise bad("track head or tier bucket misaligned or too small")
+        if track % 8 or track < head + bucket * sum(slots):
+            raise bad("track too small for its rings")
+        first = t["tracks_offset"]
+        if (first % 8 or first < offset + TIER_TABLE_HEAD_SIZE
+                or first + track * t["track_count"] > self.size):
+            raise bad("tier tracks outside the segment")
+        return dict(t, slots=slots)
 
     def _validate_mig(self):
         h = self.header
@@ -1475,6 +1554,61 @@ class Segment:
             v = _validity(_decode("HistorySample", raw), HISTORY_VALID)
             out.append(HistorySample(n=n, **v))
         return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+
+    def track_count(self) -> int:
+        """Tracks of tiered history (ABI 1.6); 0 from an older daemon."""
+        return self._tiers["track_count"] if self._tiers else 0
+
+    def track(self, index: int, keep: Optional[int] = None) -> Optional[dict]:
+        """Track `index` of the tiered history (ABI 1.6), read under its seqlock: a dict
+        with the head's fields (`kind` as a name, `uuid` as text, `mig` as
+        `(gpu_instance_id, compute_instance_id)` or None) and `tiers`, three lists (raw
+        samples, 10 s buckets, 1 min buckets) of at most `keep` newest buckets each, oldest
+        first, each a dict whose values without a validity bit are None. None without
+        tiered history or beyond the track count."""
+        t = self._tiers
+        if t is None or not 0 <= index < t["track_count"]:
+            return None
+        base = t["tracks_offset"] + index * t["track_size_bytes"]
+        size, slots = t["bucket_size_bytes"], t["slots"]
+
+        def rings():
+            head = _decode("TrackHead", bytes(self._bytes[base:base + TRACK_HEAD_SIZE]))
+            out, before = [], 0
+            for tier, written in enumerate([head["raw_written"], head["tier1_written"],
+                                            head["tier2_written"]]):
+                n = min(written, slots[tier], written if keep is None else keep)
+                ring = base + t["track_head_size_bytes"] + before * size
+                out.append([bytes(self._bytes[ring + (i % slots[tier]) * size:][:TIER_BUCKET_SIZE])
+                            for i in range(written - n, written)])
+                before += slots[tier]
+            return head, out
+
+        _, (head, raws) = self._read(base, 8, rings)
+        track = _track_head(head)
+        track["tiers"] = [[_validity(_decode("TierBucket", r), TIER_VALID) for r in ring]
+                          for ring in raws]
+        return track
+
+    def integrals(self) -> List["Integral"]:
+        """The running integrals of every GPU and MIG instance with a track (ABI 1.6),
+        in track order; empty from an older daemon. See `Integral`."""
+        out = []
+        t = self._tiers
+        for index in range(self.track_count()):
+            base = t["tracks_offset"] + index * t["track_size_bytes"]
+            raw, _ = self._read(base, TRACK_HEAD_SIZE)
+            head = _track_head(_decode("TrackHead", raw))
+            if head["kind"] == "free":
+                continue
+            sums = {}
+            for metric, (field, count, unit) in _INTEGRAL_FIELDS.items():
+                sums[metric] = (head[field] / unit, head[count])
+            out.append(Integral(kind=head["kind"], gpu_index=head["gpu_index"],
+                                uuid=head["uuid"], mig=head["mig"],
+                                start_unix_ns=head["integral_start_unix_ns"],
+                                last_unix_ns=head["last_sample_unix_ns"], sums=sums))
+        return out
 
     def snapshot(self) -> Snapshot:
         """Every record of one publish; retaken (up to 8 times) while a publish interleaves."""

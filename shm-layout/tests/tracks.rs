@@ -55,7 +55,10 @@ fn raw_samples_read_back_oldest_first_and_wrap_once_full() {
     assert_eq!(starts, expected);
     let newest = segment.track(1, [3, 0, 0]).unwrap().unwrap();
     assert_eq!(newest.tiers[0].len(), 3);
-    assert_eq!(newest.tiers[0][2].start_unix_ns, DEFAULT_RAW_SLOTS as u64 + 5);
+    assert_eq!(
+        newest.tiers[0][2].start_unix_ns,
+        DEFAULT_RAW_SLOTS as u64 + 5
+    );
     assert_eq!(segment.track_head(1).unwrap().unwrap().raw_written, 605);
     assert_eq!(segment.track(3, [1; 3]).unwrap(), None, "beyond the count");
     drop(publisher);

@@ -136,7 +136,7 @@ pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Op
     let series = owners(segment, snapshot)
         .into_iter()
         .map(|o| Series {
-            points: points(segment, o.track, &o.head, from, now),
+            points: points(segment, o.track, &o.head, (from, now)),
             gpu_index: o.gpu_index,
             uuid: o.uuid,
             name: o.name,
@@ -146,8 +146,14 @@ pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Op
     Some(series)
 }
 
-/// Track `index`'s points over `[from, now]`, finest available first.
-fn points(segment: &Segment, index: usize, head: &TrackHead, from: u64, now: u64) -> Vec<Point> {
+/// Track `index`'s points over `(from, now)` (Unix ns), finest available first.
+fn points(
+    segment: &Segment,
+    index: usize,
+    head: &TrackHead,
+    (from, now): (u64, u64),
+) -> Vec<Point> {
+    let slots = segment.geometry().tiers.map_or([0; 3], |t| t.slots);
     let widths = [head.raw_step_ns, head.tier1_width_ns, head.tier2_width_ns];
     let keep = widths.map(|w| {
         let n = now.saturating_sub(from) / w.max(1) + 2;
@@ -157,20 +163,22 @@ fn points(segment: &Segment, index: usize, head: &TrackHead, from: u64, now: u64
         return Vec::new();
     };
     let mut out: Vec<Point> = Vec::new();
-    // Coarsest first; each tier stops where the next finer one begins.
+    // Coarsest first; each tier stops where the next finer one begins. A coarse bucket
+    // across that start is kept (and the finer points start after it) only when the
+    // finer tier has wrapped: else the finer tier holds all of it, finer.
     for tier in (0..3).rev() {
         let width = track.width_ns(tier).max(1);
-        let finer_start = (0..tier)
-            .rev()
-            .find_map(|t| track.tiers[t].first())
-            .map_or(u64::MAX, |b| b.start_unix_ns);
+        let finer = (0..tier).rev().find(|&t| !track.tiers[t].is_empty());
+        let finer_start = finer.map_or(u64::MAX, |t| track.tiers[t][0].start_unix_ns);
+        let wrapped =
+            finer.is_some_and(|t| gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64);
         let after = out.last().map_or(0, |p| p.start_unix_ns + p.span_ns);
         for b in &track.tiers[tier] {
             let start = b.start_unix_ns;
             if start == 0 || start < after || start + width <= from || start > now {
                 continue;
             }
-            if tier > 0 && start >= finer_start {
+            if tier > 0 && (start >= finer_start || (!wrapped && start + width > finer_start)) {
                 break;
             }
             push(&mut out, point(b, width));
