@@ -35,6 +35,7 @@ mod request;
 mod run;
 mod sampler;
 mod session;
+mod statefile;
 mod sysfs;
 mod tiers;
 mod timeline;
@@ -80,7 +81,11 @@ fn main() -> ExitCode {
         return request::send(&name, request, wait);
     }
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
-    let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
+    let options = Options {
+        tier_tracks: args.history_tracks,
+        ..Options::new(epoch, std::process::id())
+    };
+    let mut publisher = match Publisher::create(&name, &options) {
         Ok(publisher) => publisher,
         Err(e) => {
             logging::say(format_args!("{e}"));
@@ -120,6 +125,7 @@ fn main() -> ExitCode {
         prompt,
         nvml_timeout: args.nvml_timeout,
         history_unit: history_unit(),
+        state_file: state_dir(args.state_dir).map(|dir| statefile::path(&dir, &name)),
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,
@@ -198,4 +204,17 @@ fn history_unit() -> std::time::Duration {
         }
         None => std::time::Duration::from_secs(1),
     }
+}
+
+/// `--state-dir`, else [`statefile::DEFAULT_DIR`] for root, else none.
+fn state_dir(flag: Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
+    let dir = flag.or_else(|| {
+        nix::unistd::geteuid()
+            .is_root()
+            .then(|| statefile::DEFAULT_DIR.into())
+    });
+    if dir.is_none() {
+        log::info!("no --state-dir: the tiered history lasts as long as the segment");
+    }
+    dir
 }

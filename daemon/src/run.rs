@@ -72,6 +72,8 @@ pub struct Config {
     pub nvml_timeout: Duration,
     /// The tiered history's unit: 1 s (tests shorten it, see [`hooks::HISTORY_UNIT_MS`]).
     pub history_unit: Duration,
+    /// The history state file, if history is kept across restarts.
+    pub state_file: Option<PathBuf>,
 }
 
 struct Daemon {
@@ -100,6 +102,8 @@ struct Daemon {
     tier_clock: history::Clock,
     /// Wall-clock time of this tick's samples into the tracks, when it takes them.
     tier_due: Option<u64>,
+    /// Writes the state file.
+    saver: crate::statefile::Saver,
     /// The prompt file (moved out of the config), and the GPU records this tick
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
@@ -185,11 +189,15 @@ impl Daemon {
             period_ns: config.interval.as_nanos() as u64,
             ..Default::default()
         });
-        // History a previous daemon left in the segment (taken over in place).
-        let previous = (0..publisher.track_count())
+        // History a previous daemon left in the segment (taken over in place), else in
+        // the state file.
+        let in_segment: Vec<_> = (0..publisher.track_count())
             .filter_map(|i| publisher.read_track(i))
             .filter(|t| t.head.kind != TrackKind::Free as u32)
             .collect();
+        let saver =
+            crate::statefile::Saver::new(config.state_file.clone(), config.history_unit * 60);
+        let previous = saver.previous(in_segment, unix_now_ns());
         let timeline = Timeline::new(&publisher, config.interval, config.history_unit, previous);
         let driver = Driver::new(
             config.nvml_lib.clone(),
@@ -213,6 +221,7 @@ impl Daemon {
             timeline,
             tier_clock: history::Clock::every(config.history_unit, config.interval),
             tier_due: None,
+            saver,
             prompt,
             published: Vec::new(),
             counters: Default::default(),
@@ -259,6 +268,10 @@ impl Daemon {
         let wait_until = now + self.config.nvml_timeout.min(self.config.interval * 3 / 4);
         self.history_due = self.history.due(now);
         self.tier_due = self.tier_clock.due(now).then(unix_now_ns);
+        if self.tier_due.is_some() && self.saver.due(now) {
+            self.saver
+                .save(self.timeline.tracks(&self.publisher), unix_now_ns());
+        }
         self.pm.refresh();
         self.wake_if_needed(now);
         self.driver.retry(now, wait_until, &mut self.pm);
@@ -524,6 +537,8 @@ impl Daemon {
         // nvmlShutdown before "stopped" is published; a worker stuck in a call delays
         // this by at most the NVML timeout (a second signal exits at once).
         self.driver.close(Nvml::Released);
+        let tracks = self.timeline.tracks(&self.publisher);
+        self.saver.save_now(tracks, unix_now_ns());
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,

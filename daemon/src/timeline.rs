@@ -294,6 +294,15 @@ impl Timeline {
         }
     }
 
+    /// Every track in use, whole, for the state file.
+    pub fn tracks(&self, publisher: &Publisher) -> Vec<Track> {
+        (0..self.slots.len())
+            .filter(|&i| self.slots[i].head.kind != TrackKind::Free as u32)
+            .filter_map(|i| publisher.read_track(i))
+            .chain(self.waiting.values().cloned())
+            .collect()
+    }
+
     /// Records one sample of `key` taken at `at_unix_ns` into its track.
     pub fn record(&mut self, publisher: &Publisher, key: Key, at_unix_ns: u64, values: &Values) {
         if key.uuid[0] == 0 {

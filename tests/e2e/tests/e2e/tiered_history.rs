@@ -391,3 +391,123 @@ fn history_survives_a_restart_and_python_reads_the_same_integrals() {
     let first = series[0].points.iter().find(|p| !p.is_gap()).unwrap();
     assert!(first.start_unix_ns <= before.tiers[0][1].start_unix_ns);
 }
+
+const OTHER: &str = "GPU-5e3d1c2a-0000-4000-8000-000000000002";
+
+/// Two GPUs with steady values, `first` at index 0.
+fn two_gpus(first: &str, second: &str) -> serde_json::Value {
+    let gpu = |uuid: &str, util: u32| {
+        json!({"name": "NVIDIA H100", "uuid": uuid, "memory_total_bytes": 80u64 << 30,
+               "memory_used_bytes": 1u64 << 30, "utilization_gpu_pct": util,
+               "utilization_memory_pct": 1, "temperature_c": 40, "power_usage_mw": 50_000})
+    };
+    let util = |uuid: &str| if uuid == UUID { 30 } else { 60 };
+    json!({"gpus": [gpu(first, util(first)), gpu(second, util(second))]})
+}
+
+/// The track of `uuid`, whole.
+fn track_of(sandbox: &Sandbox, uuid: &str) -> Option<Track> {
+    let segment = sandbox.segment();
+    (0..segment.track_count())
+        .filter_map(|i| segment.track(i, [usize::MAX; 3]).ok().flatten())
+        .find(|t| gpupeek_shm::text::decode(&t.head.uuid) == uuid)
+}
+
+#[test]
+fn the_state_file_brings_history_back_by_uuid_when_the_segment_is_gone() {
+    let sandbox = Sandbox::new("tiered-state");
+    let state = sandbox.dir.join("state");
+    let state_flags = ["--state-dir", state.to_str().unwrap()];
+    sandbox.write_scenario(&two_gpus(UUID, OTHER));
+    let mut daemon = start(&sandbox, &state_flags);
+    sandbox.wait_live(&daemon);
+    wait_covered(&sandbox, &daemon, Duration::from_millis(1500));
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+    let before = track_of(&sandbox, UUID).unwrap();
+    assert_eq!(before.head.gpu_index, 0);
+    let file = state.join(format!("{}.history", sandbox.shm));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert!(file.is_file(), "a clean stop writes the state file");
+    // The segment is gone (a reboot), and the GPUs swapped places.
+    std::fs::remove_file(sandbox.shm_path()).unwrap();
+    sandbox.write_scenario(&two_gpus(OTHER, UUID));
+    let daemon = start(&sandbox, &state_flags);
+    sandbox.wait_live(&daemon);
+    let mut after = None;
+    wait_for("the GPU's old history at its new index", &daemon, || {
+        std::thread::sleep(Duration::from_millis(200));
+        after = track_of(&sandbox, UUID).filter(|t| t.head.gpu_index == 1);
+        after
+            .as_ref()
+            .is_some_and(|t| t.head.raw_written > before.head.raw_written)
+    });
+    let after = after.unwrap();
+    assert_eq!(
+        after.head.integral_start_unix_ns,
+        before.head.integral_start_unix_ns
+    );
+    assert_eq!(
+        after.head.sum_util_pct - before.head.sum_util_pct,
+        30 * (after.head.count_util - before.head.count_util)
+    );
+    let raw = |t: &Track| {
+        t.tiers[0]
+            .iter()
+            .map(|b| b.start_unix_ns)
+            .collect::<Vec<_>>()
+    };
+    assert!(raw(&after).starts_with(&raw(&before)));
+    assert!(!daemon.log().contains("refused"), "{}", daemon.log());
+}
+
+#[test]
+fn a_corrupt_state_file_is_refused_in_one_line_and_history_starts_empty() {
+    let sandbox = Sandbox::new("tiered-corrupt");
+    let state = sandbox.dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let file = state.join(format!("{}.history", sandbox.shm));
+    let cases: [(&str, Vec<u8>); 3] = [
+        (
+            "bad magic",
+            b"this is not a state file at all, not even close".repeat(4),
+        ),
+        ("truncated", {
+            let mut b = b"GPKHIST\0".to_vec();
+            b.extend_from_slice(&[1, 0, 0, 0, 64, 0, 0, 0]);
+            b
+        }),
+        ("empty", Vec::new()),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&file, &bytes).unwrap();
+        sandbox.write_scenario(&two_gpus(UUID, OTHER));
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let mut daemon = start(&sandbox, &["--state-dir", state.to_str().unwrap()]);
+        sandbox.wait_live(&daemon);
+        wait_covered(&sandbox, &daemon, Duration::from_millis(300));
+        let log = daemon.log();
+        let refusals: Vec<&str> = log.lines().filter(|l| l.contains("refused")).collect();
+        assert_eq!(refusals.len(), 1, "{what}: {log}");
+        assert!(
+            refusals[0].contains("history starts empty"),
+            "{what}: {log}"
+        );
+        let t = track_of(&sandbox, UUID).unwrap();
+        assert!(
+            t.head.integral_start_unix_ns >= started,
+            "{what}: history is new"
+        );
+        daemon.signal(nix::sys::signal::Signal::SIGTERM);
+        assert_eq!(daemon.wait_exit(), Some(0));
+        // Each run starts from a fresh segment, with only the file to take over from.
+        std::fs::remove_file(sandbox.shm_path()).unwrap();
+    }
+}
