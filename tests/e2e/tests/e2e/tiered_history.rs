@@ -511,3 +511,38 @@ fn a_corrupt_state_file_is_refused_in_one_line_and_history_starts_empty() {
         std::fs::remove_file(sandbox.shm_path()).unwrap();
     }
 }
+
+#[test]
+fn mig_instances_have_series_of_their_own() {
+    use crate::mig::{instance, scenario};
+    let sandbox = Sandbox::new("tiered-mig");
+    sandbox.write_scenario(&scenario(
+        vec![instance(1, 9, Some(40.0)), instance(5, 14, None)],
+        vec![],
+    ));
+    let daemon = start(&sandbox, &[]);
+    sandbox.wait_live(&daemon);
+    let metric = |s: &gpupeek_model::Series, m: gpupeek_model::Metric| {
+        s.points.iter().rev().find_map(|p| p.get(m)).map(|v| v.mean)
+    };
+    let mut series = Vec::new();
+    wait_for("MIG series with GPM activity", &daemon, || {
+        std::thread::sleep(Duration::from_millis(200));
+        let segment = sandbox.segment();
+        let snapshot = segment.snapshot().unwrap();
+        series = gpupeek_model::history::window(&segment, &snapshot, Duration::from_secs(60));
+        series.iter().any(|s| {
+            s.mig == Some((1, 0))
+                && metric(s, gpupeek_model::Metric::SmActivity).is_some_and(|v| v == 40.0)
+        })
+    });
+    let migs: Vec<_> = series.iter().filter(|s| s.mig.is_some()).collect();
+    assert_eq!(migs.len(), 2, "{series:?}");
+    assert!(series.iter().filter(|s| s.mig.is_none()).count() == 2);
+    let gi5 = migs.iter().find(|s| s.mig == Some((5, 0))).unwrap();
+    assert_eq!(gi5.gpu_index, 0);
+    assert!(gi5.uuid.starts_with("MIG-"));
+    assert_eq!(metric(gi5, gpupeek_model::Metric::SmActivity), None);
+    assert!(metric(gi5, gpupeek_model::Metric::MemoryUsed).is_some());
+    assert_eq!(metric(gi5, gpupeek_model::Metric::Utilization), None);
+}
