@@ -206,9 +206,11 @@ fn history_unit() -> std::time::Duration {
     }
 }
 
-/// `--state-dir`, else [`statefile::DEFAULT_DIR`] for root, else none.
+/// `--state-dir`, else `$GPUPEEK_STATE_DIR` if set and not empty, else
+/// [`statefile::DEFAULT_DIR`] for root, else none.
 fn state_dir(flag: Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
-    let dir = flag.or_else(|| {
+    let env = std::env::var_os(statefile::DIR_ENV).filter(|d| !d.is_empty());
+    let dir = flag.or(env.map(Into::into)).or_else(|| {
         nix::unistd::geteuid()
             .is_root()
             .then(|| statefile::DEFAULT_DIR.into())

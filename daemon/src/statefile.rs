@@ -30,6 +30,8 @@ use gpupeek_shm::{TierBucket, Track, TrackHead};
 pub const MAGIC: [u8; 8] = *b"GPKHIST\0";
 /// Format version.
 pub const VERSION: u32 = 1;
+/// Environment variable naming the state directory when `--state-dir` does not.
+pub const DIR_ENV: &str = "GPUPEEK_STATE_DIR";
 /// Default state directory of a root daemon.
 pub const DEFAULT_DIR: &str = "/var/lib/gpupeek";
 /// Slack allowed for clocks: a time up to this far past "now" is not "in the future".

@@ -389,12 +389,16 @@ bucket closes and on a clean stop, atomically, and read back at start when the
 segment does not hold it any more.
 Created mode 0700 if missing.
 Default
+.BR $GPUPEEK_STATE_DIR ,
+else
 .I /var/lib/gpupeek
 for root; none (history is not kept across a restart that loses the segment)
 for other users.",
             ..Spec::switch(
                 "state-dir",
-                "directory of the history state file DIR/NAME.history, written each minute                  and on a clean stop, read at start (default /var/lib/gpupeek for root,                  none otherwise)",
+                "directory of the history state file DIR/NAME.history, written each minute \
+                 and on a clean stop, read at start (default: $GPUPEEK_STATE_DIR, else \
+                 /var/lib/gpupeek for root, none otherwise)",
             )
         },
         apply: |a, v| {
@@ -412,7 +416,8 @@ Default 16, at most 256; 0 keeps no tiered history.
 A GPU or MIG instance beyond them has none (logged once).",
             ..Spec::switch(
                 "history-tracks",
-                "tracks of tiered history in the segment, one per GPU then per MIG                  instance, about 700 KiB each (default 16, at most 256; 0: none)",
+                "tracks of tiered history in the segment, one per GPU then per MIG \
+                 instance, about 700 KiB each (default 16, at most 256; 0: none)",
             )
         },
         apply: |a, v| {

@@ -466,7 +466,10 @@ fn every_malformed_daemon_flag_gets_one_line_and_exit_2() {
         // --foreground first: a case that wrongly started would otherwise detach.
         cmd.arg("--foreground").args(os_args(&args));
         cmd.env("GPUPEEK_SHM", &sb.shm)
-            .env("GPUPEEK_LOCK_DIR", &sb.dir);
+            .env("GPUPEEK_LOCK_DIR", &sb.dir)
+            // History state stays in the sandbox (a root daemon's default is
+            // /var/lib/gpupeek).
+            .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
         let out = run_with_watchdog(cmd);
         assert_one_line_failure(&out, 2, &format!("gpupeekd {}", shown(&args)));
     }
