@@ -401,6 +401,7 @@ impl Daemon {
         if !ready && self.tier_due.take().is_some() {
             self.tier_clock.again();
         }
+        let mut all_keyed = true;
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
@@ -455,11 +456,14 @@ impl Daemon {
                 &self.gpu,
                 &values,
             );
+            all_keyed &= self.gpu.valid & gpupeek_shm::layout::gpu_valid::UUID != 0;
             if self.prompt.is_some() {
                 self.published.push(self.gpu);
             }
         }
         if let Some(at) = self.tier_due {
+            // Every GPU answered and is keyed: history still waiting for a GPU is of
+            // one that is gone.
             for m in &self.mig {
                 let key = Key {
                     kind: TrackKind::Mig,
@@ -469,6 +473,9 @@ impl Daemon {
                 };
                 self.timeline
                     .record(&self.publisher, key, at, &timeline::mig_values(m));
+            }
+            if all_keyed {
+                self.timeline.settle();
             }
         }
         self.alerts.observe_count(count);

@@ -303,9 +303,22 @@ impl Timeline {
             .collect()
     }
 
+    /// Every GPU has been heard from and keyed: the history still waiting is of GPUs
+    /// (or MIG instances) that are gone, and is dropped (from the next state file too).
+    pub fn settle(&mut self) {
+        if !self.waiting.is_empty() {
+            log::info!(
+                "history of {} GPU(s) or MIG instance(s) no longer present dropped",
+                self.waiting.len()
+            );
+            self.waiting.clear();
+        }
+    }
+
     /// Records one sample of `key` taken at `at_unix_ns` into its track.
     pub fn record(&mut self, publisher: &Publisher, key: Key, at_unix_ns: u64, values: &Values) {
-        if key.uuid[0] == 0 {
+        // No tracks (`--history-tracks 0`), or a GPU without a UUID to key it by.
+        if self.slots.is_empty() || key.uuid[0] == 0 {
             return;
         }
         let Some(index) = self.track_of(publisher, key.uuid) else {
