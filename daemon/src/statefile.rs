@@ -5,8 +5,8 @@
 //! then, per track, its [`TrackHead`] (whose `*_written` are the numbers of buckets that
 //! follow for each tier) and those buckets, oldest first. The whole payload is covered by
 //! an FNV-1a checksum. It is written atomically (a temporary file in the same directory,
-//! fsync, rename), off the daemon's loop, after each minute bucket closes and on a clean
-//! stop.
+//! fsync, rename), off the daemon's loop, every 10 minutes (see `run::SAVE_UNITS`)
+//! and on a clean stop.
 //!
 //! The file is read like hostile input: size bounded before reading, magic, version,
 //! record sizes, checksum, every count against its bounds and the payload, UUIDs,
@@ -275,7 +275,7 @@ pub fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Writes the state file every `every` (a minute bucket) on a thread of its own, and
+/// Writes the state file every `every` on a thread of its own, and
 /// once more, waited for, on a clean stop.
 #[derive(Debug)]
 pub struct Saver {
@@ -343,8 +343,10 @@ impl Saver {
             return;
         }
         self.finish();
-        let bytes = encode(&tracks, now_unix_ns);
-        self.writing = Some(std::thread::spawn(move || store(&path, &bytes)));
+        // Encoding (a checksum over every byte) is off the loop too.
+        self.writing = Some(std::thread::spawn(move || {
+            store(&path, &encode(&tracks, now_unix_ns))
+        }));
     }
 
     /// Writes `tracks` and waits for it (a clean stop).

@@ -384,9 +384,9 @@ e.g.
             values: Values::Dir,
             man: r"Directory of the history state file
 .IR DIR / NAME .history
-(NAME the segment's name): the tiered history is written there after each minute
-bucket closes and on a clean stop, atomically, and read back at start when the
-segment does not hold it any more.
+(NAME the segment's name): the tiered history is written there every
+10 minutes and on a clean stop, atomically, and read back at start when the
+segment does not hold it any more (a crash loses at most the last 10 minutes).
 Created mode 0700 if missing.
 Default
 .BR $GPUPEEK_STATE_DIR ,
@@ -396,7 +396,7 @@ for root; none (history is not kept across a restart that loses the segment)
 for other users.",
             ..Spec::switch(
                 "state-dir",
-                "directory of the history state file DIR/NAME.history, written each minute \
+                "directory of the history state file DIR/NAME.history, written every 10 minutes \
                  and on a clean stop, read at start (default: $GPUPEEK_STATE_DIR, else \
                  /var/lib/gpupeek for root, none otherwise)",
             )

@@ -288,9 +288,11 @@ fn the_model_window_covers_the_schedule_with_gaps_where_the_gpu_was_lost() {
             ))
             .collect::<Vec<_>>()
     );
-    assert!(p
-        .windows(2)
-        .all(|w| w[0].start_unix_ns + w[0].span_ns <= w[1].start_unix_ns + w[0].span_ns / 2));
+    // In time order; a bucket ends before the next point starts (raw samples are
+    // instants a nominal step long: a late tick's sample can be followed closely).
+    assert!(p.windows(2).all(|w| w[0].start_unix_ns < w[1].start_unix_ns
+        && (w[0].span_ns < 1_000_000_000
+            || w[0].start_unix_ns + w[0].span_ns <= w[1].start_unix_ns)));
     assert!(p.iter().any(|p| p.is_gap()), "lost spans are gaps");
     let integrals = gpupeek_model::history::integrals(&segment, &snapshot);
     let i = integrals.iter().find(|i| i.uuid == UUID).unwrap();
