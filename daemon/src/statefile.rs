@@ -36,9 +36,8 @@ pub const DIR_ENV: &str = "GPUPEEK_STATE_DIR";
 pub const DEFAULT_DIR: &str = "/var/lib/gpupeek";
 /// Slack allowed for clocks: a time up to this far past "now" is not "in the future".
 const CLOCK_SLACK_NS: u64 = 300_000_000_000;
-/// Largest file read: every track at the most slots a reader accepts is far beyond any
-/// real file, so bound by what this daemon could have written, generously.
-const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Largest file read: 256 full tracks (`--history-tracks` at most) are 184 MB.
+const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// Head of the state file.
 #[derive(Debug, Clone, Copy, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]

@@ -112,7 +112,7 @@ impl Acc {
             }
             let (min, mean_x100, max) = stat_of(b, m);
             (acc.min[m], acc.max[m]) = (min, max);
-            acc.sum[m] = (u64::from(mean_x100) * n + 50) / 100;
+            acc.sum[m] = (mean_x100 * n + 50) / 100;
             acc.count[m] = b.samples.into();
         }
         acc
@@ -169,7 +169,8 @@ impl Acc {
 }
 
 /// `(min, mean × 100, max)` of metric `m` of a bucket, in the metric's unit.
-fn stat_of(b: &TierBucket, m: usize) -> (u32, u32, u32) {
+fn stat_of(b: &TierBucket, m: usize) -> (u32, u64, u32) {
+    let x100 = |v: u32| u64::from(v) * 100;
     match m {
         0 => (
             b.util_pct_min.into(),
@@ -178,10 +179,10 @@ fn stat_of(b: &TierBucket, m: usize) -> (u32, u32, u32) {
         ),
         1 => (
             b.mem_used_mib_min,
-            b.mem_used_mib_mean * 100,
+            x100(b.mem_used_mib_mean),
             b.mem_used_mib_max,
         ),
-        2 => (b.power_mw_min, b.power_mw_mean * 100, b.power_mw_max),
+        2 => (b.power_mw_min, x100(b.power_mw_mean), b.power_mw_max),
         3 => (
             b.temp_c_min.into(),
             b.temp_centi_c_mean.into(),
@@ -189,12 +190,12 @@ fn stat_of(b: &TierBucket, m: usize) -> (u32, u32, u32) {
         ),
         4 => (
             b.sm_clock_mhz_min.into(),
-            u32::from(b.sm_clock_mhz_mean) * 100,
+            x100(b.sm_clock_mhz_mean.into()),
             b.sm_clock_mhz_max.into(),
         ),
         _ => (
             b.sm_active_centipct_min.into(),
-            u32::from(b.sm_active_centipct_mean) * 100,
+            x100(b.sm_active_centipct_mean.into()),
             b.sm_active_centipct_max.into(),
         ),
     }
@@ -213,7 +214,7 @@ fn integrate(head: &mut TrackHead, values: &Values) {
     for ((sum, count), v) in pairs.into_iter().zip(values) {
         if let Some(v) = v {
             *sum = sum.wrapping_add(u64::from(*v));
-            *count += 1;
+            *count = count.saturating_add(1);
         }
     }
 }

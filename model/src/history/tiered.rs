@@ -172,13 +172,16 @@ fn points(
         let finer_start = finer.map_or(u64::MAX, |t| track.tiers[t][0].start_unix_ns);
         let wrapped =
             finer.is_some_and(|t| gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64);
-        let after = out.last().map_or(0, |p| p.start_unix_ns + p.span_ns);
+        let after = out
+            .last()
+            .map_or(0, |p| p.start_unix_ns.saturating_add(p.span_ns));
         for b in &track.tiers[tier] {
             let start = b.start_unix_ns;
-            if start == 0 || start < after || start + width <= from || start > now {
+            let end = start.saturating_add(width);
+            if start == 0 || start < after || end <= from || start > now {
                 continue;
             }
-            if tier > 0 && (start >= finer_start || (!wrapped && start + width > finer_start)) {
+            if tier > 0 && (start >= finer_start || (!wrapped && end > finer_start)) {
                 break;
             }
             push(&mut out, point(b, width));
@@ -188,11 +191,12 @@ fn points(
 }
 
 /// Appends `p`, with a gap point before it when a hole separates it from the last one
-/// (more than half a span: raw samples jitter around their step).
+/// (more than half a span: raw samples jitter around their step). Times are the
+/// segment's, so hostile: sums saturate.
 fn push(out: &mut Vec<Point>, p: Point) {
     if let Some(last) = out.last() {
-        let end = last.start_unix_ns + last.span_ns;
-        if p.start_unix_ns > end + last.span_ns / 2 {
+        let end = last.start_unix_ns.saturating_add(last.span_ns);
+        if p.start_unix_ns > end.saturating_add(last.span_ns / 2) {
             out.push(Point {
                 start_unix_ns: end,
                 span_ns: p.start_unix_ns - end,

@@ -20,7 +20,7 @@ const PROCS: u32 = 4;
 
 /// A valid live image with GPUS GPUs and PROCS processes, heartbeat now.
 fn live_image() -> (Geometry, Vec<u8>) {
-    let geometry = Geometry::for_capacities(GPUS, PROCS);
+    let geometry = Geometry::with_tracks(GPUS, PROCS, hostile::IMAGE_TRACKS);
     let mut image = hostile::valid_image(GPUS, PROCS);
     let at = geometry.status_offset + offset_of!(StatusRecord, heartbeat_mono_ns);
     put(&mut image, at, gpupeek_shm::mono_now_ns());
