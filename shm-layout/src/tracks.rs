@@ -150,7 +150,10 @@ mod tests {
         assert_eq!(starts, [3, 4, 5, 6]);
         assert_eq!(t.tiers[1], []);
         assert_eq!(t.tiers[2], [bucket(100)]);
-        assert_eq!(load_track(&g, &words, 1, [2, 0, 0]).unwrap().tiers[0].len(), 2);
+        assert_eq!(
+            load_track(&g, &words, 1, [2, 0, 0]).unwrap().tiers[0].len(),
+            2
+        );
         assert_eq!(load_head(&g, &words, 1).unwrap().raw_written, 6);
         assert_eq!(load_head(&g, &words, 0).unwrap(), TrackHead::default());
     }
