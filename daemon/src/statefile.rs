@@ -248,6 +248,29 @@ pub fn load(path: &Path, now_unix_ns: u64) -> Result<Vec<Track>, String> {
     decode(&bytes, now_unix_ns).map_err(refuse)
 }
 
+/// Why the directory of `path`, if it exists, is not to be trusted: owned by another
+/// user, or writable by the group or others.
+fn untrusted_dir(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = path.parent()?;
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    let euid = nix::unistd::geteuid().as_raw();
+    if !meta.is_dir() {
+        return Some(format!("{} is not a directory", dir.display()));
+    }
+    if meta.uid() != euid {
+        return Some(format!("{} is owned by uid {}", dir.display(), meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "{} is writable by others (mode {:o})",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
 /// Writes `bytes` to `path` atomically: a private temporary file in the same directory
 /// (created 0700 if missing), fsync, rename over `path`, fsync of the directory.
 pub fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -288,7 +311,16 @@ pub struct Saver {
 
 impl Saver {
     /// A saver of `path` (none: nothing is saved) every `every`.
+    /// A state directory that another user owns or can write to is not used (it could
+    /// feed the daemon a file or race its writes): one log line says so.
     pub fn new(path: Option<PathBuf>, every: std::time::Duration) -> Self {
+        let path = path.filter(|p| match untrusted_dir(p) {
+            Some(why) => {
+                log::warn!("history state file {} not used: {why}", p.display());
+                false
+            }
+            None => true,
+        });
         Saver {
             path,
             every,
@@ -510,6 +542,19 @@ mod tests {
             }
             let _ = decode(&bytes, NOW);
         }
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_not_trusted() {
+        let dir = std::env::temp_dir().join(format!("gpupeekd-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = untrusted_dir(&path(&dir, "seg")).unwrap();
+        assert!(why.contains("writable by others"), "{why}");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(untrusted_dir(&path(&dir, "seg")), None);
+        assert_eq!(untrusted_dir(&path(&dir.join("missing"), "seg")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

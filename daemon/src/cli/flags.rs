@@ -387,7 +387,8 @@ e.g.
 (NAME the segment's name): the tiered history is written there every
 10 minutes and on a clean stop, atomically, and read back at start when the
 segment does not hold it any more (a crash loses at most the last 10 minutes).
-Created mode 0700 if missing.
+Created mode 0700 if missing; one that another user owns or that the group
+or others can write to is not used (one log line says so).
 Default
 .BR $GPUPEEK_STATE_DIR ,
 else
