@@ -189,7 +189,8 @@ pub struct Series {
 /// Every GPU's (and MIG instance's) history over the last `since` before the snapshot's
 /// publish time, from `segment`: the finest data the tiered history has for each part of
 /// the window (raw samples, then 10 s buckets, then 1 min buckets), MIG instances as
-/// series of their own after the GPUs; from a writer older than ABI 1.6, the raw ring.
+/// series of their own after the GPUs. A GPU without a track (beyond the daemon's
+/// `--history-tracks`, or from a writer older than ABI 1.6) has its raw ring's samples.
 pub fn window(
     segment: &gpupeek_shm::Segment,
     snapshot: &gpupeek_shm::Snapshot,
@@ -199,15 +200,21 @@ pub fn window(
     let now_unix = status.published_unix_ns;
     let now_mono = status.heartbeat_mono_ns;
     let from = now_unix.saturating_sub(since.as_nanos().try_into().unwrap_or(u64::MAX));
-    if let Some(series) = tiered::window(segment, snapshot, from, now_unix) {
-        return series;
-    }
+    // GPUs from their tracks; a GPU without one (beyond the tracks, or a writer older
+    // than ABI 1.6) from its raw ring; then the MIG instances' tracks.
+    let mut tiered = tiered::window(segment, snapshot, from, now_unix).unwrap_or_default();
     let mut out = Vec::new();
     for (slot, rec) in snapshot.gpus.iter().enumerate() {
+        let gpu = crate::Gpu::new(rec);
+        let uuid = gpu.uuid.map(|t| t.to_string()).unwrap_or_default();
+        let own = |s: &Series| s.mig.is_none() && s.gpu_index == gpu.index && s.uuid == uuid;
+        if let Some(at) = tiered.iter().position(own) {
+            out.push(tiered.remove(at));
+            continue;
+        }
         let Ok(Some(ring)) = segment.history(slot) else {
             continue;
         };
-        let gpu = crate::Gpu::new(rec);
         let points = ring
             .samples
             .iter()
@@ -243,11 +250,12 @@ pub fn window(
             .collect();
         out.push(Series {
             gpu_index: gpu.index,
-            uuid: gpu.uuid.map(|t| t.to_string()).unwrap_or_default(),
+            uuid,
             name: gpu.name.map(|t| t.to_string()).unwrap_or_default(),
             mig: None,
             points,
         });
     }
+    out.extend(tiered.into_iter().filter(|s| s.mig.is_some()));
     out
 }

@@ -566,3 +566,27 @@ fn mig_instances_have_series_of_their_own() {
     assert!(metric(gi5, gpupeek_model::Metric::MemoryUsed).is_some());
     assert_eq!(metric(gi5, gpupeek_model::Metric::Utilization), None);
 }
+
+#[test]
+fn a_gpu_beyond_the_tracks_is_drawn_from_its_raw_ring() {
+    let sandbox = Sandbox::new("tiered-beyond");
+    sandbox.write_scenario(&two_gpus(UUID, OTHER));
+    let daemon = start(&sandbox, &["--history-tracks", "1"]);
+    sandbox.wait_live(&daemon);
+    let mut series = Vec::new();
+    wait_for("both GPUs' series", &daemon, || {
+        std::thread::sleep(Duration::from_millis(200));
+        let segment = sandbox.segment();
+        let snapshot = segment.snapshot().unwrap();
+        series = gpupeek_model::history::window(&segment, &snapshot, Duration::from_secs(60));
+        series.len() == 2 && series.iter().all(|s| s.points.len() >= 2)
+    });
+    assert_eq!(series[0].uuid, UUID);
+    assert_eq!(series[1].uuid, OTHER);
+    // The first GPU's track has raw samples every 100 ms (the test unit); the second
+    // has only the ring, a sample a second.
+    assert_eq!(series[0].points.last().unwrap().span_ns, 100_000_000);
+    assert_eq!(series[1].points.last().unwrap().span_ns, 1_000_000_000);
+    let log = daemon.log();
+    assert_eq!(log.matches("history tracks are in use").count(), 1, "{log}");
+}
