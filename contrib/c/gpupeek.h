@@ -64,11 +64,13 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 6u
+#define GPUPEEK_ABI_MINOR 7u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
 #define GPUPEEK_MAX_HISTORY_SLOTS 65536u
+#define GPUPEEK_MAX_TIER_SLOTS 1048576u
+#define GPUPEEK_MAX_TIER_TRACKS 4096u
 #define GPUPEEK_MAX_SEGMENT_BYTES ((size_t)268435456u)
 #define GPUPEEK_MAX_TEXT_PER_PROCESS 32768u
 #define GPUPEEK_STALE_PERIODS 3u
@@ -99,6 +101,13 @@ enum {
     GPUPEEK_POLICY_FULL = 1, /* full */
     GPUPEEK_POLICY_BASIC = 2, /* basic */
     GPUPEEK_POLICY_NONE = 3, /* none */
+};
+
+/* Values of gpupeek_track_head.kind (TrackKind). */
+enum {
+    GPUPEEK_TRACK_FREE = 0, /* free */
+    GPUPEEK_TRACK_GPU = 1, /* gpu */
+    GPUPEEK_TRACK_MIG = 2, /* mig */
 };
 
 /* Bits of gpupeek_status.valid (status_valid). */
@@ -290,6 +299,14 @@ enum {
 #define GPUPEEK_MIG_GPM_TENSOR_ACTIVITY (UINT64_C(1) << 8) /* gpm_tensor_activity_centipct */
 #define GPUPEEK_MIG_GPM_DRAM_BW (UINT64_C(1) << 9) /* gpm_dram_bw_util_centipct */
 
+/* Bits of gpupeek_tier_bucket.valid (tier_valid). */
+#define GPUPEEK_TIER_UTILIZATION (1u << 0) /* util_pct_min, util_centipct_mean, util_pct_max */
+#define GPUPEEK_TIER_MEMORY (1u << 1) /* mem_used_mib_min, mem_used_mib_mean, mem_used_mib_max */
+#define GPUPEEK_TIER_POWER_DRAW (1u << 2) /* power_mw_min, power_mw_mean, power_mw_max */
+#define GPUPEEK_TIER_TEMPERATURE (1u << 3) /* temp_c_min, temp_centi_c_mean, temp_c_max */
+#define GPUPEEK_TIER_SM_CLOCK (1u << 4) /* sm_clock_mhz_min, sm_clock_mhz_mean, sm_clock_mhz_max */
+#define GPUPEEK_TIER_SM_ACTIVITY (1u << 5) /* sm_active_centipct_min, sm_active_centipct_mean, sm_active_centipct_max */
+
 /* Records: native byte order, no implicit padding; every offset pinned. */
 #define GPUPEEK_PIN(type, field, off) \
     _Static_assert(offsetof(struct type, field) == (off), #type "." #field " moved")
@@ -314,7 +331,7 @@ struct gpupeek_static_header {
     uint32_t history_ring_size_bytes;
     uint32_t history_slots;
     uint32_t history_sample_size_bytes;
-    uint32_t reserved1;
+    uint32_t tier_table_offset;
     uint64_t mig_table_offset;
     uint32_t mig_record_size_bytes;
     uint32_t mig_capacity;
@@ -339,7 +356,7 @@ GPUPEEK_PIN(gpupeek_static_header, history_offset, 88);
 GPUPEEK_PIN(gpupeek_static_header, history_ring_size_bytes, 96);
 GPUPEEK_PIN(gpupeek_static_header, history_slots, 100);
 GPUPEEK_PIN(gpupeek_static_header, history_sample_size_bytes, 104);
-GPUPEEK_PIN(gpupeek_static_header, reserved1, 108);
+GPUPEEK_PIN(gpupeek_static_header, tier_table_offset, 108);
 GPUPEEK_PIN(gpupeek_static_header, mig_table_offset, 112);
 GPUPEEK_PIN(gpupeek_static_header, mig_record_size_bytes, 120);
 GPUPEEK_PIN(gpupeek_static_header, mig_capacity, 124);
@@ -961,6 +978,136 @@ GPUPEEK_PIN(gpupeek_mig, gpm_dram_bw_util_centipct, 204);
 GPUPEEK_PIN(gpupeek_mig, gpm_interval_ns, 208);
 GPUPEEK_PIN(gpupeek_mig, sample_mono_ns, 216);
 GPUPEEK_PIN(gpupeek_mig, reserved, 224);
+
+struct gpupeek_tier_table {
+    uint32_t track_count;
+    uint32_t track_size_bytes;
+    uint64_t tracks_offset;
+    uint32_t track_head_size_bytes;
+    uint32_t bucket_size_bytes;
+    uint32_t raw_slots;
+    uint32_t tier1_slots;
+    uint32_t tier2_slots;
+    uint32_t reserved0;
+    uint64_t reserved[11];
+};
+_Static_assert(sizeof(struct gpupeek_tier_table) == 128, "gpupeek_tier_table size");
+GPUPEEK_PIN(gpupeek_tier_table, track_count, 0);
+GPUPEEK_PIN(gpupeek_tier_table, track_size_bytes, 4);
+GPUPEEK_PIN(gpupeek_tier_table, tracks_offset, 8);
+GPUPEEK_PIN(gpupeek_tier_table, track_head_size_bytes, 16);
+GPUPEEK_PIN(gpupeek_tier_table, bucket_size_bytes, 20);
+GPUPEEK_PIN(gpupeek_tier_table, raw_slots, 24);
+GPUPEEK_PIN(gpupeek_tier_table, tier1_slots, 28);
+GPUPEEK_PIN(gpupeek_tier_table, tier2_slots, 32);
+GPUPEEK_PIN(gpupeek_tier_table, reserved0, 36);
+GPUPEEK_PIN(gpupeek_tier_table, reserved, 40);
+
+struct gpupeek_track_head {
+    uint64_t seq;
+    uint32_t kind;
+    uint32_t gpu_index;
+    uint32_t gpu_instance_id;
+    uint32_t compute_instance_id;
+    char uuid[96];
+    uint64_t integral_start_unix_ns;
+    uint64_t last_sample_unix_ns;
+    uint64_t raw_written;
+    uint64_t raw_step_ns;
+    uint64_t tier1_written;
+    uint64_t tier1_width_ns;
+    uint64_t tier2_written;
+    uint64_t tier2_width_ns;
+    uint64_t sum_util_pct;
+    uint64_t count_util;
+    uint64_t sum_mem_used_mib;
+    uint64_t count_mem_used;
+    uint64_t sum_power_mw;
+    uint64_t count_power;
+    uint64_t sum_temp_c;
+    uint64_t count_temp;
+    uint64_t sum_sm_clock_mhz;
+    uint64_t count_sm_clock;
+    uint64_t sum_sm_active_centipct;
+    uint64_t count_sm_active;
+    uint64_t reserved[13];
+};
+_Static_assert(sizeof(struct gpupeek_track_head) == 384, "gpupeek_track_head size");
+GPUPEEK_PIN(gpupeek_track_head, seq, 0);
+GPUPEEK_PIN(gpupeek_track_head, kind, 8);
+GPUPEEK_PIN(gpupeek_track_head, gpu_index, 12);
+GPUPEEK_PIN(gpupeek_track_head, gpu_instance_id, 16);
+GPUPEEK_PIN(gpupeek_track_head, compute_instance_id, 20);
+GPUPEEK_PIN(gpupeek_track_head, uuid, 24);
+GPUPEEK_PIN(gpupeek_track_head, integral_start_unix_ns, 120);
+GPUPEEK_PIN(gpupeek_track_head, last_sample_unix_ns, 128);
+GPUPEEK_PIN(gpupeek_track_head, raw_written, 136);
+GPUPEEK_PIN(gpupeek_track_head, raw_step_ns, 144);
+GPUPEEK_PIN(gpupeek_track_head, tier1_written, 152);
+GPUPEEK_PIN(gpupeek_track_head, tier1_width_ns, 160);
+GPUPEEK_PIN(gpupeek_track_head, tier2_written, 168);
+GPUPEEK_PIN(gpupeek_track_head, tier2_width_ns, 176);
+GPUPEEK_PIN(gpupeek_track_head, sum_util_pct, 184);
+GPUPEEK_PIN(gpupeek_track_head, count_util, 192);
+GPUPEEK_PIN(gpupeek_track_head, sum_mem_used_mib, 200);
+GPUPEEK_PIN(gpupeek_track_head, count_mem_used, 208);
+GPUPEEK_PIN(gpupeek_track_head, sum_power_mw, 216);
+GPUPEEK_PIN(gpupeek_track_head, count_power, 224);
+GPUPEEK_PIN(gpupeek_track_head, sum_temp_c, 232);
+GPUPEEK_PIN(gpupeek_track_head, count_temp, 240);
+GPUPEEK_PIN(gpupeek_track_head, sum_sm_clock_mhz, 248);
+GPUPEEK_PIN(gpupeek_track_head, count_sm_clock, 256);
+GPUPEEK_PIN(gpupeek_track_head, sum_sm_active_centipct, 264);
+GPUPEEK_PIN(gpupeek_track_head, count_sm_active, 272);
+GPUPEEK_PIN(gpupeek_track_head, reserved, 280);
+
+struct gpupeek_tier_bucket {
+    uint64_t start_unix_ns;
+    uint32_t mem_used_mib_min;
+    uint32_t mem_used_mib_mean;
+    uint32_t mem_used_mib_max;
+    uint32_t power_mw_min;
+    uint32_t power_mw_mean;
+    uint32_t power_mw_max;
+    uint16_t util_centipct_mean;
+    uint16_t sm_active_centipct_min;
+    uint16_t sm_active_centipct_mean;
+    uint16_t sm_active_centipct_max;
+    uint16_t sm_clock_mhz_min;
+    uint16_t sm_clock_mhz_mean;
+    uint16_t sm_clock_mhz_max;
+    uint16_t temp_centi_c_mean;
+    uint8_t temp_c_min;
+    uint8_t temp_c_max;
+    uint8_t util_pct_min;
+    uint8_t util_pct_max;
+    uint8_t samples;
+    uint8_t valid;
+    uint16_t reserved;
+};
+_Static_assert(sizeof(struct gpupeek_tier_bucket) == 56, "gpupeek_tier_bucket size");
+GPUPEEK_PIN(gpupeek_tier_bucket, start_unix_ns, 0);
+GPUPEEK_PIN(gpupeek_tier_bucket, mem_used_mib_min, 8);
+GPUPEEK_PIN(gpupeek_tier_bucket, mem_used_mib_mean, 12);
+GPUPEEK_PIN(gpupeek_tier_bucket, mem_used_mib_max, 16);
+GPUPEEK_PIN(gpupeek_tier_bucket, power_mw_min, 20);
+GPUPEEK_PIN(gpupeek_tier_bucket, power_mw_mean, 24);
+GPUPEEK_PIN(gpupeek_tier_bucket, power_mw_max, 28);
+GPUPEEK_PIN(gpupeek_tier_bucket, util_centipct_mean, 32);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_active_centipct_min, 34);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_active_centipct_mean, 36);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_active_centipct_max, 38);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_clock_mhz_min, 40);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_clock_mhz_mean, 42);
+GPUPEEK_PIN(gpupeek_tier_bucket, sm_clock_mhz_max, 44);
+GPUPEEK_PIN(gpupeek_tier_bucket, temp_centi_c_mean, 46);
+GPUPEEK_PIN(gpupeek_tier_bucket, temp_c_min, 48);
+GPUPEEK_PIN(gpupeek_tier_bucket, temp_c_max, 49);
+GPUPEEK_PIN(gpupeek_tier_bucket, util_pct_min, 50);
+GPUPEEK_PIN(gpupeek_tier_bucket, util_pct_max, 51);
+GPUPEEK_PIN(gpupeek_tier_bucket, samples, 52);
+GPUPEEK_PIN(gpupeek_tier_bucket, valid, 53);
+GPUPEEK_PIN(gpupeek_tier_bucket, reserved, 54);
 
 /* END GENERATED */
 

@@ -21,6 +21,8 @@ complete -c gpupeekd -l no-alerts -d 'log no alerts at all (not even for a lost 
 complete -c gpupeekd -l prompt-file -r -F -d 'also write one line of text to this file each tick, replaced atomically, for shell prompts to read without forking (e.g. /run/gpupeek/prompt; see --prompt-format)'
 complete -c gpupeekd -l prompt-format -x -d 'the template of the --prompt-file line, in gpupeek --format\'s language (default "{util}% {mem_used:GiB:.1}G"; plain text, no colours)'
 complete -c gpupeekd -l prompt-stopped -d 'only write "gpupeekd stopped" to --prompt-file and exit, touching no segment: for a service manager to run after the daemon died without a clean stop (ExecStopPost)'
+complete -c gpupeekd -l state-dir -x -a '(__fish_complete_directories)' -d 'directory of the history state file DIR/NAME.history, written every 10 minutes and on a clean stop, read at start (default: $GPUPEEK_STATE_DIR, else /var/lib/gpupeek for root, none otherwise)'
+complete -c gpupeekd -l history-tracks -x -d 'tracks of tiered history in the segment, one per GPU then per MIG instance, about 700 KiB each (default 16, at most 256; 0: none)'
 complete -c gpupeekd -l print-completion -x -a 'bash zsh fish' -d 'print the completion script for bash, zsh or fish and exit'
 complete -c gpupeekd -l version -d 'print the version and exit'
 complete -c gpupeekd -s h -l help -d 'print the help and exit'

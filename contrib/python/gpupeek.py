@@ -72,14 +72,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 __all__ = [
     "Error", "NoDaemonError", "StaleError", "ReleasedError", "AbiError", "UntrustedError", "CorruptError",
     "Segment", "Snapshot", "Status", "Gpu", "Process", "History", "HistorySample", "snapshot",
     "vram", "track_vram", "new_query", "gpu_count", "is_available", "GPUStat", "InvalidGPU",
     "GPUStatCollection", "WindowStat", "ResourceMetricCollector", "Device", "CudaDevice",
-    "collect_in_background",
+    "collect_in_background", "Integral", "integrals",
 ]
 
 # gpupeek's version (the workspace's, which contrib.rs checks); pyproject.toml reads it.
@@ -93,11 +93,13 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 6
+ABI_MINOR = 7
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
 MAX_HISTORY_SLOTS = 65536
+MAX_TIER_SLOTS = 1048576
+MAX_TIER_TRACKS = 4096
 MAX_SEGMENT_BYTES = 268435456
 MAX_TEXT_PER_PROCESS = 32768
 STALE_PERIODS = 3
@@ -111,6 +113,9 @@ HISTORY_HEAD_SIZE = 32
 HISTORY_SAMPLE_SIZE = 24
 MIG_TABLE_HEAD_SIZE = 128
 MIG_RECORD_SIZE = 256
+TIER_TABLE_HEAD_SIZE = 128
+TRACK_HEAD_SIZE = 384
+TIER_BUCKET_SIZE = 56
 
 # State enums: raw value -> name.
 DAEMON_STATES = {  # StatusRecord.state (DaemonState)
@@ -133,6 +138,11 @@ POLICIES = {  # ProcTableHead.policy (ProcPolicy)
     1: "full",
     2: "basic",
     3: "none",
+}
+TRACK_KINDS = {  # TrackHead.kind (TrackKind)
+    0: "free",
+    1: "gpu",
+    2: "mig",
 }
 
 # Bit sets: NAME -> bit index. Validity sets also map each field to the bit that
@@ -567,6 +577,34 @@ MIG_VALID = {
     "gpm_tensor_activity_centipct": 8,  # GPM_TENSOR_ACTIVITY
     "gpm_dram_bw_util_centipct": 9,  # GPM_DRAM_BW
 }
+TIER_VALID_BITS = {  # TierBucket.valid
+    "UTILIZATION": 0,
+    "MEMORY": 1,
+    "POWER_DRAW": 2,
+    "TEMPERATURE": 3,
+    "SM_CLOCK": 4,
+    "SM_ACTIVITY": 5,
+}
+TIER_VALID = {
+    "util_pct_min": 0,  # UTILIZATION
+    "util_centipct_mean": 0,  # UTILIZATION
+    "util_pct_max": 0,  # UTILIZATION
+    "mem_used_mib_min": 1,  # MEMORY
+    "mem_used_mib_mean": 1,  # MEMORY
+    "mem_used_mib_max": 1,  # MEMORY
+    "power_mw_min": 2,  # POWER_DRAW
+    "power_mw_mean": 2,  # POWER_DRAW
+    "power_mw_max": 2,  # POWER_DRAW
+    "temp_c_min": 3,  # TEMPERATURE
+    "temp_centi_c_mean": 3,  # TEMPERATURE
+    "temp_c_max": 3,  # TEMPERATURE
+    "sm_clock_mhz_min": 4,  # SM_CLOCK
+    "sm_clock_mhz_mean": 4,  # SM_CLOCK
+    "sm_clock_mhz_max": 4,  # SM_CLOCK
+    "sm_active_centipct_min": 5,  # SM_ACTIVITY
+    "sm_active_centipct_mean": 5,  # SM_ACTIVITY
+    "sm_active_centipct_max": 5,  # SM_ACTIVITY
+}
 
 # Each record's validity table, for walking them all.
 VALID_FIELDS = {
@@ -575,6 +613,7 @@ VALID_FIELDS = {
     "ProcRecord": PROC_VALID,  # valid
     "HistorySample": HISTORY_VALID,  # valid
     "MigRecord": MIG_VALID,  # valid
+    "TierBucket": TIER_VALID,  # valid
 }
 
 # Every record as (name, size, [(field, offset, struct format)]), in memory order.
@@ -599,7 +638,7 @@ LAYOUT = [
         ("history_ring_size_bytes", 96, "I"),
         ("history_slots", 100, "I"),
         ("history_sample_size_bytes", 104, "I"),
-        ("reserved1", 108, "I"),
+        ("tier_table_offset", 108, "I"),
         ("mig_table_offset", 112, "Q"),
         ("mig_record_size_bytes", 120, "I"),
         ("mig_capacity", 124, "I"),
@@ -912,6 +951,71 @@ LAYOUT = [
         ("gpm_interval_ns", 208, "Q"),
         ("sample_mono_ns", 216, "Q"),
         ("reserved", 224, "32s"),
+    ]),
+    ("TierTableHead", 128, [
+        ("track_count", 0, "I"),
+        ("track_size_bytes", 4, "I"),
+        ("tracks_offset", 8, "Q"),
+        ("track_head_size_bytes", 16, "I"),
+        ("bucket_size_bytes", 20, "I"),
+        ("raw_slots", 24, "I"),
+        ("tier1_slots", 28, "I"),
+        ("tier2_slots", 32, "I"),
+        ("reserved0", 36, "I"),
+        ("reserved", 40, "88s"),
+    ]),
+    ("TrackHead", 384, [
+        ("seq", 0, "Q"),
+        ("kind", 8, "I"),
+        ("gpu_index", 12, "I"),
+        ("gpu_instance_id", 16, "I"),
+        ("compute_instance_id", 20, "I"),
+        ("uuid", 24, "96s"),
+        ("integral_start_unix_ns", 120, "Q"),
+        ("last_sample_unix_ns", 128, "Q"),
+        ("raw_written", 136, "Q"),
+        ("raw_step_ns", 144, "Q"),
+        ("tier1_written", 152, "Q"),
+        ("tier1_width_ns", 160, "Q"),
+        ("tier2_written", 168, "Q"),
+        ("tier2_width_ns", 176, "Q"),
+        ("sum_util_pct", 184, "Q"),
+        ("count_util", 192, "Q"),
+        ("sum_mem_used_mib", 200, "Q"),
+        ("count_mem_used", 208, "Q"),
+        ("sum_power_mw", 216, "Q"),
+        ("count_power", 224, "Q"),
+        ("sum_temp_c", 232, "Q"),
+        ("count_temp", 240, "Q"),
+        ("sum_sm_clock_mhz", 248, "Q"),
+        ("count_sm_clock", 256, "Q"),
+        ("sum_sm_active_centipct", 264, "Q"),
+        ("count_sm_active", 272, "Q"),
+        ("reserved", 280, "104s"),
+    ]),
+    ("TierBucket", 56, [
+        ("start_unix_ns", 0, "Q"),
+        ("mem_used_mib_min", 8, "I"),
+        ("mem_used_mib_mean", 12, "I"),
+        ("mem_used_mib_max", 16, "I"),
+        ("power_mw_min", 20, "I"),
+        ("power_mw_mean", 24, "I"),
+        ("power_mw_max", 28, "I"),
+        ("util_centipct_mean", 32, "H"),
+        ("sm_active_centipct_min", 34, "H"),
+        ("sm_active_centipct_mean", 36, "H"),
+        ("sm_active_centipct_max", 38, "H"),
+        ("sm_clock_mhz_min", 40, "H"),
+        ("sm_clock_mhz_mean", 42, "H"),
+        ("sm_clock_mhz_max", 44, "H"),
+        ("temp_centi_c_mean", 46, "H"),
+        ("temp_c_min", 48, "B"),
+        ("temp_c_max", 49, "B"),
+        ("util_pct_min", 50, "B"),
+        ("util_pct_max", 51, "B"),
+        ("samples", 52, "B"),
+        ("valid", 53, "B"),
+        ("reserved", 54, "H"),
     ]),
 ]
 # END GENERATED
@@ -1273,6 +1377,61 @@ class _Futex:
         self._libc.munmap(self._page, self._size)
 
 
+# Integral sums by metric name (gpupeek-model's Metric names): (sum field, count field,
+# divisor to the metric's unit: power in W, SM activity in percent).
+_INTEGRAL_FIELDS = {
+    "util": ("sum_util_pct", "count_util", 1),
+    "mem_used": ("sum_mem_used_mib", "count_mem_used", 1),
+    "power": ("sum_power_mw", "count_power", 1000),
+    "temp": ("sum_temp_c", "count_temp", 1),
+    "sm_clock": ("sum_sm_clock_mhz", "count_sm_clock", 1),
+    "sm_active": ("sum_sm_active_centipct", "count_sm_active", 100),
+}
+
+
+class Integral(NamedTuple):
+    """What a track (ABI 1.7) summed since `start_unix_ns`: `sums[metric]` is `(sum,
+    samples)` with metric one of util (%), mem_used (MiB), power (W), temp (°C),
+    sm_clock (MHz), sm_active (%). The exact mean over a window is two reads:
+    `(s2 - s1) / (n2 - n1)` (see `mean_since`)."""
+    kind: str
+    gpu_index: int
+    uuid: str
+    mig: Optional[Tuple[int, int]]
+    start_unix_ns: int
+    last_unix_ns: int
+    sums: Dict[str, Tuple[float, int]]
+
+    def mean(self, metric: str) -> Optional[float]:
+        """Mean of `metric` over every sample since the start (None without one)."""
+        s, n = self.sums[metric]
+        return s / n if n else None
+
+    def mean_since(self, earlier: "Integral", metric: str) -> Optional[float]:
+        """Exact mean of `metric` over the samples between `earlier` (a read of the same
+        track) and this read; None when there were none or the track restarted."""
+        (s2, n2), (s1, n1) = self.sums[metric], earlier.sums[metric]
+        if n2 <= n1 or self.start_unix_ns != earlier.start_unix_ns or self.uuid != earlier.uuid:
+            return None
+        return (s2 - s1) / (n2 - n1)
+
+
+def _track_head(head: dict) -> dict:
+    """A decoded TrackHead with its kind named, its UUID as text and its MIG ids."""
+    out = dict(head)
+    out["kind"] = TRACK_KINDS.get(head["kind"], "unknown")
+    out["uuid"] = _text(head["uuid"])
+    gi, ci = head["gpu_instance_id"], head["compute_instance_id"]
+    out["mig"] = None if gi == 0xFFFFFFFF else (gi, ci)
+    return out
+
+
+def integrals(name: Optional[str] = None) -> List[Integral]:
+    """`Segment(name).integrals()`: every GPU's and MIG instance's running integrals."""
+    with Segment(name) as seg:
+        return seg.integrals()
+
+
 class Segment:
     """An open, trusted, validated segment, mapped read-only."""
 
@@ -1361,6 +1520,30 @@ class Segment:
             raise CorruptError(f"segment {self.name}: status overlaps the header")
         self._validate_history()
         self._validate_mig()
+        self._tiers = self._validate_tiers()
+
+    def _validate_tiers(self) -> Optional[dict]:
+        """The tier table (ABI 1.7) checked against the mapping, or None without one."""
+        offset = self.header.get("tier_table_offset", 0)
+        if offset == 0:
+            return None
+        bad = lambda what: CorruptError(f"segment {self.name}: {what}")
+        if offset % 8 or offset < STATIC_HEADER_SIZE or offset + TIER_TABLE_HEAD_SIZE > self.size:
+            raise bad("tier table outside the segment")
+        t = _decode("TierTableHead", bytes(self._bytes[offset:offset + TIER_TABLE_HEAD_SIZE]))
+        slots = [t["raw_slots"], t["tier1_slots"], t["tier2_slots"]]
+        head, bucket, track = t["track_head_size_bytes"], t["bucket_size_bytes"], t["track_size_bytes"]
+        if t["track_count"] > MAX_TIER_TRACKS or not all(0 < n <= MAX_TIER_SLOTS for n in slots):
+            raise bad("tier track or slot count out of range")
+        if head % 8 or head < TRACK_HEAD_SIZE or bucket % 8 or bucket < TIER_BUCKET_SIZE:
+            raise bad("track head or tier bucket misaligned or too small")
+        if track % 8 or track < head + bucket * sum(slots):
+            raise bad("track too small for its rings")
+        first = t["tracks_offset"]
+        if (first % 8 or first < offset + TIER_TABLE_HEAD_SIZE
+                or first + track * t["track_count"] > self.size):
+            raise bad("tier tracks outside the segment")
+        return dict(t, slots=slots)
 
     def _validate_mig(self):
         h = self.header
@@ -1680,6 +1863,61 @@ class Segment:
             out.append((rec["sample_mono_ns"],
                         {name: rec[name] if valid >> bit & 1 else None
                          for name, bit in HISTORY_VALID.items()}))
+        return out
+
+    def track_count(self) -> int:
+        """Tracks of tiered history (ABI 1.7); 0 from an older daemon."""
+        return self._tiers["track_count"] if self._tiers else 0
+
+    def track(self, index: int, keep: Optional[int] = None) -> Optional[dict]:
+        """Track `index` of the tiered history (ABI 1.7), read under its seqlock: a dict
+        with the head's fields (`kind` as a name, `uuid` as text, `mig` as
+        `(gpu_instance_id, compute_instance_id)` or None) and `tiers`, three lists (raw
+        samples, 10 s buckets, 1 min buckets) of at most `keep` newest buckets each, oldest
+        first, each a dict whose values without a validity bit are None. None without
+        tiered history or beyond the track count."""
+        t = self._tiers
+        if t is None or not 0 <= index < t["track_count"]:
+            return None
+        base = t["tracks_offset"] + index * t["track_size_bytes"]
+        size, slots = t["bucket_size_bytes"], t["slots"]
+
+        def rings():
+            head = _decode("TrackHead", bytes(self._bytes[base:base + TRACK_HEAD_SIZE]))
+            out, before = [], 0
+            for tier, written in enumerate([head["raw_written"], head["tier1_written"],
+                                            head["tier2_written"]]):
+                n = min(written, slots[tier], written if keep is None else keep)
+                ring = base + t["track_head_size_bytes"] + before * size
+                out.append([bytes(self._bytes[ring + (i % slots[tier]) * size:][:TIER_BUCKET_SIZE])
+                            for i in range(written - n, written)])
+                before += slots[tier]
+            return head, out
+
+        _, (head, raws) = self._read(base, 8, rings)
+        track = _track_head(head)
+        track["tiers"] = [[_validity(_decode("TierBucket", r), TIER_VALID) for r in ring]
+                          for ring in raws]
+        return track
+
+    def integrals(self) -> List["Integral"]:
+        """The running integrals of every GPU and MIG instance with a track (ABI 1.7),
+        in track order; empty from an older daemon. See `Integral`."""
+        out = []
+        t = self._tiers
+        for index in range(self.track_count()):
+            base = t["tracks_offset"] + index * t["track_size_bytes"]
+            raw, _ = self._read(base, TRACK_HEAD_SIZE)
+            head = _track_head(_decode("TrackHead", raw))
+            if head["kind"] == "free":
+                continue
+            sums = {}
+            for metric, (field, count, unit) in _INTEGRAL_FIELDS.items():
+                sums[metric] = (head[field] / unit, head[count])
+            out.append(Integral(kind=head["kind"], gpu_index=head["gpu_index"],
+                                uuid=head["uuid"], mig=head["mig"],
+                                start_unix_ns=head["integral_start_unix_ns"],
+                                last_unix_ns=head["last_sample_unix_ns"], sums=sums))
         return out
 
     def snapshot(self) -> Snapshot:

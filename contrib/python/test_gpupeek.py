@@ -181,7 +181,7 @@ class Validity(unittest.TestCase):
     def test_gpu_status_process_history_and_mig_records_have_validity_tables(self):
         self.assertEqual(set(gpupeek.VALID_FIELDS),
                          {"StatusRecord", "GpuRecord", "ProcRecord", "HistorySample",
-                          "MigRecord"})
+                          "MigRecord", "TierBucket"})
         self.assertEqual(gpupeek.GPU_VALID["idle_since_mono_ns"], 35)
         self.assertEqual(gpupeek.GPU_VALID["mig_mode_current"], 36)
 
@@ -200,6 +200,8 @@ class Validity(unittest.TestCase):
     def test_a_field_is_its_value_with_its_bit_set(self):
         decoded = self.segment(valid=(1 << 64) - 1)
         for record, table in gpupeek.VALID_FIELDS.items():
+            if record not in decoded:
+                continue  # TierBucket: see Tiers below
             for field in table:
                 with self.subTest(record=record, field=field):
                     self.assertEqual(getattr(decoded[record], field),
@@ -210,6 +212,8 @@ class Validity(unittest.TestCase):
         for bit in bits:
             decoded = self.segment(valid=((1 << 64) - 1) & ~(1 << bit))
             for record, table in gpupeek.VALID_FIELDS.items():
+                if record not in decoded:
+                    continue
                 for field, field_bit in table.items():
                     with self.subTest(record=record, field=field, bit=bit):
                         value = getattr(decoded[record], field)
@@ -217,6 +221,35 @@ class Validity(unittest.TestCase):
                             self.assertIsNone(value)
                         else:
                             self.assertEqual(value, self.expected(record, field))
+
+
+class Tiers(unittest.TestCase):
+    """The tiered history (ABI 1.7) of the live daemon: tracks and integrals."""
+
+    def test_each_gpu_has_a_track_whose_integrals_are_its_sums(self):
+        snap = wait_until("every GPU's first sample", lambda s: all(g.uuid for g in s.gpus))
+        uuids = {g.uuid for g in snap.gpus}
+        wait_until("a track per GPU", lambda s: uuids <= {i.uuid for i in gpupeek.integrals(SHM)})
+        with gpupeek.Segment(SHM) as seg:
+            self.assertGreater(seg.track_count(), 0)
+            tracks = [t for t in (seg.track(i) for i in range(seg.track_count()))
+                      if t["kind"] == "gpu"]
+        self.assertEqual({t["uuid"] for t in tracks}, uuids)
+        for t in tracks:
+            self.assertIsNone(t["mig"])
+            raw = t["tiers"][0]
+            self.assertTrue(raw, "raw samples")
+            for b in raw:
+                if b["samples"]:
+                    self.assertEqual(b["mem_used_mib_min"], b["mem_used_mib_max"])
+                else:
+                    self.assertIsNone(b["mem_used_mib_min"])
+        for i in gpupeek.integrals(SHM):
+            if i.kind == "gpu":
+                sums, n = i.sums["mem_used"]
+                self.assertGreater(n, 0)
+                self.assertIsNone(i.mean_since(i, "mem_used"))
+                self.assertEqual(i.mean("mem_used"), sums / n)
 
 
 class Snapshot(unittest.TestCase):

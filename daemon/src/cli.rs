@@ -92,6 +92,10 @@ pub struct Args {
     pub prompt_stopped: bool,
     /// `--print-completion`.
     pub print_completion: Option<Shell>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+    /// `--history-tracks`.
+    pub history_tracks: u32,
 }
 
 impl Default for Args {
@@ -121,6 +125,8 @@ impl Default for Args {
             prompt_format: None,
             prompt_stopped: false,
             print_completion: None,
+            state_dir: None,
+            history_tracks: gpupeek_shm::layout::DEFAULT_TIER_TRACKS,
         }
     }
 }
@@ -201,6 +207,10 @@ fn parse_bounded(s: &str, what: &str, max: u32) -> Result<u32, String> {
             "bad {what} {s:?}: use a whole number from 0 (off) to {max}"
         )),
     }
+}
+
+pub(crate) fn parse_tracks(s: &str) -> Result<u32, String> {
+    parse_bounded(s, "number of history tracks", 256)
 }
 
 pub(crate) fn parse_temp(s: &str) -> Result<u32, String> {

@@ -19,6 +19,12 @@ pub const DETAILS_REFRESH_MS: &str = "GPUPEEKD_TEST_DETAILS_REFRESH_MS";
 /// the initial one under CI).
 pub const HOST_PID_NS: &str = "GPUPEEKD_TEST_HOST_PID_NS";
 
+/// `MS`: the tiered history's unit (see [`crate::timeline`]) is `MS` milliseconds
+/// instead of 1 s: raw samples every `max(period, unit)`, buckets of 10 and 60 units, so
+/// that a test fills several buckets of each tier in seconds, through the same code.
+/// Logged at start.
+pub const HISTORY_UNIT_MS: &str = "GPUPEEKD_TEST_HISTORY_UNIT_MS";
+
 /// The value of hook `name`, when this build reads hooks and it is set and parses.
 #[cfg(feature = "test-hooks")]
 pub fn get<T: FromStr>(name: &str) -> Option<T> {

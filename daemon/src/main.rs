@@ -36,8 +36,10 @@ mod request;
 mod run;
 mod sampler;
 mod session;
+mod statefile;
 mod sysfs;
 mod tiers;
+mod timeline;
 mod waiter;
 mod worker;
 
@@ -80,7 +82,11 @@ fn main() -> ExitCode {
         return request::send(&name, request, wait);
     }
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
-    let mut publisher = match Publisher::create(&name, &Options::new(epoch, std::process::id())) {
+    let options = Options {
+        tier_tracks: args.history_tracks,
+        ..Options::new(epoch, std::process::id())
+    };
+    let mut publisher = match Publisher::create(&name, &options) {
         Ok(publisher) => publisher,
         Err(e) => {
             logging::say(format_args!("{e}"));
@@ -119,6 +125,8 @@ fn main() -> ExitCode {
         release_after: args.release_after,
         prompt,
         nvml_timeout: args.nvml_timeout,
+        history_unit: history_unit(),
+        state_file: state_dir(args.state_dir).map(|dir| statefile::path(&dir, &name)),
     };
     match run::run(config, publisher) {
         Ok(()) => ExitCode::SUCCESS,
@@ -185,4 +193,31 @@ fn parse_args() -> Result<Box<cli::Args>, ExitCode> {
             Err(ExitCode::from(EXIT_USAGE))
         }
     }
+}
+
+/// The tiered history's unit: 1 s, or what the test hook [`hooks::HISTORY_UNIT_MS`]
+/// says (logged, since it changes every bucket's width).
+fn history_unit() -> std::time::Duration {
+    match hooks::get::<u64>(hooks::HISTORY_UNIT_MS).filter(|&ms| ms > 0) {
+        Some(ms) => {
+            log::info!("test hook: history unit {ms} ms instead of 1 s");
+            std::time::Duration::from_millis(ms)
+        }
+        None => std::time::Duration::from_secs(1),
+    }
+}
+
+/// `--state-dir`, else `$GPUPEEK_STATE_DIR` if set and not empty, else
+/// [`statefile::DEFAULT_DIR`] for root, else none.
+fn state_dir(flag: Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
+    let env = std::env::var_os(statefile::DIR_ENV).filter(|d| !d.is_empty());
+    let dir = flag.or(env.map(Into::into)).or_else(|| {
+        nix::unistd::geteuid()
+            .is_root()
+            .then(|| statefile::DEFAULT_DIR.into())
+    });
+    if dir.is_none() {
+        log::info!("no --state-dir: the tiered history lasts as long as the segment");
+    }
+    dir
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use gpupeek_shm::layout::{DaemonState, GpuState};
+use gpupeek_shm::layout::{DaemonState, GpuState, TrackKind};
 use gpupeek_shm::{GpuRecord, Publisher, StatusRecord};
 
 use crate::alerts::{Alerts, Thresholds};
@@ -43,7 +43,13 @@ use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
 use crate::sampler::SystemInfo;
 use crate::session::Answer;
+use crate::timeline::{self, Key, Timeline};
 use crate::waiter::{Request, Waiter};
+
+/// History units (seconds) between two writes of the state file: a crash loses at most
+/// this much history (a clean stop writes it all). Every minute would write a full
+/// 8-GPU history (6 MB) 1,440 times a day; every ten minutes, 144.
+const SAVE_UNITS: u32 = 600;
 
 /// What the loop needs to know.
 pub struct Config {
@@ -69,6 +75,10 @@ pub struct Config {
     pub prompt: Option<PromptFile>,
     /// How long an NVML call may run before its GPU is published as not responding.
     pub nvml_timeout: Duration,
+    /// The tiered history's unit: 1 s (tests shorten it, see [`hooks::HISTORY_UNIT_MS`]).
+    pub history_unit: Duration,
+    /// The history state file, if history is kept across restarts.
+    pub state_file: Option<PathBuf>,
 }
 
 struct Daemon {
@@ -91,6 +101,14 @@ struct Daemon {
     history: history::Clock,
     /// This tick appends a history sample for every GPU it publishes.
     history_due: bool,
+    /// The tiered history's tracks.
+    timeline: Timeline,
+    /// When to sample into the tracks.
+    tier_clock: history::Clock,
+    /// Wall-clock time of this tick's samples into the tracks, when it takes them.
+    tier_due: Option<u64>,
+    /// Writes the state file.
+    saver: crate::statefile::Saver,
     /// The prompt file (moved out of the config), and the GPU records this tick
     /// published, in slot order, for it to render (kept only when there is one).
     prompt: Option<PromptFile>,
@@ -176,6 +194,18 @@ impl Daemon {
             period_ns: config.interval.as_nanos() as u64,
             ..Default::default()
         });
+        // History a previous daemon left in the segment (taken over in place), else in
+        // the state file.
+        let in_segment: Vec<_> = (0..publisher.track_count())
+            .filter_map(|i| publisher.read_track(i))
+            .filter(|t| t.head.kind != TrackKind::Free as u32)
+            .collect();
+        let saver = crate::statefile::Saver::new(
+            config.state_file.clone(),
+            config.history_unit * SAVE_UNITS,
+        );
+        let previous = saver.previous(in_segment, unix_now_ns());
+        let timeline = Timeline::new(&publisher, config.interval, config.history_unit, previous);
         let driver = Driver::new(
             config.nvml_lib.clone(),
             config.interval,
@@ -195,6 +225,10 @@ impl Daemon {
             gpu_count: 0,
             history: history::Clock::new(config.interval),
             history_due: false,
+            timeline,
+            tier_clock: history::Clock::every(config.history_unit, config.interval),
+            tier_due: None,
+            saver,
             prompt,
             published: Vec::new(),
             counters: Default::default(),
@@ -240,6 +274,11 @@ impl Daemon {
         // of the period is left for publishing.
         let wait_until = now + self.config.nvml_timeout.min(self.config.interval * 3 / 4);
         self.history_due = self.history.due(now);
+        self.tier_due = self.tier_clock.due(now).then(unix_now_ns);
+        if self.tier_due.is_some() && self.saver.due(now) {
+            self.saver
+                .save(self.timeline.tracks(&self.publisher), unix_now_ns());
+        }
         self.pm.refresh();
         self.wake_if_needed(now);
         self.driver.retry(now, wait_until, &mut self.pm);
@@ -366,6 +405,10 @@ impl Daemon {
         if !ready && self.history_due {
             self.history.again();
         }
+        if !ready && self.tier_due.take().is_some() {
+            self.tier_clock.again();
+        }
+        let mut all_keyed = true;
         for index in 0..count {
             let slot = index as usize;
             if self.pm.asleep(slot) {
@@ -412,8 +455,34 @@ impl Daemon {
                 left => left.map(|n| n - 1),
             };
             publish_gpu(&self.publisher, &self.gpu, history_step, slot);
+            let values = timeline::gpu_values(&self.gpu);
+            record_gpu(
+                &mut self.timeline,
+                &self.publisher,
+                self.tier_due,
+                &self.gpu,
+                &values,
+            );
+            all_keyed &= self.gpu.valid & gpupeek_shm::layout::gpu_valid::UUID != 0;
             if self.prompt.is_some() {
                 self.published.push(self.gpu);
+            }
+        }
+        if let Some(at) = self.tier_due {
+            // Every GPU answered and is keyed: history still waiting for a GPU is of
+            // one that is gone.
+            for m in &self.mig {
+                let key = Key {
+                    kind: TrackKind::Mig,
+                    uuid: &m.uuid,
+                    gpu_index: m.gpu_index,
+                    mig: Some((m.gpu_instance_id, m.compute_instance_id)),
+                };
+                self.timeline
+                    .record(&self.publisher, key, at, &timeline::mig_values(m));
+            }
+            if all_keyed {
+                self.timeline.settle();
             }
         }
         self.alerts.observe_count(count);
@@ -439,6 +508,14 @@ impl Daemon {
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
             self.publish_gpu(slot);
+            let none = [None; timeline::METRICS];
+            record_gpu(
+                &mut self.timeline,
+                &self.publisher,
+                self.tier_due,
+                &self.gpu,
+                &none,
+            );
             self.keep_published();
         }
         self.procs
@@ -459,9 +536,7 @@ impl Daemon {
 
     fn publish_status(&mut self, status: &mut StatusRecord) {
         status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
-        status.published_unix_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        status.published_unix_ns = unix_now_ns();
         self.publisher.set_status(status);
         // While starting, only the heartbeat moves: the first generation is the first
         // tick with something to show (tests and `--follow` wait for it).
@@ -476,6 +551,8 @@ impl Daemon {
         // nvmlShutdown before "stopped" is published; a worker stuck in a call delays
         // this by at most the NVML timeout (a second signal exits at once).
         self.driver.close(Nvml::Released);
+        let tracks = self.timeline.tracks(&self.publisher);
+        self.saver.save_now(tracks, unix_now_ns());
         let mut status = StatusRecord {
             state: DaemonState::Stopped as u32,
             period_ns: self.config.interval.as_nanos() as u64,
@@ -487,6 +564,35 @@ impl Daemon {
             prompt.stopped();
         }
     }
+}
+
+/// Records `values` as `gpu`'s sample into its track, when this tick samples into the
+/// tracks (`at`, the tick's wall-clock time).
+fn record_gpu(
+    timeline: &mut Timeline,
+    publisher: &Publisher,
+    at: Option<u64>,
+    gpu: &GpuRecord,
+    values: &timeline::Values,
+) {
+    let Some(at) = at else { return };
+    if gpu.valid & gpupeek_shm::layout::gpu_valid::UUID == 0 {
+        return;
+    }
+    let key = Key {
+        kind: TrackKind::Gpu,
+        uuid: &gpu.uuid,
+        gpu_index: gpu.index,
+        mig: None,
+    };
+    timeline.record(publisher, key, at, values);
+}
+
+/// Wall-clock time now, Unix ns (0 before 1970).
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The test hook [`hooks::FREEZE_MID_WRITE`]: the daemon stops itself (SIGSTOP) inside a write of

@@ -256,11 +256,15 @@ impl GpuSampler {
             },
         };
         let mut fill = Fill { rec, lost: false };
-        if self.identity.is_none() {
-            self.identity = Some(read_identity(&device, &mut fill));
-        }
-        if let Some(id) = &self.identity {
-            put_identity(fill.rec, id);
+        let identity = match self.identity.take() {
+            Some(id) => id,
+            None => read_identity(&device, &mut fill),
+        };
+        put_identity(fill.rec, &identity);
+        // An identity read while the GPU was lost lacks its UUID and name: read it again
+        // when the GPU is back (its history is keyed by that UUID).
+        if !fill.lost {
+            self.identity = Some(identity);
         }
         let now = fill.rec.sample_mono_ns;
         let slow = procs.is_some();

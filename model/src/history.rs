@@ -1,4 +1,10 @@
-//! One sample of a GPU's history ring, decoded.
+//! History, decoded: one sample of a GPU's history ring (ABI 1.1), and [`window`], the
+//! one way plots, exports and the collector read history: from the tiered history
+//! (ABI 1.7, see [`tiered`]) when the segment has it, else from the raw ring.
+
+mod tiered;
+
+pub use tiered::{integrals, Integral};
 
 use gpupeek_shm::layout::history_valid as hv;
 use gpupeek_shm::HistorySample;
@@ -180,8 +186,11 @@ pub struct Series {
     pub points: Vec<Point>,
 }
 
-/// Every GPU's history over the last `since` before the snapshot's publish time, from
-/// `segment`. Today that is the raw ring only (the tiered history will extend it).
+/// Every GPU's (and MIG instance's) history over the last `since` before the snapshot's
+/// publish time, from `segment`: the finest data the tiered history has for each part of
+/// the window (raw samples, then 10 s buckets, then 1 min buckets), MIG instances as
+/// series of their own after the GPUs. A GPU without a track (beyond the daemon's
+/// `--history-tracks`, or from a writer older than ABI 1.7) has its raw ring's samples.
 pub fn window(
     segment: &gpupeek_shm::Segment,
     snapshot: &gpupeek_shm::Snapshot,
@@ -191,12 +200,21 @@ pub fn window(
     let now_unix = status.published_unix_ns;
     let now_mono = status.heartbeat_mono_ns;
     let from = now_unix.saturating_sub(since.as_nanos().try_into().unwrap_or(u64::MAX));
+    // GPUs from their tracks; a GPU without one (beyond the tracks, or a writer older
+    // than ABI 1.7) from its raw ring; then the MIG instances' tracks.
+    let mut tiered = tiered::window(segment, snapshot, from, now_unix).unwrap_or_default();
     let mut out = Vec::new();
     for (slot, rec) in snapshot.gpus.iter().enumerate() {
+        let gpu = crate::Gpu::new(rec);
+        let uuid = gpu.uuid.map(|t| t.to_string()).unwrap_or_default();
+        let own = |s: &Series| s.mig.is_none() && s.gpu_index == gpu.index && s.uuid == uuid;
+        if let Some(at) = tiered.iter().position(own) {
+            out.push(tiered.remove(at));
+            continue;
+        }
         let Ok(Some(ring)) = segment.history(slot) else {
             continue;
         };
-        let gpu = crate::Gpu::new(rec);
         let points = ring
             .samples
             .iter()
@@ -232,11 +250,12 @@ pub fn window(
             .collect();
         out.push(Series {
             gpu_index: gpu.index,
-            uuid: gpu.uuid.map(|t| t.to_string()).unwrap_or_default(),
+            uuid,
             name: gpu.name.map(|t| t.to_string()).unwrap_or_default(),
             mig: None,
             points,
         });
     }
+    out.extend(tiered.into_iter().filter(|s| s.mig.is_some()));
     out
 }

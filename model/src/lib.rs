@@ -31,7 +31,7 @@ pub use fields::{Field, FIELDS};
 pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
 pub use gpupeek_shm::layout::{DaemonState, GpuState};
 pub use gpupeek_shm::ProcPolicy;
-pub use history::{Metric, Point, Sample, Series, Stat};
+pub use history::{Integral, Metric, Point, Sample, Series, Stat};
 pub use mig::{Mig, MigGpm};
 pub use process::{ProcKind, Process};
 pub use status::Status;

@@ -8,7 +8,11 @@
 //!
 //! The history region (ABI 1.1) is optional: a header whose `history_offset` is 0 has
 //! none, and every history field then reads as 0 in the geometry. So is the MIG table
-//! (ABI 1.4): a `mig_table_offset` of 0 means none.
+//! (ABI 1.4): a `mig_table_offset` of 0 means none. And so is the tier region (ABI 1.7,
+//! see [`tiers`]): a `tier_table_offset` of 0 means none; its table head lives in the
+//! mapping, not the static header, and is checked by [`Geometry::load_tiers`].
+
+pub mod tiers;
 
 use std::mem::size_of;
 use std::sync::atomic::AtomicU64;
@@ -16,10 +20,12 @@ use std::sync::atomic::AtomicU64;
 use crate::error::Error;
 use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcRecord, ProcTableHead,
-    StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS, GENERATION_OFFSET,
-    GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, MAX_HISTORY_SLOTS, MIG_SLOTS_PER_GPU, SLOT_ALIGN,
-    STATUS_OFFSET, TEXT_POOL_BYTES_PER_PROC_SLOT,
+    StaticHeader, StatusRecord, TierTableHead, ABI_MAJOR, ABI_MINOR, DEFAULT_HISTORY_SLOTS,
+    DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS, DEFAULT_TIER2_SLOTS, DEFAULT_TIER_TRACKS,
+    GENERATION_OFFSET, GPU_TABLE_OFFSET, MAGIC, MAX_CAPACITY, MAX_HISTORY_SLOTS, MIG_SLOTS_PER_GPU,
+    SLOT_ALIGN, STATUS_OFFSET, TEXT_POOL_BYTES_PER_PROC_SLOT,
 };
+pub use tiers::TierGeometry;
 
 /// Validated offsets and sizes of a segment's regions, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +64,8 @@ pub struct Geometry {
     pub mig_record_size: usize,
     /// Number of MIG slots.
     pub mig_capacity: usize,
+    /// The tier region (ABI 1.7), if the segment has one.
+    pub tiers: Option<TierGeometry>,
 }
 
 fn round_up(n: usize, to: usize) -> usize {
@@ -66,9 +74,14 @@ fn round_up(n: usize, to: usize) -> usize {
 
 impl Geometry {
     /// The layout this ABI version writes for the given capacities, with
-    /// [`DEFAULT_HISTORY_SLOTS`] history samples and [`MIG_SLOTS_PER_GPU`] MIG slots per
-    /// GPU slot.
+    /// [`DEFAULT_HISTORY_SLOTS`] history samples, [`MIG_SLOTS_PER_GPU`] MIG slots per
+    /// GPU slot and [`DEFAULT_TIER_TRACKS`] tracks of tiered history.
     pub fn for_capacities(gpu_capacity: u32, proc_capacity: u32) -> Self {
+        Self::with_tracks(gpu_capacity, proc_capacity, DEFAULT_TIER_TRACKS)
+    }
+
+    /// [`Geometry::for_capacities`] with `tracks` tracks of tiered history (none for 0).
+    pub fn with_tracks(gpu_capacity: u32, proc_capacity: u32, tracks: u32) -> Self {
         let gpu_record_size = round_up(size_of::<GpuRecord>(), SLOT_ALIGN);
         let proc_table_offset = GPU_TABLE_OFFSET + gpu_record_size * gpu_capacity as usize;
         let proc_end = proc_table_offset
@@ -85,8 +98,17 @@ impl Geometry {
         let mig_end =
             mig_table_offset + size_of::<MigTableHead>() + size_of::<MigRecord>() * mig_capacity;
         let text_pool_size = (TEXT_POOL_BYTES_PER_PROC_SLOT * proc_capacity) as usize;
+        let tiers = (tracks > 0).then(|| {
+            let slots = [DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS, DEFAULT_TIER2_SLOTS];
+            TierGeometry::for_writer(
+                round_up(mig_end, SLOT_ALIGN),
+                tracks as usize,
+                slots.map(|s| s as usize),
+            )
+        });
+        let before_pool = tiers.map_or(mig_end, |t| t.end());
         Geometry {
-            segment_size: round_up(mig_end, SLOT_ALIGN) + text_pool_size,
+            segment_size: round_up(before_pool, SLOT_ALIGN) + text_pool_size,
             generation_offset: GENERATION_OFFSET,
             status_offset: STATUS_OFFSET,
             status_size: size_of::<StatusRecord>(),
@@ -103,6 +125,7 @@ impl Geometry {
             mig_table_offset,
             mig_record_size: size_of::<MigRecord>(),
             mig_capacity,
+            tiers,
         }
     }
 
@@ -147,7 +170,7 @@ impl Geometry {
             history_ring_size_bytes: self.history_ring_size as u32,
             history_slots: self.history_slots as u32,
             history_sample_size_bytes: self.history_sample_size as u32,
-            reserved1: 0,
+            tier_table_offset: self.tiers.map_or(0, |t| t.table_offset as u32),
             mig_table_offset: self.mig_table_offset as u64,
             mig_record_size_bytes: self.mig_record_size as u32,
             mig_capacity: self.mig_capacity as u32,
@@ -199,6 +222,7 @@ impl Geometry {
             mig_table_offset: 0,
             mig_record_size: 0,
             mig_capacity: 0,
+            tiers: None,
         };
         let regions = [
             ("generation word", g.generation_offset, 8, 1, 8),
@@ -251,6 +275,32 @@ impl Geometry {
             return Ok(g);
         }
         validate_mig(g, h, mapped_len).map_err(|what| Error::corrupt(name, what))
+    }
+
+    /// This geometry with the tier region of header `h` filled in, its table head read
+    /// from `words` (the mapping the header was found in) and checked; unchanged when
+    /// the header has no tier table.
+    pub fn load_tiers(
+        mut self,
+        name: &str,
+        h: &StaticHeader,
+        words: &[AtomicU64],
+    ) -> Result<Self, Error> {
+        let mapped_len = words.len() * 8;
+        let corrupt = |what: String| Error::corrupt(name, what);
+        let Some(offset) = TierGeometry::table_at(h, mapped_len).map_err(corrupt)? else {
+            return Ok(self);
+        };
+        let mut table = TierTableHead::default();
+        let table_words = &words[offset / 8..(offset + size_of::<TierTableHead>()) / 8];
+        crate::seqlock::load_words(table_words, zerocopy::IntoBytes::as_mut_bytes(&mut table));
+        self.tiers = Some(TierGeometry::validate(offset, &table, mapped_len).map_err(corrupt)?);
+        Ok(self)
+    }
+
+    /// True when the segment has tiered history.
+    pub fn has_tiers(&self) -> bool {
+        self.tiers.is_some()
     }
 
     /// The generation word.
@@ -381,8 +431,10 @@ fn region(words: &[AtomicU64], offset: usize, size: usize) -> &[AtomicU64] {
 mod tests {
     use super::*;
 
+    /// A writer's geometry without a tier region: the static header alone describes it
+    /// (the tier region's checks are in `tiers`).
     fn header() -> (Geometry, StaticHeader) {
-        let g = Geometry::for_capacities(8, 16);
+        let g = Geometry::with_tracks(8, 16, 0);
         (g, g.static_header(1, 2))
     }
 

@@ -12,6 +12,7 @@
 //! | process table | after GPUs     | [`ProcTableHead`] + `proc_capacity` × [`ProcRecord`] | the head's seqlock |
 //! | history (1.1) | after processes | `gpu_capacity` rings: [`HistoryHead`] + `history_slots` × [`HistorySample`] | one seqlock per ring (the head's `seq`) |
 //! | MIG table (1.4) | after history | [`MigTableHead`] + `mig_capacity` × [`MigRecord`] | the head's seqlock |
+//! | tier table (1.7) | after the MIG table, at [`StaticHeader::tier_table_offset`] | [`TierTableHead`] + `track_count` tracks: [`TrackHead`] + raw, tier-1 and tier-2 rings of [`TierBucket`] | one seqlock per track (the head's `seq`) |
 //! | text pool (1.5) | after the MIG table, at [`ProcTableHead::text_pool_offset`] | `text_pool_size_bytes`: `proc_capacity` × [`TEXT_POOL_BYTES_PER_PROC_SLOT`] | the process table head's seqlock |
 //!
 //! The text pool is the one region whose place is in a seqlocked head rather than the
@@ -30,18 +31,20 @@ mod tables;
 mod history;
 mod mig;
 mod procs;
+mod tiers;
 
 pub use history::*;
 pub use mig::*;
 pub use procs::*;
 pub use tables::{Bit, BitSet, EnumTable, Variant};
+pub use tiers::*;
 
 /// `b"GPUPEEK\0"` read as a little-endian `u64`; the first word of every segment.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 6;
+pub const ABI_MINOR: u32 = 7;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -73,7 +76,7 @@ pub const MAX_HISTORY_SLOTS: u32 = 65536;
 pub const MAX_CAPACITY: u32 = 65536;
 
 /// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
-pub const BIT_SETS: [BitSet; 9] = [
+pub const BIT_SETS: [BitSet; 10] = [
     status_valid::SET,
     gpu_valid::SET,
     gpu_valid2::SET,
@@ -83,10 +86,16 @@ pub const BIT_SETS: [BitSet; 9] = [
     proc_valid::SET,
     history_valid::SET,
     mig_valid::SET,
+    tier_valid::SET,
 ];
 
 /// Every state enum of the ABI as a table.
-pub const STATE_ENUMS: [EnumTable; 3] = [DaemonState::TABLE, GpuState::TABLE, ProcPolicy::TABLE];
+pub const STATE_ENUMS: [EnumTable; 4] = [
+    DaemonState::TABLE,
+    GpuState::TABLE,
+    ProcPolicy::TABLE,
+    TrackKind::TABLE,
+];
 
 state_enum! {
     /// What the daemon is doing; `StatusRecord::state`.
@@ -173,8 +182,10 @@ pub struct StaticHeader {
     pub history_slots: u32,
     /// Size of one [`HistorySample`] in bytes (ABI 1.1).
     pub history_sample_size_bytes: u32,
-    /// Zero.
-    pub reserved1: u32,
+    /// Offset of the tier table (ABI 1.7): a [`TierTableHead`] and its tracks of
+    /// tiered history. 0 means "no tiered history" (an older writer). A `u32` since a
+    /// reader maps at most 256 MiB.
+    pub tier_table_offset: u32,
     /// Offset of the MIG table (ABI 1.4): a [`MigTableHead`] followed by `mig_capacity`
     /// slots of `mig_record_size_bytes`. 0 means "no MIG table" (an older writer).
     pub mig_table_offset: u64,

@@ -43,6 +43,8 @@ pub mod reader;
 #[cfg(not(loom))]
 pub mod text;
 #[cfg(not(loom))]
+pub mod tracks;
+#[cfg(not(loom))]
 pub mod writer;
 
 #[cfg(not(loom))]
@@ -52,10 +54,12 @@ pub use geometry::Geometry;
 #[cfg(not(loom))]
 pub use layout::{
     DaemonState, GpuRecord, GpuState, HistorySample, MigRecord, ProcPolicy, ProcRecord,
-    StaticHeader, StatusRecord, ABI_MAJOR, ABI_MINOR,
+    StaticHeader, StatusRecord, TierBucket, TrackHead, TrackKind, ABI_MAJOR, ABI_MINOR,
 };
 #[cfg(not(loom))]
 pub use reader::{History, Liveness, Segment, Snapshot};
+#[cfg(not(loom))]
+pub use tracks::Track;
 #[cfg(not(loom))]
 pub use writer::{Options, ProcContext, Publisher};
 

@@ -9,7 +9,7 @@
 
 use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcRecord, ProcTableHead,
-    StaticHeader, StatusRecord,
+    StaticHeader, StatusRecord, TierBucket, TierTableHead, TrackHead,
 };
 
 /// Size of the type a field accessor returns; used to size fields in `const` context.
@@ -105,7 +105,7 @@ pin_layout!(StaticHeader, size = 128, {
     gpu_record_size_bytes: 56, gpu_capacity: 60, proc_table_offset: 64,
     proc_record_size_bytes: 72, proc_capacity: 76, generation_offset: 80, history_offset: 88,
     history_ring_size_bytes: 96, history_slots: 100, history_sample_size_bytes: 104,
-    reserved1: 108, mig_table_offset: 112, mig_record_size_bytes: 120, mig_capacity: 124,
+    tier_table_offset: 108, mig_table_offset: 112, mig_record_size_bytes: 120, mig_capacity: 124,
 });
 
 pin_layout!(StatusRecord, size = 256, {
@@ -290,6 +290,31 @@ pin_layout!(MigRecord, size = 256, {
     gpm_interval_ns: 208, sample_mono_ns: 216, reserved: 224,
 });
 
+pin_layout!(TierTableHead, size = 128, {
+    track_count: 0, track_size_bytes: 4, tracks_offset: 8, track_head_size_bytes: 16,
+    bucket_size_bytes: 20, raw_slots: 24, tier1_slots: 28, tier2_slots: 32, reserved0: 36,
+    reserved: 40,
+});
+
+pin_layout!(TrackHead, size = 384, {
+    seq: 0, kind: 8, gpu_index: 12, gpu_instance_id: 16, compute_instance_id: 20, uuid: 24,
+    integral_start_unix_ns: 120, last_sample_unix_ns: 128, raw_written: 136,
+    raw_step_ns: 144, tier1_written: 152, tier1_width_ns: 160, tier2_written: 168,
+    tier2_width_ns: 176, sum_util_pct: 184, count_util: 192, sum_mem_used_mib: 200,
+    count_mem_used: 208, sum_power_mw: 216, count_power: 224, sum_temp_c: 232,
+    count_temp: 240, sum_sm_clock_mhz: 248, count_sm_clock: 256,
+    sum_sm_active_centipct: 264, count_sm_active: 272, reserved: 280,
+});
+
+pin_layout!(TierBucket, size = 56, {
+    start_unix_ns: 0, mem_used_mib_min: 8, mem_used_mib_mean: 12, mem_used_mib_max: 16,
+    power_mw_min: 20, power_mw_mean: 24, power_mw_max: 28, util_centipct_mean: 32,
+    sm_active_centipct_min: 34, sm_active_centipct_mean: 36, sm_active_centipct_max: 38,
+    sm_clock_mhz_min: 40, sm_clock_mhz_mean: 42, sm_clock_mhz_max: 44,
+    temp_centi_c_mean: 46, temp_c_min: 48, temp_c_max: 49, util_pct_min: 50,
+    util_pct_max: 51, samples: 52, valid: 53, reserved: 54,
+});
+
 /// Size of a 1.0 process record: the smallest a reader accepts.
 pub const PROC_RECORD_V1_0_SIZE: usize = 128;
 
@@ -324,7 +349,7 @@ macro_rules! records {
 }
 
 /// Every record of the ABI, in the order of [`describe`].
-pub const RECORDS: [Record; 9] = records!(
+pub const RECORDS: [Record; 12] = records!(
     StaticHeader,
     StatusRecord,
     GpuRecord,
@@ -334,6 +359,9 @@ pub const RECORDS: [Record; 9] = records!(
     HistorySample,
     MigTableHead,
     MigRecord,
+    TierTableHead,
+    TrackHead,
+    TierBucket,
 );
 
 /// The whole ABI as text: one block per record, one `offset size name` line per field.

@@ -64,7 +64,8 @@ impl Segment {
         let map = Mapping::new(name, &fd, len, false)?;
         let identity = (st.st_dev, st.st_ino);
         let header = read_static_header(map.words());
-        let geometry = Geometry::validate(name, &header, map.len())?;
+        let geometry =
+            Geometry::validate(name, &header, map.len())?.load_tiers(name, &header, map.words())?;
         Ok(Segment {
             name: name.to_owned(),
             identity,
@@ -317,6 +318,34 @@ impl Segment {
             }
         }
         rings
+    }
+
+    /// Number of tracks of tiered history (ABI 1.7); 0 from an older writer.
+    pub fn track_count(&self) -> usize {
+        self.geometry.tiers.map_or(0, |t| t.track_count)
+    }
+
+    /// Track `index`'s head alone (cheap: its integrals and ring counters); `None`
+    /// without tiered history or beyond the track count.
+    pub fn track_head(&self, index: usize) -> Result<Option<crate::layout::TrackHead>, Error> {
+        let Some(t) = self.geometry.tiers.filter(|t| index < t.track_count) else {
+            return Ok(None);
+        };
+        crate::tracks::load_head(&t, self.map.words(), index)
+            .map(Some)
+            .map_err(|Stale| self.stale("history track"))
+    }
+
+    /// Track `index` with at most the `keep[t]` newest buckets of each tier `t` (raw,
+    /// tier 1, tier 2), oldest first; `None` without tiered history or beyond the track
+    /// count.
+    pub fn track(&self, index: usize, keep: [usize; 3]) -> Result<Option<crate::Track>, Error> {
+        let Some(t) = self.geometry.tiers.filter(|t| index < t.track_count) else {
+            return Ok(None);
+        };
+        crate::tracks::load_track(&t, self.map.words(), index, keep)
+            .map(Some)
+            .map_err(|Stale| self.stale("history track"))
     }
 
     /// Sleeps until the daemon publishes past generation `seen`, or a fallback timeout

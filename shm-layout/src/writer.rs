@@ -35,7 +35,8 @@ use crate::error::{Error, Untrusted};
 use crate::geometry::Geometry;
 use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcPolicy, ProcRecord,
-    ProcTableHead, StaticHeader, StatusRecord, DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, MAGIC,
+    ProcTableHead, StaticHeader, StatusRecord, TierBucket, TierTableHead, TrackHead,
+    DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, DEFAULT_TIER_TRACKS, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -59,6 +60,8 @@ pub struct Options {
     pub writer_pid: u32,
     /// Where the lock file `gpupeekd-NAME.lock` lives.
     pub lock_dir: PathBuf,
+    /// Tracks of tiered history (ABI 1.7); 0 for none.
+    pub tier_tracks: u32,
 }
 
 impl Options {
@@ -70,6 +73,7 @@ impl Options {
             epoch,
             writer_pid,
             lock_dir: default_lock_dir(),
+            tier_tracks: DEFAULT_TIER_TRACKS,
         }
     }
 }
@@ -103,7 +107,11 @@ impl Publisher {
     pub fn create(name: &str, options: &Options) -> Result<Self, Error> {
         mapping::shm_path(name)?;
         let lock = lock_daemon(name, &options.lock_dir)?;
-        let geometry = Geometry::for_capacities(options.gpu_capacity, options.proc_capacity);
+        let geometry = Geometry::with_tracks(
+            options.gpu_capacity,
+            options.proc_capacity,
+            options.tier_tracks,
+        );
         let (fd, fresh) = match reusable(name, &geometry)? {
             Some(fd) => (fd, false),
             None => (create_new(name, &geometry)?, true),
@@ -127,8 +135,16 @@ impl Publisher {
             _lock: lock,
         };
         if fresh {
-            // magic last: a reader that sees it sees the whole header.
+            // magic last: a reader that sees it sees the whole header (and tier table).
             publisher.store_header(8..size_of::<StaticHeader>());
+            if let Some(t) = geometry.tiers {
+                let words = publisher.map.words();
+                let at = t.table_offset / 8;
+                seqlock::store_words(
+                    &words[at..at + size_of::<TierTableHead>() / 8],
+                    t.table_head().as_bytes(),
+                );
+            }
             publisher.map.words()[0].store(MAGIC, Ordering::Release);
         } else {
             // Same geometry: only the epoch and pid change; magic stays valid throughout.
@@ -280,6 +296,37 @@ impl Publisher {
         });
     }
 
+    /// Number of tracks of tiered history (0 without a tier region).
+    pub fn track_count(&self) -> usize {
+        self.geometry.tiers.map_or(0, |t| t.track_count)
+    }
+
+    /// Writes `head` and `buckets` (`(tier, slot, bucket)`) into track `index` under its
+    /// seqlock. Does nothing without a tier region or for a track beyond the count.
+    pub fn write_track(
+        &self,
+        index: usize,
+        head: &TrackHead,
+        buckets: impl IntoIterator<Item = (usize, usize, TierBucket)>,
+    ) {
+        if let Some(t) = &self.geometry.tiers {
+            if index < t.track_count {
+                crate::tracks::store_track(t, self.map.words(), index, head, buckets);
+            }
+        }
+    }
+
+    /// Reads track `index` back whole (what a previous daemon left in a segment taken
+    /// over in place); `None` without a tier region, for a track beyond the count, or
+    /// when its writer died mid-write.
+    pub fn read_track(&self, index: usize) -> Option<crate::tracks::Track> {
+        let t = self.geometry.tiers?;
+        if index >= t.track_count {
+            return None;
+        }
+        crate::tracks::load_track(&t, self.map.words(), index, [usize::MAX; 3]).ok()
+    }
+
     /// Marks the end of a complete publish; returns the new generation.
     pub fn bump_generation(&self) -> u64 {
         let word = self.geometry.generation(self.map.words());
@@ -394,7 +441,10 @@ fn same_geometry(name: &str, fd: &OwnedFd, geometry: &Geometry) -> bool {
     };
     let mut old = StaticHeader::default();
     seqlock::load_words(&map.words()[..16], old.as_mut_bytes());
-    Geometry::validate(name, &old, map.len()).ok() == Some(*geometry)
+    Geometry::validate(name, &old, map.len())
+        .and_then(|g| g.load_tiers(name, &old, map.words()))
+        .ok()
+        == Some(*geometry)
 }
 
 /// The pid recorded in the header of the segment at `name`, if readable.

@@ -8,7 +8,8 @@ use gpupeek_flags::complete::Shell;
 use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 
 use super::{
-    parse_interval, parse_memory_pct, parse_power_pct, parse_release_after, parse_temp, Args, NOTES,
+    parse_interval, parse_memory_pct, parse_power_pct, parse_release_after, parse_temp,
+    parse_tracks, Args, NOTES,
 };
 
 /// `gpupeekd`.
@@ -376,6 +377,54 @@ e.g.
             )
         },
         apply: set!(prompt_stopped),
+    },
+    Flag {
+        spec: Spec {
+            arity: Arity::Value("DIR"),
+            values: Values::Dir,
+            man: r"Directory of the history state file
+.IR DIR / NAME .history
+(NAME the segment's name): the tiered history is written there every
+10 minutes and on a clean stop, atomically, and read back at start when the
+segment does not hold it any more (a crash loses at most the last 10 minutes).
+Created mode 0700 if missing; one that another user owns or that the group
+or others can write to is not used (one log line says so).
+Default
+.BR $GPUPEEK_STATE_DIR ,
+else
+.I /var/lib/gpupeek
+for root; none (history is not kept across a restart that loses the segment)
+for other users.",
+            ..Spec::switch(
+                "state-dir",
+                "directory of the history state file DIR/NAME.history, written every 10 minutes \
+                 and on a clean stop, read at start (default: $GPUPEEK_STATE_DIR, else \
+                 /var/lib/gpupeek for root, none otherwise)",
+            )
+        },
+        apply: |a, v| {
+            a.state_dir = Some(PathBuf::from(v));
+            Ok(())
+        },
+    },
+    Flag {
+        spec: Spec {
+            arity: Arity::Value("N"),
+            man: r"Tracks of tiered history in the segment: one per GPU, then one per MIG
+instance, each about 700 KiB (10 minutes of samples, 6 hours of 10 s buckets,
+7 days of 1 min buckets).
+Default 16, at most 256; 0 keeps no tiered history.
+A GPU or MIG instance beyond them has none (logged once).",
+            ..Spec::switch(
+                "history-tracks",
+                "tracks of tiered history in the segment, one per GPU then per MIG \
+                 instance, about 700 KiB each (default 16, at most 256; 0: none)",
+            )
+        },
+        apply: |a, v| {
+            a.history_tracks = parse_tracks(v)?;
+            Ok(())
+        },
     },
     Flag {
         spec: gpupeek_flags::complete::PRINT_COMPLETION,

@@ -78,6 +78,9 @@ fn c_struct(record: &str) -> &'static str {
         "HistorySample" => "gpupeek_history_sample",
         "MigTableHead" => "gpupeek_mig_head",
         "MigRecord" => "gpupeek_mig",
+        "TierTableHead" => "gpupeek_tier_table",
+        "TrackHead" => "gpupeek_track_head",
+        "TierBucket" => "gpupeek_tier_bucket",
         other => panic!("name the C struct of {other} in gen-readers/render.rs"),
     }
 }
@@ -93,6 +96,8 @@ fn c_prefix(table: &str) -> &'static str {
         "proc_kind" | "proc_valid" => "PROC",
         "history_valid" => "HISTORY",
         "mig_valid" => "MIG",
+        "tier_valid" => "TIER",
+        "TrackKind" => "TRACK",
         "DaemonState" => "DAEMON",
         "GpuState" => "GPU",
         "ProcPolicy" => "POLICY",
@@ -188,6 +193,8 @@ fn c_block() -> Block {
             "MAX_HISTORY_SLOTS",
             format!("{}u", layout::MAX_HISTORY_SLOTS),
         ),
+        ("MAX_TIER_SLOTS", format!("{}u", layout::MAX_TIER_SLOTS)),
+        ("MAX_TIER_TRACKS", format!("{}u", layout::MAX_TIER_TRACKS)),
         (
             "MAX_SEGMENT_BYTES",
             format!("((size_t){}u)", gpupeek_shm::reader::MAX_SEGMENT_BYTES),
@@ -239,6 +246,7 @@ fn py_enum(ty: &str) -> &'static str {
         "DaemonState" => "DAEMON_STATES",
         "GpuState" => "GPU_STATES",
         "ProcPolicy" => "POLICIES",
+        "TrackKind" => "TRACK_KINDS",
         other => panic!("name the Python dict of {other} in gen-readers/render.rs"),
     }
 }
@@ -276,6 +284,8 @@ fn python_block() -> Block {
     writeln!(t, "ENV_NAME = {:?}", gpupeek_shm::ENV_NAME).unwrap();
     writeln!(t, "MAX_CAPACITY = {}", layout::MAX_CAPACITY).unwrap();
     writeln!(t, "MAX_HISTORY_SLOTS = {}", layout::MAX_HISTORY_SLOTS).unwrap();
+    writeln!(t, "MAX_TIER_SLOTS = {}", layout::MAX_TIER_SLOTS).unwrap();
+    writeln!(t, "MAX_TIER_TRACKS = {}", layout::MAX_TIER_TRACKS).unwrap();
     writeln!(
         t,
         "MAX_SEGMENT_BYTES = {}",

@@ -28,6 +28,9 @@ use gpupeek_shm::{
     Segment, StatusRecord,
 };
 
+/// Tracks of tiered history in a [`valid_image`].
+pub const IMAGE_TRACKS: u32 = 1;
+
 /// Size of the static header, in bytes.
 const HEADER_BYTES: usize = 128;
 
@@ -52,6 +55,9 @@ fn publish_image(gpus: u32, procs: u32) -> Vec<u8> {
         gpu_capacity: gpus,
         proc_capacity: procs,
         lock_dir: lock_dir.clone(),
+        // One track of tiered history: its region is there to be attacked, and the
+        // image stays small (a track is 700 KiB).
+        tier_tracks: IMAGE_TRACKS,
         ..Options::new(0x5eed, 4242)
     };
     let publisher = Publisher::create(&name, &options).expect("publisher");
@@ -149,7 +155,7 @@ pub fn image_from_fuzz_input(data: &[u8]) -> Vec<u8> {
     }
     let from = if mode & 4 != 0 {
         // The writer's MIG table offset (the header overrides above may have moved it).
-        let g = gpupeek_shm::Geometry::for_capacities(gpus, procs);
+        let g = gpupeek_shm::Geometry::with_tracks(gpus, procs, IMAGE_TRACKS);
         g.mig_table_offset.min(image.len())
     } else {
         HEADER_BYTES
@@ -206,6 +212,16 @@ pub fn read_like_a_client(name: &str) -> Result<usize, Error> {
         text_bytes += text::decode(&m.profile).len() + text::decode(&m.uuid).len();
         text_bytes += snapshot.processes_in(m).count();
     }
+    // The tiered history (ABI 1.7), as plots and the collector read it.
+    for i in 0..segment.track_count() {
+        if let Ok(Some(track)) = segment.track(i, [usize::MAX; 3]) {
+            text_bytes += text::decode(&track.head.uuid).len();
+            text_bytes += track.tiers.iter().map(Vec::len).sum::<usize>();
+        }
+    }
+    let week = std::time::Duration::from_secs(7 * 86_400);
+    text_bytes += gpupeek_model::history::window(&segment, &snapshot, week).len();
+    text_bytes += gpupeek_model::history::integrals(&segment, &snapshot).len();
     Ok(text_bytes)
 }
 

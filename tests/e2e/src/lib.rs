@@ -291,7 +291,10 @@ impl Sandbox {
             // The fake lists the pids of the namespace the tests run in: those are the
             // "host" pids for gpupeekd (its test hook, hooks::HOST_PID_NS).
             .env("GPUPEEKD_TEST_HOST_PID_NS", own_pid_namespace().to_string())
-            .env("GPUPEEK_LOCK_DIR", &self.dir);
+            .env("GPUPEEK_LOCK_DIR", &self.dir)
+            // History state stays in the sandbox (a root daemon's default is
+            // /var/lib/gpupeek).
+            .env("GPUPEEK_STATE_DIR", self.dir.join("state"));
         cmd
     }
 

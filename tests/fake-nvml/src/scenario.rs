@@ -52,6 +52,26 @@ pub struct Scenario {
     /// The GPUs, in index order.
     #[serde(default)]
     pub gpus: Vec<Gpu>,
+    /// Values that change on a schedule (see [`Schedule`]).
+    #[serde(default)]
+    pub schedule: Option<Schedule>,
+    /// The scenario of each phase of the schedule, built by [`Scenario::parse`].
+    #[serde(skip)]
+    pub phases: Vec<std::sync::Arc<Scenario>>,
+}
+
+/// Values that change with the wall clock, as a real GPU's do: phase
+/// `(unix time in ms / step_ms) % phases.len()` is in force. Each phase is an object
+/// like the scenario's own whose `gpus[i]` keys replace those of the scenario's
+/// `gpus[i]` (e.g. `{"gpus": [{"utilization_gpu_pct": 80}]}`, or
+/// `{"gpus": [{"errors": {"*": "GPU_IS_LOST"}}]}` for a GPU that falls off the bus).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    /// Length of a phase, ms.
+    pub step_ms: u64,
+    /// The phases, in order; the list repeats.
+    pub phases: Vec<serde_json::Value>,
 }
 
 fn default_driver_version() -> Option<String> {
@@ -245,6 +265,31 @@ pub struct Gpu {
     pub junk_process_samples: bool,
 }
 
+/// `base` (a scenario without its schedule) with `overlay`'s keys: its `gpus[i]` keys
+/// replace those of `base`'s `gpus[i]`, its other keys those of `base`.
+fn overlaid(base: &serde_json::Value, overlay: &serde_json::Value) -> serde_json::Value {
+    let mut out = base.clone();
+    let Some(obj) = out.as_object_mut() else {
+        return out;
+    };
+    obj.remove("schedule");
+    for (key, value) in overlay.as_object().into_iter().flatten() {
+        match (key.as_str(), obj.get_mut(key), value.as_array()) {
+            ("gpus", Some(serde_json::Value::Array(gpus)), Some(over)) => {
+                for (gpu, over) in gpus.iter_mut().zip(over) {
+                    if let (Some(gpu), Some(over)) = (gpu.as_object_mut(), over.as_object()) {
+                        gpu.extend(over.clone());
+                    }
+                }
+            }
+            _ => {
+                obj.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    out
+}
+
 /// Default `samplingPeriodUs` for encoder/decoder utilization.
 pub const DEFAULT_CODEC_SAMPLING_PERIOD_US: u32 = 167_000;
 
@@ -415,7 +460,30 @@ impl Scenario {
         for gpu in &mut scenario.gpus {
             gpu.adopt_instance_processes();
         }
+        if let Some(schedule) = &scenario.schedule {
+            if schedule.step_ms == 0 || schedule.phases.is_empty() {
+                return Err("schedule: step_ms and phases must not be empty".into());
+            }
+            let base: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+            for (i, overlay) in schedule.phases.iter().enumerate() {
+                let phase = Self::parse(&overlaid(&base, overlay).to_string())
+                    .map_err(|e| format!("schedule phase {i}: {e}"))?;
+                scenario.phases.push(std::sync::Arc::new(phase));
+            }
+        }
         Ok(scenario)
+    }
+
+    /// The scenario in force now: the phase of the schedule, if there is one.
+    pub fn current(self: &std::sync::Arc<Self>) -> std::sync::Arc<Self> {
+        let Some(schedule) = &self.schedule else {
+            return std::sync::Arc::clone(self);
+        };
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let phase = (ms / schedule.step_ms) as usize % self.phases.len();
+        std::sync::Arc::clone(&self.phases[phase])
     }
 
     /// Rejects what serde cannot: unknown function names, strings NVML could

@@ -94,7 +94,7 @@ pub fn refresh() -> Snapshot {
     }
     Snapshot {
         initialized: st.refcount > 0,
-        scenario: st.scenario.clone(),
+        scenario: st.scenario.as_ref().map(Scenario::current),
         current_error: st.current_error.clone(),
     }
 }

@@ -262,6 +262,9 @@ fn under_the_journal_lines_carry_their_syslog_priority() {
         .arg(&gpupeek_e2e::bins().fake_nvml)
         .env("FAKE_NVML_SCENARIO", sandbox.scenario_path())
         .env("GPUPEEK_LOCK_DIR", &sandbox.dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", sandbox.dir.join("state"))
         .env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()))
         .stderr(file)
         .spawn()

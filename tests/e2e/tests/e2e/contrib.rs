@@ -226,6 +226,9 @@ fn c_header_structs_have_the_rust_layout() {
                 "HistorySample" => "gpupeek_history_sample",
                 "MigTableHead" => "gpupeek_mig_head",
                 "MigRecord" => "gpupeek_mig",
+                "TierTableHead" => "gpupeek_tier_table",
+                "TrackHead" => "gpupeek_track_head",
+                "TierBucket" => "gpupeek_tier_bucket",
                 other => panic!("no C struct for {other}"),
             };
             body.push_str(&format!(

@@ -387,6 +387,9 @@ fn seqlock_stress_checked_readers_see_no_torn_record_while_a_control_reader_does
     let writer = Command::new(peer)
         .args(["writer", &sb.shm, "4000"])
         .env("GPUPEEK_LOCK_DIR", &sb.dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", sb.dir.join("state"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -425,7 +425,10 @@ fn in_mount_namespace(sb: &Sandbox, script: &str) -> String {
     .arg(&bins().fake_nvml)
     .arg(&sb.dir)
     .env("FAKE_NVML_SCENARIO", sb.scenario_path())
-    .env("GPUPEEK_LOCK_DIR", &sb.dir);
+    .env("GPUPEEK_LOCK_DIR", &sb.dir)
+    // History state stays in the sandbox (a root daemon's default is
+    // /var/lib/gpupeek).
+    .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
     let out = run_with_watchdog(cmd);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     stdout(&out) + &stderr(&out)
@@ -557,7 +560,10 @@ fn closed_standard_descriptors_are_harmless_to_daemon_and_client() {
         .arg("--nvml-lib")
         .arg(&bins().fake_nvml)
         .env("FAKE_NVML_SCENARIO", sb.scenario_path())
-        .env("GPUPEEK_LOCK_DIR", &sb.dir);
+        .env("GPUPEEK_LOCK_DIR", &sb.dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
     let daemon = sb.spawn_daemon(cmd);
     sb.wait_live(&daemon);
     let generation = sb.segment().generation();

@@ -93,7 +93,10 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
         .env("GPU_CHECK_LOAD", "sleep 6")
         .env("FAKE_NVML_SCENARIO", sb.scenario_path())
         .env("FAKE_NVML_SYSFS_ROOT", sb.sysfs_root())
-        .env("GPUPEEK_LOCK_DIR", &sb.dir);
+        .env("GPUPEEK_LOCK_DIR", &sb.dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
     let run = run_with_limit(cmd, Duration::from_secs(90));
     let _ = worker.kill();
     let _ = worker.wait();

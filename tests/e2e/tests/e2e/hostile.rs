@@ -12,7 +12,7 @@ use std::process::Command;
 use gpupeek_e2e::{
     assert_one_line_failure, bins, hostile, root_or_skip, run_with_watchdog, stderr, Sandbox,
 };
-use gpupeek_shm::layout::ProcTableHead;
+use gpupeek_shm::layout::{ProcTableHead, TierTableHead};
 use gpupeek_shm::{Error, Geometry, GpuRecord, StaticHeader, StatusRecord};
 
 const GPUS: u32 = 2;
@@ -20,7 +20,7 @@ const PROCS: u32 = 4;
 
 /// A valid live image with GPUS GPUs and PROCS processes, heartbeat now.
 fn live_image() -> (Geometry, Vec<u8>) {
-    let geometry = Geometry::for_capacities(GPUS, PROCS);
+    let geometry = Geometry::with_tracks(GPUS, PROCS, hostile::IMAGE_TRACKS);
     let mut image = hostile::valid_image(GPUS, PROCS);
     let at = geometry.status_offset + offset_of!(StatusRecord, heartbeat_mono_ns);
     put(&mut image, at, gpupeek_shm::mono_now_ns());
@@ -61,6 +61,7 @@ fn hostile_header_and_record_numbers_get_the_matching_error_and_exit_status() {
     let (g, image) = live_image();
     let status = g.status_offset;
     let head = g.proc_table_offset;
+    let tiers = g.tiers.expect("a 1.7 writer's segment has tiered history");
     type Patch = Box<dyn Fn(&mut Vec<u8>)>;
     let header_word = |field: usize, value: u64| -> Patch {
         Box::new(move |img: &mut Vec<u8>| put(img, field, value))
@@ -137,6 +138,65 @@ fn hostile_header_and_record_numbers_get_the_matching_error_and_exit_status() {
                 put(img, status + offset_of!(StatusRecord, heartbeat_mono_ns), 1)
             }),
             4,
+        ),
+        (
+            "tier table beyond the object",
+            Box::new(move |img: &mut Vec<u8>| {
+                let len = img.len() as u32;
+                put_u32(img, offset_of!(StaticHeader, tier_table_offset), len - 64)
+            }),
+            8,
+        ),
+        (
+            "tier table misaligned",
+            Box::new(move |img: &mut Vec<u8>| {
+                put_u32(
+                    img,
+                    offset_of!(StaticHeader, tier_table_offset),
+                    tiers.table_offset as u32 + 4,
+                )
+            }),
+            8,
+        ),
+        (
+            "tier table inside the static header",
+            Box::new(move |img: &mut Vec<u8>| {
+                put_u32(img, offset_of!(StaticHeader, tier_table_offset), 64)
+            }),
+            8,
+        ),
+        (
+            "tier tracks offset near u64::MAX",
+            Box::new(move |img: &mut Vec<u8>| {
+                put(
+                    img,
+                    tiers.table_offset + offset_of!(TierTableHead, tracks_offset),
+                    u64::MAX - 7,
+                )
+            }),
+            8,
+        ),
+        (
+            "more tier tracks than the object holds",
+            Box::new(move |img: &mut Vec<u8>| {
+                put_u32(
+                    img,
+                    tiers.table_offset + offset_of!(TierTableHead, track_count),
+                    4000,
+                )
+            }),
+            8,
+        ),
+        (
+            "tier ring slots out of range",
+            Box::new(move |img: &mut Vec<u8>| {
+                put_u32(
+                    img,
+                    tiers.table_offset + offset_of!(TierTableHead, tier2_slots),
+                    u32::MAX,
+                )
+            }),
+            8,
         ),
         (
             "strings with no terminator and escape sequences",
@@ -406,7 +466,10 @@ fn every_malformed_daemon_flag_gets_one_line_and_exit_2() {
         // --foreground first: a case that wrongly started would otherwise detach.
         cmd.arg("--foreground").args(os_args(&args));
         cmd.env("GPUPEEK_SHM", &sb.shm)
-            .env("GPUPEEK_LOCK_DIR", &sb.dir);
+            .env("GPUPEEK_LOCK_DIR", &sb.dir)
+            // History state stays in the sandbox (a root daemon's default is
+            // /var/lib/gpupeek).
+            .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
         let out = run_with_watchdog(cmd);
         assert_one_line_failure(&out, 2, &format!("gpupeekd {}", shown(&args)));
     }

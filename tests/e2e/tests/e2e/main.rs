@@ -53,6 +53,7 @@ mod soak;
 mod states;
 mod statusbar;
 mod systemd;
+mod tiered_history;
 mod tiers;
 mod top;
 mod verdicts;

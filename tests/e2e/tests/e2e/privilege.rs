@@ -89,6 +89,9 @@ fn an_unprivileged_daemon_cannot_take_over_a_root_daemons_segment() {
     usurper
         .args(["--foreground", "--shm", &sb.shm, "--interval", "10ms"])
         .env("GPUPEEK_LOCK_DIR", &lock_dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", lock_dir.join("state"))
         .uid(NOBODY)
         .gid(NOBODY);
     let out = run_with_watchdog(usurper);
