@@ -186,7 +186,8 @@ fn fields_a_gpu_does_not_support_come_from_their_getters_and_old_drivers_still_w
     assert!(power + 2 >= ticks / 2 && power <= ticks / 2 + 2, "{diff:?}");
     assert!(n("nvmlDeviceGetPowerUsage").abs_diff(n("nvmlDeviceGetTotalEnergyConsumption")) <= 1);
     assert_eq!(n("nvmlDeviceGetTemperatureV"), 0, "{diff:?}");
-    assert!(n("nvmlDeviceGetTemperature") >= ticks, "{diff:?}");
+    // Both GPUs, each with the one-tick slack above.
+    assert!(n("nvmlDeviceGetTemperature") + 2 >= ticks, "{diff:?}");
     // Without counters or GPM, throughput is sampled, but not every tick.
     assert!(n("nvmlDeviceGetPcieThroughput") <= 2, "{diff:?}");
     let snap = sb.segment().snapshot().unwrap();
