@@ -741,6 +741,38 @@ impl Drop for Background {
     }
 }
 
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Starts a real Prometheus (`prometheus`, the binary) with `config` (its YAML) and its
+/// database in `sandbox`, logging to `prometheus.log` there; returns the server (killed
+/// when dropped) and its web address, `127.0.0.1:PORT`.
+pub fn start_prometheus(
+    prometheus: &Path,
+    sandbox: &Sandbox,
+    config: &str,
+) -> (Background, String) {
+    let path = sandbox.dir.join("prometheus.yml");
+    std::fs::write(&path, config).unwrap();
+    let web = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", path.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            sandbox.dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(sandbox.dir.join("prometheus.log")).unwrap())
+        .spawn()
+        .unwrap();
+    (Background { child }, web)
+}
+
 /// `promtool check metrics` on `text`: (success, everything it printed).
 pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
     use std::io::Write;

@@ -4,11 +4,12 @@
 //! Faults, HTTPS and `-i` are in `fleet_faults.rs`.
 
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use gpupeek_e2e::{
-    bins, http, run_with_watchdog, spawn_serve, stderr, stdout, tool, Background, Daemon, Sandbox,
+    bins, http, run_with_watchdog, spawn_serve, start_prometheus, stderr, stdout, tool, Background,
+    Daemon, Sandbox,
 };
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -268,14 +269,6 @@ pub(crate) fn refusing() -> String {
     listener.local_addr().unwrap().to_string()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// What two views must agree on: per host, its fault kind or its GPUs' shown values.
 fn comparable(doc: &Value) -> Value {
     let hosts = doc["hosts"].as_array().unwrap();
@@ -320,30 +313,15 @@ fn fleet_through_prometheus_agrees_with_fleet_from_the_hosts() {
     let mut targets: Vec<String> = hosts.iter().map(|h| format!("'{}'", h.addr)).collect();
     targets.push(format!("'{refused}'"));
     let sandbox = &hosts[0].sandbox;
-    let config = sandbox.dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
+    let (_prometheus, web) = start_prometheus(
+        &prometheus,
+        sandbox,
+        &format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  \
              - job_name: gpupeek\n    static_configs:\n      - targets: [{}]\n",
             targets.join(", ")
         ),
-    )
-    .unwrap();
-    let web = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            sandbox.dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(sandbox.dir.join("prometheus.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _prometheus = Background { child };
+    );
     let url = format!("http://{web}");
     let mut host_list: Vec<&str> = hosts.iter().map(|h| h.addr.as_str()).collect();
     host_list.push(&refused);

@@ -4,12 +4,12 @@
 //! promtool and prometheus come from Debian's `prometheus` package; without them the
 //! tests that need them are skipped with a message, except under CI, where they fail.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gpupeek_e2e::{
-    bins, http, promtool_check, run_with_watchdog, stderr, stdout, tool, Background, Daemon,
-    Sandbox,
+    bins, http, promtool_check, run_with_watchdog, start_prometheus, stderr, stdout, tool,
+    Background, Daemon, Sandbox,
 };
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
@@ -255,11 +255,6 @@ fn serve_without_gpupeek_serve_says_so_and_exits_11() {
     assert!(stderr(&out).contains("bad --listen"), "{}", stderr(&out));
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 #[test]
 fn a_real_prometheus_scrapes_gpupeek_serve() {
     let Some(prometheus) = tool("prometheus", "prometheus") else {
@@ -267,29 +262,14 @@ fn a_real_prometheus_scrapes_gpupeek_serve() {
     };
     let (sandbox, _daemon) = live("serve-prometheus");
     let (_serve, target) = serve(&sandbox);
-    let config = sandbox.dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
+    let (_prometheus, web) = start_prometheus(
+        &prometheus,
+        &sandbox,
+        &format!(
             "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gpupeek\n    \
              static_configs:\n      - targets: ['{target}']\n"
         ),
-    )
-    .unwrap();
-    let web = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            sandbox.dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(sandbox.dir.join("prometheus.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _prometheus = Background { child };
+    );
     let query = "/api/v1/query?query=gpupeek_gpu_temperature_celsius";
     let deadline = Instant::now() + Duration::from_secs(60);
     let result = loop {

@@ -6,10 +6,12 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use gpupeek_e2e::{bins, run_with_watchdog, stderr, stdout, tool, Background, Sandbox};
+use gpupeek_e2e::{
+    bins, run_with_watchdog, start_prometheus, stderr, stdout, tool, Background, Sandbox,
+};
 use serde_json::json;
 
 /// The bcrypt hash of "password" (from dcgm-exporter's test configuration).
@@ -306,12 +308,6 @@ fn a_required_client_certificate_must_be_signed_by_the_client_ca() {
     );
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 #[test]
 fn a_real_prometheus_scrapes_serve_over_https_with_basic_auth_and_gzip() {
     let Some(prometheus) = tool("prometheus", "prometheus") else {
@@ -329,10 +325,10 @@ fn a_real_prometheus_scrapes_serve_over_https_with_basic_auth_and_gzip() {
     let target = base.trim_start_matches("https://");
     // Prometheus asks for gzip by default; the contrib rules are loaded too.
     let rules = gpupeek_e2e::repo().join("contrib/prometheus/gpupeek-rules.yml");
-    let config = sandbox.dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
+    let (_prometheus, web) = start_prometheus(
+        &prometheus,
+        &sandbox,
+        &format!(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
              rule_files: ['{}']\n\
              scrape_configs:\n  - job_name: gpupeek\n    scheme: https\n\
@@ -342,22 +338,7 @@ fn a_real_prometheus_scrapes_serve_over_https_with_basic_auth_and_gzip() {
             rules.display(),
             cert.display()
         ),
-    )
-    .unwrap();
-    let web = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            sandbox.dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(sandbox.dir.join("prometheus.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _prometheus = Background { child };
+    );
     let query = "/api/v1/query?query=gpupeek_up";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
