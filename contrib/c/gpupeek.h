@@ -64,7 +64,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 7u
+#define GPUPEEK_ABI_MINOR 8u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -258,6 +258,7 @@ enum {
 #define GPUPEEK_GPU_V3_VGPU_HOMOGENEOUS_PLACEMENTS (UINT64_C(1) << 34) /* vgpu_homogeneous_placements */
 #define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING (UINT64_C(1) << 35) /* vgpu_mig_timeslicing */
 #define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING_MODE (UINT64_C(1) << 36) /* vgpu_mig_timeslicing_mode */
+#define GPUPEEK_GPU_V3_GPU_HOSTNAME (UINT64_C(1) << 37) /* gpu_hostname */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -592,7 +593,8 @@ struct gpupeek_gpu {
     uint32_t vgpu_mig_timeslicing;
     uint32_t vgpu_mig_timeslicing_mode;
     uint32_t reserved_ext7;
-    uint64_t reserved_ext6[11];
+    char gpu_hostname[64];
+    uint64_t reserved_ext6[3];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 1536, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
@@ -795,7 +797,8 @@ GPUPEEK_PIN(gpupeek_gpu, vgpu_homogeneous_placements, 1432);
 GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing, 1436);
 GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing_mode, 1440);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext7, 1444);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1448);
+GPUPEEK_PIN(gpupeek_gpu, gpu_hostname, 1448);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1512);
 
 struct gpupeek_proc_head {
     uint64_t seq;

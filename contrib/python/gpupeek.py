@@ -93,7 +93,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 7
+ABI_MINOR = 8
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -426,6 +426,7 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "VGPU_HOMOGENEOUS_PLACEMENTS": 34,
     "VGPU_MIG_TIMESLICING": 35,
     "VGPU_MIG_TIMESLICING_MODE": 36,
+    "GPU_HOSTNAME": 37,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -491,6 +492,7 @@ GPU_VALID3 = {
     "vgpu_homogeneous_placements": 34,  # VGPU_HOMOGENEOUS_PLACEMENTS
     "vgpu_mig_timeslicing": 35,  # VGPU_MIG_TIMESLICING
     "vgpu_mig_timeslicing_mode": 36,  # VGPU_MIG_TIMESLICING_MODE
+    "gpu_hostname": 37,  # GPU_HOSTNAME
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -859,7 +861,8 @@ LAYOUT = [
         ("vgpu_mig_timeslicing", 1436, "I"),
         ("vgpu_mig_timeslicing_mode", 1440, "I"),
         ("reserved_ext7", 1444, "I"),
-        ("reserved_ext6", 1448, "88s"),
+        ("gpu_hostname", 1448, "64s"),
+        ("reserved_ext6", 1512, "24s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

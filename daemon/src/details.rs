@@ -578,6 +578,7 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         VGPU_HOMOGENEOUS_PLACEMENTS => vgpu_homogeneous_placements;
         VGPU_MIG_TIMESLICING => vgpu_mig_timeslicing;
         VGPU_MIG_TIMESLICING_MODE => vgpu_mig_timeslicing_mode;
+        GPU_HOSTNAME => gpu_hostname;
     }
 
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);

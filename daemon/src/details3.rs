@@ -14,7 +14,8 @@
 //!   `nvmlDeviceGetFieldValues` with the module scope, which only Grace superchips
 //!   answer), the platform info (`nvmlDeviceGetPlatformInfo`) and the EDPp multiplier
 //!   (field value 274), and the vGPU capabilities (`nvmlGetVgpuDriverCapabilities`,
-//!   `nvmlDeviceGetVgpuCapabilities`), which only vGPU host drivers answer.
+//!   `nvmlDeviceGetVgpuCapabilities`), which only vGPU host drivers answer, and the
+//!   GPU's hostname (`nvmlDeviceGetHostname_v1`, R580+, ABI 1.8).
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
 //!   temperature; the module's power draw (one field-value call with the module
@@ -49,7 +50,8 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::PLATFORM
     | v3::EDPP_MULTIPLIER
     | MODULE_LIMITS
-    | VGPU;
+    | VGPU
+    | v3::GPU_HOSTNAME;
 
 /// The vGPU capabilities: each bit with the NVML
 /// capability it asks (`None` for the driver's, the rest the GPU's).
@@ -222,6 +224,11 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
     );
     module_power(nvml, d, f, &MODULE_LIMIT_IDS);
     f.field3(
+        v3::GPU_HOSTNAME,
+        || hostname(nvml, d),
+        |r, h| r.gpu_hostname = h,
+    );
+    f.field3(
         v3::PLATFORM,
         || platform(nvml, d),
         |r, p| {
@@ -261,6 +268,35 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
             },
         );
     }
+}
+
+/// `NVML_DEVICE_HOSTNAME_BUFFER_SIZE`: `nvmlHostname_v1_t` is this many `char`s.
+const HOSTNAME_BYTES: usize = 64;
+
+/// `nvmlDeviceGetHostname_v1(device, nvmlHostname_v1_t *)` (R580+), which
+/// nvml-wrapper-sys 0.10 does not bind: looked up by name in the loaded library.
+type GetHostname = unsafe extern "C" fn(nvmlDevice_t, *mut [u8; HOSTNAME_BYTES]) -> nvmlReturn_t;
+
+/// The hostname NVIDIA's tools set on the GPU (`nvidia-smi --set-hostname`), the one
+/// nvidia-smi 590's `hostname` field prints. NVML documents it for Blackwell and newer;
+/// older GPUs answer "not supported", which nvidia-smi prints as `[N/A]`.
+fn hostname(nvml: &Nvml, d: &Device) -> Result<[u8; HOSTNAME_BYTES], NvmlError> {
+    // SAFETY: the symbol, where the driver has it, has the C signature of
+    // [`GetHostname`] (nvml.h of NVML 12.9+); the library stays loaded while `nvml` lives,
+    // and the symbol is used only within this call.
+    let get = unsafe {
+        nvml.lib()
+            .__library
+            .get::<GetHostname>(b"nvmlDeviceGetHostname_v1\0")
+    }
+    .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut name = [0u8; HOSTNAME_BYTES];
+    // SAFETY: the handle belongs to the live session `nvml` holds; `name` is a writable
+    // `nvmlHostname_v1_t` (one `char value[64]`).
+    let ret = unsafe { get(d.handle(), &mut name) };
+    nvml_try(ret)?;
+    name[HOSTNAME_BYTES - 1] = 0;
+    Ok(name)
 }
 
 /// A vGPU capability: the driver's (`cap` `None`) or the GPU's. Only vGPU host drivers

@@ -44,7 +44,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 7;
+pub const ABI_MINOR: u32 = 8;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -552,6 +552,8 @@ bit_set! {
         VGPU_MIG_TIMESLICING = 35 [vgpu_mig_timeslicing],
         /// Bit 6: MIG time-sliced mode enabled (ABI 1.6).
         VGPU_MIG_TIMESLICING_MODE = 36 [vgpu_mig_timeslicing_mode],
+        /// `gpu_hostname` (ABI 1.8).
+        GPU_HOSTNAME = 37 [gpu_hostname],
     }
 }
 
@@ -1021,8 +1023,11 @@ pub struct GpuRecord {
     pub vgpu_mig_timeslicing_mode: u32,
     /// Zero.
     pub reserved_ext7: u32,
+    /// The hostname NVIDIA's tools set on the GPU (`nvmlDeviceGetHostname_v1`, R580+,
+    /// Blackwell and newer), NUL-terminated: not the machine's host name (ABI 1.8).
+    pub gpu_hostname: [u8; 64],
     /// Zero; room for later minor versions.
-    pub reserved_ext6: [u64; 11],
+    pub reserved_ext6: [u64; 3],
 }
 
 macro_rules! zeroed_default {

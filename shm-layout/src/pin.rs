@@ -249,7 +249,8 @@ pin_layout!(GpuRecord, size = 1536, {
     vgpu_mig_timeslicing: 1436,
     vgpu_mig_timeslicing_mode: 1440,
     reserved_ext7: 1444,
-    reserved_ext6: 1448,
+    gpu_hostname: 1448,
+    reserved_ext6: 1512,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -119,6 +119,8 @@ pub struct Newer<'a> {
     pub edpp_multiplier_pct: Option<u32>,
     /// The vGPU capabilities, in [`VGPU_BITS`]' order (vGPU host drivers only).
     pub vgpu: [Option<bool>; 7],
+    /// The hostname NVIDIA's tools set on the GPU (not the machine's).
+    pub hostname: Option<Text<'a>>,
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
 }
@@ -283,6 +285,7 @@ impl<'a> Newer<'a> {
                 }
                 caps
             },
+            hostname: has(v3::GPU_HOSTNAME).then(|| Text::new(&g.gpu_hostname)),
             deprecated: g.deprecated3 & !g.valid3,
         }
     }

@@ -371,6 +371,15 @@ pub(super) const FIELDS: &[Field] = &[
         "whether MIG time-sliced mode is on: Enabled or Disabled",
         &[&["vgpu_device_capability.mig_timeSlicing_mode"]],
     ),
+    // nvmlDeviceGetHostname_v1 (R580+, Blackwell and newer): the H100 on 590.48.01 of
+    // nvidia_gpu_exporter's captures prints `[N/A]`, NVML's "not supported".
+    field("gpu_hostname", Text, Aggregate::Join, |g| {
+        text(g.details.newer.hostname)
+    })
+    .valid3(v3::GPU_HOSTNAME)
+    .not_in_templates()
+    .about("hostname NVIDIA's tools set on the GPU (R580+, Blackwell and newer; not the machine's)")
+    .smi(&[&["hostname"]]),
 ];
 
 /// vGPU capability `i` of [`crate::details::Newer::vgpu`]: `[N/A]` on every driver but

@@ -139,6 +139,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetConfComputeProtectedMemoryUsage",
     "nvmlDeviceGetDramEncryptionMode",
     "nvmlDeviceGetPlatformInfo",
+    "nvmlDeviceGetHostname_v1",
     "nvmlGetVgpuDriverCapabilities",
     "nvmlDeviceGetVgpuCapabilities",
     "nvmlGpmQueryDeviceSupport",

@@ -411,3 +411,27 @@ pub unsafe extern "C" fn nvmlDeviceGetVgpuCapabilities(
         unsafe { put(capResult, value) }
     })
 }
+
+/// `NVML_DEVICE_HOSTNAME_BUFFER_SIZE`: `nvmlHostname_v1_t` is one `char value[64]`.
+const HOSTNAME_BYTES: usize = 64;
+
+/// `nvmlDeviceGetHostname_v1(device, hostname)` (R580+; nvml-wrapper-sys has no
+/// binding, so the struct is its one `char` array). A name longer than the buffer is
+/// cut to 63 bytes and terminated, as NVML's fixed buffer holds it.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetHostname_v1(
+    device: nvmlDevice_t,
+    hostname: *mut [u8; HOSTNAME_BYTES],
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetHostname_v1", device, |g, _| {
+        let value = g.hostname.as_ref().map(|h| {
+            let mut buf = [0u8; HOSTNAME_BYTES];
+            for (d, s) in buf.iter_mut().zip(h.bytes().take(HOSTNAME_BYTES - 1)) {
+                *d = s;
+            }
+            buf
+        });
+        // SAFETY: the caller passes a writable `nvmlHostname_v1_t` (or null).
+        unsafe { put(hostname, value) }
+    })
+}

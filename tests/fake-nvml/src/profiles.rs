@@ -79,12 +79,14 @@ const NEWER_THAN_470_VGPU: [&str; 2] = [
     "nvmlGetVgpuDriverCapabilities",
     "nvmlDeviceGetVgpuCapabilities",
 ];
-/// The thermal margin (R560, NVML 12.6), the DRAM encryption mode (R570) and the
-/// addressing mode (R580, NVML 12.9).
-const NEWER_THAN_550: [&str; 3] = [
+/// The thermal margin (R560, NVML 12.6), the DRAM encryption mode (R570), the
+/// addressing mode and the GPU's hostname (R580, NVML 12.9: "Changes between v575 and
+/// v580" in NVML's API reference).
+const NEWER_THAN_550: [&str; 4] = [
     "nvmlDeviceGetMarginTemperature",
     "nvmlDeviceGetDramEncryptionMode",
     "nvmlDeviceGetAddressingMode",
+    "nvmlDeviceGetHostname_v1",
 ];
 
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).

@@ -224,6 +224,11 @@ pub struct Gpu {
     pub vgpu_capabilities: Option<Vec<u32>>,
     /// `nvmlDeviceGetPlatformInfo` (R550+, `nvmlPlatformInfo_v2`).
     pub platform: Option<Platform>,
+    /// `nvmlDeviceGetHostname_v1` (R580+): the hostname set on the GPU. NVML documents
+    /// it for Blackwell and newer; absent: not supported (older GPUs). A Blackwell GPU
+    /// nobody set one on answers success with an empty string (`""`), as NVIDIA's own
+    /// NVML mock (go-nvml's `engine.GetHostname`) models it.
+    pub hostname: Option<String>,
     /// Field value 274 (`NVML_FI_DEV_EDPP_MULTIPLIER`, R580+): percent; Hopper and
     /// newer data-centre GPUs.
     pub edpp_multiplier_pct: Option<u32>,

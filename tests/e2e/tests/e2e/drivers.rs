@@ -145,7 +145,8 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
                 "ofa_utilization_pct": 3,
                 "clocks_event_reasons_counters": {"sw_power_cap": 1234},
                 "margin_temperature_c": 30, "pci_class": [3, 2], "addressing_mode": 0,
-                "gsp_firmware_mode": [1, 1], "row_remapper_histogram": [640, 0, 0, 0, 0]
+                "gsp_firmware_mode": [1, 1], "row_remapper_histogram": [640, 0, 0, 0, 0],
+                "hostname": "node-gpu-0"
             })],
         ));
         // Every tick a slow one, so the slow tier's values come too.
@@ -206,11 +207,16 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
                 gpu_valid3::REMAPPED_ROWS_HISTOGRAM,
                 "nvmlDeviceGetRowRemapperHistogram",
             ),
+            // ABI 1.8: the GPU's hostname, R580+.
+            (gpu_valid3::GPU_HOSTNAME, "nvmlDeviceGetHostname_v1"),
         ] {
             assert_eq!(v3 & bit != 0, has(entry), "{what}: {entry}");
         }
         if has("nvmlDeviceGetMarginTemperature") {
             assert_eq!(g.temp_tlimit_c, 30, "{what}");
+        }
+        if has("nvmlDeviceGetHostname_v1") {
+            assert_eq!(&g.gpu_hostname[..11], b"node-gpu-0\0", "{what}");
         }
         if engines {
             assert_eq!((g.util_jpeg_pct, g.util_ofa_pct), (7, 3), "{what}");

@@ -280,3 +280,36 @@ vgpu_device_capability.mig_timeSlicing_mode";
          Yes, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n"
     );
 }
+
+/// nvidia-smi 590's `hostname`: the hostname set on the GPU with `nvidia-smi
+/// --set-hostname` (`nvmlDeviceGetHostname_v1`, R580+), not the machine's. NVML has it
+/// for Blackwell and newer only: the H100 on 590.48.01 of nvidia_gpu_exporter's
+/// captures prints `[N/A]` (`linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt`, the
+/// last column), as does the RTX 4080 SUPER on 595.71.05. A driver before R580 has no
+/// entry point, and prints `[N/A]` whatever the GPU.
+#[test]
+fn the_gpu_hostname_prints_where_the_driver_and_the_gpu_have_one() {
+    let gpus = json!([
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100", "gsp_firmware_mode": [1, 1]},
+        {
+            "name": "NVIDIA GB200", "uuid": "GPU-gb200", "gsp_firmware_mode": [1, 1],
+            "hostname": "gb200-nvl-01"
+        }
+    ]);
+    for (profile, expected) in [
+        (profiles::R590, "[N/A]\ngb200-nvl-01\n"),
+        (profiles::CURRENT, "[N/A]\n[N/A]\n"),
+    ] {
+        let sandbox = Sandbox::new(&format!("smi590-hostname-{}", profile.name));
+        sandbox.use_driver(profile);
+        sandbox.write_scenario(&json!({"driver_version": profile.driver_version, "gpus": gpus}));
+        let daemon = sandbox.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+        sandbox.wait_live(&daemon);
+        sandbox.snapshot_when(&daemon, "the 590 values are read", |s| {
+            s.gpus.iter().all(|g| g.valid3 & v3::GSP_MODE != 0)
+        });
+        let (code, out, err) = query(&sandbox, &["--query-gpu=hostname", "--format=csv"]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(out, format!("hostname\n{expected}"), "{}", profile.name);
+    }
+}
