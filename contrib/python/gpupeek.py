@@ -1963,11 +1963,18 @@ class Segment:
             if oldest is not None:
                 w = rings[tier][0]
                 boundary[tier] = -(-oldest // w) * w
+        # A coarser tier only for what the finer ones no longer hold: when the finer tier
+        # has dropped samples (wrapped) and the window starts before its oldest.
+        tiers = 1
+        while tiers < 3 and rings[tiers - 1][1] is not None and start < rings[tiers - 1][1] \
+                and head[("raw_written", "tier1_written")[tiers - 1]] > slots[tiers - 1]:
+            tiers += 1
+        boundary = boundary[:tiers] + [None] * (3 - tiers)
         pieces = []  # (start_unix_ns, samples, {field: (min, mean, max) or None}, tier)
-        for tier, (width, _, raws) in enumerate(rings):
+        for tier, (width, _, raws) in enumerate(rings[:tiers]):
             reach = width if tier else 0
             upto = boundary[tier] if tier else None
-            since = boundary[tier + 1] if tier < 2 else None
+            since = boundary[tier + 1] if tier + 1 < tiers else None
             for raw in raws:
                 bs, samples, values = _bucket(raw, fields)
                 if not bs or bs > end or not samples or bs + reach < start:
@@ -2341,6 +2348,7 @@ class vram:
         self._entered_ns = called
         self._slots = {g.index: slot for slot, g in enumerate(snap.gpus)}
         self._opened = {slot: self._seg.gpu_point(slot) for slot in self._slots.values()}
+        self._integrals = {slot: self._seg.gpu_integral(slot) for slot in self._slots.values()}
         self._sample(snap, first=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="gpupeek-vram", daemon=True)
@@ -2348,13 +2356,17 @@ class vram:
         return self
 
     def _means(self, ended_ns: int):
-        """Each GPU's mean memory over the block, from the daemon's history."""
+        """Each GPU's mean memory over the block from the daemon's history (exact from its
+        track's integrals), and its peak where the history saw a higher one than the
+        samples this block took."""
         for index, v in self.gpus.items():
             slot = self._slots.get(index)
             stat = None if slot is None else self._seg.gpu_window(
-                slot, self._entered_ns, ended_ns, self._opened.get(slot))["mem_used_mib"]
+                slot, self._entered_ns, ended_ns, self._opened.get(slot),
+                self._integrals.get(slot))["mem_used_mib"]
             if stat is not None:
                 v.mean_bytes = int(stat.mean * 2**20)
+                v.peak_bytes = max(v.peak_bytes, int(stat.max) << 20)
 
     def __exit__(self, *exc):
         if self._seg is None:

@@ -13,8 +13,13 @@ differs is where the numbers come from:
 - GPU figures (memory used/free/percent, utilisation, memory utilisation, temperature,
   power draw) are the window [tag activated, now] of the daemon's history, computed by
   Segment.gpu_window in gpupeek.py: no NVML call, no sampling thread; the window covers
-  what the GPU did whether or not anyone called collect(). Memory is in whole MiB (the
-  history's resolution); windows longer than the ring (300 steps) see the ring's part.
+  what the GPU did whether or not anyone called collect(). From the GPU's track of
+  tiered history (ABI 1.7): the mean exact from the running integrals read when the tag
+  was activated (the mean of the daemon's samples; nvitop's is a time-weighted mean of
+  its own, within one step of it), min/max from the finest tier covering each part of
+  the window, last from the newest sample. Memory is in whole MiB (the history's
+  resolution). Memory utilisation (not in the tracks) and GPUs without a track come from
+  the raw ring (300 steps). A MIG device's memory comes from its own track.
 - Figures the history does not keep (memory total, fan speed, power limit), the host's
   (cpu_percent, memory, swap, load average, read from /proc as psutil computes them) and
   each process's are sampled when a tag is activated and on collect() (at most every
@@ -25,7 +30,8 @@ differs is where the numbers come from:
   RSS of it). nvitop 1.7.2 holds its root processes in a WeakSet that empties at once, so
   its pid keys do not appear in ordinary use; these do.
 - A GPU in MIG mode is followed by its MIG devices (`gpu:(0, 1)`), as in nvitop: their
-  memory from the segment's MIG table, NaN for what NVML has no per-MIG figure of, and
+  memory over the window from their tracks (else sampled from the segment's MIG table),
+  NaN for what NVML has no per-MIG figure of, and
   the processes running in them.
 - `daemonize()` runs a thread that calls collect() every interval, as nvitop's does; it
   is the only thread, and a cheap one.
