@@ -1810,8 +1810,8 @@ class Segment:
         return History(step_ns=head["step_ns"], written=head["written"], samples=out)
 
     def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
-                   opened=None, integral: Optional["Integral"] = None
-                   ) -> Dict[str, Optional["WindowStat"]]:
+                   opened=None, integral: Optional["Integral"] = None,
+                   memo: Optional[dict] = None) -> Dict[str, Optional["WindowStat"]]:
         """GPU slot `slot` over [start_mono_ns, end_mono_ns] (CLOCK_MONOTONIC): for each of
         WINDOW_FIELDS its mean, min, max and last value (None: no value in the window),
         with no driver call and no sampling thread of ours.
@@ -1826,7 +1826,9 @@ class Segment:
         buckets for 6 hours, 1 min buckets for 7 days: a bucket that straddles the
         window's start counts whole); last from the newest sample (the GPU record's, when
         newer). `opened` (a gpu_point() taken when the window opened) is the value at the
-        start. Memory utilisation is not in the tracks: it, and every field of a GPU
+        start. `memo`, a dict kept by the caller for this window, lets the next call
+        with a later end read only the newer samples (see `_track_window`). Memory
+        utilisation is not in the tracks: it, and every field of a GPU
         without a track (an older daemon, a GPU beyond gpupeekd's --history-tracks), come
         from the raw ring (`_ring_window`), which holds 300 steps only."""
         ring = self._ring_window(slot, start_mono_ns, end_mono_ns, opened)
@@ -1834,7 +1836,7 @@ class Segment:
         if track is None:
             return ring
         out = self._track_window(track, start_mono_ns, end_mono_ns, opened, integral,
-                                 current=self.gpu_point(slot))
+                                 current=self.gpu_point(slot), memo=memo)
         if out is None:
             return ring
         out["util_mem_pct"] = ring["util_mem_pct"]
@@ -1911,16 +1913,27 @@ class Segment:
 
     def _track_window(self, index: int, start_mono_ns: int, end_mono_ns: int, opened=None,
                       integral: Optional["Integral"] = None, current=None,
-                      fields=None) -> Optional[Dict[str, Optional["WindowStat"]]]:
+                      fields=None, memo: Optional[dict] = None
+                      ) -> Optional[Dict[str, Optional["WindowStat"]]]:
         """Track `index` over [start_mono_ns, end_mono_ns]: {field: WindowStat or None} for
         `fields` (default the track's WINDOW_FIELDS), see gpu_window. Reads only the
-        buckets and samples the window needs (binary searches on their start times)."""
+        buckets and samples the window needs (binary searches on their start times).
+
+        `memo`, a dict the caller keeps for one window (same start, growing end), makes
+        the next call read only the samples newer than this one's: while the mean is exact
+        from the integrals, min and max of what was read before are kept in it."""
         t = self._tiers
         if t is None or not 0 <= index < t["track_count"]:
             return None
         fields = fields or _TRACK_METRICS
         to_unix = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         start, end = start_mono_ns + to_unix, end_mono_ns + to_unix
+        key = None if integral is None else (index, integral.uuid, integral.start_unix_ns,
+                                             start_mono_ns, fields)
+        kept = memo.get("stats") if memo is not None and memo.get("key") == key else None
+        window_start = start
+        if kept is not None:
+            start = max(start, memo["seen"] + 1)
         base = t["tracks_offset"] + index * t["track_size_bytes"]
         size, slots = t["bucket_size_bytes"], t["slots"]
         data = base + t["track_head_size_bytes"]
@@ -1954,6 +1967,11 @@ class Segment:
         head = _track_head(head)
         if head["kind"] == "free":
             return None
+        if kept is not None and (head["uuid"] != integral.uuid
+                                 or head["integral_start_unix_ns"] != integral.start_unix_ns):
+            memo.clear()  # another GPU's track now, or restarted integrals: read it all
+            return self._track_window(index, start_mono_ns, end_mono_ns, opened, integral,
+                                      current, fields, memo)
         # Each tier covers what the finer one does not: boundary[k] (between tier k - 1 and
         # tier k) is tier k's first bucket edge at or after tier k - 1's oldest bucket;
         # tier k's buckets end by it, tier k - 1's start from it.
@@ -1990,13 +2008,21 @@ class Segment:
         for f in fields:
             have = [p for p in pieces if p[2][f] is not None]
             points = []
-            if opened is not None and opened[1].get(f) is not None:
+            if opened is not None and opened[1].get(f) is not None and kept is None:
                 points.append((opened[0], opened[1][f]))
             points += [(p[0] - to_unix, p[2][f][1]) for p in have if p[3] == 0]
             if current is not None and current[1].get(f) is not None and \
                     (not points or current[0] > points[-1][0]):
                 points.append((current[0], current[1][f]))
             stat = _window_stat(sorted(points, key=lambda p: p[0]), start_mono_ns, end_mono_ns)
+            before = None if kept is None else kept.get(f)
+            if before is not None:
+                lo, hi, last, n = before[:4]
+                if stat is None and not have:
+                    stat = WindowStat(mean=last, min=lo, max=hi, last=last, points=n)
+                elif stat is not None:
+                    stat.min, stat.max, stat.points = min(lo, stat.min), max(hi, stat.max), \
+                        stat.points + n
             if stat is None and not have:
                 out[f] = None
                 continue
@@ -2016,6 +2042,19 @@ class Segment:
                 n = sum(p[1] for p in have)
                 stat.mean = sum(p[1] * p[2][f][1] for p in have) / n
             out[f] = stat
+        if memo is not None:
+            exact_all = key is not None and now is not None and all(
+                out[f] is None or now.mean_since(integral, _TRACK_INTEGRAL[f][0]) is not None
+                for f in fields)
+            if exact_all:
+                raw = [p[0] for p in pieces if p[3] == 0]
+                seen = max(raw) if raw else (memo["seen"] if kept is not None else window_start - 1)
+                memo.clear()
+                memo.update(key=key, seen=seen, stats={
+                    f: (st.min, st.max, st.last, st.points, st.mean)
+                    for f, st in out.items() if st is not None})
+            else:
+                memo.clear()
         return out
 
     def gpu_values(self, slot: int, names) -> Optional[Gpu]:

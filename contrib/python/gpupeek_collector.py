@@ -340,6 +340,7 @@ class _Buffer:
         self.opened: Dict[int, tuple] = {}  # GPU slot -> its gpu_point() at the start
         # GPU slot, or a MIG device's UUID -> its track's integrals at the start
         self.integrals: Dict[object, "gpupeek.Integral"] = {}
+        self.memos: Dict[object, dict] = {}  # the same keys -> gpu_window's memo
         self.windows = None  # (generation, slots version, end_ns, device keys, mean keys)
         self.names: Dict[str, tuple] = {}  # sampled key -> its full names in collect()
         self.order: Optional[List[str]] = None  # collect()'s keys in nvitop's order
@@ -651,7 +652,8 @@ class ResourceMetricCollector:
             if slot is not None:
                 try:
                     stats = seg.gpu_window(slot, buffer.start_ns, end_ns, buffer.opened.get(slot),
-                                           buffer.integrals.get(slot))
+                                           buffer.integrals.get(slot),
+                                           buffer.memos.setdefault(slot, {}))
                 except gpupeek.Error as e:
                     self._drop_segment(e)
                     seg = None
@@ -670,7 +672,7 @@ class ResourceMetricCollector:
             track = seg.find_track(d.mig_uuid)
             stats = None if track is None else seg._track_window(
                 track, buffer.start_ns, end_ns, integral=buffer.integrals.get(d.mig_uuid),
-                fields=("mem_used_mib",))
+                fields=("mem_used_mib",), memo=buffer.memos.setdefault(d.mig_uuid, {}))
         except gpupeek.Error as e:
             self._drop_segment(e)
             return None
