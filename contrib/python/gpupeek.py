@@ -1213,8 +1213,10 @@ class HistorySample:
 
 @dataclass
 class WindowStat:
-    """One quantity of one GPU over a window (Segment.gpu_window): the time-weighted
-    `mean`, `min`, `max`, the `last` value, and how many `points` they came from."""
+    """One quantity of one GPU over a window (Segment.gpu_window): the `mean` (exact from
+    the running integrals, or the samples' mean from the tiers, or the trapezoid of the
+    samples: see gpu_window), `min`, `max`, the `last` value, and how many `points`
+    (samples and buckets) they came from."""
     mean: float
     min: float
     max: float
