@@ -544,15 +544,17 @@ class TieredHistory(unittest.TestCase):
             m = c.collect()
         end = gpupeek._mono_ns()
         self.assertGreater(m["long/duration (s)"], raw_span_s)
-        # Each phase holds half the window: the mean is the phases' midpoint, within a
-        # sample or two at the window's edges (a sample every 50 ms).
+        # Each phase holds half the window: the mean is the phases' midpoint, within 3 %
+        # of the phases' difference: a sample or two at the window's edges (a sample
+        # every 50 ms), and on a loaded machine ticks late enough to catch the phase
+        # before (the fake changes phase on Unix time, the daemon samples on its ticks).
         want = {"gpu_utilization (%)": 50.0, "memory_used (MiB)": 2000.0,
                 "power_usage (W)": 200.0, "temperature (C)": 55.0}
         spread = {"gpu_utilization (%)": 60, "memory_used (MiB)": 2000,
                   "power_usage (W)": 200, "temperature (C)": 30}
         for name, value in want.items():
             key = f"long/gpu:0/{name}"
-            tol = spread[name] * 3 * 0.05 / m["long/duration (s)"] + 1e-6
+            tol = spread[name] * 0.03
             self.assertLessEqual(abs(m[f"{key}/mean"] - value), tol, (key, m[f"{key}/mean"]))
         self.assertEqual(m["long/gpu:0/gpu_utilization (%)/min"], 20.0)
         self.assertEqual(m["long/gpu:0/gpu_utilization (%)/max"], 80.0)
@@ -561,9 +563,13 @@ class TieredHistory(unittest.TestCase):
         # buckets there, and so does the mean without the integrals (sample-weighted).
         w = seg.gpu_window(0, start, end, opened, None)
         self.assertGreater(w["util_gpu_pct"].points, 0)
-        self.assertLessEqual(abs(w["util_gpu_pct"].mean - 50.0), 60 * 0.5 / (cycles * 2))
+        self.assertLessEqual(abs(w["util_gpu_pct"].mean - 50.0), 60 * 0.03)
         exact = seg.gpu_window(0, start, end, opened, integral)
-        self.assertLessEqual(abs(exact["util_gpu_pct"].mean - 50.0), 60 * 3 * 0.05 / (cycles * 2))
+        self.assertLessEqual(abs(exact["util_gpu_pct"].mean - 50.0), 60 * 0.03)
+        # The collector's mean is the integrals' (a sample or two later here).
+        self.assertLessEqual(abs(exact["util_gpu_pct"].mean
+                                 - m["long/gpu:0/gpu_utilization (%)/mean"]),
+                             60 * 2 / (m["long/duration (s)"] / 0.05))
         # A daemon restarted without its history (a new integral start) mid-window: the
         # integrals read at the start no longer apply; the mean comes from the tiers.
         moved = integral._replace(start_unix_ns=integral.start_unix_ns + 1)
