@@ -1216,8 +1216,10 @@ class HistorySample:
 
 @dataclass
 class WindowStat:
-    """One quantity of one GPU over a window (Segment.gpu_window): the time-weighted
-    `mean`, `min`, `max`, the `last` value, and how many `points` they came from."""
+    """One quantity of one GPU over a window (Segment.gpu_window): the `mean` (exact from
+    the running integrals, or the samples' mean from the tiers, or the trapezoid of the
+    samples: see gpu_window), `min`, `max`, the `last` value, and how many `points`
+    (samples and buckets) they came from."""
     mean: float
     min: float
     max: float
@@ -1256,6 +1258,37 @@ def _window_stat(points, start_ns: int, end_ns: int) -> Optional[WindowStat]:
         mean = area / span
     return WindowStat(mean=mean, min=float(min(values)), max=float(max(values)),
                       last=float(values[-1]), points=len(values))
+
+
+# The track's metrics gpu_window takes from the tiers: field -> (bucket min, bucket mean,
+# bucket max, divisor of the mean to the field's unit), and -> (integral metric, factor
+# from the integral's unit to the field's).
+_TRACK_BUCKET = {
+    "util_gpu_pct": ("util_pct_min", "util_centipct_mean", "util_pct_max", 100),
+    "mem_used_mib": ("mem_used_mib_min", "mem_used_mib_mean", "mem_used_mib_max", 1),
+    "power_draw_mw": ("power_mw_min", "power_mw_mean", "power_mw_max", 1),
+    "temp_gpu_c": ("temp_c_min", "temp_centi_c_mean", "temp_c_max", 100),
+}
+_TRACK_INTEGRAL = {"util_gpu_pct": ("util", 1), "mem_used_mib": ("mem_used", 1),
+                   "power_draw_mw": ("power", 1000), "temp_gpu_c": ("temp", 1)}
+_TRACK_METRICS = tuple(_TRACK_BUCKET)
+
+
+_BUCKET_NAMES = [name for name, _, _ in _RECORDS["TierBucket"][1]]
+_BUCKET_STRUCT = struct.Struct("=" + "".join(fmt for _, _, fmt in _RECORDS["TierBucket"][1]))
+assert _BUCKET_STRUCT.size == TIER_BUCKET_SIZE, "TierBucket fields are not contiguous"
+
+
+def _bucket(raw: bytes, fields) -> Tuple[int, int, Dict[str, Optional[tuple]]]:
+    """(start_unix_ns, samples, {field: (min, mean, max) or None}) of a TierBucket's bytes,
+    for `fields` of _TRACK_BUCKET: the one decoder gpu_window runs per bucket."""
+    b = dict(zip(_BUCKET_NAMES, _BUCKET_STRUCT.unpack(raw)))
+    valid = b["valid"]
+    out = {}
+    for f in fields:
+        lo, mean, hi, unit = _TRACK_BUCKET[f]
+        out[f] = (b[lo], b[mean] / unit, b[hi]) if valid >> TIER_VALID[mean] & 1 else None
+    return b["start_unix_ns"], b["samples"], out
 
 
 @dataclass
@@ -1427,6 +1460,21 @@ def _track_head(head: dict) -> dict:
     gi, ci = head["gpu_instance_id"], head["compute_instance_id"]
     out["mig"] = None if gi == 0xFFFFFFFF else (gi, ci)
     return out
+
+
+def _integral_of(head: dict) -> Optional[Integral]:
+    """The Integral of a track head decoded by _track_head (None for a free track)."""
+    if head["kind"] == "free":
+        return None
+    sums = {metric: (head[field] / unit, head[count])
+            for metric, (field, count, unit) in _INTEGRAL_FIELDS.items()}
+    return Integral(kind=head["kind"], gpu_index=head["gpu_index"], uuid=head["uuid"],
+                    mig=head["mig"], start_unix_ns=head["integral_start_unix_ns"],
+                    last_unix_ns=head["last_sample_unix_ns"], sums=sums)
+
+
+_TRACK_UUID = next((off, struct.calcsize(fmt)) for name, off, fmt in _RECORDS["TrackHead"][1]
+                   if name == "uuid")
 
 
 def integrals(name: Optional[str] = None) -> List[Integral]:
@@ -1767,25 +1815,45 @@ class Segment:
         return History(step_ns=head["step_ns"], written=head["written"], samples=out)
 
     def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
-                   opened=None) -> Dict[str, Optional["WindowStat"]]:
+                   opened=None, integral: Optional["Integral"] = None,
+                   memo: Optional[dict] = None) -> Dict[str, Optional["WindowStat"]]:
         """GPU slot `slot` over [start_mono_ns, end_mono_ns] (CLOCK_MONOTONIC): for each of
-        WINDOW_FIELDS its time-weighted mean, min, max and last value (None: no value in
-        the window), with no driver call and no sampling thread of ours.
+        WINDOW_FIELDS its mean, min, max and last value (None: no value in the window),
+        with no driver call and no sampling thread of ours.
 
-        The points are the history samples inside the window, the value current when the
-        window opened (placed at its start: the newer of the ring's sample before the start
-        and `opened`, a gpu_point() the caller took then) and the GPU record's current value
-        when it is newer than the ring's last sample (the ring steps every max(period, 1 s),
-        the record every tick: without `opened`, a window that opens between two ring
-        samples starts from the older one). The mean is the trapezoid integral over
-        the points, the first value held back to the window's start and the last one held
-        to its end (nvitop's ResourceMetricCollector averages its own samples the same way),
-        divided by the window's length. Memory is in whole MiB, the ring's resolution. A
-        window longer than the ring sees only the part the ring still holds.
+        From the GPU's track of tiered history (ABI 1.7; `_track_window`): the mean is
+        exact from the running integrals when `integral` (the track's Integral read when
+        the window opened, `gpu_integral()`) is of the same track and integral start (the
+        mean of the daemon's samples since then); else, for a window longer than the
+        track's raw samples, the sample-weighted mean of the tiers' buckets and samples in
+        it; else the trapezoid of the raw samples. min and max come from the finest tier
+        covering each part of the window (raw samples for the last 10 minutes, 10 s
+        buckets for 6 hours, 1 min buckets for 7 days: a bucket that straddles the
+        window's start counts whole); last from the newest sample (the GPU record's, when
+        newer). `opened` (a gpu_point() taken when the window opened) is the value at the
+        start. `memo`, a dict kept by the caller for this window, lets the next call
+        with a later end read only the newer samples (see `_track_window`). Memory
+        utilisation is not in the tracks: it, and every field of a GPU
+        without a track (an older daemon, a GPU beyond gpupeekd's --history-tracks), come
+        from the raw ring (`_ring_window`), which holds 300 steps only."""
+        ring = self._ring_window(slot, start_mono_ns, end_mono_ns, opened)
+        track = self._gpu_track(slot)
+        if track is None:
+            return ring
+        out = self._track_window(track, start_mono_ns, end_mono_ns, opened, integral,
+                                 current=self.gpu_point(slot), memo=memo)
+        if out is None:
+            return ring
+        out["util_mem_pct"] = ring["util_mem_pct"]
+        return out
 
-        This is the one place the Python side computes a window. It walks the raw ring
-        today; the tiered history and running integrals (a later ABI) will replace the walk:
-        mean = (I(end) - I(start)) / (end - start), min/max from the tiers' buckets."""
+    def _ring_window(self, slot: int, start_mono_ns: int, end_mono_ns: int, opened=None):
+        """gpu_window from the raw history ring (a segment without tracks): the history
+        samples inside the window, the value current when it opened (the newer of the
+        ring's sample before the start and `opened`) and the GPU record's current value,
+        averaged over time (trapezoids, the ends held to the window's edges, as nvitop's
+        ResourceMetricCollector averages its samples). A window longer than the ring sees
+        only the part the ring still holds."""
         points = self._history_tail(slot, start_mono_ns) or []
         if opened is not None and all(t != opened[0] for t, _ in points):
             points = sorted(points + [opened], key=lambda p: p[0])
@@ -1797,6 +1865,202 @@ class Segment:
         return {name: _window_stat([(t, v[name]) for t, v in points if v[name] is not None],
                                    start_mono_ns, end_mono_ns)
                 for name in WINDOW_FIELDS}
+
+    def _slot_uuid(self, slot: int) -> Optional[str]:
+        """The UUID of GPU slot `slot` (kept whatever its state), None for an empty slot."""
+        h = self.header
+        if not 0 <= slot < h["gpu_capacity"]:
+            return None
+        off, fmt = _GPU_FIELDS["uuid"]
+        rec = h["gpu_table_offset"] + slot * h["gpu_record_size_bytes"]
+        _, raw = self._read(rec, 0, lambda: bytes(self._bytes[rec + off:rec + off
+                                                              + struct.calcsize(fmt)]))
+        return _text(raw) or None
+
+    def find_track(self, uuid: str) -> Optional[int]:
+        """The index of the track whose key is `uuid` (a GPU's or a MIG device's), None
+        without one; remembered, and checked again on each use."""
+        cache = self.__dict__.setdefault("_track_of", {})
+        t = self._tiers
+        if t is None or not uuid:
+            return None
+        uoff = _TRACK_UUID[0]
+
+        def key(index):
+            at = t["tracks_offset"] + index * t["track_size_bytes"] + uoff
+            return _text(bytes(self._bytes[at:at + _TRACK_UUID[1]]))
+        known = cache.get(uuid)
+        if known is not None and key(known) == uuid:
+            return known
+        for index in range(t["track_count"]):
+            if key(index) == uuid:
+                cache[uuid] = index
+                return index
+        cache.pop(uuid, None)
+        return None
+
+    def _gpu_track(self, slot: int) -> Optional[int]:
+        return self.find_track(self._slot_uuid(slot)) if self._tiers else None
+
+    def gpu_integral(self, slot: int) -> Optional["Integral"]:
+        """The running integrals of GPU slot `slot`'s track (None without one): read it
+        when a window opens and pass it to gpu_window for an exact mean."""
+        track = self._gpu_track(slot)
+        return None if track is None else self.track_integral(track)
+
+    def track_integral(self, index: int) -> Optional["Integral"]:
+        """Track `index`'s running integrals, None for a free track or none."""
+        t = self._tiers
+        if t is None or not 0 <= index < t["track_count"]:
+            return None
+        raw, _ = self._read(t["tracks_offset"] + index * t["track_size_bytes"], TRACK_HEAD_SIZE)
+        return _integral_of(_track_head(_decode("TrackHead", raw)))
+
+    def _track_window(self, index: int, start_mono_ns: int, end_mono_ns: int, opened=None,
+                      integral: Optional["Integral"] = None, current=None,
+                      fields=None, memo: Optional[dict] = None
+                      ) -> Optional[Dict[str, Optional["WindowStat"]]]:
+        """Track `index` over [start_mono_ns, end_mono_ns]: {field: WindowStat or None} for
+        `fields` (default the track's WINDOW_FIELDS), see gpu_window. Reads only the
+        buckets and samples the window needs (binary searches on their start times).
+
+        `memo`, a dict the caller keeps for one window (same start, growing end), makes
+        the next call read only the samples newer than this one's: while the mean is exact
+        from the integrals, min and max of what was read before are kept in it."""
+        t = self._tiers
+        if t is None or not 0 <= index < t["track_count"]:
+            return None
+        fields = fields or _TRACK_METRICS
+        to_unix = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        start, end = start_mono_ns + to_unix, end_mono_ns + to_unix
+        key = None if integral is None else (index, integral.uuid, integral.start_unix_ns,
+                                             start_mono_ns, fields)
+        kept = memo.get("stats") if memo is not None and memo.get("key") == key else None
+        window_start = start
+        if kept is not None:
+            start = max(start, memo["seen"] + 1)
+        base = t["tracks_offset"] + index * t["track_size_bytes"]
+        size, slots = t["bucket_size_bytes"], t["slots"]
+        data = base + t["track_head_size_bytes"]
+
+        def read():
+            head = _decode("TrackHead", bytes(self._bytes[base:base + TRACK_HEAD_SIZE]))
+            widths = [max(head["raw_step_ns"], 1), max(head["tier1_width_ns"], 1),
+                      max(head["tier2_width_ns"], 1)]
+            written = [head["raw_written"], head["tier1_written"], head["tier2_written"]]
+            rings, before = [], 0
+            for tier in range(3):
+                n, ring = written[tier], data + before * size
+                before += slots[tier]
+                first = n - min(n, slots[tier])
+                at = lambda i, ring=ring, tier=tier: ring + (i % slots[tier]) * size
+                st = lambda i: struct.unpack_from("<Q", self._bytes, at(i))[0]
+                reach = widths[tier] if tier else 0
+                lo, hi = first, n
+                while lo < hi:  # the first bucket that ends after the window's start
+                    mid = (lo + hi) // 2
+                    if st(mid) + reach <= start:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                rings.append((widths[tier], st(first) if first < n else None,
+                              [bytes(self._bytes[at(i):at(i) + TIER_BUCKET_SIZE])
+                               for i in range(lo, n)]))
+            return head, rings
+
+        _, (head, rings) = self._read(base, 8, read)
+        head = _track_head(head)
+        if head["kind"] == "free":
+            return None
+        if kept is not None and (head["uuid"] != integral.uuid
+                                 or head["integral_start_unix_ns"] != integral.start_unix_ns):
+            memo.clear()  # another GPU's track now, or restarted integrals: read it all
+            return self._track_window(index, start_mono_ns, end_mono_ns, opened, integral,
+                                      current, fields, memo)
+        # Each tier covers what the finer one does not: boundary[k] (between tier k - 1 and
+        # tier k) is tier k's first bucket edge at or after tier k - 1's oldest bucket;
+        # tier k's buckets end by it, tier k - 1's start from it.
+        boundary = [None, None, None]
+        for tier in (1, 2):
+            oldest = rings[tier - 1][1]
+            if oldest is not None:
+                w = rings[tier][0]
+                boundary[tier] = -(-oldest // w) * w
+        # A coarser tier only for what the finer ones no longer hold: when the finer tier
+        # has dropped samples (wrapped) and the window starts before its oldest.
+        tiers = 1
+        while tiers < 3 and rings[tiers - 1][1] is not None and start < rings[tiers - 1][1] \
+                and head[("raw_written", "tier1_written")[tiers - 1]] > slots[tiers - 1]:
+            tiers += 1
+        boundary = boundary[:tiers] + [None] * (3 - tiers)
+        pieces = []  # (start_unix_ns, samples, {field: (min, mean, max) or None}, tier)
+        for tier, (width, _, raws) in enumerate(rings[:tiers]):
+            reach = width if tier else 0
+            upto = boundary[tier] if tier else None
+            since = boundary[tier + 1] if tier + 1 < tiers else None
+            for raw in raws:
+                bs, samples, values = _bucket(raw, fields)
+                if not bs or bs > end or not samples or bs + reach < start:
+                    continue
+                if tier == 0 and bs < start:
+                    continue
+                if (upto is not None and bs + width > upto) or (since is not None and bs < since):
+                    continue
+                pieces.append((bs, samples, values, tier))
+        pieces.sort(key=lambda p: p[0])
+        now = _integral_of(head)
+        out = {}
+        for f in fields:
+            have = [p for p in pieces if p[2][f] is not None]
+            points = []
+            if opened is not None and opened[1].get(f) is not None and kept is None:
+                points.append((opened[0], opened[1][f]))
+            points += [(p[0] - to_unix, p[2][f][1]) for p in have if p[3] == 0]
+            if current is not None and current[1].get(f) is not None and \
+                    (not points or current[0] > points[-1][0]):
+                points.append((current[0], current[1][f]))
+            stat = _window_stat(sorted(points, key=lambda p: p[0]), start_mono_ns, end_mono_ns)
+            before = None if kept is None else kept.get(f)
+            if before is not None:
+                lo, hi, last, n = before[:4]
+                if stat is None and not have:
+                    stat = WindowStat(mean=last, min=lo, max=hi, last=last, points=n)
+                elif stat is not None:
+                    stat.min, stat.max, stat.points = min(lo, stat.min), max(hi, stat.max), \
+                        stat.points + n
+            if stat is None and not have:
+                out[f] = None
+                continue
+            if stat is None:
+                last = have[-1][2][f][1]
+                stat = WindowStat(mean=last, min=last, max=last, last=last, points=0)
+            buckets = [p for p in have if p[3]]
+            stat.min = float(min([stat.min] + [p[2][f][0] for p in buckets]))
+            stat.max = float(max([stat.max] + [p[2][f][2] for p in buckets]))
+            stat.points += len(buckets)
+            metric, unit = _TRACK_INTEGRAL[f]
+            exact = None if integral is None or now is None else now.mean_since(integral, metric)
+            if exact is not None:
+                stat.mean = exact * unit
+            elif buckets:
+                # Past the raw samples: the mean of the samples, bucket by bucket.
+                n = sum(p[1] for p in have)
+                stat.mean = sum(p[1] * p[2][f][1] for p in have) / n
+            out[f] = stat
+        if memo is not None:
+            exact_all = key is not None and now is not None and all(
+                out[f] is None or now.mean_since(integral, _TRACK_INTEGRAL[f][0]) is not None
+                for f in fields)
+            if exact_all:
+                raw = [p[0] for p in pieces if p[3] == 0]
+                seen = max(raw) if raw else (memo["seen"] if kept is not None else window_start - 1)
+                memo.clear()
+                memo.update(key=key, seen=seen, stats={
+                    f: (st.min, st.max, st.last, st.points, st.mean)
+                    for f, st in out.items() if st is not None})
+            else:
+                memo.clear()
+        return out
 
     def gpu_values(self, slot: int, names) -> Optional[Gpu]:
         """GPU slot `slot` with only the fields `names` (of GPU_VALID's, plus
@@ -1907,20 +2171,10 @@ class Segment:
         """The running integrals of every GPU and MIG instance with a track (ABI 1.7),
         in track order; empty from an older daemon. See `Integral`."""
         out = []
-        t = self._tiers
         for index in range(self.track_count()):
-            base = t["tracks_offset"] + index * t["track_size_bytes"]
-            raw, _ = self._read(base, TRACK_HEAD_SIZE)
-            head = _track_head(_decode("TrackHead", raw))
-            if head["kind"] == "free":
-                continue
-            sums = {}
-            for metric, (field, count, unit) in _INTEGRAL_FIELDS.items():
-                sums[metric] = (head[field] / unit, head[count])
-            out.append(Integral(kind=head["kind"], gpu_index=head["gpu_index"],
-                                uuid=head["uuid"], mig=head["mig"],
-                                start_unix_ns=head["integral_start_unix_ns"],
-                                last_unix_ns=head["last_sample_unix_ns"], sums=sums))
+            integral = self.track_integral(index)
+            if integral is not None:
+                out.append(integral)
         return out
 
     def snapshot(self) -> Snapshot:
@@ -2138,6 +2392,7 @@ class vram:
         self._entered_ns = called
         self._slots = {g.index: slot for slot, g in enumerate(snap.gpus)}
         self._opened = {slot: self._seg.gpu_point(slot) for slot in self._slots.values()}
+        self._integrals = {slot: self._seg.gpu_integral(slot) for slot in self._slots.values()}
         self._sample(snap, first=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="gpupeek-vram", daemon=True)
@@ -2145,13 +2400,17 @@ class vram:
         return self
 
     def _means(self, ended_ns: int):
-        """Each GPU's mean memory over the block, from the daemon's history."""
+        """Each GPU's mean memory over the block from the daemon's history (exact from its
+        track's integrals), and its peak where the history saw a higher one than the
+        samples this block took."""
         for index, v in self.gpus.items():
             slot = self._slots.get(index)
             stat = None if slot is None else self._seg.gpu_window(
-                slot, self._entered_ns, ended_ns, self._opened.get(slot))["mem_used_mib"]
+                slot, self._entered_ns, ended_ns, self._opened.get(slot),
+                self._integrals.get(slot))["mem_used_mib"]
             if stat is not None:
                 v.mean_bytes = int(stat.mean * 2**20)
+                v.peak_bytes = max(v.peak_bytes, int(stat.max) << 20)
 
     def __exit__(self, *exc):
         if self._seg is None:

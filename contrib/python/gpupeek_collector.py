@@ -13,8 +13,13 @@ differs is where the numbers come from:
 - GPU figures (memory used/free/percent, utilisation, memory utilisation, temperature,
   power draw) are the window [tag activated, now] of the daemon's history, computed by
   Segment.gpu_window in gpupeek.py: no NVML call, no sampling thread; the window covers
-  what the GPU did whether or not anyone called collect(). Memory is in whole MiB (the
-  history's resolution); windows longer than the ring (300 steps) see the ring's part.
+  what the GPU did whether or not anyone called collect(). From the GPU's track of
+  tiered history (ABI 1.7): the mean exact from the running integrals read when the tag
+  was activated (the mean of the daemon's samples; nvitop's is a time-weighted mean of
+  its own, within one step of it), min/max from the finest tier covering each part of
+  the window, last from the newest sample. Memory is in whole MiB (the history's
+  resolution). Memory utilisation (not in the tracks) and GPUs without a track come from
+  the raw ring (300 steps). A MIG device's memory comes from its own track.
 - Figures the history does not keep (memory total, fan speed, power limit), the host's
   (cpu_percent, memory, swap, load average, read from /proc as psutil computes them) and
   each process's are sampled when a tag is activated and on collect() (at most every
@@ -25,7 +30,8 @@ differs is where the numbers come from:
   RSS of it). nvitop 1.7.2 holds its root processes in a WeakSet that empties at once, so
   its pid keys do not appear in ordinary use; these do.
 - A GPU in MIG mode is followed by its MIG devices (`gpu:(0, 1)`), as in nvitop: their
-  memory from the segment's MIG table, NaN for what NVML has no per-MIG figure of, and
+  memory over the window from their tracks (else sampled from the segment's MIG table),
+  NaN for what NVML has no per-MIG figure of, and
   the processes running in them.
 - `daemonize()` runs a thread that calls collect() every interval, as nvitop's does; it
   is the only thread, and a cheap one.
@@ -332,6 +338,9 @@ class _Buffer:
         self.start_cpu = cpu
         self.stats: Dict[str, _Stats] = {}
         self.opened: Dict[int, tuple] = {}  # GPU slot -> its gpu_point() at the start
+        # GPU slot, or a MIG device's UUID -> its track's integrals at the start
+        self.integrals: Dict[object, "gpupeek.Integral"] = {}
+        self.memos: Dict[object, dict] = {}  # the same keys -> gpu_window's memo
         self.windows = None  # (generation, slots version, end_ns, device keys, mean keys)
         self.names: Dict[str, tuple] = {}  # sampled key -> its full names in collect()
         self.order: Optional[List[str]] = None  # collect()'s keys in nvitop's order
@@ -498,14 +507,24 @@ class ResourceMetricCollector:
     reset = clear
 
     def _open(self, buffer: _Buffer):
-        """Notes each device's current value as the value its window opens with."""
+        """Notes each device's current value as the value its window opens with, and the
+        running integrals of its track (an exact mean over the window at collect())."""
         seg = self._segment() if self._slots else None
-        for slot in self._slots.values() if seg is not None else ():
-            try:
+        if seg is None:
+            return
+        try:
+            for slot in self._slots.values():
                 buffer.opened[slot] = seg.gpu_point(slot)
-            except gpupeek.Error as e:
-                self._drop_segment(e)
-                return
+                integral = seg.gpu_integral(slot)
+                if integral is not None:
+                    buffer.integrals[slot] = integral
+            for d in self.all_devices:
+                track = seg.find_track(d.mig_uuid) if d.mig_uuid is not None else None
+                integral = None if track is None else seg.track_integral(track)
+                if integral is not None:
+                    buffer.integrals[d.mig_uuid] = integral
+        except gpupeek.Error as e:
+            self._drop_segment(e)
 
     def _check_tag(self, tag):
         if tag is None:
@@ -622,14 +641,19 @@ class ResourceMetricCollector:
         prefix = buffer.key_prefix
         slots = self._slots
         for d in self.all_devices:
-            if d.mig_uuid is not None:
-                continue  # a MIG device's figures are sampled (_mig_metrics)
             base = f"{prefix}/{d.identifier()}"
+            if d.mig_uuid is not None:
+                # A MIG device's memory from its own track when it has one; else sampled
+                # (_mig_metrics).
+                seg = self._mig_window(buffer, seg, d, end_ns, base, metrics)
+                continue
             stats = None
             slot = slots.get(d.index) if seg is not None else None
-            if slot is not None and d.mig_uuid is None:
+            if slot is not None:
                 try:
-                    stats = seg.gpu_window(slot, buffer.start_ns, end_ns, buffer.opened.get(slot))
+                    stats = seg.gpu_window(slot, buffer.start_ns, end_ns, buffer.opened.get(slot),
+                                           buffer.integrals.get(slot),
+                                           buffer.memos.setdefault(slot, {}))
                 except gpupeek.Error as e:
                     self._drop_segment(e)
                     seg = None
@@ -637,6 +661,30 @@ class ResourceMetricCollector:
             for name, values in self._window_values(stats, consts):
                 for stat, value in values:
                     metrics[f"{base}/{name}/{stat}"] = value
+
+    def _mig_window(self, buffer: _Buffer, seg, d: Device, end_ns: int, base: str, metrics):
+        """The memory keys of MIG device `d` over the window from its track (memory used,
+        and free and percent from its sampled total); nothing without a track. Returns the
+        segment (None once it failed)."""
+        if seg is None:
+            return None
+        try:
+            track = seg.find_track(d.mig_uuid)
+            stats = None if track is None else seg._track_window(
+                track, buffer.start_ns, end_ns, integral=buffer.integrals.get(d.mig_uuid),
+                fields=("mem_used_mib",), memo=buffer.memos.setdefault(d.mig_uuid, {}))
+        except gpupeek.Error as e:
+            self._drop_segment(e)
+            return None
+        mem = None if stats is None else stats.get("mem_used_mib")
+        if mem is None:
+            return seg
+        consts = self._mig_consts.get(d.mig_uuid, {})
+        for name, values in self._window_values({"mem_used_mib": mem}, consts):
+            if name.startswith("memory_"):
+                for stat, value in values:
+                    metrics[f"{base}/{name}/{stat}"] = value
+        return seg
 
     @staticmethod
     def _window_values(stats, consts):
@@ -670,6 +718,7 @@ class ResourceMetricCollector:
     _slots: Dict[int, int] = {}
     _slots_version = 0
     _consts: Dict[int, dict] = {}
+    _mig_consts: Dict[str, dict] = {}
 
     def _take_sample(self):
         """Samples the host, the devices' unwindowed keys and the processes, and adds them
@@ -704,6 +753,11 @@ class ResourceMetricCollector:
             metrics[f"{base}/fan_speed (%)"] = _num(g.fan_speed_pct if ok else None)
             metrics[f"{base}/power_limit (W)"] = _num(g.power_limit_mw if ok else None, 1000.0)
         self._consts = consts
+        if migs:
+            self._mig_consts = {
+                u: {"total_mib": m.mem_total_bytes / MIB, "other_mib": max(
+                    m.mem_total_bytes - (m.mem_used_bytes or 0) - (m.mem_free_bytes or 0), 0) / MIB}
+                for u, m in migs.items() if m.mem_total_bytes}
         if gpus and self.root_pids:
             procs = self._read_processes()
             if procs is not None:

@@ -505,6 +505,106 @@ class Vram(unittest.TestCase):
         self.assertIn(", mean 10240 MiB)", err.getvalue())
 
 
+# The tiered-history daemon (contrib.rs, GPUPEEK_TEST_TIERED=1): GPUPEEKD_TEST_HISTORY_UNIT_MS
+# is 50, so a track keeps raw samples for 30 s and 0.5 s and 3 s buckets beyond; GPU 0
+# alternates between these two phases every second (the fake's "schedule", in Unix
+# time); --history-tracks 1 leaves GPU 1 without a track.
+TIERED_PHASES = ({"util": 20, "mib": 1000, "mw": 100000, "temp": 40},
+                 {"util": 80, "mib": 3000, "mw": 300000, "temp": 70})
+TIERED_STEP_S = 1.0
+
+
+class TieredHistory(unittest.TestCase):
+    """Run alone (`test_collector.py TieredHistory`) by contrib.rs against a daemon whose
+    history unit the test hook shortens (GPUPEEK_TEST_TIERED=1)."""
+
+    def setUp(self):
+        if os.environ.get("GPUPEEK_TEST_TIERED") != "1":
+            self.skipTest("needs the tiered-history daemon (GPUPEEK_TEST_TIERED=1)")
+
+    @staticmethod
+    def _at_cycle_start():
+        """Sleeps until the schedule starts its first phase again (Unix time)."""
+        cycle = TIERED_STEP_S * len(TIERED_PHASES)
+        time.sleep(cycle - time.time() % cycle)
+
+    def test_a_window_longer_than_the_raw_samples_has_the_schedules_mean(self):
+        c = gpupeek.ResourceMetricCollector(devices=[0], shm=SHM, interval=0.5)
+        seg = gpupeek.Segment(SHM)
+        self.assertGreater(seg.track_count(), 0)
+        track = seg.track(seg.find_track(seg._slot_uuid(0)), keep=1)
+        raw_span_s = track["raw_step_ns"] * seg._tiers["raw_slots"] / 1e9
+        self._at_cycle_start()
+        start = gpupeek._mono_ns()
+        opened, integral = seg.gpu_point(0), seg.gpu_integral(0)
+        with c(tag="long"):
+            # Whole cycles, longer than the raw samples reach.
+            cycles = int(raw_span_s // (TIERED_STEP_S * 2)) + 2
+            time.sleep(cycles * TIERED_STEP_S * 2 - time.time() % (TIERED_STEP_S * 2) - 0.01)
+            m = c.collect()
+        end = gpupeek._mono_ns()
+        self.assertGreater(m["long/duration (s)"], raw_span_s)
+        # Each phase holds half the window: the mean is the phases' midpoint, within 3 %
+        # of the phases' difference: a sample or two at the window's edges (a sample
+        # every 50 ms), and on a loaded machine ticks late enough to catch the phase
+        # before (the fake changes phase on Unix time, the daemon samples on its ticks).
+        want = {"gpu_utilization (%)": 50.0, "memory_used (MiB)": 2000.0,
+                "power_usage (W)": 200.0, "temperature (C)": 55.0}
+        spread = {"gpu_utilization (%)": 60, "memory_used (MiB)": 2000,
+                  "power_usage (W)": 200, "temperature (C)": 30}
+        for name, value in want.items():
+            key = f"long/gpu:0/{name}"
+            tol = spread[name] * 0.03
+            self.assertLessEqual(abs(m[f"{key}/mean"] - value), tol, (key, m[f"{key}/mean"]))
+        self.assertEqual(m["long/gpu:0/gpu_utilization (%)/min"], 20.0)
+        self.assertEqual(m["long/gpu:0/gpu_utilization (%)/max"], 80.0)
+        self.assertIn(m["long/gpu:0/gpu_utilization (%)/last"], (20.0, 80.0))
+        # The window's start is older than the raw samples: min and max come from the
+        # buckets there, and so does the mean without the integrals (sample-weighted).
+        w = seg.gpu_window(0, start, end, opened, None)
+        self.assertGreater(w["util_gpu_pct"].points, 0)
+        self.assertLessEqual(abs(w["util_gpu_pct"].mean - 50.0), 60 * 0.03)
+        exact = seg.gpu_window(0, start, end, opened, integral)
+        self.assertLessEqual(abs(exact["util_gpu_pct"].mean - 50.0), 60 * 0.03)
+        # The collector's mean is the integrals' (a sample or two later here).
+        self.assertLessEqual(abs(exact["util_gpu_pct"].mean
+                                 - m["long/gpu:0/gpu_utilization (%)/mean"]),
+                             60 * 2 / (m["long/duration (s)"] / 0.05))
+        # A daemon restarted without its history (a new integral start) mid-window: the
+        # integrals read at the start no longer apply; the mean comes from the tiers.
+        moved = integral._replace(start_unix_ns=integral.start_unix_ns + 1)
+        restarted = seg.gpu_window(0, start, end, opened, moved)
+        self.assertEqual(restarted["util_gpu_pct"].mean, w["util_gpu_pct"].mean)
+        seg.close()
+
+    def test_a_gpu_without_a_track_and_an_older_segment_use_the_raw_ring(self):
+        seg = gpupeek.Segment(SHM)
+        self.assertIsNone(seg._gpu_track(1), "--history-tracks 1: GPU 1 has no track")
+        start = gpupeek._mono_ns()
+        opened = seg.gpu_point(1)
+        time.sleep(1.5)
+        end = gpupeek._mono_ns()
+        self.assertEqual(seg.gpu_window(1, start, end, opened),
+                         seg._ring_window(1, start, end, opened))
+        self.assertIsNotNone(seg.gpu_window(1, start, end, opened)["mem_used_mib"])
+        seg._tiers = None  # what a segment of ABI 1.6 or older has
+        self.assertEqual(seg.track_count(), 0)
+        self.assertEqual(seg.gpu_window(0, start, end, seg.gpu_point(0)),
+                         seg._ring_window(0, start, end, seg.gpu_point(0)))
+        c = gpupeek.ResourceMetricCollector(devices=[0], shm=SHM, interval=0.1)
+        seg_c = c._segment()
+        seg_c._tiers = None
+        with c(tag="old"):
+            time.sleep(2.5)
+            m = c.collect()
+        # The ring steps every second, as the schedule does: which phases its samples
+        # caught is chance, but every figure is one of the schedule's.
+        lo, hi, mean = (m[f"old/gpu:0/gpu_utilization (%)/{k}"] for k in ("min", "max", "mean"))
+        self.assertTrue(20.0 <= lo <= mean <= hi <= 80.0, (lo, mean, hi))
+        self.assertIn(lo, (20.0, 80.0))
+        seg.close()
+
+
 class FakeModules:
     """Installs small stand-ins for lightning and keras in sys.modules while in use."""
 

@@ -397,6 +397,62 @@ fn python_collector_matches_nvitops_on_mig_devices() {
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
 }
 
+/// The collector's GPU windows from the tiered history (contrib/python/test_collector.py,
+/// class TieredHistory): a daemon whose history unit the test hook shortens to 50 ms (raw
+/// samples for 30 s, then 0.5 s and 3 s buckets) and GPU 0 alternating between two
+/// phases every second: a window longer than the raw samples has the mean the schedule
+/// implies (from the integrals, and from the tiers when the integral start moved), and
+/// GPU 1, beyond `--history-tracks 1`, and a segment without tracks use the raw ring.
+#[test]
+fn python_collector_windows_come_from_the_tiered_history() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let sandbox = Sandbox::new("python-collector-tiers");
+    let phase = |util: u32, mib: u64, mw: u32, temp: u32| {
+        json!({"gpus": [{"utilization_gpu_pct": util, "memory_used_bytes": mib << 20,
+                         "power_usage_mw": mw, "temperature_c": temp}]})
+    };
+    sandbox.write_scenario(&json!({
+        "gpus": [
+            {
+                "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+                "memory_total_bytes": 85520809984u64, "memory_used_bytes": 1000u64 << 20,
+                "utilization_gpu_pct": 20, "utilization_memory_pct": 5, "temperature_c": 40,
+                "power_usage_mw": 100000, "power_limit_mw": 700000
+            },
+            {
+                "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+                "memory_total_bytes": 42949672960u64
+            }
+        ],
+        "schedule": {"step_ms": 1000, "phases": [phase(20, 1000, 100_000, 40),
+                                                 phase(80, 3000, 300_000, 70)]}
+    }));
+    let daemon = sandbox.start_daemon_env(
+        "50ms",
+        &["--history-tracks", "1"],
+        &[("GPUPEEKD_TEST_HISTORY_UNIT_MS", "50".as_ref())],
+    );
+    sandbox.wait_live(&daemon);
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("contrib/python/test_collector.py"))
+        .arg("TieredHistory")
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
+        .env("GPUPEEK_TEST_TIERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run_with_limit(cmd, Duration::from_secs(180));
+    assert!(
+        out.status.success(),
+        "python collector tiered-history tests failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
+}
+
 /// `pip install contrib/python` into a fresh virtual environment installs the module
 /// `gpupeek` (gpupeek's version), which, imported from elsewhere, reads a live daemon:
 /// its `new_query().print_json()` is `gpupeek --json` but for the keys it leaves to the
