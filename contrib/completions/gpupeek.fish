@@ -88,7 +88,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from plot' -s h -l help -d 'print
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l host -x -d 'a gpupeek serve to ask (repeatable): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l hostfile -r -F -d 'read hosts from FILE, one a line as --host takes them (# starts a comment; repeatable)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l prometheus -x -d 'read the fleet from this Prometheus-compatible query API (e.g. http://prometheus:9090) instead of asking each host'
-complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l group-by -x -a 'host user pod job' -d 'host (default: a block per host), user, pod or job (a user\'s command)'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l group-by -x -a 'host user pod job' -d 'host (default: a block per host), user, pod or job (a Slurm job, else a user\'s command)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l json -d 'print a JSON document instead: each host with its GPUs or its error'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -s i -l watch -l interval -d 'redraw every SECS seconds (bare: 2) until Ctrl-C; a GPU whose memory is held at 0 % utilisation over the last three rounds is flagged idle'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l timeout -x -d 'the round\'s deadline (default 2): a host that has not answered within SECS of the round\'s start is shown as timed out'

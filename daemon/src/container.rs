@@ -12,15 +12,21 @@
 //! | lxc        | `lxc.payload.<name>`, or `<name>` below `/lxc/`          |
 //! | kubepods   | `<id>` below a `pod<uid>` component, runtime unknown     |
 //!
+//! A Slurm job is not a container, but it is what its processes run in on a shared
+//! cluster, and its cgroup names it the same way (runtime "slurm", the job id as the id):
+//! `job_<id>` below `slurmstepd.scope` (cgroup v2, `<node>_slurmstepd.scope` with several
+//! slurmds on one host) or below `slurm/uid_<uid>` (cgroup v1, `slurm_<node>` likewise).
+//!
 //! A Kubernetes pod uid comes from a `pod<uid>` component (`kubepods-burstable-pod<uid>.slice`
 //! with `_` for `-` under the systemd driver). Anything else is "not in a container".
 
 /// A process's container, as its cgroup names it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Container {
-    /// "docker", "containerd", "cri-o", "podman", "lxc" or "kubepods".
+    /// "docker", "containerd", "cri-o", "podman", "lxc", "kubepods" or "slurm".
     pub runtime: &'static str,
-    /// Container id (hex for all but lxc, where it is the container's name).
+    /// Container id (hex for all but lxc, where it is the container's name, and slurm,
+    /// where it is the job id).
     pub id: String,
     /// Kubernetes pod uid, when the container is in a pod.
     pub pod_uid: Option<String>,
@@ -39,6 +45,13 @@ pub fn parse(cgroup: &str) -> Option<Container> {
 
 fn parse_path(path: &str) -> Option<Container> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    if let Some(job) = slurm_job(&parts) {
+        return Some(Container {
+            runtime: "slurm",
+            id: job.to_owned(),
+            pod_uid: None,
+        });
+    }
     let pod_uid = parts.iter().find_map(|p| pod_uid(p));
     for (i, part) in parts.iter().enumerate().rev() {
         let name = part.strip_suffix(".scope").unwrap_or(part);
@@ -91,6 +104,19 @@ fn lxc(name: &str) -> Container {
         id: name.to_owned(),
         pod_uid: None,
     }
+}
+
+/// The job id of a Slurm job's cgroup path: `job_<digits>` right below slurmstepd's
+/// scope (v2) or below `uid_<uid>` under `slurm` (v1).
+fn slurm_job<'a>(parts: &[&'a str]) -> Option<&'a str> {
+    let under_slurmstepd = |p: &str| p == "slurmstepd.scope" || p.ends_with("_slurmstepd.scope");
+    let under_slurm = |p: &str| p == "slurm" || p.starts_with("slurm_");
+    parts.windows(2).enumerate().find_map(|(i, w)| {
+        let id = w[1].strip_prefix("job_")?;
+        let parent_ok = under_slurmstepd(w[0])
+            || (w[0].starts_with("uid_") && i > 0 && under_slurm(parts[i - 1]));
+        (parent_ok && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
+    })
 }
 
 /// Container ids are lower-case hex, 64 digits in every runtime here (12 accepted).
@@ -159,6 +185,49 @@ mod tests {
             Some(lxc("web1"))
         );
         assert_eq!(parse("4:cpu:/lxc/db2\n"), Some(lxc("db2")));
+    }
+
+    fn job(id: &str) -> Option<Container> {
+        Some(Container {
+            runtime: "slurm",
+            id: id.into(),
+            pod_uid: None,
+        })
+    }
+
+    #[test]
+    fn slurm_jobs_under_cgroup_v2_and_v1() {
+        // cgroup/v2 plugin: every step (batch, extern, interactive, numbered) of job 4242.
+        for step in [
+            "step_batch",
+            "step_extern",
+            "step_0/user/task_0",
+            "step_interactive",
+        ] {
+            let v2 = format!("0::/system.slice/slurmstepd.scope/job_4242/{step}\n");
+            assert_eq!(parse(&v2), job("4242"), "{v2}");
+        }
+        // Several slurmds on one host name their scope after the node.
+        let multi = "0::/system.slice/node7_slurmstepd.scope/job_17/step_0/user/task_3\n";
+        assert_eq!(parse(multi), job("17"));
+        // cgroup/v1: the job under each controller, the unified line empty.
+        let v1 = "11:memory:/slurm/uid_1000/job_99/step_0/task_0\n\
+                  4:devices:/slurm/uid_1000/job_99/step_0\n0::/\n";
+        assert_eq!(parse(v1), job("99"));
+        assert_eq!(
+            parse("7:cpuset:/slurm_node7/uid_0/job_5/step_batch\n"),
+            job("5")
+        );
+        // slurmstepd's own cgroup (no job) and look-alikes elsewhere are not jobs.
+        for cgroup in [
+            "0::/system.slice/slurmstepd.scope/system\n",
+            "0::/system.slice/slurmd.service\n",
+            "0::/user.slice/job_12\n",
+            "0::/system.slice/slurmstepd.scope/job_x1/step_0\n",
+            "4:memory:/uid_1000/job_99\n",
+        ] {
+            assert_eq!(parse(cgroup), None, "{cgroup:?}");
+        }
     }
 
     #[test]

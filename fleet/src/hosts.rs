@@ -170,7 +170,18 @@ struct SnapProcess {
 
 #[derive(Deserialize)]
 struct SnapContainer {
+    runtime: Option<String>,
+    id: Option<String>,
     pod_uid: Option<String>,
+}
+
+impl SnapContainer {
+    /// The Slurm job id, for a process in a job's cgroup.
+    fn job(&self) -> Option<String> {
+        (self.runtime.as_deref() == Some("slurm"))
+            .then(|| self.id.clone())
+            .flatten()
+    }
 }
 
 fn parse(body: &str) -> Result<Snapshot, String> {
@@ -232,6 +243,7 @@ fn gpu(g: SnapGpu) -> Gpu {
                 pid: p.pid,
                 command: p.command,
                 memory_mib: p.gpu_memory_usage,
+                job: p.container.as_ref().and_then(SnapContainer::job),
                 pod: p.container.and_then(|c| c.pod_uid),
             })
             .collect(),

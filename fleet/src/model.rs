@@ -116,6 +116,8 @@ pub struct Process {
     pub memory_mib: Option<u64>,
     /// Its Kubernetes pod: the name when known, else the pod uid.
     pub pod: Option<String>,
+    /// Its Slurm job id, when it runs in one.
+    pub job: Option<String>,
 }
 
 /// Under this much memory used a GPU may be free, MiB.

@@ -282,6 +282,10 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
             command: nonempty("command"),
             memory_mib: Some(mib(s.value())),
             pod: nonempty("pod").or_else(|| nonempty("pod_uid")),
+            job: s
+                .label("container_id")
+                .strip_prefix("slurm://")
+                .map(str::to_owned),
         }),
         _ => {}
     }
@@ -342,5 +346,42 @@ mod tests {
         assert!(reports[0].error.is_none());
         assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
         assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+
+    #[test]
+    fn a_process_series_names_its_slurm_job_by_its_container_id() {
+        let a = ("instance", "a:9477");
+        let process = |pid: &'static str, container: &'static str| {
+            sample(
+                "gpupeek_process_gpu_memory_bytes",
+                &[
+                    a,
+                    ("gpu", "0"),
+                    ("pid", pid),
+                    ("user", "ann"),
+                    ("container_id", container),
+                ],
+                "1048576",
+            )
+        };
+        let samples = vec![
+            sample("up", &[a], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
+                "1",
+            ),
+            process("10", "slurm://4242"),
+            process("11", "docker://0123456789ab"),
+            process("12", ""),
+        ];
+        let reports = reports("http://p", &samples, &BTreeMap::new());
+        let jobs: Vec<Option<&str>> = reports[0].gpus[0]
+            .processes
+            .iter()
+            .map(|p| p.job.as_deref())
+            .collect();
+        assert_eq!(jobs, [Some("4242"), None, None]);
     }
 }

@@ -170,11 +170,14 @@ fn group_key(p: &Process, by: GroupBy) -> Option<String> {
     match by {
         GroupBy::User => p.user.clone(),
         GroupBy::Pod => p.pod.clone(),
-        GroupBy::Job => Some(format!(
-            "{}:{}",
-            p.user.as_deref().unwrap_or("?"),
-            p.command.as_deref().unwrap_or("?")
-        )),
+        GroupBy::Job => Some(match &p.job {
+            Some(id) => format!("slurm:{id}"),
+            None => format!(
+                "{}:{}",
+                p.user.as_deref().unwrap_or("?"),
+                p.command.as_deref().unwrap_or("?")
+            ),
+        }),
         GroupBy::Host => None,
     }
 }
@@ -306,6 +309,7 @@ mod tests {
                     command: Some(command.to_string()),
                     memory_mib: Some(*mib),
                     pod: None,
+                    job: None,
                 })
                 .collect(),
         }
@@ -372,5 +376,23 @@ mod tests {
         let (rows, none) = groups(&reports, GroupBy::Pod);
         assert!(rows.is_empty());
         assert_eq!(none, 3);
+    }
+
+    #[test]
+    fn a_slurm_job_is_one_row_whatever_its_ranks_run() {
+        let mut reports = vec![
+            report("a", vec![gpu(0, 90, 4000, &[("ann", "python", 4000)])]),
+            report("b", vec![gpu(1, 90, 3000, &[("ann", "torchrun", 3000)])]),
+            report("c", vec![gpu(0, 90, 1000, &[("bo", "x", 1000)])]),
+        ];
+        for r in &mut reports[..2] {
+            r.gpus[0].processes[0].job = Some("4242".into());
+        }
+        let (rows, none) = groups(&reports, GroupBy::Job);
+        assert_eq!(none, 0);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["slurm:4242", "bo:x"], "the most memory first");
+        assert_eq!(rows[0].hosts.len(), 2);
+        assert_eq!(rows[0].memory_mib, 7000);
     }
 }

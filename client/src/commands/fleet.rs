@@ -65,7 +65,7 @@ pub const FLEET: Command<fleet::Args> = Command {
                 man: GROUP_BY_MAN,
                 ..Spec::switch(
                     "group-by",
-                    "host (default: a block per host), user, pod or job (a user's command)",
+                    "host (default: a block per host), user, pod or job (a Slurm job, else a user's command)",
                 )
             },
             apply: |a, v| {
@@ -247,5 +247,7 @@ const GROUP_BY_MAN: &str = r"How rows are grouped:
 (a row per Kubernetes pod, by the pod uid a process's cgroup gives, or the
 pod label Prometheus has) or
 .B job
-(a row per user and command: the same program run by the same user on
-several hosts is one job).";
+(a row per Slurm job, by the job id a process's cgroup gives or the
+\fIcontainer_id\fP label \fBslurm://\fP\fIid\fP Prometheus has; outside Slurm a
+row per user and command: the same program run by the same user on several
+hosts is one job).";

@@ -174,9 +174,11 @@ pub struct ProcRecord {
     /// Zero.
     pub reserved1: u32,
     /// Container runtime from the cgroup path: "docker", "containerd", "cri-o",
-    /// "podman", "lxc", "kubepods" (a pod whose runtime is unknown).
+    /// "podman", "lxc", "kubepods" (a pod whose runtime is unknown), or "slurm" for a
+    /// process in a Slurm job's cgroup.
     pub container_runtime: [u8; 16],
-    /// Container id (lower-case hex, usually 64 digits), NUL-terminated.
+    /// Container id (lower-case hex, usually 64 digits; an lxc container's name; a
+    /// Slurm job's id), NUL-terminated.
     pub container_id: [u8; 72],
     /// Kubernetes pod uid (`8-4-4-4-12` hex), empty when not in a pod.
     pub pod_uid: [u8; 40],

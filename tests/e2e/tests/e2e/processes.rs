@@ -464,49 +464,6 @@ fn process_info_flag_chooses_full_basic_or_none() {
     );
 }
 
-/// A cgroup named like a docker container's, in the first writable hierarchy; removed on
-/// drop (after its processes are gone).
-struct DockerCgroup(std::path::PathBuf);
-
-impl DockerCgroup {
-    const ID: &'static str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-    fn create_with(pid: u32) -> Self {
-        for root in [
-            "/sys/fs/cgroup/unified",
-            "/sys/fs/cgroup/pids",
-            "/sys/fs/cgroup",
-        ] {
-            let dir = std::path::Path::new(root).join(format!("docker-{}.scope", Self::ID));
-            if std::fs::create_dir_all(&dir).is_ok()
-                && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok()
-            {
-                return DockerCgroup(dir);
-            }
-            let _ = std::fs::remove_dir(&dir);
-        }
-        panic!("no writable cgroup hierarchy to put a process in");
-    }
-}
-
-impl Drop for DockerCgroup {
-    fn drop(&mut self) {
-        let procs = std::fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs.split_whitespace().filter_map(|p| p.parse().ok()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        for _ in 0..100 {
-            if std::fs::remove_dir(&self.0).is_ok() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-}
-
 #[test]
 fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     if !root_or_skip("a_containerised_process_is_recognised_inside_and_outside_its_container") {
@@ -539,7 +496,7 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let inner = inner.expect("the container's process started");
-    let _cgroup = DockerCgroup::create_with(inner);
+    let _cgroup = docker_cgroup(inner);
     sb.write_scenario(&scenario(&[(inner, 300, [0; 4])]));
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
@@ -550,7 +507,7 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     assert_eq!(p["host_pid"], inner);
     assert_eq!(
         p["container"],
-        json!({"runtime": "docker", "id": DockerCgroup::ID, "pod_uid": null})
+        json!({"runtime": "docker", "id": DOCKER_ID, "pod_uid": null})
     );
 
     // Inside the container's namespaces, the same process is pid 1.
@@ -570,25 +527,19 @@ fn a_containerised_process_is_recognised_inside_and_outside_its_container() {
     assert!(text.ends_with("/1(300M)\n"), "{text}");
 }
 
-/// A cgroup named as the kubelet (systemd driver) and containerd name a pod's container's,
-/// in the first writable hierarchy; removed, leaf first, on drop.
-struct PodCgroup(Vec<std::path::PathBuf>);
+/// The id docker's cgroup names ([`docker_cgroup`]).
+const DOCKER_ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+/// The pod uid and container id of [`pod_cgroup`].
+const POD_UID: &str = "5f1c0a2e-7d3b-4e8a-9c61-0b2d4f6a8e10";
+const POD_CONTAINER_ID: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
 
-impl PodCgroup {
-    const UID: &'static str = "5f1c0a2e-7d3b-4e8a-9c61-0b2d4f6a8e10";
-    const ID: &'static str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+/// A cgroup at a path of `parts` (created as needed) in the first writable hierarchy,
+/// holding `pid`; its processes killed and its directories removed, leaf first, on drop.
+/// `.0[0]` is the leaf.
+struct NamedCgroup(Vec<std::path::PathBuf>);
 
-    fn create_with(pid: u32) -> Self {
-        let pod = format!(
-            "kubepods-besteffort-pod{}.slice",
-            Self::UID.replace('-', "_")
-        );
-        let parts = [
-            "kubepods.slice".to_owned(),
-            "kubepods-besteffort.slice".to_owned(),
-            pod,
-            format!("cri-containerd-{}.scope", Self::ID),
-        ];
+impl NamedCgroup {
+    fn create_with(parts: &[String], pid: u32) -> Self {
         for root in [
             "/sys/fs/cgroup/unified",
             "/sys/fs/cgroup/pids",
@@ -596,7 +547,7 @@ impl PodCgroup {
         ] {
             let mut dirs = Vec::new();
             let mut dir = std::path::PathBuf::from(root);
-            for part in &parts {
+            for part in parts {
                 dir.push(part);
                 dirs.push(dir.clone());
             }
@@ -604,7 +555,7 @@ impl PodCgroup {
                 && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok()
             {
                 dirs.reverse();
-                return PodCgroup(dirs);
+                return NamedCgroup(dirs);
             }
             for d in dirs.iter().rev() {
                 let _ = std::fs::remove_dir(d);
@@ -614,7 +565,7 @@ impl PodCgroup {
     }
 }
 
-impl Drop for PodCgroup {
+impl Drop for NamedCgroup {
     fn drop(&mut self) {
         let procs = std::fs::read_to_string(self.0[0].join("cgroup.procs")).unwrap_or_default();
         for pid in procs.split_whitespace().filter_map(|p| p.parse().ok()) {
@@ -634,6 +585,36 @@ impl Drop for PodCgroup {
     }
 }
 
+/// A cgroup named as docker names its containers'.
+fn docker_cgroup(pid: u32) -> NamedCgroup {
+    NamedCgroup::create_with(&[format!("docker-{DOCKER_ID}.scope")], pid)
+}
+
+/// A cgroup named as the kubelet (systemd driver) and containerd name a pod's container's.
+fn pod_cgroup(pid: u32) -> NamedCgroup {
+    let pod = format!("kubepods-besteffort-pod{}.slice", POD_UID.replace('-', "_"));
+    let parts = [
+        "kubepods.slice".to_owned(),
+        "kubepods-besteffort.slice".to_owned(),
+        pod,
+        format!("cri-containerd-{POD_CONTAINER_ID}.scope"),
+    ];
+    NamedCgroup::create_with(&parts, pid)
+}
+
+/// A cgroup named as Slurm's cgroup/v2 plugin names a task of step 0 of job `job`.
+fn slurm_cgroup(job: u32, pid: u32) -> NamedCgroup {
+    let parts = [
+        "system.slice",
+        "slurmstepd.scope",
+        &format!("job_{job}"),
+        "step_0",
+        "user",
+        "task_0",
+    ];
+    NamedCgroup::create_with(&parts.map(str::to_owned), pid)
+}
+
 #[test]
 fn by_container_groups_a_pods_processes_and_the_hosts() {
     if !root_or_skip("by_container_groups_a_pods_processes_and_the_hosts") {
@@ -641,7 +622,7 @@ fn by_container_groups_a_pods_processes_and_the_hosts() {
     }
     let sb = Sandbox::new("bycontainer");
     let (pod_a, pod_b, host) = (Proc::sleeper(), Proc::sleeper(), Proc::sleeper());
-    let _cgroup = PodCgroup::create_with(pod_a.pid());
+    let _cgroup = pod_cgroup(pod_a.pid());
     std::fs::write(_cgroup.0[0].join("cgroup.procs"), pod_b.pid().to_string()).unwrap();
     sb.write_scenario(&scenario(&[
         (pod_a.pid(), 1000, [30, 0, 0, 0]),
@@ -656,7 +637,7 @@ fn by_container_groups_a_pods_processes_and_the_hosts() {
     assert_eq!(rows[0]["name"], "containerd:fedcba987654");
     assert_eq!(
         rows[0]["container"],
-        json!({"runtime": "containerd", "id": PodCgroup::ID, "pod_uid": PodCgroup::UID})
+        json!({"runtime": "containerd", "id": POD_CONTAINER_ID, "pod_uid": POD_UID})
     );
     assert_eq!(rows[0]["processes"], 2);
     assert_eq!(rows[0]["gpu_memory_usage"], 1500);
@@ -669,7 +650,7 @@ fn by_container_groups_a_pods_processes_and_the_hosts() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("CONTAINER  "), "{text}");
     assert!(
-        lines[1].starts_with(&format!("containerd:fedcba987654  {}  0", PodCgroup::UID)),
+        lines[1].starts_with(&format!("containerd:fedcba987654  {}  0", POD_UID)),
         "{text}"
     );
     assert!(lines[2].starts_with("host  "), "{text}");
@@ -697,7 +678,7 @@ fn serve_names_pods_from_the_kubelets_pod_resources() {
     }
     let sb = Sandbox::new("podresources");
     let (in_pod, on_host) = (Proc::sleeper(), Proc::sleeper());
-    let _cgroup = PodCgroup::create_with(in_pod.pid());
+    let _cgroup = pod_cgroup(in_pod.pid());
     let uuid = "GPU-11111111-2222-3333-4444-555555555555";
     sb.write_scenario(&scenario(&[
         (in_pod.pid(), 1000, [30, 0, 0, 0]),
@@ -761,8 +742,7 @@ fn serve_names_pods_from_the_kubelets_pod_resources() {
         line.contains(&format!(
             "container_id=\"containerd://{}\",pod_uid=\"{}\",namespace=\"ml\",\
              pod=\"train-0\",container=\"trainer\"}}",
-            PodCgroup::ID,
-            PodCgroup::UID
+            POD_CONTAINER_ID, POD_UID
         )),
         "{line}"
     );
@@ -910,4 +890,60 @@ fn per_process_utilisation_follows_the_process_without_lag() {
     assert_eq!(sm(), 0, "stays 0 while the old samples are still buffered");
     sb.write_scenario(&scenario(&[(busy.pid(), 100, [40, 10, 0, 0])]));
     wait_for("40% SM", &daemon, || sm() == 40);
+}
+
+#[test]
+fn a_slurm_jobs_processes_are_named_by_their_job_in_json_metrics_and_fleet() {
+    if !root_or_skip("a_slurm_jobs_processes_are_named_by_their_job_in_json_metrics_and_fleet") {
+        return;
+    }
+    let sb = Sandbox::new("slurmjob");
+    let (rank0, rank1, other) = (Proc::sleeper(), Proc::sleeper(), Proc::sleeper());
+    let cgroup = slurm_cgroup(4242, rank0.pid());
+    std::fs::write(cgroup.0[0].join("cgroup.procs"), rank1.pid().to_string()).unwrap();
+    sb.write_scenario(&scenario(&[
+        (rank0.pid(), 2000, [60, 0, 0, 0]),
+        (rank1.pid(), 1000, [30, 0, 0, 0]),
+        (other.pid(), 300, [5, 0, 0, 0]),
+    ]));
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+
+    let doc = json_of(&sb.client(&["--json"]));
+    let procs = doc["gpus"][0]["processes"].as_array().unwrap();
+    let job = json!({"runtime": "slurm", "id": "4242", "pod_uid": null});
+    for rank in [&rank0, &rank1] {
+        let p = procs
+            .iter()
+            .find(|p| p["pid"] == rank.pid())
+            .expect("rank listed");
+        assert_eq!(p["container"], job, "{doc}");
+    }
+    let p = procs.iter().find(|p| p["pid"] == other.pid()).unwrap();
+    assert_eq!(p["container"], Value::Null);
+
+    let rows = json_of(&sb.client(&["--by-container", "--json"]));
+    assert_eq!(rows["containers"][0]["name"], "slurm:4242", "{rows}");
+    assert_eq!(rows["containers"][0]["gpu_memory_usage"], 3000);
+
+    let metrics = stdout(&sb.client(&["metrics", "--per-process", "--pod-labels"]));
+    let line = format!("pid=\"{}\"", rank0.pid());
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.contains(&line) && l.contains("container_id=\"slurm://4242\"")),
+        "{metrics}"
+    );
+
+    // A serve and `gpupeek fleet --group-by job`: the job is one row, whatever its ranks run.
+    let serve = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(&sb, serve, &[]);
+    let mut fleet = Command::new(&gpupeek_e2e::bins().client);
+    fleet.args(["fleet", "--host", &url, "--group-by", "job", "--json"]);
+    let doc = json_of(&gpupeek_e2e::run_with_watchdog(fleet));
+    let groups = doc["groups"].as_array().expect("groups");
+    let names: Vec<&str> = groups.iter().filter_map(|g| g["name"].as_str()).collect();
+    assert_eq!(names[0], "slurm:4242", "{doc}");
+    assert_eq!(groups[0]["processes"], 2);
+    assert_eq!(groups[0]["memory_mib"], 3000);
 }
