@@ -342,12 +342,29 @@ impl Saver {
             None => Vec::new(),
         };
         let mut out = in_segment;
+        let taken_over = out.len();
+        let mut restored = 0;
         for t in from_file {
             match out.iter_mut().find(|s| s.head.uuid == t.head.uuid) {
                 Some(s) if s.head.last_sample_unix_ns >= t.head.last_sample_unix_ns => {}
-                Some(s) => *s = t,
-                None => out.push(t),
+                Some(s) => {
+                    *s = t;
+                    restored += 1;
+                }
+                None => {
+                    out.push(t);
+                    restored += 1;
+                }
             }
+        }
+        if taken_over > 0 {
+            log::info!("history: {taken_over} track(s) taken over from the previous segment");
+        }
+        if let (Some(path), true) = (&self.path, restored > 0) {
+            log::info!(
+                "history: {restored} track(s) restored from the state file {}",
+                path.display()
+            );
         }
         out
     }

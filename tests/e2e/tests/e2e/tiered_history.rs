@@ -375,6 +375,15 @@ fn history_survives_a_restart_and_python_reads_the_same_integrals() {
     let daemon = start(&sandbox, &[]);
     sandbox.wait_live(&daemon);
     let after = wait_covered(&sandbox, &daemon, Duration::from_millis(2500));
+    let log = daemon.log();
+    assert!(
+        log.contains("history: 1 track(s) taken over from the previous segment"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("restored from the state file"),
+        "the state file holds nothing newer: {log}"
+    );
     assert_eq!(
         after.head.integral_start_unix_ns,
         before.head.integral_start_unix_ns
@@ -474,6 +483,14 @@ fn the_state_file_brings_history_back_by_uuid_when_the_segment_is_gone() {
     };
     assert!(raw(&after).starts_with(&raw(&before)));
     assert!(!daemon.log().contains("refused"), "{}", daemon.log());
+    assert!(
+        daemon.log().contains(&format!(
+            "history: 3 track(s) restored from the state file {}",
+            file.display()
+        )),
+        "{}",
+        daemon.log()
+    );
     // The GPU that is gone: its history is dropped, here and from the next state file.
     assert!(
         daemon
