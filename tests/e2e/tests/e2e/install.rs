@@ -205,6 +205,26 @@ fn install_refuses_missing_binaries_and_relative_paths() {
     let out = run(&["--bin-dir", sandbox.dir.to_str().unwrap()], "/usr");
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("build first"), "{}", stderr(&out));
+    // Every program but the last one there: refused before anything is installed.
+    let partial = sandbox.dir.join("partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    for bin in [
+        "gpupeekd",
+        "gpupeek",
+        "gpupeek-serve",
+        "gpupeek-top",
+        "gpupeek-plot",
+    ] {
+        std::fs::copy("/bin/true", partial.join(bin)).unwrap();
+    }
+    let out = run(&["--bin-dir", partial.to_str().unwrap()], "/usr");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("gpupeek-fleet not found"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!sandbox.dir.join("usr").exists(), "nothing installed");
     let out = run(&[], "usr/local");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let out = run(&["--uninstall"], "/nowhere");
