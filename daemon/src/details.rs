@@ -50,26 +50,9 @@ impl Fill<'_> {
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
     ) {
-        let mut deprecated = false;
-        let value = self.call(|| {
-            get().map_err(|e| match e {
-                NvmlError::UnexpectedVariant(DEPRECATED) => {
-                    deprecated = true;
-                    NvmlError::NotSupported
-                }
-                e => e,
-            })
-        });
-        if let Some(value) = value {
-            set(self.rec, value);
-            self.rec.valid2 |= bit;
-        } else if deprecated {
-            self.rec.deprecated2 |= bit;
-        }
+        self.field_in(bit, get, set, |r| (&mut r.valid2, &mut r.deprecated2));
     }
-}
 
-impl Fill<'_> {
     /// Like [`Fill::field`] for a [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3)
     /// value: on success stores it and sets `bit` in `valid3`; "deprecated" sets `bit`
     /// in `deprecated3` (ABI 1.6).
@@ -78,6 +61,18 @@ impl Fill<'_> {
         bit: u64,
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
+    ) {
+        self.field_in(bit, get, set, |r| (&mut r.valid3, &mut r.deprecated3));
+    }
+
+    /// [`Fill::field2`] and [`Fill::field3`]: `masks` picks the record's validity and
+    /// "deprecated" masks that `bit` belongs to.
+    fn field_in<T>(
+        &mut self,
+        bit: u64,
+        get: impl FnOnce() -> Result<T, NvmlError>,
+        set: impl FnOnce(&mut GpuRecord, T),
+        masks: impl FnOnce(&mut GpuRecord) -> (&mut u64, &mut u64),
     ) {
         let mut deprecated = false;
         let value = self.call(|| {
@@ -91,9 +86,9 @@ impl Fill<'_> {
         });
         if let Some(value) = value {
             set(self.rec, value);
-            self.rec.valid3 |= bit;
+            *masks(self.rec).0 |= bit;
         } else if deprecated {
-            self.rec.deprecated3 |= bit;
+            *masks(self.rec).1 |= bit;
         }
     }
 }
