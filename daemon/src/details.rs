@@ -280,8 +280,9 @@ impl Details {
     }
 }
 
-/// The near-static values: see [`STATIC2`].
-pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
+/// The near-static values: see [`STATIC2`] (and [`crate::details3`]'s, which need the
+/// session's [`Unbound`](crate::details3::Unbound) entry points).
+pub fn sample_static(nvml: &Nvml, unbound: &crate::details3::Unbound, d: &Device, f: &mut Fill) {
     f.field2(
         v2::PERSISTENCE_MODE,
         || persistence_mode(nvml, d),
@@ -415,7 +416,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || gpu_max_pcie_link_gen(nvml, d),
         |r, g| r.pcie_link_gen_gpumax = g,
     );
-    crate::details3::sample_static(nvml, d, f);
+    crate::details3::sample_static(nvml, unbound, d, f);
 }
 
 /// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (the GPU's own maximum, whatever the slot),

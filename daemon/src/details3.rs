@@ -142,8 +142,8 @@ fn unknown_version(e: NvmlError) -> NvmlError {
     }
 }
 
-/// The near-static values: see [`STATIC3`].
-pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
+/// The near-static values: see [`STATIC3`]; `unbound` is the session's [`Unbound`].
+pub fn sample_static(nvml: &Nvml, unbound: &Unbound, d: &Device, f: &mut Fill) {
     f.field3(
         v3::PCI_CLASS,
         || pci_class(nvml, d),
@@ -225,7 +225,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
     module_power(nvml, d, f, &MODULE_LIMIT_IDS);
     f.field3(
         v3::GPU_HOSTNAME,
-        || hostname(nvml, d),
+        || hostname(unbound, d),
         |r, h| r.gpu_hostname = h,
     );
     f.field3(
@@ -277,22 +277,41 @@ const HOSTNAME_BYTES: usize = 64;
 /// nvml-wrapper-sys 0.10 does not bind: looked up by name in the loaded library.
 type GetHostname = unsafe extern "C" fn(nvmlDevice_t, *mut [u8; HOSTNAME_BYTES]) -> nvmlReturn_t;
 
+/// The entry points this module calls that nvml-wrapper-sys does not bind, looked up
+/// by name once per NVML session ([`Unbound::resolve`]), not per call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unbound {
+    /// `nvmlDeviceGetHostname_v1`, where the driver has it.
+    hostname: Option<GetHostname>,
+}
+
+impl Unbound {
+    /// Looks the entry points up in `nvml`'s library. The pointers are valid while
+    /// `nvml` lives: the holder keeps them next to it (see `sampler::Held`).
+    pub fn resolve(nvml: &Nvml) -> Self {
+        // SAFETY: the symbol, where the driver has it, has the C signature of
+        // [`GetHostname`] (nvml.h of NVML 12.9+); the pointer copied out is used only
+        // while the library it came from stays loaded (see above).
+        let hostname = unsafe {
+            nvml.lib()
+                .__library
+                .get::<GetHostname>(b"nvmlDeviceGetHostname_v1\0")
+        }
+        .ok()
+        .map(|symbol| *symbol);
+        Unbound { hostname }
+    }
+}
+
 /// The hostname NVIDIA's tools set on the GPU (`nvidia-smi --set-hostname`), the one
 /// nvidia-smi 590's `hostname` field prints. NVML documents it for Blackwell and newer;
 /// older GPUs answer "not supported", which nvidia-smi prints as `[N/A]`.
-fn hostname(nvml: &Nvml, d: &Device) -> Result<[u8; HOSTNAME_BYTES], NvmlError> {
-    // SAFETY: the symbol, where the driver has it, has the C signature of
-    // [`GetHostname`] (nvml.h of NVML 12.9+); the library stays loaded while `nvml` lives,
-    // and the symbol is used only within this call.
-    let get = unsafe {
-        nvml.lib()
-            .__library
-            .get::<GetHostname>(b"nvmlDeviceGetHostname_v1\0")
-    }
-    .map_err(|_| NvmlError::FunctionNotFound)?;
+fn hostname(unbound: &Unbound, d: &Device) -> Result<[u8; HOSTNAME_BYTES], NvmlError> {
+    let get = unbound.hostname.ok_or(NvmlError::FunctionNotFound)?;
     let mut name = [0u8; HOSTNAME_BYTES];
-    // SAFETY: the handle belongs to the live session `nvml` holds; `name` is a writable
-    // `nvmlHostname_v1_t` (one `char value[64]`).
+    // SAFETY: `get` is this session's `nvmlDeviceGetHostname_v1` (see
+    // [`Unbound::resolve`]); the handle belongs to the same live session; `name` is a
+    // writable `nvmlHostname_v1_t` (one `char value[64]`).
     let ret = unsafe { get(d.handle(), &mut name) };
     nvml_try(ret)?;
     name[HOSTNAME_BYTES - 1] = 0;
