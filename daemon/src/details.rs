@@ -395,14 +395,7 @@ pub fn sample_static(nvml: &Nvml, unbound: &crate::details3::Unbound, d: &Device
             r.gom_pending = code(m.pending);
         },
     );
-    f.field2(
-        v2::FABRIC,
-        || fabric_info(nvml, d),
-        |r, (state, status)| {
-            r.fabric_state = state;
-            r.fabric_status = status;
-        },
-    );
+    crate::details3::sample_fabric(nvml, d, f);
     f.field2(
         v2::RECOVERY_ACTION,
         || {
@@ -881,27 +874,6 @@ fn remapped_rows(nvml: &Nvml, d: &Device) -> Result<[u32; 4], NvmlError> {
         u32::from(rows[2] != 0),
         u32::from(rows[3] != 0),
     ])
-}
-
-/// `nvmlDeviceGetGpuFabricInfo`, which nvml-wrapper lacks: the registration state
-/// and, once it is completed, its status (an NVML return code).
-fn fabric_info(nvml: &Nvml, d: &Device) -> Result<(u32, i32), NvmlError> {
-    let get = nvml
-        .lib()
-        .nvmlDeviceGetGpuFabricInfo
-        .as_ref()
-        .map_err(|_| NvmlError::FunctionNotFound)?;
-    let mut info = bindings::nvmlGpuFabricInfo_t {
-        clusterUuid: [0; 16],
-        status: 0,
-        cliqueId: 0,
-        state: 0,
-    };
-    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
-    // nvmlGpuFabricInfo_t *)`; the handle belongs to the live session held by `nvml`,
-    // and `info` is a valid, writable nvmlGpuFabricInfo_t.
-    nvml_try(unsafe { get(d.handle(), &mut info) })?;
-    Ok((u32::from(info.state), info.status as i32))
 }
 
 /// Copies the [`gpu_valid2`] values behind `bits` from `from` into `to`, with their
