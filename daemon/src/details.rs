@@ -50,26 +50,9 @@ impl Fill<'_> {
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
     ) {
-        let mut deprecated = false;
-        let value = self.call(|| {
-            get().map_err(|e| match e {
-                NvmlError::UnexpectedVariant(DEPRECATED) => {
-                    deprecated = true;
-                    NvmlError::NotSupported
-                }
-                e => e,
-            })
-        });
-        if let Some(value) = value {
-            set(self.rec, value);
-            self.rec.valid2 |= bit;
-        } else if deprecated {
-            self.rec.deprecated2 |= bit;
-        }
+        self.field_in(bit, get, set, |r| (&mut r.valid2, &mut r.deprecated2));
     }
-}
 
-impl Fill<'_> {
     /// Like [`Fill::field`] for a [`gpu_valid3`](gpupeek_shm::layout::gpu_valid3)
     /// value: on success stores it and sets `bit` in `valid3`; "deprecated" sets `bit`
     /// in `deprecated3` (ABI 1.6).
@@ -78,6 +61,18 @@ impl Fill<'_> {
         bit: u64,
         get: impl FnOnce() -> Result<T, NvmlError>,
         set: impl FnOnce(&mut GpuRecord, T),
+    ) {
+        self.field_in(bit, get, set, |r| (&mut r.valid3, &mut r.deprecated3));
+    }
+
+    /// [`Fill::field2`] and [`Fill::field3`]: `masks` picks the record's validity and
+    /// "deprecated" masks that `bit` belongs to.
+    fn field_in<T>(
+        &mut self,
+        bit: u64,
+        get: impl FnOnce() -> Result<T, NvmlError>,
+        set: impl FnOnce(&mut GpuRecord, T),
+        masks: impl FnOnce(&mut GpuRecord) -> (&mut u64, &mut u64),
     ) {
         let mut deprecated = false;
         let value = self.call(|| {
@@ -91,9 +86,9 @@ impl Fill<'_> {
         });
         if let Some(value) = value {
             set(self.rec, value);
-            self.rec.valid3 |= bit;
+            *masks(self.rec).0 |= bit;
         } else if deprecated {
-            self.rec.deprecated3 |= bit;
+            *masks(self.rec).1 |= bit;
         }
     }
 }
@@ -285,8 +280,9 @@ impl Details {
     }
 }
 
-/// The near-static values: see [`STATIC2`].
-pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
+/// The near-static values: see [`STATIC2`] (and [`crate::details3`]'s, which need the
+/// session's [`Unbound`](crate::details3::Unbound) entry points).
+pub fn sample_static(nvml: &Nvml, unbound: &crate::details3::Unbound, d: &Device, f: &mut Fill) {
     f.field2(
         v2::PERSISTENCE_MODE,
         || persistence_mode(nvml, d),
@@ -399,14 +395,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
             r.gom_pending = code(m.pending);
         },
     );
-    f.field2(
-        v2::FABRIC,
-        || fabric_info(nvml, d),
-        |r, (state, status)| {
-            r.fabric_state = state;
-            r.fabric_status = status;
-        },
-    );
+    crate::details3::sample_fabric(nvml, d, f);
     f.field2(
         v2::RECOVERY_ACTION,
         || {
@@ -420,7 +409,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
         || gpu_max_pcie_link_gen(nvml, d),
         |r, g| r.pcie_link_gen_gpumax = g,
     );
-    crate::details3::sample_static(nvml, d, f);
+    crate::details3::sample_static(nvml, unbound, d, f);
 }
 
 /// `nvmlDeviceGetGpuMaxPcieLinkGeneration` (the GPU's own maximum, whatever the slot),
@@ -885,27 +874,6 @@ fn remapped_rows(nvml: &Nvml, d: &Device) -> Result<[u32; 4], NvmlError> {
         u32::from(rows[2] != 0),
         u32::from(rows[3] != 0),
     ])
-}
-
-/// `nvmlDeviceGetGpuFabricInfo`, which nvml-wrapper lacks: the registration state
-/// and, once it is completed, its status (an NVML return code).
-fn fabric_info(nvml: &Nvml, d: &Device) -> Result<(u32, i32), NvmlError> {
-    let get = nvml
-        .lib()
-        .nvmlDeviceGetGpuFabricInfo
-        .as_ref()
-        .map_err(|_| NvmlError::FunctionNotFound)?;
-    let mut info = bindings::nvmlGpuFabricInfo_t {
-        clusterUuid: [0; 16],
-        status: 0,
-        cliqueId: 0,
-        state: 0,
-    };
-    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t,
-    // nvmlGpuFabricInfo_t *)`; the handle belongs to the live session held by `nvml`,
-    // and `info` is a valid, writable nvmlGpuFabricInfo_t.
-    nvml_try(unsafe { get(d.handle(), &mut info) })?;
-    Ok((u32::from(info.state), info.status as i32))
 }
 
 /// Copies the [`gpu_valid2`] values behind `bits` from `from` into `to`, with their

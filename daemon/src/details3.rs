@@ -8,7 +8,8 @@
 //!   the infoROM checksum (`nvmlDeviceValidateInforom`), the power management mode
 //!   (`nvmlDeviceGetPowerManagementMode`, which 590+ drivers call deprecated) and the
 //!   row remapper histogram (`nvmlDeviceGetRowRemapperHistogram`).
-//!   Also the fabric clique, cluster and health (`nvmlDeviceGetGpuFabricInfoV`), the
+//!   Also the fabric clique, cluster and health (`nvmlDeviceGetGpuFabricInfoV`, the
+//!   call that gives the fabric state too: [`sample_fabric`]), the
 //!   SRAM ECC status (`nvmlDeviceGetSramEccErrorStatus`), the DRAM encryption mode
 //!   (`nvmlDeviceGetDramEncryptionMode`) and the module's power limits (one
 //!   `nvmlDeviceGetFieldValues` with the module scope, which only Grace superchips
@@ -142,8 +143,8 @@ fn unknown_version(e: NvmlError) -> NvmlError {
     }
 }
 
-/// The near-static values: see [`STATIC3`].
-pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
+/// The near-static values: see [`STATIC3`]; `unbound` is the session's [`Unbound`].
+pub fn sample_static(nvml: &Nvml, unbound: &Unbound, d: &Device, f: &mut Fill) {
     f.field3(
         v3::PCI_CLASS,
         || pci_class(nvml, d),
@@ -187,17 +188,6 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
             r.remapped_rows_hist_none = h.none;
         },
     );
-    if let Some(info) = f.call(|| fabric(nvml, d)) {
-        // Outside a fabric (state "not supported") NVML has no clique or health.
-        if info.state != 0 {
-            let r = &mut *f.rec;
-            r.fabric_clique_id = info.cliqueId;
-            r.fabric_cluster_uuid = info.clusterUuid;
-            r.fabric_health_mask = info.healthMask;
-            r.fabric_health_summary = info.healthSummary.into();
-            r.valid3 |= v3::FABRIC_CLIQUE | v3::FABRIC_HEALTH;
-        }
-    }
     f.field3(
         v3::SRAM_ECC,
         || sram_ecc(nvml, d),
@@ -225,7 +215,7 @@ pub fn sample_static(nvml: &Nvml, d: &Device, f: &mut Fill) {
     module_power(nvml, d, f, &MODULE_LIMIT_IDS);
     f.field3(
         v3::GPU_HOSTNAME,
-        || hostname(nvml, d),
+        || hostname(unbound, d),
         |r, h| r.gpu_hostname = h,
     );
     f.field3(
@@ -277,22 +267,41 @@ const HOSTNAME_BYTES: usize = 64;
 /// nvml-wrapper-sys 0.10 does not bind: looked up by name in the loaded library.
 type GetHostname = unsafe extern "C" fn(nvmlDevice_t, *mut [u8; HOSTNAME_BYTES]) -> nvmlReturn_t;
 
+/// The entry points this module calls that nvml-wrapper-sys does not bind, looked up
+/// by name once per NVML session ([`Unbound::resolve`]), not per call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unbound {
+    /// `nvmlDeviceGetHostname_v1`, where the driver has it.
+    hostname: Option<GetHostname>,
+}
+
+impl Unbound {
+    /// Looks the entry points up in `nvml`'s library. The pointers are valid while
+    /// `nvml` lives: the holder keeps them next to it (see `sampler::Held`).
+    pub fn resolve(nvml: &Nvml) -> Self {
+        // SAFETY: the symbol, where the driver has it, has the C signature of
+        // [`GetHostname`] (nvml.h of NVML 12.9+); the pointer copied out is used only
+        // while the library it came from stays loaded (see above).
+        let hostname = unsafe {
+            nvml.lib()
+                .__library
+                .get::<GetHostname>(b"nvmlDeviceGetHostname_v1\0")
+        }
+        .ok()
+        .map(|symbol| *symbol);
+        Unbound { hostname }
+    }
+}
+
 /// The hostname NVIDIA's tools set on the GPU (`nvidia-smi --set-hostname`), the one
 /// nvidia-smi 590's `hostname` field prints. NVML documents it for Blackwell and newer;
 /// older GPUs answer "not supported", which nvidia-smi prints as `[N/A]`.
-fn hostname(nvml: &Nvml, d: &Device) -> Result<[u8; HOSTNAME_BYTES], NvmlError> {
-    // SAFETY: the symbol, where the driver has it, has the C signature of
-    // [`GetHostname`] (nvml.h of NVML 12.9+); the library stays loaded while `nvml` lives,
-    // and the symbol is used only within this call.
-    let get = unsafe {
-        nvml.lib()
-            .__library
-            .get::<GetHostname>(b"nvmlDeviceGetHostname_v1\0")
-    }
-    .map_err(|_| NvmlError::FunctionNotFound)?;
+fn hostname(unbound: &Unbound, d: &Device) -> Result<[u8; HOSTNAME_BYTES], NvmlError> {
+    let get = unbound.hostname.ok_or(NvmlError::FunctionNotFound)?;
     let mut name = [0u8; HOSTNAME_BYTES];
-    // SAFETY: the handle belongs to the live session `nvml` holds; `name` is a writable
-    // `nvmlHostname_v1_t` (one `char value[64]`).
+    // SAFETY: `get` is this session's `nvmlDeviceGetHostname_v1` (see
+    // [`Unbound::resolve`]); the handle belongs to the same live session; `name` is a
+    // writable `nvmlHostname_v1_t` (one `char value[64]`).
     let ret = unsafe { get(d.handle(), &mut name) };
     nvml_try(ret)?;
     name[HOSTNAME_BYTES - 1] = 0;
@@ -441,6 +450,61 @@ fn protected_memory(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlMemory_t, N
         |f, h| unsafe { f(h, &mut m) }
     )?;
     Ok(m)
+}
+
+/// The fabric registration: its state and status ([`gpu_valid2`]'s `FABRIC`, read with
+/// [`crate::details::sample_static`]) and, from the versioned call, the clique, cluster
+/// and health, all from one call: `nvmlDeviceGetGpuFabricInfoV` (R550+), else, on a
+/// driver without it (R525 to R545), `nvmlDeviceGetGpuFabricInfo`, which has no health
+/// (nvidia-smi 590, which shows the clique, needs the versioned call).
+///
+/// [`gpu_valid2`]: gpupeek_shm::layout::gpu_valid2
+pub fn sample_fabric(nvml: &Nvml, d: &Device, f: &mut Fill) {
+    let read = || match fabric(nvml, d) {
+        Err(NvmlError::FunctionNotFound) => fabric_legacy(nvml, d).map(|info| (info, false)),
+        answer => answer.map(|info| (info, true)),
+    };
+    f.field2(
+        gpupeek_shm::layout::gpu_valid2::FABRIC,
+        read,
+        |r, (info, versioned)| {
+            r.fabric_state = info.state.into();
+            r.fabric_status = info.status as i32;
+            // Outside a fabric (state "not supported") NVML has no clique or health.
+            if versioned && info.state != 0 {
+                r.fabric_clique_id = info.cliqueId;
+                r.fabric_cluster_uuid = info.clusterUuid;
+                r.fabric_health_mask = info.healthMask;
+                r.fabric_health_summary = info.healthSummary.into();
+                r.valid3 |= v3::FABRIC_CLIQUE | v3::FABRIC_HEALTH;
+            }
+        },
+    );
+}
+
+/// `nvmlDeviceGetGpuFabricInfo` (R525+, before the versioned call), as a `v3` without
+/// health.
+fn fabric_legacy(nvml: &Nvml, d: &Device) -> Result<bindings::nvmlGpuFabricInfo_v3_t, NvmlError> {
+    let mut info = bindings::nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: `f` has the C signature `(nvmlDevice_t, nvmlGpuFabricInfo_t *)` and `info`
+    // is writable.
+    raw!(nvml, d, nvmlDeviceGetGpuFabricInfo, |f, h| unsafe {
+        f(h, &mut info)
+    })?;
+    Ok(bindings::nvmlGpuFabricInfo_v3_t {
+        version: 0,
+        clusterUuid: info.clusterUuid,
+        status: info.status,
+        cliqueId: info.cliqueId,
+        state: info.state,
+        healthMask: 0,
+        healthSummary: 0,
+    })
 }
 
 /// The fabric's clique, cluster and health, with `nvmlGpuFabricInfo_v3` (the health

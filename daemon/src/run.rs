@@ -455,13 +455,11 @@ impl Daemon {
                 left => left.map(|n| n - 1),
             };
             publish_gpu(&self.publisher, &self.gpu, history_step, slot);
-            let values = timeline::gpu_values(&self.gpu);
             record_gpu(
                 &mut self.timeline,
                 &self.publisher,
                 self.tier_due,
                 &self.gpu,
-                &values,
             );
             all_keyed &= self.gpu.valid & gpupeek_shm::layout::gpu_valid::UUID != 0;
             if self.prompt.is_some() {
@@ -508,13 +506,11 @@ impl Daemon {
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
             self.publish_gpu(slot);
-            let none = [None; timeline::METRICS];
             record_gpu(
                 &mut self.timeline,
                 &self.publisher,
                 self.tier_due,
                 &self.gpu,
-                &none,
             );
             self.keep_published();
         }
@@ -566,15 +562,11 @@ impl Daemon {
     }
 }
 
-/// Records `values` as `gpu`'s sample into its track, when this tick samples into the
-/// tracks (`at`, the tick's wall-clock time).
-fn record_gpu(
-    timeline: &mut Timeline,
-    publisher: &Publisher,
-    at: Option<u64>,
-    gpu: &GpuRecord,
-    values: &timeline::Values,
-) {
+/// Records the just-published `gpu` as a sample into its track, when this tick samples
+/// into the tracks (`at`, the tick's wall-clock time); a record not sampled this tick
+/// (asleep, idle while NVML is released, lost, not responding) is a sample without
+/// values (see [`timeline::gpu_values`]).
+fn record_gpu(timeline: &mut Timeline, publisher: &Publisher, at: Option<u64>, gpu: &GpuRecord) {
     let Some(at) = at else { return };
     if gpu.valid & gpupeek_shm::layout::gpu_valid::UUID == 0 {
         return;
@@ -585,7 +577,7 @@ fn record_gpu(
         gpu_index: gpu.index,
         mig: None,
     };
-    timeline.record(publisher, key, at, values);
+    timeline.record(publisher, key, at, &timeline::gpu_values(gpu));
 }
 
 /// Wall-clock time now, Unix ns (0 before 1970).

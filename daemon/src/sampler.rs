@@ -34,6 +34,7 @@ use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{GpuRecord, MigRecord};
 
 use crate::details;
+use crate::details3;
 use crate::fields::{self, Fields};
 use crate::gpm::{Backoff, Gpm};
 use crate::gpuprocs::{self, GpuProcess};
@@ -59,6 +60,8 @@ pub struct SystemInfo {
 /// `nvmlShutdown`, then marks the session closed (fields drop in declaration order).
 struct Held {
     nvml: Nvml,
+    /// Entry points of `nvml`'s library that nvml-wrapper does not bind, looked up once.
+    unbound: details3::Unbound,
     closed: MarkOnDrop,
 }
 
@@ -107,9 +110,11 @@ impl Sampler {
         }
         let nvml = builder.init()?;
         let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
+        let unbound = details3::Unbound::resolve(&nvml);
         Ok(Sampler {
             nvml: Arc::new(Held {
                 nvml,
+                unbound,
                 closed: MarkOnDrop(Arc::new(AtomicBool::new(false))),
             }),
             proc_buffers,
@@ -306,7 +311,7 @@ impl GpuSampler {
         }
         if self.carry.static_due(now) {
             sample_static(&device, &mut fill);
-            details::sample_static(nvml, &device, &mut fill);
+            details::sample_static(nvml, &self.nvml.unbound, &device, &mut fill);
             self.carry.keep(fill.rec, tiers::STATIC);
             self.carry.keep2(fill.rec, details::STATIC2);
             self.carry.keep3(fill.rec, details::STATIC3);

@@ -13,7 +13,7 @@ use fake_nvml::calls::OVERFLOWS;
 use fake_nvml::procs::{JUNK_NO_PROCESS, JUNK_OLD, JUNK_OVER_100, NOT_A_PID};
 use gpupeek_e2e::profiles::{self, Profile, PROFILES};
 use gpupeek_e2e::{root_or_skip, tool, wait_for, Daemon, Sandbox};
-use gpupeek_shm::layout::{gpu_valid, gpu_valid3, proc_kind, proc_valid, ProcRecord};
+use gpupeek_shm::layout::{gpu_valid, gpu_valid2, gpu_valid3, proc_kind, proc_valid, ProcRecord};
 use serde_json::{json, Value};
 
 const MIB: u64 = 1 << 20;
@@ -146,7 +146,8 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
                 "clocks_event_reasons_counters": {"sw_power_cap": 1234},
                 "margin_temperature_c": 30, "pci_class": [3, 2], "addressing_mode": 0,
                 "gsp_firmware_mode": [1, 1], "row_remapper_histogram": [640, 0, 0, 0, 0],
-                "hostname": "node-gpu-0"
+                "hostname": "node-gpu-0",
+                "fabric": {"state": 3, "status": 0, "clique_id": 7}
             })],
         ));
         // Every tick a slow one, so the slow tier's values come too.
@@ -221,7 +222,27 @@ fn every_driver_gives_the_core_values_through_the_entry_points_it_has() {
         if engines {
             assert_eq!((g.util_jpeg_pct, g.util_ofa_pct), (7, 3), "{what}");
         }
+        // The fabric state from R525 (the versioned call from R550, the first one
+        // before it), the clique only from the versioned call.
+        let fabric = has("nvmlDeviceGetGpuFabricInfo");
+        assert_eq!(g.valid2 & gpu_valid2::FABRIC != 0, fabric, "{what}");
+        if fabric {
+            assert_eq!((g.fabric_state, g.fabric_status), (3, 0), "{what}");
+        }
+        let versioned = has("nvmlDeviceGetGpuFabricInfoV");
+        assert_eq!(v3 & gpu_valid3::FABRIC_CLIQUE != 0, versioned, "{what}");
+        if versioned {
+            assert_eq!(g.fabric_clique_id, 7, "{what}");
+        }
         assert_no_overflow_and_alive(&sb, &daemon, what);
+        // One fabric call per read: the first entry point only where the versioned one
+        // is missing.
+        let calls = sb.nvml_call_file(daemon.pid()).unwrap_or_default();
+        let legacy = calls
+            .get("nvmlDeviceGetGpuFabricInfo")
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(legacy > 0, fabric && !versioned, "{what}: {calls:?}");
     }
 }
 
