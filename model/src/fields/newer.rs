@@ -9,7 +9,7 @@ use super::Unit::{Bytes, Celsius, Count, MilliWatts, Percent, Text};
 use super::{field, Aggregate, Field, Value};
 use crate::details::{FabricHealth, RemapHistogram};
 use crate::gpu::Gpu;
-use gpupeek_shm::layout::gpu_valid3 as v3;
+use gpupeek_shm::layout::{gpu_valid2 as v2, gpu_valid3 as v3};
 
 fn remap(g: &Gpu, get: fn(&RemapHistogram) -> u32) -> Option<Value<'static>> {
     int(g.details.newer.remap_histogram.as_ref().map(get))
@@ -354,7 +354,7 @@ pub(super) const FIELDS: &[Field] = &[
     field("display_attached", Text, Aggregate::Join, |g| {
         yes(g.details.display_mode)
     })
-    .valid2(crate::details::DISPLAY_MODE_BIT)
+    .valid2(v2::DISPLAY_MODE)
     .not_in_templates()
     .about("whether a display is connected to one of the GPU's connectors: Yes or No")
     .smi(&[&["display_attached"]]),
