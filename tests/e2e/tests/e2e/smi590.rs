@@ -20,7 +20,6 @@ const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 /// 590+ prints them as deprecated without asking (nvidia_gpu_exporter's trace-verified
 /// NVML backend, `internal/nvmlnative/catalog.go`, checked against every capture).
 fn scenario(driver: &str) -> serde_json::Value {
-    let deprecated = json!({});
     json!({"driver_version": driver, "gpus": [
         {
             "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100",
@@ -31,14 +30,13 @@ fn scenario(driver: &str) -> serde_json::Value {
             "fabric": {
                 "state": 3, "status": 0, "clique_id": 5, "health_mask": 0x1aa,
                 "health_summary": 1
-            },
-            "errors": deprecated
+            }
         },
         {
             "name": "NVIDIA GeForce RTX 4080 SUPER", "uuid": "GPU-4080",
             "pci_bus_id": "00000000:01:00.0", "temperature_c": 43,
             "pci_class": [3, 0], "gsp_firmware_mode": [1, 1], "addressing_mode": 1,
-            "inforom_valid": true, "power_management_mode": 1, "errors": deprecated,
+            "inforom_valid": true, "power_management_mode": 1,
             "display_mode": 1, "applications_clocks_mhz": {"graphics": 2235, "memory": 11501}
         }
     ]})
