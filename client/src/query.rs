@@ -729,4 +729,14 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), n);
     }
+
+    /// The lists of fields nvidia-smi prints its own way name canonical fields, so a
+    /// misspelt or renamed one cannot silently print the ordinary way.
+    #[test]
+    fn the_fields_printed_specially_are_canonical_names() {
+        let canonical: Vec<&str> = fields().map(|f| f.names[0]).collect();
+        for name in BARE_NOT_AVAILABLE.iter().chain(&DEPRECATED_FROM_590) {
+            assert!(canonical.contains(name), "{name}");
+        }
+    }
 }

@@ -14,9 +14,6 @@ use crate::units::{MegaHertz, MilliWatts};
 mod newer;
 pub use newer::{AddressingMode, FabricHealth, Newer, Platform, RemapHistogram, SramEcc};
 
-/// The display mode's bit, which `display_attached` shares.
-pub(crate) const DISPLAY_MODE_BIT: u64 = v2::DISPLAY_MODE;
-
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL
     | v2::VBIOS_VERSION

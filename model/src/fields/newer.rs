@@ -6,10 +6,10 @@
 
 use super::table::{enabled, hex, int, text, yes};
 use super::Unit::{Bytes, Celsius, Count, MilliWatts, Percent, Text};
-use super::{field, Aggregate, Field, Getter, Value};
+use super::{field, Aggregate, Field, Value};
 use crate::details::{FabricHealth, RemapHistogram};
 use crate::gpu::Gpu;
-use gpupeek_shm::layout::gpu_valid3 as v3;
+use gpupeek_shm::layout::{gpu_valid2 as v2, gpu_valid3 as v3};
 
 fn remap(g: &Gpu, get: fn(&RemapHistogram) -> u32) -> Option<Value<'static>> {
     int(g.details.newer.remap_histogram.as_ref().map(get))
@@ -149,30 +149,37 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("NVLink fabric health: Healthy, Unhealthy or Limited Capacity")
     .smi(&[&["fabric.health.summary"]]),
-    condition(
-        "fabric_health_bandwidth",
-        0,
-        "NVLink fabric bandwidth: Full or Degraded",
-        &[&["fabric.health.bandwidth"]],
-    ),
-    condition(
-        "fabric_health_route_recovery",
-        2,
-        "whether an NVLink fabric route recovery is in progress: True or False",
-        &[&["fabric.health.route_recovery_in_progress"]],
-    ),
-    condition(
+    field("fabric_health_bandwidth", Text, Aggregate::Join, |g| {
+        condition(g, 0, "Degraded", "Full")
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("NVLink fabric bandwidth: Full or Degraded")
+    .smi(&[&["fabric.health.bandwidth"]]),
+    field("fabric_health_route_recovery", Text, Aggregate::Join, |g| {
+        condition(g, 2, "True", "False")
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("whether an NVLink fabric route recovery is in progress: True or False")
+    .smi(&[&["fabric.health.route_recovery_in_progress"]]),
+    field(
         "fabric_health_route_unhealthy",
-        4,
-        "whether an NVLink fabric route is unhealthy: True or False",
-        &[&["fabric.health.route_unhealthy"]],
-    ),
-    condition(
-        "fabric_health_access_timeout",
-        6,
-        "whether the fabric recovers from an access timeout: True or False",
-        &[&["fabric.health.access_timeout_recovery"]],
-    ),
+        Text,
+        Aggregate::Join,
+        |g| condition(g, 4, "True", "False"),
+    )
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("whether an NVLink fabric route is unhealthy: True or False")
+    .smi(&[&["fabric.health.route_unhealthy"]]),
+    field("fabric_health_access_timeout", Text, Aggregate::Join, |g| {
+        condition(g, 6, "True", "False")
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("whether the fabric recovers from an access timeout: True or False")
+    .smi(&[&["fabric.health.access_timeout_recovery"]]),
     field("fabric_health_configuration", Text, Aggregate::Join, |g| {
         health(g, |h| {
             h.summary_name()?;
@@ -191,10 +198,34 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("what is wrong with the NVLink fabric's configuration, or None")
     .smi(&[&["fabric.health.incorrect_configuration"]]),
-    sram(0, "unique volatile uncorrectable parity errors in SRAM"),
-    sram(1, "unique volatile uncorrectable SEC-DED errors in SRAM"),
-    sram(2, "unique aggregate uncorrectable parity errors in SRAM"),
-    sram(3, "unique aggregate uncorrectable SEC-DED errors in SRAM"),
+    field("sram_volatile_parity", Count, Aggregate::Sum, |g| {
+        sram(g, 0)
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("unique volatile uncorrectable parity errors in SRAM")
+    .smi(&[&["ecc.errors.uncorrected.volatile.sram.parity"]]),
+    field("sram_volatile_secded", Count, Aggregate::Sum, |g| {
+        sram(g, 1)
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("unique volatile uncorrectable SEC-DED errors in SRAM")
+    .smi(&[&["ecc.errors.uncorrected.volatile.sram.secded"]]),
+    field("sram_aggregate_parity", Count, Aggregate::Sum, |g| {
+        sram(g, 2)
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("unique aggregate uncorrectable parity errors in SRAM")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.sram.parity"]]),
+    field("sram_aggregate_secded", Count, Aggregate::Sum, |g| {
+        sram(g, 3)
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("unique aggregate uncorrectable SEC-DED errors in SRAM")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.sram.secded"]]),
     field("sram_threshold_exceeded", Text, Aggregate::Join, |g| {
         yes(g.details.newer.sram_ecc.map(|s| s.threshold_exceeded))
     })
@@ -202,65 +233,107 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("whether SRAM's uncorrectable error threshold was exceeded: Yes or No")
     .smi(&[&["ecc.errors.uncorrected.aggregate.sram.thresholdExceeded"]]),
-    sram(
-        4,
-        "unique aggregate uncorrectable SRAM errors in the L2 cache",
-    ),
-    sram(5, "unique aggregate uncorrectable SRAM errors in the SMs"),
-    sram(
-        6,
-        "unique aggregate uncorrectable SRAM errors in the microcontrollers",
-    ),
-    sram(
-        7,
-        "unique aggregate uncorrectable SRAM errors in the PCIe interface",
-    ),
-    sram(8, "unique aggregate uncorrectable SRAM errors elsewhere"),
-    module(
-        0,
-        v3::MODULE_POWER_DRAW_AVERAGE,
-        "module power draw averaged over a second (Grace superchips)",
-        &[&["module.power.draw.average"]],
-    ),
-    module(
-        1,
-        v3::MODULE_POWER_DRAW_INSTANT,
-        "instantaneous module power draw",
-        &[&["module.power.draw.instant"]],
-    ),
-    module(
-        2,
-        v3::MODULE_POWER_LIMIT,
-        "module power limit requested",
-        &[&["module.power.limit", "module.power.requested_limit"]],
-    ),
-    module(
-        3,
-        v3::MODULE_ENFORCED_POWER_LIMIT,
-        "module power limit enforced",
-        &[&["module.enforced.power.limit", "module.power.current_limit"]],
-    ),
-    module(
-        4,
-        v3::MODULE_POWER_DEFAULT_LIMIT,
-        "default module power limit",
-        &[&["module.power.default_limit"]],
-    ),
-    module(
-        5,
-        v3::MODULE_POWER_MIN_LIMIT,
-        "smallest module power limit that can be set",
-        &[&["module.power.min_limit"]],
-    ),
-    module(
-        6,
-        v3::MODULE_POWER_MAX_LIMIT,
-        "largest module power limit that can be set",
-        &[&["module.power.max_limit"]],
-    ),
-    protected(0, "confidential-computing protected memory installed"),
-    protected(1, "protected memory allocated by active contexts"),
-    protected(2, "protected memory free"),
+    field("sram_aggregate_l2", Count, Aggregate::Sum, |g| sram(g, 4))
+        .valid3(v3::SRAM_ECC)
+        .not_in_templates()
+        .about("unique aggregate uncorrectable SRAM errors in the L2 cache")
+        .smi(&[&["ecc.errors.uncorrected.aggregate.sram.l2"]]),
+    field("sram_aggregate_sm", Count, Aggregate::Sum, |g| sram(g, 5))
+        .valid3(v3::SRAM_ECC)
+        .not_in_templates()
+        .about("unique aggregate uncorrectable SRAM errors in the SMs")
+        .smi(&[&["ecc.errors.uncorrected.aggregate.sram.sm"]]),
+    field("sram_aggregate_mcu", Count, Aggregate::Sum, |g| sram(g, 6))
+        .valid3(v3::SRAM_ECC)
+        .not_in_templates()
+        .about("unique aggregate uncorrectable SRAM errors in the microcontrollers")
+        .smi(&[&["ecc.errors.uncorrected.aggregate.sram.mcu"]]),
+    field("sram_aggregate_pcie", Count, Aggregate::Sum, |g| sram(g, 7))
+        .valid3(v3::SRAM_ECC)
+        .not_in_templates()
+        .about("unique aggregate uncorrectable SRAM errors in the PCIe interface")
+        .smi(&[&["ecc.errors.uncorrected.aggregate.sram.pcie"]]),
+    field("sram_aggregate_other", Count, Aggregate::Sum, |g| {
+        sram(g, 8)
+    })
+    .valid3(v3::SRAM_ECC)
+    .not_in_templates()
+    .about("unique aggregate uncorrectable SRAM errors elsewhere")
+    .smi(&[&["ecc.errors.uncorrected.aggregate.sram.other"]]),
+    field("module_power", MilliWatts, Aggregate::Sum, |g| module(g, 0))
+        .valid3(v3::MODULE_POWER_DRAW_AVERAGE)
+        .not_in_templates()
+        .about("module power draw averaged over a second (Grace superchips)")
+        .smi(&[&["module.power.draw.average"]]),
+    field("module_power_instant", MilliWatts, Aggregate::Sum, |g| {
+        module(g, 1)
+    })
+    .valid3(v3::MODULE_POWER_DRAW_INSTANT)
+    .not_in_templates()
+    .about("instantaneous module power draw")
+    .smi(&[&["module.power.draw.instant"]]),
+    field("module_power_limit", MilliWatts, Aggregate::Sum, |g| {
+        module(g, 2)
+    })
+    .valid3(v3::MODULE_POWER_LIMIT)
+    .not_in_templates()
+    .about("module power limit requested")
+    .smi(&[&["module.power.limit", "module.power.requested_limit"]]),
+    field(
+        "module_enforced_power_limit",
+        MilliWatts,
+        Aggregate::Sum,
+        |g| module(g, 3),
+    )
+    .valid3(v3::MODULE_ENFORCED_POWER_LIMIT)
+    .not_in_templates()
+    .about("module power limit enforced")
+    .smi(&[&["module.enforced.power.limit", "module.power.current_limit"]]),
+    field(
+        "module_power_default_limit",
+        MilliWatts,
+        Aggregate::Sum,
+        |g| module(g, 4),
+    )
+    .valid3(v3::MODULE_POWER_DEFAULT_LIMIT)
+    .not_in_templates()
+    .about("default module power limit")
+    .smi(&[&["module.power.default_limit"]]),
+    field("module_power_min_limit", MilliWatts, Aggregate::Sum, |g| {
+        module(g, 5)
+    })
+    .valid3(v3::MODULE_POWER_MIN_LIMIT)
+    .not_in_templates()
+    .about("smallest module power limit that can be set")
+    .smi(&[&["module.power.min_limit"]]),
+    field("module_power_max_limit", MilliWatts, Aggregate::Sum, |g| {
+        module(g, 6)
+    })
+    .valid3(v3::MODULE_POWER_MAX_LIMIT)
+    .not_in_templates()
+    .about("largest module power limit that can be set")
+    .smi(&[&["module.power.max_limit"]]),
+    field("protected_mem_total", Bytes, Aggregate::Sum, |g| {
+        protected(g, 0)
+    })
+    .valid3(v3::PROTECTED_MEMORY)
+    .not_in_templates()
+    .about("confidential-computing protected memory installed")
+    .smi(&[&["protected_memory.total"]]),
+    field("protected_mem_used", Bytes, Aggregate::Sum, |g| {
+        protected(g, 1)
+    })
+    .valid3(v3::PROTECTED_MEMORY)
+    .not_in_templates()
+    .about("protected memory allocated by active contexts")
+    .smi(&[&["protected_memory.used"]]),
+    field("protected_mem_free", Bytes, Aggregate::Sum, |g| {
+        protected(g, 2)
+    })
+    .valid3(v3::PROTECTED_MEMORY)
+    .not_in_templates()
+    .about("protected memory free")
+    .smi(&[&["protected_memory.free"]]),
     field("dram_encryption", Text, Aggregate::Join, |g| {
         enabled(g.details.newer.dram_encryption.map(|m| m.0))
     })
@@ -281,7 +354,7 @@ pub(super) const FIELDS: &[Field] = &[
     field("display_attached", Text, Aggregate::Join, |g| {
         yes(g.details.display_mode)
     })
-    .valid2(crate::details::DISPLAY_MODE_BIT)
+    .valid2(v2::DISPLAY_MODE)
     .not_in_templates()
     .about("whether a display is connected to one of the GPU's connectors: Yes or No")
     .smi(&[&["display_attached"]]),
@@ -292,17 +365,23 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("serial number of the chassis holding the GPU (empty outside an NVL rack)")
     .smi(&[&["platform.chassis_serial_number"]]),
-    platform(
-        0,
-        "slot number in the chassis",
-        &[&["platform.slot_number"]],
-    ),
-    platform(1, "tray index in the chassis", &[&["platform.tray_index"]]),
-    platform(
-        2,
-        "index of the node within the slot",
-        &[&["platform.host_id"]],
-    ),
+    field("platform_slot", Count, Aggregate::Join, |g| platform(g, 0))
+        .valid3(v3::PLATFORM)
+        .not_in_templates()
+        .about("slot number in the chassis")
+        .smi(&[&["platform.slot_number"]]),
+    field("platform_tray", Count, Aggregate::Join, |g| platform(g, 1))
+        .valid3(v3::PLATFORM)
+        .not_in_templates()
+        .about("tray index in the chassis")
+        .smi(&[&["platform.tray_index"]]),
+    field("platform_host_id", Count, Aggregate::Join, |g| {
+        platform(g, 2)
+    })
+    .valid3(v3::PLATFORM)
+    .not_in_templates()
+    .about("index of the node within the slot")
+    .smi(&[&["platform.host_id"]]),
     field("platform_peer_type", Text, Aggregate::Join, |g| {
         let p = g.details.newer.platform?;
         Some(match p.peer_type_name() {
@@ -314,11 +393,13 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("NVLink peer type the platform gives, e.g. Direct Connected")
     .smi(&[&["platform.peer_type"]]),
-    platform(
-        4,
-        "id of the GPU within the node",
-        &[&["platform.module_id"]],
-    ),
+    field("platform_module_id", Count, Aggregate::Join, |g| {
+        platform(g, 4)
+    })
+    .valid3(v3::PLATFORM)
+    .not_in_templates()
+    .about("id of the GPU within the node")
+    .smi(&[&["platform.module_id"]]),
     field("platform_gpu_fabric_guid", Count, Aggregate::Join, |g| {
         hex(g.details.newer.platform.map(|p| p.gpu_fabric_guid), 16)
     })
@@ -336,41 +417,67 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("the EDPp multiplier, percent")
     .smi(&[&["edpp_multiplier"]]),
-    vgpu(
-        0,
-        "whether the driver runs vGPUs of different types together: Yes or No",
-        &[&["vgpu_driver_capability.heterogenous_multivGPU"]],
-    ),
-    vgpu(
-        1,
-        "whether fractional vGPU profiles can be used in multi-vGPU setups",
-        &[&["vgpu_device_capability.fractional_multiVgpu"]],
-    ),
-    vgpu(
-        2,
-        "whether time-sliced vGPU profiles of different types run together",
-        &[&["vgpu_device_capability.heterogeneous_timeSlice_profile"]],
-    ),
-    vgpu(
-        3,
-        "whether time-sliced vGPU profiles of different sizes run together",
-        &[&["vgpu_device_capability.heterogeneous_timeSlice_sizes"]],
-    ),
-    vgpu(
-        4,
-        "whether placements of same-size time-sliced vGPU profiles are reported",
-        &[&["vgpu_device_capability.homogeneous_placements"]],
-    ),
-    vgpu(
-        5,
-        "whether the GPU supports time-sliced vGPU on MIG",
-        &[&["vgpu_device_capability.mig_timeSlicing"]],
-    ),
-    vgpu(
-        6,
-        "whether MIG time-sliced mode is on: Enabled or Disabled",
-        &[&["vgpu_device_capability.mig_timeSlicing_mode"]],
-    ),
+    // The vGPU capabilities: `[N/A]` on every driver but a vGPU host's (every bare-metal
+    // capture); a vGPU host's answer is Yes or No (Enabled or Disabled for the mode),
+    // words no capture shows yet.
+    field(
+        "vgpu_heterogeneous_multi_vgpu",
+        Text,
+        Aggregate::Join,
+        |g| yes(g.details.newer.vgpu[0]),
+    )
+    .valid3(v3::VGPU_HETEROGENEOUS_MULTI_VGPU)
+    .not_in_templates()
+    .about("whether the driver runs vGPUs of different types together: Yes or No")
+    .smi(&[&["vgpu_driver_capability.heterogenous_multivGPU"]]),
+    field("vgpu_fractional_multi_vgpu", Text, Aggregate::Join, |g| {
+        yes(g.details.newer.vgpu[1])
+    })
+    .valid3(v3::VGPU_FRACTIONAL_MULTI_VGPU)
+    .not_in_templates()
+    .about("whether fractional vGPU profiles can be used in multi-vGPU setups")
+    .smi(&[&["vgpu_device_capability.fractional_multiVgpu"]]),
+    field(
+        "vgpu_heterogeneous_timeslice_profiles",
+        Text,
+        Aggregate::Join,
+        |g| yes(g.details.newer.vgpu[2]),
+    )
+    .valid3(v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES)
+    .not_in_templates()
+    .about("whether time-sliced vGPU profiles of different types run together")
+    .smi(&[&["vgpu_device_capability.heterogeneous_timeSlice_profile"]]),
+    field(
+        "vgpu_heterogeneous_timeslice_sizes",
+        Text,
+        Aggregate::Join,
+        |g| yes(g.details.newer.vgpu[3]),
+    )
+    .valid3(v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES)
+    .not_in_templates()
+    .about("whether time-sliced vGPU profiles of different sizes run together")
+    .smi(&[&["vgpu_device_capability.heterogeneous_timeSlice_sizes"]]),
+    field("vgpu_homogeneous_placements", Text, Aggregate::Join, |g| {
+        yes(g.details.newer.vgpu[4])
+    })
+    .valid3(v3::VGPU_HOMOGENEOUS_PLACEMENTS)
+    .not_in_templates()
+    .about("whether placements of same-size time-sliced vGPU profiles are reported")
+    .smi(&[&["vgpu_device_capability.homogeneous_placements"]]),
+    field("vgpu_mig_timeslicing", Text, Aggregate::Join, |g| {
+        yes(g.details.newer.vgpu[5])
+    })
+    .valid3(v3::VGPU_MIG_TIMESLICING)
+    .not_in_templates()
+    .about("whether the GPU supports time-sliced vGPU on MIG")
+    .smi(&[&["vgpu_device_capability.mig_timeSlicing"]]),
+    field("vgpu_mig_timeslicing_mode", Text, Aggregate::Join, |g| {
+        enabled(g.details.newer.vgpu[6])
+    })
+    .valid3(v3::VGPU_MIG_TIMESLICING_MODE)
+    .not_in_templates()
+    .about("whether MIG time-sliced mode is on: Enabled or Disabled")
+    .smi(&[&["vgpu_device_capability.mig_timeSlicing_mode"]]),
     // nvmlDeviceGetHostname_v1 (R580+, Blackwell and newer): the H100 on 590.48.01 of
     // nvidia_gpu_exporter's captures prints `[N/A]`, NVML's "not supported".
     field("gpu_hostname", Text, Aggregate::Join, |g| {
@@ -382,189 +489,34 @@ pub(super) const FIELDS: &[Field] = &[
     .smi(&[&["hostname"]]),
 ];
 
-/// vGPU capability `i` of [`crate::details::Newer::vgpu`]: `[N/A]` on every driver but
-/// a vGPU host's (every bare-metal capture); a vGPU host's answer is Yes or No (Enabled
-/// or Disabled for the mode), words no capture shows yet.
-const fn vgpu(i: usize, about: &'static str, smi: &'static [&'static [&'static str]]) -> Field {
-    let get: Getter = match i {
-        0 => |g| yes(g.details.newer.vgpu[0]),
-        1 => |g| yes(g.details.newer.vgpu[1]),
-        2 => |g| yes(g.details.newer.vgpu[2]),
-        3 => |g| yes(g.details.newer.vgpu[3]),
-        4 => |g| yes(g.details.newer.vgpu[4]),
-        5 => |g| yes(g.details.newer.vgpu[5]),
-        _ => |g| enabled(g.details.newer.vgpu[6]),
-    };
-    let name = match i {
-        0 => "vgpu_heterogeneous_multi_vgpu",
-        1 => "vgpu_fractional_multi_vgpu",
-        2 => "vgpu_heterogeneous_timeslice_profiles",
-        3 => "vgpu_heterogeneous_timeslice_sizes",
-        4 => "vgpu_homogeneous_placements",
-        5 => "vgpu_mig_timeslicing",
-        _ => "vgpu_mig_timeslicing_mode",
-    };
-    let bit = match i {
-        0 => v3::VGPU_HETEROGENEOUS_MULTI_VGPU,
-        1 => v3::VGPU_FRACTIONAL_MULTI_VGPU,
-        2 => v3::VGPU_HETEROGENEOUS_TIMESLICE_PROFILES,
-        3 => v3::VGPU_HETEROGENEOUS_TIMESLICE_SIZES,
-        4 => v3::VGPU_HOMOGENEOUS_PLACEMENTS,
-        5 => v3::VGPU_MIG_TIMESLICING,
-        _ => v3::VGPU_MIG_TIMESLICING_MODE,
-    };
-    field(name, Text, Aggregate::Join, get)
-        .valid3(bit)
-        .not_in_templates()
-        .about(about)
-        .smi(smi)
-}
-
-/// Platform number `i` of [`crate::details::Platform::ids`].
-const fn platform(i: usize, about: &'static str, smi: &'static [&'static [&'static str]]) -> Field {
-    let get: Getter = match i {
-        0 => |g| int(g.details.newer.platform.map(|p| p.ids[0])),
-        1 => |g| int(g.details.newer.platform.map(|p| p.ids[1])),
-        2 => |g| int(g.details.newer.platform.map(|p| p.ids[2])),
-        _ => |g| int(g.details.newer.platform.map(|p| p.ids[4])),
-    };
-    let name = match i {
-        0 => "platform_slot",
-        1 => "platform_tray",
-        2 => "platform_host_id",
-        _ => "platform_module_id",
-    };
-    field(name, Count, Aggregate::Join, get)
-        .valid3(v3::PLATFORM)
-        .not_in_templates()
-        .about(about)
-        .smi(smi)
-}
-
 fn health(g: &Gpu, word: fn(FabricHealth) -> Option<&'static str>) -> Option<Value<'static>> {
     word(g.details.newer.fabric_health?).map(Value::Name)
 }
 
-/// A fabric health condition: its two bits at `shift` of NVML's mask. nvidia-smi's
-/// words are those of `nvidia-smi -q`'s Health block (NVIDIA's nvml-mock, checked
-/// against GB200 and GB300 trays: `Full`/`Degraded`, `True`/`False`).
-const fn condition(
-    name: &'static str,
-    shift: u32,
-    about: &'static str,
-    smi: &'static [&'static [&'static str]],
-) -> Field {
-    let get: Getter = match shift {
-        0 => |g| health(g, |h| h.condition(0, "Degraded", "Full")),
-        2 => |g| health(g, |h| h.condition(2, "True", "False")),
-        4 => |g| health(g, |h| h.condition(4, "True", "False")),
-        _ => |g| health(g, |h| h.condition(6, "True", "False")),
-    };
-    field(name, Text, Aggregate::Join, get)
-        .valid3(v3::FABRIC_HEALTH)
-        .not_in_templates()
-        .about(about)
-        .smi(smi)
+/// A fabric health condition: its two bits at `shift` of NVML's mask, in nvidia-smi's
+/// words `yes` and `no`, those of `nvidia-smi -q`'s Health block (NVIDIA's nvml-mock,
+/// checked against GB200 and GB300 trays: `Full`/`Degraded`, `True`/`False`).
+fn condition(g: &Gpu, shift: u32, yes: &'static str, no: &'static str) -> Option<Value<'static>> {
+    let h = g.details.newer.fabric_health?;
+    h.condition(shift, yes, no).map(Value::Name)
 }
 
 /// SRAM ECC count `i` of [`crate::details::SramEcc::counts`].
-/// nvidia-smi's name is `ecc.errors.uncorrected.{volatile,aggregate}.sram.*`.
-const fn sram(i: usize, about: &'static str) -> Field {
-    let get: Getter = match i {
-        0 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[0])),
-        1 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[1])),
-        2 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[2])),
-        3 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[3])),
-        4 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[4])),
-        5 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[5])),
-        6 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[6])),
-        7 => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[7])),
-        _ => |g| int(g.details.newer.sram_ecc.map(|s| s.counts[8])),
-    };
-    let names: &'static [&'static [&'static str]] = match i {
-        0 => &[&["ecc.errors.uncorrected.volatile.sram.parity"]],
-        1 => &[&["ecc.errors.uncorrected.volatile.sram.secded"]],
-        2 => &[&["ecc.errors.uncorrected.aggregate.sram.parity"]],
-        3 => &[&["ecc.errors.uncorrected.aggregate.sram.secded"]],
-        4 => &[&["ecc.errors.uncorrected.aggregate.sram.l2"]],
-        5 => &[&["ecc.errors.uncorrected.aggregate.sram.sm"]],
-        6 => &[&["ecc.errors.uncorrected.aggregate.sram.mcu"]],
-        7 => &[&["ecc.errors.uncorrected.aggregate.sram.pcie"]],
-        _ => &[&["ecc.errors.uncorrected.aggregate.sram.other"]],
-    };
-    field(SRAM_NAMES[i], Count, Aggregate::Sum, get)
-        .valid3(v3::SRAM_ECC)
-        .not_in_templates()
-        .about(about)
-        .smi(names)
+fn sram(g: &Gpu, i: usize) -> Option<Value<'static>> {
+    int(g.details.newer.sram_ecc.map(|s| s.counts[i]))
 }
-
-const SRAM_NAMES: [&str; 9] = [
-    "sram_volatile_parity",
-    "sram_volatile_secded",
-    "sram_aggregate_parity",
-    "sram_aggregate_secded",
-    "sram_aggregate_l2",
-    "sram_aggregate_sm",
-    "sram_aggregate_mcu",
-    "sram_aggregate_pcie",
-    "sram_aggregate_other",
-];
 
 /// Module power value `i` of [`crate::details::Newer::module_power`].
-const fn module(
-    i: usize,
-    bit: u64,
-    about: &'static str,
-    smi: &'static [&'static [&'static str]],
-) -> Field {
-    let get: Getter = match i {
-        0 => |g| int(g.details.newer.module_power[0].map(|p| p.0)),
-        1 => |g| int(g.details.newer.module_power[1].map(|p| p.0)),
-        2 => |g| int(g.details.newer.module_power[2].map(|p| p.0)),
-        3 => |g| int(g.details.newer.module_power[3].map(|p| p.0)),
-        4 => |g| int(g.details.newer.module_power[4].map(|p| p.0)),
-        5 => |g| int(g.details.newer.module_power[5].map(|p| p.0)),
-        _ => |g| int(g.details.newer.module_power[6].map(|p| p.0)),
-    };
-    field(MODULE_NAMES[i], MilliWatts, Aggregate::Sum, get)
-        .valid3(bit)
-        .not_in_templates()
-        .about(about)
-        .smi(smi)
+fn module(g: &Gpu, i: usize) -> Option<Value<'static>> {
+    int(g.details.newer.module_power[i].map(|p| p.0))
 }
-
-const MODULE_NAMES: [&str; 7] = [
-    "module_power",
-    "module_power_instant",
-    "module_power_limit",
-    "module_enforced_power_limit",
-    "module_power_default_limit",
-    "module_power_min_limit",
-    "module_power_max_limit",
-];
 
 /// Protected memory value `i` (total, used, free).
-const fn protected(i: usize, about: &'static str) -> Field {
-    let get: Getter = match i {
-        0 => |g| int(g.details.newer.protected_memory.map(|m| m[0].0)),
-        1 => |g| int(g.details.newer.protected_memory.map(|m| m[1].0)),
-        _ => |g| int(g.details.newer.protected_memory.map(|m| m[2].0)),
-    };
-    let names: &'static [&'static [&'static str]] = match i {
-        0 => &[&["protected_memory.total"]],
-        1 => &[&["protected_memory.used"]],
-        _ => &[&["protected_memory.free"]],
-    };
-    field(PROTECTED_NAMES[i], Bytes, Aggregate::Sum, get)
-        .valid3(v3::PROTECTED_MEMORY)
-        .not_in_templates()
-        .about(about)
-        .smi(names)
+fn protected(g: &Gpu, i: usize) -> Option<Value<'static>> {
+    int(g.details.newer.protected_memory.map(|m| m[i].0))
 }
 
-const PROTECTED_NAMES: [&str; 3] = [
-    "protected_mem_total",
-    "protected_mem_used",
-    "protected_mem_free",
-];
+/// Platform number `i` of [`crate::details::Platform::ids`].
+fn platform(g: &Gpu, i: usize) -> Option<Value<'static>> {
+    int(g.details.newer.platform.map(|p| p.ids[i]))
+}

@@ -1259,6 +1259,11 @@ mod tests {
                     "{}: valid3 {bit:#x}",
                     f.name
                 );
+                let deprecated = GpuRecord {
+                    deprecated3: bit,
+                    ..without
+                };
+                assert!(f.deprecated(&Gpu::new(&deprecated)), "{}", f.name);
             }
             for bit in (0..64).map(|i| 1u64 << i).filter(|b| f.valid2 & b != 0) {
                 let without = GpuRecord {

@@ -202,8 +202,9 @@ pub struct Gpu {
     /// `nvmlDeviceValidateInforom`: true succeeds, false answers `CORRUPTED_INFOROM`;
     /// absent: not supported.
     pub inforom_valid: Option<bool>,
-    /// `nvmlDeviceGetPowerManagementMode`: 0 or 1 (590+ drivers answer `DEPRECATED`,
-    /// set through `errors`).
+    /// `nvmlDeviceGetPowerManagementMode`: 0 or 1 (a driver that answers `DEPRECATED`
+    /// instead is set through `errors`; nvidia-smi 590+ prints it as deprecated either
+    /// way).
     pub power_management_mode: Option<u32>,
     /// `nvmlDeviceGetRowRemapperHistogram` (R520+) `[max, high, partial, low, none]`:
     /// GPUs with row remapping (A100 and newer data-centre GPUs) only.

@@ -20,7 +20,6 @@ const DEPRECATED: &str = "[Requested functionality has been deprecated]";
 /// 590+ prints them as deprecated without asking (nvidia_gpu_exporter's trace-verified
 /// NVML backend, `internal/nvmlnative/catalog.go`, checked against every capture).
 fn scenario(driver: &str) -> serde_json::Value {
-    let deprecated = json!({});
     json!({"driver_version": driver, "gpus": [
         {
             "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100",
@@ -31,14 +30,13 @@ fn scenario(driver: &str) -> serde_json::Value {
             "fabric": {
                 "state": 3, "status": 0, "clique_id": 5, "health_mask": 0x1aa,
                 "health_summary": 1
-            },
-            "errors": deprecated
+            }
         },
         {
             "name": "NVIDIA GeForce RTX 4080 SUPER", "uuid": "GPU-4080",
             "pci_bus_id": "00000000:01:00.0", "temperature_c": 43,
             "pci_class": [3, 0], "gsp_firmware_mode": [1, 1], "addressing_mode": 1,
-            "inforom_valid": true, "power_management_mode": 1, "errors": deprecated,
+            "inforom_valid": true, "power_management_mode": 1,
             "display_mode": 1, "applications_clocks_mhz": {"graphics": 2235, "memory": 11501}
         }
     ]})
@@ -102,17 +100,19 @@ clocks.default_applications.memory,display_attached";
 /// On a 550 driver the thermal margin (R560) and the addressing mode (R580) have no
 /// entry point, so they are `[N/A]` whatever the GPU, while the rest is read; and its
 /// fabric info has no health summary (`nvmlGpuFabricInfo_v3` is R570's), so the health
-/// is a bare `N/A` while the clique is known.
+/// is a bare `N/A` while the clique is known. The power management mode, which
+/// nvidia-smi calls deprecated only from 590 on, prints its value.
 #[test]
 fn a_driver_without_the_newer_entry_points_leaves_those_values_unknown() {
     let (sandbox, _daemon) = start("smi590-r550", profiles::CURRENT);
     let fields = "--query-gpu=temperature.gpu.tlimit,addressing_mode,pci.subClass,c2c.mode,\
-fabric.cliqueId,fabric.health.summary";
+fabric.cliqueId,fabric.health.summary,power.management";
     let (code, out, err) = query(&sandbox, &[fields, "--format=csv,noheader"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         out,
-        "[N/A], [N/A], 0x2, Disabled, 5, N/A\n[N/A], [N/A], 0x0, [N/A], N/A, N/A\n"
+        "[N/A], [N/A], 0x2, Disabled, 5, N/A, Supported\n\
+         [N/A], [N/A], 0x0, [N/A], N/A, N/A, Supported\n"
     );
 }
 
