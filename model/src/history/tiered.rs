@@ -165,13 +165,16 @@ fn points(
     let mut out: Vec<Point> = Vec::new();
     // Coarsest first; each tier stops where the next finer one begins. A coarse bucket
     // across that start is kept (and the finer points start after it) only when the
-    // finer tier has wrapped: else the finer tier holds all of it, finer.
+    // finer tier has wrapped and was read whole: else the finer tier holds all of it,
+    // finer (read or not: what `keep` left out lies before the window).
     for tier in (0..3).rev() {
         let width = track.width_ns(tier).max(1);
         let finer = (0..tier).rev().find(|&t| !track.tiers[t].is_empty());
         let finer_start = finer.map_or(u64::MAX, |t| track.tiers[t][0].start_unix_ns);
-        let wrapped =
-            finer.is_some_and(|t| gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64);
+        let wrapped = finer.is_some_and(|t| {
+            gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64
+                && track.tiers[t].len() >= slots[t]
+        });
         let after = out
             .last()
             .map_or(0, |p| p.start_unix_ns.saturating_add(p.span_ns));
