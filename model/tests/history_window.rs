@@ -5,32 +5,14 @@ use std::time::Duration;
 
 use gpupeek_model::history::{window, Metric, Stat};
 use gpupeek_shm::layout::{gpu_valid, history_valid, DaemonState};
-use gpupeek_shm::{text, GpuRecord, HistorySample, Options, Publisher, Segment, StatusRecord};
+use gpupeek_shm::testing::TempName;
+use gpupeek_shm::{text, GpuRecord, HistorySample, Publisher, Segment, StatusRecord};
 use zerocopy::FromZeros;
 
 const S: u64 = 1_000_000_000;
 
-struct TempName(String);
-
-impl TempName {
-    fn publisher(&self) -> Publisher {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        let options = Options {
-            gpu_capacity: 2,
-            proc_capacity: 4,
-            lock_dir,
-            ..Options::new(1, std::process::id())
-        };
-        Publisher::create(&self.0, &options).unwrap()
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
+fn publisher(name: &TempName) -> Publisher {
+    Publisher::create(&name.0, &name.options(2, 4)).unwrap()
 }
 
 fn sample(at_s: u64, util: u8, valid: u16) -> HistorySample {
@@ -48,8 +30,8 @@ fn sample(at_s: u64, util: u8, valid: u16) -> HistorySample {
 
 #[test]
 fn window_maps_the_ring_to_wall_clock_keeps_gaps_and_starts_where_asked() {
-    let name = TempName(format!("gpupeek-test-window-{}", std::process::id()));
-    let publisher = name.publisher();
+    let name = TempName::new("window");
+    let publisher = publisher(&name);
     let mut gpu = GpuRecord::new_zeroed();
     gpu.index = 3;
     gpu.valid = gpu_valid::NAME | gpu_valid::UUID;
@@ -118,7 +100,7 @@ fn window_maps_the_ring_to_wall_clock_keeps_gaps_and_starts_where_asked() {
 fn wrapped_track(name: &TempName, now: u64) -> Publisher {
     use gpupeek_shm::layout::{TrackKind, DEFAULT_RAW_SLOTS};
     use gpupeek_shm::{TierBucket, TrackHead};
-    let publisher = name.publisher();
+    let publisher = publisher(name);
     let mut gpu = GpuRecord::new_zeroed();
     gpu.valid = gpu_valid::UUID;
     text::encode(&mut gpu.uuid, "GPU-0000");
@@ -159,7 +141,7 @@ fn wrapped_track(name: &TempName, now: u64) -> Publisher {
 
 #[test]
 fn a_window_inside_the_raw_tier_is_raw_samples_from_its_start() {
-    let name = TempName(format!("gpupeek-test-window-tiers-{}", std::process::id()));
+    let name = TempName::new("window-tiers");
     let now = 1_700_000_000 * S;
     let _publisher = wrapped_track(&name, now);
     let segment = Segment::open(&name.0).unwrap();
