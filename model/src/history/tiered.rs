@@ -127,13 +127,10 @@ pub fn integrals(segment: &Segment, snapshot: &Snapshot) -> Vec<Integral> {
         .collect()
 }
 
-/// Every track's series over `[from, now]` (Unix ns); `None` when the segment has no
+/// Every track's series over `[from, now]` (Unix ns); none when the segment has no
 /// tiered history.
-pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Option<Vec<Series>> {
-    if segment.track_count() == 0 {
-        return None;
-    }
-    let series = owners(segment, snapshot)
+pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Vec<Series> {
+    owners(segment, snapshot)
         .into_iter()
         .map(|o| Series {
             points: points(segment, o.track, &o.head, (from, now)),
@@ -142,8 +139,7 @@ pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Op
             name: o.name,
             mig: o.mig,
         })
-        .collect();
-    Some(series)
+        .collect()
 }
 
 /// Track `index`'s points over `(from, now)` (Unix ns), finest available first.
