@@ -3,8 +3,8 @@
 //! draws.
 //!
 //! A window is read through `gpupeek_model::history::window`, the one interface to the
-//! segment's history: raw samples today, min/mean/max buckets once the tiered history
-//! lands, gaps (points without a value) wherever the GPU was asleep, lost or not
+//! segment's history: raw samples, then min/mean/max buckets of the tiered history
+//! further back, gaps (points without a value) wherever the GPU was asleep, lost or not
 //! answering. Times are the daemon's wall clock (Unix epoch, ns); the window ends at
 //! the snapshot's publish time and starts `--since` before it.
 //!

@@ -81,7 +81,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l since -x -d 'how fa
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -s i -l id -x -d 'only these GPUs, in this order: comma-separated indices, 0.gi13 or MIG-... UUIDs (a MIG instance names its GPU)'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l metric -x -d 'comma-separated metrics: util, mem_used, power, temp, sm_clock, sm_active'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l width -x -d 'width in pixels (default 1200) or, in the terminal, columns (default: the terminal\'s, else 80)'
-complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l height -x -d 'height in pixels (default 100 plus 260 per panel) or, in the terminal, lines (default 3 plus 10 per panel)'
+complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l height -x -d 'height in pixels (default 100 plus 260 per panel) or, in the terminal, lines (default 2 plus 10 per panel)'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l no-color -l no-colour -d 'terminal chart without colours, GPUs told apart by dashed and dotted lines (also when NO_COLOR is set and not empty, or off a terminal)'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l shm -x -d 'shared-memory segment name (default: $GPUPEEK_SHM, else "gpupeek")'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -s h -l help -d 'print the help and exit'

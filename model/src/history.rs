@@ -202,7 +202,7 @@ pub fn window(
     let from = now_unix.saturating_sub(since.as_nanos().try_into().unwrap_or(u64::MAX));
     // GPUs from their tracks; a GPU without one (beyond the tracks, or a writer older
     // than ABI 1.7) from its raw ring; then the MIG instances' tracks.
-    let mut tiered = tiered::window(segment, snapshot, from, now_unix).unwrap_or_default();
+    let mut tiered = tiered::window(segment, snapshot, from, now_unix);
     let mut out = Vec::new();
     for (slot, rec) in snapshot.gpus.iter().enumerate() {
         let gpu = crate::Gpu::new(rec);

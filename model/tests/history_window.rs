@@ -5,32 +5,14 @@ use std::time::Duration;
 
 use gpupeek_model::history::{window, Metric, Stat};
 use gpupeek_shm::layout::{gpu_valid, history_valid, DaemonState};
-use gpupeek_shm::{text, GpuRecord, HistorySample, Options, Publisher, Segment, StatusRecord};
+use gpupeek_shm::testing::TempName;
+use gpupeek_shm::{text, GpuRecord, HistorySample, Publisher, Segment, StatusRecord};
 use zerocopy::FromZeros;
 
 const S: u64 = 1_000_000_000;
 
-struct TempName(String);
-
-impl TempName {
-    fn publisher(&self) -> Publisher {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        let options = Options {
-            gpu_capacity: 2,
-            proc_capacity: 4,
-            lock_dir,
-            ..Options::new(1, std::process::id())
-        };
-        Publisher::create(&self.0, &options).unwrap()
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
+fn publisher(name: &TempName) -> Publisher {
+    Publisher::create(&name.0, &name.options(2, 4)).unwrap()
 }
 
 fn sample(at_s: u64, util: u8, valid: u16) -> HistorySample {
@@ -48,8 +30,8 @@ fn sample(at_s: u64, util: u8, valid: u16) -> HistorySample {
 
 #[test]
 fn window_maps_the_ring_to_wall_clock_keeps_gaps_and_starts_where_asked() {
-    let name = TempName(format!("gpupeek-test-window-{}", std::process::id()));
-    let publisher = name.publisher();
+    let name = TempName::new("window");
+    let publisher = publisher(&name);
     let mut gpu = GpuRecord::new_zeroed();
     gpu.index = 3;
     gpu.valid = gpu_valid::NAME | gpu_valid::UUID;
@@ -111,4 +93,72 @@ fn window_maps_the_ring_to_wall_clock_keeps_gaps_and_starts_where_asked() {
         2,
         "the window starts a second before now"
     );
+}
+
+/// A GPU whose track has wrapped its raw ring (700 samples a second into 600 slots) and
+/// holds 10 s buckets under them, published at `now`.
+fn wrapped_track(name: &TempName, now: u64) -> Publisher {
+    use gpupeek_shm::layout::{TrackKind, DEFAULT_RAW_SLOTS};
+    use gpupeek_shm::{TierBucket, TrackHead};
+    let publisher = publisher(name);
+    let mut gpu = GpuRecord::new_zeroed();
+    gpu.valid = gpu_valid::UUID;
+    text::encode(&mut gpu.uuid, "GPU-0000");
+    publisher.write_gpu(0, &gpu);
+    let mut head = TrackHead {
+        kind: TrackKind::Gpu as u32,
+        raw_step_ns: S,
+        tier1_width_ns: 10 * S,
+        tier2_width_ns: 60 * S,
+        raw_written: 700,
+        tier1_written: 70,
+        ..Default::default()
+    };
+    text::encode(&mut head.uuid, "GPU-0000");
+    let t0 = now - 700 * S;
+    let bucket = |start: u64| TierBucket {
+        start_unix_ns: start,
+        samples: 1,
+        valid: 1,
+        util_pct_min: 5,
+        util_centipct_mean: 500,
+        util_pct_max: 5,
+        ..Default::default()
+    };
+    let slots = DEFAULT_RAW_SLOTS as u64;
+    let raw = (0..700u64).map(|i| (0, (i % slots) as usize, bucket(t0 + i * S)));
+    let tier1 = (0..70u64).map(|j| (1, j as usize, bucket(t0 + j * 10 * S)));
+    publisher.write_track(0, &head, raw.chain(tier1));
+    let mut status = StatusRecord::new_zeroed();
+    status.state = DaemonState::Live as u32;
+    status.gpu_count = 1;
+    status.period_ns = S;
+    status.published_unix_ns = now;
+    publisher.set_status(&status);
+    publisher.bump_generation();
+    publisher
+}
+
+#[test]
+fn a_window_inside_the_raw_tier_is_raw_samples_from_its_start() {
+    let name = TempName::new("window-tiers");
+    let now = 1_700_000_000 * S;
+    let _publisher = wrapped_track(&name, now);
+    let segment = Segment::open(&name.0).unwrap();
+    let snap = segment.snapshot().unwrap();
+    for since in [95, 300, 600] {
+        let series = window(&segment, &snap, Duration::from_secs(since));
+        let points = &series[0].points;
+        assert!(
+            points.iter().all(|p| p.span_ns == S),
+            "--since {since}s: raw only"
+        );
+        assert_eq!(points[0].start_unix_ns, now - since * S, "--since {since}s");
+        assert_eq!(points.len() as u64, since, "--since {since}s");
+    }
+    // Beyond the raw ring: 10 s buckets up to where the raw samples begin.
+    let series = window(&segment, &snap, Duration::from_secs(650));
+    let spans: Vec<u64> = series[0].points.iter().map(|p| p.span_ns / S).collect();
+    assert_eq!(spans[..5], [10; 5]);
+    assert_eq!(spans[5..], [1; 600]);
 }

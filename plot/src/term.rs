@@ -303,6 +303,11 @@ mod tests {
 
     #[test]
     fn every_line_fits_the_width() {
+        assert_eq!(
+            default_height(2),
+            22,
+            "2 plus 10 per panel, as --height's help says"
+        );
         for width in [20, 40, 80, 200] {
             for color in [false, true] {
                 let text = chart(width, color);

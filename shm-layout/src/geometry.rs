@@ -298,11 +298,6 @@ impl Geometry {
         Ok(self)
     }
 
-    /// True when the segment has tiered history.
-    pub fn has_tiers(&self) -> bool {
-        self.tiers.is_some()
-    }
-
     /// The generation word.
     pub fn generation<'a>(&self, words: &'a [AtomicU64]) -> &'a AtomicU64 {
         &words[self.generation_offset / 8]

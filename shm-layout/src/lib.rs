@@ -41,6 +41,9 @@ pub mod procfs;
 #[cfg(not(loom))]
 pub mod reader;
 #[cfg(not(loom))]
+#[doc(hidden)]
+pub mod testing;
+#[cfg(not(loom))]
 pub mod text;
 #[cfg(not(loom))]
 pub mod tracks;

@@ -2,34 +2,11 @@
 //! order, wrapping once full.
 
 use gpupeek_shm::layout::{history_valid, DEFAULT_HISTORY_SLOTS};
-use gpupeek_shm::{HistorySample, Options, Publisher, Segment};
+use gpupeek_shm::testing::TempName;
+use gpupeek_shm::{HistorySample, Publisher, Segment};
 
-/// A unique segment name that is unlinked when dropped.
-struct TempName(String);
-
-impl TempName {
-    fn new(tag: &str) -> Self {
-        TempName(format!("gpupeek-test-hist-{tag}-{}", std::process::id()))
-    }
-
-    fn publisher(&self, gpus: u32) -> Publisher {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        let options = Options {
-            gpu_capacity: gpus,
-            proc_capacity: 4,
-            lock_dir,
-            ..Options::new(1, std::process::id())
-        };
-        Publisher::create(&self.0, &options).unwrap()
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
+fn publisher(name: &TempName, gpus: u32) -> Publisher {
+    Publisher::create(&name.0, &name.options(gpus, 4)).unwrap()
 }
 
 fn sample(n: u64) -> HistorySample {
@@ -48,7 +25,7 @@ fn sample(n: u64) -> HistorySample {
 #[test]
 fn fresh_segment_has_an_empty_history_for_every_gpu_slot() {
     let name = TempName::new("empty");
-    let _publisher = name.publisher(2);
+    let _publisher = publisher(&name, 2);
     let segment = Segment::open(&name.0).unwrap();
     assert!(segment.geometry().has_history());
     assert_eq!(
@@ -66,7 +43,7 @@ fn fresh_segment_has_an_empty_history_for_every_gpu_slot() {
 #[test]
 fn appended_samples_read_back_oldest_first_per_gpu() {
     let name = TempName::new("roundtrip");
-    let publisher = name.publisher(2);
+    let publisher = publisher(&name, 2);
     for n in 1..=5 {
         publisher.append_history(0, 1_000_000_000, &sample(n));
     }
@@ -84,7 +61,7 @@ fn appended_samples_read_back_oldest_first_per_gpu() {
 #[test]
 fn a_full_ring_wraps_and_keeps_the_newest_samples_in_order() {
     let name = TempName::new("wrap");
-    let publisher = name.publisher(1);
+    let publisher = publisher(&name, 1);
     let slots = u64::from(DEFAULT_HISTORY_SLOTS);
     let total = slots * 2 + 17;
     for n in 0..total {
@@ -100,7 +77,7 @@ fn a_full_ring_wraps_and_keeps_the_newest_samples_in_order() {
 #[test]
 fn a_reader_mapped_before_the_appends_sees_them() {
     let name = TempName::new("live");
-    let publisher = name.publisher(1);
+    let publisher = publisher(&name, 1);
     let segment = Segment::open(&name.0).unwrap();
     assert!(segment.history(0).unwrap().unwrap().samples.is_empty());
     publisher.append_history(0, 1_000_000_000, &sample(7));

@@ -6,35 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use gpupeek_shm::layout::{mig_valid, DaemonState};
+use gpupeek_shm::testing::TempName;
 use gpupeek_shm::{
-    text, MigRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment, StatusRecord,
+    text, MigRecord, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment, StatusRecord,
 };
 use zerocopy::FromZeros;
-
-struct TempName(String);
-
-impl TempName {
-    fn new(tag: &str) -> Self {
-        TempName(format!("gpupeek-test-mig-{tag}-{}", std::process::id()))
-    }
-    fn options(&self) -> Options {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        Options {
-            gpu_capacity: 2,
-            proc_capacity: 8,
-            lock_dir,
-            ..Options::new(1, std::process::id())
-        }
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
-}
 
 fn instance(gi: u32, ci: u32, profile: &str, mem_gib: u64) -> MigRecord {
     let mut m = MigRecord::new_zeroed();
@@ -72,7 +48,7 @@ fn publish_live(publisher: &Publisher) {
 #[test]
 fn published_instances_read_back_with_their_processes() {
     let name = TempName::new("readback");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     publish_live(&publisher);
     let layout = [
         instance(1, 0, "3g.40gb", 40),
@@ -108,7 +84,7 @@ fn published_instances_read_back_with_their_processes() {
 #[test]
 fn instances_beyond_the_capacity_are_counted_as_overflow() {
     let name = TempName::new("overflow");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     publish_live(&publisher);
     let capacity = publisher.geometry().mig_capacity;
     let many: Vec<MigRecord> = (0..capacity as u32 + 3)
@@ -123,7 +99,7 @@ fn instances_beyond_the_capacity_are_counted_as_overflow() {
 #[test]
 fn a_reader_racing_reconfigurations_sees_one_whole_layout_or_the_other() {
     let name = TempName::new("race");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     publish_live(&publisher);
     let before = vec![
         instance(1, 0, "3g.40gb", 40),
@@ -170,7 +146,7 @@ fn a_reader_racing_reconfigurations_sees_one_whole_layout_or_the_other() {
 fn a_segment_of_an_older_writer_has_no_mig_table_and_reads_as_before() {
     use std::os::unix::fs::FileExt;
     let name = TempName::new("older");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     publish_live(&publisher);
     publisher.write_mig(&[instance(1, 0, "7g.80gb", 80)]);
     publisher.bump_generation();

@@ -3,39 +3,18 @@
 use std::os::unix::fs::PermissionsExt;
 
 use gpupeek_shm::layout::{gpu_valid, proc_flags, DaemonState};
+use gpupeek_shm::testing::TempName;
 use gpupeek_shm::{
     text, Error, GpuRecord, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment,
     StatusRecord, Untrusted,
 };
 use zerocopy::FromZeros;
 
-/// A unique segment name that is unlinked when dropped.
-struct TempName(String);
-
-impl TempName {
-    fn new(tag: &str) -> Self {
-        TempName(format!("gpupeek-test-{tag}-{}", std::process::id()))
-    }
-    fn options(&self, gpus: u32, procs: u32, epoch: u64, pid: u32) -> Options {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        Options {
-            gpu_capacity: gpus,
-            proc_capacity: procs,
-            lock_dir,
-            ..Options::new(epoch, pid)
-        }
-    }
-
-    fn path(&self) -> String {
-        format!("/dev/shm/{}", self.0)
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path());
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
+fn options(name: &TempName, gpus: u32, procs: u32, epoch: u64, pid: u32) -> Options {
+    Options {
+        epoch,
+        writer_pid: pid,
+        ..name.options(gpus, procs)
     }
 }
 
@@ -58,7 +37,7 @@ fn layout_matches_the_golden_file() {
 fn published_records_read_back_in_a_snapshot() {
     let name = TempName::new("roundtrip");
     let publisher =
-        Publisher::create(&name.0, &name.options(4, 8, 77, std::process::id())).unwrap();
+        Publisher::create(&name.0, &options(&name, 4, 8, 77, std::process::id())).unwrap();
     let mut gpu = GpuRecord::new_zeroed();
     gpu.index = 0;
     gpu.valid = gpu_valid::NAME | gpu_valid::MEMORY;
@@ -105,7 +84,7 @@ fn published_records_read_back_in_a_snapshot() {
 #[test]
 fn segment_is_created_mode_0644() {
     let name = TempName::new("mode");
-    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
+    let _p = Publisher::create(&name.0, &options(&name, 1, 1, 1, 1)).unwrap();
     let mode = std::fs::metadata(name.path()).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o644);
 }
@@ -113,8 +92,8 @@ fn segment_is_created_mode_0644() {
 #[test]
 fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
     let name = TempName::new("second");
-    let _first = Publisher::create(&name.0, &name.options(1, 1, 1, 4242)).unwrap();
-    match Publisher::create(&name.0, &name.options(1, 1, 2, 1)) {
+    let _first = Publisher::create(&name.0, &options(&name, 1, 1, 1, 4242)).unwrap();
+    match Publisher::create(&name.0, &options(&name, 1, 1, 2, 1)) {
         Err(Error::AlreadyRunning { pid, .. }) => assert_eq!(pid, Some(4242)),
         other => panic!("expected AlreadyRunning, got {other:?}"),
     }
@@ -125,11 +104,11 @@ fn second_publisher_on_a_held_segment_is_refused_with_the_owner_pid() {
 #[test]
 fn a_dead_publishers_segment_is_taken_over_in_place_so_old_readers_see_the_new_daemon() {
     let name = TempName::new("takeover");
-    let first = Publisher::create(&name.0, &name.options(2, 2, 1, 1)).unwrap();
+    let first = Publisher::create(&name.0, &options(&name, 2, 2, 1, 1)).unwrap();
     let reader = Segment::open(&name.0).unwrap();
     drop(first);
     assert_eq!(reader.status().unwrap().state, DaemonState::Starting as u32);
-    let mut second = Publisher::create(&name.0, &name.options(2, 2, 2, 1)).unwrap();
+    let mut second = Publisher::create(&name.0, &options(&name, 2, 2, 2, 1)).unwrap();
     second.set_writer_pid(4242);
     second.set_status(&live_status(0));
     // Same object: the mapping opened under the first daemon sees the second one's writes.
@@ -145,9 +124,9 @@ fn a_dead_publishers_segment_is_taken_over_in_place_so_old_readers_see_the_new_d
 #[test]
 fn a_segment_with_other_capacities_is_replaced_not_resized_under_readers() {
     let name = TempName::new("resize");
-    drop(Publisher::create(&name.0, &name.options(2, 2, 1, 1)).unwrap());
+    drop(Publisher::create(&name.0, &options(&name, 2, 2, 1, 1)).unwrap());
     let reader = Segment::open(&name.0).unwrap();
-    let _second = Publisher::create(&name.0, &name.options(4, 4, 2, 1)).unwrap();
+    let _second = Publisher::create(&name.0, &options(&name, 4, 4, 2, 1)).unwrap();
     assert!(
         reader.status().is_ok(),
         "the old object is still mapped, not truncated"
@@ -158,7 +137,7 @@ fn a_segment_with_other_capacities_is_replaced_not_resized_under_readers() {
 #[test]
 fn reader_rejects_a_world_writable_segment() {
     let name = TempName::new("writable");
-    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
+    let _p = Publisher::create(&name.0, &options(&name, 1, 1, 1, 1)).unwrap();
     std::fs::set_permissions(name.path(), std::fs::Permissions::from_mode(0o666)).unwrap();
     match Segment::open(&name.0) {
         Err(Error::Untrusted {
@@ -172,7 +151,7 @@ fn reader_rejects_a_world_writable_segment() {
 #[test]
 fn reader_rejects_a_segment_owned_by_another_user() {
     let name = TempName::new("owner");
-    let _p = Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap();
+    let _p = Publisher::create(&name.0, &options(&name, 1, 1, 1, 1)).unwrap();
     if nix::unistd::geteuid().is_root() {
         // Root-owned segments are trusted by everyone: hand this one to a squatter.
         std::os::unix::fs::chown(name.path(), Some(54321), None).unwrap();
@@ -236,11 +215,11 @@ fn missing_segment_and_bad_names_are_reported_as_such() {
 #[test]
 fn a_reader_locking_the_segment_cannot_keep_the_daemon_from_restarting() {
     let name = TempName::new("readerlock");
-    drop(Publisher::create(&name.0, &name.options(1, 1, 1, 1)).unwrap());
+    drop(Publisher::create(&name.0, &options(&name, 1, 1, 1, 1)).unwrap());
     // Any user may open the segment read-only, and flock needs no write access.
     let file = std::fs::File::open(name.path()).unwrap();
     let _held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).unwrap();
-    let again = Publisher::create(&name.0, &name.options(1, 1, 2, 1));
+    let again = Publisher::create(&name.0, &options(&name, 1, 1, 2, 1));
     assert!(again.is_ok(), "{again:?}");
 }
 
@@ -250,7 +229,7 @@ fn a_lock_file_owned_by_someone_else_is_refused() {
         return; // only root can hand a file to another user
     }
     let name = TempName::new("foreignlock");
-    let options = name.options(1, 1, 1, 1);
+    let options = options(&name, 1, 1, 1, 1);
     let lock = options.lock_dir.join(format!("gpupeekd-{}.lock", name.0));
     std::fs::write(&lock, b"").unwrap();
     std::os::unix::fs::chown(&lock, Some(54321), None).unwrap();

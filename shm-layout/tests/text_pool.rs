@@ -6,37 +6,10 @@ use std::collections::HashMap;
 
 use gpupeek_shm::layout::{proc_valid as pv, DaemonState};
 use gpupeek_shm::pool::TextPool;
+use gpupeek_shm::testing::TempName;
 use gpupeek_shm::{
-    text, Error, Options, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment, StatusRecord,
+    text, Error, ProcContext, ProcPolicy, ProcRecord, Publisher, Segment, StatusRecord,
 };
-
-struct TempName(String);
-
-impl TempName {
-    fn new(tag: &str) -> Self {
-        TempName(format!("gpupeek-test-pool-{tag}-{}", std::process::id()))
-    }
-    fn options(&self) -> Options {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        Options {
-            gpu_capacity: 2,
-            proc_capacity: 8,
-            lock_dir,
-            ..Options::new(1, std::process::id())
-        }
-    }
-    fn path(&self) -> String {
-        format!("/dev/shm/{}", self.0)
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path());
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
-}
 
 const NAME: &str = "a-program-whose-name-is-well-over-forty-characters";
 
@@ -84,7 +57,7 @@ fn publish(publisher: &Publisher) -> Vec<u8> {
 #[test]
 fn whole_names_and_command_lines_read_back_from_the_pool() {
     let name = TempName::new("readback");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     let raw = publish(&publisher);
     let segment = Segment::open(&name.0).unwrap();
     assert!(segment.header().abi_minor >= 5);
@@ -106,7 +79,7 @@ fn whole_names_and_command_lines_read_back_from_the_pool() {
 fn a_pool_outside_the_segment_is_corrupt() {
     use std::os::unix::fs::FileExt;
     let name = TempName::new("hostile");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     publish(&publisher);
     let head = publisher.geometry().proc_table_offset as u64;
     let file = std::fs::OpenOptions::new()
@@ -166,7 +139,7 @@ fn le_u64(b: &[u8]) -> u64 {
 #[test]
 fn a_1_4_reader_reads_the_fixed_fields_of_a_1_5_segment() {
     let name = TempName::new("old-reader");
-    let publisher = Publisher::create(&name.0, &name.options()).unwrap();
+    let publisher = Publisher::create(&name.0, &name.options(2, 8)).unwrap();
     let raw = publish(&publisher);
     // Everything a 1.4 reader knows comes from the 1.4 layout: the header's offsets and
     // sizes, then the process slots' fields.

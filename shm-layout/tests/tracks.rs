@@ -2,35 +2,15 @@
 //! reader newest-last, wrapping once full; hostile ring counters stay inside the track.
 
 use gpupeek_shm::layout::{TrackKind, DEFAULT_RAW_SLOTS};
+use gpupeek_shm::testing::TempName;
 use gpupeek_shm::{Options, Publisher, Segment, TierBucket, TrackHead};
 
-/// A unique segment name that is unlinked when dropped.
-struct TempName(String);
-
-impl TempName {
-    fn new(tag: &str) -> Self {
-        TempName(format!("gpupeek-test-tracks-{tag}-{}", std::process::id()))
-    }
-
-    fn publisher(&self, tracks: u32) -> Publisher {
-        let lock_dir = std::env::temp_dir().join(&self.0);
-        std::fs::create_dir_all(&lock_dir).unwrap();
-        let options = Options {
-            gpu_capacity: 2,
-            proc_capacity: 4,
-            lock_dir,
-            tier_tracks: tracks,
-            ..Options::new(1, std::process::id())
-        };
-        Publisher::create(&self.0, &options).unwrap()
-    }
-}
-
-impl Drop for TempName {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.0));
-    }
+fn publisher(name: &TempName, tracks: u32) -> Publisher {
+    let options = Options {
+        tier_tracks: tracks,
+        ..name.options(2, 4)
+    };
+    Publisher::create(&name.0, &options).unwrap()
 }
 
 fn bucket(n: u64) -> TierBucket {
@@ -65,7 +45,7 @@ fn raw_samples_read_back_oldest_first_and_wrap_once_full() {
 }
 
 fn publisher_with_raw(name: &TempName, n: u64) -> Publisher {
-    let publisher = name.publisher(3);
+    let publisher = publisher(name, 3);
     let mut head = TrackHead {
         kind: TrackKind::Gpu as u32,
         raw_step_ns: 1,
@@ -82,7 +62,7 @@ fn publisher_with_raw(name: &TempName, n: u64) -> Publisher {
 #[test]
 fn hostile_ring_counters_never_leave_the_track() {
     let name = TempName::new("hostile");
-    let publisher = name.publisher(1);
+    let publisher = publisher(&name, 1);
     let head = TrackHead {
         raw_written: u64::MAX,
         tier1_written: u64::MAX - 3,
@@ -99,7 +79,7 @@ fn hostile_ring_counters_never_leave_the_track() {
 #[test]
 fn a_segment_without_tracks_has_no_tiered_history() {
     let name = TempName::new("none");
-    let publisher = name.publisher(0);
+    let publisher = publisher(&name, 0);
     let segment = Segment::open(&name.0).unwrap();
     assert_eq!(segment.track_count(), 0);
     assert_eq!(segment.track_head(0).unwrap(), None);

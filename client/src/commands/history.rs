@@ -23,9 +23,10 @@ e.g.
 .BR 90s ,
 .BR 6h ,
 .BR 7d ).
-The window holds what the daemon kept of that time: a sample per GPU a second
-(or per period, when longer) for as long as its history reaches, gaps where a
-GPU was asleep, lost or not answering.",
+The window holds what the daemon kept of that time, the finest it has for each
+part: the last 600 samples of each GPU (10 minutes at one a second, longer when
+the daemon's period is), then 10\-second buckets for 6 hours, then 1\-minute
+buckets for 7 days; gaps where a GPU was asleep, lost or not answering.",
     ..Spec::switch("since", "how far back, e.g. 90s, 10m (the default), 6h, 7d")
 };
 
@@ -196,7 +197,7 @@ pub const PLOT: Command<plot::Args> = Command {
                 ..Spec::switch(
                     "height",
                     "height in pixels (default 100 plus 260 per panel) or, in the terminal, \
-                     lines (default 3 plus 10 per panel)",
+                     lines (default 2 plus 10 per panel)",
                 )
             },
             apply: |a, v| {

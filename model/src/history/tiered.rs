@@ -127,13 +127,10 @@ pub fn integrals(segment: &Segment, snapshot: &Snapshot) -> Vec<Integral> {
         .collect()
 }
 
-/// Every track's series over `[from, now]` (Unix ns); `None` when the segment has no
+/// Every track's series over `[from, now]` (Unix ns); none when the segment has no
 /// tiered history.
-pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Option<Vec<Series>> {
-    if segment.track_count() == 0 {
-        return None;
-    }
-    let series = owners(segment, snapshot)
+pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Vec<Series> {
+    owners(segment, snapshot)
         .into_iter()
         .map(|o| Series {
             points: points(segment, o.track, &o.head, (from, now)),
@@ -142,8 +139,7 @@ pub fn window(segment: &Segment, snapshot: &Snapshot, from: u64, now: u64) -> Op
             name: o.name,
             mig: o.mig,
         })
-        .collect();
-    Some(series)
+        .collect()
 }
 
 /// Track `index`'s points over `(from, now)` (Unix ns), finest available first.
@@ -165,13 +161,16 @@ fn points(
     let mut out: Vec<Point> = Vec::new();
     // Coarsest first; each tier stops where the next finer one begins. A coarse bucket
     // across that start is kept (and the finer points start after it) only when the
-    // finer tier has wrapped: else the finer tier holds all of it, finer.
+    // finer tier has wrapped and was read whole: else the finer tier holds all of it,
+    // finer (read or not: what `keep` left out lies before the window).
     for tier in (0..3).rev() {
         let width = track.width_ns(tier).max(1);
         let finer = (0..tier).rev().find(|&t| !track.tiers[t].is_empty());
         let finer_start = finer.map_or(u64::MAX, |t| track.tiers[t][0].start_unix_ns);
-        let wrapped =
-            finer.is_some_and(|t| gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64);
+        let wrapped = finer.is_some_and(|t| {
+            gpupeek_shm::tracks::written(&track.head, t) > slots[t] as u64
+                && track.tiers[t].len() >= slots[t]
+        });
         let after = out
             .last()
             .map_or(0, |p| p.start_unix_ns.saturating_add(p.span_ns));

@@ -189,15 +189,9 @@ mod tests {
             let mut t = g.table_head();
             hostile(&mut t);
             assert!(
-                TierTableHead::validate_for_test(&t, g.end()).is_err(),
+                TierGeometry::validate(1024, &t, g.end()).is_err(),
                 "case {i}"
             );
-        }
-    }
-
-    impl TierTableHead {
-        fn validate_for_test(&self, len: usize) -> Result<TierGeometry, String> {
-            TierGeometry::validate(1024, self, len)
         }
     }
 }
