@@ -607,3 +607,69 @@ fn a_gpu_beyond_the_tracks_is_drawn_from_its_raw_ring() {
     let log = daemon.log();
     assert_eq!(log.matches("history tracks are in use").count(), 1, "{log}");
 }
+
+/// Gap time at the end of `points` (after the last point with a value), ns.
+fn trailing_gap_ns(points: &[gpupeek_model::history::Point]) -> u64 {
+    let valued = points
+        .iter()
+        .rposition(|p| !p.is_gap())
+        .map_or(0, |i| i + 1);
+    points[valued..].iter().map(|p| p.span_ns).sum()
+}
+
+/// A driver call that hangs (a GPU after an Xid): once the daemon calls the GPU not
+/// responding (`--nvml-timeout`), its history is gaps, not its last values held; once
+/// the call returns it has values again, after the gap.
+#[test]
+fn a_hung_gpu_is_a_gap_in_its_history_until_it_answers_again() {
+    let sandbox = Sandbox::new("tiered-hung");
+    let scenario = |hang: bool| {
+        let mut s = gpus(&[UUID]);
+        if hang {
+            s["gpus"][0]["hang"] = json!(["nvmlDeviceGetUtilizationRates"]);
+        }
+        s
+    };
+    sandbox.write_scenario(&scenario(false));
+    let daemon = start(&sandbox, &["--nvml-timeout", "1s"]);
+    sandbox.wait_live(&daemon);
+    sandbox.wait_sampled(&daemon);
+    let window = || {
+        let segment = sandbox.segment();
+        let snapshot = segment.snapshot().unwrap();
+        let mut series =
+            gpupeek_model::history::window(&segment, &snapshot, Duration::from_secs(60));
+        series.remove(0).points
+    };
+    wait_for("values in the history", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        window().iter().any(|p| !p.is_gap())
+    });
+
+    sandbox.write_scenario(&scenario(true));
+    sandbox.snapshot_when(&daemon, "the GPU not responding", |s| {
+        s.gpus[0].state == gpupeek_shm::GpuState::NotResponding as u32
+    });
+    // Half a second of not responding is five raw samples at the test's 100 ms unit.
+    wait_for("gaps while the GPU does not respond", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        trailing_gap_ns(&window()) >= 500_000_000
+    });
+
+    sandbox.write_scenario(&scenario(false));
+    let mut points = Vec::new();
+    wait_for("values again once it answers", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        points = window();
+        points.last().is_some_and(|p| !p.is_gap())
+    });
+    let last_gap = points
+        .iter()
+        .rposition(|p| p.is_gap())
+        .expect("the hang's gap");
+    assert!(trailing_gap_ns(&points[..=last_gap]) >= 500_000_000);
+    assert_eq!(
+        points[last_gap + 1].get(gpupeek_model::history::Metric::Utilization),
+        Some(gpupeek_model::history::Stat::one(30.0))
+    );
+}
