@@ -1035,6 +1035,24 @@ _RECORDS = {name: (size, fields) for name, size, fields in LAYOUT}
 _CMDLINE_AT = next(off for name, off, _ in _RECORDS["ProcRecord"][1] if name == "cmdline")
 
 
+def _field(record: str, name: str) -> Tuple[int, struct.Struct]:
+    """(offset, Struct) of one field of a record of the generated LAYOUT: for the few
+    reads of a single field (a hot path's binary search, the futex's word) that do not
+    decode the whole record."""
+    off, fmt = next((off, fmt) for n, off, fmt in _RECORDS[record][1] if n == name)
+    return off, struct.Struct("=" + fmt)
+
+
+def _read_field(buf, at: int, field: Tuple[int, struct.Struct]):
+    """Field `field` (from _field) of the record that starts at `at` in `buf`."""
+    return field[1].unpack_from(buf, at + field[0])[0]
+
+
+_GENERATION_OFFSET = _field("StaticHeader", "generation_offset")
+_SAMPLE_MONO_NS = _field("HistorySample", "sample_mono_ns")
+_BUCKET_START = _field("TierBucket", "start_unix_ns")
+
+
 def describe() -> str:
     """The layout in the text form of the Rust crate's `pin::describe()`."""
     out = []
@@ -1233,6 +1251,15 @@ _HISTORY_NAMES = [name for name, _, _ in _RECORDS["HistorySample"][1]]
 _HISTORY_STRUCT = struct.Struct("=" + "".join(fmt for _, _, fmt in _RECORDS["HistorySample"][1]))
 assert _HISTORY_STRUCT.size == HISTORY_SAMPLE_SIZE, "HistorySample fields are not contiguous"
 _GPU_FIELDS = {name: (off, fmt) for name, off, fmt in _RECORDS["GpuRecord"][1]}
+
+
+def _history_sample(raw: bytes) -> Tuple[int, Dict[str, Optional[int]]]:
+    """(sample_mono_ns, {HISTORY_VALID field: value, None when its bit is clear}) of a
+    HistorySample's bytes: the one decoder of history samples (history, gpu_window)."""
+    rec = dict(zip(_HISTORY_NAMES, _HISTORY_STRUCT.unpack(raw)))
+    valid = rec["valid"]
+    return rec["sample_mono_ns"], {name: rec[name] if valid >> bit & 1 else None
+                                   for name, bit in HISTORY_VALID.items()}
 _GPU_POINT_FIELDS = ("sample_mono_ns", "util_gpu_pct", "util_mem_pct", "mem_used_bytes",
                      "power_draw_mw", "temp_gpu_c")
 
@@ -1473,8 +1500,8 @@ def _integral_of(head: dict) -> Optional[Integral]:
                     last_unix_ns=head["last_sample_unix_ns"], sums=sums)
 
 
-_TRACK_UUID = next((off, struct.calcsize(fmt)) for name, off, fmt in _RECORDS["TrackHead"][1]
-                   if name == "uuid")
+_TRACK_UUID = _field("TrackHead", "uuid")
+_GPU_UUID = _field("GpuRecord", "uuid")
 
 
 def integrals(name: Optional[str] = None) -> List[Integral]:
@@ -1516,7 +1543,7 @@ class Segment:
             self._map = mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
             # The generation word's offset is checked against the segment's size by
             # _validate below, before the futex ever waits on it.
-            gen_offset = struct.unpack_from("<Q", self._map, 80)[0]
+            gen_offset = _read_field(self._map, 0, _GENERATION_OFFSET)
             self._futex = _Futex.open(fd, gen_offset, st.st_size)
         finally:
             os.close(fd)
@@ -1792,27 +1819,47 @@ class Segment:
     def history(self, slot: int) -> Optional[History]:
         """GPU slot `slot`'s history ring, oldest sample first, read under the ring's
         seqlock; None when the segment has no history (a 1.0 writer) or no such slot."""
+        read = self._ring(slot)
+        if read is None:
+            return None
+        head, first, raws = read
+        out = []
+        for n, raw in enumerate(raws, first):
+            mono_ns, values = _history_sample(raw)
+            out.append(HistorySample(n=n, sample_mono_ns=mono_ns, **values))
+        return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+
+    def _ring(self, slot: int, since_mono_ns: Optional[int] = None):
+        """(HistoryHead as a dict, n of the first sample, [raw samples]) of GPU slot
+        `slot`'s ring, read under its seqlock: every sample, or with `since_mono_ns` those
+        from the last one before it on (a binary search on the timestamps skips the older
+        samples without copying them). None without history or such a slot."""
         h = self.header
         if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
             return None
         ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
         slots, size = h["history_slots"], h["history_sample_size_bytes"]
+        at = lambda n: ring + HISTORY_HEAD_SIZE + (n % slots) * size
 
         def samples():
             # Runs inside the seqlock attempt: decodes its own (maybe torn) head; a torn
             # `written` only picks other slots, since n % slots stays inside the ring.
             head = _decode("HistoryHead", bytes(self._bytes[ring:ring + HISTORY_HEAD_SIZE]))
-            first = head["written"] - min(head["written"], slots)
-            at = [ring + HISTORY_HEAD_SIZE + (n % slots) * size
-                  for n in range(first, head["written"])]
-            return head, first, [bytes(self._bytes[a:a + HISTORY_SAMPLE_SIZE]) for a in at]
+            written = head["written"]
+            first = lo = written - min(written, slots)
+            if since_mono_ns is not None:
+                hi = written
+                while lo < hi:  # the first n whose sample is at or after since_mono_ns
+                    mid = (lo + hi) // 2
+                    if _read_field(self._bytes, at(mid), _SAMPLE_MONO_NS) < since_mono_ns:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                first = max(first, lo - 1)
+            return head, first, [bytes(self._bytes[at(n):at(n) + HISTORY_SAMPLE_SIZE])
+                                 for n in range(first, written)]
 
-        _, (head, first, raws) = self._read(ring, HISTORY_HEAD_SIZE, samples)
-        out = []
-        for n, raw in enumerate(raws, first):
-            v = _validity(_decode("HistorySample", raw), HISTORY_VALID)
-            out.append(HistorySample(n=n, **v))
-        return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+        return self._read(ring, HISTORY_HEAD_SIZE, samples)[1]
 
     def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
                    opened=None, integral: Optional["Integral"] = None,
@@ -1871,10 +1918,8 @@ class Segment:
         h = self.header
         if not 0 <= slot < h["gpu_capacity"]:
             return None
-        off, fmt = _GPU_FIELDS["uuid"]
         rec = h["gpu_table_offset"] + slot * h["gpu_record_size_bytes"]
-        _, raw = self._read(rec, 0, lambda: bytes(self._bytes[rec + off:rec + off
-                                                              + struct.calcsize(fmt)]))
+        _, raw = self._read(rec, 0, lambda: _read_field(self._bytes, rec, _GPU_UUID))
         return _text(raw) or None
 
     def find_track(self, uuid: str) -> Optional[int]:
@@ -1884,11 +1929,10 @@ class Segment:
         t = self._tiers
         if t is None or not uuid:
             return None
-        uoff = _TRACK_UUID[0]
 
         def key(index):
-            at = t["tracks_offset"] + index * t["track_size_bytes"] + uoff
-            return _text(bytes(self._bytes[at:at + _TRACK_UUID[1]]))
+            at = t["tracks_offset"] + index * t["track_size_bytes"]
+            return _text(_read_field(self._bytes, at, _TRACK_UUID))
         known = cache.get(uuid)
         if known is not None and key(known) == uuid:
             return known
@@ -1954,7 +1998,7 @@ class Segment:
                 before += slots[tier]
                 first = n - min(n, slots[tier])
                 at = lambda i, ring=ring, tier=tier: ring + (i % slots[tier]) * size
-                st = lambda i: struct.unpack_from("<Q", self._bytes, at(i))[0]
+                st = lambda i: _read_field(self._bytes, at(i), _BUCKET_START)
                 reach = widths[tier] if tier else 0
                 lo, hi = first, n
                 while lo < hi:  # the first bucket that ends after the window's start
@@ -2099,38 +2143,9 @@ class Segment:
 
     def _history_tail(self, slot: int, since_mono_ns: int):
         """[(sample_mono_ns, {field: value or None})] of GPU slot `slot`'s ring from the
-        last sample before `since_mono_ns` on, read under the ring's seqlock; a binary
-        search on the timestamps skips the older samples without decoding them."""
-        h = self.header
-        if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
-            return None
-        ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
-        slots, size = h["history_slots"], h["history_sample_size_bytes"]
-        data = ring + HISTORY_HEAD_SIZE
-
-        def tail():
-            written = struct.unpack_from("<Q", self._bytes, ring + 8)[0]
-            lo, hi = written - min(written, slots), written
-            first = lo
-            while lo < hi:  # first n whose sample is at or after since_mono_ns
-                mid = (lo + hi) // 2
-                if struct.unpack_from("<Q", self._bytes, data + (mid % slots) * size)[0] < since_mono_ns:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            return [bytes(self._bytes[data + (n % slots) * size:data + (n % slots) * size
-                                      + HISTORY_SAMPLE_SIZE])
-                    for n in range(max(first, lo - 1), written)]
-
-        _, raws = self._read(ring, HISTORY_HEAD_SIZE, tail)
-        out = []
-        for raw in raws:
-            rec = dict(zip(_HISTORY_NAMES, _HISTORY_STRUCT.unpack(raw)))
-            valid = rec["valid"]
-            out.append((rec["sample_mono_ns"],
-                        {name: rec[name] if valid >> bit & 1 else None
-                         for name, bit in HISTORY_VALID.items()}))
-        return out
+        last sample before `since_mono_ns` on (see _ring)."""
+        read = self._ring(slot, since_mono_ns)
+        return None if read is None else [_history_sample(raw) for raw in read[2]]
 
     def track_count(self) -> int:
         """Tracks of tiered history (ABI 1.7); 0 from an older daemon."""
