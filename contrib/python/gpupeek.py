@@ -1883,35 +1883,34 @@ class Segment:
         utilisation is not in the tracks: it, and every field of a GPU
         without a track (an older daemon, a GPU beyond gpupeekd's --history-tracks), come
         from the raw ring (`_ring_window`), which holds 300 steps only."""
-        ring = self._ring_window(slot, start_mono_ns, end_mono_ns, opened)
+        current = self.gpu_point(slot)
         track = self._gpu_track(slot)
-        if track is None:
-            return ring
-        out = self._track_window(track, start_mono_ns, end_mono_ns, opened, integral,
-                                 current=self.gpu_point(slot), memo=memo)
+        out = None if track is None else self._track_window(
+            track, start_mono_ns, end_mono_ns, opened, integral, current=current, memo=memo)
         if out is None:
-            return ring
-        out["util_mem_pct"] = ring["util_mem_pct"]
+            return self._ring_window(slot, start_mono_ns, end_mono_ns, opened, current)
+        out.update(self._ring_window(slot, start_mono_ns, end_mono_ns, opened, current,
+                                     fields=("util_mem_pct",)))
         return out
 
-    def _ring_window(self, slot: int, start_mono_ns: int, end_mono_ns: int, opened=None):
-        """gpu_window from the raw history ring (a segment without tracks): the history
-        samples inside the window, the value current when it opened (the newer of the
-        ring's sample before the start and `opened`) and the GPU record's current value,
-        averaged over time (trapezoids, the ends held to the window's edges, as nvitop's
-        ResourceMetricCollector averages its samples). A window longer than the ring sees
-        only the part the ring still holds."""
+    def _ring_window(self, slot: int, start_mono_ns: int, end_mono_ns: int, opened=None,
+                     current=None, fields=WINDOW_FIELDS):
+        """gpu_window's `fields` from the raw history ring (a segment without tracks): the
+        history samples inside the window, the value current when it opened (the newer of
+        the ring's sample before the start and `opened`) and `current` (the GPU record's
+        gpu_point()), averaged over time (trapezoids, the ends held to the window's edges,
+        as nvitop's ResourceMetricCollector averages its samples). A window longer than
+        the ring sees only the part the ring still holds."""
         points = self._history_tail(slot, start_mono_ns) or []
         if opened is not None and all(t != opened[0] for t, _ in points):
             points = sorted(points + [opened], key=lambda p: p[0])
         before = [p for p in points if p[0] < start_mono_ns]
         points = before[-1:] + [p for p in points if p[0] >= start_mono_ns]
-        current = self.gpu_point(slot)
         if current is not None and (not points or current[0] > points[-1][0]):
             points.append(current)
         return {name: _window_stat([(t, v[name]) for t, v in points if v[name] is not None],
                                    start_mono_ns, end_mono_ns)
-                for name in WINDOW_FIELDS}
+                for name in fields}
 
     def _slot_uuid(self, slot: int) -> Optional[str]:
         """The UUID of GPU slot `slot` (kept whatever its state), None for an empty slot."""

@@ -591,12 +591,12 @@ class TieredHistory(unittest.TestCase):
         time.sleep(1.5)
         end = gpupeek._mono_ns()
         self.assertEqual(seg.gpu_window(1, start, end, opened),
-                         seg._ring_window(1, start, end, opened))
+                         seg._ring_window(1, start, end, opened, seg.gpu_point(1)))
         self.assertIsNotNone(seg.gpu_window(1, start, end, opened)["mem_used_mib"])
         seg._tiers = None  # what a segment of ABI 1.6 or older has
         self.assertEqual(seg.track_count(), 0)
         self.assertEqual(seg.gpu_window(0, start, end, seg.gpu_point(0)),
-                         seg._ring_window(0, start, end, seg.gpu_point(0)))
+                         seg._ring_window(0, start, end, seg.gpu_point(0), seg.gpu_point(0)))
         c = gpupeek.ResourceMetricCollector(devices=[0], shm=SHM, interval=0.1)
         seg_c = c._segment()
         seg_c._tiers = None
