@@ -1326,6 +1326,16 @@ class History:
     samples: List[HistorySample]
 
 
+def _liveness(s: "Status") -> str:
+    """Snapshot.liveness of a daemon whose status record is `s`."""
+    if s.state == "stopped":
+        return "stopped"
+    age = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - s.heartbeat_mono_ns
+    if age > max(s.period_ns * STALE_PERIODS, 1_000_000_000):
+        return "stale"
+    return s.state if s.state in ("live", "nvml_error", "released") else "starting"
+
+
 @dataclass
 class Snapshot:
     """A private copy of one publish (when `consistent`)."""
@@ -1357,13 +1367,7 @@ class Snapshot:
     def liveness(self) -> str:
         """"live", "starting", "stopped", "nvml_error", "released" (alive, NVML let go on
         request: not a dead daemon) or "stale"."""
-        s = self.status
-        if s.state == "stopped":
-            return "stopped"
-        age = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - s.heartbeat_mono_ns
-        if age > max(s.period_ns * STALE_PERIODS, 1_000_000_000):
-            return "stale"
-        return s.state if s.state in ("live", "nvml_error", "released") else "starting"
+        return _liveness(self.status)
 
     def sampled_since(self, mono_ns: int) -> bool:
         """True when the process lists (ABI 1.2; older writers: the GPUs alone) and every
@@ -2218,18 +2222,19 @@ def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:
     with Segment(name) as seg:
         snap = seg.snapshot()
     if check_live:
-        _check_live(seg.name, snap)
+        _check_live(seg.name, snap.status)
     return snap
 
 
-def _check_live(name: str, snap: Snapshot):
-    """Raises the Error that says why segment `name`'s daemon is not live, if it is not."""
-    live = snap.liveness()
+def _check_live(name: str, status: Status):
+    """Raises the Error that says why segment `name`'s daemon (whose status record is
+    `status`) is not live, if it is not."""
+    live = _liveness(status)
     if live == "stale":
         raise StaleError(f"segment {name}: the daemon has stopped publishing")
     if live == "nvml_error":
-        raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
-                        f"{snap.status.error_message}")
+        raise NvmlError(f"NVML error {status.nvml_error_code}: "
+                        f"{status.error_message}")
     if live == "released":
         raise ReleasedError(f"segment {name}: the daemon has let go of the driver on "
                             "request (GPU reset or MIG change); `gpupeekd --resume` "
@@ -2383,7 +2388,7 @@ class vram:
     def _first(self, called_mono_ns: int) -> Snapshot:
         """The start: a live daemon's sample from after the call (with `settle`)."""
         snap = self._seg.snapshot()
-        _check_live(self._seg.name, snap)
+        _check_live(self._seg.name, snap.status)
         if self._settle:
             snap = self._seg.wait_fresh(called_mono_ns)
         self.fresh = snap.sampled_since(called_mono_ns)

@@ -799,9 +799,7 @@ class ResourceMetricCollector:
             return {}
         try:
             status = seg.status()
-            gpupeek._check_live(seg.name, gpupeek.Snapshot(
-                status=status, gpus=[], processes=[], proc_overflow=0, proc_policy=None,
-                hidepid=False, pid_ns_inode=0, generation=0, consistent=True))
+            gpupeek._check_live(seg.name, status)
             if status.gpu_count > seg.header["gpu_capacity"]:
                 raise gpupeek.CorruptError(f"segment {seg.name}: GPU count exceeds capacity")
             return {slot: seg.gpu_values(slot, self._SAMPLED) for slot in range(status.gpu_count)}
