@@ -1035,6 +1035,24 @@ _RECORDS = {name: (size, fields) for name, size, fields in LAYOUT}
 _CMDLINE_AT = next(off for name, off, _ in _RECORDS["ProcRecord"][1] if name == "cmdline")
 
 
+def _field(record: str, name: str) -> Tuple[int, struct.Struct]:
+    """(offset, Struct) of one field of a record of the generated LAYOUT: for the few
+    reads of a single field (a hot path's binary search, the futex's word) that do not
+    decode the whole record."""
+    off, fmt = next((off, fmt) for n, off, fmt in _RECORDS[record][1] if n == name)
+    return off, struct.Struct("=" + fmt)
+
+
+def _read_field(buf, at: int, field: Tuple[int, struct.Struct]):
+    """Field `field` (from _field) of the record that starts at `at` in `buf`."""
+    return field[1].unpack_from(buf, at + field[0])[0]
+
+
+_GENERATION_OFFSET = _field("StaticHeader", "generation_offset")
+_SAMPLE_MONO_NS = _field("HistorySample", "sample_mono_ns")
+_BUCKET_START = _field("TierBucket", "start_unix_ns")
+
+
 def describe() -> str:
     """The layout in the text form of the Rust crate's `pin::describe()`."""
     out = []
@@ -1233,6 +1251,15 @@ _HISTORY_NAMES = [name for name, _, _ in _RECORDS["HistorySample"][1]]
 _HISTORY_STRUCT = struct.Struct("=" + "".join(fmt for _, _, fmt in _RECORDS["HistorySample"][1]))
 assert _HISTORY_STRUCT.size == HISTORY_SAMPLE_SIZE, "HistorySample fields are not contiguous"
 _GPU_FIELDS = {name: (off, fmt) for name, off, fmt in _RECORDS["GpuRecord"][1]}
+
+
+def _history_sample(raw: bytes) -> Tuple[int, Dict[str, Optional[int]]]:
+    """(sample_mono_ns, {HISTORY_VALID field: value, None when its bit is clear}) of a
+    HistorySample's bytes: the one decoder of history samples (history, gpu_window)."""
+    rec = dict(zip(_HISTORY_NAMES, _HISTORY_STRUCT.unpack(raw)))
+    valid = rec["valid"]
+    return rec["sample_mono_ns"], {name: rec[name] if valid >> bit & 1 else None
+                                   for name, bit in HISTORY_VALID.items()}
 _GPU_POINT_FIELDS = ("sample_mono_ns", "util_gpu_pct", "util_mem_pct", "mem_used_bytes",
                      "power_draw_mw", "temp_gpu_c")
 
@@ -1299,6 +1326,16 @@ class History:
     samples: List[HistorySample]
 
 
+def _liveness(s: "Status") -> str:
+    """Snapshot.liveness of a daemon whose status record is `s`."""
+    if s.state == "stopped":
+        return "stopped"
+    age = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - s.heartbeat_mono_ns
+    if age > max(s.period_ns * STALE_PERIODS, 1_000_000_000):
+        return "stale"
+    return s.state if s.state in ("live", "nvml_error", "released") else "starting"
+
+
 @dataclass
 class Snapshot:
     """A private copy of one publish (when `consistent`)."""
@@ -1330,13 +1367,7 @@ class Snapshot:
     def liveness(self) -> str:
         """"live", "starting", "stopped", "nvml_error", "released" (alive, NVML let go on
         request: not a dead daemon) or "stale"."""
-        s = self.status
-        if s.state == "stopped":
-            return "stopped"
-        age = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - s.heartbeat_mono_ns
-        if age > max(s.period_ns * STALE_PERIODS, 1_000_000_000):
-            return "stale"
-        return s.state if s.state in ("live", "nvml_error", "released") else "starting"
+        return _liveness(self.status)
 
     def sampled_since(self, mono_ns: int) -> bool:
         """True when the process lists (ABI 1.2; older writers: the GPUs alone) and every
@@ -1473,8 +1504,8 @@ def _integral_of(head: dict) -> Optional[Integral]:
                     last_unix_ns=head["last_sample_unix_ns"], sums=sums)
 
 
-_TRACK_UUID = next((off, struct.calcsize(fmt)) for name, off, fmt in _RECORDS["TrackHead"][1]
-                   if name == "uuid")
+_TRACK_UUID = _field("TrackHead", "uuid")
+_GPU_UUID = _field("GpuRecord", "uuid")
 
 
 def integrals(name: Optional[str] = None) -> List[Integral]:
@@ -1516,7 +1547,7 @@ class Segment:
             self._map = mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
             # The generation word's offset is checked against the segment's size by
             # _validate below, before the futex ever waits on it.
-            gen_offset = struct.unpack_from("<Q", self._map, 80)[0]
+            gen_offset = _read_field(self._map, 0, _GENERATION_OFFSET)
             self._futex = _Futex.open(fd, gen_offset, st.st_size)
         finally:
             os.close(fd)
@@ -1792,27 +1823,47 @@ class Segment:
     def history(self, slot: int) -> Optional[History]:
         """GPU slot `slot`'s history ring, oldest sample first, read under the ring's
         seqlock; None when the segment has no history (a 1.0 writer) or no such slot."""
+        read = self._ring(slot)
+        if read is None:
+            return None
+        head, first, raws = read
+        out = []
+        for n, raw in enumerate(raws, first):
+            mono_ns, values = _history_sample(raw)
+            out.append(HistorySample(n=n, sample_mono_ns=mono_ns, **values))
+        return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+
+    def _ring(self, slot: int, since_mono_ns: Optional[int] = None):
+        """(HistoryHead as a dict, n of the first sample, [raw samples]) of GPU slot
+        `slot`'s ring, read under its seqlock: every sample, or with `since_mono_ns` those
+        from the last one before it on (a binary search on the timestamps skips the older
+        samples without copying them). None without history or such a slot."""
         h = self.header
         if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
             return None
         ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
         slots, size = h["history_slots"], h["history_sample_size_bytes"]
+        at = lambda n: ring + HISTORY_HEAD_SIZE + (n % slots) * size
 
         def samples():
             # Runs inside the seqlock attempt: decodes its own (maybe torn) head; a torn
             # `written` only picks other slots, since n % slots stays inside the ring.
             head = _decode("HistoryHead", bytes(self._bytes[ring:ring + HISTORY_HEAD_SIZE]))
-            first = head["written"] - min(head["written"], slots)
-            at = [ring + HISTORY_HEAD_SIZE + (n % slots) * size
-                  for n in range(first, head["written"])]
-            return head, first, [bytes(self._bytes[a:a + HISTORY_SAMPLE_SIZE]) for a in at]
+            written = head["written"]
+            first = lo = written - min(written, slots)
+            if since_mono_ns is not None:
+                hi = written
+                while lo < hi:  # the first n whose sample is at or after since_mono_ns
+                    mid = (lo + hi) // 2
+                    if _read_field(self._bytes, at(mid), _SAMPLE_MONO_NS) < since_mono_ns:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                first = max(first, lo - 1)
+            return head, first, [bytes(self._bytes[at(n):at(n) + HISTORY_SAMPLE_SIZE])
+                                 for n in range(first, written)]
 
-        _, (head, first, raws) = self._read(ring, HISTORY_HEAD_SIZE, samples)
-        out = []
-        for n, raw in enumerate(raws, first):
-            v = _validity(_decode("HistorySample", raw), HISTORY_VALID)
-            out.append(HistorySample(n=n, **v))
-        return History(step_ns=head["step_ns"], written=head["written"], samples=out)
+        return self._read(ring, HISTORY_HEAD_SIZE, samples)[1]
 
     def gpu_window(self, slot: int, start_mono_ns: int, end_mono_ns: int,
                    opened=None, integral: Optional["Integral"] = None,
@@ -1836,45 +1887,42 @@ class Segment:
         utilisation is not in the tracks: it, and every field of a GPU
         without a track (an older daemon, a GPU beyond gpupeekd's --history-tracks), come
         from the raw ring (`_ring_window`), which holds 300 steps only."""
-        ring = self._ring_window(slot, start_mono_ns, end_mono_ns, opened)
+        current = self.gpu_point(slot)
         track = self._gpu_track(slot)
-        if track is None:
-            return ring
-        out = self._track_window(track, start_mono_ns, end_mono_ns, opened, integral,
-                                 current=self.gpu_point(slot), memo=memo)
+        out = None if track is None else self._track_window(
+            track, start_mono_ns, end_mono_ns, opened, integral, current=current, memo=memo)
         if out is None:
-            return ring
-        out["util_mem_pct"] = ring["util_mem_pct"]
+            return self._ring_window(slot, start_mono_ns, end_mono_ns, opened, current)
+        out.update(self._ring_window(slot, start_mono_ns, end_mono_ns, opened, current,
+                                     fields=("util_mem_pct",)))
         return out
 
-    def _ring_window(self, slot: int, start_mono_ns: int, end_mono_ns: int, opened=None):
-        """gpu_window from the raw history ring (a segment without tracks): the history
-        samples inside the window, the value current when it opened (the newer of the
-        ring's sample before the start and `opened`) and the GPU record's current value,
-        averaged over time (trapezoids, the ends held to the window's edges, as nvitop's
-        ResourceMetricCollector averages its samples). A window longer than the ring sees
-        only the part the ring still holds."""
+    def _ring_window(self, slot: int, start_mono_ns: int, end_mono_ns: int, opened=None,
+                     current=None, fields=WINDOW_FIELDS):
+        """gpu_window's `fields` from the raw history ring (a segment without tracks): the
+        history samples inside the window, the value current when it opened (the newer of
+        the ring's sample before the start and `opened`) and `current` (the GPU record's
+        gpu_point()), averaged over time (trapezoids, the ends held to the window's edges,
+        as nvitop's ResourceMetricCollector averages its samples). A window longer than
+        the ring sees only the part the ring still holds."""
         points = self._history_tail(slot, start_mono_ns) or []
         if opened is not None and all(t != opened[0] for t, _ in points):
             points = sorted(points + [opened], key=lambda p: p[0])
         before = [p for p in points if p[0] < start_mono_ns]
         points = before[-1:] + [p for p in points if p[0] >= start_mono_ns]
-        current = self.gpu_point(slot)
         if current is not None and (not points or current[0] > points[-1][0]):
             points.append(current)
         return {name: _window_stat([(t, v[name]) for t, v in points if v[name] is not None],
                                    start_mono_ns, end_mono_ns)
-                for name in WINDOW_FIELDS}
+                for name in fields}
 
     def _slot_uuid(self, slot: int) -> Optional[str]:
         """The UUID of GPU slot `slot` (kept whatever its state), None for an empty slot."""
         h = self.header
         if not 0 <= slot < h["gpu_capacity"]:
             return None
-        off, fmt = _GPU_FIELDS["uuid"]
         rec = h["gpu_table_offset"] + slot * h["gpu_record_size_bytes"]
-        _, raw = self._read(rec, 0, lambda: bytes(self._bytes[rec + off:rec + off
-                                                              + struct.calcsize(fmt)]))
+        _, raw = self._read(rec, 0, lambda: _read_field(self._bytes, rec, _GPU_UUID))
         return _text(raw) or None
 
     def find_track(self, uuid: str) -> Optional[int]:
@@ -1884,11 +1932,10 @@ class Segment:
         t = self._tiers
         if t is None or not uuid:
             return None
-        uoff = _TRACK_UUID[0]
 
         def key(index):
-            at = t["tracks_offset"] + index * t["track_size_bytes"] + uoff
-            return _text(bytes(self._bytes[at:at + _TRACK_UUID[1]]))
+            at = t["tracks_offset"] + index * t["track_size_bytes"]
+            return _text(_read_field(self._bytes, at, _TRACK_UUID))
         known = cache.get(uuid)
         if known is not None and key(known) == uuid:
             return known
@@ -1954,7 +2001,7 @@ class Segment:
                 before += slots[tier]
                 first = n - min(n, slots[tier])
                 at = lambda i, ring=ring, tier=tier: ring + (i % slots[tier]) * size
-                st = lambda i: struct.unpack_from("<Q", self._bytes, at(i))[0]
+                st = lambda i: _read_field(self._bytes, at(i), _BUCKET_START)
                 reach = widths[tier] if tier else 0
                 lo, hi = first, n
                 while lo < hi:  # the first bucket that ends after the window's start
@@ -2099,38 +2146,9 @@ class Segment:
 
     def _history_tail(self, slot: int, since_mono_ns: int):
         """[(sample_mono_ns, {field: value or None})] of GPU slot `slot`'s ring from the
-        last sample before `since_mono_ns` on, read under the ring's seqlock; a binary
-        search on the timestamps skips the older samples without decoding them."""
-        h = self.header
-        if h["history_offset"] == 0 or not 0 <= slot < h["gpu_capacity"]:
-            return None
-        ring = h["history_offset"] + slot * h["history_ring_size_bytes"]
-        slots, size = h["history_slots"], h["history_sample_size_bytes"]
-        data = ring + HISTORY_HEAD_SIZE
-
-        def tail():
-            written = struct.unpack_from("<Q", self._bytes, ring + 8)[0]
-            lo, hi = written - min(written, slots), written
-            first = lo
-            while lo < hi:  # first n whose sample is at or after since_mono_ns
-                mid = (lo + hi) // 2
-                if struct.unpack_from("<Q", self._bytes, data + (mid % slots) * size)[0] < since_mono_ns:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            return [bytes(self._bytes[data + (n % slots) * size:data + (n % slots) * size
-                                      + HISTORY_SAMPLE_SIZE])
-                    for n in range(max(first, lo - 1), written)]
-
-        _, raws = self._read(ring, HISTORY_HEAD_SIZE, tail)
-        out = []
-        for raw in raws:
-            rec = dict(zip(_HISTORY_NAMES, _HISTORY_STRUCT.unpack(raw)))
-            valid = rec["valid"]
-            out.append((rec["sample_mono_ns"],
-                        {name: rec[name] if valid >> bit & 1 else None
-                         for name, bit in HISTORY_VALID.items()}))
-        return out
+        last sample before `since_mono_ns` on (see _ring)."""
+        read = self._ring(slot, since_mono_ns)
+        return None if read is None else [_history_sample(raw) for raw in read[2]]
 
     def track_count(self) -> int:
         """Tracks of tiered history (ABI 1.7); 0 from an older daemon."""
@@ -2204,18 +2222,19 @@ def snapshot(name: Optional[str] = None, check_live: bool = True) -> Snapshot:
     with Segment(name) as seg:
         snap = seg.snapshot()
     if check_live:
-        _check_live(seg.name, snap)
+        _check_live(seg.name, snap.status)
     return snap
 
 
-def _check_live(name: str, snap: Snapshot):
-    """Raises the Error that says why segment `name`'s daemon is not live, if it is not."""
-    live = snap.liveness()
+def _check_live(name: str, status: Status):
+    """Raises the Error that says why segment `name`'s daemon (whose status record is
+    `status`) is not live, if it is not."""
+    live = _liveness(status)
     if live == "stale":
         raise StaleError(f"segment {name}: the daemon has stopped publishing")
     if live == "nvml_error":
-        raise NvmlError(f"NVML error {snap.status.nvml_error_code}: "
-                        f"{snap.status.error_message}")
+        raise NvmlError(f"NVML error {status.nvml_error_code}: "
+                        f"{status.error_message}")
     if live == "released":
         raise ReleasedError(f"segment {name}: the daemon has let go of the driver on "
                             "request (GPU reset or MIG change); `gpupeekd --resume` "
@@ -2369,7 +2388,7 @@ class vram:
     def _first(self, called_mono_ns: int) -> Snapshot:
         """The start: a live daemon's sample from after the call (with `settle`)."""
         snap = self._seg.snapshot()
-        _check_live(self._seg.name, snap)
+        _check_live(self._seg.name, snap.status)
         if self._settle:
             snap = self._seg.wait_fresh(called_mono_ns)
         self.fresh = snap.sampled_since(called_mono_ns)

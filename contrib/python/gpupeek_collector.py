@@ -540,7 +540,8 @@ class ResourceMetricCollector:
         with self._lock:
             if self._buffer is None:
                 raise RuntimeError("Resource metric collector has not been started yet.")
-            if timer() - self._last_sample > self.interval / 2.0:
+            sampled = timer() - self._last_sample > self.interval / 2.0
+            if sampled:
                 self._take_sample()
             buffer = self._buffer
             now, now_ns = timer(), _mono_ns()
@@ -556,7 +557,7 @@ class ResourceMetricCollector:
                     continue
                 for name, (_, value) in zip(full, stats.items(now)):
                     metrics[name] = value
-            self._host_cpu_mean(buffer, metrics)
+            self._host_cpu_mean(buffer, metrics, self._cpu if sampled else _cpu_times())
             self._device_windows(buffer, now_ns, metrics)
             metrics = self._in_nvitops_order(buffer, metrics)
             metrics[f"{prefix}/duration (s)"] = timer() - buffer.start
@@ -585,11 +586,13 @@ class ResourceMetricCollector:
             buffer.order_set = set(order)
         return {k: metrics[k] for k in order}
 
-    def _host_cpu_mean(self, buffer: _Buffer, metrics):
-        """The host's cpu_percent mean is exact: /proc/stat over the whole window."""
+    @staticmethod
+    def _host_cpu_mean(buffer: _Buffer, metrics, cpu):
+        """The host's cpu_percent mean is exact: /proc/stat over the whole window, `cpu`
+        its times now (the sample's, when collect() just took one: read once)."""
         key = f"{buffer.key_prefix}/host/cpu_percent (%)/mean"
         if key in metrics:
-            metrics[key] = _cpu_percent(buffer.start_cpu, _cpu_times())
+            metrics[key] = _cpu_percent(buffer.start_cpu, cpu)
 
     def _segment(self) -> Optional[gpupeek.Segment]:
         if self._seg is None:
@@ -799,9 +802,7 @@ class ResourceMetricCollector:
             return {}
         try:
             status = seg.status()
-            gpupeek._check_live(seg.name, gpupeek.Snapshot(
-                status=status, gpus=[], processes=[], proc_overflow=0, proc_policy=None,
-                hidepid=False, pid_ns_inode=0, generation=0, consistent=True))
+            gpupeek._check_live(seg.name, status)
             if status.gpu_count > seg.header["gpu_capacity"]:
                 raise gpupeek.CorruptError(f"segment {seg.name}: GPU count exceeds capacity")
             return {slot: seg.gpu_values(slot, self._SAMPLED) for slot in range(status.gpu_count)}
