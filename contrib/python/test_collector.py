@@ -559,6 +559,12 @@ class TieredHistory(unittest.TestCase):
         self.assertEqual(m["long/gpu:0/gpu_utilization (%)/min"], 20.0)
         self.assertEqual(m["long/gpu:0/gpu_utilization (%)/max"], 80.0)
         self.assertIn(m["long/gpu:0/gpu_utilization (%)/last"], (20.0, 80.0))
+        # First (the integrals' mean counts the samples up to now, not to `end`): the
+        # collector's mean is the integrals' (a sample or two later here).
+        exact = seg.gpu_window(0, start, end, opened, integral)
+        self.assertLessEqual(abs(exact["util_gpu_pct"].mean
+                                 - m["long/gpu:0/gpu_utilization (%)/mean"]),
+                             60 * 2 / (m["long/duration (s)"] / 0.05))
         # The window's start is older than the raw samples: min and max come from the
         # buckets there, and so does the mean without the integrals (sample-weighted).
         # w and `restarted` (below) from the same publish: a publish in between can move
@@ -572,12 +578,7 @@ class TieredHistory(unittest.TestCase):
                 break
         self.assertGreater(w["util_gpu_pct"].points, 0)
         self.assertLessEqual(abs(w["util_gpu_pct"].mean - 50.0), 60 * 0.03)
-        exact = seg.gpu_window(0, start, end, opened, integral)
         self.assertLessEqual(abs(exact["util_gpu_pct"].mean - 50.0), 60 * 0.03)
-        # The collector's mean is the integrals' (a sample or two later here).
-        self.assertLessEqual(abs(exact["util_gpu_pct"].mean
-                                 - m["long/gpu:0/gpu_utilization (%)/mean"]),
-                             60 * 2 / (m["long/duration (s)"] / 0.05))
         # A daemon restarted without its history (a new integral start) mid-window: the
         # integrals read at the start no longer apply; the mean comes from the tiers.
         self.assertEqual(restarted["util_gpu_pct"].mean, w["util_gpu_pct"].mean)
