@@ -187,13 +187,7 @@ pub fn event(view: &View, hostname: &str, query_time: &str, generation: u64) -> 
     }
     let event = Event {
         generation,
-        document: Document {
-            hostname,
-            driver_version: view.driver_version.as_deref(),
-            query_time,
-            gpus: view.gpus.iter().map(gpu).collect(),
-            processes_age_ms: view.processes_age_ms,
-        },
+        document: document(view, hostname, query_time),
     };
     serde_json::to_string(&event).expect("serialising plain structs cannot fail")
 }

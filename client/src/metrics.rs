@@ -22,7 +22,7 @@
 use std::fmt::Write;
 
 use gpupeek_model::{Model, Text};
-use gpupeek_shm::{Liveness, Segment, Snapshot};
+use gpupeek_shm::{Liveness, Snapshot};
 
 use crate::Exit;
 
@@ -125,27 +125,16 @@ pub fn scrape(name: &str, options: &Options) -> Scrape {
 /// (`serve --kubelet.pod-resources-socket`): then `--pod-labels` has pod names, and
 /// `gpupeek_kubelet_pod_resources_up` says whether the kubelet answered.
 pub fn scrape_with(name: &str, options: &Options, kube: Option<&gpupeek_kube::State>) -> Scrape {
-    let result = Segment::open(name).and_then(|s| s.snapshot());
-    let now = gpupeek_shm::mono_now_ns();
-    match result {
-        Ok(snap) => {
-            let liveness = snap.liveness(now);
-            let state = live_state(&liveness);
-            let reason = crate::check_live(name, liveness, snap.status.period_ns)
-                .err()
-                .map(|e: Exit| e.message);
-            Scrape {
-                text: render_with(Some(&snap), state, now, options, kube),
-                reason,
-            }
-        }
-        Err(e) => {
-            let state = error_state(&e);
-            Scrape {
-                text: render_with(None, state, now, options, kube),
-                reason: Some(e.to_string()),
-            }
-        }
+    let reading = crate::stream::read(name);
+    Scrape {
+        text: render_with(
+            reading.snap.as_ref(),
+            reading.state,
+            reading.now_ns,
+            options,
+            kube,
+        ),
+        reason: reading.reason,
     }
 }
 

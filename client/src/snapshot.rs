@@ -7,16 +7,14 @@
 //! state but `live`), `error` the line `gpupeek` would print (`null` when live).
 //!
 //! A daemon that is not live has no GPUs here (`"gpus": []`), as it has no GPU samples
-//! in `/metrics`: its numbers are not current. Privacy: the document holds what the
-//! segment shows this reader and nothing more: processes as the daemon published them
-//! (its process policy decides), never filled in from the server's own `/proc` as a
-//! one-shot `gpupeek` fills in its user's own processes.
+//! in `/metrics`: its numbers are not current. The reading, the state and the view (and
+//! so what the document shows of processes: see [`Reading::view`]) are those of
+//! `/metrics`, `/-/ready` and `/events`.
 
 use serde::Serialize;
 
-use gpupeek_shm::Segment;
-
-use crate::{json, metrics, view};
+use crate::stream::{self, Reading};
+use crate::{json, view};
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -36,36 +34,21 @@ struct Daemon {
 
 /// The `/snapshot` document of segment `name` for node `node`, as text.
 pub fn document(name: &str, node: &str) -> String {
-    let hostname = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let now = gpupeek_shm::mono_now_ns();
-    let (snap, daemon) = match Segment::open(name).and_then(|s| s.snapshot()) {
-        Ok(snap) => {
-            let liveness = snap.liveness(now);
-            let state = metrics::live_state(&liveness);
-            let daemon = Daemon {
-                state,
-                age_s: Some(now.saturating_sub(snap.status.heartbeat_mono_ns) as f64 / 1e9),
-                stale: state != "live",
-                error: liveness.describe(name, snap.status.period_ns),
-            };
-            (Some(snap).filter(|_| state == "live"), daemon)
-        }
-        Err(e) => (
-            None,
-            Daemon {
-                state: metrics::error_state(&e),
-                age_s: None,
-                stale: true,
-                error: Some(e.to_string()),
-            },
-        ),
+    of(&stream::read(name), &stream::hostname(), node)
+}
+
+/// The document of `reading`, on host `hostname`, for node `node`.
+pub(crate) fn of(reading: &Reading, hostname: &str, node: &str) -> String {
+    let daemon = Daemon {
+        state: reading.state,
+        age_s: reading
+            .snap
+            .as_ref()
+            .map(|s| reading.now_ns.saturating_sub(s.status.heartbeat_mono_ns) as f64 / 1e9),
+        stale: reading.state != "live",
+        error: reading.reason.clone(),
     };
-    let view = snap.as_ref().and_then(|s| {
-        // No `local`: the server's own /proc is not the client's to see.
-        view::View::new(s, None, &view::Context::default()).ok()
-    });
+    let view = reading.view();
     let published = view.as_ref().map_or_else(chrono::Local::now, |v| {
         crate::published_time(v.published_unix_ns)
     });
@@ -78,7 +61,7 @@ pub fn document(name: &str, node: &str) -> String {
         processes_age_ms: None,
     };
     let doc = Document {
-        gpustat: json::document(view.as_ref().unwrap_or(&empty), &hostname, &query_time),
+        gpustat: json::document(view.as_ref().unwrap_or(&empty), hostname, &query_time),
         node,
         daemon,
     };
