@@ -10,9 +10,6 @@ use gpupeek_flags::{Arity, Command, Flag, Spec, Values};
 use crate::cli::{flags::SHM, Invocation};
 use crate::{metrics, query, serve, top};
 
-mod fleet;
-pub use fleet::FLEET;
-
 /// The entries `metrics` and `serve` (and, for `--shm`, every command) share, declared
 /// once: a macro, since each table's `apply` takes its own arguments type (every one has
 /// `shm`, and `metrics` and `serve` have `options`).
@@ -53,6 +50,44 @@ macro_rules! option_switch {
     };
 }
 
+/// A switch that sets `FIELD` (`--json`, `--insecure`, ...).
+macro_rules! switch {
+    ($spec:expr, $field:ident) => {
+        Flag {
+            spec: $spec,
+            apply: |a, _| {
+                a.$field = true;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// A flag whose value is kept as given: in `FIELD` (an `Option<String>`), or pushed onto
+/// it with `push` (a repeatable flag's `Vec<String>`).
+macro_rules! value_flag {
+    ($spec:expr, $field:ident) => {
+        Flag {
+            spec: $spec,
+            apply: |a, v| {
+                a.$field = Some(v.to_owned());
+                Ok(())
+            },
+        }
+    };
+    ($spec:expr, push $field:ident) => {
+        Flag {
+            spec: $spec,
+            apply: |a, v| {
+                a.$field.push(v.to_owned());
+                Ok(())
+            },
+        }
+    };
+}
+
+mod fleet;
+pub use fleet::FLEET;
 mod history;
 
 pub use history::{HISTORY, PLOT};
@@ -294,7 +329,7 @@ pub const SERVE: Command<serve::Args> = Command {
                 man: NODE_NAME_MAN,
                 ..Spec::switch(
                     "node-name",
-                    "the node's name in /events and gpupeek_node_info (default the host name)",
+                    "the node's name in /events, /snapshot and gpupeek_node_info (default the host name)",
                 )
             },
             apply: |a, v| {
@@ -478,7 +513,11 @@ It is the
 .B hostname
 of every
 .B /events
-document, and the
+document, the
+.B node
+of
+.BR /snapshot ,
+and the
 .B nodename
 label of
 .BR gpupeek_node_info ,

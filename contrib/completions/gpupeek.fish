@@ -56,7 +56,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from metrics' -s h -l help -d 'pr
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l listen -x -d 'address to listen on (default 127.0.0.1:9477; port 0 picks a free one)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l web.config.file -r -F -d 'Prometheus web configuration file: TLS, basic auth (bcrypt), headers'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l web.max-streams -x -d '/events streams open at once (default 16); one more is answered 503'
-complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l node-name -x -d 'the node\'s name in /events and gpupeek_node_info (default the host name)'
+complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l node-name -x -d 'the node\'s name in /events, /snapshot and gpupeek_node_info (default the host name)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l names -x -a 'gpupeek dcgm nvidia_gpu_exporter' -d 'whose metric names and labels to use: gpupeek (default), dcgm (dcgm-exporter\'s) or nvidia_gpu_exporter'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-process -d 'also export each process\'s GPU memory (gpupeek_process_gpu_memory_bytes; at most 256 series, the largest first)'
 complete -c gpupeek -n '__fish_seen_subcommand_from serve' -l per-user -d 'also export each user\'s GPU memory and process count per GPU (gpupeek_user_*)'

@@ -13,8 +13,8 @@ pub const FLEET: Command<fleet::Args> = Command {
             (/snapshot) or from a Prometheus server that scrapes them; free GPUs first, \
             idle allocations flagged, unreachable hosts shown with the reason.",
     flags: &[
-        Flag {
-            spec: Spec {
+        value_flag!(
+            Spec {
                 arity: Arity::Value("HOST[:PORT]"),
                 man: HOST_MAN,
                 ..Spec::switch(
@@ -23,13 +23,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      or an http:// or https:// URL",
                 )
             },
-            apply: |a, v| {
-                a.hosts.push(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            push hosts
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("FILE"),
                 values: Values::File,
                 ..Spec::switch(
@@ -38,13 +35,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      comment; repeatable)",
                 )
             },
-            apply: |a, v| {
-                a.hostfiles.push(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            push hostfiles
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("URL"),
                 man: PROMETHEUS_MAN,
                 ..Spec::switch(
@@ -53,11 +47,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                      http://prometheus:9090) instead of asking each host",
                 )
             },
-            apply: |a, v| {
-                a.prometheus = Some(v.to_owned());
-                Ok(())
-            },
-        },
+            prometheus
+        ),
         Flag {
             spec: Spec {
                 arity: Arity::Value("WHAT"),
@@ -73,16 +64,13 @@ pub const FLEET: Command<fleet::Args> = Command {
                 Ok(())
             },
         },
-        Flag {
-            spec: Spec::switch(
+        switch!(
+            Spec::switch(
                 "json",
                 "print a JSON document instead: each host with its GPUs or its error",
             ),
-            apply: |a, _| {
-                a.json = true;
-                Ok(())
-            },
-        },
+            json
+        ),
         Flag {
             spec: Spec {
                 short: Some('i'),
@@ -130,8 +118,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 Ok(())
             },
         },
-        Flag {
-            spec: Spec {
+        value_flag!(
+            Spec {
                 arity: Arity::Value("FILE"),
                 values: Values::File,
                 ..Spec::switch(
@@ -140,23 +128,17 @@ pub const FLEET: Command<fleet::Args> = Command {
                      the built-in web roots)",
                 )
             },
-            apply: |a, v| {
-                a.tls_ca = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec::switch(
+            tls_ca
+        ),
+        switch!(
+            Spec::switch(
                 "insecure",
                 "do not verify https:// hosts' certificates (the traffic is still encrypted)",
             ),
-            apply: |a, _| {
-                a.insecure = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            insecure
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("USER"),
                 ..Spec::switch(
                     "user",
@@ -164,13 +146,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      basic_auth_users; needs --password-file)",
                 )
             },
-            apply: |a, v| {
-                a.user = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            user
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("FILE"),
                 values: Values::File,
                 ..Spec::switch(
@@ -178,21 +157,15 @@ pub const FLEET: Command<fleet::Args> = Command {
                     "basic authentication's password: this file's first line",
                 )
             },
-            apply: |a, v| {
-                a.password_file = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            password_file
+        ),
+        switch!(
+            Spec {
                 aliases: &["no-colour"],
                 ..Spec::switch("no-color", "no colours (also when NO_COLOR is set)")
             },
-            apply: |a, _| {
-                a.no_color = true;
-                Ok(())
-            },
-        },
+            no_color
+        ),
     ],
     after: "It runs gpupeek-fleet, installed next to gpupeek. Exit status 0 when every host \
             answered with a live daemon, 13 when some did not (they are in the table with \
