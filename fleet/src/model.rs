@@ -125,7 +125,8 @@ const FREE_MEMORY_MIB: u64 = 1024;
 /// Under this utilisation a GPU may be free, %.
 const FREE_UTIL_PCT: u32 = 5;
 
-/// Marks the GPUs free and idle-allocated, fills in their users and puts free GPUs first.
+/// Marks the GPUs free and idle-allocated, adds their processes' users to the users the
+/// source named (each once, sorted) and puts free GPUs first.
 pub fn classify(report: &mut Report) {
     for g in &mut report.gpus {
         let asleep = matches!(g.state.as_deref(), Some("suspended" | "idle"));
@@ -136,12 +137,10 @@ pub fn classify(report: &mut Report) {
             && g.utilization_pct.is_some_and(|u| u < FREE_UTIL_PCT)
             || asleep;
         g.idle_allocated |= g.verdict.as_deref() == Some("idle-holding");
-        let mut users: Vec<String> = g.processes.iter().filter_map(|p| p.user.clone()).collect();
-        users.sort();
-        users.dedup();
-        if !users.is_empty() {
-            g.users = users;
-        }
+        g.users
+            .extend(g.processes.iter().filter_map(|p| p.user.clone()));
+        g.users.sort();
+        g.users.dedup();
         g.processes.sort_by_key(|p| (p.pid, p.memory_mib));
     }
     report.gpus.sort_by_key(|g| (!g.free, g.index));
@@ -152,4 +151,39 @@ pub fn holding_idle(gpu: &Gpu) -> bool {
     let holds =
         !gpu.processes.is_empty() || gpu.memory_used_mib.is_some_and(|m| m >= FREE_MEMORY_MIB);
     holds && gpu.utilization_pct == Some(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpus_users_are_the_sources_and_its_processes_each_once() {
+        let process = |user: &str| Process {
+            user: Some(user.into()),
+            pid: Some(1),
+            command: None,
+            memory_mib: Some(1),
+            pod: None,
+            job: None,
+        };
+        let mut report = Report::failed("h".into(), "e".into(), Fault::new("http", "x"));
+        report.gpus.push(Gpu {
+            index: 0,
+            name: None,
+            uuid: None,
+            state: None,
+            utilization_pct: Some(0),
+            memory_used_mib: Some(2048),
+            memory_total_mib: None,
+            verdict: None,
+            free: false,
+            idle_allocated: false,
+            users: vec!["carol".into(), "alice".into()],
+            processes: vec![process("bob"), process("alice")],
+        });
+        classify(&mut report);
+        assert_eq!(report.gpus[0].users, ["alice", "bob", "carol"]);
+        assert!(!report.gpus[0].free);
+    }
 }

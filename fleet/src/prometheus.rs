@@ -203,13 +203,6 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
             ) {
                 g.name = None;
             }
-            for p in &g.processes {
-                if let Some(u) = &p.user {
-                    g.users.push(u.clone());
-                }
-            }
-            g.users.sort();
-            g.users.dedup();
         }
     }
     out
