@@ -649,6 +649,33 @@ pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
     found
 }
 
+/// A self-signed certificate for 127.0.0.1 and its key, `cert.pem` and `key.pem` in
+/// `dir`; `None` (the test skipped) without openssl. Not a CA: webpki (`gpupeek fleet`'s
+/// client) refuses a CA certificate as a server's own, and curl trusts it as it is.
+pub fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let openssl = tool("openssl", "openssl")?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let mut cmd = Command::new(openssl);
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+    ])
+    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-test"])
+    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+    .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+    .arg("-keyout")
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
+    let out = run_with_watchdog(cmd);
+    assert!(out.status.success(), "openssl: {}", stderr(&out));
+    Some((cert, key))
+}
+
 /// Steps the fake NVML through `phases` (`scenario(util, used_gib)` each), waiting each
 /// time until GPU 0's history ring holds a sample of that utilisation.
 pub fn record_history_phases(

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{bins, run_with_watchdog, spawn_serve, stderr, stdout, tool, Sandbox};
+use gpupeek_e2e::{bins, spawn_serve, stderr, stdout, Sandbox};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -108,29 +108,9 @@ fn each_faulty_host_is_shown_with_its_reason_and_the_rest_within_the_deadline() 
 #[test]
 fn fleet_reads_an_https_serve_with_basic_auth_and_names_tls_and_auth_failures() {
     let sandbox = Sandbox::new("fleet-https");
-    let Some(openssl) = tool("openssl", "openssl") else {
+    let Some((cert, key)) = gpupeek_e2e::certificate(&sandbox.dir) else {
         return;
     };
-    // Self-signed, and not a CA: webpki refuses a CA certificate as a server's own.
-    let (cert, key) = (sandbox.dir.join("cert.pem"), sandbox.dir.join("key.pem"));
-    let mut cmd = Command::new(openssl);
-    cmd.args([
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-    ])
-    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-fleet-test"])
-    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-    .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-    .arg("-keyout")
-    .arg(&key)
-    .arg("-out")
-    .arg(&cert);
-    let out = run_with_watchdog(cmd);
-    assert!(out.status.success(), "openssl: {}", stderr(&out));
     sandbox.write_scenario(&json!({"gpus": [gpu(0, 0, 50, 0, &[])]}));
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);

@@ -10,7 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use gpupeek_e2e::{
-    bins, run_with_watchdog, start_prometheus, stderr, stdout, tool, Background, Sandbox,
+    bins, certificate, run_with_watchdog, start_prometheus, stderr, stdout, tool, Background,
+    Sandbox,
 };
 use serde_json::json;
 
@@ -26,30 +27,6 @@ fn live(tag: &str) -> (Sandbox, gpupeek_e2e::Daemon) {
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
     (sandbox, daemon)
-}
-
-/// A self-signed certificate for 127.0.0.1 and its key, in `dir`.
-fn certificate(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let openssl = tool("openssl", "openssl")?;
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let mut cmd = Command::new(openssl);
-    cmd.args([
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-    ])
-    .args(["-nodes", "-days", "2", "-subj", "/CN=gpupeek-test"])
-    .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-    .arg("-keyout")
-    .arg(&key)
-    .arg("-out")
-    .arg(&cert);
-    let out = run_with_watchdog(cmd);
-    assert!(out.status.success(), "openssl: {}", stderr(&out));
-    Some((cert, key))
 }
 
 /// `gpupeek serve` with web configuration `yaml`; its address and scheme.
