@@ -122,6 +122,60 @@ fn ready_is_503_without_a_segment_and_for_a_daemon_that_hangs() {
     );
 }
 
+/// NVML that stops working under a running daemon (a driver that lost its GPUs:
+/// nvmlDeviceGetCount fails as real drivers fail it then): every endpoint says so with
+/// the same line a client prints, and all follow NVML back.
+#[test]
+fn nvml_that_stops_working_is_the_same_line_in_ready_snapshot_events_and_metrics() {
+    let (sandbox, daemon) = live("stream-nvml", 1, "100ms");
+    let (_serve, addr) = serve(&sandbox, &[]);
+    let mut stream = subscribe(TcpStream::connect(&addr).unwrap(), &addr);
+    let _ = read_for(&mut stream, Duration::from_millis(300));
+    sandbox.write_scenario(&json!({
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0"}],
+        "errors": {"nvmlDeviceGetCount_v2": "UNKNOWN"}
+    }));
+    wait_for("the daemon to report the NVML error", &daemon, || {
+        sandbox.client(&[]).status.code() == Some(5)
+    });
+    let client = gpupeek_e2e::stderr(&sandbox.client(&[]));
+    let line = client
+        .trim_end()
+        .strip_prefix("gpupeek: ")
+        .unwrap_or(client.trim_end());
+    let (status, ready) = http("GET", &addr, "/-/ready");
+    assert_eq!(status, 503, "{ready}");
+    assert_eq!(ready.trim_end(), line);
+    let (status, body) = http("GET", &addr, "/snapshot");
+    assert_eq!(status, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["daemon"]["state"], "nvml_error", "{doc}");
+    assert_eq!(doc["daemon"]["error"], line, "{doc}");
+    assert_eq!(doc["gpus"], json!([]), "{doc}");
+    let (_, metrics) = http("GET", &addr, "/metrics");
+    assert!(
+        metrics.contains("gpupeek_daemon_state{state=\"nvml_error\"} 1"),
+        "{metrics}"
+    );
+    let (text, _) = read_for(&mut stream, Duration::from_millis(500));
+    let down = text
+        .split("\n\n")
+        .find(|e| e.contains("event: down"))
+        .unwrap_or_else(|| panic!("no event: down in {text}"));
+    let data = down.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+    let data: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(data["error"], line, "{data}");
+
+    sandbox.write_scenario(&json!({"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0"}]}));
+    wait_for("ready again", &daemon, || {
+        http("GET", &addr, "/-/ready").0 == 200
+    });
+    let (_, body) = http("GET", &addr, "/snapshot");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["daemon"]["state"], "live", "{doc}");
+    assert_eq!(doc["gpus"].as_array().map(Vec::len), Some(1), "{doc}");
+}
+
 #[test]
 fn events_come_once_per_publish_and_not_when_nothing_is_published() {
     let (sandbox, daemon) = live("stream-events", 2, "100ms");
