@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import io
 import json
 import locale
 import mmap
@@ -2497,6 +2498,139 @@ def _whole(value: Optional[int], unit: int) -> Optional[int]:
     return None if value is None else value // unit
 
 
+# gpustat's colours. gpustat 1.1.1 takes them from blessed's Terminal, which takes them
+# from jinxed's terminfo database (blessed 1.52 and jinxed 2.1, what `pip install
+# gpustat==1.1.1` installs). Per terminal kind (jinxed's module name): sgr0, bold, setaf
+# for colours 0-7 ({} the colour) and setaf for colour 24; a bold colour is bold then
+# the colour. An unknown kind is xterm-256color's, as in blessed. test_gpupeek.py checks
+# every kind here against gpustat itself.
+_TERMINFO = {name: row for row, names in (
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[38;5;24m"),
+     "alacritty ansicon contour domterm ghostty iterm2_app kitty mintty ms_terminal "
+     "putty_256color rio rxvt_256color screen_256color tmux_256color vscode vtwin10 warp "
+     "wezterm xterm_256color"),
+    (("\x1b[0;10m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"), "ansi"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"),
+     "ansi_bbs cons25 dtterm linux mlterm pangoterm putty rxvt screen tmux xterm xterm_new"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[38:5:24m"), "foot"),
+    (("\x1b&d@", "\x1b&dB", "", ""), "hpterm"),
+    (("\x1b[m", "\x1b[1m", "", ""), "iris_ansi vt100 vt102 vt220 vt320"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{};22m", "\x1b[30;1m"), "linux_16color"),
+    (("\x1b[m", "\x1b[1m", "\x1b[38;5;{}m", "\x1b[38;5;24m"),
+     "rxvt_unicode rxvt_unicode_256color syncterm"),
+    (("\x1b[0m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"), "st winconsole"),
+    (("\x1b[0m", "\x1b[1m", "\x1b[3{}m", "\x1b[38;5;24m"), "st_256color"),
+    (("\x1b[m", "", "", ""), "sun"),
+    (("\x1b(\x1bH\x03", "", "", ""), "wy50"),
+    (("\x1b[m", "\x1b[1m", "\x1b[1m", "\x1b[106m"), "xterm_16color"),
+) for name in names.split()}
+_TERM_ALIASES = {
+    "X-hpterm": "hpterm", "ansi80x25": "cons25", "ansis": "cons25",
+    "contour-latest": "contour", "iris-ansi-net": "iris-ansi", "iterm2": "iTerm2.app",
+    "rxvt-color": "rxvt", "stterm": "st", "stterm-256color": "st-256color", "sun1": "sun",
+    "sun2": "sun", "vt100-am": "vt100", "vt200": "vt220", "vt300": "vt320", "wyse50": "wy50",
+    "xterm-ghostty": "ghostty", "xterm-kitty": "kitty"}
+_COLOR_NUMBERS = {"black": 0, "red": 1, "green": 2, "yellow": 3, "blue": 4, "magenta": 5,
+                  "cyan": 6, "white": 7}
+
+
+def _terminfo_row(kind: str):
+    return _TERMINFO.get(_TERM_ALIASES.get(kind, kind).replace("-", "_").replace(".", "_")
+                         .lower())
+
+
+class _GpustatTerminal:
+    """The part of blessed's Terminal that gpustat uses (`normal`, `bold`, the eight
+    colours and their `bold_` forms, `color(n)`), decided as blessed decides: styling
+    when NO_COLOR is empty and FORCE_COLOR or CLICOLOR_FORCE is set, or `force_styling`
+    is true, or `stream` (default sys.__stdout__) is a terminal and `force_styling` is
+    not None; the sequences of the first of `kind`, $TERM and xterm-256color that the
+    table knows. (blessed also asks a terminal on stdin and stdout for its name and
+    capabilities, XTGETTCAP; this does not.)"""
+
+    def __init__(self, kind: Optional[str] = None, stream=None, force_styling=False,
+                 normal: Optional[str] = None):
+        stream = sys.__stdout__ if stream is None else stream
+        tty = False
+        if callable(getattr(stream, "fileno", None)):
+            try:
+                tty = os.isatty(stream.fileno())
+            except ValueError:
+                pass
+        if os.environ.get("NO_COLOR"):
+            self.does_styling = False
+        elif os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE"):
+            self.does_styling = True
+        else:
+            self.does_styling = force_styling is not None and bool(force_styling or tty)
+        self._row = ("", "", "", "")
+        if self.does_styling:
+            for k in dict.fromkeys(filter(None, [kind, os.environ.get("TERM"),
+                                                 "xterm-256color"])):
+                row = _terminfo_row(k)
+                if row is not None:
+                    self._row = row
+                    break
+        # gpustat's --color sets the terminal's normal to "\x1b[0;10m" (for watch(1)).
+        self.normal = self._row[0] if normal is None else normal
+        self.bold = self._row[1]
+
+    def color(self, n: int) -> str:
+        return self._row[3] if n == 24 else self._row[2].format(n) if 0 <= n < 8 else ""
+
+    def __getattr__(self, name):
+        bold, _, color = name.rpartition("_")
+        if color in _COLOR_NUMBERS and bold in ("", "bold"):
+            return (self.bold if bold else "") + self.color(_COLOR_NUMBERS[color])
+        raise AttributeError(name)
+
+    def wrap(self, sequence: str, text: str) -> str:
+        """blessed's FormattingString(sequence)(text)."""
+        return sequence + text + self.normal if sequence and self.normal else sequence + text
+
+
+def _gpustat_property(g, key: str):
+    """gpustat's GPUStat property for `key`: int of the entry's value, None for None,
+    raising where gpustat's raises (an InvalidGPU's "?")."""
+    v = g.entry[key]
+    return int(v) if v is not None else None
+
+
+def _gpustat_colors(g, term) -> dict:
+    """gpustat's colour names for GPU `g` on `term`, as GPUStat.print_to decides them."""
+    def conditional(cond, true_value, false_value):
+        try:
+            return cond() and true_value or false_value
+        except Exception:
+            return term.bold_black
+    value = functools.partial(_gpustat_property, g)
+
+    def power():
+        limit = value("enforced.power.limit")
+        return limit is not None and float(value("power.draw")) / limit < 0.4
+    return {
+        "C0": term.normal, "C1": term.cyan, "CBold": term.bold,
+        "CName": conditional(lambda: g.available, term.blue, term.red),
+        "CTemp": conditional(lambda: value("temperature.gpu") < 50, term.red, term.bold_red),
+        "FSpeed": conditional(lambda: value("fan.speed") < 30, term.cyan, term.bold_cyan),
+        "CMemU": conditional(lambda: g.available, term.bold_yellow, term.bold_black),
+        "CMemT": conditional(lambda: g.available, term.yellow, term.bold_black),
+        "CMemP": term.yellow, "CCPUMemU": term.yellow, "CUser": term.bold_black,
+        "CUtil": conditional(lambda: value("utilization.gpu") < 30, term.green,
+                             term.bold_green),
+        "CUtilEnc": conditional(lambda: value("utilization.enc") < 50, term.green,
+                                term.bold_green),
+        "CUtilDec": conditional(lambda: value("utilization.dec") < 50, term.green,
+                                term.bold_green),
+        "CCPUUtil": term.green,
+        "CPowU": conditional(power, term.magenta, term.bold_magenta),
+        "CPowL": term.magenta, "CCmd": term.color(24),
+    }
+
+
+_NO_COLORS = collections.defaultdict(str)
+
+
 class GPUStat:
     """One GPU, as gpustat's GPUStat: `entry` holds `gpupeek --json`'s keys (read them as
     `g["memory.used"]`), the properties gpustat's names (`g.memory_used`, MiB). A value
@@ -2508,7 +2642,8 @@ class GPUStat:
         self.entry = entry
 
     def __repr__(self):
-        return f"GPUStat({self.entry!r})"
+        """gpustat's: the GPU's line (in colour when standard output is a terminal)."""
+        return self.print_to(io.StringIO()).getvalue()
 
     def keys(self):
         return self.entry.keys()
@@ -2551,45 +2686,58 @@ class GPUStat:
                  show_codec="", show_power=None, gpuname_width=None, eol_char=os.linesep,
                  term=None):
         """Writes gpustat's line for this GPU (and with `show_full_cmd` a line per
-        process), as gpustat's GPUStat.print_to without colours."""
+        process), byte for byte as gpustat 1.1.1's GPUStat.print_to, colours included.
+        `term` is what gives the colours: gpustat's blessed.Terminal (any object with its
+        attributes), or by default one on sys.stdout as gpustat makes it (see
+        GPUStatCollection.print_formatted)."""
+        if term is None:
+            term = _GpustatTerminal(stream=sys.stdout)
         e = self.entry
+        c = _gpustat_colors(self, term) if with_colors else _NO_COLORS
 
         def v(key, missing="??"):
             value = e[key]
             return missing if value is None else value
-        line = f"[{e['index']}] "
+        line = f"{c['C1']}[{e['index']}]{c['C0']} "
         if gpuname_width is None or gpuname_width != 0:
             name = _shorten_left(e["name"], gpuname_width)
-            line += f"{'??' if name is None else name:{gpuname_width or 16}} |"
-        line += f"{v('temperature.gpu'):>3}°C, "
+            name = "??" if name is None else name
+            line += f"{c['CName']}{name:{gpuname_width or 16}}{c['C0']} |"
+        line += f"{c['CTemp']}{v('temperature.gpu'):>3}°C{c['C0']}, "
         if show_fan_speed:
-            line += f"{v('fan.speed'):>3} %, "
-        line += f"{v('utilization.gpu'):>3} %"
+            line += f"{c['FSpeed']}{v('fan.speed'):>3} %{c['C0']}, "
+        line += f"{c['CUtil']}{v('utilization.gpu'):>3} %{c['C0']}"
         if show_codec:
-            codec = [f"{k}: {v(key):>3} %" for k, key, word in
-                     (("E", "utilization.enc", "enc"), ("D", "utilization.dec", "dec"))
-                     if word in show_codec]
+            codec = []
+            if "enc" in show_codec:
+                codec.append(f"{c['CBold']}E: {c['C0']}"
+                             f"{c['CUtilEnc']}{v('utilization.enc'):>3} %{c['C0']}")
+            if "dec" in show_codec:
+                codec.append(f"{c['CBold']}D: {c['C0']}"
+                             f"{c['CUtilDec']}{v('utilization.dec'):>3} %{c['C0']}")
             line += f" ({'  '.join(codec)})"
         if show_power:
-            line += f",  {v('power.draw'):>3} "
+            line += f",  {c['CPowU']}{v('power.draw'):>3}{c['C0']} "
             if show_power is True or "limit" in show_power:
-                line += f"/ {v('enforced.power.limit'):>3} W"
+                line += f"/ {c['CPowL']}{v('enforced.power.limit'):>3}{c['C0']} "
+                line += f"{c['CPowL']}W{c['C0']}"
             else:
-                line += "W"
-        line += f" | {v('memory.used'):>5} / {v('memory.total'):>5} MB"
+                line += f"{c['CPowU']}W{c['C0']}"
+        line += (f" | {c['C1']}{c['CMemU']}{v('memory.used'):>5}{c['C0']} "
+                 f"/ {c['CMemT']}{v('memory.total'):>5}{c['C0']} MB")
         if not no_processes:
             line += " |"
         processes = e["processes"]
+        full = []
         if processes is None and not no_processes:
             line += " (Not Supported)"
         elif not no_processes:
-            full = []
             for p in processes:
-                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid)
+                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid, c)
                 if show_full_cmd:
-                    full.append(eol_char + _gpustat_full_process_line(p))
-            if full:
-                full[-1] = full[-1].replace("├", "└", 1)
+                    full.append(eol_char + _gpustat_full_process_line(p, c))
+        if show_full_cmd and full:
+            full[-1] = full[-1].replace("├", "└", 1)
             line += "".join(full)
         fp.write(line)
         return fp
@@ -2605,35 +2753,55 @@ def _shorten_left(text: Optional[str], width: Optional[int]) -> Optional[str]:
     """gpustat's util.shorten_left: the end of `text` in `width` characters, "…" first."""
     if width is None or text is None or len(text) <= width:
         return text
-    return "" if width == 0 else "…"[:width] if width <= 1 else "…" + text[-(width - 1):]
+    if width < 0:
+        raise ValueError("width must be non-negative.")
+    return "" if width == 0 else "…" if width == 1 else "…" + text[-(width - 1):]
 
 
-def _bytes2human(n: int) -> str:
-    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024)."""
-    suffixes, i = ("B", "KB", "MB", "GB", "TB", "PB"), 0
-    while n > 9999 and i < len(suffixes) - 1:
+def _bytes2human(n) -> str:
+    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024;
+    beyond that still "PB", shifted once more, as gpustat's)."""
+    suffixes, i, n = ("B", "KB", "MB", "GB", "TB", "PB"), 0, int(n)
+    while n > 9999 and i < len(suffixes):
         n, i = n >> 10, i + 1
-    return f"{n}{suffixes[i]}"
+    return f"{n}{suffixes[min(i, len(suffixes) - 1)]}"
 
 
-def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool) -> str:
+def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool,
+                          c: dict) -> str:
     """One process in gpustat's GPU line: user:command/pid(memM)."""
     r = ""
     if not show_cmd or show_user:
-        r += "--" if p["username"] is None else p["username"]
+        r += f"{c['CUser']}{'--' if p['username'] is None else p['username']}{c['C0']}"
     if show_cmd:
-        r += (":" if r else "") + ("--" if p["command"] is None else p["command"])
+        command = p.get("command", p["pid"])
+        r += (":" if r else "") + f"{c['C1']}{'--' if command is None else command}{c['C0']}"
     if show_pid:
-        r += f"/{p['pid']}"
-    return r + f"({'?' if p['gpu_memory_usage'] is None else p['gpu_memory_usage']}M)"
+        r += f"/{'--' if p['pid'] is None else p['pid']}"
+    memory = "?" if p["gpu_memory_usage"] is None else p["gpu_memory_usage"]
+    return r + f"({c['CMemP']}{memory}M{c['C0']})"
 
 
-def _gpustat_full_process_line(p: dict) -> str:
-    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line."""
+def _gpustat_full_process_line(p: dict, c: dict) -> str:
+    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line, the
+    command's base name in cyan. Where gpustat's would raise (no CPU figure, no command
+    line: gpustat always has both), "--" and "?"."""
+    pid = "--" if p["pid"] is None else p["pid"]
     cpu = "  --" if p["cpu_percent"] is None else f"{p['cpu_percent']:4.0f}"
+    memory = _bytes2human(p["cpu_memory_usage"] or 0)
     argv = p["full_command"]
-    command = "?" if not argv else " ".join(argv)
-    return f" ├─ {p['pid']:>6} ({cpu}%, {_bytes2human(p['cpu_memory_usage'] or 0):>6}): {command}"
+    if isinstance(argv, str):
+        command = argv
+    elif not argv:
+        command = "?"
+    else:
+        # gpustat's util.prettify_commandline (os.path.split and join, as it does).
+        head, base = os.path.split(argv[0])
+        command = c["CCmd"] + os.path.join(head, c["C1"] + base + c["CCmd"])
+        if len(argv) > 1:
+            command += " " + " ".join(argv[1:])
+    return (f"{c['C0']} ├─ {pid:>6} {c['C0']}({c['CCPUUtil']}{cpu}%{c['C0']}, "
+            f"{c['CCPUMemU']}{memory:>6}{c['C0']}){c['C0']}: {c['CCmd']}{command}{c['C0']}")
 
 
 class InvalidGPU(GPUStat):
@@ -2688,27 +2856,39 @@ class GPUStatCollection(collections.abc.Sequence):
                         show_fan_speed=None, show_codec="", show_power=None,
                         gpuname_width=None, show_header=True, no_processes=False,
                         eol_char=os.linesep):
-        """gpustat's table (its header, then a line per GPU), without colours: the same
-        text as `gpustat --no-color` (and `gpupeek --no-color`) prints."""
+        """gpustat's table (its header, then a line per GPU), byte for byte as gpustat
+        1.1.1's print_formatted writes it, colours included: with `force_color` in $TERM's
+        colours (xterm-256color's when $TERM is unset or unknown) whether or not `fp` is a
+        terminal, with `no_color` none, else colours when standard output is a terminal
+        (NO_COLOR, FORCE_COLOR and CLICOLOR_FORCE count as they do for gpustat)."""
         fp = sys.stdout if fp is None else fp
         if force_color and no_color:
             raise ValueError("--color and --no_color can't be used at the same time")
+        if force_color:
+            term = _GpustatTerminal(kind=os.getenv("TERM") or "xterm-256color",
+                                    force_styling=True, normal="\x1b[0;10m")
+        elif no_color:
+            term = _GpustatTerminal(force_styling=None)
+        else:
+            term = _GpustatTerminal()
         if gpuname_width is None:
             gpuname_width = max([len(g.entry["name"] or "??") for g in self] + [0])
         if show_header:
             when = self.query_time.strftime(locale.nl_langinfo(locale.D_T_FMT))
-            fp.write(f"{self.hostname:{(gpuname_width or 16) + 3}}  {when}  "
-                     f"{self.driver_version}".strip())
+            fp.write(f"{term.bold_white}{self.hostname:{(gpuname_width or 16) + 3}}"
+                     f"{term.normal}  {when}  "
+                     f"{term.bold_black}{self.driver_version}{term.normal}".strip())
             fp.write(eol_char)
         for g in self:
             g.print_to(fp, show_cmd=show_cmd, show_full_cmd=show_full_cmd,
                        no_processes=no_processes, show_user=show_user, show_pid=show_pid,
                        show_fan_speed=show_fan_speed, show_codec=show_codec,
                        show_power=show_power, gpuname_width=gpuname_width,
-                       eol_char=eol_char)
+                       eol_char=eol_char, term=term)
             fp.write(eol_char)
         if not self.gpus:
-            fp.write("(No GPUs are available)" + eol_char)
+            # On standard output whatever `fp` is, as gpustat's.
+            print(term.wrap(term.yellow, "(No GPUs are available)"))
         fp.flush()
 
     def jsonify(self) -> dict:
