@@ -146,6 +146,19 @@ TRACK_KINDS = {  # TrackHead.kind (TrackKind)
     2: "mig",
 }
 
+# GpuRecord.clock_event_reasons: (bit, nvidia-smi's name), in bit order.
+CLOCK_EVENT_REASONS = [
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+]
+
 # Bit sets: NAME -> bit index. Validity sets also map each field to the bit that
 # says it is valid: a field whose bit is clear is None ("not available"), never 0.
 STATUS_VALID_BITS = {  # StatusRecord.valid
@@ -2486,9 +2499,10 @@ def track_vram(func=None, **kwargs):
 # gpustat 1.1.1's `gpustat.new_query()`, GPUStatCollection and GPUStat, built from one
 # snapshot instead of NVML and psutil. Each GPU's `entry` is its object in `gpupeek --json`
 # (client/src/json.rs and view.rs): gpustat's keys, order and units (MiB and whole watts,
-# rounded down), then gpupeek's own keys, which gpustat's tools ignore. print_formatted
-# and print_to write gpustat's table without colours (no terminal library here). Not
-# here: the Rust client's "verdict", "clock_event_reasons" and "gpm" keys.
+# rounded down), then gpupeek's own keys, which gpustat's tools ignore ("verdict",
+# "clock_event_reasons", "gpm", "mig", as the Rust client has them). print_formatted and
+# print_to write gpustat's table byte for byte, in gpustat's colours (blessed's sequences,
+# tabled below: no terminal library needed).
 
 _GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
 _ASLEEP = ("suspended", "idle")
@@ -2974,7 +2988,152 @@ def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUSt
         "processes": None if g.process_count is None else
         [_gpustat_process(p, snap, own_ns) for p in procs],
     })
+    t = verdict_thresholds()
+    reasons = g.clock_event_reasons
+    entry.update({
+        "verdict": gpu_verdict(g, t),
+        "clock_event_reasons": None if reasons is None else
+        [name for bit, name in CLOCK_EVENT_REASONS if reasons & bit],
+        "gpm": _gpm_entry(g, True),
+    })
+    mig = [_mig_entry(m, g, entry["processes"], t) for m in snap.mig if m.gpu_index == g.index]
+    if mig:
+        entry["mig"] = mig
     return GPUStat(entry)
+
+
+# gpupeek's own keys after gpustat's, as `gpupeek --json` writes them (client/src/json.rs):
+# "verdict" (model/src/verdict.rs, judged here as there), "clock_event_reasons"
+# (nvidia-smi's names) and "gpm", and "mig" for a GPU with MIG devices.
+VERDICT_ENV = "GPUPEEK_VERDICT_THRESHOLDS"
+_VERDICT_DEFAULTS = {"busy": 80, "starved": 30, "idle": 300, "idle_mem": 1024}
+
+
+def _reason_bits(*names: str) -> int:
+    return sum(bit for bit, name in CLOCK_EVENT_REASONS if name in names)
+
+
+_THERMAL = _reason_bits("sw_thermal_slowdown", "hw_thermal_slowdown")
+_POWER = _reason_bits("sw_power_cap", "hw_power_brake_slowdown")
+_HW_SLOWDOWN = _reason_bits("hw_slowdown")
+
+
+def verdict_thresholds() -> dict:
+    """The verdicts' thresholds: `busy`, `starved` (percent), `idle` (seconds) and
+    `idle_mem` (MiB), defaults overridden by $GPUPEEK_VERDICT_THRESHOLDS (e.g.
+    "busy=90,idle=600"). A bad value raises ValueError with gpupeek's message."""
+    t = dict(_VERDICT_DEFAULTS)
+    for part in (p.strip() for p in os.environ.get(VERDICT_ENV, "").split(",")):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"{VERDICT_ENV}: {json.dumps(part)} is not key=value")
+        key, value = part.split("=", 1)
+        name = key.strip()
+        if name not in t:
+            raise ValueError(f"{VERDICT_ENV}: unknown key {json.dumps(name)} "
+                             "(use busy, starved, idle, idle_mem)")
+        # Rust's integer parsing: digits after an optional "+", nothing else.
+        digits = value[1:] if value.startswith("+") else value
+        limit = 100 if name in ("busy", "starved") else (1 << 64) - 1
+        if not (digits.isascii() and digits.isdigit()) or int(digits) > limit:
+            raise ValueError(f"{VERDICT_ENV}: bad value {json.dumps(value)} for {key}")
+        t[name] = int(digits)
+    return t
+
+
+def _clock_verdict(reasons: int) -> Optional[str]:
+    if reasons & _THERMAL:
+        return "thermal"
+    if reasons & _POWER:
+        return "power-capped"
+    if reasons & _HW_SLOWDOWN:
+        return "hw-slowdown"
+    return None
+
+
+def _gpm_sm_activity(values) -> Optional[int]:
+    """GPM's SM activity (centipercent), None without GPM or without that metric."""
+    return None if values.gpm_interval_ns is None else values.gpm_sm_activity_centipct
+
+
+def gpu_verdict(g: Gpu, t: Optional[dict] = None) -> Optional[str]:
+    """gpupeek's verdict on GPU `g` (`thermal`, `power-capped`, `hw-slowdown`, `starved`,
+    `idle-holding`, `healthy`), None when an input needed is unknown; see gpupeek(1)."""
+    t = verdict_thresholds() if t is None else t
+    util, reasons = g.util_gpu_pct, g.clock_event_reasons
+    if util is None or reasons is None:
+        return None
+    clocks = _clock_verdict(reasons)
+    if clocks:
+        return clocks
+    if util >= t["busy"]:
+        sm = _gpm_sm_activity(g)
+        if sm is None:
+            return None
+        return "starved" if sm < t["starved"] * 100 else "healthy"
+    holding = g.mem_used_bytes is not None and g.mem_used_bytes >= t["idle_mem"] << 20
+    if util == 0 and holding:
+        if g.idle_since_mono_ns is None:
+            return None
+        if max(g.sample_mono_ns - g.idle_since_mono_ns, 0) >= t["idle"] * 10**9:
+            return "idle-holding"
+    return "healthy"
+
+
+def mig_verdict(m: MigDevice, parent: Gpu, t: Optional[dict] = None) -> Optional[str]:
+    """gpupeek's verdict on MIG device `m` of GPU `parent`: the parent's clock event
+    reasons, then `idle-holding` for SM activity under 1 % with `idle_mem` MiB used."""
+    t = verdict_thresholds() if t is None else t
+    reasons = parent.clock_event_reasons
+    if reasons is None:
+        return None
+    clocks = _clock_verdict(reasons)
+    if clocks:
+        return clocks
+    current = parent.state == "ok"
+    sm = _gpm_sm_activity(m) if current else None
+    used = m.mem_used_bytes if current else None
+    if sm is None or used is None:
+        return None
+    return "idle-holding" if sm < 100 and used >= t["idle_mem"] << 20 else "healthy"
+
+
+def _pct(centi: Optional[int]) -> Optional[float]:
+    return None if centi is None else centi / 100
+
+
+def _gpm_entry(v, whole_gpu: bool) -> Optional[dict]:
+    if v.gpm_interval_ns is None:
+        return None
+    out = {"sm_activity": _pct(v.gpm_sm_activity_centipct),
+           "sm_occupancy": _pct(v.gpm_sm_occupancy_centipct),
+           "tensor_activity": _pct(v.gpm_tensor_activity_centipct),
+           "dram_bandwidth_utilization": _pct(v.gpm_dram_bw_util_centipct)}
+    if whole_gpu:
+        out.update(pcie_tx_bytes_per_second=v.gpm_pcie_tx_bytes_per_s,
+                   pcie_rx_bytes_per_second=v.gpm_pcie_rx_bytes_per_s,
+                   nvlink_tx_bytes_per_second=v.gpm_nvlink_tx_bytes_per_s,
+                   nvlink_rx_bytes_per_second=v.gpm_nvlink_rx_bytes_per_s)
+    out["interval_ms"] = v.gpm_interval_ns // 10**6
+    return out
+
+
+def _mig_entry(m: MigDevice, parent: Gpu, processes: Optional[list], t: dict) -> dict:
+    """A MIG device in `gpupeek --json`: only its identity while its GPU is not sampled."""
+    current = parent.state == "ok"
+    ids = (m.gpu_instance_id, m.compute_instance_id)
+    return {
+        "gpu_instance_id": m.gpu_instance_id, "compute_instance_id": m.compute_instance_id,
+        "profile": m.profile, "uuid": m.uuid,
+        "memory.used": _whole(m.mem_used_bytes, 1 << 20) if current else None,
+        "memory.total": _whole(m.mem_total_bytes, 1 << 20) if current else None,
+        "sm_count": m.sm_count,
+        "gpm": _gpm_entry(m, False) if current else None,
+        "verdict": mig_verdict(m, parent, t),
+        "pids": [p["pid"] for p in processes or []
+                 if (p["gpu_instance_id"], p["compute_instance_id"]) == ids],
+    }
 
 
 def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:

@@ -403,10 +403,73 @@ print(calls, type(m.error).__name__, m.gpus)
         self.assertRegex(lines[0], r"^gpupeek: VRAM not measured: no segment /dev/shm/.*-gone")
 
 
-def gpupeek_json():
+def printed_json(stats):
+    out = io.StringIO()
+    stats.print_json(fp=out)
+    return json.loads(out.getvalue())
+
+
+# Keys of `gpupeek --json` that move between two reads: the times, and each GPM block's
+# window (the daemon's last GPM interval, whose length jitters).
+MOVING = {"query_time", "processes_age_ms"}
+
+
+def gpupeek_json_env(env):
     out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True,
+                         env=dict(os.environ, **env)).stdout
     return json.loads(out)
+
+
+def without(doc, keys):
+    """`doc` without `keys` (at the top and in each GPU) and the GPM windows' lengths."""
+    def gpm(block):
+        return block if block is None else {k: v for k, v in block.items() if k != "interval_ms"}
+
+    def gpu(g):
+        g = {k: (gpm(v) if k == "gpm" else v) for k, v in g.items() if k not in keys}
+        if "mig" in g:
+            g["mig"] = [dict(m, gpm=gpm(m["gpm"])) for m in g["mig"]]
+        return g
+    doc = {k: v for k, v in doc.items() if k not in keys}
+    if "gpus" in doc:
+        doc["gpus"] = [gpu(g) for g in doc["gpus"]]
+    return doc
+
+
+def assert_same_document(test, env=None):
+    """print_json() and `gpupeek --json` (both under `env`) say the same, in the same key
+    order, but for what moves; two reads of a moving daemon are retried until no sample
+    fell between them. Returns our document."""
+    env = env or {}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        for _ in range(5):
+            theirs = gpupeek_json_env(env)
+            ours = printed_json(gpupeek.new_query(shm=SHM))
+            if without(ours, MOVING) == without(theirs, MOVING):
+                break
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    test.assertEqual(without(ours, MOVING), without(theirs, MOVING))
+    test.assertEqual(list(ours), list(theirs), "key order")
+    for g, j in zip(ours["gpus"], theirs["gpus"]):
+        test.assertEqual(list(g), list(j), "key order")
+        for p, q in zip(g["processes"] or [], j["processes"] or []):
+            test.assertEqual(list(p), list(q), "process key order")
+        for m, n in zip(g.get("mig", []), j.get("mig", [])):
+            test.assertEqual(list(m), list(n), "MIG key order")
+            test.assertEqual(m["gpm"] is None, n["gpm"] is None)
+        test.assertEqual(g["gpm"] is None, j["gpm"] is None)
+    test.assertLess(abs((datetime.fromisoformat(ours["query_time"]) -
+                         datetime.fromisoformat(theirs["query_time"])).total_seconds()), 5)
+    test.assertIsInstance(ours["processes_age_ms"], int)
+    return ours
 
 
 def printed_json(stats):
@@ -415,40 +478,15 @@ def printed_json(stats):
     return json.loads(out.getvalue())
 
 
-# Keys of `gpupeek --json` the Python reader does not compute (client/src/verdict.rs,
-# the clock event reasons' names, the GPM block), and keys that move between two reads.
-RUST_ONLY = {"verdict", "clock_event_reasons", "gpm"}
-MOVING = {"query_time", "processes_age_ms"}
-
-
-def without(doc, keys):
-    doc = {k: v for k, v in doc.items() if k not in keys}
-    if "gpus" in doc:
-        doc["gpus"] = [{k: v for k, v in g.items() if k not in keys} for g in doc["gpus"]]
-    return doc
-
-
 class NewQuery(unittest.TestCase):
     """gpustat's API (gpustat.new_query() and its objects), read from the segment."""
 
     def test_print_json_is_gpupeek_json(self):
         write_scenario(3 * GIB, 2 * GIB)
         wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
-        # Two reads of a moving daemon: retried until no process sample fell between them.
-        for _ in range(5):
-            theirs = gpupeek_json()
-            ours = printed_json(gpupeek.new_query(shm=SHM))
-            if without(ours, MOVING) == without(theirs, MOVING | RUST_ONLY):
-                break
-        self.assertEqual(without(ours, MOVING), without(theirs, MOVING | RUST_ONLY))
-        self.assertEqual(list(ours), [k for k in theirs if k not in RUST_ONLY], "key order")
-        for g, j in zip(ours["gpus"], theirs["gpus"]):
-            self.assertEqual(list(g), [k for k in j if k not in RUST_ONLY], "key order")
-            for p, q in zip(g["processes"] or [], j["processes"] or []):
-                self.assertEqual(list(p), list(q), "process key order")
-        self.assertLess(abs((datetime.fromisoformat(ours["query_time"]) -
-                             datetime.fromisoformat(theirs["query_time"])).total_seconds()), 5)
-        self.assertIsInstance(ours["processes_age_ms"], int)
+        ours = assert_same_document(self)
+        for key in ("verdict", "clock_event_reasons", "gpm"):
+            self.assertIn(key, ours["gpus"][0], "the Rust client's keys too")
 
     def test_gpustat_properties_and_items(self):
         write_scenario(3 * GIB, 2 * GIB)
@@ -723,6 +761,111 @@ def without_ansi(text):
     """gpustat's test's remove_ansi_codes."""
     import re
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\(B", "", text)
+
+
+@unittest.skipUnless(os.environ.get("GPUPEEK_TEST_VERDICTS"), "set GPUPEEK_TEST_VERDICTS")
+class RustKeys(unittest.TestCase):
+    """The Rust client's own keys ("verdict", "clock_event_reasons", "gpm", "mig") in
+    print_json(), against a daemon started (tests/e2e/tests/e2e/contrib.rs) with GPU 0 in
+    MIG mode, its clocks power-capped, GPU 1 idle with 4 GiB used and GPU 2 busy with
+    little SM activity, under several $GPUPEEK_VERDICT_THRESHOLDS."""
+
+    def test_the_rust_clients_keys_are_the_same(self):
+        seen = set()
+        for thresholds in ("", "idle=0", "busy=95,idle=0", "starved=10,idle_mem=99999",
+                           " busy =95 ,, idle=+0,"):
+            with self.subTest(thresholds=thresholds):
+                doc = assert_same_document(self, {gpupeek.VERDICT_ENV: thresholds})
+                seen |= {g["verdict"] for g in doc["gpus"]}
+                seen |= {m["verdict"] for g in doc["gpus"] for m in g.get("mig", [])}
+                mig = doc["gpus"][0]["mig"]
+                self.assertEqual([m["gpu_instance_id"] for m in mig], [1, 5])
+                self.assertEqual(mig[0]["pids"], [p["pid"] for p in doc["gpus"][0]["processes"]])
+                self.assertEqual(doc["gpus"][0]["clock_event_reasons"],
+                                 ["gpu_idle", "sw_power_cap"])
+                self.assertEqual(doc["gpus"][2]["gpm"]["sm_activity"], 12.34)
+        self.assertEqual(seen, {None, "power-capped", "healthy", "starved", "idle-holding"})
+
+    def test_a_bad_threshold_is_gpupeeks_error(self):
+        for thresholds in ("busy", "busy=101", "busy= 80", "nap=1", "idle=-1", "idle_mem=x"):
+            with self.subTest(thresholds=thresholds):
+                out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
+                                     capture_output=True, text=True,
+                                     env=dict(os.environ, GPUPEEK_VERDICT_THRESHOLDS=thresholds))
+                self.assertNotEqual(out.returncode, 0)
+                os.environ[gpupeek.VERDICT_ENV] = thresholds
+                try:
+                    with self.assertRaises(ValueError) as e:
+                        gpupeek.new_query(shm=SHM)
+                finally:
+                    del os.environ[gpupeek.VERDICT_ENV]
+                self.assertIn(str(e.exception), out.stderr)
+
+
+class Verdicts(unittest.TestCase):
+    """gpu_verdict and mig_verdict on records made here: each verdict's edge."""
+
+    def gpu(self, **values):
+        base = dict.fromkeys(gpupeek.GPU_VALID)
+        base.update(util_gpu_pct=50, clock_event_reasons=0, mem_used_bytes=0,
+                    sample_mono_ns=10**12)
+        base.update(values)
+        return gpupeek.Gpu(0, "ok", base)
+
+    def test_gpu_verdicts(self):
+        t = dict(busy=80, starved=30, idle=300, idle_mem=1024)
+        gpm = dict(gpm_interval_ns=10**9)
+        idle = dict(util_gpu_pct=0, mem_used_bytes=1024 << 20,
+                    idle_since_mono_ns=10**12 - 300 * 10**9)
+        cases = [
+            (dict(util_gpu_pct=None), None), (dict(clock_event_reasons=None), None),
+            (dict(clock_event_reasons=0x40 | 0x4), "thermal"),
+            (dict(clock_event_reasons=0x80 | 0x8), "power-capped"),
+            (dict(clock_event_reasons=0x8 | 0x1), "hw-slowdown"),
+            (dict(util_gpu_pct=80), None), (dict(util_gpu_pct=80, gpm_sm_activity_centipct=1),
+                                             None),
+            (dict(util_gpu_pct=80, gpm_sm_activity_centipct=2999, **gpm), "starved"),
+            (dict(util_gpu_pct=80, gpm_sm_activity_centipct=3000, **gpm), "healthy"),
+            (idle, "idle-holding"),
+            (dict(idle, idle_since_mono_ns=10**12 - 300 * 10**9 + 1), "healthy"),
+            (dict(idle, idle_since_mono_ns=None), None),
+            (dict(idle, idle_since_mono_ns=2 * 10**12), "healthy"),
+            (dict(idle, mem_used_bytes=(1024 << 20) - 1, idle_since_mono_ns=None), "healthy"),
+            (dict(idle, util_gpu_pct=1, idle_since_mono_ns=None), "healthy"),
+        ]
+        for values, verdict in cases:
+            with self.subTest(values=values):
+                self.assertEqual(gpupeek.gpu_verdict(self.gpu(**values), t), verdict)
+
+    def test_mig_verdicts(self):
+        t = dict(busy=80, starved=30, idle=300, idle_mem=1024)
+
+        def mig(**values):
+            base = dict.fromkeys(gpupeek.MIG_VALID)
+            base.update(gpm_interval_ns=10**9, gpm_sm_activity_centipct=99,
+                        mem_used_bytes=1024 << 20)
+            base.update(values)
+            return gpupeek.MigDevice(0, 1, 0, base)
+        parent = self.gpu(util_gpu_pct=None)
+        self.assertEqual(gpupeek.mig_verdict(mig(), parent, t), "idle-holding")
+        self.assertEqual(gpupeek.mig_verdict(mig(gpm_sm_activity_centipct=100), parent, t),
+                         "healthy")
+        self.assertEqual(gpupeek.mig_verdict(mig(mem_used_bytes=1), parent, t), "healthy")
+        self.assertIsNone(gpupeek.mig_verdict(mig(gpm_interval_ns=None), parent, t))
+        self.assertIsNone(gpupeek.mig_verdict(mig(mem_used_bytes=None), parent, t))
+        self.assertEqual(gpupeek.mig_verdict(mig(), self.gpu(clock_event_reasons=0x20), t),
+                         "thermal")
+        self.assertIsNone(gpupeek.mig_verdict(mig(), self.gpu(clock_event_reasons=None), t))
+
+    def test_thresholds(self):
+        os.environ[gpupeek.VERDICT_ENV] = " busy =90 ,, idle=+600,"
+        try:
+            self.assertEqual(gpupeek.verdict_thresholds(),
+                             dict(busy=90, starved=30, idle=600, idle_mem=1024))
+        finally:
+            del os.environ[gpupeek.VERDICT_ENV]
+        self.assertEqual(gpupeek.verdict_thresholds(),
+                         dict(busy=80, starved=30, idle=300, idle_mem=1024))
 
 
 class GpustatsOwnTests(unittest.TestCase):
