@@ -2826,10 +2826,13 @@ class InvalidGPU(GPUStat):
         def __missing__(self, key):
             return "?"
 
-    def __init__(self, gpu_index: int, message: str, state: str, uuid: Optional[str]):
+    def __init__(self, gpu_index: int, message: str, ex=None, *, state: str = "error",
+                 uuid: Optional[str] = None):
+        """gpustat's arguments (`ex`: the exception, None here: the daemon had it), then
+        gpupeek's `state` and `uuid` keys."""
         super().__init__(self.FallbackDict(index=gpu_index, name=message, processes=None,
                                            state=state, uuid=uuid))
-        self.exception = None  # gpustat keeps the NVML error here; the daemon had it
+        self.exception = ex
 
     available = property(lambda self: False)
 
@@ -2838,6 +2841,12 @@ class GPUStatCollection(collections.abc.Sequence):
     """gpustat's GPUStatCollection: the GPUs (`gpus`, or index/iterate the collection),
     `hostname`, `driver_version`, `query_time` (when the daemon published, local time) and
     gpupeek's `processes_age_ms` (how old the process lists are; None from old daemons)."""
+
+    global_processes: dict = {}  # gpustat's psutil cache; nothing is cached here
+
+    @staticmethod
+    def clean_processes():
+        """gpustat's: forgets exited processes of its cache; there is none here."""
 
     def __init__(self, gpu_list: List[GPUStat], driver_version: Optional[str] = None):
         self.gpus = gpu_list
@@ -2973,8 +2982,8 @@ def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUSt
     (suspended, idle) keeps gpustat's shape with "state" and None for every value."""
     if g.state != "ok" and g.state not in _ASLEEP:
         state = g.state if g.state in GPU_STATES.values() else "error"
-        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state,
-                          g.uuid)
+        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state=state,
+                          uuid=g.uuid)
     entry = {"index": g.index, "uuid": g.uuid, "name": g.name}
     if g.state in _ASLEEP:
         entry["state"] = g.state

@@ -671,8 +671,6 @@ doc = json.load(sys.stdin)
 
 def gpu(e):
     if e.get("invalid"):
-        if sys.argv[1] == "gpupeek":
-            return module.InvalidGPU(e["index"], e["name"], "lost", None)
         return module.InvalidGPU(e["index"], e["name"], None)
     return module.GPUStat(copy.deepcopy(e))
 stats = module.GPUStatCollection([gpu(e) for e in doc["gpus"]], driver_version=doc["driver"])
