@@ -662,7 +662,8 @@ json.dump(out, sys.stdout)
 # `python -c PRINT_SCRIPT gpupeek` here): the collection of the JSON document on stdin,
 # printed under each environment it names with each option set, then a collection without
 # GPUs (its message goes to standard output), GPUStat.print_to on its default terminal and
-# repr(GPUStat). Returns the texts, in that order, as a JSON list.
+# repr(GPUStat). Writes the texts, in that order, as a JSON list (to the file named after
+# the module, if any, else to standard output).
 PRINT_SCRIPT = r"""
 import contextlib, copy, importlib, io, json, os, sys
 from datetime import datetime
@@ -701,7 +702,11 @@ for env, cases in doc["runs"]:
     out.append(repr(stats[0]))
     os.environ.clear()
     os.environ.update(saved)
-json.dump(out, sys.stdout)
+if len(sys.argv) > 2:
+    with open(sys.argv[2], "w") as f:
+        json.dump(out, f)
+else:
+    json.dump(out, sys.stdout)
 """
 
 
@@ -980,6 +985,41 @@ class GpustatColours(unittest.TestCase):
                                  os.path.abspath(gpupeek.__file__))))
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout)
+
+    def texts_on_a_terminal(self, module, python, doc):
+        """texts() with standard output a terminal (a pty) and standard input not one (so
+        blessed does not ask the terminal for its name: see contrib/python/README.md)."""
+        import pty
+        import tempfile
+        master, slave = pty.openpty()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "out.json")
+            try:
+                out = subprocess.run([python, "-c", PRINT_SCRIPT, module, path],
+                                     input=json.dumps(doc), stdout=slave, stderr=subprocess.PIPE,
+                                     text=True, timeout=120, env=dict(os.environ, PYTHONPATH=(
+                                         os.path.dirname(os.path.abspath(gpupeek.__file__)))))
+            finally:
+                os.close(slave)
+                os.close(master)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(path) as f:
+                return json.load(f)
+
+    def test_on_a_terminal_colours_are_gpustats(self):
+        """Without force_color, gpustat colours a table when standard output is a
+        terminal, whatever `fp` is; GPUStat.print_to and repr on their own too."""
+        unset = {"TERM": None, "NO_COLOR": None, "FORCE_COLOR": None, "CLICOLOR_FORCE": None}
+        runs = [[dict(unset, **env), self.OPTIONS + [dict(o, no_color=True) for o in
+                                                      self.OPTIONS[:3]]]
+                for env in ({}, {"TERM": "xterm"}, {"TERM": "vt100"}, {"TERM": "dumb"},
+                            {"TERM": "xterm", "NO_COLOR": "1"})]
+        doc = {"gpus": GPUSTAT_MOCK + self.MADE_UP, "driver": "550.54.15", "hostname": "host",
+               "query_time": "2026-01-02T03:04:05", "runs": runs}
+        theirs = self.texts_on_a_terminal("gpustat.core", gpustat_python(), doc)
+        ours = self.texts_on_a_terminal("gpupeek", sys.executable, doc)
+        self.assertIn("\x1b[36m[0]\x1b[m", theirs[0], "a terminal: colours")
+        self.assertEqual(ours, theirs)
 
     def terminal_kinds(self):
         """Every kind jinxed's terminfo knows (its modules and aliases)."""
