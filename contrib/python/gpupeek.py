@@ -2685,6 +2685,12 @@ class GPUStat:
                            doc="Enforced power limit, whole watts.")
     processes = property(lambda self: self.entry.get("processes"),
                          doc="gpustat's process dicts; None when the list is unknown.")
+    # gpupeek's own, as in `gpupeek --json` (None for a GPU that could not be read).
+    verdict = property(lambda self: self.entry.get("verdict"),
+                       doc="gpupeek's verdict (\"healthy\", \"starved\", ...); None: unknown.")
+    clock_event_reasons = property(lambda self: self.entry.get("clock_event_reasons"),
+                                   doc="nvidia-smi's names of the reasons in force.")
+    gpm = property(lambda self: self.entry.get("gpm"), doc="GPM's block; None without GPM.")
 
     @property
     def memory_free(self) -> Optional[int]:

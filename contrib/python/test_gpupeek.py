@@ -780,6 +780,15 @@ class RustKeys(unittest.TestCase):
             with self.subTest(thresholds=thresholds):
                 doc = assert_same_document(self, {gpupeek.VERDICT_ENV: thresholds})
                 seen |= {g["verdict"] for g in doc["gpus"]}
+                os.environ[gpupeek.VERDICT_ENV] = thresholds
+                try:
+                    stats = gpupeek.new_query(shm=SHM)
+                finally:
+                    del os.environ[gpupeek.VERDICT_ENV]
+                self.assertEqual([(g.verdict, g.clock_event_reasons, g.gpm is None)
+                                  for g in stats],
+                                 [(g["verdict"], g["clock_event_reasons"], g["gpm"] is None)
+                                  for g in doc["gpus"]])
                 seen |= {m["verdict"] for g in doc["gpus"] for m in g.get("mig", [])}
                 mig = doc["gpus"][0]["mig"]
                 self.assertEqual([m["gpu_instance_id"] for m in mig], [1, 5])
