@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import io
 import json
 import locale
 import mmap
@@ -144,6 +145,19 @@ TRACK_KINDS = {  # TrackHead.kind (TrackKind)
     1: "gpu",
     2: "mig",
 }
+
+# GpuRecord.clock_event_reasons: (bit, nvidia-smi's name), in bit order.
+CLOCK_EVENT_REASONS = [
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+]
 
 # Bit sets: NAME -> bit index. Validity sets also map each field to the bit that
 # says it is valid: a field whose bit is clear is None ("not available"), never 0.
@@ -2504,9 +2518,10 @@ def track_vram(func=None, **kwargs):
 # gpustat 1.1.1's `gpustat.new_query()`, GPUStatCollection and GPUStat, built from one
 # snapshot instead of NVML and psutil. Each GPU's `entry` is its object in `gpupeek --json`
 # (client/src/json.rs and view.rs): gpustat's keys, order and units (MiB and whole watts,
-# rounded down), then gpupeek's own keys, which gpustat's tools ignore. print_formatted
-# and print_to write gpustat's table without colours (no terminal library here). Not
-# here: the Rust client's "verdict", "clock_event_reasons" and "gpm" keys.
+# rounded down), then gpupeek's own keys, which gpustat's tools ignore ("verdict",
+# "clock_event_reasons", "gpm", "mig", as the Rust client has them). print_formatted and
+# print_to write gpustat's table byte for byte, in gpustat's colours (blessed's sequences,
+# tabled below: no terminal library needed).
 
 _GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
 _ASLEEP = ("suspended", "idle")
@@ -2514,6 +2529,139 @@ _ASLEEP = ("suspended", "idle")
 
 def _whole(value: Optional[int], unit: int) -> Optional[int]:
     return None if value is None else value // unit
+
+
+# gpustat's colours. gpustat 1.1.1 takes them from blessed's Terminal, which takes them
+# from jinxed's terminfo database (blessed 1.52 and jinxed 2.1, what `pip install
+# gpustat==1.1.1` installs). Per terminal kind (jinxed's module name): sgr0, bold, setaf
+# for colours 0-7 ({} the colour) and setaf for colour 24; a bold colour is bold then
+# the colour. An unknown kind is xterm-256color's, as in blessed. test_gpupeek.py checks
+# every kind here against gpustat itself.
+_TERMINFO = {name: row for row, names in (
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[38;5;24m"),
+     "alacritty ansicon contour domterm ghostty iterm2_app kitty mintty ms_terminal "
+     "putty_256color rio rxvt_256color screen_256color tmux_256color vscode vtwin10 warp "
+     "wezterm xterm_256color"),
+    (("\x1b[0;10m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"), "ansi"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"),
+     "ansi_bbs cons25 dtterm linux mlterm pangoterm putty rxvt screen tmux xterm xterm_new"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{}m", "\x1b[38:5:24m"), "foot"),
+    (("\x1b&d@", "\x1b&dB", "", ""), "hpterm"),
+    (("\x1b[m", "\x1b[1m", "", ""), "iris_ansi vt100 vt102 vt220 vt320"),
+    (("\x1b[m", "\x1b[1m", "\x1b[3{};22m", "\x1b[30;1m"), "linux_16color"),
+    (("\x1b[m", "\x1b[1m", "\x1b[38;5;{}m", "\x1b[38;5;24m"),
+     "rxvt_unicode rxvt_unicode_256color syncterm"),
+    (("\x1b[0m", "\x1b[1m", "\x1b[3{}m", "\x1b[324m"), "st winconsole"),
+    (("\x1b[0m", "\x1b[1m", "\x1b[3{}m", "\x1b[38;5;24m"), "st_256color"),
+    (("\x1b[m", "", "", ""), "sun"),
+    (("\x1b(\x1bH\x03", "", "", ""), "wy50"),
+    (("\x1b[m", "\x1b[1m", "\x1b[1m", "\x1b[106m"), "xterm_16color"),
+) for name in names.split()}
+_TERM_ALIASES = {
+    "X-hpterm": "hpterm", "ansi80x25": "cons25", "ansis": "cons25",
+    "contour-latest": "contour", "iris-ansi-net": "iris-ansi", "iterm2": "iTerm2.app",
+    "rxvt-color": "rxvt", "stterm": "st", "stterm-256color": "st-256color", "sun1": "sun",
+    "sun2": "sun", "vt100-am": "vt100", "vt200": "vt220", "vt300": "vt320", "wyse50": "wy50",
+    "xterm-ghostty": "ghostty", "xterm-kitty": "kitty"}
+_COLOR_NUMBERS = {"black": 0, "red": 1, "green": 2, "yellow": 3, "blue": 4, "magenta": 5,
+                  "cyan": 6, "white": 7}
+
+
+def _terminfo_row(kind: str):
+    return _TERMINFO.get(_TERM_ALIASES.get(kind, kind).replace("-", "_").replace(".", "_")
+                         .lower())
+
+
+class _GpustatTerminal:
+    """The part of blessed's Terminal that gpustat uses (`normal`, `bold`, the eight
+    colours and their `bold_` forms, `color(n)`), decided as blessed decides: styling
+    when NO_COLOR is empty and FORCE_COLOR or CLICOLOR_FORCE is set, or `force_styling`
+    is true, or `stream` (default sys.__stdout__) is a terminal and `force_styling` is
+    not None; the sequences of the first of `kind`, $TERM and xterm-256color that the
+    table knows. (blessed also asks a terminal on stdin and stdout for its name and
+    capabilities, XTGETTCAP; this does not.)"""
+
+    def __init__(self, kind: Optional[str] = None, stream=None, force_styling=False,
+                 normal: Optional[str] = None):
+        stream = sys.__stdout__ if stream is None else stream
+        tty = False
+        if callable(getattr(stream, "fileno", None)):
+            try:
+                tty = os.isatty(stream.fileno())
+            except ValueError:
+                pass
+        if os.environ.get("NO_COLOR"):
+            self.does_styling = False
+        elif os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE"):
+            self.does_styling = True
+        else:
+            self.does_styling = force_styling is not None and bool(force_styling or tty)
+        self._row = ("", "", "", "")
+        if self.does_styling:
+            for k in dict.fromkeys(filter(None, [kind, os.environ.get("TERM"),
+                                                 "xterm-256color"])):
+                row = _terminfo_row(k)
+                if row is not None:
+                    self._row = row
+                    break
+        # gpustat's --color sets the terminal's normal to "\x1b[0;10m" (for watch(1)).
+        self.normal = self._row[0] if normal is None else normal
+        self.bold = self._row[1]
+
+    def color(self, n: int) -> str:
+        return self._row[3] if n == 24 else self._row[2].format(n) if 0 <= n < 8 else ""
+
+    def __getattr__(self, name):
+        bold, _, color = name.rpartition("_")
+        if color in _COLOR_NUMBERS and bold in ("", "bold"):
+            return (self.bold if bold else "") + self.color(_COLOR_NUMBERS[color])
+        raise AttributeError(name)
+
+    def wrap(self, sequence: str, text: str) -> str:
+        """blessed's FormattingString(sequence)(text)."""
+        return sequence + text + self.normal if sequence and self.normal else sequence + text
+
+
+def _gpustat_property(g, key: str):
+    """gpustat's GPUStat property for `key`: int of the entry's value, None for None,
+    raising where gpustat's raises (an InvalidGPU's "?")."""
+    v = g.entry[key]
+    return int(v) if v is not None else None
+
+
+def _gpustat_colors(g, term) -> dict:
+    """gpustat's colour names for GPU `g` on `term`, as GPUStat.print_to decides them."""
+    def conditional(cond, true_value, false_value):
+        try:
+            return cond() and true_value or false_value
+        except Exception:
+            return term.bold_black
+    value = functools.partial(_gpustat_property, g)
+
+    def power():
+        limit = value("enforced.power.limit")
+        return limit is not None and float(value("power.draw")) / limit < 0.4
+    return {
+        "C0": term.normal, "C1": term.cyan, "CBold": term.bold,
+        "CName": conditional(lambda: g.available, term.blue, term.red),
+        "CTemp": conditional(lambda: value("temperature.gpu") < 50, term.red, term.bold_red),
+        "FSpeed": conditional(lambda: value("fan.speed") < 30, term.cyan, term.bold_cyan),
+        "CMemU": conditional(lambda: g.available, term.bold_yellow, term.bold_black),
+        "CMemT": conditional(lambda: g.available, term.yellow, term.bold_black),
+        "CMemP": term.yellow, "CCPUMemU": term.yellow, "CUser": term.bold_black,
+        "CUtil": conditional(lambda: value("utilization.gpu") < 30, term.green,
+                             term.bold_green),
+        "CUtilEnc": conditional(lambda: value("utilization.enc") < 50, term.green,
+                                term.bold_green),
+        "CUtilDec": conditional(lambda: value("utilization.dec") < 50, term.green,
+                                term.bold_green),
+        "CCPUUtil": term.green,
+        "CPowU": conditional(power, term.magenta, term.bold_magenta),
+        "CPowL": term.magenta, "CCmd": term.color(24),
+    }
+
+
+_NO_COLORS = collections.defaultdict(str)
 
 
 class GPUStat:
@@ -2527,7 +2675,8 @@ class GPUStat:
         self.entry = entry
 
     def __repr__(self):
-        return f"GPUStat({self.entry!r})"
+        """gpustat's: the GPU's line (in colour when standard output is a terminal)."""
+        return self.print_to(io.StringIO()).getvalue()
 
     def keys(self):
         return self.entry.keys()
@@ -2555,6 +2704,12 @@ class GPUStat:
                            doc="Enforced power limit, whole watts.")
     processes = property(lambda self: self.entry.get("processes"),
                          doc="gpustat's process dicts; None when the list is unknown.")
+    # gpupeek's own, as in `gpupeek --json` (None for a GPU that could not be read).
+    verdict = property(lambda self: self.entry.get("verdict"),
+                       doc="gpupeek's verdict (\"healthy\", \"starved\", ...); None: unknown.")
+    clock_event_reasons = property(lambda self: self.entry.get("clock_event_reasons"),
+                                   doc="nvidia-smi's names of the reasons in force.")
+    gpm = property(lambda self: self.entry.get("gpm"), doc="GPM's block; None without GPM.")
 
     @property
     def memory_free(self) -> Optional[int]:
@@ -2570,45 +2725,58 @@ class GPUStat:
                  show_codec="", show_power=None, gpuname_width=None, eol_char=os.linesep,
                  term=None):
         """Writes gpustat's line for this GPU (and with `show_full_cmd` a line per
-        process), as gpustat's GPUStat.print_to without colours."""
+        process), byte for byte as gpustat 1.1.1's GPUStat.print_to, colours included.
+        `term` is what gives the colours: gpustat's blessed.Terminal (any object with its
+        attributes), or by default one on sys.stdout as gpustat makes it (see
+        GPUStatCollection.print_formatted)."""
+        if term is None:
+            term = _GpustatTerminal(stream=sys.stdout)
         e = self.entry
+        c = _gpustat_colors(self, term) if with_colors else _NO_COLORS
 
         def v(key, missing="??"):
             value = e[key]
             return missing if value is None else value
-        line = f"[{e['index']}] "
+        line = f"{c['C1']}[{e['index']}]{c['C0']} "
         if gpuname_width is None or gpuname_width != 0:
             name = _shorten_left(e["name"], gpuname_width)
-            line += f"{'??' if name is None else name:{gpuname_width or 16}} |"
-        line += f"{v('temperature.gpu'):>3}°C, "
+            name = "??" if name is None else name
+            line += f"{c['CName']}{name:{gpuname_width or 16}}{c['C0']} |"
+        line += f"{c['CTemp']}{v('temperature.gpu'):>3}°C{c['C0']}, "
         if show_fan_speed:
-            line += f"{v('fan.speed'):>3} %, "
-        line += f"{v('utilization.gpu'):>3} %"
+            line += f"{c['FSpeed']}{v('fan.speed'):>3} %{c['C0']}, "
+        line += f"{c['CUtil']}{v('utilization.gpu'):>3} %{c['C0']}"
         if show_codec:
-            codec = [f"{k}: {v(key):>3} %" for k, key, word in
-                     (("E", "utilization.enc", "enc"), ("D", "utilization.dec", "dec"))
-                     if word in show_codec]
+            codec = []
+            if "enc" in show_codec:
+                codec.append(f"{c['CBold']}E: {c['C0']}"
+                             f"{c['CUtilEnc']}{v('utilization.enc'):>3} %{c['C0']}")
+            if "dec" in show_codec:
+                codec.append(f"{c['CBold']}D: {c['C0']}"
+                             f"{c['CUtilDec']}{v('utilization.dec'):>3} %{c['C0']}")
             line += f" ({'  '.join(codec)})"
         if show_power:
-            line += f",  {v('power.draw'):>3} "
+            line += f",  {c['CPowU']}{v('power.draw'):>3}{c['C0']} "
             if show_power is True or "limit" in show_power:
-                line += f"/ {v('enforced.power.limit'):>3} W"
+                line += f"/ {c['CPowL']}{v('enforced.power.limit'):>3}{c['C0']} "
+                line += f"{c['CPowL']}W{c['C0']}"
             else:
-                line += "W"
-        line += f" | {v('memory.used'):>5} / {v('memory.total'):>5} MB"
+                line += f"{c['CPowU']}W{c['C0']}"
+        line += (f" | {c['C1']}{c['CMemU']}{v('memory.used'):>5}{c['C0']} "
+                 f"/ {c['CMemT']}{v('memory.total'):>5}{c['C0']} MB")
         if not no_processes:
             line += " |"
         processes = e["processes"]
+        full = []
         if processes is None and not no_processes:
             line += " (Not Supported)"
         elif not no_processes:
-            full = []
             for p in processes:
-                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid)
+                line += " " + _gpustat_process_line(p, show_cmd, show_user, show_pid, c)
                 if show_full_cmd:
-                    full.append(eol_char + _gpustat_full_process_line(p))
-            if full:
-                full[-1] = full[-1].replace("├", "└", 1)
+                    full.append(eol_char + _gpustat_full_process_line(p, c))
+        if show_full_cmd and full:
+            full[-1] = full[-1].replace("├", "└", 1)
             line += "".join(full)
         fp.write(line)
         return fp
@@ -2624,35 +2792,55 @@ def _shorten_left(text: Optional[str], width: Optional[int]) -> Optional[str]:
     """gpustat's util.shorten_left: the end of `text` in `width` characters, "…" first."""
     if width is None or text is None or len(text) <= width:
         return text
-    return "" if width == 0 else "…"[:width] if width <= 1 else "…" + text[-(width - 1):]
+    if width < 0:
+        raise ValueError("width must be non-negative.")
+    return "" if width == 0 else "…" if width == 1 else "…" + text[-(width - 1):]
 
 
-def _bytes2human(n: int) -> str:
-    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024)."""
-    suffixes, i = ("B", "KB", "MB", "GB", "TB", "PB"), 0
-    while n > 9999 and i < len(suffixes) - 1:
+def _bytes2human(n) -> str:
+    """gpustat's util.bytes2human: at most four digits, in B, KB, ... PB (powers of 1024;
+    beyond that still "PB", shifted once more, as gpustat's)."""
+    suffixes, i, n = ("B", "KB", "MB", "GB", "TB", "PB"), 0, int(n)
+    while n > 9999 and i < len(suffixes):
         n, i = n >> 10, i + 1
-    return f"{n}{suffixes[i]}"
+    return f"{n}{suffixes[min(i, len(suffixes) - 1)]}"
 
 
-def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool) -> str:
+def _gpustat_process_line(p: dict, show_cmd: bool, show_user: bool, show_pid: bool,
+                          c: dict) -> str:
     """One process in gpustat's GPU line: user:command/pid(memM)."""
     r = ""
     if not show_cmd or show_user:
-        r += "--" if p["username"] is None else p["username"]
+        r += f"{c['CUser']}{'--' if p['username'] is None else p['username']}{c['C0']}"
     if show_cmd:
-        r += (":" if r else "") + ("--" if p["command"] is None else p["command"])
+        command = p.get("command", p["pid"])
+        r += (":" if r else "") + f"{c['C1']}{'--' if command is None else command}{c['C0']}"
     if show_pid:
-        r += f"/{p['pid']}"
-    return r + f"({'?' if p['gpu_memory_usage'] is None else p['gpu_memory_usage']}M)"
+        r += f"/{'--' if p['pid'] is None else p['pid']}"
+    memory = "?" if p["gpu_memory_usage"] is None else p["gpu_memory_usage"]
+    return r + f"({c['CMemP']}{memory}M{c['C0']})"
 
 
-def _gpustat_full_process_line(p: dict) -> str:
-    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line."""
+def _gpustat_full_process_line(p: dict, c: dict) -> str:
+    """gpustat's --show-full-cmd line: pid, CPU %, host memory and the command line, the
+    command's base name in cyan. Where gpustat's would raise (no CPU figure, no command
+    line: gpustat always has both), "--" and "?"."""
+    pid = "--" if p["pid"] is None else p["pid"]
     cpu = "  --" if p["cpu_percent"] is None else f"{p['cpu_percent']:4.0f}"
+    memory = _bytes2human(p["cpu_memory_usage"] or 0)
     argv = p["full_command"]
-    command = "?" if not argv else " ".join(argv)
-    return f" ├─ {p['pid']:>6} ({cpu}%, {_bytes2human(p['cpu_memory_usage'] or 0):>6}): {command}"
+    if isinstance(argv, str):
+        command = argv
+    elif not argv:
+        command = "?"
+    else:
+        # gpustat's util.prettify_commandline (os.path.split and join, as it does).
+        head, base = os.path.split(argv[0])
+        command = c["CCmd"] + os.path.join(head, c["C1"] + base + c["CCmd"])
+        if len(argv) > 1:
+            command += " " + " ".join(argv[1:])
+    return (f"{c['C0']} ├─ {pid:>6} {c['C0']}({c['CCPUUtil']}{cpu}%{c['C0']}, "
+            f"{c['CCPUMemU']}{memory:>6}{c['C0']}){c['C0']}: {c['CCmd']}{command}{c['C0']}")
 
 
 class InvalidGPU(GPUStat):
@@ -2663,10 +2851,13 @@ class InvalidGPU(GPUStat):
         def __missing__(self, key):
             return "?"
 
-    def __init__(self, gpu_index: int, message: str, state: str, uuid: Optional[str]):
+    def __init__(self, gpu_index: int, message: str, ex=None, *, state: str = "error",
+                 uuid: Optional[str] = None):
+        """gpustat's arguments (`ex`: the exception, None here: the daemon had it), then
+        gpupeek's `state` and `uuid` keys."""
         super().__init__(self.FallbackDict(index=gpu_index, name=message, processes=None,
                                            state=state, uuid=uuid))
-        self.exception = None  # gpustat keeps the NVML error here; the daemon had it
+        self.exception = ex
 
     available = property(lambda self: False)
 
@@ -2675,6 +2866,12 @@ class GPUStatCollection(collections.abc.Sequence):
     """gpustat's GPUStatCollection: the GPUs (`gpus`, or index/iterate the collection),
     `hostname`, `driver_version`, `query_time` (when the daemon published, local time) and
     gpupeek's `processes_age_ms` (how old the process lists are; None from old daemons)."""
+
+    global_processes: dict = {}  # gpustat's psutil cache; nothing is cached here
+
+    @staticmethod
+    def clean_processes():
+        """gpustat's: forgets exited processes of its cache; there is none here."""
 
     def __init__(self, gpu_list: List[GPUStat], driver_version: Optional[str] = None):
         self.gpus = gpu_list
@@ -2707,27 +2904,39 @@ class GPUStatCollection(collections.abc.Sequence):
                         show_fan_speed=None, show_codec="", show_power=None,
                         gpuname_width=None, show_header=True, no_processes=False,
                         eol_char=os.linesep):
-        """gpustat's table (its header, then a line per GPU), without colours: the same
-        text as `gpustat --no-color` (and `gpupeek --no-color`) prints."""
+        """gpustat's table (its header, then a line per GPU), byte for byte as gpustat
+        1.1.1's print_formatted writes it, colours included: with `force_color` in $TERM's
+        colours (xterm-256color's when $TERM is unset or unknown) whether or not `fp` is a
+        terminal, with `no_color` none, else colours when standard output is a terminal
+        (NO_COLOR, FORCE_COLOR and CLICOLOR_FORCE count as they do for gpustat)."""
         fp = sys.stdout if fp is None else fp
         if force_color and no_color:
             raise ValueError("--color and --no_color can't be used at the same time")
+        if force_color:
+            term = _GpustatTerminal(kind=os.getenv("TERM") or "xterm-256color",
+                                    force_styling=True, normal="\x1b[0;10m")
+        elif no_color:
+            term = _GpustatTerminal(force_styling=None)
+        else:
+            term = _GpustatTerminal()
         if gpuname_width is None:
             gpuname_width = max([len(g.entry["name"] or "??") for g in self] + [0])
         if show_header:
             when = self.query_time.strftime(locale.nl_langinfo(locale.D_T_FMT))
-            fp.write(f"{self.hostname:{(gpuname_width or 16) + 3}}  {when}  "
-                     f"{self.driver_version}".strip())
+            fp.write(f"{term.bold_white}{self.hostname:{(gpuname_width or 16) + 3}}"
+                     f"{term.normal}  {when}  "
+                     f"{term.bold_black}{self.driver_version}{term.normal}".strip())
             fp.write(eol_char)
         for g in self:
             g.print_to(fp, show_cmd=show_cmd, show_full_cmd=show_full_cmd,
                        no_processes=no_processes, show_user=show_user, show_pid=show_pid,
                        show_fan_speed=show_fan_speed, show_codec=show_codec,
                        show_power=show_power, gpuname_width=gpuname_width,
-                       eol_char=eol_char)
+                       eol_char=eol_char, term=term)
             fp.write(eol_char)
         if not self.gpus:
-            fp.write("(No GPUs are available)" + eol_char)
+            # On standard output whatever `fp` is, as gpustat's.
+            print(term.wrap(term.yellow, "(No GPUs are available)"))
         fp.flush()
 
     def jsonify(self) -> dict:
@@ -2798,8 +3007,8 @@ def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUSt
     (suspended, idle) keeps gpustat's shape with "state" and None for every value."""
     if g.state != "ok" and g.state not in _ASLEEP:
         state = g.state if g.state in GPU_STATES.values() else "error"
-        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state,
-                          g.uuid)
+        return InvalidGPU(g.index, _GPU_PROBLEMS.get(state, "((Unknown Error))"), state=state,
+                          uuid=g.uuid)
     entry = {"index": g.index, "uuid": g.uuid, "name": g.name}
     if g.state in _ASLEEP:
         entry["state"] = g.state
@@ -2813,7 +3022,152 @@ def _gpustat(g: Gpu, procs: List[Process], snap: Snapshot, own_ns: int) -> GPUSt
         "processes": None if g.process_count is None else
         [_gpustat_process(p, snap, own_ns) for p in procs],
     })
+    t = verdict_thresholds()
+    reasons = g.clock_event_reasons
+    entry.update({
+        "verdict": gpu_verdict(g, t),
+        "clock_event_reasons": None if reasons is None else
+        [name for bit, name in CLOCK_EVENT_REASONS if reasons & bit],
+        "gpm": _gpm_entry(g, True),
+    })
+    mig = [_mig_entry(m, g, entry["processes"], t) for m in snap.mig if m.gpu_index == g.index]
+    if mig:
+        entry["mig"] = mig
     return GPUStat(entry)
+
+
+# gpupeek's own keys after gpustat's, as `gpupeek --json` writes them (client/src/json.rs):
+# "verdict" (model/src/verdict.rs, judged here as there), "clock_event_reasons"
+# (nvidia-smi's names) and "gpm", and "mig" for a GPU with MIG devices.
+VERDICT_ENV = "GPUPEEK_VERDICT_THRESHOLDS"
+_VERDICT_DEFAULTS = {"busy": 80, "starved": 30, "idle": 300, "idle_mem": 1024}
+
+
+def _reason_bits(*names: str) -> int:
+    return sum(bit for bit, name in CLOCK_EVENT_REASONS if name in names)
+
+
+_THERMAL = _reason_bits("sw_thermal_slowdown", "hw_thermal_slowdown")
+_POWER = _reason_bits("sw_power_cap", "hw_power_brake_slowdown")
+_HW_SLOWDOWN = _reason_bits("hw_slowdown")
+
+
+def verdict_thresholds() -> dict:
+    """The verdicts' thresholds: `busy`, `starved` (percent), `idle` (seconds) and
+    `idle_mem` (MiB), defaults overridden by $GPUPEEK_VERDICT_THRESHOLDS (e.g.
+    "busy=90,idle=600"). A bad value raises ValueError with gpupeek's message."""
+    t = dict(_VERDICT_DEFAULTS)
+    for part in (p.strip() for p in os.environ.get(VERDICT_ENV, "").split(",")):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"{VERDICT_ENV}: {json.dumps(part)} is not key=value")
+        key, value = part.split("=", 1)
+        name = key.strip()
+        if name not in t:
+            raise ValueError(f"{VERDICT_ENV}: unknown key {json.dumps(name)} "
+                             "(use busy, starved, idle, idle_mem)")
+        # Rust's integer parsing: digits after an optional "+", nothing else.
+        digits = value[1:] if value.startswith("+") else value
+        limit = 100 if name in ("busy", "starved") else (1 << 64) - 1
+        if not (digits.isascii() and digits.isdigit()) or int(digits) > limit:
+            raise ValueError(f"{VERDICT_ENV}: bad value {json.dumps(value)} for {key}")
+        t[name] = int(digits)
+    return t
+
+
+def _clock_verdict(reasons: int) -> Optional[str]:
+    if reasons & _THERMAL:
+        return "thermal"
+    if reasons & _POWER:
+        return "power-capped"
+    if reasons & _HW_SLOWDOWN:
+        return "hw-slowdown"
+    return None
+
+
+def _gpm_sm_activity(values) -> Optional[int]:
+    """GPM's SM activity (centipercent), None without GPM or without that metric."""
+    return None if values.gpm_interval_ns is None else values.gpm_sm_activity_centipct
+
+
+def gpu_verdict(g: Gpu, t: Optional[dict] = None) -> Optional[str]:
+    """gpupeek's verdict on GPU `g` (`thermal`, `power-capped`, `hw-slowdown`, `starved`,
+    `idle-holding`, `healthy`), None when an input needed is unknown; see gpupeek(1)."""
+    t = verdict_thresholds() if t is None else t
+    util, reasons = g.util_gpu_pct, g.clock_event_reasons
+    if util is None or reasons is None:
+        return None
+    clocks = _clock_verdict(reasons)
+    if clocks:
+        return clocks
+    if util >= t["busy"]:
+        sm = _gpm_sm_activity(g)
+        if sm is None:
+            return None
+        return "starved" if sm < t["starved"] * 100 else "healthy"
+    holding = g.mem_used_bytes is not None and g.mem_used_bytes >= t["idle_mem"] << 20
+    if util == 0 and holding:
+        if g.idle_since_mono_ns is None:
+            return None
+        if max(g.sample_mono_ns - g.idle_since_mono_ns, 0) >= t["idle"] * 10**9:
+            return "idle-holding"
+    return "healthy"
+
+
+def mig_verdict(m: MigDevice, parent: Gpu, t: Optional[dict] = None) -> Optional[str]:
+    """gpupeek's verdict on MIG device `m` of GPU `parent`: the parent's clock event
+    reasons, then `idle-holding` for SM activity under 1 % with `idle_mem` MiB used."""
+    t = verdict_thresholds() if t is None else t
+    reasons = parent.clock_event_reasons
+    if reasons is None:
+        return None
+    clocks = _clock_verdict(reasons)
+    if clocks:
+        return clocks
+    current = parent.state == "ok"
+    sm = _gpm_sm_activity(m) if current else None
+    used = m.mem_used_bytes if current else None
+    if sm is None or used is None:
+        return None
+    return "idle-holding" if sm < 100 and used >= t["idle_mem"] << 20 else "healthy"
+
+
+def _pct(centi: Optional[int]) -> Optional[float]:
+    return None if centi is None else centi / 100
+
+
+def _gpm_entry(v, whole_gpu: bool) -> Optional[dict]:
+    if v.gpm_interval_ns is None:
+        return None
+    out = {"sm_activity": _pct(v.gpm_sm_activity_centipct),
+           "sm_occupancy": _pct(v.gpm_sm_occupancy_centipct),
+           "tensor_activity": _pct(v.gpm_tensor_activity_centipct),
+           "dram_bandwidth_utilization": _pct(v.gpm_dram_bw_util_centipct)}
+    if whole_gpu:
+        out.update(pcie_tx_bytes_per_second=v.gpm_pcie_tx_bytes_per_s,
+                   pcie_rx_bytes_per_second=v.gpm_pcie_rx_bytes_per_s,
+                   nvlink_tx_bytes_per_second=v.gpm_nvlink_tx_bytes_per_s,
+                   nvlink_rx_bytes_per_second=v.gpm_nvlink_rx_bytes_per_s)
+    out["interval_ms"] = v.gpm_interval_ns // 10**6
+    return out
+
+
+def _mig_entry(m: MigDevice, parent: Gpu, processes: Optional[list], t: dict) -> dict:
+    """A MIG device in `gpupeek --json`: only its identity while its GPU is not sampled."""
+    current = parent.state == "ok"
+    ids = (m.gpu_instance_id, m.compute_instance_id)
+    return {
+        "gpu_instance_id": m.gpu_instance_id, "compute_instance_id": m.compute_instance_id,
+        "profile": m.profile, "uuid": m.uuid,
+        "memory.used": _whole(m.mem_used_bytes, 1 << 20) if current else None,
+        "memory.total": _whole(m.mem_total_bytes, 1 << 20) if current else None,
+        "sm_count": m.sm_count,
+        "gpm": _gpm_entry(m, False) if current else None,
+        "verdict": mig_verdict(m, parent, t),
+        "pids": [p["pid"] for p in processes or []
+                 if (p["gpu_instance_id"], p["compute_instance_id"]) == ids],
+    }
 
 
 def _user_name(published: Optional[str], uid: Optional[int]) -> Optional[str]:

@@ -403,10 +403,73 @@ print(calls, type(m.error).__name__, m.gpus)
         self.assertRegex(lines[0], r"^gpupeek: VRAM not measured: no segment /dev/shm/.*-gone")
 
 
-def gpupeek_json():
+def printed_json(stats):
+    out = io.StringIO()
+    stats.print_json(fp=out)
+    return json.loads(out.getvalue())
+
+
+# Keys of `gpupeek --json` that move between two reads: the times, and each GPM block's
+# window (the daemon's last GPM interval, whose length jitters).
+MOVING = {"query_time", "processes_age_ms"}
+
+
+def gpupeek_json_env(env):
     out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True,
+                         env=dict(os.environ, **env)).stdout
     return json.loads(out)
+
+
+def without(doc, keys):
+    """`doc` without `keys` (at the top and in each GPU) and the GPM windows' lengths."""
+    def gpm(block):
+        return block if block is None else {k: v for k, v in block.items() if k != "interval_ms"}
+
+    def gpu(g):
+        g = {k: (gpm(v) if k == "gpm" else v) for k, v in g.items() if k not in keys}
+        if "mig" in g:
+            g["mig"] = [dict(m, gpm=gpm(m["gpm"])) for m in g["mig"]]
+        return g
+    doc = {k: v for k, v in doc.items() if k not in keys}
+    if "gpus" in doc:
+        doc["gpus"] = [gpu(g) for g in doc["gpus"]]
+    return doc
+
+
+def assert_same_document(test, env=None):
+    """print_json() and `gpupeek --json` (both under `env`) say the same, in the same key
+    order, but for what moves; two reads of a moving daemon are retried until no sample
+    fell between them. Returns our document."""
+    env = env or {}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        for _ in range(5):
+            theirs = gpupeek_json_env(env)
+            ours = printed_json(gpupeek.new_query(shm=SHM))
+            if without(ours, MOVING) == without(theirs, MOVING):
+                break
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    test.assertEqual(without(ours, MOVING), without(theirs, MOVING))
+    test.assertEqual(list(ours), list(theirs), "key order")
+    for g, j in zip(ours["gpus"], theirs["gpus"]):
+        test.assertEqual(list(g), list(j), "key order")
+        for p, q in zip(g["processes"] or [], j["processes"] or []):
+            test.assertEqual(list(p), list(q), "process key order")
+        for m, n in zip(g.get("mig", []), j.get("mig", [])):
+            test.assertEqual(list(m), list(n), "MIG key order")
+            test.assertEqual(m["gpm"] is None, n["gpm"] is None)
+        test.assertEqual(g["gpm"] is None, j["gpm"] is None)
+    test.assertLess(abs((datetime.fromisoformat(ours["query_time"]) -
+                         datetime.fromisoformat(theirs["query_time"])).total_seconds()), 5)
+    test.assertIsInstance(ours["processes_age_ms"], int)
+    return ours
 
 
 def printed_json(stats):
@@ -415,40 +478,15 @@ def printed_json(stats):
     return json.loads(out.getvalue())
 
 
-# Keys of `gpupeek --json` the Python reader does not compute (client/src/verdict.rs,
-# the clock event reasons' names, the GPM block), and keys that move between two reads.
-RUST_ONLY = {"verdict", "clock_event_reasons", "gpm"}
-MOVING = {"query_time", "processes_age_ms"}
-
-
-def without(doc, keys):
-    doc = {k: v for k, v in doc.items() if k not in keys}
-    if "gpus" in doc:
-        doc["gpus"] = [{k: v for k, v in g.items() if k not in keys} for g in doc["gpus"]]
-    return doc
-
-
 class NewQuery(unittest.TestCase):
     """gpustat's API (gpustat.new_query() and its objects), read from the segment."""
 
     def test_print_json_is_gpupeek_json(self):
         write_scenario(3 * GIB, 2 * GIB)
         wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
-        # Two reads of a moving daemon: retried until no process sample fell between them.
-        for _ in range(5):
-            theirs = gpupeek_json()
-            ours = printed_json(gpupeek.new_query(shm=SHM))
-            if without(ours, MOVING) == without(theirs, MOVING | RUST_ONLY):
-                break
-        self.assertEqual(without(ours, MOVING), without(theirs, MOVING | RUST_ONLY))
-        self.assertEqual(list(ours), [k for k in theirs if k not in RUST_ONLY], "key order")
-        for g, j in zip(ours["gpus"], theirs["gpus"]):
-            self.assertEqual(list(g), [k for k in j if k not in RUST_ONLY], "key order")
-            for p, q in zip(g["processes"] or [], j["processes"] or []):
-                self.assertEqual(list(p), list(q), "process key order")
-        self.assertLess(abs((datetime.fromisoformat(ours["query_time"]) -
-                             datetime.fromisoformat(theirs["query_time"])).total_seconds()), 5)
-        self.assertIsInstance(ours["processes_age_ms"], int)
+        ours = assert_same_document(self)
+        for key in ("verdict", "clock_event_reasons", "gpm"):
+            self.assertIn(key, ours["gpus"][0], "the Rust client's keys too")
 
     def test_gpustat_properties_and_items(self):
         write_scenario(3 * GIB, 2 * GIB)
@@ -617,6 +655,431 @@ json.dump(out, sys.stdout)
                 self.assertIsInstance(op["cpu_percent"], (float, type(None)))
                 self.assertLessEqual(abs(op["cpu_memory_usage"] - tp["cpu_memory_usage"]),
                                      tp["cpu_memory_usage"] * 0.1)
+
+
+# Tables printed the same way by gpustat's classes and by ours (run as
+# `python -c PRINT_SCRIPT gpustat.core` in gpustat's virtual environment, and as
+# `python -c PRINT_SCRIPT gpupeek` here): the collection of the JSON document on stdin,
+# printed under each environment it names with each option set, then a collection without
+# GPUs (its message goes to standard output), GPUStat.print_to on its default terminal and
+# repr(GPUStat). Writes the texts, in that order, as a JSON list (to the file named after
+# the module, if any, else to standard output).
+PRINT_SCRIPT = r"""
+import contextlib, copy, importlib, io, json, os, sys
+from datetime import datetime
+module = importlib.import_module(sys.argv[1])
+doc = json.load(sys.stdin)
+
+def gpu(e):
+    if e.get("invalid"):
+        return module.InvalidGPU(e["index"], e["name"], None)
+    return module.GPUStat(copy.deepcopy(e))
+stats = module.GPUStatCollection([gpu(e) for e in doc["gpus"]], driver_version=doc["driver"])
+stats.hostname = doc["hostname"]
+stats.query_time = datetime.fromisoformat(doc["query_time"])
+empty = module.GPUStatCollection([], driver_version=None)
+empty.hostname, empty.query_time = stats.hostname, stats.query_time
+out = []
+for env, cases in doc["runs"]:
+    saved = dict(os.environ)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    for options in cases:
+        fp = io.StringIO()
+        stats.print_formatted(fp=fp, **options)
+        out.append(fp.getvalue())
+    for options in cases:
+        fp, stdout = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            empty.print_formatted(fp=fp, **options)
+        out.append(fp.getvalue() + "|" + stdout.getvalue())
+    fp = io.StringIO()
+    stats[0].print_to(fp, show_cmd=True)
+    out.append(fp.getvalue())
+    out.append(repr(stats[0]))
+    os.environ.clear()
+    os.environ.update(saved)
+if len(sys.argv) > 2:
+    with open(sys.argv[2], "w") as f:
+        json.dump(out, f)
+else:
+    json.dump(out, sys.stdout)
+"""
+
+
+def gpustat_python():
+    return os.path.join(os.path.dirname(os.environ["GPUPEEK_TEST_GPUSTAT"]), "python")
+
+
+def gpustat_entry(index, name, temp, fan, util, enc, dec, draw, limit, used, total, procs):
+    return {"index": index, "uuid": f"GPU-{index}", "name": name, "temperature.gpu": temp,
+            "fan.speed": fan, "utilization.gpu": util, "utilization.enc": enc,
+            "utilization.dec": dec, "power.draw": draw, "enforced.power.limit": limit,
+            "memory.used": used, "memory.total": total, "processes": procs}
+
+
+def gpustat_process(pid, user, command, cpu, rss, mem=1024, argv=None):
+    return {"username": user, "command": command,
+            "full_command": [command] if argv is None else argv, "gpu_memory_usage": mem,
+            "cpu_percent": cpu, "cpu_memory_usage": rss, "pid": pid}
+
+
+# gpustat 1.1.1's own test (gpustat/test_gpustat.py): its mocked NVML and psutil give
+# these entries (memory.total is the bytes // MiB, cpu_memory_usage psutil's memory
+# percent of its 8 GiB), and its expected tables follow.
+GPUSTAT_MOCK = [
+    gpustat_entry(0, "GeForce GTX TITAN 0", 80, 16, 76, 88, 67, 125, 250, 8000, 12287, [
+        gpustat_process(48448, "user1", "python", 85.25, round(0.031415 * 8589934592), 4000),
+        gpustat_process(153223, "user2", "python", 15.25, 0, 4000)]),
+    gpustat_entry(1, "GeForce GTX TITAN 1", 36, 53, 0, 0, 0, None, 250, 9000, 12189, [
+        gpustat_process(192453, "user1", "torch", 123.2, round(0.007312 * 8589934592), 3000),
+        gpustat_process(194826, "user3", "caffe", 0.0, round(0.125236 * 8589934592), 6000)]),
+    gpustat_entry(2, "GeForce RTX 2", 71, 100, None, None, None, 250, None, 0, 12189, None),
+]
+GPUSTAT_EXPECTED_DEFAULT = """\
+[0] GeForce GTX TITAN 0 | 80°C,  76 % |  8000 / 12287 MB | user1(4000M) user2(4000M)
+[1] GeForce GTX TITAN 1 | 36°C,   0 % |  9000 / 12189 MB | user1(3000M) user3(6000M)
+[2] GeForce RTX 2       | 71°C,  ?? % |     0 / 12189 MB | (Not Supported)
+"""
+GPUSTAT_EXPECTED_FULL_PROCESS = """\
+[0] GeForce GTX TITAN 0 | 80°C,  16 %,  76 % (E:  88 %  D:  67 %),  125 / 250 W |  8000 / 12287 MB | user1:python/48448(4000M) user2:python/153223(4000M)
+ ├─  48448 (  85%,  257MB): python
+ └─ 153223 (  15%,     0B): python
+[1] GeForce GTX TITAN 1 | 36°C,  53 %,   0 % (E:   0 %  D:   0 %),   ?? / 250 W |  9000 / 12189 MB | user1:torch/192453(3000M) user3:caffe/194826(6000M)
+ ├─ 192453 ( 123%,   59MB): torch
+ └─ 194826 (   0%, 1025MB): caffe
+[2] GeForce RTX 2       | 71°C, 100 %,  ?? % (E:  ?? %  D:  ?? %),  250 /  ?? W |     0 / 12189 MB | (Not Supported)
+"""  # noqa: E501
+GPUSTAT_EXPECTED_NO_PROCESSES = """\
+[0] GeForce GTX TITAN 0 | 80°C,  76 % |  8000 / 12287 MB
+[1] GeForce GTX TITAN 1 | 36°C,   0 % |  9000 / 12189 MB
+[2] GeForce RTX 2       | 71°C,  ?? % |     0 / 12189 MB
+"""
+
+
+def without_ansi(text):
+    """gpustat's test's remove_ansi_codes."""
+    import re
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\(B", "", text)
+
+
+@unittest.skipUnless(os.environ.get("GPUPEEK_TEST_VERDICTS"), "set GPUPEEK_TEST_VERDICTS")
+class RustKeys(unittest.TestCase):
+    """The Rust client's own keys ("verdict", "clock_event_reasons", "gpm", "mig") in
+    print_json(), against a daemon started (tests/e2e/tests/e2e/contrib.rs) with GPU 0 in
+    MIG mode, its clocks power-capped, GPU 1 idle with 4 GiB used and GPU 2 busy with
+    little SM activity, under several $GPUPEEK_VERDICT_THRESHOLDS."""
+
+    def test_the_rust_clients_keys_are_the_same(self):
+        seen = set()
+        for thresholds in ("", "idle=0", "busy=95,idle=0", "starved=10,idle_mem=99999",
+                           " busy =95 ,, idle=+0,"):
+            with self.subTest(thresholds=thresholds):
+                doc = assert_same_document(self, {gpupeek.VERDICT_ENV: thresholds})
+                seen |= {g["verdict"] for g in doc["gpus"]}
+                os.environ[gpupeek.VERDICT_ENV] = thresholds
+                try:
+                    stats = gpupeek.new_query(shm=SHM)
+                finally:
+                    del os.environ[gpupeek.VERDICT_ENV]
+                self.assertEqual([(g.verdict, g.clock_event_reasons, g.gpm is None)
+                                  for g in stats],
+                                 [(g["verdict"], g["clock_event_reasons"], g["gpm"] is None)
+                                  for g in doc["gpus"]])
+                seen |= {m["verdict"] for g in doc["gpus"] for m in g.get("mig", [])}
+                mig = doc["gpus"][0]["mig"]
+                self.assertEqual([m["gpu_instance_id"] for m in mig], [1, 5])
+                self.assertEqual(mig[0]["pids"], [p["pid"] for p in doc["gpus"][0]["processes"]])
+                self.assertEqual(doc["gpus"][0]["clock_event_reasons"],
+                                 ["gpu_idle", "sw_power_cap"])
+                self.assertEqual(doc["gpus"][2]["gpm"]["sm_activity"], 12.34)
+        self.assertEqual(seen, {None, "power-capped", "healthy", "starved", "idle-holding"})
+
+    def test_a_bad_threshold_is_gpupeeks_error(self):
+        for thresholds in ("busy", "busy=101", "busy= 80", "nap=1", "idle=-1", "idle_mem=x"):
+            with self.subTest(thresholds=thresholds):
+                out = subprocess.run([os.environ["GPUPEEK_TEST_CLIENT"], "--shm", SHM, "--json"],
+                                     capture_output=True, text=True,
+                                     env=dict(os.environ, GPUPEEK_VERDICT_THRESHOLDS=thresholds))
+                self.assertNotEqual(out.returncode, 0)
+                os.environ[gpupeek.VERDICT_ENV] = thresholds
+                try:
+                    with self.assertRaises(ValueError) as e:
+                        gpupeek.new_query(shm=SHM)
+                finally:
+                    del os.environ[gpupeek.VERDICT_ENV]
+                self.assertIn(str(e.exception), out.stderr)
+
+
+class Verdicts(unittest.TestCase):
+    """gpu_verdict and mig_verdict on records made here: each verdict's edge."""
+
+    def gpu(self, **values):
+        base = dict.fromkeys(gpupeek.GPU_VALID)
+        base.update(util_gpu_pct=50, clock_event_reasons=0, mem_used_bytes=0,
+                    sample_mono_ns=10**12)
+        base.update(values)
+        return gpupeek.Gpu(0, "ok", base)
+
+    def test_gpu_verdicts(self):
+        t = dict(busy=80, starved=30, idle=300, idle_mem=1024)
+        gpm = dict(gpm_interval_ns=10**9)
+        idle = dict(util_gpu_pct=0, mem_used_bytes=1024 << 20,
+                    idle_since_mono_ns=10**12 - 300 * 10**9)
+        cases = [
+            (dict(util_gpu_pct=None), None), (dict(clock_event_reasons=None), None),
+            (dict(clock_event_reasons=0x40 | 0x4), "thermal"),
+            (dict(clock_event_reasons=0x80 | 0x8), "power-capped"),
+            (dict(clock_event_reasons=0x8 | 0x1), "hw-slowdown"),
+            (dict(util_gpu_pct=80), None), (dict(util_gpu_pct=80, gpm_sm_activity_centipct=1),
+                                             None),
+            (dict(util_gpu_pct=80, gpm_sm_activity_centipct=2999, **gpm), "starved"),
+            (dict(util_gpu_pct=80, gpm_sm_activity_centipct=3000, **gpm), "healthy"),
+            (idle, "idle-holding"),
+            (dict(idle, idle_since_mono_ns=10**12 - 300 * 10**9 + 1), "healthy"),
+            (dict(idle, idle_since_mono_ns=None), None),
+            (dict(idle, idle_since_mono_ns=2 * 10**12), "healthy"),
+            (dict(idle, mem_used_bytes=(1024 << 20) - 1, idle_since_mono_ns=None), "healthy"),
+            (dict(idle, util_gpu_pct=1, idle_since_mono_ns=None), "healthy"),
+        ]
+        for values, verdict in cases:
+            with self.subTest(values=values):
+                self.assertEqual(gpupeek.gpu_verdict(self.gpu(**values), t), verdict)
+
+    def test_mig_verdicts(self):
+        t = dict(busy=80, starved=30, idle=300, idle_mem=1024)
+
+        def mig(**values):
+            base = dict.fromkeys(gpupeek.MIG_VALID)
+            base.update(gpm_interval_ns=10**9, gpm_sm_activity_centipct=99,
+                        mem_used_bytes=1024 << 20)
+            base.update(values)
+            return gpupeek.MigDevice(0, 1, 0, base)
+        parent = self.gpu(util_gpu_pct=None)
+        self.assertEqual(gpupeek.mig_verdict(mig(), parent, t), "idle-holding")
+        self.assertEqual(gpupeek.mig_verdict(mig(gpm_sm_activity_centipct=100), parent, t),
+                         "healthy")
+        self.assertEqual(gpupeek.mig_verdict(mig(mem_used_bytes=1), parent, t), "healthy")
+        self.assertIsNone(gpupeek.mig_verdict(mig(gpm_interval_ns=None), parent, t))
+        self.assertIsNone(gpupeek.mig_verdict(mig(mem_used_bytes=None), parent, t))
+        self.assertEqual(gpupeek.mig_verdict(mig(), self.gpu(clock_event_reasons=0x20), t),
+                         "thermal")
+        self.assertIsNone(gpupeek.mig_verdict(mig(), self.gpu(clock_event_reasons=None), t))
+
+    def test_thresholds(self):
+        os.environ[gpupeek.VERDICT_ENV] = " busy =90 ,, idle=+600,"
+        try:
+            self.assertEqual(gpupeek.verdict_thresholds(),
+                             dict(busy=90, starved=30, idle=600, idle_mem=1024))
+        finally:
+            del os.environ[gpupeek.VERDICT_ENV]
+        self.assertEqual(gpupeek.verdict_thresholds(),
+                         dict(busy=80, starved=30, idle=300, idle_mem=1024))
+
+
+class GpustatsOwnTests(unittest.TestCase):
+    """gpustat 1.1.1's test_gpustat.py, its expected tables, on our classes."""
+
+    def stats(self, gpus=GPUSTAT_MOCK):
+        stats = gpupeek.GPUStatCollection([gpupeek.GPUStat(json.loads(json.dumps(e)))
+                                           for e in gpus], driver_version="415.27.mock")
+        return stats
+
+    def table(self, header=False, **options):
+        fp = io.StringIO()
+        self.stats().print_formatted(fp=fp, show_header=header, eol_char="\n", **options)
+        return fp.getvalue()
+
+    def test_new_query_mocked_basic(self):
+        out = self.table(header=True, no_color=False, show_user=True, show_cmd=True,
+                         show_full_cmd=True, show_pid=True, show_fan_speed=True,
+                         show_codec="enc,dec", show_power=True)
+        body = without_ansi(out).split("\n", 1)[1]
+        self.assertEqual(body, GPUSTAT_EXPECTED_FULL_PROCESS)
+
+    def test_args_commandline(self):
+        self.assertEqual(without_ansi(self.table()), GPUSTAT_EXPECTED_DEFAULT)
+        coloured = self.table(force_color=True)
+        self.assertNotIn("\x0f", coloured, "gpustat's issue #32")
+        self.assertEqual(without_ansi(coloured), GPUSTAT_EXPECTED_DEFAULT)
+        plain = self.table(no_color=True)
+        self.assertEqual(plain, GPUSTAT_EXPECTED_DEFAULT, "no ANSI code at all")
+        self.assertEqual(self.table(no_processes=True), GPUSTAT_EXPECTED_NO_PROCESSES)
+        fp = io.StringIO()
+        stats = self.stats([GPUSTAT_MOCK[1], GPUSTAT_MOCK[2]])
+        stats.print_formatted(fp=fp, show_header=False, no_color=True, eol_char="\n")
+        self.assertEqual(fp.getvalue(), "".join(GPUSTAT_EXPECTED_DEFAULT.splitlines(True)[1:]))
+
+    def test_args_commandline_width(self):
+        table = lambda width: without_ansi(self.table(gpuname_width=width))  # noqa: E731
+        self.assertIn("GeForce GTX TITAN 0       |", table(25))
+        self.assertIn("GeForce RTX 2             |", table(25))
+        self.assertIn("…X TITAN 0 |", table(10))
+        self.assertIn("…rce RTX 2 |", table(10))
+        self.assertIn("… |", table(1))
+        self.assertIn("[0]  80°C", table(0))
+
+    def test_no_TERM(self):
+        saved = os.environ.get("TERM")
+        os.environ["TERM"] = ""
+        try:
+            out = self.table(force_color=True).rstrip()
+        finally:
+            if saved is None:
+                del os.environ["TERM"]
+            else:
+                os.environ["TERM"] = saved
+        self.assertEqual(without_ansi(out), GPUSTAT_EXPECTED_DEFAULT.rstrip())
+        self.assertIn("\x1b[36m", out, "cyan")
+        self.assertNotIn("\x0f", out, "gpustat's issue #32")
+
+    def test_attributes_and_items(self):
+        g = self.stats()[1]
+        self.assertEqual(g["name"], g.entry["name"])
+        self.assertEqual(g["uuid"], g.uuid)
+        with self.assertRaises(KeyError):
+            g["unknown_key"]
+        self.assertEqual((g.memory_used, g.memory_total, g.memory_available), (9000, 12189, 3189))
+        self.assertEqual((g.temperature, g.utilization, g.utilization_enc), (36, 0, 0))
+        self.assertIsNone(g.power_draw)
+
+    def test_json_mocked(self):
+        fp = io.StringIO()
+        self.stats().print_json(fp=fp)
+        j = json.loads(fp.getvalue())
+        self.assertEqual(j["driver_version"], "415.27.mock")
+        self.assertTrue(j["hostname"])
+        self.assertTrue(j["gpus"])
+
+
+@unittest.skipUnless(os.environ.get("GPUPEEK_TEST_GPUSTAT"), "set GPUPEEK_TEST_GPUSTAT")
+class GpustatColours(unittest.TestCase):
+    """print_formatted, print_to and repr byte for byte as gpustat 1.1.1's, colours
+    included: gpustat's own classes, in its virtual environment, print the same entries
+    (the live daemon's, gpustat's test's, and made-up ones on both sides of every colour
+    threshold) under every terminal kind blessed knows, without TERM, and with NO_COLOR,
+    FORCE_COLOR and CLICOLOR_FORCE, with each of print_formatted's options."""
+
+    MADE_UP = [
+        gpustat_entry(10, "NVIDIA H100 80GB HBM3", 49, 29, 29, 49, 50, 279, 700, 3, 81559, [
+            gpustat_process(101, "alice", "python", 12.5, 123456789,
+                            argv=["/usr/bin/python3", "train.py", "--lr", "0.1"]),
+            gpustat_process(102, None, None, 150.0, 0, mem=None, argv=["a//b/c", "x"]),
+            gpustat_process(103, "bob", "x", 0.0, 10**20, argv=["/"])]),
+        gpustat_entry(11, "A100", 50, 30, 30, 50, 49, 280, 700, 0, 40960, []),
+        gpustat_entry(12, "A very long GPU name indeed", None, None, None, None, None, None,
+                      None, None, None, None),
+        gpustat_entry(13, "T4", 90, 100, 100, 100, 100, 70, None, 1, 15360, []),
+        gpustat_entry(14, "T4", 90, 100, 100, 100, 100, 70, 0, 1, 15360, []),
+        {"index": 15, "name": "((GPU is lost))", "invalid": True},
+    ]
+    OPTIONS = [
+        dict(),
+        dict(show_cmd=True, show_user=True, show_pid=True),
+        dict(show_cmd=True, show_user=True, show_pid=True, show_fan_speed=True,
+             show_codec="enc,dec", show_power=True, show_full_cmd=True),
+        dict(show_full_cmd=True, show_header=False, eol_char="\r\n"),
+        dict(show_codec="dec", show_power="draw", gpuname_width=0),
+        dict(show_codec="enc", show_power="draw,limit", gpuname_width=8, no_processes=True),
+        dict(show_user=True, show_cmd=True, gpuname_width=40, eol_char="|"),
+    ]
+
+    def texts(self, module, python, doc):
+        out = subprocess.run([python, "-c", PRINT_SCRIPT, module], input=json.dumps(doc),
+                             capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=os.path.dirname(
+                                 os.path.abspath(gpupeek.__file__))))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def texts_on_a_terminal(self, module, python, doc):
+        """texts() with standard output a terminal (a pty) and standard input not one (so
+        blessed does not ask the terminal for its name: see contrib/python/README.md)."""
+        import pty
+        import tempfile
+        master, slave = pty.openpty()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "out.json")
+            try:
+                out = subprocess.run([python, "-c", PRINT_SCRIPT, module, path],
+                                     input=json.dumps(doc), stdout=slave, stderr=subprocess.PIPE,
+                                     text=True, timeout=120, env=dict(os.environ, PYTHONPATH=(
+                                         os.path.dirname(os.path.abspath(gpupeek.__file__)))))
+            finally:
+                os.close(slave)
+                os.close(master)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(path) as f:
+                return json.load(f)
+
+    def test_on_a_terminal_colours_are_gpustats(self):
+        """Without force_color, gpustat colours a table when standard output is a
+        terminal, whatever `fp` is; GPUStat.print_to and repr on their own too."""
+        unset = {"TERM": None, "NO_COLOR": None, "FORCE_COLOR": None, "CLICOLOR_FORCE": None}
+        runs = [[dict(unset, **env), self.OPTIONS + [dict(o, no_color=True) for o in
+                                                      self.OPTIONS[:3]]]
+                for env in ({}, {"TERM": "xterm"}, {"TERM": "vt100"}, {"TERM": "dumb"},
+                            {"TERM": "xterm", "NO_COLOR": "1"})]
+        doc = {"gpus": GPUSTAT_MOCK + self.MADE_UP, "driver": "550.54.15", "hostname": "host",
+               "query_time": "2026-01-02T03:04:05", "runs": runs}
+        theirs = self.texts_on_a_terminal("gpustat.core", gpustat_python(), doc)
+        ours = self.texts_on_a_terminal("gpupeek", sys.executable, doc)
+        self.assertIn("\x1b[36m[0]\x1b[m", theirs[0], "a terminal: colours")
+        self.assertEqual(ours, theirs)
+
+    def terminal_kinds(self):
+        """Every kind jinxed's terminfo knows (its modules and aliases)."""
+        script = ("import json, pkgutil, jinxed.terminfo as t\n"
+                  "from jinxed.terminfo._aliases import ALIASES\n"
+                  "json.dump([[m.name for m in pkgutil.iter_modules(t.__path__)\n"
+                  "            if not m.name.startswith('_')], ALIASES], __import__('sys').stdout)")
+        out = subprocess.run([gpustat_python(), "-c", script], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_our_terminal_table_is_blesseds(self):
+        modules, aliases = self.terminal_kinds()
+        self.assertEqual(sorted(gpupeek._TERMINFO), sorted(modules))
+        self.assertEqual(gpupeek._TERM_ALIASES, aliases)
+
+    def test_tables_are_gpustats_byte_for_byte(self):
+        write_scenario(3 * GIB, 2 * GIB)
+        wait_until("both GPUs' processes listed", showing(3 * GIB, 2 * GIB))
+        live = gpupeek.new_query(shm=SHM)
+        # gpustat always has a CPU figure and a command line (it raises printing without).
+        entries = [dict(g.jsonify(), processes=None if g.processes is None else [
+            dict(p, cpu_percent=p["cpu_percent"] or 0.0, full_command=p["full_command"] or ["?"])
+            for p in g.processes]) for g in live]
+        modules, aliases = self.terminal_kinds()
+        kinds = sorted({m.replace("_", "-") for m in modules} | set(aliases))
+        unset = {"TERM": None, "NO_COLOR": None, "FORCE_COLOR": None, "CLICOLOR_FORCE": None}
+        coloured = [dict(o, force_color=True) for o in self.OPTIONS]
+        every = coloured + [dict(o, no_color=True) for o in self.OPTIONS] + self.OPTIONS
+        runs = [[dict(unset, TERM=kind), coloured[1:3]] for kind in kinds]
+        runs += [[dict(unset, **env), every] for env in (
+            {}, {"TERM": ""}, {"TERM": "dumb"}, {"TERM": "no-such-terminal"},
+            {"TERM": "xterm-256color"}, {"TERM": "XTERM"}, {"TERM": "xterm", "NO_COLOR": "1"},
+            {"TERM": "screen", "FORCE_COLOR": "1"}, {"CLICOLOR_FORCE": "1"},
+            {"NO_COLOR": "1", "FORCE_COLOR": "1"})]
+        doc = {"gpus": entries + GPUSTAT_MOCK + self.MADE_UP, "driver": live.driver_version,
+               "hostname": live.hostname, "query_time": live.query_time.isoformat(),
+               "runs": runs}
+        theirs = self.texts("gpustat.core", gpustat_python(), doc)
+        ours = self.texts("gpupeek", sys.executable, doc)
+        self.assertEqual(len(ours), len(theirs))
+        self.assertGreater(sum("\x1b[" in t for t in theirs), len(theirs) // 3, "colours")
+        i = 0
+        for env, cases in runs:
+            shown = {k: v for k, v in env.items() if v is not None}
+            for what, options in ([("table", o) for o in cases] + [("no GPUs", o) for o in cases]
+                                  + [("print_to", None), ("repr", None)]):
+                with self.subTest(env=shown, what=what, options=options):
+                    self.assertEqual(ours[i], theirs[i])
+                i += 1
 
 
 class Readme(unittest.TestCase):

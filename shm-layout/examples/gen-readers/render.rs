@@ -308,6 +308,14 @@ fn python_block() -> Block {
         t.push_str("}\n");
     }
     t.push_str(
+        "\n# GpuRecord.clock_event_reasons: (bit, nvidia-smi's name), in bit order.\n\
+         CLOCK_EVENT_REASONS = [\n",
+    );
+    for (bit, name) in layout::clock_event_reason::NAMES {
+        writeln!(t, "    ({bit:#x}, {name:?}),").unwrap();
+    }
+    t.push_str("]\n");
+    t.push_str(
         "\n# Bit sets: NAME -> bit index. Validity sets also map each field to the bit that\n\
          # says it is valid: a field whose bit is clear is None (\"not available\"), never 0.\n",
     );

@@ -453,6 +453,69 @@ fn python_collector_windows_come_from_the_tiered_history() {
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
 }
 
+/// The Python reader's `print_json()` has the Rust client's own keys (`verdict`,
+/// `clock_event_reasons`, `gpm`, `mig`) with the same values under several
+/// `GPUPEEK_VERDICT_THRESHOLDS`, and rejects a bad one as gpupeek does
+/// (contrib/python/test_gpupeek.py, class RustKeys): GPU 0 in MIG mode with its clocks
+/// power-capped and a process in its first instance, GPU 1 idle holding 4 GiB, GPU 2
+/// busy with little SM activity.
+#[test]
+fn python_json_has_the_rust_clients_verdicts_and_mig_devices() {
+    let Some(python) = tool("python3", "python3") else {
+        return;
+    };
+    let sandbox = Sandbox::new("python-verdicts");
+    let instance = |gi: u32, profile: u32, gpm: serde_json::Value| {
+        json!({"gpu_instance_id": gi, "compute_instance_id": 0, "profile_id": profile,
+               "uuid": format!("MIG-{gi:08x}-7d1c-5b8e-9d2a-{profile:012x}"), "gpm": gpm})
+    };
+    sandbox.write_scenario(&json!({"gpus": [
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+            "memory_total_bytes": 85520809984u64, "memory_used_bytes": 10 * GIB,
+            "temperature_c": 40, "power_usage_mw": 100000, "power_limit_mw": 700000,
+            "clock_event_reasons": 0x5,
+            "gpm": {"sm_activity_pct": 12.34, "sm_occupancy_pct": 6.0},
+            "mig": {"instances": [instance(1, 9, json!({"sm_activity_pct": 0.5})),
+                                  instance(5, 14, json!(null))]},
+            "processes": [{"pid": std::process::id(), "used_gpu_memory_bytes": 2 * GIB,
+                           "gpu_instance_id": 1, "compute_instance_id": 0}]
+        },
+        {
+            "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000",
+            "memory_total_bytes": 42949672960u64, "memory_used_bytes": 4 * GIB,
+            "utilization_gpu_pct": 0, "utilization_memory_pct": 0, "clock_event_reasons": 0x1,
+            "processes": [{"pid": 1, "used_gpu_memory_bytes": GIB}]
+        },
+        {
+            "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-cccccccc-0000-0000-0000-000000000000",
+            "memory_total_bytes": 85520809984u64, "memory_used_bytes": GIB,
+            "utilization_gpu_pct": 90, "utilization_memory_pct": 5, "clock_event_reasons": 0,
+            "gpm": {"sm_activity_pct": 12.34}
+        }
+    ]}));
+    let daemon = sandbox.start_daemon("50ms");
+    sandbox.wait_live(&daemon);
+    let mut cmd = Command::new(python);
+    cmd.arg(repo().join("contrib/python/test_gpupeek.py"))
+        .arg("RustKeys")
+        .env("GPUPEEK_SHM", &sandbox.shm)
+        .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
+        .env("GPUPEEK_TEST_CLIENT", &gpupeek_e2e::bins().client)
+        .env("GPUPEEK_TEST_VERDICTS", "1")
+        .env_remove("GPUPEEK_VERDICT_THRESHOLDS")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run_with_limit(cmd, Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "python verdict tests failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
+}
+
 /// `pip install contrib/python` into a fresh virtual environment installs the module
 /// `gpupeek` (gpupeek's version), which, imported from elsewhere, reads a live daemon:
 /// its `new_query().print_json()` is `gpupeek --json` but for the keys it leaves to the
