@@ -421,16 +421,19 @@ class DaemonDown(unittest.TestCase):
         """A frozen copy of the live segment is a daemon that stopped mid-run: live at
         first, stale once its heartbeat is three periods (at least 1 s) old."""
         frozen = f"{SHM}-frozen"
-        with open(f"/dev/shm/{SHM}", "rb") as f:
-            data = f.read()
-        fd = os.open(f"/dev/shm/{frozen}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        # The copy is made by the child once Python and gpupeek are loaded: a loaded
+        # machine can take over a second to start Python, which would make the copy
+        # stale before the first collect.
         try:
-            os.write(fd, data)
-            os.close(fd)
             script = (
-                "import math, sys, time\n"
+                "import math, os, sys, time\n"
                 f"sys.path.insert(0, {HERE!r})\n"
                 "import gpupeek\n"
+                f"with open('/dev/shm/{SHM}', 'rb') as f:\n"
+                "    data = f.read()\n"
+                f"fd = os.open('/dev/shm/{frozen}', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)\n"
+                "os.write(fd, data)\n"
+                "os.close(fd)\n"
                 f"c = gpupeek.ResourceMetricCollector(shm={frozen!r}, interval=0.1)\n"
                 "with c(tag='a'):\n"
                 "    before = c.collect()['a/gpu:0/memory_total (MiB)/last']\n"
@@ -442,7 +445,8 @@ class DaemonDown(unittest.TestCase):
             out = subprocess.run([sys.executable, "-c", script], capture_output=True,
                                  text=True, timeout=60)
         finally:
-            os.unlink(f"/dev/shm/{frozen}")
+            if os.path.exists(f"/dev/shm/{frozen}"):
+                os.unlink(f"/dev/shm/{frozen}")
         self.assertEqual(out.returncode, 0, out.stderr)
         before, total, util, host = out.stdout.split()
         self.assertGreater(float(before), 0, "live at first")
