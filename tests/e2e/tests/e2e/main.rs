@@ -25,6 +25,7 @@ mod exporters;
 mod faults;
 mod fleet;
 mod fleet_faults;
+mod fleet_kubernetes;
 mod gpu_check;
 mod gpustat;
 mod history;
