@@ -359,7 +359,12 @@ Without a kubeconfig, inside a pod: the pod's service account
 .BR KUBERNETES_SERVICE_PORT ,
 .IR /var/run/secrets/kubernetes.io/serviceaccount/ ).
 A user with an exec or auth\-provider plugin is not supported (exit status 2).
-The user needs get and list on endpointslices (and endpoints) in the namespace.
+The user needs list on endpointslices (and get on the Service's endpoints) in
+the namespace:
+.I contrib/kubernetes/fleet\-role.yaml
+is such a Role.
+Each list is made within the round's
+.BR \-\-timeout .
 When the API server cannot be read, or lists no endpoint at all, the fleet
 exits 14 with one line naming the server and the reason
 (with
