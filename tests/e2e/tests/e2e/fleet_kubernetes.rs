@@ -505,6 +505,25 @@ fn api_refusals_and_an_unreachable_server_are_one_line_and_status_14() {
     ));
     assert!(seen.contains(&"/api/v1/namespaces/ml/endpoints/peek".to_owned()));
 
+    // Basic authentication from the kubeconfig's username and password (the empty list
+    // is the answer past the authentication).
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode("alice:s3cret");
+    api.require(&format!("Basic {basic}"));
+    let config = kubeconfig(
+        dir,
+        &api.url,
+        "",
+        "      username: alice\n      password: s3cret\n",
+    );
+    let out = kube_fleet(
+        dir,
+        &[],
+        &["--kubernetes", "--kubeconfig", config.to_str().unwrap()],
+    );
+    assert_one_line_failure(&out, 14, "basic");
+    assert!(stderr(&out).contains("no endpoint"), "{}", stderr(&out));
+
     // Nothing listening.
     let refused = crate::fleet::refusing();
     let config = kubeconfig(dir, &format!("http://{refused}"), "", "      token: t\n");
@@ -840,4 +859,43 @@ fn an_https_api_server_with_a_client_certificate_and_the_kubeconfigs_ca() {
         &["--kubernetes", "--kubeconfig", config.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn the_bundles_role_grants_what_fleet_asks_on_the_port_it_reads() {
+    let dir = gpupeek_e2e::repo().join("contrib/kubernetes");
+    let read = |name: &str| -> serde_yaml::Value {
+        serde_yaml::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    let role = read("fleet-role.yaml");
+    assert_eq!(role["kind"], "Role");
+    let grants = |group: &str, resource: &str, verb: &str, name: Option<&str>| {
+        role["rules"].as_sequence().unwrap().iter().any(|r| {
+            let has = |key: &str, v: &str| {
+                r[key]
+                    .as_sequence()
+                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(v)))
+            };
+            has("apiGroups", group)
+                && has("resources", resource)
+                && has("verbs", verb)
+                && name.is_none_or(|n| r["resourceNames"].is_null() || has("resourceNames", n))
+        })
+    };
+    // SLICES is a list, ENDPOINTS a get of the Service's own.
+    assert!(grants("discovery.k8s.io", "endpointslices", "list", None));
+    assert!(grants("", "endpoints", "get", Some("gpupeek")));
+    // The Service and the names fleet asks for by default.
+    let service = read("service.yaml");
+    assert_eq!(service["metadata"]["name"], "gpupeek");
+    assert_eq!(service["metadata"]["namespace"], "gpupeek");
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    // fleet reads the port named metrics (fleet/src/kubernetes.rs, PORT_NAME).
+    assert_eq!(service["spec"]["ports"][0]["name"], "metrics");
+    let kustomization = read("kustomization.yaml");
+    assert!(kustomization["resources"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|r| r == "fleet-role.yaml"));
 }
