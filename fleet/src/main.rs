@@ -3,7 +3,7 @@
 //! Each round reads every host from its [`source::Source`] by a deadline (`--timeout`
 //! from the round's start): the hosts' own `gpupeek serve` ([`hosts`]), a Prometheus
 //! server ([`prometheus`]), or the serves a Kubernetes Service lists ([`kubernetes`],
-//! with the API server from [`kubeconfig`]). A host that cannot be read is shown with the reason, never
+//! with the API server from its kubeconfig). A host that cannot be read is shown with the reason, never
 //! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
 //! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
 //! seconds and keeps the last three rounds of each GPU to flag memory held at 0 %.
@@ -12,7 +12,6 @@
 //! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
 
 mod hosts;
-mod kubeconfig;
 mod kubernetes;
 mod model;
 mod prometheus;
@@ -24,6 +23,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use gpupeek::fleetview::{self, Args, Exit, EXIT_KUBERNETES, EXIT_PARTIAL, EXIT_USAGE};
+use kubernetes::kubeconfig;
 use model::Report;
 use source::Source;
 

@@ -22,6 +22,7 @@ mod demo;
 mod drivers;
 mod e2e;
 mod exporters;
+mod fake_kube_api;
 mod faults;
 mod fleet;
 mod fleet_faults;

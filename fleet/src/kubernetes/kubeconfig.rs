@@ -11,6 +11,8 @@
 //! `password`. A relative file name is relative to the kubeconfig's directory, as
 //! kubectl resolves it. A user with an `exec` or `auth-provider` plugin is refused with
 //! one line: running a credential plugin is not something this program does.
+//! Not read: the cluster's `tls-server-name` and `proxy-url`, and the context's
+//! `namespace` (`--namespace` is the DaemonSet's, `gpupeek`, whatever the context).
 
 use std::path::{Path, PathBuf};
 
