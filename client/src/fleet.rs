@@ -13,6 +13,11 @@ use crate::{commands, Exit, EXIT_USAGE};
 /// The fleet view's program, installed next to `gpupeek`.
 pub const PROGRAM: &str = "gpupeek-fleet";
 
+/// `--namespace`'s default: contrib/kubernetes's namespace.
+pub const DEFAULT_NAMESPACE: &str = "gpupeek";
+/// `--service`'s default: contrib/kubernetes's headless Service.
+pub const DEFAULT_SERVICE: &str = "gpupeek";
+
 /// How the table's rows are grouped (`--group-by`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GroupBy {
@@ -51,6 +56,17 @@ pub struct Args {
     pub hostfiles: Vec<String>,
     /// `--prometheus`.
     pub prometheus: Option<String>,
+    /// `--kubernetes`: the serves are the endpoints of a Service, from the API server.
+    pub kubernetes: bool,
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<String>,
+    /// `--context`: the kubeconfig's context instead of its current-context.
+    pub context: Option<String>,
+    /// `--namespace`: the Service's namespace ([`DEFAULT_NAMESPACE`] when `None`).
+    pub namespace: Option<String>,
+    /// `--service`: the Service whose endpoints are the serves ([`DEFAULT_SERVICE`]
+    /// when `None`).
+    pub service: Option<String>,
     /// `--timeout`: each host's deadline.
     pub timeout: Duration,
     /// `--jobs`: hosts asked at once.
@@ -79,6 +95,11 @@ impl Default for Args {
             hosts: Vec::new(),
             hostfiles: Vec::new(),
             prometheus: None,
+            kubernetes: false,
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            service: None,
             timeout: Duration::from_secs(2),
             jobs: 64,
             tls_ca: None,
@@ -113,13 +134,33 @@ pub fn parse_seconds(flag: &str, s: &str) -> Result<f64, String> {
 pub fn parse(argv: Vec<String>) -> Result<Result<Args, String>, String> {
     let args = crate::cli::sub(&mut Parser::new(argv), &commands::FLEET, Args::default())?;
     if let Ok(a) = &args {
-        if a.hosts.is_empty() && a.hostfiles.is_empty() && a.prometheus.is_none() {
-            return Err(
-                "fleet needs --host, --hostfile or --prometheus (see gpupeek fleet --help)".into(),
-            );
+        let hosts = !(a.hosts.is_empty() && a.hostfiles.is_empty());
+        let sources = [hosts, a.prometheus.is_some(), a.kubernetes];
+        match sources.iter().filter(|&&s| s).count() {
+            0 => {
+                return Err(
+                    "fleet needs --host, --hostfile, --prometheus or --kubernetes \
+                            (see gpupeek fleet --help)"
+                        .into(),
+                )
+            }
+            1 => {}
+            _ => {
+                return Err(
+                    "--host/--hostfile, --prometheus and --kubernetes are three sources: \
+                     choose one"
+                        .into(),
+                )
+            }
         }
-        if a.prometheus.is_some() && !(a.hosts.is_empty() && a.hostfiles.is_empty()) {
-            return Err("--prometheus does not go with --host or --hostfile: choose one".into());
+        let kube_only = [
+            ("--kubeconfig", a.kubeconfig.is_some()),
+            ("--context", a.context.is_some()),
+            ("--namespace", a.namespace.is_some()),
+            ("--service", a.service.is_some()),
+        ];
+        if let Some((flag, _)) = kube_only.iter().find(|(_, set)| *set && !a.kubernetes) {
+            return Err(format!("{flag} goes with --kubernetes"));
         }
     }
     Ok(args)

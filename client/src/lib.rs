@@ -87,6 +87,9 @@ const EXIT_NO_COMPANION: u8 = 11;
 pub const EXIT_NO_HISTORY: u8 = 12;
 /// `gpupeek fleet`: some hosts did not answer, or answered without a live daemon.
 pub const EXIT_PARTIAL: u8 = 13;
+/// `gpupeek fleet --kubernetes`: the Kubernetes API server did not list the Service's
+/// endpoints (unreachable, refused the credentials, answered something else).
+pub const EXIT_KUBERNETES: u8 = 14;
 
 /// A reason to stop: the exit status and the line to print (none when empty), and the
 /// daemon's state when that is the reason.
@@ -384,7 +387,10 @@ pub mod exporter {
 /// and the exit statuses.
 pub mod fleetview {
     pub use crate::fleet::{command_line, Args, GroupBy};
-    pub use crate::{exit_status, write_stdout, Exit, EXIT_OS, EXIT_PARTIAL, EXIT_USAGE};
+    pub use crate::fleet::{DEFAULT_NAMESPACE, DEFAULT_SERVICE};
+    pub use crate::{
+        exit_status, write_stdout, Exit, EXIT_KUBERNETES, EXIT_OS, EXIT_PARTIAL, EXIT_USAGE,
+    };
 }
 
 /// What gpupeek-top (top/) shares with `gpupeek`: `top`'s flags and their parser, the

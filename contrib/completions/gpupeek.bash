@@ -14,7 +14,7 @@ _gpupeek() {
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
     history) flags='--csv --json --since -i --id --metric --shm -h --help' ;;
     plot) flags='-o --output --term --since -i --id --metric --width --height --no-color --no-colour --shm -h --help' ;;
-    fleet) flags='--host --hostfile --prometheus --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --no-color --no-colour -h --help' ;;
+    fleet) flags='--host --hostfile --prometheus --kubernetes --kubeconfig --context --namespace --service --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --no-color --no-colour -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;
@@ -58,6 +58,10 @@ _gpupeek() {
     fleet:--host) { COMPREPLY=(); return; } ;;
     fleet:--hostfile) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     fleet:--prometheus) { COMPREPLY=(); return; } ;;
+    fleet:--kubeconfig) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    fleet:--context) { COMPREPLY=(); return; } ;;
+    fleet:--namespace) { COMPREPLY=(); return; } ;;
+    fleet:--service) { COMPREPLY=(); return; } ;;
     fleet:--group-by) { COMPREPLY=($(compgen -W 'host user pod job' -- "$cur")); return; } ;;
     fleet:-i | fleet:--watch | fleet:--interval) [[ $cur == -* ]] || { COMPREPLY=(); return; } ;;
     fleet:--timeout) { COMPREPLY=(); return; } ;;

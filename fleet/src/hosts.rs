@@ -108,18 +108,30 @@ impl Hosts {
 
 impl Source for Hosts {
     fn round(&mut self, deadline: Instant) -> Vec<Report> {
-        let http = self.http.clone();
-        fan_out(
-            self.endpoints.clone(),
-            self.jobs,
-            deadline,
-            move |e| ask(&http, e, deadline),
-            |e| {
-                let fault = Fault::new("timeout", "no answer within --timeout");
-                Report::failed(e.host.clone(), e.url.clone(), fault)
-            },
-        )
+        read(self.endpoints.clone(), &self.http, self.jobs, deadline)
     }
+}
+
+/// Each of `endpoints`' `/snapshot` through `http`, `jobs` at once, by `deadline`: a
+/// report each, in their order (also for the Kubernetes source, whose endpoints change
+/// from round to round).
+pub fn read(
+    endpoints: Vec<Endpoint>,
+    http: &Arc<Http>,
+    jobs: usize,
+    deadline: Instant,
+) -> Vec<Report> {
+    let http = http.clone();
+    fan_out(
+        endpoints,
+        jobs,
+        deadline,
+        move |e| ask(&http, e, deadline),
+        |e| {
+            let fault = Fault::new("timeout", "no answer within --timeout");
+            Report::failed(e.host.clone(), e.url.clone(), fault)
+        },
+    )
 }
 
 fn ask(http: &Http, e: &Endpoint, deadline: Instant) -> Report {

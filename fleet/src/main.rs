@@ -1,8 +1,9 @@
 //! `gpupeek-fleet`, run as `gpupeek fleet`: one table of the GPUs of many machines.
 //!
 //! Each round reads every host from its [`source::Source`] by a deadline (`--timeout`
-//! from the round's start): the hosts' own `gpupeek serve` ([`hosts`]) or a Prometheus
-//! server ([`prometheus`]). A host that cannot be read is shown with the reason, never
+//! from the round's start): the hosts' own `gpupeek serve` ([`hosts`]), a Prometheus
+//! server ([`prometheus`]), or the serves a Kubernetes Service lists ([`kubernetes`],
+//! with the API server from its kubeconfig). A host that cannot be read is shown with the reason, never
 //! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
 //! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
 //! seconds and keeps the last three rounds of each GPU to flag memory held at 0 %.
@@ -11,6 +12,7 @@
 //! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
 
 mod hosts;
+mod kubernetes;
 mod model;
 mod prometheus;
 mod render;
@@ -20,7 +22,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use gpupeek::fleetview::{self, Args, Exit, EXIT_PARTIAL, EXIT_USAGE};
+use gpupeek::fleetview::{self, Args, Exit, EXIT_KUBERNETES, EXIT_PARTIAL, EXIT_USAGE};
+use kubernetes::kubeconfig;
 use model::Report;
 use source::Source;
 
@@ -34,6 +37,7 @@ fn run(args: Args) -> Result<(), Exit> {
     let http = source::http(&args).map_err(usage)?;
     let mut source: Box<dyn Source> = match &args.prometheus {
         Some(url) => Box::new(prometheus::Prometheus::new(url, http).map_err(usage)?),
+        None if args.kubernetes => Box::new(kubernetes_source(&args, http)?),
         None => {
             let endpoints = hosts::endpoints(&args.hosts, &args.hostfiles).map_err(usage)?;
             if endpoints.is_empty() {
@@ -64,6 +68,29 @@ fn run(args: Args) -> Result<(), Exit> {
         fleetview::write_stdout(&format!("{clear}{}", output(&args, &reports, paint)))?;
         std::thread::sleep(period.saturating_sub(start.elapsed()));
     }
+}
+
+/// `--kubernetes`: the kubeconfig (or the pod's service account), and a first list of
+/// the Service's endpoints.
+fn kubernetes_source(args: &Args, http: source::Http) -> Result<kubernetes::Kubernetes, Exit> {
+    let env = kubeconfig::Env::from_process();
+    let config = kubeconfig::load(args.kubeconfig.as_deref(), args.context.as_deref(), &env)
+        .map_err(|e| Exit::new(EXIT_USAGE, e))?;
+    let namespace = args
+        .namespace
+        .as_deref()
+        .unwrap_or(fleetview::DEFAULT_NAMESPACE);
+    let service = args
+        .service
+        .as_deref()
+        .unwrap_or(fleetview::DEFAULT_SERVICE);
+    let deadline = Instant::now() + args.timeout;
+    kubernetes::Kubernetes::new(&config, namespace, service, http, args.jobs, deadline).map_err(
+        |f| match f {
+            kubernetes::Failure::Config(e) => Exit::new(EXIT_USAGE, e),
+            kubernetes::Failure::Api(e) => Exit::new(EXIT_KUBERNETES, e),
+        },
+    )
 }
 
 fn output(args: &Args, reports: &[Report], paint: render::Paint) -> String {

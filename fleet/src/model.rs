@@ -56,7 +56,7 @@ pub struct Daemon {
 #[derive(Debug, Clone, Serialize)]
 pub struct Fault {
     /// `refused`, `timeout`, `unreachable`, `tls`, `unauthorized`, `http`,
-    /// `bad_response` or `stale_daemon`.
+    /// `bad_response`, `stale_daemon`, or (Kubernetes) `not_ready` and `not_found`.
     pub kind: &'static str,
     /// One line for a person.
     pub reason: String,

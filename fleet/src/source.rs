@@ -1,11 +1,11 @@
 //! Where the fleet comes from. A [`Source`] turns one round into a [`Report`] per host
 //! by a deadline, a failed host being a report with its [`Fault`], never a missing row.
-//! Two sources today: [`crate::hosts`] (each host's `gpupeek serve /snapshot`) and
-//! [`crate::prometheus`] (a Prometheus server that scrapes them). A Kubernetes source
-//! (the serves of a DaemonSet, found through the API server) would be a third: it lists
-//! endpoints each round and hands them to [`crate::hosts`].
+//! Three sources: [`crate::hosts`] (each host's `gpupeek serve /snapshot`),
+//! [`crate::prometheus`] (a Prometheus server that scrapes them) and
+//! [`crate::kubernetes`] (the serves of a DaemonSet, found through the API server: it
+//! lists endpoints each round and hands them to [`crate::hosts`]).
 //!
-//! [`http`] builds the one HTTP client both use (ureq: blocking, rustls, gzip) from the
+//! [`http`] builds the one HTTP client the sources use to read the hosts (ureq: blocking, rustls, gzip) from the
 //! command line's TLS and basic-authentication flags, and names a failed request's
 //! cause ([`fault`]).
 

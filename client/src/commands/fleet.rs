@@ -7,10 +7,12 @@ use crate::fleet::{self, GroupBy};
 /// `gpupeek fleet`.
 pub const FLEET: Command<fleet::Args> = Command {
     name: "gpupeek fleet",
-    usage: "gpupeek fleet (--host HOST[:PORT]... | --hostfile FILE | --prometheus URL) \
+    usage: "gpupeek fleet (--host HOST[:PORT]... | --hostfile FILE | --prometheus URL | \
+            --kubernetes) \
             [--group-by host|user|pod|job] [--json] [-i [SECS]] [--timeout SECS] [options]",
     about: "One table of the GPUs of many machines, read from their gpupeek serve \
-            (/snapshot) or from a Prometheus server that scrapes them; free GPUs first, \
+            (/snapshot), from a Prometheus server that scrapes them, or from the serves a \
+            Kubernetes Service lists; free GPUs first, \
             idle allocations flagged, unreachable hosts shown with the reason.",
     flags: &[
         value_flag!(
@@ -49,6 +51,78 @@ pub const FLEET: Command<fleet::Args> = Command {
             },
             prometheus
         ),
+        Flag {
+            spec: Spec {
+                man: KUBERNETES_MAN,
+                ..Spec::switch(
+                    "kubernetes",
+                    "ask the serves of contrib/kubernetes's DaemonSet: the endpoints of the \
+                     Service (--namespace, --service), listed by the API server of the \
+                     kubeconfig's current context (or in-cluster)",
+                )
+            },
+            apply: |a, _| {
+                a.kubernetes = true;
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("FILE"),
+                values: Values::File,
+                ..Spec::switch(
+                    "kubeconfig",
+                    "with --kubernetes: the kubeconfig (default: the first file of \
+                     $KUBECONFIG, else ~/.kube/config, else the pod's service account)",
+                )
+            },
+            apply: |a, v| {
+                a.kubeconfig = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("NAME"),
+                ..Spec::switch(
+                    "context",
+                    "with --kubernetes: the kubeconfig's context to use instead of its \
+                     current-context",
+                )
+            },
+            apply: |a, v| {
+                a.context = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("NS"),
+                ..Spec::switch(
+                    "namespace",
+                    "with --kubernetes: the Service's namespace (default gpupeek, as in \
+                     contrib/kubernetes)",
+                )
+            },
+            apply: |a, v| {
+                a.namespace = Some(v.to_owned());
+                Ok(())
+            },
+        },
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("NAME"),
+                ..Spec::switch(
+                    "service",
+                    "with --kubernetes: the Service whose endpoints are the serves (default \
+                     gpupeek, as in contrib/kubernetes)",
+                )
+            },
+            apply: |a, v| {
+                a.service = Some(v.to_owned());
+                Ok(())
+            },
+        },
         Flag {
             spec: Spec {
                 arity: Arity::Value("WHAT"),
@@ -169,7 +243,8 @@ pub const FLEET: Command<fleet::Args> = Command {
     ],
     after: "It runs gpupeek-fleet, installed next to gpupeek. Exit status 0 when every host \
             answered with a live daemon, 13 when some did not (they are in the table with \
-            the reason), 2 for bad usage.",
+            the reason), 14 when the Kubernetes API server did not list the endpoints, 2 \
+            for bad usage (a kubeconfig that cannot be used included).",
 };
 
 const HOST_MAN: &str = r"A host running
@@ -210,6 +285,64 @@ Users need the exporters'
 .BR \-\-per\-user ,
 pods and jobs their
 .BR \-\-per\-process ."#;
+
+const KUBERNETES_MAN: &str = r#"Ask the serves of the DaemonSet in
+.IR contrib/kubernetes/ :
+the endpoints of its headless Service
+.RB ( \-\-service ,
+default gpupeek, in
+.BR \-\-namespace ,
+default gpupeek), listed each round from the Kubernetes API server
+(EndpointSlices labelled
+.BR kubernetes.io/service\-name ,
+or the Service's core v1 Endpoints when the server has no EndpointSlice API).
+Each endpoint is a host named by its node
+.RB ( nodeName ),
+asked on the Service's port named
+.B metrics
+(or its only port) for its
+.B /snapshot
+as
+.B \-\-host
+asks one, with the same
+.BR \-\-tls\-ca ,
+.BR \-\-insecure ,
+.B \-\-user
+and
+.BR \-\-password\-file ;
+over https when the port's
+.B appProtocol
+is https.
+An endpoint that is not ready is shown as a host with the fault
+.BR not_ready .
+The API server and its credentials come from the kubeconfig
+.RB ( \-\-kubeconfig ,
+else the first file of
+.BR $KUBECONFIG ,
+else
+.IR ~/.kube/config )
+and its current context (or
+.BR \-\-context ):
+the cluster's server, certificate authority (file or data) and
+insecure\-skip\-tls\-verify, the user's token, tokenFile, client certificate
+and key (files or data) or username and password; relative file names are
+relative to the kubeconfig's directory.
+Without a kubeconfig, inside a pod: the pod's service account
+.RB ( KUBERNETES_SERVICE_HOST ,
+.BR KUBERNETES_SERVICE_PORT ,
+.IR /var/run/secrets/kubernetes.io/serviceaccount/ ).
+A user with an exec or auth\-provider plugin is not supported (exit status 2).
+The user needs list on endpointslices (and get on the Service's endpoints) in
+the namespace:
+.I contrib/kubernetes/fleet\-role.yaml
+is such a Role.
+Each list is made within the round's
+.BR \-\-timeout .
+When the API server cannot be read, or lists no endpoint at all, the fleet
+exits 14 with one line naming the server and the reason
+(with
+.BR \-i ,
+a later round that cannot list shows the server as a host with the fault)."#;
 
 const GROUP_BY_MAN: &str = r"How rows are grouped:
 .B host

@@ -19,6 +19,7 @@ const MANIFESTS: &[&str] = &[
     "namespace.yaml",
     "daemonset.yaml",
     "service.yaml",
+    "fleet-role.yaml",
     "servicemonitor.yaml",
     "podmonitor.yaml",
     "prometheusrule.yaml",
@@ -131,7 +132,12 @@ fn built_in_kinds_pass_kubernetes_validate_strictly() {
         let out = run_with_watchdog(cmd);
         let said = format!("{}{}", stdout(&out), stderr(&out));
         assert!(out.status.success(), "{said}");
-        for name in ["namespace.yaml", "daemonset.yaml", "service.yaml"] {
+        for name in [
+            "namespace.yaml",
+            "daemonset.yaml",
+            "service.yaml",
+            "fleet-role.yaml",
+        ] {
             assert!(
                 said.lines()
                     .any(|l| l.contains(name) && l.contains("passed")),

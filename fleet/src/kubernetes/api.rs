@@ -1,0 +1,204 @@
+//! The Kubernetes API server as the fleet asks it: one GET with the kubeconfig's
+//! certificate authority, client certificate and token or password, by the round's
+//! deadline; an answer other than 200 becomes a [`Fault`] that quotes the API's own
+//! `Status` message (who is refused what).
+
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::endpoints::{parse_endpoints, parse_slices, Found};
+use super::kubeconfig::{Config, Token};
+use crate::model::Fault;
+use crate::source::{fault, MAX_BODY};
+
+/// An API server.
+pub struct Api {
+    agent: ureq::Agent,
+    /// Its URL, without a trailing `/`.
+    pub server: String,
+    token: Option<Token>,
+    basic: Option<String>,
+}
+
+impl Api {
+    /// The client for `config`: its certificate authority (else the built-in web
+    /// roots), client certificate and credentials.
+    pub fn new(config: &Config) -> Result<Api, String> {
+        use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+        let bad =
+            |what: &str, e: &dyn std::fmt::Display| format!("{}: bad {what}: {e}", config.origin);
+        let certs = |pem: &[u8], what: &str| -> Result<Vec<Certificate<'static>>, String> {
+            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| bad(what, &e))?;
+            if certs.is_empty() {
+                return Err(bad(what, &"no PEM certificate in it"));
+            }
+            Ok(certs)
+        };
+        let mut tls = TlsConfig::builder().disable_verification(config.insecure);
+        if let Some(pem) = &config.ca {
+            let roots = certs(pem, "certificate authority")?;
+            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+        }
+        if let Some((cert, key)) = &config.client_cert {
+            let chain = certs(cert, "client certificate")?;
+            let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
+            tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        let basic = config.basic.as_ref().map(|(user, password)| {
+            use base64::Engine;
+            let pair = format!("{user}:{password}");
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .tls_config(tls.build())
+            .max_redirects(0)
+            .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        Ok(Api {
+            agent,
+            server: config.server.clone(),
+            token: config.token.clone(),
+            basic,
+        })
+    }
+
+    /// GETs `path` by `deadline`: the status and body, or why there is none.
+    fn get(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        deadline: Instant,
+    ) -> Result<(u16, String), Fault> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut request = self.agent.get(format!("{}{path}", self.server));
+        for (k, v) in query {
+            request = request.query(k, v);
+        }
+        let mut request = request
+            .header("Accept", "application/json")
+            .config()
+            .timeout_global(Some(left))
+            .build();
+        if let Some(token) = &self.token {
+            let token = token.read().map_err(|e| Fault::new("unauthorized", e))?;
+            request = request.header("Authorization", format!("Bearer {token}"));
+        } else if let Some(basic) = &self.basic {
+            request = request.header("Authorization", basic);
+        }
+        let mut response = request.call().map_err(|e| api_fault(&e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| api_fault(&e))?;
+        Ok((status, body))
+    }
+
+    /// The endpoints of `service` in `namespace`, by `deadline`.
+    pub fn endpoints(
+        &self,
+        namespace: &str,
+        service: &str,
+        deadline: Instant,
+    ) -> Result<Vec<Found>, Fault> {
+        let slices = format!("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices");
+        let selector = format!("kubernetes.io/service-name={service}");
+        let (status, body) = self.get(&slices, &[("labelSelector", &selector)], deadline)?;
+        if status == 404 {
+            let path = format!("/api/v1/namespaces/{namespace}/endpoints/{service}");
+            let (status, body) = self.get(&path, &[], deadline)?;
+            return match status {
+                200 => parse_endpoints(&body),
+                404 => Err(Fault::new(
+                    "not_found",
+                    format!("no Service {service} in namespace {namespace} (HTTP 404 for its Endpoints)"),
+                )),
+                _ => Err(status_fault(status, &body)),
+            };
+        }
+        match status {
+            200 => parse_slices(&body),
+            _ => Err(status_fault(status, &body)),
+        }
+    }
+}
+
+/// A failed request to the API server: [`fault`]'s words, but about the kubeconfig.
+fn api_fault(e: &ureq::Error) -> Fault {
+    let f = fault(e);
+    match f.kind {
+        "timeout" => Fault::new("timeout", "no answer within --timeout"),
+        _ => f,
+    }
+}
+
+/// A non-200 answer: its status and the API's `Status` message.
+fn status_fault(status: u16, body: &str) -> Fault {
+    #[derive(Deserialize)]
+    struct Status {
+        message: Option<String>,
+        reason: Option<String>,
+    }
+    let said = match serde_json::from_str::<Status>(body) {
+        Ok(s) => [s.reason, s.message]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": "),
+        Err(_) => body
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(80)
+            .collect(),
+    };
+    let said = said.replace(['\n', '\r'], " ");
+    let kind = match status {
+        401 | 403 => "unauthorized",
+        _ => "http",
+    };
+    let hint = match status {
+        401 => " (check the kubeconfig's user)",
+        403 => " (the user needs list on endpointslices in the namespace)",
+        _ => "",
+    };
+    Fault::new(
+        kind,
+        format!("HTTP {status} {said}{hint}").replace("  ", " "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_say_the_status_and_the_apis_message() {
+        let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"endpointslices.discovery.k8s.io is forbidden: User \"bob\" cannot list resource","reason":"Forbidden","code":403}"#;
+        let f = status_fault(403, body);
+        assert_eq!(f.kind, "unauthorized");
+        assert!(
+            f.reason
+                .starts_with("HTTP 403 Forbidden: endpointslices.discovery.k8s.io is forbidden"),
+            "{}",
+            f.reason
+        );
+        assert_eq!(status_fault(500, "oops\nmore").reason, "HTTP 500 oops");
+    }
+}

@@ -1,0 +1,530 @@
+//! Where the Kubernetes API server is and who we are to it, found as kubectl finds them:
+//! `--kubeconfig`, else the first existing file of `$KUBECONFIG` (kubectl merges them
+//! all; we read the first), else `~/.kube/config`, else, inside a pod, its service
+//! account (`KUBERNETES_SERVICE_HOST`/`_PORT` and
+//! `/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}`).
+//!
+//! From a kubeconfig, the current context's (or `--context`'s) cluster and user: the
+//! server, its certificate authority (`certificate-authority` file or
+//! `certificate-authority-data`) or `insecure-skip-tls-verify`; the user's `token` or
+//! `tokenFile`, `client-certificate(-data)` and `client-key(-data)`, or `username` and
+//! `password`. A relative file name is relative to the kubeconfig's directory, as
+//! kubectl resolves it. A user with an `exec` or `auth-provider` plugin is refused with
+//! one line: running a credential plugin is not something this program does.
+//! Not read: the cluster's `tls-server-name` and `proxy-url`, and the context's
+//! `namespace` (`--namespace` is the DaemonSet's, `gpupeek`, whatever the context).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde::Deserialize;
+
+/// How to reach and authenticate to the API server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Where it came from (the kubeconfig's path and context, or "in-cluster"), for
+    /// messages.
+    pub origin: String,
+    /// The server's URL (`https://HOST:PORT`, maybe with a path prefix).
+    pub server: String,
+    /// The certificate authority's PEM, when given (else the built-in web roots).
+    pub ca: Option<Vec<u8>>,
+    /// Whether the server's certificate is not verified.
+    pub insecure: bool,
+    /// The bearer token.
+    pub token: Option<Token>,
+    /// Basic authentication's user name and password.
+    pub basic: Option<(String, String)>,
+    /// A client certificate chain and its key, PEM.
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A bearer token: as given, or read from a file at each request (service-account
+/// tokens are rotated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    /// The token itself.
+    Literal(String),
+    /// A file holding it.
+    File(PathBuf),
+}
+
+impl Token {
+    /// The token's text.
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            Token::Literal(t) => Ok(t.clone()),
+            Token::File(path) => std::fs::read_to_string(path)
+                .map(|t| t.trim().to_owned())
+                .map_err(|e| format!("cannot read the token file {}: {e}", path.display())),
+        }
+    }
+}
+
+/// What the lookup reads from the environment (the process's, or a test's).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// `$KUBECONFIG`.
+    pub kubeconfig: Option<String>,
+    /// `$HOME`.
+    pub home: Option<PathBuf>,
+    /// `$KUBERNETES_SERVICE_HOST`.
+    pub service_host: Option<String>,
+    /// `$KUBERNETES_SERVICE_PORT`.
+    pub service_port: Option<String>,
+    /// The service account's directory.
+    pub account_dir: PathBuf,
+}
+
+/// Where a pod's service account is mounted.
+pub const ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+impl Env {
+    /// This process's environment.
+    pub fn from_process() -> Env {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Env {
+            kubeconfig: var("KUBECONFIG"),
+            home: var("HOME").map(PathBuf::from),
+            service_host: var("KUBERNETES_SERVICE_HOST"),
+            service_port: var("KUBERNETES_SERVICE_PORT"),
+            account_dir: PathBuf::from(ACCOUNT_DIR),
+        }
+    }
+}
+
+/// The API server and credentials: from `explicit` (`--kubeconfig`), else as the module
+/// says; `context` is `--context`.
+pub fn load(explicit: Option<&str>, context: Option<&str>, env: &Env) -> Result<Config, String> {
+    if let Some(path) = explicit {
+        return from_file(Path::new(path), context);
+    }
+    let file = match &env.kubeconfig {
+        Some(list) => list
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .find(|p| p.exists()),
+        None => env
+            .home
+            .as_ref()
+            .map(|h| h.join(".kube/config"))
+            .filter(|p| p.exists()),
+    };
+    if let Some(file) = file {
+        return from_file(&file, context);
+    }
+    if let (Some(host), Some(port)) = (&env.service_host, &env.service_port) {
+        if context.is_some() {
+            return Err("--context needs a kubeconfig, and there is none (in-cluster)".into());
+        }
+        return Ok(in_cluster(host, port, &env.account_dir));
+    }
+    let looked = match &env.kubeconfig {
+        Some(list) => format!("$KUBECONFIG ({list})"),
+        None => "~/.kube/config".into(),
+    };
+    Err(format!(
+        "no kubeconfig: none in {looked}, no --kubeconfig, and not in a pod \
+         (KUBERNETES_SERVICE_HOST is not set)"
+    ))
+}
+
+/// The pod's service account.
+fn in_cluster(host: &str, port: &str, dir: &Path) -> Config {
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    let ca = std::fs::read(dir.join("ca.crt")).ok();
+    Config {
+        origin: "in-cluster service account".into(),
+        server: format!("https://{host}:{port}"),
+        ca,
+        insecure: false,
+        token: Some(Token::File(dir.join("token"))),
+        basic: None,
+        client_cert: None,
+    }
+}
+
+/// A kubeconfig's keys that matter here.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct File {
+    #[serde(rename = "current-context")]
+    current_context: Option<String>,
+    clusters: Option<Vec<NamedCluster>>,
+    contexts: Option<Vec<NamedContext>>,
+    users: Option<Vec<NamedUser>>,
+}
+
+#[derive(Deserialize)]
+struct NamedCluster {
+    name: String,
+    #[serde(default)]
+    cluster: Option<Cluster>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Cluster {
+    server: Option<String>,
+    #[serde(rename = "certificate-authority")]
+    ca_file: Option<String>,
+    #[serde(rename = "certificate-authority-data")]
+    ca_data: Option<String>,
+    #[serde(rename = "insecure-skip-tls-verify")]
+    insecure: bool,
+}
+
+#[derive(Deserialize)]
+struct NamedContext {
+    name: String,
+    #[serde(default)]
+    context: Option<Context>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Context {
+    cluster: Option<String>,
+    user: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NamedUser {
+    name: String,
+    #[serde(default)]
+    user: Option<User>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct User {
+    token: Option<String>,
+    #[serde(rename = "tokenFile")]
+    token_file: Option<String>,
+    #[serde(rename = "client-certificate")]
+    cert_file: Option<String>,
+    #[serde(rename = "client-certificate-data")]
+    cert_data: Option<String>,
+    #[serde(rename = "client-key")]
+    key_file: Option<String>,
+    #[serde(rename = "client-key-data")]
+    key_data: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    exec: Option<Exec>,
+    #[serde(rename = "auth-provider")]
+    auth_provider: Option<AuthProvider>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Exec {
+    command: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AuthProvider {
+    name: Option<String>,
+}
+
+/// The kubeconfig at `path`, its `context` or current context.
+pub fn from_file(path: &Path, context: Option<&str>) -> Result<Config, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read kubeconfig {shown}: {e}"))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    parse(&text, &shown.to_string(), dir, context)
+}
+
+/// A kubeconfig's `text` (read from `shown`, whose relative file names are relative to
+/// `dir`).
+pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Result<Config, String> {
+    let bad = |why: String| format!("kubeconfig {shown}: {why}");
+    let file: File = if text.trim().is_empty() {
+        File::default()
+    } else {
+        serde_yaml::from_str(text).map_err(|e| bad(format!("not a kubeconfig ({e})")))?
+    };
+    let name = match context.or(file.current_context.as_deref()) {
+        Some(name) if !name.is_empty() => name,
+        _ => return Err(bad("no current-context (give --context NAME)".into())),
+    };
+    let ctx = file
+        .contexts
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| bad(format!("no context named {name:?}")))?
+        .context
+        .unwrap_or_default();
+    let cluster_name = ctx
+        .cluster
+        .ok_or_else(|| bad(format!("context {name:?} names no cluster")))?;
+    let cluster = file
+        .clusters
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.name == cluster_name)
+        .ok_or_else(|| bad(format!("no cluster named {cluster_name:?}")))?
+        .cluster
+        .unwrap_or_default();
+    let user = match &ctx.user {
+        None => User::default(),
+        Some(user_name) => file
+            .users
+            .unwrap_or_default()
+            .into_iter()
+            .find(|u| &u.name == user_name)
+            .ok_or_else(|| bad(format!("no user named {user_name:?}")))?
+            .user
+            .unwrap_or_default(),
+    };
+    let user_name = ctx.user.as_deref().unwrap_or_default();
+    if let Some(exec) = &user.exec {
+        let command = exec.command.as_deref().unwrap_or("?");
+        return Err(bad(format!(
+            "user {user_name:?} gets its credentials from an exec plugin ({command}), which \
+             gpupeek fleet does not run: use a context whose user has a token, a client \
+             certificate or a password"
+        )));
+    }
+    if let Some(provider) = &user.auth_provider {
+        let provider = provider.name.as_deref().unwrap_or("?");
+        return Err(bad(format!(
+            "user {user_name:?} gets its credentials from the auth-provider plugin \
+             {provider}, which gpupeek fleet does not support: use a context whose user has \
+             a token, a client certificate or a password"
+        )));
+    }
+    let server = cluster
+        .server
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| bad(format!("cluster {cluster_name:?} has no server")))?;
+    if !(server.starts_with("https://") || server.starts_with("http://")) {
+        return Err(bad(format!(
+            "cluster {cluster_name:?}'s server {server:?} is not an http:// or https:// URL"
+        )));
+    }
+    let read = |data: &Option<String>, file: &Option<String>, what: &str| {
+        let data = data.as_deref().filter(|d| !d.is_empty());
+        let file = file.as_deref().filter(|f| !f.is_empty());
+        match (data, file) {
+            (Some(data), _) => base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map(Some)
+                .map_err(|e| bad(format!("{what}-data is not base64 ({e})"))),
+            (None, Some(file)) => {
+                let path = dir.join(file);
+                std::fs::read(&path)
+                    .map(Some)
+                    .map_err(|e| bad(format!("cannot read {what} {}: {e}", path.display())))
+            }
+            (None, None) => Ok(None),
+        }
+    };
+    let ca = read(&cluster.ca_data, &cluster.ca_file, "certificate-authority")?;
+    let cert = read(&user.cert_data, &user.cert_file, "client-certificate")?;
+    let key = read(&user.key_data, &user.key_file, "client-key")?;
+    let client_cert = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (Some(_), None) => return Err(bad("a client-certificate without a client-key".into())),
+        (None, Some(_)) => return Err(bad("a client-key without a client-certificate".into())),
+    };
+    let token = match (user.token.filter(|t| !t.is_empty()), user.token_file) {
+        (Some(token), _) => Some(Token::Literal(token)),
+        (None, Some(file)) if !file.is_empty() => Some(Token::File(dir.join(file))),
+        _ => None,
+    };
+    let basic = match (user.username, user.password) {
+        (Some(u), Some(p)) if !u.is_empty() => Some((u, p)),
+        _ => None,
+    };
+    if token.is_some() && basic.is_some() {
+        return Err(bad(format!(
+            "user {user_name:?} has both a token and a username and password: give one"
+        )));
+    }
+    Ok(Config {
+        origin: format!("kubeconfig {shown}, context {name}"),
+        server: server.trim_end_matches('/').to_owned(),
+        ca,
+        insecure: cluster.insecure,
+        token,
+        basic,
+        client_cert,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+  - name: prod-cluster
+    cluster:
+      server: https://10.0.0.1:6443/
+      certificate-authority: certs/ca.pem
+  - name: lab-cluster
+    cluster:
+      server: http://127.0.0.1:8001
+      certificate-authority-data: Q0EgUEVN
+      insecure-skip-tls-verify: true
+contexts:
+  - name: prod
+    context: {cluster: prod-cluster, user: admin, namespace: default}
+  - name: lab
+    context: {cluster: lab-cluster, user: alice}
+  - name: cloud
+    context: {cluster: lab-cluster, user: gke}
+  - name: aws
+    context: {cluster: lab-cluster, user: eks}
+  - name: anonymous
+    context: {cluster: lab-cluster}
+users:
+  - name: admin
+    user:
+      client-certificate: /abs/admin.crt
+      client-key-data: S0VZ
+      tokenFile: token
+  - name: alice
+    user: {username: alice, password: secret}
+  - name: gke
+    user:
+      auth-provider: {name: gcp}
+  - name: eks
+    user:
+      exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, args: [eks, get-token]}
+"#;
+
+    fn parse_in(dir: &Path, context: Option<&str>) -> Result<Config, String> {
+        parse(CONFIG, "cfg", dir, context)
+    }
+
+    #[test]
+    fn the_current_context_picks_the_cluster_and_user_and_files_are_relative_to_the_config() {
+        let dir = std::env::temp_dir().join(format!("gpupeek-kubeconfig-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("certs")).unwrap();
+        std::fs::write(dir.join("certs/ca.pem"), "CA FILE").unwrap();
+        // client-certificate is absolute: not found, named in the error.
+        let err = parse_in(&dir, None).unwrap_err();
+        assert!(err.contains("/abs/admin.crt"), "{err}");
+        let text = CONFIG.replace("/abs/admin.crt", "admin.crt");
+        std::fs::write(dir.join("admin.crt"), "CERT").unwrap();
+        let c = parse(&text, "cfg", &dir, None).unwrap();
+        assert_eq!(c.server, "https://10.0.0.1:6443");
+        assert_eq!(c.ca.as_deref(), Some(&b"CA FILE"[..]));
+        assert!(!c.insecure);
+        // Data beats file; the key is data (base64 of "KEY"), the cert a relative file.
+        assert_eq!(c.client_cert, Some((b"CERT".to_vec(), b"KEY".to_vec())));
+        assert_eq!(c.token, Some(Token::File(dir.join("token"))));
+        assert_eq!(c.basic, None);
+        assert_eq!(c.origin, "kubeconfig cfg, context prod");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn another_context_is_chosen_by_name_and_data_fields_are_base64() {
+        let c = parse_in(Path::new("/nonexistent"), Some("lab")).unwrap();
+        assert_eq!(c.server, "http://127.0.0.1:8001");
+        assert_eq!(c.ca.as_deref(), Some(&b"CA PEM"[..]));
+        assert!(c.insecure);
+        assert_eq!(c.basic, Some(("alice".into(), "secret".into())));
+        assert_eq!(c.token, None);
+        assert_eq!(c.client_cert, None);
+        let c = parse_in(Path::new("/nonexistent"), Some("anonymous")).unwrap();
+        assert_eq!((c.token, c.basic, c.client_cert), (None, None, None));
+    }
+
+    #[test]
+    fn plugins_missing_names_and_garbage_are_one_line_errors() {
+        let err = |ctx: Option<&str>, text: &str| parse(text, "cfg", Path::new("/"), ctx);
+        for (ctx, text, says) in [
+            (Some("aws"), CONFIG, "exec plugin (aws)"),
+            (Some("cloud"), CONFIG, "auth-provider plugin gcp"),
+            (Some("nope"), CONFIG, "no context named \"nope\""),
+            (None, "clusters: []\n", "no current-context"),
+            (None, "", "no current-context"),
+            (
+                None,
+                "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n",
+                "no cluster named \"c\"",
+            ),
+            (None, "- just\n- a list\n", "not a kubeconfig"),
+            (
+                None,
+                "current-context: x\ncontexts: [{name: x, context: {cluster: c}}]\n\
+                 clusters: [{name: c, cluster: {server: 'localhost:6443'}}]\n",
+                "not an http:// or https:// URL",
+            ),
+            (
+                None,
+                "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n\
+                 clusters: [{name: c, cluster: {server: 'https://h'}}]\n\
+                 users: [{name: u, user: {client-certificate-data: 'QQ=='}}]\n",
+                "without a client-key",
+            ),
+            (
+                None,
+                "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n\
+                 clusters: [{name: c, cluster: {server: 'https://h'}}]\n\
+                 users: [{name: u, user: {token: t, username: u, password: p}}]\n",
+                "both a token and a username",
+            ),
+        ] {
+            let e = err(ctx, text).unwrap_err();
+            assert!(e.contains(says), "{ctx:?}: {e}");
+            assert!(e.starts_with("kubeconfig cfg: "), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn kubeconfig_is_looked_for_as_kubectl_does_then_in_cluster() {
+        let dir = std::env::temp_dir().join(format!("gpupeek-kubelookup-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("home/.kube")).unwrap();
+        std::fs::create_dir_all(dir.join("sa")).unwrap();
+        std::fs::write(dir.join("sa/ca.crt"), "SA CA").unwrap();
+        let one = "current-context: a\ncontexts: [{name: a, context: {cluster: a}}]\n\
+                   clusters: [{name: a, cluster: {server: 'https://one'}}]\n";
+        let two = one.replace("https://one", "https://two");
+        std::fs::write(dir.join("one"), one).unwrap();
+        std::fs::write(dir.join("two"), &two).unwrap();
+        std::fs::write(dir.join("home/.kube/config"), two.replace("two", "home")).unwrap();
+        let mut env = Env {
+            kubeconfig: Some(format!("{0}/missing:{0}/one:{0}/two", dir.display())),
+            home: Some(dir.join("home")),
+            service_host: Some("fd00::1".into()),
+            service_port: Some("443".into()),
+            account_dir: dir.join("sa"),
+        };
+        let server = |env: &Env| load(None, None, env).map(|c| c.server);
+        let explicit = dir.join("two");
+        let explicit = load(Some(explicit.to_str().unwrap()), None, &env).unwrap();
+        assert_eq!(explicit.server, "https://two");
+        // The first file of $KUBECONFIG that exists.
+        assert_eq!(server(&env).unwrap(), "https://one");
+        env.kubeconfig = Some(format!("{}/missing", dir.display()));
+        let c = load(None, None, &env).unwrap();
+        assert_eq!(c.server, "https://[fd00::1]:443", "in-cluster");
+        assert_eq!(c.ca.as_deref(), Some(&b"SA CA"[..]));
+        assert_eq!(c.token, Some(Token::File(dir.join("sa/token"))));
+        env.kubeconfig = None;
+        assert_eq!(server(&env).unwrap(), "https://home");
+        env.home = Some(dir.join("nohome"));
+        env.service_host = None;
+        let e = server(&env).unwrap_err();
+        assert!(e.starts_with("no kubeconfig"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,126 @@
+//! The serves of contrib/kubernetes's DaemonSet, found through the Kubernetes API: each
+//! round lists the endpoints of its headless Service (`--namespace`, `--service`) and
+//! reads each ready one as [`crate::hosts`] reads a `--host`, with the same TLS and
+//! basic-authentication flags. A host is named by its endpoint's node (`nodeName`);
+//! an endpoint that is not ready is a host with the fault `not_ready`, never left out.
+//!
+//! The list: `GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices
+//! ?labelSelector=kubernetes.io/service-name=SVC`; when the server answers 404 (no
+//! EndpointSlice API: Kubernetes before 1.21), the Service's core v1 Endpoints,
+//! `GET /api/v1/namespaces/NS/endpoints/SVC`. The port is the one named `metrics`
+//! (the Service's, as contrib/kubernetes names it), or the only one; https when its
+//! `appProtocol` is `https`.
+//!
+//! The API server and credentials come from [`kubeconfig`]; [`api`] asks it, and
+//! [`endpoints`] turns its answers into hosts. When the first list
+//! fails, or finds no endpoint, the program stops with one line naming the server and
+//! the reason ([`gpupeek::fleetview::EXIT_KUBERNETES`]); a later round (`-i`) that
+//! cannot list shows the server as a host with the fault.
+
+mod api;
+mod endpoints;
+pub mod kubeconfig;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::hosts;
+use crate::model::{Fault, Report};
+use crate::source::{Http, Source};
+use api::Api;
+use endpoints::{targets, Found};
+use kubeconfig::Config;
+
+/// The Service's serves.
+pub struct Kubernetes {
+    api: Api,
+    origin: String,
+    namespace: String,
+    service: String,
+    http: Arc<Http>,
+    jobs: usize,
+    /// The first list, made by [`Kubernetes::new`].
+    first: Option<Vec<Found>>,
+}
+
+impl Kubernetes {
+    /// The serves of `service` in `namespace`, listed by the API server `config` names
+    /// (a first time now, by `deadline`), read through `http`, `jobs` at once. `Err`:
+    /// the line to stop with.
+    pub fn new(
+        config: &Config,
+        namespace: &str,
+        service: &str,
+        http: Http,
+        jobs: usize,
+        deadline: Instant,
+    ) -> Result<Kubernetes, Failure> {
+        let api = Api::new(config).map_err(Failure::Config)?;
+        let first = api.endpoints(namespace, service, deadline).map_err(|f| {
+            Failure::Api(format!(
+                "Kubernetes API server {} ({}): {}",
+                api.server, config.origin, f.reason
+            ))
+        })?;
+        if first.is_empty() {
+            return Err(Failure::Api(format!(
+                "Kubernetes API server {} lists no endpoint of Service {service} in namespace \
+                 {namespace} (is contrib/kubernetes installed there? see --namespace and \
+                 --service)",
+                api.server
+            )));
+        }
+        Ok(Kubernetes {
+            api,
+            origin: config.origin.clone(),
+            namespace: namespace.to_owned(),
+            service: service.to_owned(),
+            http: Arc::new(http),
+            jobs,
+            first: Some(first),
+        })
+    }
+}
+
+/// Why the Kubernetes source cannot start.
+pub enum Failure {
+    /// The kubeconfig's credentials cannot be used.
+    Config(String),
+    /// The API server did not list the endpoints.
+    Api(String),
+}
+
+impl Source for Kubernetes {
+    fn round(&mut self, deadline: Instant) -> Vec<Report> {
+        let found = match self.first.take() {
+            Some(found) => Ok(found),
+            None => self.api.endpoints(&self.namespace, &self.service, deadline),
+        };
+        let found = match found {
+            Ok(found) => found,
+            Err(f) => {
+                let server = self.api.server.clone();
+                let reason = format!("{} ({})", f.reason, self.origin);
+                return vec![Report::failed(
+                    server.clone(),
+                    server,
+                    Fault::new(f.kind, reason),
+                )];
+            }
+        };
+        let (ask, skip): (Vec<_>, Vec<_>) =
+            targets(found).into_iter().partition(|(_, f)| f.is_none());
+        let mut reports = hosts::read(
+            ask.into_iter().map(|(e, _)| e).collect(),
+            &self.http,
+            self.jobs,
+            deadline,
+        );
+        reports.extend(
+            skip.into_iter()
+                .filter_map(|(e, f)| f.map(|f| Report::failed(e.host, e.url, f))),
+        );
+        reports.sort_by(|a, b| a.host.cmp(&b.host));
+        reports
+    }
+}
