@@ -27,6 +27,7 @@ mod fleet;
 mod fleet_faults;
 mod gpu_check;
 mod gpustat;
+mod gpustat_cases;
 mod history;
 mod hostile;
 mod hung;
