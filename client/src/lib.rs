@@ -304,9 +304,18 @@ fn view_context(snap: &gpupeek_shm::Snapshot) -> view::Context {
     let pid_ns_inode =
         gpupeek_shm::procfs::pid_ns_inode(std::path::Path::new("/proc/self/ns/pid")).unwrap_or(0);
     let withheld = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Basic);
+    let resolves = snap.proc_policy() == Some(gpupeek_shm::ProcPolicy::Full)
+        && snap.proc_head.flags & gpupeek_shm::layout::proc_flags::HIDEPID == 0
+        && pid_ns_inode != 0
+        && snap.proc_head.pid_ns_inode == pid_ns_inode
+        && snap
+            .processes
+            .iter()
+            .any(|p| p.valid & gpupeek_shm::layout::proc_valid::CMDLINE != 0);
     view::Context {
         pid_ns_inode,
         local: withheld.then_some(local::read as fn(u32) -> Option<local::LocalProc>),
+        gone: resolves.then_some(local::gone as fn(u32) -> bool),
     }
 }
 

@@ -29,6 +29,11 @@ pub struct LocalProc {
     pub start_unix_ns: Option<u64>,
 }
 
+/// Whether `/proc/PID` is not there: the process has exited.
+pub fn gone(pid: u32) -> bool {
+    !Path::new("/proc").join(pid.to_string()).exists()
+}
+
 /// Reads `/proc/PID`; `None` when it is not there or hidden from us.
 pub fn read(pid: u32) -> Option<LocalProc> {
     read_from(Path::new("/proc"), pid)

@@ -30,7 +30,13 @@ pub const BOLD_BLACK: &str = "\x1b[1m\x1b[30m";
 pub const BOLD: &str = "\x1b[1m";
 /// 256-colour 24, a dark blue: gpustat's colour for command lines.
 pub const DIM_BLUE: &str = "\x1b[38;5;24m";
-const RESET: &str = "\x1b[0m";
+/// gpustat's `normal` under `--force-color`: SGR 0 and the primary font, where the
+/// terminal's own `sgr0` would end in `\x0f` or `\x1b(B`, which watch(1) prints as text
+/// (gpustat issue #32).
+const RESET: &str = "\x1b[0;10m";
+
+/// gpustat's `normal`, for text that [`Painter::code`] opens with it.
+pub const NORMAL: &str = RESET;
 
 /// Whether to colour, decided once per run.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +58,16 @@ impl Painter {
         self.enabled
     }
 
+    /// `style` itself when colouring, else nothing: for lines written as gpustat writes
+    /// them, a style opened and closed where it does.
+    pub fn code<'a>(&self, style: &'a str) -> &'a str {
+        if self.enabled {
+            style
+        } else {
+            ""
+        }
+    }
+
     /// `text` wrapped in `style` and a reset, or plain.
     pub fn paint(&self, style: &str, text: impl std::fmt::Display) -> String {
         if self.enabled {
@@ -70,7 +86,7 @@ mod tests {
     fn forced_colour_wraps_and_never_wins_over_force() {
         assert_eq!(
             Painter::new(true, false, false).paint(RED, "x"),
-            "\x1b[31mx\x1b[0m"
+            "\x1b[31mx\x1b[0;10m"
         );
         assert_eq!(Painter::new(true, true, true).paint(RED, "x"), "x");
         assert_eq!(Painter::new(false, false, false).paint(RED, "x"), "x");

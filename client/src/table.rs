@@ -73,10 +73,13 @@ pub fn render(view: &View, args: &Args, paint: Painter, hostname: &str, time: &s
     out
 }
 
-/// gpustat's `-f` lines under a GPU, ` ├─ pid (cpu%, host memory): command line`, with
-/// the running time and the process's SM utilisation added inside the parentheses.
+/// gpustat's `-f` lines under a GPU, ` ├─ pid (cpu%, host memory): command line`, byte
+/// for byte, colours included (each part opened with gpustat's `normal`, as its
+/// `full_process_info` writes them). The running time and the SM utilisation are in
+/// `--json` (`running_time`, `sm_utilization`) and `gpupeek top`.
 fn full_process_lines(out: &mut String, g: &GpuView, p: Painter) {
     let list = g.processes.as_deref().unwrap_or_default();
+    let normal = p.code(s::NORMAL);
     for (i, proc) in list.iter().enumerate() {
         let branch = if i + 1 == list.len() {
             "└─"
@@ -87,24 +90,20 @@ fn full_process_lines(out: &mut String, g: &GpuView, p: Painter) {
             .cpu_percent
             .map_or("  --".to_owned(), |c| format!("{c:4.0}"));
         let mem = proc.host_mem_bytes.map_or("--".to_owned(), bytes2human);
-        let time = proc.running_secs.map_or("--".to_owned(), elapsed);
-        let sm = proc
-            .gpu_util_pct
-            .map_or(" --".to_owned(), |[sm, ..]| format!("{sm:>3}"));
         let _ = writeln!(
             out,
-            " {branch} {:>6} ({}, {}, {:>8}, SM {}): {}",
+            "{normal} {branch} {:>6} {normal}({}{cpu}%{normal}, {}{mem:>6}{normal}){normal}: {}{}{normal}",
             proc.pid,
-            p.paint(s::GREEN, format!("{cpu}%")),
-            p.paint(s::YELLOW, format!("{mem:>6}")),
-            time,
-            p.paint(s::GREEN, format!("{sm}%")),
+            p.code(s::GREEN),
+            p.code(s::YELLOW),
+            p.code(s::DIM_BLUE),
             command_line(proc, p),
         );
     }
 }
 
-/// gpustat's `prettify_commandline`: the command's base name highlighted.
+/// gpustat's `prettify_commandline`: the command line in its dark blue, the command's
+/// base name in cyan.
 fn command_line(proc: &ProcView, p: Painter) -> String {
     let Some(argv) = proc.full_command.as_ref().filter(|a| !a.is_empty()) else {
         return proc.command.clone().unwrap_or_else(|| "?".to_owned());
@@ -113,10 +112,11 @@ fn command_line(proc: &ProcView, p: Painter) -> String {
         Some(at) => argv[0].split_at(at + 1),
         None => ("", argv[0].as_str()),
     };
-    let mut line = format!("{}{}", p.paint(s::DIM_BLUE, dir), p.paint(s::CYAN, base));
+    let (text, command) = (p.code(s::DIM_BLUE), p.code(s::CYAN));
+    let mut line = format!("{text}{dir}{command}{base}{text}");
     for arg in &argv[1..] {
         line.push(' ');
-        line.push_str(&p.paint(s::DIM_BLUE, arg));
+        line.push_str(arg);
     }
     line
 }
@@ -131,17 +131,6 @@ pub fn bytes2human(bytes: u64) -> String {
         suffix += 1;
     }
     format!("{value}{}", SUFFIXES[suffix])
-}
-
-/// Running time as `ps -o etime` prints it: `[[dd-]hh:]mm:ss`.
-pub fn elapsed(secs: u64) -> String {
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    match (days, h) {
-        (0, 0) => format!("{m:02}:{s:02}"),
-        (0, _) => format!("{h:02}:{m:02}:{s:02}"),
-        _ => format!("{days}-{h:02}:{m:02}:{s:02}"),
-    }
 }
 
 /// gpustat's header line: host, time of the data, driver version.
@@ -280,7 +269,11 @@ fn gpu_line(
     } else {
         (s::BOLD_BLACK, s::BOLD_BLACK)
     };
-    let used = p.paint(used_style, format!("{:>5}", val(g, g.mem_used_mib)));
+    // gpustat opens the used figure with cyan and then its own style (`%(C1)s%(CMemU)s`).
+    let used = p.paint(
+        &format!("{}{used_style}", s::CYAN),
+        format!("{:>5}", val(g, g.mem_used_mib)),
+    );
     let total = p.paint(total_style, format!("{:>5}", val(g, g.mem_total_mib)));
     let _ = write!(out, " | {used} / {total} MB");
     if !args.no_processes {
@@ -415,14 +408,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_times_read_like_gpustat_and_ps() {
+    fn sizes_read_like_gpustat() {
         assert_eq!(bytes2human(9999), "9999B");
         assert_eq!(bytes2human(10_000), "9KB");
         assert_eq!(bytes2human(2 << 30), "2048MB");
         assert_eq!(bytes2human(u64::MAX), "16383PB");
-        assert_eq!(elapsed(59), "00:59");
-        assert_eq!(elapsed(3600 + 62), "01:01:02");
-        assert_eq!(elapsed(2 * 86_400 + 5), "2-00:00:05");
     }
 
     #[test]

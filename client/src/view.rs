@@ -171,6 +171,12 @@ pub struct Context {
     pub pid_ns_inode: u64,
     /// Reads the reader's own `/proc` for a pid (`None` when it shows nothing).
     pub local: Option<fn(u32) -> Option<LocalProc>>,
+    /// Whether a pid the daemon could not resolve has left the reader's `/proc`: set
+    /// only when the daemon resolves processes (full policy, some process resolved),
+    /// `/proc` hides no one and the reader shares the daemon's pid namespace. Such a
+    /// process (NVML still listing a pid that is gone, gpustat issue #95) is not shown,
+    /// as gpustat shows no process psutil cannot find.
+    pub gone: Option<fn(u32) -> bool>,
 }
 
 fn decode(t: Option<Text>) -> Option<String> {
@@ -206,13 +212,20 @@ impl View {
 
 impl GpuView {
     fn new(g: &Gpu, model: &Model, ctx: &Context) -> GpuView {
+        let mut gone = 0;
         let processes = g.process_count.map(|_| {
             model
                 .processes_on(g.index)
+                .filter(|p| {
+                    let unresolved = p.user.is_none() && p.cmdline.is_none();
+                    let left = unresolved && ctx.gone.is_some_and(|gone| gone(p.pid));
+                    gone += u32::from(left);
+                    !left
+                })
                 .map(|p| ProcView::new(p, model, ctx))
                 .collect::<Vec<_>>()
         });
-        let shown = processes.as_ref().map_or(0, Vec::len) as u32;
+        let shown = processes.as_ref().map_or(0, Vec::len) as u32 + gone;
         GpuView {
             index: g.index,
             state: g.state,

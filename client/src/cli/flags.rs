@@ -86,8 +86,8 @@ const FLAGS: &[Flag<Args>] = &[
             aliases: &["full-process-info"],
             ..Spec::switch(
                 "show-full-cmd",
-                "show a line per process with its CPU use, host memory, running time, \
-                 GPU (SM) utilisation and full command line",
+                "show a line per process with its CPU use, host memory and full command \
+                 line",
             )
         },
         apply: set!(show_full_cmd),

@@ -29,6 +29,7 @@ mod fleet_faults;
 mod fleet_kubernetes;
 mod gpu_check;
 mod gpustat;
+mod gpustat_cases;
 mod history;
 mod hostile;
 mod hung;
