@@ -1,0 +1,272 @@
+//! `gpupeekd --pod-views`: one segment per pod, with only that pod's GPUs and processes. Pods are real cgroups named as the kubelet names them,
+//! the allocations come from the fake kubelet pod-resources server, the pod uids from a
+//! pod log directory laid out as the kubelet lays it out.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpupeek_e2e::{root_or_skip, wait_for, Daemon, Sandbox};
+use gpupeek_kube::api::{
+    ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+};
+use gpupeek_kube::fake::{Answer, FakeKubelet};
+use gpupeek_shm::{text, Segment, Snapshot};
+use serde_json::{json, Value};
+
+use crate::processes::{NamedCgroup, Proc};
+
+const MIB: u64 = 1 << 20;
+const UID_A: &str = "aaaaaaaa-1111-4111-8111-000000000001";
+const UID_B: &str = "bbbbbbbb-2222-4222-8222-000000000002";
+const UID_C: &str = "cccccccc-3333-4333-8333-000000000003";
+const GPUS: [&str; 3] = [
+    "GPU-00000000-0000-4000-8000-00000000000a",
+    "GPU-11111111-1111-4111-8111-11111111111b",
+    "GPU-22222222-2222-4222-8222-22222222222c",
+];
+const NAMES: [&str; 3] = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4"];
+
+/// A cgroup named as the kubelet (systemd driver) and containerd name a container of pod
+/// `uid`.
+fn pod_cgroup(uid: &str, container: char, pid: u32) -> NamedCgroup {
+    let parts = [
+        "kubepods.slice".to_owned(),
+        "kubepods-besteffort.slice".to_owned(),
+        format!("kubepods-besteffort-pod{}.slice", uid.replace('-', "_")),
+        format!("cri-containerd-{}.scope", container.to_string().repeat(64)),
+    ];
+    NamedCgroup::create_with(&parts, pid)
+}
+
+/// A "container": its own pid and mount namespaces (with its own /proc), running
+/// `sleep`; returns it and the host pid of its `sleep` (pid 1 inside).
+fn container() -> (Proc, u32) {
+    let holder = Proc::spawn(Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount",
+        "--mount-proc",
+        "sleep",
+        "600",
+    ]));
+    let children = format!("/proc/{0}/task/{0}/children", holder.pid());
+    for _ in 0..500 {
+        let inner = std::fs::read_to_string(&children)
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            });
+        if let Some(inner) = inner {
+            return (holder, inner);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the container's process did not start");
+}
+
+/// Three GPUs; `procs` as (GPU, pid, MiB).
+fn scenario(procs: &[(usize, u32, u64)]) -> Value {
+    let gpus: Vec<Value> = (0..3)
+        .map(|g| {
+            let processes: Vec<Value> = procs
+                .iter()
+                .filter(|p| p.0 == g)
+                .map(|&(_, pid, mib)| json!({"pid": pid, "used_gpu_memory_bytes": mib * MIB}))
+                .collect();
+            json!({
+                "name": NAMES[g], "uuid": GPUS[g],
+                "memory_total_bytes": 80u64 << 30, "memory_used_bytes": (g as u64 + 1) << 30,
+                "processes": processes
+            })
+        })
+        .collect();
+    json!({ "gpus": gpus })
+}
+
+/// The kubelet's answer: each (pod name, allocated GPU).
+fn allocations(pods: &[(&str, &str)]) -> Answer {
+    Answer::Pods(ListPodResourcesResponse {
+        pod_resources: pods
+            .iter()
+            .map(|&(name, gpu)| PodResources {
+                name: name.into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "main".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec![gpu.into()],
+                    }],
+                }],
+            })
+            .collect(),
+    })
+}
+
+struct Pods {
+    sb: Sandbox,
+    views: PathBuf,
+    logs: PathBuf,
+    socket: PathBuf,
+}
+
+impl Pods {
+    fn new(tag: &str) -> Self {
+        let sb = Sandbox::new(tag);
+        let views = sb.dir.join("pods");
+        let logs = sb.dir.join("podlogs");
+        for (pod, uid) in [
+            ("train-a", UID_A),
+            ("train-b", UID_B),
+            ("idle-c", UID_C),
+            // Not a uid: no pod may name a directory with it.
+            ("evil", "..%2f..%2fetc"),
+            ("evil2", "not-a-uuid"),
+        ] {
+            std::fs::create_dir_all(logs.join(format!("ml_{pod}_{uid}"))).unwrap();
+        }
+        let socket = sb.dir.join("kubelet.sock");
+        Pods {
+            sb,
+            views,
+            logs,
+            socket,
+        }
+    }
+
+    fn start_daemon(&self) -> Daemon {
+        let (views, socket, logs) = (
+            self.views.to_str().unwrap(),
+            self.socket.to_str().unwrap(),
+            self.logs.to_str().unwrap(),
+        );
+        self.sb.start_daemon_with(
+            "100ms",
+            &[
+                "--process-interval",
+                "100ms",
+                "--pod-views",
+                views,
+                "--kubelet-socket",
+                socket,
+                "--pod-log-dir",
+                logs,
+            ],
+        )
+    }
+
+    fn view_path(&self, uid: &str) -> String {
+        self.views
+            .join(uid)
+            .join("gpupeek")
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Pod `uid`'s view once it shows `gpus` GPUs and `procs` processes.
+    fn view_when(&self, daemon: &Daemon, uid: &str, gpus: usize, procs: usize) -> Snapshot {
+        let path = self.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("the view of pod {uid}"), daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref()
+                .is_some_and(|s| s.gpus.len() == gpus && s.processes.len() == procs)
+        });
+        snap.unwrap()
+    }
+}
+
+fn uuids(snap: &Snapshot) -> Vec<String> {
+    snap.gpus.iter().map(|g| text::decode(&g.uuid)).collect()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
+    if !root_or_skip("each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed") {
+        return;
+    }
+    let pods = Pods::new("podviews");
+    let (_box_a, a) = container();
+    let _cg_a = pod_cgroup(UID_A, 'a', a);
+    let b = Proc::sleeper();
+    let _cg_b = pod_cgroup(UID_B, 'b', b.pid());
+    let host = Proc::sleeper();
+    pods.sb.write_scenario(&scenario(&[
+        (0, a, 1000),
+        (0, host.pid(), 300),
+        (1, b.pid(), 500),
+    ]));
+    let kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[
+            ("train-a", GPUS[0]),
+            ("train-b", GPUS[1]),
+            ("idle-c", GPUS[2]),
+            ("evil", GPUS[2]),
+            ("evil2", GPUS[2]),
+        ]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+
+    let view_a = pods.view_when(&daemon, UID_A, 1, 1);
+    assert_eq!(uuids(&view_a), [GPUS[0]]);
+    let p = &view_a.processes[0];
+    assert_eq!(
+        p.pid, 1,
+        "the pid in the pod's own namespace, not the host's {a}"
+    );
+    assert_eq!(p.gpu_mem_bytes, 1000 * MIB);
+    assert_eq!(
+        view_a.proc_head.pid_ns_inode,
+        gpupeek_shm::procfs::pid_ns_inode(Path::new(&format!("/proc/{a}/ns/pid"))).unwrap()
+    );
+    // Other pods (and the host) only as the GPU's memory in use.
+    assert_eq!(view_a.gpus[0].mem_used_bytes, 1 << 30);
+
+    let view_b = pods.view_when(&daemon, UID_B, 1, 1);
+    assert_eq!(uuids(&view_b), [GPUS[1]]);
+    assert_eq!(view_b.processes[0].pid, b.pid());
+    // Allocated, running nothing yet: its GPU and no process.
+    let view_c = pods.view_when(&daemon, UID_C, 1, 0);
+    assert_eq!(uuids(&view_c), [GPUS[2]]);
+
+    // The views directory holds the three pods' uids and nothing a pod named.
+    assert_eq!(entries(&pods.views), [UID_A, UID_B, UID_C]);
+    let meta = std::fs::metadata(pods.view_path(UID_A)).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta.mode() & 0o777, 0o644);
+    assert_eq!(meta.uid(), 0);
+
+    // Pod B goes: its view is removed, its directory too.
+    drop(b);
+    pods.sb
+        .write_scenario(&scenario(&[(0, a, 1000), (0, host.pid(), 300)]));
+    kubelet.set(allocations(&[("train-a", GPUS[0]), ("idle-c", GPUS[2])]));
+    wait_for("pod B's view removed", &daemon, || {
+        !pods.views.join(UID_B).exists()
+    });
+    assert_eq!(entries(&pods.views), [UID_A, UID_C]);
+    assert!(
+        daemon.log().contains(&format!("pod {UID_B} is gone")),
+        "{}",
+        daemon.log()
+    );
+    // The main segment still has every GPU and process.
+    let main = pods.sb.segment().snapshot().unwrap();
+    assert_eq!(main.gpus.len(), 3);
+    assert_eq!(main.processes.len(), 2);
+}
