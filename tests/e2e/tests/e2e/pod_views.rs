@@ -1,11 +1,13 @@
-//! `gpupeekd --pod-views`: one segment per pod, with only that pod's GPUs and processes. Pods are real cgroups named as the kubelet names them,
+//! `gpupeekd --pod-views`: one segment per pod, with only that pod's GPUs and processes,
+//! read by gpupeek inside the pod's own pid and mount namespaces through a read-only
+//! mount of the pod's directory. Pods are real cgroups named as the kubelet names them,
 //! the allocations come from the fake kubelet pod-resources server, the pod uids from a
 //! pod log directory laid out as the kubelet lays it out.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpupeek_e2e::{root_or_skip, wait_for, Daemon, Sandbox};
+use gpupeek_e2e::{root_or_skip, stderr, stdout, wait_for, Daemon, Sandbox};
 use gpupeek_kube::api::{
     ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
 };
@@ -269,4 +271,119 @@ fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
     let main = pods.sb.segment().snapshot().unwrap();
     assert_eq!(main.gpus.len(), 3);
     assert_eq!(main.processes.len(), 2);
+}
+
+#[test]
+fn gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view() {
+    if !root_or_skip("gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view") {
+        return;
+    }
+    let pods = Pods::new("podns");
+    let (_box_a, a) = container();
+    let _cg_a = pod_cgroup(UID_A, 'a', a);
+    let b = Proc::sleeper();
+    let _cg_b = pod_cgroup(UID_B, 'b', b.pid());
+    pods.sb
+        .write_scenario(&scenario(&[(0, a, 1000), (1, b.pid(), 500)]));
+    let _kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[("train-a", GPUS[0]), ("train-b", GPUS[1])]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    pods.view_when(&daemon, UID_A, 1, 1);
+
+    // In the pod's mount namespace: /dev/shm is the pod's own (the main segment is not
+    // there), and the pod's directory is mounted read-only where the pod mounts it.
+    let mount_point = pods.sb.dir.join("pod-mount");
+    std::fs::create_dir_all(&mount_point).unwrap();
+    let in_pod = |script: &str| {
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["--target", &a.to_string(), "--pid", "--mount", "--"])
+            .args(["sh", "-c", script])
+            .env_remove("GPUPEEK_SHM");
+        gpupeek_e2e::run_with_watchdog(cmd)
+    };
+    let setup = in_pod(&format!(
+        "mount -t tmpfs none /dev/shm && mount --bind {dir} {at} && \
+         mount -o remount,bind,ro {at}",
+        dir = pods.views.join(UID_A).display(),
+        at = mount_point.display(),
+    ));
+    if !setup.status.success() {
+        eprintln!(
+            "skipping gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view: \
+             cannot mount in the pod's namespace: {}",
+            stderr(&setup)
+        );
+        return;
+    }
+    let view = mount_point.join("gpupeek");
+    let gpupeek = |args: &str| {
+        in_pod(&format!(
+            "GPUPEEK_SHM={} exec {} {args}",
+            view.display(),
+            gpupeek_e2e::bins().client.display()
+        ))
+    };
+
+    // The main segment is not visible in the pod.
+    let main = in_pod(&format!(
+        "exec {} --shm {}",
+        gpupeek_e2e::bins().client.display(),
+        pods.sb.shm
+    ));
+    assert_ne!(main.status.code(), Some(0), "{}", stdout(&main));
+
+    let out = gpupeek("--json");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus = doc["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "{doc}");
+    assert_eq!(gpus[0]["uuid"], GPUS[0]);
+    let procs = gpus[0]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{doc}");
+    assert_eq!(procs[0]["pid"], 1, "{doc}");
+    assert_eq!(
+        procs[0]["host_pid"], 1,
+        "no host pid in the pod's view: {doc}"
+    );
+    assert_eq!(procs[0]["gpu_memory_usage"], 1000);
+    let json = stdout(&out);
+    assert!(
+        !json.contains(GPUS[1]) && !json.contains(NAMES[1]),
+        "{json}"
+    );
+
+    let out = gpupeek("-p --no-header");
+    let table = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(table.lines().count(), 1, "{table}");
+    assert!(table.contains(NAMES[0]), "{table}");
+    assert!(table.ends_with("/1(1000M)\n"), "{table}");
+
+    let out = gpupeek("-o waybar");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bar = stdout(&out);
+    assert!(!bar.contains(NAMES[1]), "{bar}");
+    let out = gpupeek("--format '{count} {0.uuid}'");
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("1 {}", GPUS[0]),
+        "{}",
+        stderr(&out)
+    );
+
+    // The pod cannot write to its view, nor add anything beside it.
+    let write = in_pod(&format!("echo x >> {}", view.display()));
+    assert_ne!(write.status.code(), Some(0));
+    assert!(stderr(&write).contains("Read-only"), "{}", stderr(&write));
+    let create = in_pod(&format!("touch {}/other", mount_point.display()));
+    assert_ne!(create.status.code(), Some(0));
+    let meta = std::fs::metadata(pods.view_path(UID_A)).unwrap();
+    let size = Segment::open(&pods.view_path(UID_A))
+        .unwrap()
+        .geometry()
+        .segment_size as u64;
+    assert_eq!(meta.len(), size);
 }
