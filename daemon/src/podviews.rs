@@ -48,6 +48,8 @@ pub const FILE: &str = "gpupeek";
 pub const MAX_VIEWS: usize = 256;
 /// Process slots of a view.
 const PROC_CAPACITY: u32 = 256;
+/// How often the directories of gone pods are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// How long one call to the kubelet may take.
 const KUBELET_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -103,8 +105,12 @@ pub struct PodViews {
     settings: Settings,
     root: File,
     kubelet: Poller,
+    /// The kubelet's last answer.
+    allocations: std::sync::Arc<gpupeek_kube::DeviceMap>,
     views: BTreeMap<String, View>,
     clock: history::Clock,
+    /// When the directories of gone pods were last looked for.
+    swept_at: Instant,
     /// The process table generation last copied.
     procs_seen: Option<u64>,
     epoch: u64,
@@ -183,7 +189,9 @@ impl PodViews {
                 KUBELET_TIMEOUT,
             ),
             root,
+            allocations: Default::default(),
             views: BTreeMap::new(),
+            swept_at: Instant::now(),
             clock: history::Clock::every(period, period),
             procs_seen: None,
             epoch,
@@ -196,20 +204,27 @@ impl PodViews {
         views
     }
 
-    /// Removes the views of pods in the directory from an earlier run: the pods still
-    /// here get new ones at the first membership.
+    /// Removes what is in the directory for pods without a view: at start, what an
+    /// earlier run left (the pods still here get new views at the first membership);
+    /// later, the directories of pods gone since (see [`Self::remove`]).
     fn remove_leftovers(&self) {
         let Ok(entries) = std::fs::read_dir(&self.settings.dir) else {
             return;
         };
         for entry in entries.flatten() {
             if let Some(uid) = entry.file_name().to_str().filter(|n| is_uuid(n)) {
-                self.remove(uid, None);
+                if !self.views.contains_key(uid) {
+                    self.remove(uid, None);
+                }
             }
         }
     }
 
-    /// Removes pod `uid`'s segment file, and its directory when empty and not mounted.
+    /// Removes pod `uid`'s segment file, and its directory once the pod is gone for the
+    /// kubelet too. A running pod keeps the directory it mounted (its mount holds that
+    /// directory, not the name: a directory removed and made again would never be seen
+    /// by the pod), so the directory is removed only when the kubelet has removed the
+    /// pod's log directory, and only when empty.
     fn remove(&self, uid: &str, dir: Option<&File>) {
         let opened;
         let dir = match dir {
@@ -226,7 +241,10 @@ impl PodViews {
         if let Err(e) = unlink_file(dir.as_fd(), FILE, &label) {
             log::warn!("{e}");
         }
-        // Busy while the pod mounts it, not empty if someone wrote there: kept.
+        if has_log_dir(&self.settings.pod_log_dir, uid) {
+            return;
+        }
+        // Not empty if someone wrote there: kept.
         let _ = nix::unistd::unlinkat(
             self.root.as_fd(),
             uid,
@@ -249,6 +267,10 @@ impl PodViews {
         if self.clock.due(now) {
             let wanted = self.membership(tick);
             self.apply(wanted);
+            if now.duration_since(self.swept_at) >= SWEEP_EVERY {
+                self.remove_leftovers();
+                self.swept_at = now;
+            }
         }
         let (context, records, text, generation) = tick.procs;
         let procs_changed = self.procs_seen != Some(generation);
@@ -324,7 +346,7 @@ impl PodViews {
 
     /// Which pods see which GPUs: from the process records (a process's cgroup names its
     /// pod) and from the kubelet's allocations.
-    fn membership(&self, tick: &Tick) -> BTreeMap<String, Vec<Member>> {
+    fn membership(&mut self, tick: &Tick) -> BTreeMap<String, Vec<Member>> {
         let mut wanted: BTreeMap<String, Vec<Member>> = BTreeMap::new();
         let mut add = |uid: &str, gpu: &GpuRecord, instance: Option<u32>| {
             let members = wanted.entry(uid.to_owned()).or_default();
@@ -363,10 +385,16 @@ impl PodViews {
             }
         }
         let kube = self.kubelet.current();
-        if kube.up && !kube.map.is_empty() {
+        // While the kubelet does not answer, its last answer stands: a pod is not
+        // taken for gone because the kubelet restarts.
+        if kube.up {
+            self.allocations = kube.map;
+        }
+        if !self.allocations.is_empty() {
+            let allocations = &self.allocations;
             let uids = pod_uids(&self.settings.pod_log_dir);
             let mut owners_of = |device: &Device, gpu: &GpuRecord, instance: Option<u32>| {
-                for owner in kube.map.owners(device) {
+                for owner in allocations.owners(device) {
                     let key = (owner.namespace.clone(), owner.pod.clone());
                     if let Some(uid) = uids.get(&key) {
                         add(uid, gpu, instance);
@@ -496,6 +524,20 @@ fn pod_uids(dir: &Path) -> BTreeMap<(String, String), String> {
         }
     }
     uids
+}
+
+/// Whether the kubelet's pod log directory `dir` still has pod `uid`'s directory
+/// (`<namespace>_<name>_<uid>`): the kubelet removes it once the pod is gone.
+fn has_log_dir(dir: &Path, uid: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let suffix = format!("_{uid}");
+    entries.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with(&suffix))
+    })
 }
 
 /// Copies into `out` (and `text`) the records in `records` of the pod whose uid is

@@ -253,20 +253,28 @@ fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
     assert_eq!(meta.mode() & 0o777, 0o644);
     assert_eq!(meta.uid(), 0);
 
-    // Pod B goes: its view is removed, its directory too.
+    // Pod B goes, and the kubelet removes its log directory: its view is removed, its
+    // directory too. Pod C goes from the kubelet's allocations, its log directory
+    // still there (the kubelet removes it later): its view is removed, the directory
+    // (which a pod still running would hold mounted) is kept.
     drop(b);
+    std::fs::remove_dir(pods.logs.join(format!("ml_train-b_{UID_B}"))).unwrap();
     pods.sb
         .write_scenario(&scenario(&[(0, a, 1000), (0, host.pid(), 300)]));
-    kubelet.set(allocations(&[("train-a", GPUS[0]), ("idle-c", GPUS[2])]));
-    wait_for("pod B's view removed", &daemon, || {
-        !pods.views.join(UID_B).exists()
+    kubelet.set(allocations(&[("train-a", GPUS[0])]));
+    wait_for("pod B's and C's views removed", &daemon, || {
+        !pods.views.join(UID_B).exists() && !Path::new(&pods.view_path(UID_C)).exists()
     });
     assert_eq!(entries(&pods.views), [UID_A, UID_C]);
-    assert!(
-        daemon.log().contains(&format!("pod {UID_B} is gone")),
-        "{}",
-        daemon.log()
-    );
+    assert!(entries(&pods.views.join(UID_C)).is_empty());
+    for uid in [UID_B, UID_C] {
+        assert!(
+            daemon.log().contains(&format!("pod {uid} is gone")),
+            "{}",
+            daemon.log()
+        );
+    }
+    assert_eq!(uuids(&pods.view_when(&daemon, UID_A, 1, 1)), [GPUS[0]]);
     // The main segment still has every GPU and process.
     let main = pods.sb.segment().snapshot().unwrap();
     assert_eq!(main.gpus.len(), 3);
