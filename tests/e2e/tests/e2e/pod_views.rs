@@ -242,6 +242,18 @@ fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
     let view_b = pods.view_when(&daemon, UID_B, 1, 1);
     assert_eq!(uuids(&view_b), [GPUS[1]]);
     assert_eq!(view_b.processes[0].pid, b.pid());
+    // A view's slot is not its GPU's index: gpupeek keys by the record, not the slot.
+    let out = gpupeek_e2e::run_with_watchdog({
+        let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+        cmd.args(["--shm", &pods.view_path(UID_B), "--json"]);
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", gpupeek_e2e::stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["gpus"][0]["index"], 1, "{doc}");
+    assert_eq!(doc["gpus"][0]["uuid"], GPUS[1], "{doc}");
+    assert_eq!(doc["gpus"][0]["processes"][0]["pid"], b.pid(), "{doc}");
     // Allocated, running nothing yet: its GPU and no process.
     let view_c = pods.view_when(&daemon, UID_C, 1, 0);
     assert_eq!(uuids(&view_c), [GPUS[2]]);
@@ -381,6 +393,22 @@ fn gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view() {
         "{}",
         stderr(&out)
     );
+
+    // The C and Python readers read the view by its path as well.
+    if let Some(reader) = gpupeek_e2e::compile_c_reader(&pods.sb) {
+        let out = in_pod(&format!("exec {} {}", reader.display(), view.display()));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains(GPUS[0]) && !text.contains(GPUS[1]), "{text}");
+    }
+    let out = in_pod(&format!(
+        "cd {} && exec python3 -c 'import sys, gpupeek; s = gpupeek.snapshot(sys.argv[1]); \
+         print(len(s.gpus), s.gpus[0].uuid, [p.pid for p in s.processes])' {}",
+        gpupeek_e2e::repo().join("contrib/python").display(),
+        view.display()
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("1 {} [1]", GPUS[0]));
 
     // The pod cannot write to its view, nor add anything beside it.
     let write = in_pod(&format!("echo x >> {}", view.display()));
