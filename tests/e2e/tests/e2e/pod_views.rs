@@ -423,3 +423,35 @@ fn gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view() {
         .segment_size as u64;
     assert_eq!(meta.len(), size);
 }
+
+#[test]
+fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
+    let pods = Pods::new("podmig");
+    let (_procs, pids) = crate::mig::four_sleepers();
+    pods.sb.write_scenario(&crate::mig::three_way(&pids));
+    // Pod A holds GI 5 by its MIG UUID (NVIDIA's plugin), pod B GI 13 as GKE names it.
+    let _kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[
+            ("train-a", "MIG-00000005-7d1c-5b8e-9d2a-00000000000e"),
+            ("train-b", "nvidia0/gi13"),
+        ]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
+    for (uid, gi) in [(UID_A, 5), (UID_B, 13)] {
+        let path = pods.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
+        });
+        let snap = snap.unwrap();
+        assert_eq!(uuids(&snap), [parent]);
+        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
+        assert_eq!(instances, [gi], "pod {uid}");
+        // Its processes are not known to be the pod's (no pod cgroup): none shown.
+        assert!(snap.processes.is_empty());
+    }
+}
