@@ -83,22 +83,7 @@ fn main() -> ExitCode {
         let wait = args.nvml_timeout * 2 + std::time::Duration::from_secs(5);
         return request::send(&name, request, wait);
     }
-    let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
-    let options = Options {
-        tier_tracks: args.history_tracks,
-        ..Options::new(epoch, std::process::id())
-    };
-    let mut publisher = match Publisher::create(&name, &options) {
-        Ok(publisher) => publisher,
-        Err(e) => {
-            logging::say(format_args!("{e}"));
-            return ExitCode::from(match e {
-                Error::AlreadyRunning { .. } => EXIT_ALREADY_RUNNING,
-                Error::InvalidName { .. } => EXIT_USAGE,
-                _ => EXIT_SEGMENT,
-            });
-        }
-    };
+    // Checked before the segment is made: a bad directory leaves nothing behind.
     let pod_views = match args.pod_views.clone() {
         Some(dir) => {
             let settings = podviews::Settings {
@@ -115,6 +100,22 @@ fn main() -> ExitCode {
             }
         }
         None => None,
+    };
+    let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
+    let options = Options {
+        tier_tracks: args.history_tracks,
+        ..Options::new(epoch, std::process::id())
+    };
+    let mut publisher = match Publisher::create(&name, &options) {
+        Ok(publisher) => publisher,
+        Err(e) => {
+            logging::say(format_args!("{e}"));
+            return ExitCode::from(match e {
+                Error::AlreadyRunning { .. } => EXIT_ALREADY_RUNNING,
+                Error::InvalidName { .. } => EXIT_USAGE,
+                _ => EXIT_SEGMENT,
+            });
+        }
     };
     if args.foreground {
         logging::to_stderr();

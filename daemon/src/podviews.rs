@@ -115,9 +115,12 @@ pub struct PodViews {
     procs_seen: Option<u64>,
     epoch: u64,
     warned_full: bool,
-    /// Scratch of the process copy, kept to reuse its memory.
+    /// Scratch of each tick's copies, kept to reuse their memory.
     records: Vec<ProcRecord>,
     text: Vec<u8>,
+    shown: Vec<(u32, usize)>,
+    indices: Vec<u32>,
+    mig: Vec<MigRecord>,
 }
 
 /// True for `8-4-4-4-12` lower- or upper-case hex: the only shape a pod uid may have to
@@ -198,6 +201,9 @@ impl PodViews {
             warned_full: false,
             records: Vec::new(),
             text: Vec::new(),
+            shown: Vec::new(),
+            indices: Vec::new(),
+            mig: Vec::new(),
             settings,
         };
         views.remove_leftovers();
@@ -277,7 +283,8 @@ impl PodViews {
         self.procs_seen = Some(generation);
         for view in self.views.values_mut() {
             // (GPU index, member) of each GPU shown, in slot order.
-            let mut shown: Vec<(u32, usize)> = Vec::with_capacity(view.members.len());
+            let shown = &mut self.shown;
+            shown.clear();
             for (at, member) in view.members.iter().enumerate() {
                 let Some(gpu) = tick.gpus.iter().find(|g| g.uuid == member.uuid) else {
                     continue;
@@ -290,11 +297,13 @@ impl PodViews {
                 }
                 shown.push((gpu.index, at));
             }
-            let indices: Vec<u32> = shown.iter().map(|&(index, _)| index).collect();
+            let indices = &mut self.indices;
+            indices.clear();
+            indices.extend(shown.iter().map(|&(index, _)| index));
             if procs_changed || std::mem::take(&mut view.procs_stale) {
                 copy_processes(
                     &view.uid_bytes,
-                    &indices,
+                    indices,
                     records,
                     text,
                     view.publisher.text_pool_size(),
@@ -309,19 +318,14 @@ impl PodViews {
                     .write_processes(&context, &self.records, &self.text);
             }
             let members = &view.members;
-            let mig: Vec<MigRecord> = tick
-                .mig
-                .iter()
-                .filter(|m| {
-                    shown.iter().any(|&(index, at)| {
-                        index == m.gpu_index
-                            && (members[at].whole
-                                || members[at].instances.contains(&m.gpu_instance_id))
-                    })
+            self.mig.clear();
+            self.mig.extend(tick.mig.iter().filter(|m| {
+                shown.iter().any(|&(index, at)| {
+                    index == m.gpu_index
+                        && (members[at].whole || members[at].instances.contains(&m.gpu_instance_id))
                 })
-                .copied()
-                .collect();
-            view.publisher.write_mig(&mig);
+            }));
+            view.publisher.write_mig(&self.mig);
             let status = StatusRecord {
                 gpu_count: shown.len() as u32,
                 ..*tick.status

@@ -455,3 +455,22 @@ fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
         assert!(snap.processes.is_empty());
     }
 }
+
+#[test]
+fn a_pod_views_directory_others_can_write_to_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let pods = Pods::new("podbaddir");
+    std::fs::create_dir_all(&pods.views).unwrap();
+    std::fs::set_permissions(&pods.views, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = pods.sb.daemon_command("100ms");
+    cmd.arg("--pod-views").arg(&pods.views);
+    let out = gpupeek_e2e::run_with_watchdog(cmd);
+    gpupeek_e2e::assert_one_line_failure(&out, 6, "a world-writable --pod-views");
+    let err = stderr(&out);
+    assert!(
+        err.contains("--pod-views") && err.contains("the group or others can write to it"),
+        "{err}"
+    );
+    assert!(!pods.sb.shm_path().exists(), "no segment made");
+    assert!(entries(&pods.views).is_empty());
+}
