@@ -9,7 +9,8 @@
  * every offset and size and compares them with the Rust definition.
  *
  * What a reader must do, and what the functions below do:
- *   1. open /dev/shm/NAME with O_RDONLY | O_NOFOLLOW (gpupeek_open);
+ *   1. open /dev/shm/NAME (or a segment file's absolute path, a pod's view) with
+ *      O_RDONLY | O_NOFOLLOW (gpupeek_open);
  *   2. fstat the descriptor: a regular file, owned by root or by the reader, not group-
  *      or world-writable, at least 128 bytes, a multiple of 8, at most 256 MiB;
  *   3. mmap it PROT_READ, MAP_SHARED (the size is checked first, so a truncated object
@@ -1314,20 +1315,28 @@ static inline int gpupeek_validate(struct gpupeek_segment *seg)
     return err != GPUPEEK_OK ? err : gpupeek_validate_mig(seg);
 }
 
-/* Opens segment `name` (NULL: $GPUPEEK_SHM, else "gpupeek") read-only (steps 1-4). */
+/* Opens segment `name` (NULL: $GPUPEEK_SHM, else "gpupeek"), or the segment file at
+ * `name` when it is an absolute path (a pod's view), read-only (steps 1-4). */
 static inline int gpupeek_open(struct gpupeek_segment *seg, const char *name)
 {
-    char path[256];
+    char path[4096];
     memset(seg, 0, sizeof *seg);
     if (name == NULL || name[0] == '\0') {
         name = getenv(GPUPEEK_ENV_NAME);
         if (name == NULL || name[0] == '\0')
             name = GPUPEEK_DEFAULT_NAME;
     }
-    if (strchr(name, '/') != NULL || strlen(name) > 200 || strcmp(name, ".") == 0 ||
-        strcmp(name, "..") == 0)
+    if (name[0] == '/') {
+        /* The absolute path of a segment file (a pod's view): same checks. */
+        if (strlen(name) >= sizeof path)
+            return gpupeek_fail(seg, GPUPEEK_ERR_OS, "invalid segment path");
+        snprintf(path, sizeof path, "%s", name);
+    } else if (strchr(name, '/') != NULL || strlen(name) > 200 || strcmp(name, ".") == 0 ||
+               strcmp(name, "..") == 0) {
         return gpupeek_fail(seg, GPUPEEK_ERR_OS, "invalid segment name");
-    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    } else {
+        snprintf(path, sizeof path, "/dev/shm/%s", name);
+    }
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)

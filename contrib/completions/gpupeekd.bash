@@ -4,7 +4,7 @@ _gpupeekd() {
     if [[ $prev == = && $COMP_CWORD -gt 1 ]]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi
     local flags
     case $cmd in
-    '') flags='--shm --interval --process-interval --nvml-lib --nvml-timeout --release --resume --process-info --proc-root --foreground --sysfs-root --release-after --no-runtime-pm --alert-temp --alert-memory --alert-power --alert-throttle --no-alerts --prompt-file --prompt-format --prompt-stopped --state-dir --history-tracks --print-completion --version -h --help' ;;
+    '') flags='--shm --interval --process-interval --nvml-lib --nvml-timeout --release --resume --process-info --proc-root --foreground --sysfs-root --release-after --no-runtime-pm --alert-temp --alert-memory --alert-power --alert-throttle --no-alerts --prompt-file --prompt-format --prompt-stopped --state-dir --pod-views --kubelet-socket --pod-log-dir --history-tracks --print-completion --version -h --help' ;;
     esac
     case $cmd:$prev in
     :--shm) { COMPREPLY=(); return; } ;;
@@ -23,6 +23,9 @@ _gpupeekd() {
     :--prompt-file) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     :--prompt-format) { COMPREPLY=(); return; } ;;
     :--state-dir) { COMPREPLY=($(compgen -d -- "$cur")); return; } ;;
+    :--pod-views) { COMPREPLY=($(compgen -d -- "$cur")); return; } ;;
+    :--kubelet-socket) { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    :--pod-log-dir) { COMPREPLY=($(compgen -d -- "$cur")); return; } ;;
     :--history-tracks) { COMPREPLY=(); return; } ;;
     :--print-completion) { COMPREPLY=($(compgen -W 'bash zsh fish' -- "$cur")); return; } ;;
     esac

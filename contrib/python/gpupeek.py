@@ -1533,11 +1533,17 @@ class Segment:
 
     def __init__(self, name: Optional[str] = None):
         name = name or os.environ.get(ENV_NAME) or DEFAULT_NAME
-        if "/" in name or "\0" in name or len(name) > 200 or name in (".", ".."):
+        if name.startswith("/"):
+            # The absolute path of a segment file (a pod's view): the same checks.
+            if "\0" in name or len(name) > 4095:
+                raise Error(f"invalid segment path {name!r}")
+            path = name
+        elif "/" in name or "\0" in name or len(name) > 200 or name in (".", ".."):
             raise Error(f"invalid segment name {name!r}")
+        else:
+            path = "/dev/shm/" + name
         self.name = name
         self._futex = None
-        path = "/dev/shm/" + name
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:

@@ -96,6 +96,12 @@ pub struct Args {
     pub state_dir: Option<PathBuf>,
     /// `--history-tracks`.
     pub history_tracks: u32,
+    /// `--pod-views`.
+    pub pod_views: Option<PathBuf>,
+    /// `--kubelet-socket`.
+    pub kubelet_socket: PathBuf,
+    /// `--pod-log-dir`.
+    pub pod_log_dir: PathBuf,
 }
 
 impl Default for Args {
@@ -127,6 +133,9 @@ impl Default for Args {
             print_completion: None,
             state_dir: None,
             history_tracks: gpupeek_shm::layout::DEFAULT_TIER_TRACKS,
+            pod_views: None,
+            kubelet_socket: PathBuf::from(crate::podviews::DEFAULT_KUBELET_SOCKET),
+            pod_log_dir: PathBuf::from(crate::podviews::DEFAULT_POD_LOG_DIR),
         }
     }
 }

@@ -23,6 +23,7 @@ mod hooks;
 mod logging;
 mod mig;
 mod notify;
+mod podviews;
 mod power;
 mod privacy;
 mod procfile;
@@ -53,6 +54,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_ALREADY_RUNNING: u8 = 3;
 const EXIT_SEGMENT: u8 = 4;
 const EXIT_PROMPT_FILE: u8 = 5;
+const EXIT_POD_VIEWS: u8 = 6;
 
 fn main() -> ExitCode {
     let args = match parse_args() {
@@ -81,6 +83,24 @@ fn main() -> ExitCode {
         let wait = args.nvml_timeout * 2 + std::time::Duration::from_secs(5);
         return request::send(&name, request, wait);
     }
+    // Checked before the segment is made: a bad directory leaves nothing behind.
+    let pod_views = match args.pod_views.clone() {
+        Some(dir) => {
+            let settings = podviews::Settings {
+                dir,
+                kubelet_socket: args.kubelet_socket.clone(),
+                pod_log_dir: args.pod_log_dir.clone(),
+            };
+            match settings.open() {
+                Ok(root) => Some((settings, root)),
+                Err(e) => {
+                    logging::say(format_args!("{e}"));
+                    return ExitCode::from(EXIT_POD_VIEWS);
+                }
+            }
+        }
+        None => None,
+    };
     let epoch = getrandom::u64().unwrap_or_else(|_| gpupeek_shm::mono_now_ns());
     let options = Options {
         tier_tracks: args.history_tracks,
@@ -113,7 +133,18 @@ fn main() -> ExitCode {
         "publishing to segment '{name}' every {:?}, processes every {process_interval:?}",
         args.interval,
     );
+    // After detaching: the kubelet is asked from a thread of its own.
+    let pod_views = pod_views.map(|(settings, root)| {
+        log::info!(
+            "publishing a view per pod in {} (kubelet {}, pod uids from {})",
+            settings.dir.display(),
+            settings.kubelet_socket.display(),
+            settings.pod_log_dir.display()
+        );
+        podviews::PodViews::new(settings, root, process_interval, epoch)
+    });
     let config = run::Config {
+        pod_views,
         interval: args.interval,
         process_interval,
         alerts: args.alerts(),

@@ -72,6 +72,8 @@ pub struct ProcTier {
     pool: TextPool,
     /// The pids under the `/proc` root are host pids, which NVML reports.
     host_pids: bool,
+    /// The head of the table as last written, and how many times it was written.
+    written: (ProcContext, u64),
 }
 
 /// The inode of the initial pid namespace, fixed by the kernel (`PROC_PID_INIT_INO`).
@@ -121,6 +123,7 @@ impl ProcTier {
             procfs,
             pool: TextPool::default(),
             host_pids: host_pids(proc_root),
+            written: (ProcContext::new(ProcPolicy::None), 0),
         }
     }
 
@@ -280,6 +283,7 @@ impl ProcTier {
         }
         let context = self.stamped(context);
         publisher.write_processes(&context, &self.records, self.pool.bytes());
+        self.written = (context, self.written.1 + 1);
     }
 
     /// Publishes an empty table (NVML down or released); the next tick with NVML up
@@ -290,7 +294,21 @@ impl ProcTier {
         self.records.clear();
         self.force = true;
         self.sample_mono_ns = gpupeek_shm::mono_now_ns();
-        publisher.write_processes(&self.stamped(context), &[], &[]);
+        self.pool.clear(0);
+        let context = self.stamped(context);
+        publisher.write_processes(&context, &[], &[]);
+        self.written = (context, self.written.1 + 1);
+    }
+
+    /// The table as last written: its head, records and text pool, and a number that
+    /// changes with each write (for the pod views, see [`crate::podviews`]).
+    pub fn table(&self) -> (&ProcContext, &[ProcRecord], &[u8], u64) {
+        (
+            &self.written.0,
+            &self.records,
+            self.pool.bytes(),
+            self.written.1,
+        )
     }
 
     /// The table head: sampled when the oldest GPU's part of it was (the last due

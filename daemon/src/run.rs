@@ -79,6 +79,8 @@ pub struct Config {
     pub history_unit: Duration,
     /// The history state file, if history is kept across restarts.
     pub state_file: Option<PathBuf>,
+    /// The pods' views (`--pod-views`), if any.
+    pub pod_views: Option<crate::podviews::PodViews>,
 }
 
 struct Daemon {
@@ -110,8 +112,11 @@ struct Daemon {
     /// Writes the state file.
     saver: crate::statefile::Saver,
     /// The prompt file (moved out of the config), and the GPU records this tick
-    /// published, in slot order, for it to render (kept only when there is one).
+    /// published, in slot order, for it and the pod views to copy (kept only when
+    /// there is one of them).
     prompt: Option<PromptFile>,
+    /// The pods' views (moved out of the config).
+    pod_views: Option<crate::podviews::PodViews>,
     published: Vec<GpuRecord>,
     /// Energy and ECC counters kept monotonic across NVML sessions.
     counters: crate::counters::Monotonic,
@@ -175,6 +180,7 @@ pub fn run(config: Config, publisher: Publisher) -> std::io::Result<()> {
 impl Daemon {
     fn new(mut config: Config, publisher: Publisher) -> std::io::Result<Self> {
         let prompt = config.prompt.take();
+        let pod_views = config.pod_views.take();
         let pm = RuntimePm::new(
             config.sysfs_root.clone(),
             config.runtime_pm,
@@ -230,6 +236,7 @@ impl Daemon {
             tier_due: None,
             saver,
             prompt,
+            pod_views,
             published: Vec::new(),
             counters: Default::default(),
             mig: Vec::new(),
@@ -323,6 +330,17 @@ impl Daemon {
         if let Some(prompt) = &mut self.prompt {
             prompt.update(&status, &self.published, self.history_due);
         }
+        let history_step = self.history_step();
+        if let Some(views) = &mut self.pod_views {
+            let tick = crate::podviews::Tick {
+                status: &status,
+                gpus: &self.published,
+                mig: &self.mig,
+                history_step,
+                procs: self.procs.table(),
+            };
+            views.publish(now, &tick);
+        }
     }
 
     /// An operator's request: let go of NVML (for a GPU reset or a MIG change), or take
@@ -337,9 +355,14 @@ impl Daemon {
 
     /// Keeps a copy of `self.gpu`, just published, for the prompt file.
     fn keep_published(&mut self) {
-        if self.prompt.is_some() {
+        if self.keeps_published() {
             self.published.push(self.gpu);
         }
+    }
+
+    /// Whether the tick's GPU records are kept (for the prompt file and the pod views).
+    fn keeps_published(&self) -> bool {
+        self.prompt.is_some() || self.pod_views.is_some()
     }
 
     /// While NVML is released: initialises it again (this tick) when a GPU woke up.
@@ -462,7 +485,7 @@ impl Daemon {
                 &self.gpu,
             );
             all_keyed &= self.gpu.valid & gpupeek_shm::layout::gpu_valid::UUID != 0;
-            if self.prompt.is_some() {
+            if self.prompt.is_some() || self.pod_views.is_some() {
                 self.published.push(self.gpu);
             }
         }
@@ -556,6 +579,9 @@ impl Daemon {
         };
         put_system_info(&mut status, &self.driver.info);
         self.publish_status(&mut status);
+        if let Some(views) = &mut self.pod_views {
+            views.stop(&status);
+        }
         if let Some(prompt) = &mut self.prompt {
             prompt.stopped();
         }

@@ -122,6 +122,11 @@ impl fmt::Display for Error {
                 f,
                 "invalid segment name {name:?}: use 1-200 characters without '/', not . or .."
             ),
+            Error::NotFound { name } if crate::mapping::is_path(name) => write!(
+                f,
+                "no gpupeek segment at {name}: is gpupeekd running with --pod-views, and \
+                 this pod's view mounted there?"
+            ),
             Error::NotFound { name } => write!(
                 f,
                 "no gpupeek segment '{name}' (/dev/shm/{name}): is gpupeekd running?"

@@ -20,6 +20,16 @@ use crate::error::{Error, Untrusted};
 /// Longest accepted segment name.
 pub const MAX_NAME_LEN: usize = 200;
 
+/// Longest accepted segment path ([`is_path`]).
+pub const PATH_MAX_LEN: usize = 4095;
+
+/// True when `name` is the absolute path of a segment file rather than a shared-memory
+/// object's name: a pod's view, mounted into the pod read-only (see `gpupeekd
+/// --pod-views`). Readers open it like an object, with the same trust checks.
+pub fn is_path(name: &str) -> bool {
+    name.starts_with('/')
+}
+
 /// Checks a segment name and returns the `shm_open` path (`/NAME`). `.` and `..` name
 /// `/dev/shm` and its parent, not an object.
 pub fn shm_path(name: &str) -> Result<String, Error> {
@@ -40,10 +50,24 @@ pub fn shm_path(name: &str) -> Result<String, Error> {
 /// `shm_open` with errno mapped to the segment's error variants. `O_NONBLOCK` is always
 /// added: it changes nothing for a shared-memory object, but a FIFO that another user
 /// put at the name would otherwise block the open forever.
+///
+/// An absolute path ([`is_path`]) is opened as a file with `O_NOFOLLOW` (a symbolic link
+/// fails with `ELOOP`, as `shm_open` makes it) and `O_CLOEXEC`.
 pub fn open(name: &str, flags: OFlag, mode: Mode) -> Result<OwnedFd, Error> {
-    let path = shm_path(name)?;
     let flags = flags | OFlag::O_NONBLOCK;
-    mman::shm_open(path.as_str(), flags, mode).map_err(|errno| match errno {
+    let opened = if is_path(name) {
+        if name.len() > PATH_MAX_LEN || name.contains('\0') {
+            return Err(Error::InvalidName {
+                name: name.to_owned(),
+            });
+        }
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        nix::fcntl::open(name, flags, mode)
+    } else {
+        let path = shm_path(name)?;
+        mman::shm_open(path.as_str(), flags, mode)
+    };
+    opened.map_err(|errno| match errno {
         nix::errno::Errno::ENOENT => Error::NotFound {
             name: name.to_owned(),
         },

@@ -98,7 +98,8 @@ pub struct Publisher {
     map: Mapping,
     geometry: Geometry,
     header: StaticHeader,
-    _lock: Flock<File>,
+    /// The daemon lock of a named segment; none for a file made by [`Publisher::create_file`].
+    _lock: Option<Flock<File>>,
 }
 
 impl Publisher {
@@ -116,12 +117,54 @@ impl Publisher {
             Some(fd) => (fd, false),
             None => (create_new(name, &geometry)?, true),
         };
-        Self::finish(name, lock, &fd, geometry, options, fresh)
+        Self::finish(name, Some(lock), &fd, geometry, options, fresh)
+    }
+
+    /// Creates a segment as the file `file` in the directory open at `dir` (a pod's view,
+    /// see `gpupeekd --pod-views`), named `label` in errors. Whatever stands at `file` is
+    /// unlinked first (never followed: the new file is made with `O_EXCL` and
+    /// `O_NOFOLLOW`), so readers that mapped an older one see it replaced. No lock is
+    /// taken: the daemon that makes it holds its main segment's. Unlink it with
+    /// [`unlink_file`].
+    pub fn create_file(
+        dir: std::os::fd::BorrowedFd,
+        file: &str,
+        label: &str,
+        options: &Options,
+    ) -> Result<Self, Error> {
+        if file.is_empty() || file.contains('/') || file == "." || file == ".." {
+            return Err(Error::InvalidName {
+                name: label.to_owned(),
+            });
+        }
+        unlink_file(dir, file, label)?;
+        let geometry = Geometry::with_tracks(
+            options.gpu_capacity,
+            options.proc_capacity,
+            options.tier_tracks,
+        );
+        let flags = OFlag::O_RDWR
+            | OFlag::O_CREAT
+            | OFlag::O_EXCL
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_CLOEXEC
+            | OFlag::O_NONBLOCK;
+        let mode = Mode::from_bits_truncate(SEGMENT_MODE);
+        let fd = nix::fcntl::openat(dir, file, flags, mode)
+            .map_err(|e| Error::os(label, "openat", e))?;
+        let made = fchmod(fd.as_fd(), mode)
+            .map_err(|e| Error::os(label, "fchmod", e))
+            .and_then(|()| allocate(label, &fd, &geometry));
+        if let Err(e) = made {
+            let _ = unlink_file(dir, file, label);
+            return Err(e);
+        }
+        Self::finish(label, None, &fd, geometry, options, true)
     }
 
     fn finish(
         name: &str,
-        lock: Flock<File>,
+        lock: Option<Flock<File>>,
         fd: &OwnedFd,
         geometry: Geometry,
         options: &Options,
@@ -486,6 +529,15 @@ impl ProcContext {
             sample_mono_ns: 0,
             period_ns: 0,
         }
+    }
+}
+
+/// Removes the file `file` of the directory open at `dir` (a segment made by
+/// [`Publisher::create_file`]), if there is one; other processes' mappings stay valid.
+pub fn unlink_file(dir: std::os::fd::BorrowedFd, file: &str, label: &str) -> Result<(), Error> {
+    match nix::unistd::unlinkat(dir, file, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+        Ok(()) | Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(Error::os(label, "unlinkat", e)),
     }
 }
 

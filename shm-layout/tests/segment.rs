@@ -238,3 +238,62 @@ fn a_lock_file_owned_by_someone_else_is_refused() {
         other => panic!("expected a lock error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_segment_file_in_a_directory_is_read_by_its_path() {
+    use std::os::fd::AsFd;
+    let name = TempName::new("podfile");
+    let dir = std::env::temp_dir().join(&name.0).join("pod");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_fd = std::fs::File::open(&dir).unwrap();
+    let path = dir.join("gpupeek");
+    // Whatever stands at the name (here a symbolic link to a file that must survive) is
+    // unlinked, never followed.
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"keep").unwrap();
+    std::os::unix::fs::symlink(&victim, &path).unwrap();
+    let label = path.to_str().unwrap();
+    let publisher =
+        Publisher::create_file(dir_fd.as_fd(), "gpupeek", label, &name.options(2, 8, 7, 1))
+            .unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    let meta = std::fs::symlink_metadata(&path).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    let mut gpu = GpuRecord::new_zeroed();
+    gpu.index = 1;
+    gpu.valid = gpu_valid::UUID;
+    text::encode(&mut gpu.uuid, "GPU-1");
+    publisher.write_gpu(0, &gpu);
+    publisher.set_status(&live_status(1));
+    publisher.bump_generation();
+    let segment = Segment::open(label).unwrap();
+    let snap = segment.snapshot().unwrap();
+    assert_eq!(snap.gpus.len(), 1);
+    assert_eq!(text::decode(&snap.gpus[0].uuid), "GPU-1");
+    assert!(!segment.replaced());
+    gpupeek_shm::writer::unlink_file(dir_fd.as_fd(), "gpupeek", label).unwrap();
+    assert!(segment.replaced());
+    match Segment::open(label) {
+        Err(e @ Error::NotFound { .. }) => {
+            assert!(e.to_string().contains("--pod-views"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A symbolic link at the path is refused, as at a name.
+    std::os::unix::fs::symlink(&victim, &path).unwrap();
+    assert!(matches!(
+        Segment::open(label),
+        Err(Error::Untrusted {
+            why: Untrusted::Symlink,
+            ..
+        })
+    ));
+    // Bad file names are refused before anything is touched.
+    for bad in ["", ".", "..", "a/b"] {
+        assert!(matches!(
+            Publisher::create_file(dir_fd.as_fd(), bad, "x", &name.options(1, 1, 1, 1)),
+            Err(Error::InvalidName { .. })
+        ));
+    }
+}

@@ -12,14 +12,17 @@ pub const GLOBAL: [&str; 1] = ["shm"];
 /// `--shm`, a flag of every command.
 pub const SHM: Spec = Spec {
     arity: Arity::Value("NAME"),
-    man: r"Shared-memory segment name (default:
+    man: r"Shared-memory segment name, or the absolute path of a segment file such as a
+pod's view (see gpupeekd(8), POD VIEWS)
+(default:
 .BR $GPUPEEK_SHM ,
 else
 .BR gpupeek ).
 It may come before a command as well as after it.",
     ..Spec::switch(
         "shm",
-        "shared-memory segment name (default: $GPUPEEK_SHM, else \"gpupeek\")",
+        "shared-memory segment name, or the absolute path of a segment file such as a \
+         pod's view (default: $GPUPEEK_SHM, else \"gpupeek\")",
     )
 };
 

@@ -409,6 +409,80 @@ for other users.",
     },
     Flag {
         spec: Spec {
+            arity: Arity::Value("DIR"),
+            values: Values::Dir,
+            man: r#"Also publish one segment per Kubernetes pod on this node, as the file
+.IR DIR / POD_UID /gpupeek
+(see
+.BR "POD VIEWS" ):
+the same layout as the main segment, with only the GPUs (and MIG instances)
+the pod is allocated or runs processes on, and only the pod's own processes,
+their pids as the pod sees them.
+A pod is known by the kubelet's pod-resources API
+.RB ( \-\-kubelet\-socket )
+and by the cgroups of the processes on the GPUs; a view is made when its pod
+appears and removed when it goes, at most 256 of them.
+Created mode 0755 if missing; one that another user owns or that the group or
+others can write to is refused at start.
+Default: no pod views."#,
+            ..Spec::switch(
+                "pod-views",
+                "also publish one segment per Kubernetes pod, DIR/POD_UID/gpupeek, with \
+                 only that pod's GPUs and processes (pids as the pod sees them), for the pod \
+                 to mount read-only (default: none)",
+            )
+        },
+        apply: |a, v| {
+            a.pod_views = Some(PathBuf::from(v));
+            Ok(())
+        },
+    },
+    Flag {
+        spec: Spec {
+            arity: Arity::Value("PATH"),
+            values: Values::File,
+            man: r"With
+.BR \-\-pod\-views :
+the kubelet's pod-resources socket, asked which pod each GPU is allocated to
+(default
+.IR /var/lib/kubelet/pod\-resources/kubelet.sock ).
+A kubelet that does not answer is said once in the log; pods then see the
+GPUs their processes run on.",
+            ..Spec::switch(
+                "kubelet-socket",
+                "with --pod-views: the kubelet's pod-resources socket, asked which pod each \
+                 GPU is allocated to (default /var/lib/kubelet/pod-resources/kubelet.sock)",
+            )
+        },
+        apply: |a, v| {
+            a.kubelet_socket = PathBuf::from(v);
+            Ok(())
+        },
+    },
+    Flag {
+        spec: Spec {
+            arity: Arity::Value("DIR"),
+            values: Values::Dir,
+            man: r"With
+.BR \-\-pod\-views :
+the kubelet's pod log directory, whose entries
+.IR NAMESPACE _ NAME _ UID
+give the uid of each pod the pod-resources API names by namespace and name
+(default
+.IR /var/log/pods ).",
+            ..Spec::switch(
+                "pod-log-dir",
+                "with --pod-views: the kubelet's pod log directory, whose entries \
+                 NAMESPACE_NAME_UID give each allocated pod's uid (default /var/log/pods)",
+            )
+        },
+        apply: |a, v| {
+            a.pod_log_dir = PathBuf::from(v);
+            Ok(())
+        },
+    },
+    Flag {
+        spec: Spec {
             arity: Arity::Value("N"),
             man: r"Tracks of tiered history in the segment: one per GPU, then one per MIG
 instance, each about 700 KiB (10 minutes of samples, 6 hours of 10 s buckets,

@@ -359,6 +359,86 @@ fn the_daemonset_keeps_the_privileges_the_readme_documents() {
     assert_eq!(shared["emptyDir"]["medium"], "Memory");
 }
 
+/// The volume of the DaemonSet's pod named `name`.
+fn volume(name: &str) -> Value {
+    let ds = manifest("daemonset.yaml");
+    get(&ds, "spec.template.spec.volumes")
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no volume {name}"))
+        .clone()
+}
+
+#[test]
+fn the_pod_views_are_published_where_the_readmes_pod_snippet_mounts_them() {
+    let daemon = container("gpupeekd");
+    let args = strings(&daemon["args"]);
+    let dir = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--pod-views="))
+        .expect("gpupeekd --pod-views");
+    let mounts = daemon["volumeMounts"].as_sequence().unwrap();
+    let mount = |path: &str| {
+        mounts
+            .iter()
+            .find(|m| m["mountPath"] == path)
+            .unwrap_or_else(|| panic!("gpupeekd mounts no {path}"))
+            .clone()
+    };
+    // The views are written; what gpupeekd learns pods from is only read.
+    let views = mount(dir);
+    assert!(views["readOnly"].is_null() || views["readOnly"] == false);
+    assert_eq!(
+        volume(views["name"].as_str().unwrap())["hostPath"]["path"],
+        dir
+    );
+    for path in ["/var/lib/kubelet/pod-resources", "/var/log/pods"] {
+        let m = mount(path);
+        assert_eq!(m["readOnly"], true, "{path}");
+        assert_eq!(
+            volume(m["name"].as_str().unwrap())["hostPath"]["path"],
+            path
+        );
+    }
+
+    // The README's snippet for a user's pod: the same host directory, the pod's own
+    // subdirectory read-only, and GPUPEEK_SHM at the file in it.
+    let readme = std::fs::read_to_string(dir_of_readme()).unwrap();
+    let section = readme
+        .split("## A pod's own view")
+        .nth(1)
+        .expect("README: a pod's own view");
+    let yaml = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("README: the pod snippet");
+    let pod: Value = serde_yaml::from_str(yaml).unwrap();
+    let c = get(&pod, "spec.containers.0");
+    let m = get(c, "volumeMounts.0");
+    assert_eq!(m["subPathExpr"], "$(POD_UID)");
+    assert_eq!(m["readOnly"], true);
+    let v = get(&pod, "spec.volumes.0");
+    assert_eq!(v["name"], m["name"]);
+    assert_eq!(v["hostPath"]["path"], dir);
+    let env = c["env"].as_sequence().unwrap();
+    let var = |name: &str| env.iter().find(|e| e["name"] == name).unwrap().clone();
+    assert_eq!(
+        get(&var("POD_UID"), "valueFrom.fieldRef.fieldPath"),
+        "metadata.uid"
+    );
+    assert_eq!(
+        var("GPUPEEK_SHM")["value"].as_str().unwrap(),
+        format!("{}/gpupeek", m["mountPath"].as_str().unwrap())
+    );
+}
+
+fn dir_of_readme() -> PathBuf {
+    dir().join("README.md")
+}
+
 #[test]
 fn the_daemonset_commands_take_the_flags_it_gives_them() {
     let b = bins();

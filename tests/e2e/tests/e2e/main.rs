@@ -41,6 +41,7 @@ mod mig_outputs;
 mod nvitop;
 mod nvml_cost;
 mod plot;
+mod pod_views;
 mod privilege;
 mod processes;
 mod prometheus;

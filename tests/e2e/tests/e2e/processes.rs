@@ -12,16 +12,16 @@ const MIB: u64 = 1 << 20;
 const NOBODY: u32 = 65534;
 
 /// A child process, killed when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(Child);
 
 impl Proc {
-    fn spawn(cmd: &mut Command) -> Self {
+    pub(crate) fn spawn(cmd: &mut Command) -> Self {
         Proc(cmd.spawn().expect("child starts"))
     }
-    fn sleeper() -> Self {
+    pub(crate) fn sleeper() -> Self {
         Self::spawn(Command::new("sleep").arg("600"))
     }
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 }
@@ -536,10 +536,10 @@ const POD_CONTAINER_ID: &str = "fedcba9876543210fedcba9876543210fedcba9876543210
 /// A cgroup at a path of `parts` (created as needed) in the first writable hierarchy,
 /// holding `pid`; its processes killed and its directories removed, leaf first, on drop.
 /// `.0[0]` is the leaf.
-struct NamedCgroup(Vec<std::path::PathBuf>);
+pub(crate) struct NamedCgroup(pub(crate) Vec<std::path::PathBuf>);
 
 impl NamedCgroup {
-    fn create_with(parts: &[String], pid: u32) -> Self {
+    pub(crate) fn create_with(parts: &[String], pid: u32) -> Self {
         for root in [
             "/sys/fs/cgroup/unified",
             "/sys/fs/cgroup/pids",

@@ -1,0 +1,476 @@
+//! `gpupeekd --pod-views`: one segment per pod, with only that pod's GPUs and processes,
+//! read by gpupeek inside the pod's own pid and mount namespaces through a read-only
+//! mount of the pod's directory. Pods are real cgroups named as the kubelet names them,
+//! the allocations come from the fake kubelet pod-resources server, the pod uids from a
+//! pod log directory laid out as the kubelet lays it out.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpupeek_e2e::{root_or_skip, stderr, stdout, wait_for, Daemon, Sandbox};
+use gpupeek_kube::api::{
+    ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+};
+use gpupeek_kube::fake::{Answer, FakeKubelet};
+use gpupeek_shm::{text, Segment, Snapshot};
+use serde_json::{json, Value};
+
+use crate::processes::{NamedCgroup, Proc};
+
+const MIB: u64 = 1 << 20;
+const UID_A: &str = "aaaaaaaa-1111-4111-8111-000000000001";
+const UID_B: &str = "bbbbbbbb-2222-4222-8222-000000000002";
+const UID_C: &str = "cccccccc-3333-4333-8333-000000000003";
+const GPUS: [&str; 3] = [
+    "GPU-00000000-0000-4000-8000-00000000000a",
+    "GPU-11111111-1111-4111-8111-11111111111b",
+    "GPU-22222222-2222-4222-8222-22222222222c",
+];
+const NAMES: [&str; 3] = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4"];
+
+/// A cgroup named as the kubelet (systemd driver) and containerd name a container of pod
+/// `uid`.
+fn pod_cgroup(uid: &str, container: char, pid: u32) -> NamedCgroup {
+    let parts = [
+        "kubepods.slice".to_owned(),
+        "kubepods-besteffort.slice".to_owned(),
+        format!("kubepods-besteffort-pod{}.slice", uid.replace('-', "_")),
+        format!("cri-containerd-{}.scope", container.to_string().repeat(64)),
+    ];
+    NamedCgroup::create_with(&parts, pid)
+}
+
+/// A "container": its own pid and mount namespaces (with its own /proc), running
+/// `sleep`; returns it and the host pid of its `sleep` (pid 1 inside).
+fn container() -> (Proc, u32) {
+    let holder = Proc::spawn(Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount",
+        "--mount-proc",
+        "sleep",
+        "600",
+    ]));
+    let children = format!("/proc/{0}/task/{0}/children", holder.pid());
+    for _ in 0..500 {
+        let inner = std::fs::read_to_string(&children)
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep\0"))
+            });
+        if let Some(inner) = inner {
+            return (holder, inner);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the container's process did not start");
+}
+
+/// Three GPUs; `procs` as (GPU, pid, MiB).
+fn scenario(procs: &[(usize, u32, u64)]) -> Value {
+    let gpus: Vec<Value> = (0..3)
+        .map(|g| {
+            let processes: Vec<Value> = procs
+                .iter()
+                .filter(|p| p.0 == g)
+                .map(|&(_, pid, mib)| json!({"pid": pid, "used_gpu_memory_bytes": mib * MIB}))
+                .collect();
+            json!({
+                "name": NAMES[g], "uuid": GPUS[g],
+                "memory_total_bytes": 80u64 << 30, "memory_used_bytes": (g as u64 + 1) << 30,
+                "processes": processes
+            })
+        })
+        .collect();
+    json!({ "gpus": gpus })
+}
+
+/// The kubelet's answer: each (pod name, allocated GPU).
+fn allocations(pods: &[(&str, &str)]) -> Answer {
+    Answer::Pods(ListPodResourcesResponse {
+        pod_resources: pods
+            .iter()
+            .map(|&(name, gpu)| PodResources {
+                name: name.into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "main".into(),
+                    devices: vec![ContainerDevices {
+                        resource_name: "nvidia.com/gpu".into(),
+                        device_ids: vec![gpu.into()],
+                    }],
+                }],
+            })
+            .collect(),
+    })
+}
+
+struct Pods {
+    sb: Sandbox,
+    views: PathBuf,
+    logs: PathBuf,
+    socket: PathBuf,
+}
+
+impl Pods {
+    fn new(tag: &str) -> Self {
+        let sb = Sandbox::new(tag);
+        let views = sb.dir.join("pods");
+        let logs = sb.dir.join("podlogs");
+        for (pod, uid) in [
+            ("train-a", UID_A),
+            ("train-b", UID_B),
+            ("idle-c", UID_C),
+            // Not a uid: no pod may name a directory with it.
+            ("evil", "..%2f..%2fetc"),
+            ("evil2", "not-a-uuid"),
+        ] {
+            std::fs::create_dir_all(logs.join(format!("ml_{pod}_{uid}"))).unwrap();
+        }
+        let socket = sb.dir.join("kubelet.sock");
+        Pods {
+            sb,
+            views,
+            logs,
+            socket,
+        }
+    }
+
+    fn start_daemon(&self) -> Daemon {
+        let (views, socket, logs) = (
+            self.views.to_str().unwrap(),
+            self.socket.to_str().unwrap(),
+            self.logs.to_str().unwrap(),
+        );
+        self.sb.start_daemon_with(
+            "100ms",
+            &[
+                "--process-interval",
+                "100ms",
+                "--pod-views",
+                views,
+                "--kubelet-socket",
+                socket,
+                "--pod-log-dir",
+                logs,
+            ],
+        )
+    }
+
+    fn view_path(&self, uid: &str) -> String {
+        self.views
+            .join(uid)
+            .join("gpupeek")
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Pod `uid`'s view once it shows `gpus` GPUs and `procs` processes.
+    fn view_when(&self, daemon: &Daemon, uid: &str, gpus: usize, procs: usize) -> Snapshot {
+        let path = self.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("the view of pod {uid}"), daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref()
+                .is_some_and(|s| s.gpus.len() == gpus && s.processes.len() == procs)
+        });
+        snap.unwrap()
+    }
+}
+
+fn uuids(snap: &Snapshot) -> Vec<String> {
+    snap.gpus.iter().map(|g| text::decode(&g.uuid)).collect()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
+    if !root_or_skip("each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed") {
+        return;
+    }
+    let pods = Pods::new("podviews");
+    let (_box_a, a) = container();
+    let _cg_a = pod_cgroup(UID_A, 'a', a);
+    let b = Proc::sleeper();
+    let _cg_b = pod_cgroup(UID_B, 'b', b.pid());
+    let host = Proc::sleeper();
+    pods.sb.write_scenario(&scenario(&[
+        (0, a, 1000),
+        (0, host.pid(), 300),
+        (1, b.pid(), 500),
+    ]));
+    let kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[
+            ("train-a", GPUS[0]),
+            ("train-b", GPUS[1]),
+            ("idle-c", GPUS[2]),
+            ("evil", GPUS[2]),
+            ("evil2", GPUS[2]),
+        ]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+
+    let view_a = pods.view_when(&daemon, UID_A, 1, 1);
+    assert_eq!(uuids(&view_a), [GPUS[0]]);
+    let p = &view_a.processes[0];
+    assert_eq!(
+        p.pid, 1,
+        "the pid in the pod's own namespace, not the host's {a}"
+    );
+    assert_eq!(p.gpu_mem_bytes, 1000 * MIB);
+    assert_eq!(
+        view_a.proc_head.pid_ns_inode,
+        gpupeek_shm::procfs::pid_ns_inode(Path::new(&format!("/proc/{a}/ns/pid"))).unwrap()
+    );
+    // Other pods (and the host) only as the GPU's memory in use.
+    assert_eq!(view_a.gpus[0].mem_used_bytes, 1 << 30);
+
+    let view_b = pods.view_when(&daemon, UID_B, 1, 1);
+    assert_eq!(uuids(&view_b), [GPUS[1]]);
+    assert_eq!(view_b.processes[0].pid, b.pid());
+    // A view's slot is not its GPU's index: gpupeek keys by the record, not the slot.
+    let out = gpupeek_e2e::run_with_watchdog({
+        let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+        cmd.args(["--shm", &pods.view_path(UID_B), "--json"]);
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", gpupeek_e2e::stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["gpus"][0]["index"], 1, "{doc}");
+    assert_eq!(doc["gpus"][0]["uuid"], GPUS[1], "{doc}");
+    assert_eq!(doc["gpus"][0]["processes"][0]["pid"], b.pid(), "{doc}");
+    // Allocated, running nothing yet: its GPU and no process.
+    let view_c = pods.view_when(&daemon, UID_C, 1, 0);
+    assert_eq!(uuids(&view_c), [GPUS[2]]);
+
+    // The views directory holds the three pods' uids and nothing a pod named.
+    assert_eq!(entries(&pods.views), [UID_A, UID_B, UID_C]);
+    let meta = std::fs::metadata(pods.view_path(UID_A)).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta.mode() & 0o777, 0o644);
+    assert_eq!(meta.uid(), 0);
+
+    // Pod B goes, and the kubelet removes its log directory: its view is removed, its
+    // directory too. Pod C goes from the kubelet's allocations, its log directory
+    // still there (the kubelet removes it later): its view is removed, the directory
+    // (which a pod still running would hold mounted) is kept.
+    drop(b);
+    std::fs::remove_dir(pods.logs.join(format!("ml_train-b_{UID_B}"))).unwrap();
+    pods.sb
+        .write_scenario(&scenario(&[(0, a, 1000), (0, host.pid(), 300)]));
+    kubelet.set(allocations(&[("train-a", GPUS[0])]));
+    wait_for("pod B's and C's views removed", &daemon, || {
+        !pods.views.join(UID_B).exists() && !Path::new(&pods.view_path(UID_C)).exists()
+    });
+    assert_eq!(entries(&pods.views), [UID_A, UID_C]);
+    assert!(entries(&pods.views.join(UID_C)).is_empty());
+    for uid in [UID_B, UID_C] {
+        assert!(
+            daemon.log().contains(&format!("pod {uid} is gone")),
+            "{}",
+            daemon.log()
+        );
+    }
+    assert_eq!(uuids(&pods.view_when(&daemon, UID_A, 1, 1)), [GPUS[0]]);
+    // The main segment still has every GPU and process.
+    let main = pods.sb.segment().snapshot().unwrap();
+    assert_eq!(main.gpus.len(), 3);
+    assert_eq!(main.processes.len(), 2);
+}
+
+#[test]
+fn gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view() {
+    if !root_or_skip("gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view") {
+        return;
+    }
+    let pods = Pods::new("podns");
+    let (_box_a, a) = container();
+    let _cg_a = pod_cgroup(UID_A, 'a', a);
+    let b = Proc::sleeper();
+    let _cg_b = pod_cgroup(UID_B, 'b', b.pid());
+    pods.sb
+        .write_scenario(&scenario(&[(0, a, 1000), (1, b.pid(), 500)]));
+    let _kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[("train-a", GPUS[0]), ("train-b", GPUS[1])]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    pods.view_when(&daemon, UID_A, 1, 1);
+
+    // In the pod's mount namespace: /dev/shm is the pod's own (the main segment is not
+    // there), and the pod's directory is mounted read-only where the pod mounts it.
+    let mount_point = pods.sb.dir.join("pod-mount");
+    std::fs::create_dir_all(&mount_point).unwrap();
+    let in_pod = |script: &str| {
+        let mut cmd = Command::new("nsenter");
+        cmd.args(["--target", &a.to_string(), "--pid", "--mount", "--"])
+            .args(["sh", "-c", script])
+            .env_remove("GPUPEEK_SHM");
+        gpupeek_e2e::run_with_watchdog(cmd)
+    };
+    let setup = in_pod(&format!(
+        "mount -t tmpfs none /dev/shm && mount --bind {dir} {at} && \
+         mount -o remount,bind,ro {at}",
+        dir = pods.views.join(UID_A).display(),
+        at = mount_point.display(),
+    ));
+    if !setup.status.success() {
+        eprintln!(
+            "skipping gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view: \
+             cannot mount in the pod's namespace: {}",
+            stderr(&setup)
+        );
+        return;
+    }
+    let view = mount_point.join("gpupeek");
+    let gpupeek = |args: &str| {
+        in_pod(&format!(
+            "GPUPEEK_SHM={} exec {} {args}",
+            view.display(),
+            gpupeek_e2e::bins().client.display()
+        ))
+    };
+
+    // The main segment is not visible in the pod.
+    let main = in_pod(&format!(
+        "exec {} --shm {}",
+        gpupeek_e2e::bins().client.display(),
+        pods.sb.shm
+    ));
+    assert_ne!(main.status.code(), Some(0), "{}", stdout(&main));
+
+    let out = gpupeek("--json");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus = doc["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "{doc}");
+    assert_eq!(gpus[0]["uuid"], GPUS[0]);
+    let procs = gpus[0]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{doc}");
+    assert_eq!(procs[0]["pid"], 1, "{doc}");
+    assert_eq!(
+        procs[0]["host_pid"], 1,
+        "no host pid in the pod's view: {doc}"
+    );
+    assert_eq!(procs[0]["gpu_memory_usage"], 1000);
+    let json = stdout(&out);
+    assert!(
+        !json.contains(GPUS[1]) && !json.contains(NAMES[1]),
+        "{json}"
+    );
+
+    let out = gpupeek("-p --no-header");
+    let table = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(table.lines().count(), 1, "{table}");
+    assert!(table.contains(NAMES[0]), "{table}");
+    assert!(table.ends_with("/1(1000M)\n"), "{table}");
+
+    let out = gpupeek("-o waybar");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bar = stdout(&out);
+    assert!(!bar.contains(NAMES[1]), "{bar}");
+    let out = gpupeek("--format '{count} {0.uuid}'");
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("1 {}", GPUS[0]),
+        "{}",
+        stderr(&out)
+    );
+
+    // The C and Python readers read the view by its path as well.
+    if let Some(reader) = gpupeek_e2e::compile_c_reader(&pods.sb) {
+        let out = in_pod(&format!("exec {} {}", reader.display(), view.display()));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains(GPUS[0]) && !text.contains(GPUS[1]), "{text}");
+    }
+    let out = in_pod(&format!(
+        "cd {} && exec python3 -c 'import sys, gpupeek; s = gpupeek.snapshot(sys.argv[1]); \
+         print(len(s.gpus), s.gpus[0].uuid, [p.pid for p in s.processes])' {}",
+        gpupeek_e2e::repo().join("contrib/python").display(),
+        view.display()
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), format!("1 {} [1]", GPUS[0]));
+
+    // The pod cannot write to its view, nor add anything beside it.
+    let write = in_pod(&format!("echo x >> {}", view.display()));
+    assert_ne!(write.status.code(), Some(0));
+    assert!(stderr(&write).contains("Read-only"), "{}", stderr(&write));
+    let create = in_pod(&format!("touch {}/other", mount_point.display()));
+    assert_ne!(create.status.code(), Some(0));
+    let meta = std::fs::metadata(pods.view_path(UID_A)).unwrap();
+    let size = Segment::open(&pods.view_path(UID_A))
+        .unwrap()
+        .geometry()
+        .segment_size as u64;
+    assert_eq!(meta.len(), size);
+}
+
+#[test]
+fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
+    let pods = Pods::new("podmig");
+    let (_procs, pids) = crate::mig::four_sleepers();
+    pods.sb.write_scenario(&crate::mig::three_way(&pids));
+    // Pod A holds GI 5 by its MIG UUID (NVIDIA's plugin), pod B GI 13 as GKE names it.
+    let _kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[
+            ("train-a", "MIG-00000005-7d1c-5b8e-9d2a-00000000000e"),
+            ("train-b", "nvidia0/gi13"),
+        ]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
+    for (uid, gi) in [(UID_A, 5), (UID_B, 13)] {
+        let path = pods.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
+        });
+        let snap = snap.unwrap();
+        assert_eq!(uuids(&snap), [parent]);
+        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
+        assert_eq!(instances, [gi], "pod {uid}");
+        // Its processes are not known to be the pod's (no pod cgroup): none shown.
+        assert!(snap.processes.is_empty());
+    }
+}
+
+#[test]
+fn a_pod_views_directory_others_can_write_to_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let pods = Pods::new("podbaddir");
+    std::fs::create_dir_all(&pods.views).unwrap();
+    std::fs::set_permissions(&pods.views, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = pods.sb.daemon_command("100ms");
+    cmd.arg("--pod-views").arg(&pods.views);
+    let out = gpupeek_e2e::run_with_watchdog(cmd);
+    gpupeek_e2e::assert_one_line_failure(&out, 6, "a world-writable --pod-views");
+    let err = stderr(&out);
+    assert!(
+        err.contains("--pod-views") && err.contains("the group or others can write to it"),
+        "{err}"
+    );
+    assert!(!pods.sb.shm_path().exists(), "no segment made");
+    assert!(entries(&pods.views).is_empty());
+}
