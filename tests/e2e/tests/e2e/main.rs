@@ -58,3 +58,4 @@ mod tiers;
 mod top;
 mod verdicts;
 mod watch;
+mod xid;
