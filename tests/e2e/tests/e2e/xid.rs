@@ -45,11 +45,11 @@ fn count(calls: &BTreeMap<String, u64>, name: &str) -> u64 {
     calls.get(name).copied().unwrap_or(0)
 }
 
-/// Waits until the daemon has registered (or tried to register) `gpus` GPUs `times`
-/// times in all.
-fn wait_registered(sb: &Sandbox, daemon: &Daemon, registrations: u64) {
+/// Waits until the daemon has asked `gpus` times in all which events a GPU supports:
+/// every GPU it asked before has been registered where it could be.
+fn wait_registered(sb: &Sandbox, daemon: &Daemon, gpus: u64) {
     wait_for("the event registrations", daemon, || {
-        count(&calls(sb, daemon), "nvmlDeviceRegisterEvents") >= registrations
+        count(&calls(sb, daemon), "nvmlDeviceGetSupportedEventTypes") >= gpus
     });
 }
 
@@ -229,8 +229,9 @@ fn a_release_frees_the_event_set_and_a_resume_counts_on_in_a_new_one() {
         "{text}"
     );
     // A clean stop frees the set it holds.
+    let pid = daemon.pid();
     daemon.signal(Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(), Some(0), "{}", daemon.log());
-    let c = sb.nvml_call_file(daemon.pid()).unwrap();
+    let c = sb.nvml_call_file(pid).unwrap();
     assert_eq!(count(&c, "nvmlEventSetFree"), 2, "{c:?}");
 }
