@@ -1,12 +1,14 @@
 //! NVML's Xid events, on a thread of their own.
 //!
 //! Each NVML session ([`crate::session::Session`]) starts one [`Events`] thread: it
-//! creates an event set, registers every GPU for `nvmlEventTypeXidCriticalError` (a GPU
-//! whose `nvmlDeviceGetSupportedEventTypes` lacks it, or whose registration NVML refuses
-//! as not supported, is left out: a vGPU guest or some containers), then waits on the set
-//! in a loop and counts each Xid at the GPU it came from ([`crate::xid::Xids`]); an Xid of
-//! a MIG instance comes with the parent GPU's handle and the instance's ids. The tick
-//! never waits for it: a wait that hangs stops nothing else.
+//! creates an event set, registers each GPU for `nvmlEventTypeXidCriticalError` once the
+//! publisher has given it a job (a runtime-suspended GPU is never touched: any call
+//! would wake it), leaving out a GPU whose `nvmlDeviceGetSupportedEventTypes` lacks it or
+//! whose registration NVML refuses as not supported (a vGPU guest, some containers), then
+//! waits on the set in a loop and counts each Xid at the GPU it came from
+//! ([`crate::xid::Xids`]); an Xid of a MIG instance comes with the parent GPU's handle
+//! and the instance's ids. The tick never waits for it: a wait that hangs stops nothing
+//! else. While no GPU is registered it makes no call.
 //!
 //! The wait is `nvmlEventSetWait_v2` (R450+, whose data carries the MIG instance), or on
 //! older drivers `nvmlEventSetWait`, resolved once per session. It returns at least every
@@ -45,6 +47,8 @@ type Wait = unsafe extern "C" fn(nvmlEventSet_t, *mut nvmlEventData_t, c_uint) -
 /// The events thread of one session; dropping it asks the thread to end.
 pub struct Events {
     stop: Arc<AtomicBool>,
+    /// `awake[i]`: GPU `i` has been given a job, so it is awake and may be registered.
+    awake: Arc<[AtomicBool]>,
 }
 
 impl Events {
@@ -52,22 +56,32 @@ impl Events {
     /// `done` is signalled once the thread has let go of the session.
     pub fn spawn(sampler: Sampler, count: u32, xids: Xids, done: Arc<Done>) -> Option<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+        let awake: Arc<[AtomicBool]> = (0..count).map(|_| AtomicBool::new(false)).collect();
+        let (flag, gpus) = (Arc::clone(&stop), Arc::clone(&awake));
         let spawned = std::thread::Builder::new()
             .name("nvml-events".into())
             .spawn(move || {
-                run(&sampler, count, &xids, &flag);
+                run(&sampler, &gpus, &xids, &flag);
                 // The session's close waits for this share (and `nvmlShutdown`, when it
                 // is the last one).
                 drop(sampler);
                 done.signal();
             });
         match spawned {
-            Ok(_) => Some(Events { stop }),
+            Ok(_) => Some(Events { stop, awake }),
             Err(e) => {
                 log::error!("cannot start a thread for NVML's Xid events: {e}");
                 None
             }
+        }
+    }
+
+    /// GPU `slot` is awake (the publisher gives it a job): it is registered for Xid
+    /// events before the next wait. A GPU that sleeps (runtime-suspended) is never
+    /// touched, as every NVML call on it would wake it.
+    pub fn awake(&self, slot: usize) {
+        if let Some(flag) = self.awake.get(slot) {
+            flag.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -78,8 +92,22 @@ impl Drop for Events {
     }
 }
 
-/// The thread: set up, wait and count until the session ends, free the set.
-fn run(sampler: &Sampler, count: u32, xids: &Xids, stop: &AtomicBool) {
+/// What became of a GPU's registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// Not tried yet (not known awake).
+    Untried,
+    /// Registered: its Xids are counted.
+    Counted,
+    /// NVML has no Xid events for it.
+    Unsupported,
+    /// Registering failed otherwise.
+    Failed(String),
+}
+
+/// The thread: set up, register the GPUs as they are known awake, wait and count until
+/// the session ends, free the set.
+fn run(sampler: &Sampler, awake: &[AtomicBool], xids: &Xids, stop: &AtomicBool) {
     let nvml = sampler.nvml();
     let lib = nvml.lib();
     let wait: Wait = match (&lib.nvmlEventSetWait_v2, &lib.nvmlEventSetWait) {
@@ -97,9 +125,15 @@ fn run(sampler: &Sampler, count: u32, xids: &Xids, stop: &AtomicBool) {
             return;
         }
     };
-    let gpus = register(nvml, set, count, xids);
+    let mut outcomes = vec![Outcome::Untried; awake.len()];
+    let mut gpus: Vec<(usize, u32)> = Vec::new();
     let mut failing = false;
-    while !gpus.is_empty() && !stop.load(Ordering::Acquire) {
+    while !stop.load(Ordering::Acquire) {
+        register(nvml, set, awake, &mut outcomes, &mut gpus, xids);
+        if gpus.is_empty() {
+            std::thread::sleep(Duration::from_millis(WAIT_MS.into()));
+            continue;
+        }
         let mut data = nvmlEventData_t {
             device: std::ptr::null_mut(),
             eventType: 0,
@@ -150,23 +184,61 @@ fn free(nvml: &Nvml, set: nvmlEventSet_t) {
     }
 }
 
-/// Registers GPUs `0..count` for Xid events in `set`; returns the handles of those NVML
-/// accepted, with their indices.
-fn register(nvml: &Nvml, set: nvmlEventSet_t, count: u32, xids: &Xids) -> Vec<(usize, u32)> {
-    let mut gpus = Vec::new();
-    for index in 0..count {
-        match register_one(nvml, set, index) {
+/// Registers for Xid events in `set` each GPU newly known awake, adding those NVML
+/// accepts to `gpus` (handle, index); logs what came of them all when that changed
+/// (and, across sessions, only when it differs from the last session's).
+fn register(
+    nvml: &Nvml,
+    set: nvmlEventSet_t,
+    awake: &[AtomicBool],
+    outcomes: &mut [Outcome],
+    gpus: &mut Vec<(usize, u32)>,
+    xids: &Xids,
+) {
+    let mut tried = false;
+    for (index, (flag, outcome)) in (0u32..).zip(awake.iter().zip(outcomes.iter_mut())) {
+        if *outcome != Outcome::Untried || !flag.load(Ordering::Relaxed) {
+            continue;
+        }
+        tried = true;
+        *outcome = match register_one(nvml, set, index) {
             Ok(handle) => {
                 xids.registered(index);
                 gpus.push((handle as usize, index));
+                Outcome::Counted
             }
-            Err(NvmlError::NotSupported) => {
-                log::info!("GPU {index}: NVML has no Xid events for it: its Xids are not counted")
-            }
-            Err(e) => log::warn!("GPU {index}: cannot register for Xid events: {e}"),
-        }
+            Err(NvmlError::NotSupported) => Outcome::Unsupported,
+            Err(e) => Outcome::Failed(e.to_string()),
+        };
     }
-    gpus
+    if tried {
+        xids.say(summary(outcomes));
+    }
+}
+
+/// One line of what came of the registrations so far.
+fn summary(outcomes: &[Outcome]) -> String {
+    let list = |want: fn(&Outcome) -> Option<String>| -> String {
+        let items: Vec<String> = (0..)
+            .zip(outcomes)
+            .filter_map(|(i, o): (u32, &Outcome)| want(o).map(|why| format!("{i}{why}")))
+            .collect();
+        items.join(", ")
+    };
+    let counted = list(|o| (*o == Outcome::Counted).then(String::new));
+    let mut line = format!("Xid errors counted on GPUs [{counted}]");
+    let unsupported = list(|o| (*o == Outcome::Unsupported).then(String::new));
+    if !unsupported.is_empty() {
+        line += &format!("; NVML has no events for [{unsupported}]");
+    }
+    let failed = list(|o| match o {
+        Outcome::Failed(e) => Some(format!(" ({e})")),
+        _ => None,
+    });
+    if !failed.is_empty() {
+        line += &format!("; registering failed for [{failed}]");
+    }
+    line
 }
 
 fn register_one(nvml: &Nvml, set: nvmlEventSet_t, index: u32) -> Result<nvmlDevice_t, NvmlError> {

@@ -159,7 +159,7 @@ impl Gpu {
 pub struct Session {
     sampler: Sampler,
     /// Counts the session's Xids; dropped with it, which ends that thread.
-    _events: Option<Events>,
+    events: Option<Events>,
     gpus: Vec<Gpu>,
     done: Arc<Done>,
     timeout: Duration,
@@ -178,7 +178,7 @@ impl Session {
         xids: &Xids,
     ) -> Self {
         Session {
-            _events: Events::spawn(sampler.clone(), count, xids.clone(), Arc::clone(&done)),
+            events: Events::spawn(sampler.clone(), count, xids.clone(), Arc::clone(&done)),
             sampler,
             gpus: Vec::new(),
             done,
@@ -240,6 +240,9 @@ impl Session {
             forget_slow: gpu.forget_slow,
         };
         gpu.asleep = false;
+        if let Some(events) = &self.events {
+            events.awake(slot);
+        }
         gpu.posted = gpu.worker.post(job, now).is_ok();
         if gpu.posted {
             gpu.forget_slow = false;

@@ -43,17 +43,37 @@ struct Counts {
     slots: [(u64, u64); SLOTS],
 }
 
+/// What the events threads share with the publisher.
+#[derive(Debug, Default)]
+struct Shared {
+    gpus: Vec<Counts>,
+    /// What the last session said about its registrations (said again only if it
+    /// changes: runtime PM re-initialises NVML at every wake).
+    said: String,
+}
+
 /// Every GPU's counts, shared by the events thread and the publisher. Clones share.
 #[derive(Debug, Default, Clone)]
-pub struct Xids(Arc<Mutex<Vec<Counts>>>);
+pub struct Xids(Arc<Mutex<Shared>>);
 
 impl Xids {
-    fn lock(&self) -> MutexGuard<'_, Vec<Counts>> {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Logs `line` (what a session's registrations came to) unless the session before
+    /// said the same.
+    pub fn say(&self, line: String) {
+        let mut shared = self.lock();
+        if shared.said != line {
+            log::info!("{line}");
+            shared.said = line;
+        }
+    }
+
     fn with(&self, index: u32, f: impl FnOnce(&mut Counts)) {
-        let mut all = self.lock();
+        let mut shared = self.lock();
+        let all = &mut shared.gpus;
         let i = index as usize;
         if all.len() <= i {
             all.resize(i + 1, Counts::default());
@@ -84,8 +104,8 @@ impl Xids {
 
     /// Writes GPU `index`'s counts into `rec` (its record for this tick, in any state).
     pub fn apply(&self, index: u32, rec: &mut GpuRecord) {
-        let all = self.lock();
-        let Some(c) = all.get(index as usize).filter(|c| c.registered) else {
+        let shared = self.lock();
+        let Some(c) = shared.gpus.get(index as usize).filter(|c| c.registered) else {
             return;
         };
         rec.valid3 |= v3::XID_ERRORS;
