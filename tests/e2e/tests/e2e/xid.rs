@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use gpupeek_e2e::{profiles, stdout, wait_for, Daemon, Sandbox};
+use gpupeek_shm::layout::gpu_valid3 as v3;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
@@ -140,6 +141,34 @@ fn xids_are_counted_per_gpu_and_code_with_nvidias_action_and_none_for_a_gpu_with
     // gpustat's JSON is gpustat's: no Xid key joins it.
     let json = stdout(&sb.client(&["--json"]));
     assert!(!json.to_lowercase().contains("xid"), "{json}");
+    // The segment: counts by number, the last one, no bits for GPU 2.
+    let snap = sb.segment().snapshot().unwrap();
+    let g1 = &snap.gpus[1];
+    assert_eq!(
+        g1.valid3 & (v3::XID_ERRORS | v3::XID_LAST),
+        v3::XID_ERRORS | v3::XID_LAST
+    );
+    assert_eq!((g1.xid_errors_total, g1.xid_last_code), (3, 13));
+    assert_eq!(
+        (&g1.xid_codes[..3], &g1.xid_counts[..2]),
+        (&[13, 31, 0][..], &[2, 1][..])
+    );
+    assert_eq!(g1.valid3 & v3::XID_LAST_INSTANCE, 0);
+    assert_eq!(snap.gpus[2].valid3 & (v3::XID_ERRORS | v3::XID_LAST), 0);
+    // A GPU that falls off the bus keeps its Xid series: the Xid says why it is gone.
+    s["gpus"][0]["errors"] = json!({"*": "GPU_IS_LOST"});
+    sb.write_scenario(&s);
+    let text = wait_metrics(&sb, &daemon, "GPU 0 lost", |t| {
+        t.contains("gpupeek_gpu_state{gpu=\"0\"")
+            && t.lines().any(|l| {
+                l.starts_with("gpupeek_gpu_state{gpu=\"0\"") && l.contains("state=\"lost\"} 1")
+            })
+    });
+    assert_eq!(
+        xid_series(&text).get("gpu=\"0\",xid=\"79\",action=\"RESTART_BM\""),
+        Some(&1),
+        "{text}"
+    );
 }
 
 #[test]
@@ -200,6 +229,13 @@ fn a_release_frees_the_event_set_and_a_resume_counts_on_in_a_new_one() {
     s["gpus"][0]["xids"] = json!([{"code": 94, "gpu_instance_id": 1, "compute_instance_id": 0}]);
     sb.write_scenario(&s);
     wait_metrics(&sb, &daemon, "the first Xid", |t| xid_series(t).len() == 1);
+    // An Xid of a MIG instance counts at its GPU, with the instance's ids.
+    let g0 = sb.segment().snapshot().unwrap().gpus[0];
+    assert_ne!(g0.valid3 & v3::XID_LAST_INSTANCE, 0);
+    assert_eq!(
+        (g0.xid_last_gpu_instance_id, g0.xid_last_compute_instance_id),
+        (1, 0)
+    );
 
     daemon.signal(Signal::SIGUSR1);
     wait_for("the set freed", &daemon, || {
