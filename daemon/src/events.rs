@@ -226,7 +226,7 @@ fn summary(outcomes: &[Outcome]) -> String {
         items.join(", ")
     };
     let counted = list(|o| (*o == Outcome::Counted).then(String::new));
-    let mut line = format!("Xid errors counted on GPUs [{counted}]");
+    let mut line = format!("Xids counted on GPUs [{counted}]");
     let unsupported = list(|o| (*o == Outcome::Unsupported).then(String::new));
     if !unsupported.is_empty() {
         line += &format!("; NVML has no events for [{unsupported}]");
