@@ -32,6 +32,7 @@ mod mig;
 mod nvidia_smi;
 mod pods;
 mod processes;
+mod xid;
 
 /// The flags of `gpupeek metrics` (their table is `crate::commands::METRICS`).
 #[derive(Debug, Default)]

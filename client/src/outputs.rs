@@ -53,7 +53,7 @@ Status bars and prompts:
   mem_total, mem_reserved, mem_pct, temp, fan, power, power_limit, power_pct, energy,
   clock_gr, clock_sm, clock_mem, clock_gr_max, clock_sm_max, clock_mem_max, pstate,
   pcie_tx, pcie_rx, pcie_gen, pcie_width, ecc_corrected, ecc_uncorrected, procs,
-  count, driver. Units: B KiB MiB GiB TiB KB MB GB TB auto | mW W kW | C F | MHz GHz |
+  xid_errors, xid_last, count, driver. Units: B KiB MiB GiB TiB KB MB GB TB auto | mW W kW | C F | MHz GHz |
   mJ J kJ Wh kWh | KB/s MB/s GB/s.
 "#;
 

@@ -65,7 +65,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 8u
+#define GPUPEEK_ABI_MINOR 9u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -260,6 +260,9 @@ enum {
 #define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING (UINT64_C(1) << 35) /* vgpu_mig_timeslicing */
 #define GPUPEEK_GPU_V3_VGPU_MIG_TIMESLICING_MODE (UINT64_C(1) << 36) /* vgpu_mig_timeslicing_mode */
 #define GPUPEEK_GPU_V3_GPU_HOSTNAME (UINT64_C(1) << 37) /* gpu_hostname */
+#define GPUPEEK_GPU_V3_XID_ERRORS (UINT64_C(1) << 38) /* xid_errors_total, xid_codes, xid_counts */
+#define GPUPEEK_GPU_V3_XID_LAST (UINT64_C(1) << 39) /* xid_last_code, xid_last_unix_ns */
+#define GPUPEEK_GPU_V3_XID_LAST_INSTANCE (UINT64_C(1) << 40) /* xid_last_gpu_instance_id, xid_last_compute_instance_id */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -596,8 +599,17 @@ struct gpupeek_gpu {
     uint32_t reserved_ext7;
     char gpu_hostname[64];
     uint64_t reserved_ext6[3];
+    uint64_t xid_errors_total;
+    uint64_t xid_last_unix_ns;
+    uint32_t xid_last_code;
+    uint32_t xid_last_gpu_instance_id;
+    uint32_t xid_last_compute_instance_id;
+    uint32_t reserved_ext8;
+    uint64_t xid_codes[8];
+    uint64_t xid_counts[8];
+    uint64_t reserved_ext9[12];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1536, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 1792, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -800,6 +812,15 @@ GPUPEEK_PIN(gpupeek_gpu, vgpu_mig_timeslicing_mode, 1440);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext7, 1444);
 GPUPEEK_PIN(gpupeek_gpu, gpu_hostname, 1448);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext6, 1512);
+GPUPEEK_PIN(gpupeek_gpu, xid_errors_total, 1536);
+GPUPEEK_PIN(gpupeek_gpu, xid_last_unix_ns, 1544);
+GPUPEEK_PIN(gpupeek_gpu, xid_last_code, 1552);
+GPUPEEK_PIN(gpupeek_gpu, xid_last_gpu_instance_id, 1556);
+GPUPEEK_PIN(gpupeek_gpu, xid_last_compute_instance_id, 1560);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext8, 1564);
+GPUPEEK_PIN(gpupeek_gpu, xid_codes, 1568);
+GPUPEEK_PIN(gpupeek_gpu, xid_counts, 1632);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext9, 1696);
 
 struct gpupeek_proc_head {
     uint64_t seq;

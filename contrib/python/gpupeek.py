@@ -94,7 +94,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 8
+ABI_MINOR = 9
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -107,7 +107,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1536
+GPU_RECORD_SIZE = 1792
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -441,6 +441,9 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "VGPU_MIG_TIMESLICING": 35,
     "VGPU_MIG_TIMESLICING_MODE": 36,
     "GPU_HOSTNAME": 37,
+    "XID_ERRORS": 38,
+    "XID_LAST": 39,
+    "XID_LAST_INSTANCE": 40,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -507,6 +510,13 @@ GPU_VALID3 = {
     "vgpu_mig_timeslicing": 35,  # VGPU_MIG_TIMESLICING
     "vgpu_mig_timeslicing_mode": 36,  # VGPU_MIG_TIMESLICING_MODE
     "gpu_hostname": 37,  # GPU_HOSTNAME
+    "xid_errors_total": 38,  # XID_ERRORS
+    "xid_codes": 38,  # XID_ERRORS
+    "xid_counts": 38,  # XID_ERRORS
+    "xid_last_code": 39,  # XID_LAST
+    "xid_last_unix_ns": 39,  # XID_LAST
+    "xid_last_gpu_instance_id": 40,  # XID_LAST_INSTANCE
+    "xid_last_compute_instance_id": 40,  # XID_LAST_INSTANCE
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -674,7 +684,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1536, [
+    ("GpuRecord", 1792, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -877,6 +887,15 @@ LAYOUT = [
         ("reserved_ext7", 1444, "I"),
         ("gpu_hostname", 1448, "64s"),
         ("reserved_ext6", 1512, "24s"),
+        ("xid_errors_total", 1536, "Q"),
+        ("xid_last_unix_ns", 1544, "Q"),
+        ("xid_last_code", 1552, "I"),
+        ("xid_last_gpu_instance_id", 1556, "I"),
+        ("xid_last_compute_instance_id", 1560, "I"),
+        ("reserved_ext8", 1564, "I"),
+        ("xid_codes", 1568, "64s"),
+        ("xid_counts", 1632, "64s"),
+        ("reserved_ext9", 1696, "96s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

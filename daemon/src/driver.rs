@@ -25,6 +25,7 @@ use crate::sampler::{Closed, SystemInfo};
 use crate::session::{Control, ControlJob, ControlOut, Session};
 use crate::waiter::Request;
 use crate::worker::{Done, Worker};
+use crate::xid::Xids;
 
 /// Longest wait between two NVML initialisation attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -80,6 +81,8 @@ pub struct Driver {
     lib: Option<String>,
     interval: Duration,
     timeout: Duration,
+    /// The Xids every session counts (see [`crate::events`]), kept across sessions.
+    pub xids: Xids,
 }
 
 impl Driver {
@@ -103,6 +106,7 @@ impl Driver {
             lib,
             interval,
             timeout,
+            xids: Xids::default(),
         })
     }
 
@@ -217,7 +221,13 @@ impl Driver {
                     "NVML initialised (driver {})",
                     self.info.driver_version.as_deref().unwrap_or("unknown")
                 );
-                let session = Session::new(sampler, count, self.timeout, Arc::clone(&self.done));
+                let session = Session::new(
+                    sampler,
+                    count,
+                    self.timeout,
+                    Arc::clone(&self.done),
+                    &self.xids,
+                );
                 self.state = Nvml::Up(Box::new(session));
                 pm.discover();
             }

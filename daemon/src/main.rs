@@ -14,6 +14,7 @@ mod counters;
 mod details;
 mod details3;
 mod driver;
+mod events;
 mod fallback;
 mod fields;
 mod gpm;
@@ -43,6 +44,7 @@ mod tiers;
 mod timeline;
 mod waiter;
 mod worker;
+mod xid;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -137,6 +137,11 @@ impl Sampler {
         Closed(Arc::clone(&self.nvml.closed.0))
     }
 
+    /// The session's NVML handle (for the event thread's calls, [`crate::events`]).
+    pub fn nvml(&self) -> &Nvml {
+        &self.nvml
+    }
+
     /// Number of GPUs NVML sees.
     pub fn device_count(&self) -> Result<u32, Failure> {
         Ok(self.nvml.device_count()?)

@@ -21,10 +21,12 @@ use std::time::{Duration, Instant};
 use gpupeek_shm::layout::{gpu_valid as v, GpuState};
 use gpupeek_shm::{GpuRecord, MigRecord};
 
+use crate::events::Events;
 use crate::gpuprocs::GpuProcess;
 use crate::reads::Failure;
 use crate::sampler::{Closed, GpuSampler, Sampler, SystemInfo};
 use crate::worker::{Done, Task, Worker};
+use crate::xid::Xids;
 
 /// The identity fields a "not responding" GPU keeps from its last record.
 const IDENTITY: u64 =
@@ -153,9 +155,11 @@ impl Gpu {
     }
 }
 
-/// An NVML session and its GPU workers.
+/// An NVML session, its GPU workers and its Xid events thread.
 pub struct Session {
     sampler: Sampler,
+    /// Counts the session's Xids; dropped with it, which ends that thread.
+    events: Option<Events>,
     gpus: Vec<Gpu>,
     done: Arc<Done>,
     timeout: Duration,
@@ -165,9 +169,16 @@ pub struct Session {
 
 impl Session {
     /// A session of `count` GPUs whose workers signal `done`; late jobs are "not
-    /// responding" after `timeout`.
-    pub fn new(sampler: Sampler, count: u32, timeout: Duration, done: Arc<Done>) -> Self {
+    /// responding" after `timeout`. Its Xids are counted into `xids`.
+    pub fn new(
+        sampler: Sampler,
+        count: u32,
+        timeout: Duration,
+        done: Arc<Done>,
+        xids: &Xids,
+    ) -> Self {
         Session {
+            events: Events::spawn(sampler.clone(), count, xids.clone(), Arc::clone(&done)),
             sampler,
             gpus: Vec::new(),
             done,
@@ -229,6 +240,9 @@ impl Session {
             forget_slow: gpu.forget_slow,
         };
         gpu.asleep = false;
+        if let Some(events) = &self.events {
+            events.awake(slot);
+        }
         gpu.posted = gpu.worker.post(job, now).is_ok();
         if gpu.posted {
             gpu.forget_slow = false;

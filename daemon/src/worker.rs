@@ -56,7 +56,8 @@ impl Done {
         }
     }
 
-    fn signal(&self) {
+    /// Wakes the waiter (a worker finished, or the events thread let go of its session).
+    pub fn signal(&self) {
         *lock(&self.finished) += 1;
         self.cv.notify_all();
     }

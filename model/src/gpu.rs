@@ -6,7 +6,9 @@
 //! (runtime-suspended, or idle and released by the daemon), whose driver is not
 //! responding, that is lost or that failed keeps only its identity (name, UUID, PCI bus
 //! id, maximum clocks: what the daemon reads once per NVML session and carries over),
-//! whatever else its record holds; every other value is `None`.
+//! whatever else its record holds; every other value is `None`. The one exception is the
+//! Xid counts ([`crate::xid`]), which gpupeekd keeps for its life and publishes in every
+//! state.
 
 use gpupeek_shm::layout::{clock_event_reason as reason, gpu_valid as v, GpuState};
 use gpupeek_shm::GpuRecord;
@@ -87,6 +89,9 @@ pub struct Gpu<'a> {
     pub mig_mode: Option<Setting>,
     /// The values nvidia-smi's `--query-gpu` names beyond these (ABI 1.4).
     pub details: Details<'a>,
+    /// Xid errors since gpupeekd started, in every state (`None`: NVML delivers no
+    /// events for this GPU; ABI 1.9).
+    pub xid: Option<crate::xid::Xids>,
 }
 
 /// Graphics, SM and memory clocks.
@@ -245,6 +250,7 @@ impl<'a> Gpu<'a> {
                 pending: g.mig_mode_pending != 0,
             }),
             details: Details::new(g, state == GpuState::Ok),
+            xid: crate::xid::Xids::new(g),
         }
     }
 

@@ -26,6 +26,7 @@ mod status;
 mod text;
 mod units;
 pub mod verdict;
+pub mod xid;
 
 pub use fields::{Field, FIELDS};
 pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
@@ -37,6 +38,7 @@ pub use process::{ProcKind, Process};
 pub use status::Status;
 pub use text::Text;
 pub use units::*;
+pub use xid::{LastXid, Xids};
 
 use gpupeek_shm::Snapshot;
 

@@ -44,7 +44,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 8;
+pub const ABI_MINOR: u32 = 9;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -554,6 +554,16 @@ bit_set! {
         VGPU_MIG_TIMESLICING_MODE = 36 [vgpu_mig_timeslicing_mode],
         /// `gpu_hostname` (ABI 1.8).
         GPU_HOSTNAME = 37 [gpu_hostname],
+        /// `xid_errors_total`, `xid_codes` and `xid_counts`: gpupeekd receives this
+        /// GPU's Xid events (ABI 1.9). Clear where NVML does not deliver events for it
+        /// (a vGPU guest, some containers): its Xids are unknown, not none.
+        XID_ERRORS = 38 [xid_errors_total, xid_codes, xid_counts],
+        /// `xid_last_code` and `xid_last_unix_ns`: an Xid has come since gpupeekd
+        /// started (ABI 1.9).
+        XID_LAST = 39 [xid_last_code, xid_last_unix_ns],
+        /// `xid_last_gpu_instance_id` and `xid_last_compute_instance_id`: the last Xid is
+        /// attributable to a MIG instance (ABI 1.9).
+        XID_LAST_INSTANCE = 40 [xid_last_gpu_instance_id, xid_last_compute_instance_id],
     }
 }
 
@@ -1026,8 +1036,29 @@ pub struct GpuRecord {
     /// The hostname NVIDIA's tools set on the GPU (`nvmlDeviceGetHostname_v1`, R580+,
     /// Blackwell and newer), NUL-terminated: not the machine's host name (ABI 1.8).
     pub gpu_hostname: [u8; 64],
-    /// Zero; room for later minor versions.
+    /// Zero.
     pub reserved_ext6: [u64; 3],
+    /// Xid errors NVML's events delivered for this GPU (its MIG instances' included)
+    /// since gpupeekd started (ABI 1.9).
+    pub xid_errors_total: u64,
+    /// When the last Xid came, `CLOCK_REALTIME` ns (ABI 1.9).
+    pub xid_last_unix_ns: u64,
+    /// The last Xid's number (ABI 1.9).
+    pub xid_last_code: u32,
+    /// The GPU instance the last Xid is attributable to (ABI 1.9).
+    pub xid_last_gpu_instance_id: u32,
+    /// The compute instance the last Xid is attributable to (ABI 1.9).
+    pub xid_last_compute_instance_id: u32,
+    /// Zero.
+    pub reserved_ext8: u32,
+    /// The Xid numbers counted one by one in `xid_counts`, in the order they first came;
+    /// 0 ends the list (no Xid is 0). Past the eighth number, Xids count in
+    /// `xid_errors_total` only (ABI 1.9).
+    pub xid_codes: [u64; 8],
+    /// `xid_counts[i]`: Xids numbered `xid_codes[i]` since gpupeekd started (ABI 1.9).
+    pub xid_counts: [u64; 8],
+    /// Zero; room for later minor versions.
+    pub reserved_ext9: [u64; 12],
 }
 
 macro_rules! zeroed_default {

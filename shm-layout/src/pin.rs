@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1536, {
+pin_layout!(GpuRecord, size = 1792, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -251,6 +251,15 @@ pin_layout!(GpuRecord, size = 1536, {
     reserved_ext7: 1444,
     gpu_hostname: 1448,
     reserved_ext6: 1512,
+    xid_errors_total: 1536,
+    xid_last_unix_ns: 1544,
+    xid_last_code: 1552,
+    xid_last_gpu_instance_id: 1556,
+    xid_last_compute_instance_id: 1560,
+    reserved_ext8: 1564,
+    xid_codes: 1568,
+    xid_counts: 1632,
+    reserved_ext9: 1696,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

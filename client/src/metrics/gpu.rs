@@ -1,7 +1,7 @@
 //! The per-GPU families of `gpupeek metrics`: identity and state for every GPU, values
 //! only for GPUs sampled normally, and only the fields each GPU supports. The value
 //! families are the field table's ([`gpupeek_model::FIELDS`]: name, type, help and label
-//! declared there), then the verdict's.
+//! declared there), then the verdict's, then the Xid errors' (`metrics/xid.rs`).
 
 use gpupeek_model::fields::{Unit, Value as Reading};
 use gpupeek_model::{
@@ -179,6 +179,7 @@ pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
         VERDICT_HELP,
         verdict_sample,
     );
+    super::xid::family(out, model, &labels);
 }
 
 /// One family: its HELP and TYPE and every GPU's samples; nothing when no GPU has one.

@@ -99,6 +99,12 @@ pub const DCGM: &[Alias] = &[
         "Decoder utilization (in %).",
     ),
     alias(
+        "xid_last",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "gauge",
+        "Value of the last XID error encountered.",
+    ),
+    alias(
         "mem_free",
         "DCGM_FI_DEV_FB_FREE",
         "gauge",

@@ -487,6 +487,21 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("hostname NVIDIA's tools set on the GPU (R580+, Blackwell and newer; not the machine's)")
     .smi(&[&["hostname"]]),
+    // NVML's Xid events (nvidia-smi has no --query-gpu field for them): counts since
+    // gpupeekd started, kept in every GPU state. `gpupeek metrics` exports them per Xid
+    // with NVIDIA's action (gpupeek_xid_errors_total), not through this table.
+    field("xid_errors", Count, Aggregate::Sum, |g| {
+        int(g.xid.map(|x| x.total))
+    })
+    .valid3(v3::XID_ERRORS)
+    .identity()
+    .about("Xid errors NVML reported since gpupeekd started, its MIG instances' included; no value where NVML delivers no events for the GPU"),
+    field("xid_last", Count, Aggregate::Max, |g| {
+        int(g.xid.map(|x| x.last.map_or(0, |l| l.code)))
+    })
+    .valid3(v3::XID_ERRORS)
+    .identity()
+    .about("number of the last Xid error since gpupeekd started, 0 when none came (dcgm-exporter's DCGM_FI_DEV_XID_ERRORS)"),
 ];
 
 fn health(g: &Gpu, word: fn(FabricHealth) -> Option<&'static str>) -> Option<Value<'static>> {

@@ -109,7 +109,7 @@ pub fn driver_library(profile: Profile) -> PathBuf {
         let dir = archive.with_file_name("fake-nvml-drivers");
         std::fs::create_dir_all(&dir).unwrap();
         let mut libs = BTreeMap::new();
-        for p in profiles::PROFILES {
+        for p in profiles::PROFILES.iter().chain(profiles::OLDER) {
             let lib = dir.join(p.library_name());
             // Private names, renamed into place: test processes link concurrently.
             let tag = format!("{}.{}", p.name, std::process::id());

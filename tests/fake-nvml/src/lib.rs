@@ -34,6 +34,7 @@ pub mod codes;
 #[macro_use]
 pub mod device;
 pub mod details;
+pub mod events;
 mod ffi;
 pub mod fields;
 pub mod gpm;
@@ -160,6 +161,12 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetGpuInstanceProfileInfoV",
     "nvmlDeviceGetGpuInstanceById",
     "nvmlGpuInstanceGetInfo",
+    "nvmlEventSetCreate",
+    "nvmlEventSetFree",
+    "nvmlDeviceGetSupportedEventTypes",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait_v2",
+    "nvmlEventSetWait",
 ];
 
 #[cfg(test)]
@@ -198,6 +205,7 @@ mod tests {
         found.extend(defined(include_str!("mig_api.rs")));
         found.extend(defined(include_str!("details.rs")));
         found.extend(defined(include_str!("newer.rs")));
+        found.extend(defined(include_str!("events.rs")));
         for name in &found {
             assert!(
                 EXPORTED.contains(&name.as_str()),
@@ -218,6 +226,7 @@ mod tests {
             include_str!("mig_api.rs"),
             include_str!("details.rs"),
             include_str!("newer.rs"),
+            include_str!("events.rs"),
         ]
         .concat();
         for name in EXPORTED {

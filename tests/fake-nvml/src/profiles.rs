@@ -89,6 +89,48 @@ const NEWER_THAN_550: [&str; 4] = [
     "nvmlDeviceGetHostname_v1",
 ];
 
+/// MIG (R450, NVML 11.0, with the A100): its queries, row remapping (A100), and `nvmlEventSetWait_v2`, whose
+/// event data carries the MIG instance of an Xid (drivers before it have only
+/// `nvmlEventSetWait`).
+const NEWER_THAN_440: [&str; 12] = [
+    "nvmlEventSetWait_v2",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetGpuInstanceProfileInfo",
+    "nvmlDeviceGetGpuInstanceById",
+    "nvmlGpuInstanceGetInfo",
+    "nvmlDeviceGetRemappedRows",
+];
+
+/// R440 (CUDA 10.2): before MIG and `nvmlEventSetWait_v2`. Not in [`PROFILES`]: only
+/// the tests of what it lacks link it (see [`OLDER`]).
+pub const R440: Profile = Profile {
+    name: "r440",
+    driver_version: "440.118.02",
+    absent: &[
+        &NEWER_THAN_440,
+        &NEWER_THAN_470,
+        &NEWER_THAN_450,
+        &V2,
+        &V3,
+        &[
+            DETAIL_LIST,
+            NEWER_THAN_520,
+            NEWER_THAN_470_PCIE,
+            NEWER_THAN_470_CC,
+        ],
+        &NEWER_THAN_470_ENGINES,
+        &NEWER_THAN_470_RAS,
+        &NEWER_THAN_470_VGPU,
+        &NEWER_THAN_535_INFO,
+        &NEWER_THAN_550,
+    ],
+};
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
 pub const R450: Profile = Profile {
     name: "r450",
@@ -168,6 +210,8 @@ pub const R590: Profile = Profile {
 
 /// Every profile, oldest first.
 pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT, R590];
+/// Older drivers the tests link besides [`PROFILES`], for the tests of what they lack.
+pub const OLDER: &[Profile] = &[R440];
 
 impl Profile {
     /// The functions this driver exports.
@@ -200,7 +244,7 @@ mod tests {
 
     #[test]
     fn profiles_name_only_exported_functions() {
-        for p in PROFILES {
+        for p in PROFILES.iter().chain(OLDER) {
             for f in p.absent.iter().copied().flatten() {
                 assert!(EXPORTED.contains(f), "{}: {f} is not exported", p.name);
             }
@@ -212,5 +256,8 @@ mod tests {
         assert!(!R450.exports().any(|f| f == V2[0]));
         assert!(!R470.exports().any(|f| f == "nvmlDeviceGetMemoryInfo_v2"));
         assert!(CURRENT.exports().any(|f| f == "nvmlDeviceGetTemperatureV"));
+        assert!(!R440.exports().any(|f| f == "nvmlEventSetWait_v2"));
+        assert!(R440.exports().any(|f| f == "nvmlEventSetWait"));
+        assert!(R450.exports().any(|f| f == "nvmlEventSetWait_v2"));
     }
 }

@@ -257,6 +257,14 @@ pub struct Gpu {
     /// Running processes; absent means none.
     #[serde(default)]
     pub processes: Vec<Process>,
+    /// `nvmlDeviceGetSupportedEventTypes`: the `nvmlEventType*` mask (e.g. 15: ECC,
+    /// P-state and Xid events); absent: events are not supported on this GPU, and
+    /// `nvmlDeviceRegisterEvents` answers `NOT_SUPPORTED` (see [`crate::events`]).
+    pub supported_event_types: Option<u64>,
+    /// The GPU's Xid history, oldest first: appending one makes it happen (see
+    /// [`crate::events`]).
+    #[serde(default)]
+    pub xids: Vec<crate::events::Xid>,
     /// Forced errors by exported function name; `"*"` covers every function
     /// that takes this GPU's handle.
     #[serde(default)]

@@ -17,7 +17,7 @@ const UUID: &str = "GPU-11111111-2222-3333-4444-555555555555";
 /// second GPU that is lost.
 pub(crate) fn everything() -> (Sandbox, Daemon) {
     let sandbox = Sandbox::new("exporters");
-    sandbox.write_scenario(&json!({
+    let mut scenario = json!({
         "driver_version": "550.54.15",
         "gpus": [
         {
@@ -41,10 +41,23 @@ pub(crate) fn everything() -> (Sandbox, Daemon) {
                            "type": "compute"}]
         },
         {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-2", "errors": {"*": "GPU_IS_LOST"}}
-    ]}));
+    ]});
+    scenario["gpus"][0]["supported_event_types"] = json!(0xF);
+    sandbox.write_scenario(&scenario);
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
-    // The slower cadences: processes, ECC, PCIe throughput, a second GPM sample.
+    // An application's Xid 13 on GPU 0, once the daemon listens for it.
+    wait_for("the event registrations", &daemon, || {
+        let calls = sandbox.nvml_call_file(daemon.pid()).unwrap_or_default();
+        calls
+            .get("nvmlDeviceGetSupportedEventTypes")
+            .copied()
+            .unwrap_or(0)
+            >= 2
+    });
+    scenario["gpus"][0]["xids"] = json!([{"code": 13}]);
+    sandbox.write_scenario(&scenario);
+    // The slower cadences: processes, ECC, PCIe throughput, a second GPM sample; the Xid.
     wait_for("every family", &daemon, || {
         let text = metrics(&sandbox, &[]);
         [
@@ -52,6 +65,7 @@ pub(crate) fn everything() -> (Sandbox, Daemon) {
             "gpupeek_gpu_processes{",
             "gpupeek_gpu_ecc_corrected_errors_total{",
             "gpupeek_gpu_sm_activity_ratio{",
+            "gpupeek_xid_errors_total{",
         ]
         .iter()
         .all(|family| text.contains(family))

@@ -62,3 +62,4 @@ mod tiers;
 mod top;
 mod verdicts;
 mod watch;
+mod xid;

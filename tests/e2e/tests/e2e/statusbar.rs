@@ -67,7 +67,8 @@ fn a_bad_template_is_a_usage_error_pointing_at_the_column() {
 name, uuid, pci_bus_id, state, util, util_mem, util_enc, util_dec, mem_used, mem_free, \
 mem_total, mem_reserved, mem_pct, temp, fan, power, power_limit, power_pct, energy, clock_gr, \
 clock_sm, clock_mem, clock_gr_max, clock_sm_max, clock_mem_max, pstate, pcie_tx, pcie_rx, \
-pcie_gen, pcie_width, ecc_corrected, ecc_uncorrected, procs, count, driver)"
+pcie_gen, pcie_width, ecc_corrected, ecc_uncorrected, procs, xid_errors, xid_last, count, \
+driver)"
     );
     assert!(
         stderr(&out).ends_with("  GPU {0.mem_usd}\n         ^\n"),
