@@ -253,9 +253,13 @@ fn a_segment_file_in_a_directory_is_read_by_its_path() {
     std::fs::write(&victim, b"keep").unwrap();
     std::os::unix::fs::symlink(&victim, &path).unwrap();
     let label = path.to_str().unwrap();
-    let publisher =
-        Publisher::create_file(dir_fd.as_fd(), "gpupeek", label, &name.options(2, 8, 7, 1))
-            .unwrap();
+    let publisher = Publisher::create_file(
+        dir_fd.as_fd(),
+        "gpupeek",
+        label,
+        &options(&name, 2, 8, 7, 1),
+    )
+    .unwrap();
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     let meta = std::fs::symlink_metadata(&path).unwrap();
     assert!(meta.file_type().is_file());
@@ -292,7 +296,7 @@ fn a_segment_file_in_a_directory_is_read_by_its_path() {
     // Bad file names are refused before anything is touched.
     for bad in ["", ".", "..", "a/b"] {
         assert!(matches!(
-            Publisher::create_file(dir_fd.as_fd(), bad, "x", &name.options(1, 1, 1, 1)),
+            Publisher::create_file(dir_fd.as_fd(), bad, "x", &options(&name, 1, 1, 1, 1)),
             Err(Error::InvalidName { .. })
         ));
     }
