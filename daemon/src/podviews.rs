@@ -546,8 +546,8 @@ fn has_log_dir(dir: &Path, uid: &str) -> bool {
 
 /// Copies into `out` (and `text`) the records in `records` of the pod whose uid is
 /// `uid` on GPUs `indices`, each pid replaced by the pid in the process's own pid
-/// namespace; a process whose namespace is not known is left out (its host pid means
-/// nothing in the pod). Whole texts are copied from `pool` as far as `capacity` allows.
+/// namespace (known from the world-readable `NSpid` even where the namespace's inode
+/// is not); a process without one is left out (its host pid means nothing in the pod). Whole texts are copied from `pool` as far as `capacity` allows.
 fn copy_processes(
     uid: &[u8; 40],
     indices: &[u32],
@@ -675,5 +675,21 @@ mod tests {
         assert_eq!(common_namespace(&out), 42);
         copy_processes(&uid, &[0, 1], &records, &[], 1024, &mut out, &mut text);
         assert_eq!(out.iter().map(|p| p.pid).collect::<Vec<_>>(), [7, 8]);
+    }
+
+    /// A pod process of another user, whose namespace the daemon may not read (inode 0):
+    /// still in its view by the pid it has in the pod, and the view then names no
+    /// namespace (0), so readers do not take the pids for theirs.
+    #[test]
+    fn a_process_whose_namespace_is_unknown_is_in_its_view_by_its_pid_in_the_pod() {
+        let mut uid = [0u8; 40];
+        gpupeek_shm::text::encode(&mut uid, UID);
+        let mut non_root = proc(0, 3000, 12, UID);
+        non_root.pid_ns_inode = 0;
+        let records = [proc(0, 1000, 7, UID), non_root];
+        let (mut out, mut text) = (Vec::new(), Vec::new());
+        copy_processes(&uid, &[0], &records, &[], 1024, &mut out, &mut text);
+        assert_eq!(out.iter().map(|p| p.pid).collect::<Vec<_>>(), [7, 12]);
+        assert_eq!(common_namespace(&out), 0);
     }
 }

@@ -54,7 +54,8 @@ pub struct ProcInfo {
     pub command: Option<String>,
     /// The raw command line (`/proc/PID/cmdline`), empty for kernel threads and zombies.
     pub cmdline: Vec<u8>,
-    /// Pid in the process's own pid namespace, and that namespace's inode.
+    /// Pid in the process's own pid namespace (0 when the kernel does not say), and that
+    /// namespace's inode (0 when it may not be read).
     pub namespace: Option<(u32, u64)>,
     /// The container it runs in.
     pub container: Option<Container>,
@@ -222,7 +223,13 @@ fn refresh_details(
         }
         None => info.user = None,
     }
-    info.namespace = status.and_then(|(_, ns_pid)| Some((ns_pid, files.inode(pid, "ns/pid")?)));
+    // Another user's `ns/pid` needs ptrace access (CAP_SYS_PTRACE for a daemon whose
+    // capabilities are dropped), while its status is world-readable: the pid in its own
+    // namespace is kept then, with the namespace unknown (inode 0).
+    info.namespace = status.and_then(|(_, ns_pid)| {
+        let inode = files.inode(pid, "ns/pid");
+        (ns_pid != 0 || inode.is_some()).then(|| (ns_pid, inode.unwrap_or(0)))
+    });
     let cmdline = files.read(pid, "cmdline").unwrap_or_default();
     let cmdline_changed = cmdline != info.cmdline.as_slice();
     if cmdline_changed {
@@ -327,6 +334,47 @@ mod tests {
     }
 
     const SEC: u64 = 1_000_000_000;
+
+    /// Another user's process, to a daemon without ptrace access: `ns/pid` cannot be
+    /// read (here: it is not there), the world-readable status's `NSpid` can. Its pid in
+    /// its own namespace is kept, with the namespace unknown; with a link, both.
+    #[test]
+    fn the_pid_in_its_namespace_is_known_when_the_namespace_link_cannot_be_read() {
+        let proc = FakeProc::new("nspid");
+        proc.process(
+            9,
+            "Name:\tx\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t9\t4\n",
+            b"x\0",
+            "x\n",
+        );
+        proc.process(
+            10,
+            "Name:\tx\nUid:\t1000\t1000\t1000\t1000\n",
+            b"x\0",
+            "x\n",
+        );
+        proc.process(
+            11,
+            "Name:\tx\nUid:\t0\t0\t0\t0\nNSpid:\t11\t1\n",
+            b"x\0",
+            "x\n",
+        );
+        // A stand-in for the namespace file (the daemon takes the inode it leads to).
+        std::fs::create_dir_all(proc.0.join("11/ns")).unwrap();
+        std::fs::write(proc.0.join("11/ns/pid"), "").unwrap();
+        let inode = std::os::unix::fs::MetadataExt::ino(
+            &std::fs::metadata(proc.0.join("11/ns/pid")).unwrap(),
+        );
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        assert_eq!(procfs.lookup(9).unwrap().namespace, Some((4, 0)));
+        assert_eq!(
+            procfs.lookup(10).unwrap().namespace,
+            None,
+            "no NSpid, no link"
+        );
+        assert_eq!(procfs.lookup(11).unwrap().namespace, Some((1, inode)));
+    }
 
     #[test]
     fn command_is_the_basename_of_argv0_and_user_is_the_real_uid() {

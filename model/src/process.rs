@@ -14,7 +14,8 @@ pub struct Process<'a> {
     pub gpu_index: u32,
     /// Pid in the daemon's pid namespace.
     pub pid: u32,
-    /// The pid in the process's own pid namespace and that namespace's inode.
+    /// The pid in the process's own pid namespace and that namespace's inode (0: not
+    /// known, so no reader's).
     pub namespace: Option<(u32, u64)>,
     /// Owner's uid and user name (the name is cut at the field's 31 bytes).
     pub user: Option<(u32, Text<'a>)>,

@@ -165,7 +165,9 @@ pub struct ProcRecord {
     pub host_rss_bytes: u64,
     /// When the process started, Unix epoch ns.
     pub start_unix_ns: u64,
-    /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`).
+    /// Inode of the process's own pid namespace (`/proc/PID/ns/pid`); 0 when the daemon
+    /// may not read it (another user's process without ptrace access), `ns_pid` being
+    /// valid still.
     pub pid_ns_inode: u64,
     /// Length in bytes of the whole command line; `cmdline` holds at most its first
     /// 327 bytes (and the text pool at most [`crate::layout::MAX_TEXT_PER_PROCESS`]), so a
