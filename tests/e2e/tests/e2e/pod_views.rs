@@ -43,15 +43,18 @@ fn pod_cgroup(uid: &str, container: char, pid: u32) -> NamedCgroup {
 /// A "container": its own pid and mount namespaces (with its own /proc), running
 /// `sleep`; returns it and the host pid of its `sleep` (pid 1 inside).
 fn container() -> (Proc, u32) {
-    let holder = Proc::spawn(Command::new("unshare").args([
-        "--pid",
-        "--fork",
-        "--kill-child",
-        "--mount",
-        "--mount-proc",
-        "sleep",
-        "600",
-    ]));
+    container_as(None)
+}
+
+/// [`container`], its `sleep` running as user `uid` when given.
+fn container_as(uid: Option<u32>) -> (Proc, u32) {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]);
+    if let Some(uid) = uid {
+        let id = uid.to_string();
+        cmd.args(["setpriv", "--reuid", &id, "--regid", &id, "--clear-groups"]);
+    }
+    let holder = Proc::spawn(cmd.args(["sleep", "600"]));
     let children = format!("/proc/{0}/task/{0}/children", holder.pid());
     for _ in 0..500 {
         let inner = std::fs::read_to_string(&children)
@@ -473,4 +476,61 @@ fn a_pod_views_directory_others_can_write_to_is_refused_at_start() {
     );
     assert!(!pods.sb.shm_path().exists(), "no segment made");
     assert!(entries(&pods.views).is_empty());
+}
+
+/// A pod whose process runs as another user, under a gpupeekd without CAP_SYS_PTRACE
+/// (contrib/kubernetes drops every capability): the daemon may not read the process's
+/// `/proc/PID/ns/pid`, only its world-readable status. The process is in the pod's view
+/// by the pid it has in the pod, and the view names no pid namespace.
+#[test]
+fn a_pods_process_of_another_user_is_in_its_view_under_a_daemon_that_may_not_ptrace() {
+    if !root_or_skip(
+        "a_pods_process_of_another_user_is_in_its_view_under_a_daemon_that_may_not_ptrace",
+    ) {
+        return;
+    }
+    let pods = Pods::new("podviews-noptrace");
+    let (_box_a, a) = container_as(Some(65534));
+    let _cg_a = pod_cgroup(UID_A, 'a', a);
+    pods.sb.write_scenario(&scenario(&[(0, a, 1000)]));
+    let _kubelet = FakeKubelet::start(&pods.socket, allocations(&[("train-a", GPUS[0])]));
+    let base = {
+        let mut cmd = pods.sb.daemon_command("100ms");
+        cmd.args(["--process-interval", "100ms", "--pod-views"])
+            .arg(&pods.views)
+            .arg("--kubelet-socket")
+            .arg(&pods.socket)
+            .arg("--pod-log-dir")
+            .arg(&pods.logs);
+        cmd
+    };
+    // The same daemon, its bounding set without CAP_SYS_PTRACE: root without it.
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--bounding-set", "-sys_ptrace", "--"])
+        .arg(base.get_program())
+        .args(base.get_args());
+    for (key, value) in base.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    let daemon = pods.sb.spawn_daemon(cmd);
+    pods.sb.wait_live(&daemon);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.pid())).unwrap();
+    let bounding = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapBnd:"))
+        .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+        .unwrap();
+    assert_eq!(bounding & (1 << 19), 0, "CAP_SYS_PTRACE (19) is dropped");
+
+    let view = pods.view_when(&daemon, UID_A, 1, 1);
+    assert_eq!(uuids(&view), [GPUS[0]]);
+    assert_eq!(
+        view.processes[0].pid, 1,
+        "the pid in the pod, not the host's {a}"
+    );
+    assert_eq!(view.processes[0].gpu_mem_bytes, 1000 * MIB);
+    assert_eq!(view.proc_head.pid_ns_inode, 0, "no namespace named");
 }
