@@ -15,13 +15,7 @@ use crate::{metrics, query, serve, top};
 /// `shm`, and `metrics` and `serve` have `options`).
 macro_rules! shm_flag {
     () => {
-        Flag {
-            spec: SHM,
-            apply: |a, v| {
-                a.shm = Some(v.to_owned());
-                Ok(())
-            },
-        }
+        value_flag!(SHM, shm)
     };
 }
 
@@ -37,26 +31,13 @@ macro_rules! names_flag {
     };
 }
 
-/// A switch that sets `options.FIELD` (`--per-process`, `--per-user`, `--pod-labels`).
-macro_rules! option_switch {
-    ($spec:expr, $field:ident) => {
-        Flag {
-            spec: $spec,
-            apply: |a, _| {
-                a.options.$field = true;
-                Ok(())
-            },
-        }
-    };
-}
-
-/// A switch that sets `FIELD` (`--json`, `--insecure`, ...).
+/// A switch that sets `FIELD` (`--json`, `--insecure`, ...; `options.per_user`...).
 macro_rules! switch {
-    ($spec:expr, $field:ident) => {
+    ($spec:expr, $($field:ident).+) => {
         Flag {
             spec: $spec,
             apply: |a, _| {
-                a.$field = true;
+                a.$($field).+ = true;
                 Ok(())
             },
         }
@@ -255,9 +236,9 @@ pub const METRICS: Command<metrics::Args> = Command {
             node_exporter's textfile collector.",
     flags: &[
         names_flag!(),
-        option_switch!(PER_PROCESS, per_process),
-        option_switch!(PER_USER, per_user),
-        option_switch!(POD_LABELS, pod_labels),
+        switch!(PER_PROCESS, options.per_process),
+        switch!(PER_USER, options.per_user),
+        switch!(POD_LABELS, options.pod_labels),
         shm_flag!(),
     ],
     after: "Example (cron or a systemd timer):\n  gpupeek metrics > \
@@ -341,9 +322,9 @@ pub const SERVE: Command<serve::Args> = Command {
             },
         },
         names_flag!(),
-        option_switch!(PER_PROCESS, per_process),
-        option_switch!(PER_USER, per_user),
-        option_switch!(POD_LABELS, pod_labels),
+        switch!(PER_PROCESS, options.per_process),
+        switch!(PER_USER, options.per_user),
+        switch!(POD_LABELS, options.pod_labels),
         Flag {
             spec: Spec {
                 arity: Arity::Value("PATH"),

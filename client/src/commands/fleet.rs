@@ -51,8 +51,8 @@ pub const FLEET: Command<fleet::Args> = Command {
             },
             prometheus
         ),
-        Flag {
-            spec: Spec {
+        switch!(
+            Spec {
                 man: KUBERNETES_MAN,
                 ..Spec::switch(
                     "kubernetes",
@@ -61,13 +61,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      kubeconfig's current context (or in-cluster)",
                 )
             },
-            apply: |a, _| {
-                a.kubernetes = true;
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            kubernetes
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("FILE"),
                 values: Values::File,
                 ..Spec::switch(
@@ -76,13 +73,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      $KUBECONFIG, else ~/.kube/config, else the pod's service account)",
                 )
             },
-            apply: |a, v| {
-                a.kubeconfig = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            kubeconfig
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("NAME"),
                 ..Spec::switch(
                     "context",
@@ -90,13 +84,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      current-context",
                 )
             },
-            apply: |a, v| {
-                a.context = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            context
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("NS"),
                 ..Spec::switch(
                     "namespace",
@@ -104,13 +95,10 @@ pub const FLEET: Command<fleet::Args> = Command {
                      contrib/kubernetes)",
                 )
             },
-            apply: |a, v| {
-                a.namespace = Some(v.to_owned());
-                Ok(())
-            },
-        },
-        Flag {
-            spec: Spec {
+            namespace
+        ),
+        value_flag!(
+            Spec {
                 arity: Arity::Value("NAME"),
                 ..Spec::switch(
                     "service",
@@ -118,11 +106,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                      gpupeek, as in contrib/kubernetes)",
                 )
             },
-            apply: |a, v| {
-                a.service = Some(v.to_owned());
-                Ok(())
-            },
-        },
+            service
+        ),
         Flag {
             spec: Spec {
                 arity: Arity::Value("WHAT"),
