@@ -21,7 +21,8 @@ impl Drop for Proc {
     }
 }
 
-fn gpustat() -> Option<PathBuf> {
+/// The gpustat 1.1.1 to compare with (`$GPUPEEK_GPUSTAT`); `None` skips, except in CI.
+pub(crate) fn gpustat() -> Option<PathBuf> {
     match std::env::var_os("GPUPEEK_GPUSTAT") {
         Some(path) => Some(PathBuf::from(path)),
         None => {

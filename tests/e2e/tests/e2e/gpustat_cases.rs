@@ -43,6 +43,8 @@ use fake_nvml::profiles::{self, Profile};
 use gpupeek_e2e::{bins, driver_library, run_with_watchdog, stderr, stdout, Daemon, Sandbox};
 use serde_json::{json, Value};
 
+use crate::gpustat::gpustat;
+
 const MB: u64 = 1 << 20;
 
 /// gpustat's `MOCK_EXPECTED_OUTPUT_DEFAULT`, users and pids as `user1`... and `{pid0}`...
@@ -394,20 +396,6 @@ fn remove_ansi_codes(s: &str) -> String {
 /// The lines after the header.
 fn body(s: &str) -> String {
     s.lines().skip(1).map(|l| format!("{l}\n")).collect()
-}
-
-fn gpustat() -> Option<PathBuf> {
-    match std::env::var_os("GPUPEEK_GPUSTAT") {
-        Some(path) => Some(PathBuf::from(path)),
-        None => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must set GPUPEEK_GPUSTAT to a gpustat 1.1.1 executable"
-            );
-            eprintln!("skipped: set GPUPEEK_GPUSTAT to compare with gpustat");
-            None
-        }
-    }
 }
 
 /// Two pids nothing runs as (the mock's 99999 and 99995 when free).
