@@ -30,6 +30,20 @@ pub struct Http {
 /// Longest answer read, bytes: a `/snapshot` of the largest segment is far smaller.
 pub const MAX_BODY: u64 = 64 << 20;
 
+/// Sends `request` and reads its status and body (at most [`MAX_BODY`] bytes).
+pub fn call(
+    request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
+) -> Result<(ureq::http::StatusCode, String), ureq::Error> {
+    let mut response = request.call()?;
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .read_to_string()?;
+    Ok((status, body))
+}
+
 /// The client for `args`, each request given at most `timeout`.
 pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
     use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
@@ -96,14 +110,7 @@ impl Http {
         if let Some(auth) = &self.authorization {
             request = request.header("Authorization", auth);
         }
-        let mut response = request.call().map_err(|e| fault(&e))?;
-        let status = response.status();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY)
-            .read_to_string()
-            .map_err(|e| fault(&e))?;
+        let (status, body) = call(request).map_err(|e| fault(&e))?;
         match status.as_u16() {
             200 => Ok(body),
             401 | 403 => Err(Fault::new(

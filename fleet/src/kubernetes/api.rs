@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::endpoints::{parse_endpoints, parse_slices, Found};
 use super::kubeconfig::{Config, Token};
 use crate::model::Fault;
-use crate::source::{fault, MAX_BODY};
+use crate::source::fault;
 
 /// An API server.
 pub struct Api {
@@ -98,15 +98,8 @@ impl Api {
         } else if let Some(basic) = &self.basic {
             request = request.header("Authorization", basic);
         }
-        let mut response = request.call().map_err(|e| api_fault(&e))?;
-        let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY)
-            .read_to_string()
-            .map_err(|e| api_fault(&e))?;
-        Ok((status, body))
+        let (status, body) = crate::source::call(request).map_err(|e| api_fault(&e))?;
+        Ok((status.as_u16(), body))
     }
 
     /// The endpoints of `service` in `namespace`, by `deadline`.
