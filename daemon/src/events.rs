@@ -20,7 +20,7 @@
 use std::os::raw::{c_uint, c_ulonglong};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::Nvml;
@@ -279,9 +279,7 @@ fn on_event(gpus: &[(usize, u32)], data: &nvmlEventData_t, xids: &Xids) {
     };
     let instance =
         (data.gpuInstanceId != NO_INSTANCE).then_some((data.gpuInstanceId, data.computeInstanceId));
-    let unix_ns = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let unix_ns = crate::run::unix_now_ns();
     let code = u32::try_from(data.eventData).unwrap_or(u32::MAX);
     log::warn!(
         "GPU {index}: Xid {code}{}",

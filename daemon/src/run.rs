@@ -609,7 +609,7 @@ fn record_gpu(timeline: &mut Timeline, publisher: &Publisher, at: Option<u64>, g
 }
 
 /// Wall-clock time now, Unix ns (0 before 1970).
-fn unix_now_ns() -> u64 {
+pub(crate) fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
