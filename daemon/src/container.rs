@@ -132,12 +132,17 @@ fn pod_uid(part: &str) -> Option<String> {
         return None;
     }
     let uid = part[at + 3..].replace('_', "-");
-    let shape_ok = uid.len() == 36
-        && uid.char_indices().all(|(i, c)| match i {
+    is_uuid(&uid).then_some(uid)
+}
+
+/// True for `8-4-4-4-12` lower- or upper-case hex: the only shape a pod uid has (and
+/// the only one that may name a pod view's directory).
+pub fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
             8 | 13 | 18 | 23 => c == '-',
             _ => c.is_ascii_hexdigit(),
-        });
-    shape_ok.then_some(uid)
+        })
 }
 
 #[cfg(test)]

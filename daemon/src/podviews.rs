@@ -36,6 +36,7 @@ use gpupeek_shm::{
     GpuRecord, MigRecord, Options, ProcContext, ProcRecord, Publisher, StatusRecord,
 };
 
+use crate::container::is_uuid;
 use crate::history;
 
 /// The kubelet's pod-resources socket.
@@ -121,16 +122,6 @@ pub struct PodViews {
     shown: Vec<(u32, usize)>,
     indices: Vec<u32>,
     mig: Vec<MigRecord>,
-}
-
-/// True for `8-4-4-4-12` lower- or upper-case hex: the only shape a pod uid may have to
-/// name a directory.
-pub fn is_uuid(s: &str) -> bool {
-    s.len() == 36
-        && s.char_indices().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => c == '-',
-            _ => c.is_ascii_hexdigit(),
-        })
 }
 
 /// A directory fit to hold segments: a real directory (not a link), owned by this user,
