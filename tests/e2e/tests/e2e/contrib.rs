@@ -38,6 +38,20 @@ fn live(tag: &str) -> (Sandbox, Daemon) {
     (sandbox, daemon)
 }
 
+/// Runs `cmd`, a Python unittest run, for at most `limit_s` seconds; it must exit 0 and
+/// say OK (`what` names it in the failure). Its output.
+fn unittest_passes(cmd: Command, limit_s: u64, what: &str) -> std::process::Output {
+    let out = run_with_limit(cmd, Duration::from_secs(limit_s));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    out
+}
+
 /// `KEY=VALUE` pairs of one output line (values may be quoted).
 fn pairs(line: &str) -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
@@ -288,14 +302,7 @@ fn python_module_passes_its_tests_against_a_live_daemon() {
     }
     // Longer than the usual watchdog: each `vram()` block waits for process samples taken
     // after it starts and after it ends (every 2 s here), and the tests start Pythons.
-    let out = run_with_limit(cmd, Duration::from_secs(240));
-    assert!(
-        out.status.success(),
-        "python tests failed:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    unittest_passes(cmd, 240, "python tests");
 }
 
 /// `gpupeek.ResourceMetricCollector` (contrib/python/test_collector.py) against a live
@@ -330,14 +337,7 @@ fn python_collector_matches_nvitops_against_a_live_daemon() {
             "CI must set GPUPEEK_NVITOP to an nvitop 1.7.2 executable"
         ),
     }
-    let out = run_with_limit(cmd, Duration::from_secs(240));
-    assert!(
-        out.status.success(),
-        "python collector tests failed:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    unittest_passes(cmd, 240, "python collector tests");
 }
 
 /// The collector's MIG devices (`gpu:(0, 1)`), side by side with nvitop's on a daemon
@@ -386,14 +386,7 @@ fn python_collector_matches_nvitops_on_mig_devices() {
         .env("GPUPEEK_TEST_NVML_DIR", &lib_dir)
         .env("GPUPEEK_TEST_MIG", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = run_with_limit(cmd, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "python collector MIG tests failed:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    let out = unittest_passes(cmd, 120, "python collector MIG tests");
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
 }
 
@@ -442,14 +435,7 @@ fn python_collector_windows_come_from_the_tiered_history() {
         .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
         .env("GPUPEEK_TEST_TIERED", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = run_with_limit(cmd, Duration::from_secs(180));
-    assert!(
-        out.status.success(),
-        "python collector tiered-history tests failed:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    let out = unittest_passes(cmd, 180, "python collector tiered-history tests");
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
 }
 
@@ -505,14 +491,7 @@ fn python_json_has_the_rust_clients_verdicts_and_mig_devices() {
         .env("GPUPEEK_TEST_VERDICTS", "1")
         .env_remove("GPUPEEK_VERDICT_THRESHOLDS")
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let out = run_with_limit(cmd, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "python verdict tests failed:\n{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("OK"), "{}", stderr(&out));
+    let out = unittest_passes(cmd, 120, "python verdict tests");
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
 }
 
