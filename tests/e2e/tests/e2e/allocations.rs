@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use gpupeek_e2e::{stderr, stdout, tool, Sandbox};
+use gpupeek_e2e::{stderr, stdout, tool, wait_for, Sandbox};
 use serde_json::json;
 
 const REFRESH_ENV: &str = "GPUPEEKD_TEST_DETAILS_REFRESH_MS";
@@ -127,6 +127,11 @@ fn steady_state_ticks_make_no_allocation_in_the_daemon() {
         .filter(|p| p["command"] == "sleep")
         .count();
     assert_eq!(sleeps, 4, "{doc}");
+    // The events thread registers each GPU once it is known awake, up to 500 ms after
+    // (and says so in one line): start-up work, not a tick's.
+    wait_for("both GPUs' Xid registration", &daemon, || {
+        daemon.log().contains("NVML has no events for [0, 1]")
+    });
     // Warm-up: buffers grow to fit, the per-process utilisation settles.
     sb.let_ticks_pass(&daemon, 10);
     let before = counters(&count_file);
