@@ -153,11 +153,15 @@ fn pcie_counters_give_the_throughput_over_the_tick() {
     let daemon = sb.start_daemon("50ms");
     sb.wait_live(&daemon);
     sb.let_ticks_pass(&daemon, 2);
-    // The counters jump by 100 MiB; some tick's window holds it.
-    doc["gpus"][0]["pcie_tx_bytes"] = json!((1u64 << 30) + (100u64 << 20));
-    sb.write_scenario(&doc);
+    // Traffic flows: the counter grows by 100 MiB at every poll, so every tick's window
+    // holds some of it (a single jump shows for one 50 ms tick only, which a poller
+    // descheduled on a loaded machine can miss).
     let segment = sb.segment();
+    let mut tx = 1u64 << 30;
     wait_for("a PCIe rate", &daemon, || {
+        tx += 100 << 20;
+        doc["gpus"][0]["pcie_tx_bytes"] = json!(tx);
+        sb.write_scenario(&doc);
         let g = segment.snapshot().unwrap().gpus[0];
         g.valid & v::PCIE_TX != 0 && g.pcie_tx_kbytes_per_s > 100_000
     });
