@@ -62,6 +62,8 @@ struct Held {
     nvml: Nvml,
     /// Entry points of `nvml`'s library that nvml-wrapper does not bind, looked up once.
     unbound: details3::Unbound,
+    /// Where this driver numbers the clock event reasons' slowdown counters.
+    slowdown: details::SlowdownIds,
     closed: MarkOnDrop,
 }
 
@@ -111,10 +113,12 @@ impl Sampler {
         let nvml = builder.init()?;
         let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
         let unbound = details3::Unbound::resolve(&nvml);
+        let slowdown = details::SlowdownIds::of(nvml.sys_driver_version().ok().as_deref());
         Ok(Sampler {
             nvml: Arc::new(Held {
                 nvml,
                 unbound,
+                slowdown,
                 closed: MarkOnDrop(Arc::new(AtomicBool::new(false))),
             }),
             proc_buffers,
@@ -329,7 +333,7 @@ impl GpuSampler {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
                 details::sample_slow(&device, &mut fill);
-                details::sample_slow3(nvml, &device, &mut fill);
+                details::sample_slow3(nvml, &device, self.nvml.slowdown, &mut fill);
                 // NVML has no per-process utilisation under MIG: not asked for.
                 let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;

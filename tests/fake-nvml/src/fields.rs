@@ -7,7 +7,8 @@
 //! GPU's `unsupported_fields`). Known fields: ECC volatile totals (3, 4), total energy
 //! (83), power average/instant (185, 186), current power limit (190), the PCIe
 //! byte counters (197, 198), the memory temperature (82), the recovery action (230)
-//! and the clock event reason counters (74, 76, 251, 252, 253). With `scopeId` 1
+//! and the clock event reason counters (74, 76, and three more whose ids depend on the
+//! driver: see [`Numbering`]). With `scopeId` 1
 //! (`NVML_POWER_SCOPE_MODULE`) the power fields (185-190, 192) answer the module's power,
 //! which only Grace superchips have; any other scope is not supported.
 
@@ -25,8 +26,60 @@ use crate::latency::{self, Profile, FIELD_VALUE_US};
 use crate::scenario::Gpu;
 use crate::state;
 
-/// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13), which the bindings do not name yet.
+/// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13.1, R590+), which the bindings do not name yet.
 pub const EDPP_MULTIPLIER: u32 = 274;
+
+/// How a driver numbers its field values after 250, which nvml.h has changed twice (the
+/// headers NVIDIA ships, as go-nvml syncs them):
+///
+/// - **R570** (CUDA 12.8): power smoothing at 251–268; no slowdown counters.
+/// - **R575 and R580** (CUDA 12.9, 13.0): the clock event reasons' slowdown counters at
+///   251–253 (nvidia-smi 580 asks for these), power smoothing moved to 256–273;
+///   `NVML_FI_MAX` is 274.
+/// - **R590 and later** (CUDA 13.1+): power smoothing back at 251–268, the counters at
+///   269–271, the EDPp multiplier at 274.
+///
+/// A driver answers an id by its own numbering: the same id is a different value on
+/// another branch. Older drivers (R560 and before) have no field past 250.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbering {
+    Before570,
+    R570,
+    R575,
+    R590,
+}
+
+impl Numbering {
+    /// The numbering of the scenario's driver (`driver_version`'s major number).
+    pub fn of(driver_version: Option<&str>) -> Numbering {
+        let major = driver_version.and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+        match major.unwrap_or(0) {
+            0..=569 => Numbering::Before570,
+            570..=574 => Numbering::R570,
+            575..=589 => Numbering::R575,
+            _ => Numbering::R590,
+        }
+    }
+
+    /// The ids of the SW thermal, HW thermal and HW power brake slowdown counters.
+    fn slowdown_counters(self) -> Option<[u32; 3]> {
+        match self {
+            Numbering::Before570 | Numbering::R570 => None,
+            Numbering::R575 => Some([251, 252, 253]),
+            Numbering::R590 => Some([269, 270, 271]),
+        }
+    }
+
+    /// The ids of power smoothing's first three fields (enabled, privilege level,
+    /// immediate ramp down enabled).
+    fn power_smoothing_state(self) -> Option<[u32; 3]> {
+        match self {
+            Numbering::Before570 => None,
+            Numbering::R570 | Numbering::R590 => Some([251, 252, 253]),
+            Numbering::R575 => Some([256, 257, 258]),
+        }
+    }
+}
 
 /// A field's value as the scenario gives it.
 enum Value {
@@ -35,8 +88,9 @@ enum Value {
 }
 
 /// The value of field `id` on `g` for the scope `scope` (`NVML_POWER_SCOPE_*` for the
-/// power fields: 0 the GPU, 1 the module of a Grace superchip), if it has one.
-fn field(g: &Gpu, id: u32, scope: u32) -> Option<Value> {
+/// power fields: 0 the GPU, 1 the module of a Grace superchip), if it has one, on a
+/// driver that numbers its fields `numbering`.
+fn field(g: &Gpu, id: u32, scope: u32, numbering: Numbering) -> Option<Value> {
     if g.unsupported_fields.contains(&id) {
         return None;
     }
@@ -59,6 +113,23 @@ fn field(g: &Gpu, id: u32, scope: u32) -> Option<Value> {
     }
     let ull = |v: Option<u64>| v.map(Value::Ulonglong);
     let ui = |v: Option<u32>| v.map(Value::Uint);
+    let named = [
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+    ];
+    if let Some(at) = numbering
+        .slowdown_counters()
+        .and_then(|ids| ids.iter().position(|&i| i == id))
+    {
+        return ull(counter(g, named[at]));
+    }
+    if let Some(at) = numbering
+        .power_smoothing_state()
+        .and_then(|ids| ids.iter().position(|&i| i == id))
+    {
+        return ui(g.power_smoothing_state.map(|state| state[at]));
+    }
     match id {
         NVML_FI_DEV_ECC_SBE_VOL_TOTAL => ull(g.ecc_corrected_volatile),
         NVML_FI_DEV_ECC_DBE_VOL_TOTAL => ull(g.ecc_uncorrected_volatile),
@@ -70,14 +141,9 @@ fn field(g: &Gpu, id: u32, scope: u32) -> Option<Value> {
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
-        EDPP_MULTIPLIER => ui(g.edpp_multiplier_pct),
+        EDPP_MULTIPLIER if numbering == Numbering::R590 => ui(g.edpp_multiplier_pct),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP => ull(counter(g, "sw_power_cap")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST => ull(counter(g, "sync_boost")),
-        NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN => ull(counter(g, "sw_thermal_slowdown")),
-        NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN => ull(counter(g, "hw_thermal_slowdown")),
-        NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN => {
-            ull(counter(g, "hw_power_brake_slowdown"))
-        }
         _ => None,
     }
 }
@@ -88,10 +154,10 @@ fn counter(g: &Gpu, name: &str) -> Option<u64> {
 }
 
 /// Fills one entry from `g`: value, type, timestamp and its own return code.
-fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64) {
+fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64, numbering: Numbering) {
     entry.timestamp = now_us;
     entry.latencyUsec = 0;
-    match field(g, entry.fieldId, entry.scopeId) {
+    match field(g, entry.fieldId, entry.scopeId, numbering) {
         None => entry.nvmlReturn = NOT_SUPPORTED,
         Some(Value::Uint(v)) => {
             entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT;
@@ -122,7 +188,9 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
         if values.is_null() || count == 0 {
             return INVALID_ARGUMENT;
         }
-        if let Some(s) = state::refresh().scenario {
+        let scenario = state::refresh().scenario;
+        let numbering = Numbering::of(scenario.as_ref().and_then(|s| s.driver_version.as_deref()));
+        if let Some(s) = scenario {
             let overridden = s
                 .latency_us_by_function
                 .contains_key("nvmlDeviceGetFieldValues");
@@ -139,7 +207,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
             unsafe {
                 let p = values.add(i);
                 let mut entry = p.read_unaligned();
-                answer(g, &mut entry, now_us);
+                answer(g, &mut entry, now_us, numbering);
                 p.write_unaligned(entry);
             }
         }
@@ -206,12 +274,12 @@ mod tests {
         .unwrap();
         let g = &s.gpus[0];
         let mut energy = entry(NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION);
-        answer(g, &mut energy, 1);
+        answer(g, &mut energy, 1, Numbering::Before570);
         assert_eq!(energy.nvmlReturn, SUCCESS);
         // SAFETY: the entry says it holds an unsigned long long.
         assert_eq!(unsafe { energy.value.ullVal }, 5);
         let mut power = entry(NVML_FI_DEV_POWER_AVERAGE);
-        answer(g, &mut power, 1);
+        answer(g, &mut power, 1, Numbering::Before570);
         assert_eq!(
             power.valueType,
             nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT
@@ -224,8 +292,44 @@ mod tests {
             9999,
         ] {
             let mut e = entry(id);
-            answer(g, &mut e, 1);
+            answer(g, &mut e, 1, Numbering::Before570);
             assert_eq!(e.nvmlReturn, NOT_SUPPORTED, "field {id}");
         }
+    }
+
+    #[test]
+    fn the_fields_after_250_answer_by_the_drivers_numbering() {
+        let s = Scenario::parse(
+            r#"{"gpus": [{"clocks_event_reasons_counters": {"sw_thermal_slowdown": 11,
+                            "hw_thermal_slowdown": 12, "hw_power_brake_slowdown": 13},
+                          "power_smoothing_state": [1, 2, 1], "edpp_multiplier_pct": 100}]}"#,
+        )
+        .unwrap();
+        let g = &s.gpus[0];
+        let read = |id: u32, numbering: Numbering| {
+            let mut e = entry(id);
+            answer(g, &mut e, 1, numbering);
+            // SAFETY: read as the type the entry says it holds.
+            (e.nvmlReturn == SUCCESS).then(|| unsafe {
+                match e.valueType {
+                    nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT => u64::from(e.value.uiVal),
+                    _ => e.value.ullVal,
+                }
+            })
+        };
+        let at = |ids: [u32; 3], numbering| ids.map(|id| read(id, numbering));
+        assert_eq!(at([251, 252, 253], Numbering::R575), [11, 12, 13].map(Some));
+        assert_eq!(at([256, 257, 258], Numbering::R575), [1, 2, 1].map(Some));
+        assert_eq!(at([251, 252, 253], Numbering::R590), [1, 2, 1].map(Some));
+        assert_eq!(at([269, 270, 271], Numbering::R590), [11, 12, 13].map(Some));
+        assert_eq!(at([251, 252, 253], Numbering::R570), [1, 2, 1].map(Some));
+        assert_eq!(at([269, 270, 271], Numbering::R570), [None; 3]);
+        assert_eq!(at([251, 252, 253], Numbering::Before570), [None; 3]);
+        assert_eq!(read(EDPP_MULTIPLIER, Numbering::R590), Some(100));
+        assert_eq!(read(EDPP_MULTIPLIER, Numbering::R575), None);
+        assert_eq!(Numbering::of(Some("580.65.06")), Numbering::R575);
+        assert_eq!(Numbering::of(Some("590.48.01")), Numbering::R590);
+        assert_eq!(Numbering::of(Some("570.124.06")), Numbering::R570);
+        assert_eq!(Numbering::of(Some("550.54.15")), Numbering::Before570);
     }
 }

@@ -240,10 +240,16 @@ pub struct Gpu {
     pub gpu_recovery_action: Option<u32>,
     /// The clock event reason counters by nvidia-smi's name (`sw_power_cap`,
     /// `sync_boost`, `sw_thermal_slowdown`, `hw_thermal_slowdown`,
-    /// `hw_power_brake_slowdown`): field values 74, 76, 251, 252 and 253, the number
-    /// nvidia-smi prints as microseconds; an absent one is not supported.
+    /// `hw_power_brake_slowdown`): field values 74 and 76, and for the three slowdowns
+    /// 251–253 on R575–R580 drivers, 269–271 on R590+, none before R575
+    /// ([`crate::fields::Numbering`]); the number nvidia-smi prints as microseconds; an
+    /// absent one is not supported.
     #[serde(default)]
     pub clocks_event_reasons_counters: BTreeMap<String, u64>,
+    /// Power smoothing's state, `[enabled, privilege level, immediate ramp down
+    /// enabled]` (Blackwell): field values 251–253 on R570 and R590+ drivers, 256–258 on
+    /// R575–R580 ([`crate::fields::Numbering`]); absent: not supported.
+    pub power_smoothing_state: Option<[u32; 3]>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,

@@ -94,8 +94,12 @@ fn sleeper() -> Proc {
 }
 
 fn start(tag: &str, sleeper: &Proc) -> (Sandbox, Daemon) {
+    start_with(tag, sleeper, two_gpus(sleeper.0.id()))
+}
+
+fn start_with(tag: &str, sleeper: &Proc, scenario: serde_json::Value) -> (Sandbox, Daemon) {
     let sandbox = Sandbox::new(tag);
-    sandbox.write_scenario(&two_gpus(sleeper.0.id()));
+    sandbox.write_scenario(&scenario);
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
     // The process table comes with the first slow tick; wait for the sleeper in it.
@@ -192,39 +196,74 @@ G002.0000.00.03, 2.0, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], N/A, N/A, [N/A]
 /// H100's `pcie.link.gen.gpumax` and `0 %` for its `utilization.jpeg [%]` (590.48.01),
 /// `212553937 us` for an RTX 2080 SUPER's software power cap counter (595.71.05), with
 /// `[us]` in the header; `[N/A]` on a GPU that has none of them.
-#[test]
-fn clock_event_counters_and_gpumax_print_as_nvidia_smi_prints_them() {
-    let sleeper = sleeper();
-    let (sandbox, daemon) = start("smi-counters", &sleeper);
-    // The counters come with a slow tick: wait for the first one to be published.
-    sandbox.snapshot_when(&daemon, "the counters are read", |s| {
-        s.gpus[0].valid3 & gpupeek_shm::layout::gpu_valid3::CLOCKS_EVENT_US_SW_POWER_CAP != 0
-    });
-    let fields = "--query-gpu=pcie.link.gen.gpumax,\
+const COUNTERS: &str = "--query-gpu=pcie.link.gen.gpumax,\
 clocks_event_reasons_counters.sw_power_cap,clocks_event_reasons_counters.sync_boost,\
 clocks_event_reasons_counters.sw_thermal_slowdown,\
 clocks_event_reasons_counters.hw_thermal_slowdown,\
 clocks_event_reasons_counters.hw_power_brake_slowdown,utilization.jpeg,utilization.ofa";
-    let (code, out, err) = query(&sandbox, &[fields, "--format=csv"]);
+
+/// [`two_gpus`] on driver `driver`, the H100 with power smoothing's state
+/// (`[enabled, privilege level, immediate ramp down]`, what a Blackwell answers) and
+/// slowdown counters of its own, so that a counter read from another field shows.
+fn counters_on(driver: &str, sleeper: &Proc) -> serde_json::Value {
+    let mut scenario = two_gpus(sleeper.0.id());
+    scenario["driver_version"] = json!(driver);
+    let h100 = &mut scenario["gpus"][0];
+    h100["power_smoothing_state"] = json!([1, 2, 1]);
+    h100["clocks_event_reasons_counters"] = json!({
+        "sw_power_cap": 212553937u64, "sync_boost": 0, "sw_thermal_slowdown": 31,
+        "hw_thermal_slowdown": 32, "hw_power_brake_slowdown": 33
+    });
+    scenario
+}
+
+fn counters_query(tag: &str, driver: &str) -> (String, String) {
+    let sleeper = sleeper();
+    let (sandbox, daemon) = start_with(tag, &sleeper, counters_on(driver, &sleeper));
+    // The counters come with a slow tick: wait for the first one to be published.
+    sandbox.snapshot_when(&daemon, "the counters are read", |s| {
+        s.gpus[0].valid3 & gpupeek_shm::layout::gpu_valid3::CLOCKS_EVENT_US_SW_POWER_CAP != 0
+    });
+    let (code, csv, err) = query(&sandbox, &[COUNTERS, "--format=csv"]);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(
-        out,
-        "\
+    let (_, bare, _) = query(&sandbox, &[COUNTERS, "--format=csv,noheader,nounits"]);
+    (csv, bare)
+}
+
+/// nvml.h has numbered the fields after 250 three ways, and each driver answers by its
+/// own: the SW thermal, HW thermal and HW power brake slowdown counters are fields
+/// 251–253 on R575 and R580, 269–271 on R590 and later, where 251–253 are power
+/// smoothing's state (as on R570, which has no such counters).
+#[test]
+fn clock_event_counters_and_gpumax_print_as_nvidia_smi_prints_them_on_each_drivers_numbering() {
+    let header = "\
 pcie.link.gen.gpumax, clocks_event_reasons_counters.sw_power_cap [us], \
 clocks_event_reasons_counters.sync_boost [us], \
 clocks_event_reasons_counters.sw_thermal_slowdown [us], \
 clocks_event_reasons_counters.hw_thermal_slowdown [us], \
 clocks_event_reasons_counters.hw_power_brake_slowdown [us], utilization.jpeg [%], \
 utilization.ofa [%]
-5, 212553937 us, 0 us, 0 us, 0 us, 0 us, 0 %, 0 %
-[N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]
-"
-    );
-    let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader,nounits"]);
+";
+    let geforce = "[N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n";
+    for (tag, driver) in [
+        ("smi-counters-590", "590.48.01"),
+        ("smi-counters-580", "580.65.06"),
+    ] {
+        let (csv, bare) = counters_query(tag, driver);
+        assert_eq!(
+            csv,
+            format!("{header}5, 212553937 us, 0 us, 31 us, 32 us, 33 us, 0 %, 0 %\n{geforce}"),
+            "driver {driver}"
+        );
+        assert_eq!(
+            bare,
+            format!("5, 212553937, 0, 31, 32, 33, 0, 0\n{geforce}")
+        );
+    }
+    let (csv, _) = counters_query("smi-counters-570", "570.124.06");
     assert_eq!(
-        out,
-        "5, 212553937, 0, 0, 0, 0, 0, 0\n\
-         [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n"
+        csv,
+        format!("{header}5, 212553937 us, 0 us, [N/A], [N/A], [N/A], 0 %, 0 %\n{geforce}")
     );
 }
 
