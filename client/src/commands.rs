@@ -617,9 +617,10 @@ CPU); with a daemon period longer than
 it prints at every update.
 It stops with the daemon's status error when the daemon stops being live.";
 
-const QUERY_GPU: &str = r"Comma-separated fields: timestamp, driver_version, count,
-driver_model.current and driver_model.pending ([N/A] on Linux, as nvidia-smi
-prints them), and the GPU fields by the nvidia-smi names (or aliases) that
+const QUERY_GPU: &str = r"Comma-separated fields: timestamp, driver_version and
+kmd_version (both the driver's version), count, driver_model.current and
+driver_model.pending ([N/A] on Linux, as nvidia-smi prints them), and the GPU
+fields by the nvidia-smi names (or aliases) that
 .B FIELDS
 below gives each.
 A value a GPU does not report prints as [N/A]; every live value of a GPU whose

@@ -31,18 +31,9 @@ use crate::{live, smi, Exit, EXIT_USAGE};
 
 /// Appended to `gpupeek query --help`.
 pub const NOTE: &str = "Fields: the GPU fields listed by --help-query-gpu (nvidia-smi's names \
-and aliases), and timestamp, driver_version, count, driver_model.current and \
-driver_model.pending.\n\n\
+and aliases), and timestamp, driver_version, kmd_version, count, driver_model.current \
+and driver_model.pending.\n\n\
 Example:\n  gpupeek query --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader";
-
-/// What the globals are, for `--help-query-gpu`.
-const GLOBALS_ABOUT: [&str; 5] = [
-    "the time of the query, as \"YYYY/MM/DD HH:MM:SS.msec\"",
-    "the version of the NVIDIA driver the daemon runs on",
-    "the number of GPUs the daemon publishes",
-    "the driver model in use, a Windows notion: always [N/A] on Linux, as nvidia-smi prints it",
-    "the driver model after the next reboot: always [N/A] on Linux",
-];
 
 /// `--help-query-gpu`: every field, as nvidia-smi lists its own: the names (canonical
 /// first, then aliases), then what it is, from the field table.
@@ -53,7 +44,10 @@ pub fn fields_help() -> String {
         let names: Vec<String> = f.names.iter().map(|n| format!("{n:?}")).collect();
         let about = match f.gpu {
             Some(field) => field.about,
-            None => GLOBALS_ABOUT[GLOBALS.iter().position(|g| *g == f.names).unwrap_or(0)],
+            None => GLOBALS
+                .iter()
+                .find(|(names, _)| *names == f.names)
+                .map_or("", |(_, about)| about),
         };
         let mut chars = about.chars();
         let about: String = chars
@@ -103,29 +97,48 @@ pub struct Args {
     pub loop_ms: Option<String>,
 }
 
-/// Facts about the machine, before the GPU fields of the field table. nvidia-smi's
-/// `driver_model.*` are WDDM or TCC on Windows and `[N/A]` on Linux (its
-/// `--help-query-gpu` says "Always N/A on Linux"; every Linux capture prints `[N/A]`).
-const GLOBALS: [&[&str]; 5] = [
-    &["timestamp"],
-    &["driver_version"],
-    &["count"],
-    &["driver_model.current"],
-    &["driver_model.pending"],
+/// Facts about the machine, before the GPU fields of the field table: nvidia-smi's names
+/// and what each is. nvidia-smi's `driver_model.*` are WDDM or TCC on Windows and `[N/A]`
+/// on Linux (its `--help-query-gpu` says "Always N/A on Linux"; every Linux capture
+/// prints `[N/A]`). nvidia-smi 595 added `kmd_version` (the kernel-mode driver's
+/// version, which every capture prints equal to `driver_version`) and calls
+/// `driver_version` deprecated in its favour.
+const GLOBALS: [(&[&str], &str); 6] = [
+    (
+        &["timestamp"],
+        "the time of the query, as \"YYYY/MM/DD HH:MM:SS.msec\"",
+    ),
+    (
+        &["driver_version"],
+        "the version of the NVIDIA driver the daemon runs on",
+    ),
+    (
+        &["kmd_version"],
+        "the version of the NVIDIA kernel-mode driver the daemon runs on (nvidia-smi 595+)",
+    ),
+    (&["count"], "the number of GPUs the daemon publishes"),
+    (
+        &["driver_model.current"],
+        "the driver model in use, a Windows notion: always [N/A] on Linux, as nvidia-smi prints it",
+    ),
+    (
+        &["driver_model.pending"],
+        "the driver model after the next reboot: always [N/A] on Linux",
+    ),
 ];
 
 /// Every field: nvidia-smi's names (the first is canonical and goes in the header), and
 /// where its value comes from. The GPU fields are the field table's (`gpupeek_model::
 /// FIELDS`) that nvidia-smi has a name for.
 fn fields() -> impl Iterator<Item = Field> {
-    let globals = GLOBALS.into_iter().map(|names| Field { names, gpu: None });
+    let globals = GLOBALS.map(|(names, _)| Field { names, gpu: None });
     let gpu = FIELDS.iter().flat_map(|f| {
         f.smi.iter().map(move |&names| Field {
             names,
             gpu: Some(f),
         })
     });
-    globals.chain(gpu)
+    globals.into_iter().chain(gpu)
 }
 
 /// What nvidia-smi prints for a value it cannot give, whether the value does not apply
@@ -142,7 +155,7 @@ const NOT_AVAILABLE: &str = "[N/A]";
 /// and cluster of a GPU outside an NVLink fabric (RTX 2080 Super, RTX 4080 Super, L40S on
 /// 595), and the fabric health of any GPU whose driver gives no health summary (those
 /// and an H100 and H200 on 590).
-const BARE_NOT_AVAILABLE: [&str; 11] = [
+const BARE_NOT_AVAILABLE: [&str; 12] = [
     "temperature.memory",
     "fabric.state",
     "fabric.status",
@@ -154,6 +167,7 @@ const BARE_NOT_AVAILABLE: [&str; 11] = [
     "fabric.health.route_unhealthy",
     "fabric.health.access_timeout_recovery",
     "fabric.health.incorrect_configuration",
+    "fabric.health.partition_assigned",
 ];
 
 /// What nvidia-smi prints for a value whose NVML function answered
@@ -210,7 +224,7 @@ impl Field {
         let Some(field) = self.gpu else {
             return match self.names[0] {
                 "timestamp" => Some(c.timestamp.clone()),
-                "driver_version" => c.driver_version.clone(),
+                "driver_version" | "kmd_version" => c.driver_version.clone(),
                 "count" => Some(c.count.to_string()),
                 _ => None,
             };

@@ -190,6 +190,10 @@ pub(super) const FIELDS: &[Field] = &[
                 3 => "Incorrect Chassis SN",
                 4 => "No Partition",
                 5 => "Insufficient NVLinks",
+                // Added with R590/R595 (nvidia-smi(1)'s words).
+                6 => "Incompatible GPU Firmware",
+                7 => "Invalid Location",
+                8 => "GPU State Invalid",
                 _ => return None,
             })
         })
@@ -198,6 +202,13 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("what is wrong with the NVLink fabric's configuration, or None")
     .smi(&[&["fabric.health.incorrect_configuration"]]),
+    field("fabric_health_partition", Text, Aggregate::Join, |g| {
+        condition(g, 12, "True", "False")
+    })
+    .valid3(v3::FABRIC_HEALTH)
+    .not_in_templates()
+    .about("whether the GPU's NVLink partition is assigned: True or False (nvidia-smi 595+)")
+    .smi(&[&["fabric.health.partition_assigned"]]),
     field("sram_volatile_parity", Count, Aggregate::Sum, |g| {
         sram(g, 0)
     })

@@ -1216,7 +1216,7 @@ mod tests {
             fabric_state: 3,
             // A fabric health summary, and each condition answered.
             fabric_health_summary: 1,
-            fabric_health_mask: 0x155,
+            fabric_health_mask: 0x1155,
             ..GpuRecord::default()
         }
     }

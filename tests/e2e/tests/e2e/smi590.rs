@@ -95,6 +95,20 @@ clocks.default_applications.memory,display_attached";
     let (_, out, _) = query(&sandbox, &[fields, "--format=csv,noheader"]);
     let five = [DEPRECATED; 5].join(", ");
     assert_eq!(out, format!("{five}, [N/A]\n{five}, Yes\n"));
+    // nvidia-smi 595's kmd_version, the driver's version as driver_version is (the
+    // L40S on 595.80 prints `595.80, 595.80`).
+    let (code, out, err) = query(
+        &sandbox,
+        &[
+            "--query-gpu=driver_version,kmd_version,index",
+            "--format=csv",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "driver_version, kmd_version, index\n590.48.01, 590.48.01, 0\n590.48.01, 590.48.01, 1\n"
+    );
 }
 
 /// On a 550 driver the thermal margin (R560) and the addressing mode (R580) have no
@@ -150,7 +164,7 @@ fn fabric_scenario() -> serde_json::Value {
             "fabric": {
                 "state": 3, "status": 0, "clique_id": 7,
                 "cluster_uuid": [18, 52, 86, 120, 154, 188, 222, 240, 1, 2, 3, 4, 5, 6, 7, 8],
-                "health_mask": 0x1aa, "health_summary": 1
+                "health_mask": 0x11aa, "health_summary": 1
             },
             "sram_ecc_status": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
             "module_power": {
@@ -178,14 +192,15 @@ fn fabric_sram_module_power_and_protected_memory_print_as_nvidia_smi_prints_them
     let fields = "--query-gpu=fabric.cliqueId,fabric.clusterUuid,fabric.health.summary,\
 fabric.health.bandwidth,fabric.health.route_recovery_in_progress,\
 fabric.health.route_unhealthy,fabric.health.access_timeout_recovery,\
-fabric.health.incorrect_configuration";
+fabric.health.incorrect_configuration,fabric.health.partition_assigned";
     let (code, out, err) = query(&sandbox, &[fields, "--format=csv,noheader"]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         out,
-        "0, 00000000-0000-0000-0000-000000000000, N/A, N/A, N/A, N/A, N/A, N/A\n\
-         N/A, N/A, N/A, N/A, N/A, N/A, N/A, N/A\n\
-         7, 12345678-9abc-def0-0102-030405060708, Healthy, Full, False, False, False, None\n"
+        "0, 00000000-0000-0000-0000-000000000000, N/A, N/A, N/A, N/A, N/A, N/A, N/A\n\
+         N/A, N/A, N/A, N/A, N/A, N/A, N/A, N/A, N/A\n\
+         7, 12345678-9abc-def0-0102-030405060708, Healthy, Full, False, False, False, None, \
+         True\n"
     );
     let fields = "--query-gpu=ecc.errors.uncorrected.volatile.sram.parity,\
 ecc.errors.uncorrected.volatile.sram.secded,ecc.errors.uncorrected.aggregate.sram.parity,\
