@@ -30,7 +30,7 @@ use nvml_wrapper_sys::bindings::{
 
 use crate::sampler::Sampler;
 use crate::worker::Done;
-use crate::xid::{Last, Xids};
+use crate::xid::{Last, Uuid, Xids};
 
 /// Longest time one wait blocks, ms: how long a session's end may wait for this thread.
 pub const WAIT_MS: u32 = 500;
@@ -126,7 +126,7 @@ fn run(sampler: &Sampler, awake: &[AtomicBool], xids: &Xids, stop: &AtomicBool) 
         }
     };
     let mut outcomes = vec![Outcome::Untried; awake.len()];
-    let mut gpus: Vec<(usize, u32)> = Vec::new();
+    let mut gpus: Vec<Registered> = Vec::new();
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
         register(nvml, set, awake, &mut outcomes, &mut gpus, xids);
@@ -184,15 +184,25 @@ fn free(nvml: &Nvml, set: nvmlEventSet_t) {
     }
 }
 
+/// A GPU registered for Xid events in this session.
+struct Registered {
+    /// Its handle, as events name it.
+    handle: usize,
+    /// Its NVML index in this session (for the log).
+    index: u32,
+    /// Its UUID, which its counts are kept by.
+    uuid: Uuid,
+}
+
 /// Registers for Xid events in `set` each GPU newly known awake, adding those NVML
-/// accepts to `gpus` (handle, index); logs what came of them all when that changed
-/// (and, across sessions, only when it differs from the last session's).
+/// accepts to `gpus`; logs what came of them all when that changed (and, across
+/// sessions, only when it differs from the last session's).
 fn register(
     nvml: &Nvml,
     set: nvmlEventSet_t,
     awake: &[AtomicBool],
     outcomes: &mut [Outcome],
-    gpus: &mut Vec<(usize, u32)>,
+    gpus: &mut Vec<Registered>,
     xids: &Xids,
 ) {
     let mut tried = false;
@@ -202,9 +212,13 @@ fn register(
         }
         tried = true;
         *outcome = match register_one(nvml, set, index) {
-            Ok(handle) => {
-                xids.registered(index);
-                gpus.push((handle as usize, index));
+            Ok((handle, uuid)) => {
+                xids.registered(&uuid);
+                gpus.push(Registered {
+                    handle: handle as usize,
+                    index,
+                    uuid,
+                });
                 Outcome::Counted
             }
             Err(NvmlError::NotSupported) => Outcome::Unsupported,
@@ -241,7 +255,12 @@ fn summary(outcomes: &[Outcome]) -> String {
     line
 }
 
-fn register_one(nvml: &Nvml, set: nvmlEventSet_t, index: u32) -> Result<nvmlDevice_t, NvmlError> {
+/// Registers GPU `index` for Xid events in `set`: its handle and UUID.
+fn register_one(
+    nvml: &Nvml,
+    set: nvmlEventSet_t,
+    index: u32,
+) -> Result<(nvmlDevice_t, Uuid), NvmlError> {
     let lib = nvml.lib();
     let supported = lib
         .nvmlDeviceGetSupportedEventTypes
@@ -252,6 +271,8 @@ fn register_one(nvml: &Nvml, set: nvmlEventSet_t, index: u32) -> Result<nvmlDevi
         .as_ref()
         .map_err(|_| NvmlError::FunctionNotFound)?;
     let device = nvml.device_by_index(index)?;
+    let mut uuid: Uuid = [0; 96];
+    gpupeek_shm::text::encode(&mut uuid, &device.uuid()?);
     // SAFETY: the handle belongs to the live session `nvml` holds.
     let handle = unsafe { device.handle() };
     let mut types: c_ulonglong = 0;
@@ -265,15 +286,15 @@ fn register_one(nvml: &Nvml, set: nvmlEventSet_t, index: u32) -> Result<nvmlDevi
     // nvmlEventSet_t)`; the handle and the set are live. A failure leaves the set as it
     // was for the other GPUs (unlike nvml-wrapper's `register_events`, which frees it).
     nvml_try(unsafe { register(handle, XID, set) })?;
-    Ok(handle)
+    Ok((handle, uuid))
 }
 
 /// Counts `data` if it is an Xid of a registered GPU.
-fn on_event(gpus: &[(usize, u32)], data: &nvmlEventData_t, xids: &Xids) {
+fn on_event(gpus: &[Registered], data: &nvmlEventData_t, xids: &Xids) {
     if data.eventType & XID == 0 {
         return;
     }
-    let Some(&(_, index)) = gpus.iter().find(|(h, _)| *h == data.device as usize) else {
+    let Some(gpu) = gpus.iter().find(|g| g.handle == data.device as usize) else {
         log::debug!("an Xid event from a device handle this session did not register");
         return;
     };
@@ -282,13 +303,15 @@ fn on_event(gpus: &[(usize, u32)], data: &nvmlEventData_t, xids: &Xids) {
     let unix_ns = crate::run::unix_now_ns();
     let code = u32::try_from(data.eventData).unwrap_or(u32::MAX);
     log::warn!(
-        "GPU {index}: Xid {code}{}",
+        "GPU {} ({}): Xid {code}{}",
+        gpu.index,
+        gpupeek_shm::text::decode(&gpu.uuid),
         instance.map_or(String::new(), |(gi, ci)| format!(
             " (GPU instance {gi}, compute instance {ci})"
         ))
     );
     xids.count(
-        index,
+        &gpu.uuid,
         Last {
             code,
             unix_ns,

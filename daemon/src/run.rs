@@ -470,7 +470,7 @@ impl Daemon {
                     }
                 }
             }
-            self.driver.xids.apply(index, &mut self.gpu);
+            self.driver.xids.apply(&mut self.gpu);
             self.freeze_after = match self.freeze_after {
                 Some(0) => {
                     freeze_mid_write(&self.publisher, slot, &self.gpu);
@@ -529,7 +529,7 @@ impl Daemon {
         let count = self.pm.gpu_count().min(capacity);
         for slot in 0..count {
             self.pm.sleeping_record(slot, &mut self.gpu);
-            self.driver.xids.apply(slot as u32, &mut self.gpu);
+            self.driver.xids.apply(&mut self.gpu);
             self.publish_gpu(slot);
             record_gpu(
                 &mut self.timeline,

@@ -6,7 +6,9 @@
 //! stopped answering, so its count outlives the values that are only current while the
 //! GPU is sampled. Counts run since the daemon started, across NVML sessions (a re-init,
 //! a release for a GPU reset): Prometheus takes a counter that restarts with the daemon
-//! as a counter reset. They are kept by NVML index.
+//! as a counter reset. They are kept by the GPU's UUID, not its NVML index: a GPU gone
+//! after a reset (Xid 79, fallen off the bus) moves the GPUs after it down an index,
+//! and its counts must not become theirs.
 //!
 //! A GPU is published with counts ([`v3::XID_ERRORS`]) once NVML has accepted its
 //! registration for Xid events in some session; a GPU on which events are not supported
@@ -15,7 +17,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use gpupeek_shm::layout::gpu_valid3 as v3;
+use gpupeek_shm::layout::{gpu_valid, gpu_valid3 as v3};
 use gpupeek_shm::GpuRecord;
 
 /// Xid numbers counted one by one per GPU (the length of `GpuRecord::xid_codes`).
@@ -43,10 +45,14 @@ struct Counts {
     slots: [(u64, u64); SLOTS],
 }
 
+/// A GPU's UUID as its record holds it (`GpuRecord::uuid`, NUL-padded).
+pub type Uuid = [u8; 96];
+
 /// What the events threads share with the publisher.
 #[derive(Debug, Default)]
 struct Shared {
-    gpus: Vec<Counts>,
+    /// Each GPU's counts, by UUID (a few GPUs: searched in order).
+    gpus: Vec<(Uuid, Counts)>,
     /// What the last session said about its registrations (said again only if it
     /// changes: runtime PM re-initialises NVML at every wake).
     said: String,
@@ -71,24 +77,27 @@ impl Xids {
         }
     }
 
-    fn with(&self, index: u32, f: impl FnOnce(&mut Counts)) {
+    fn with(&self, uuid: &Uuid, f: impl FnOnce(&mut Counts)) {
         let mut shared = self.lock();
         let all = &mut shared.gpus;
-        let i = index as usize;
-        if all.len() <= i {
-            all.resize(i + 1, Counts::default());
-        }
-        f(&mut all[i]);
+        let at = match all.iter().position(|(u, _)| u == uuid) {
+            Some(at) => at,
+            None => {
+                all.push((*uuid, Counts::default()));
+                all.len() - 1
+            }
+        };
+        f(&mut all[at].1);
     }
 
-    /// NVML delivers GPU `index`'s Xid events from now on.
-    pub fn registered(&self, index: u32) {
-        self.with(index, |c| c.registered = true);
+    /// NVML delivers the Xid events of the GPU `uuid` from now on.
+    pub fn registered(&self, uuid: &Uuid) {
+        self.with(uuid, |c| c.registered = true);
     }
 
-    /// Counts an Xid of GPU `index`.
-    pub fn count(&self, index: u32, last: Last) {
-        self.with(index, |c| {
+    /// Counts an Xid of the GPU `uuid`.
+    pub fn count(&self, uuid: &Uuid, last: Last) {
+        self.with(uuid, |c| {
             c.total = c.total.saturating_add(1);
             c.last = Some(last);
             let code = u64::from(last.code);
@@ -102,10 +111,15 @@ impl Xids {
         });
     }
 
-    /// Writes GPU `index`'s counts into `rec` (its record for this tick, in any state).
-    pub fn apply(&self, index: u32, rec: &mut GpuRecord) {
+    /// Writes the counts of `rec`'s GPU (by its UUID) into `rec`, its record for this
+    /// tick, in any state. A record without a UUID gets none.
+    pub fn apply(&self, rec: &mut GpuRecord) {
+        if rec.valid & gpu_valid::UUID == 0 {
+            return;
+        }
         let shared = self.lock();
-        let Some(c) = shared.gpus.get(index as usize).filter(|c| c.registered) else {
+        let found = shared.gpus.iter().find(|(u, _)| *u == rec.uuid);
+        let Some((_, c)) = found.filter(|(_, c)| c.registered) else {
             return;
         };
         rec.valid3 |= v3::XID_ERRORS;
@@ -131,6 +145,20 @@ impl Xids {
 mod tests {
     use super::*;
 
+    fn uuid(name: &str) -> Uuid {
+        let mut u = [0; 96];
+        gpupeek_shm::text::encode(&mut u, name);
+        u
+    }
+
+    fn record(name: &str) -> GpuRecord {
+        GpuRecord {
+            valid: gpu_valid::UUID,
+            uuid: uuid(name),
+            ..GpuRecord::default()
+        }
+    }
+
     fn xid(code: u32) -> Last {
         Last {
             code,
@@ -142,33 +170,35 @@ mod tests {
     #[test]
     fn a_gpu_without_registration_publishes_nothing_even_after_an_xid() {
         let xids = Xids::default();
-        xids.count(1, xid(79));
-        let mut rec = GpuRecord::default();
-        xids.apply(1, &mut rec);
+        xids.count(&uuid("GPU-1"), xid(79));
+        let mut rec = record("GPU-1");
+        xids.apply(&mut rec);
         assert_eq!(rec.valid3, 0);
-        xids.apply(5, &mut rec);
+        let mut rec = record("GPU-5");
+        xids.apply(&mut rec);
         assert_eq!(rec.valid3, 0);
     }
 
     #[test]
     fn counts_per_number_fill_the_slots_in_order_and_overflow_into_the_total() {
         let xids = Xids::default();
-        xids.registered(0);
-        let mut rec = GpuRecord::default();
-        xids.apply(0, &mut rec);
+        let gpu = uuid("GPU-0");
+        xids.registered(&gpu);
+        let mut rec = record("GPU-0");
+        xids.apply(&mut rec);
         assert_eq!(rec.valid3, v3::XID_ERRORS, "registered, nothing yet: zero");
         assert_eq!(rec.xid_errors_total, 0);
         for code in [13, 31, 13].into_iter().chain(40..50) {
-            xids.count(0, xid(code));
+            xids.count(&gpu, xid(code));
         }
         xids.count(
-            0,
+            &gpu,
             Last {
                 instance: Some((1, 0)),
                 ..xid(94)
             },
         );
-        xids.apply(0, &mut rec);
+        xids.apply(&mut rec);
         assert_eq!(rec.xid_errors_total, 14);
         assert_eq!(rec.xid_codes, [13, 31, 40, 41, 42, 43, 44, 45]);
         assert_eq!(rec.xid_counts, [2, 1, 1, 1, 1, 1, 1, 1]);
@@ -184,5 +214,25 @@ mod tests {
             ),
             (1, 0)
         );
+    }
+
+    #[test]
+    fn counts_are_a_uuids_and_a_record_without_one_gets_none() {
+        let xids = Xids::default();
+        for name in ["GPU-a", "GPU-b"] {
+            xids.registered(&uuid(name));
+        }
+        xids.count(&uuid("GPU-a"), xid(79));
+        let (mut a, mut b) = (record("GPU-a"), record("GPU-b"));
+        xids.apply(&mut a);
+        xids.apply(&mut b);
+        assert_eq!((a.xid_errors_total, a.xid_last_code), (1, 79));
+        assert_eq!((b.xid_errors_total, b.valid3 & v3::XID_LAST), (0, 0));
+        let mut unknown = GpuRecord {
+            valid: 0,
+            ..record("GPU-a")
+        };
+        xids.apply(&mut unknown);
+        assert_eq!(unknown.valid3, 0);
     }
 }

@@ -271,3 +271,46 @@ fn a_release_frees_the_event_set_and_a_resume_counts_on_in_a_new_one() {
     let c = sb.nvml_call_file(pid).unwrap();
     assert_eq!(count(&c, "nvmlEventSetFree"), 2, "{c:?}");
 }
+
+/// An Xid belongs to its GPU, not to an NVML index: when a GPU is gone after a reset
+/// (the Xid 79 case: it fell off the bus) the GPUs after it move down an index, and
+/// each keeps its own counts; the gone GPU's go with it, to no other GPU.
+#[test]
+fn counts_follow_the_gpus_uuid_when_a_gone_gpu_moves_the_others_down_an_index() {
+    let sb = Sandbox::new("xid-uuid");
+    let mut s = json!({"gpus": [gpu(0, true), gpu(1, true)]});
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    wait_registered(&sb, &daemon, 2);
+    s["gpus"][0]["xids"] = json!([{"code": 79}]);
+    sb.write_scenario(&s);
+    wait_metrics(&sb, &daemon, "GPU 0's Xid 79", |t| xid_series(t).len() == 1);
+
+    // Released for a reset, GPU 0 does not come back: GPU-00000001 is NVML's index 0.
+    daemon.signal(Signal::SIGUSR1);
+    wait_for("the release", &daemon, || {
+        calls(&sb, &daemon).get("open_handles") == Some(&0)
+    });
+    let s = json!({"gpus": [gpu(1, true)]});
+    sb.write_scenario(&s);
+    daemon.signal(Signal::SIGUSR2);
+    wait_registered(&sb, &daemon, 3);
+    sb.let_ticks_pass(&daemon, 3);
+    let snap = sb.segment().snapshot().unwrap();
+    let moved = snap
+        .gpus
+        .iter()
+        .find(|g| gpupeek_shm::text::decode(&g.uuid) == "GPU-00000001")
+        .expect("GPU-00000001 is published");
+    assert_ne!(moved.valid3 & v3::XID_ERRORS, 0, "registered, so counted");
+    assert_eq!(
+        (moved.xid_errors_total, moved.xid_last_code),
+        (0, 0),
+        "GPU-00000001 had no Xid: {:?}",
+        snap.gpus
+            .iter()
+            .map(|g| (gpupeek_shm::text::decode(&g.uuid), g.xid_errors_total))
+            .collect::<Vec<_>>()
+    );
+}
