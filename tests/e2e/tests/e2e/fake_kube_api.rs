@@ -354,6 +354,11 @@ pub(crate) fn signed(tool: &Path, dir: &Path, name: &str, cn: &str, ext: &str) {
 /// certificate for 127.0.0.1 (`server.crt`), and a client certificate signed by the CA
 /// required of every client; `client.crt` and `client.key` are one for the kubeconfig.
 pub(crate) fn mtls_server(tool: &Path, pki: &Path) -> Arc<rustls::ServerConfig> {
+    tls_server(tool, pki, true)
+}
+
+/// [`mtls_server`], with client certificates required only when `client_auth`.
+pub(crate) fn tls_server(tool: &Path, pki: &Path, client_auth: bool) -> Arc<rustls::ServerConfig> {
     std::fs::create_dir_all(pki).unwrap();
     openssl(
         tool,
@@ -409,12 +414,16 @@ pub(crate) fn mtls_server(tool: &Path, pki: &Path) -> Arc<rustls::ServerConfig> 
     for c in certs("ca.crt") {
         roots.add(c).unwrap();
     }
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .unwrap();
+    let verifier: Arc<dyn rustls::server::danger::ClientCertVerifier> = if client_auth {
+        rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap()
+    } else {
+        rustls::server::WebPkiClientVerifier::no_client_auth()
+    };
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -13,8 +13,8 @@ use gpupeek_e2e::{assert_one_line_failure, bins, stderr, stdout, tool};
 use serde_json::{json, Value};
 
 use crate::fake_kube_api::{
-    endpoints, kube_fleet, kubeconfig, mtls_server, slices, status_body, timeless, token_api, Ep,
-    FakeApi, ENDPOINTS, SLICES, TOKEN,
+    endpoints, kube_fleet, kubeconfig, mtls_server, slices, status_body, timeless, tls_server,
+    token_api, Ep, FakeApi, ENDPOINTS, SLICES, TOKEN,
 };
 use crate::fleet::{cluster, fleet, host_args, json_of};
 
@@ -494,4 +494,78 @@ fn the_bundles_role_grants_what_fleet_asks_on_the_port_it_reads() {
         .unwrap()
         .iter()
         .any(|r| r == "fleet-role.yaml"));
+}
+
+/// In a pod, with no kubeconfig, the fleet asks the API server the pod's environment
+/// names (`KUBERNETES_SERVICE_HOST`/`_PORT`) over HTTPS, trusting the service account's
+/// `ca.crt` and sending its `token`, as mounted at
+/// `/var/run/secrets/kubernetes.io/serviceaccount` (here in a mount namespace of its
+/// own). Without the CA the server is not trusted: one line, status 14.
+#[test]
+fn in_a_pod_the_service_account_reaches_the_api_server_with_no_kubeconfig() {
+    if !gpupeek_e2e::root_or_skip("in-cluster fleet") {
+        return;
+    }
+    let Some(tool) = tool("openssl", "openssl") else {
+        return;
+    };
+    let hosts = cluster("fleet-k8s-pod", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let pki = dir.join("pki");
+    let api = FakeApi::start(Some(tls_server(&tool, &pki, false)));
+    api.require(&format!("Bearer {TOKEN}"));
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-in-cluster",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let account = dir.join("serviceaccount");
+    std::fs::create_dir_all(&account).unwrap();
+    std::fs::write(account.join("token"), TOKEN).unwrap();
+    std::fs::copy(pki.join("ca.crt"), account.join("ca.crt")).unwrap();
+    let port = api.url.rsplit(':').next().unwrap().to_owned();
+    // /var/run (a link to /run on most systems) made private, with the service account
+    // where a pod has it.
+    let run = std::path::Path::new("/var/run").canonicalize().unwrap();
+    let in_pod = |account: &std::path::Path| {
+        let script = "mount -t tmpfs tmpfs \"$1\" && \
+            mkdir -p \"$1/secrets/kubernetes.io/serviceaccount\" && \
+            mount --bind \"$2\" \"$1/secrets/kubernetes.io/serviceaccount\" && \
+            shift 2 && exec \"$@\"";
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&run)
+        .arg(account)
+        .arg(&bins().client)
+        .args(["fleet", "--kubernetes", "--json"])
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", &port);
+        gpupeek_e2e::run_with_watchdog(cmd)
+    };
+    let out = in_pod(&account);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-in-cluster");
+    let seen = api.seen();
+    assert_eq!(
+        seen.last().unwrap().authorization.as_deref(),
+        Some(&*format!("Bearer {TOKEN}"))
+    );
+
+    let untrusted = dir.join("no-ca");
+    std::fs::create_dir_all(&untrusted).unwrap();
+    std::fs::write(untrusted.join("token"), TOKEN).unwrap();
+    let out = in_pod(&untrusted);
+    assert_one_line_failure(&out, 14, "in-cluster without the CA");
+    assert!(stderr(&out).contains("in-cluster"), "{}", stderr(&out));
 }
