@@ -271,8 +271,6 @@ fn register_one(
         .as_ref()
         .map_err(|_| NvmlError::FunctionNotFound)?;
     let device = nvml.device_by_index(index)?;
-    let mut uuid: Uuid = [0; 96];
-    gpupeek_shm::text::encode(&mut uuid, &device.uuid()?);
     // SAFETY: the handle belongs to the live session `nvml` holds.
     let handle = unsafe { device.handle() };
     let mut types: c_ulonglong = 0;
@@ -282,6 +280,8 @@ fn register_one(
     if types & XID == 0 {
         return Err(NvmlError::NotSupported);
     }
+    let mut uuid: Uuid = [0; 96];
+    gpupeek_shm::text::encode(&mut uuid, &device.uuid()?);
     // SAFETY: `nvmlDeviceRegisterEvents(nvmlDevice_t, unsigned long long,
     // nvmlEventSet_t)`; the handle and the set are live. A failure leaves the set as it
     // was for the other GPUs (unlike nvml-wrapper's `register_events`, which frees it).
