@@ -209,6 +209,7 @@ impl Field {
             Some(Unit::MilliWatts) => "W",
             Some(Unit::MegaHertz) => "MHz",
             Some(Unit::Microseconds) => "us",
+            Some(Unit::Milliseconds) => "ms",
             _ => "",
         }
     }
