@@ -201,5 +201,13 @@ mod tests {
             family("power.draw", Unit::MilliWatts).unwrap().1,
             "power.draw [W]"
         );
+        // nvidia_gpu_exporter's " [ms]" mapping (internal/exporter's knownUnitSuffixes).
+        assert_eq!(
+            family("power_smoothing.window_multiplier", Unit::Milliseconds).unwrap(),
+            (
+                "nvidia_smi_power_smoothing_window_multiplier_seconds".to_owned(),
+                "power_smoothing.window_multiplier [ms]".to_owned()
+            )
+        );
     }
 }

@@ -464,6 +464,27 @@ No, {na13}
 "
         )
     );
+    // nvidia_gpu_exporter's names: watts, the [ms] window in seconds.
+    let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+    cmd.args([
+        "metrics",
+        "--shm",
+        &sandbox.shm,
+        "--names",
+        "nvidia_gpu_exporter",
+    ]);
+    let text = stdout(&gpupeek_e2e::run_with_watchdog(cmd));
+    for line in [
+        "nvidia_smi_power_smoothing_primary_power_floor_watts{uuid=\"gb200\"} 560",
+        "nvidia_smi_power_smoothing_window_multiplier_seconds{uuid=\"gb200\"} 0.005",
+        "nvidia_smi_power_smoothing_secondary_power_floor_watts{uuid=\"b200\"} 712.25",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+    assert!(!text.contains("admin_override_secondary_power_floor_watts{uuid=\"gb200\"}"));
 }
 
 /// A driver before R590 knows none of the fourteen field ids (each entry answers
