@@ -15,7 +15,8 @@
 //! a GPU whose driver is not responding is `[Unknown Error]`, nvidia-smi's text for a call
 //! that failed, while its identity and maximum clocks are kept. Memory is in MiB
 //! rounded up (as nvidia-smi rounds), power in watts with two decimals, clocks in MHz,
-//! counters of time in microseconds (`212553937 us`). `power.limit` and
+//! counters of time in microseconds (`212553937 us`), power smoothing's window
+//! multiplier in milliseconds (`5 ms`). `power.limit` and
 //! `enforced.power.limit` both print the enforced limit, the one gpupeekd publishes.
 //! An unknown field is nvidia-smi's one-line error and exit status 2.
 //!
@@ -209,6 +210,7 @@ impl Field {
             Some(Unit::MilliWatts) => "W",
             Some(Unit::MegaHertz) => "MHz",
             Some(Unit::Microseconds) => "us",
+            Some(Unit::Milliseconds) => "ms",
             _ => "",
         }
     }

@@ -65,7 +65,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 9u
+#define GPUPEEK_ABI_MINOR 10u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -263,6 +263,20 @@ enum {
 #define GPUPEEK_GPU_V3_XID_ERRORS (UINT64_C(1) << 38) /* xid_errors_total, xid_codes, xid_counts */
 #define GPUPEEK_GPU_V3_XID_LAST (UINT64_C(1) << 39) /* xid_last_code, xid_last_unix_ns */
 #define GPUPEEK_GPU_V3_XID_LAST_INSTANCE (UINT64_C(1) << 40) /* xid_last_gpu_instance_id, xid_last_compute_instance_id */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_DELAYED_SUPPORTED (UINT64_C(1) << 41) /* power_smoothing_delayed_supported */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_PRIMARY_FLOOR (UINT64_C(1) << 42) /* power_smoothing_primary_floor_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_SECONDARY_FLOOR (UINT64_C(1) << 43) /* power_smoothing_secondary_floor_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_MIN_PRIMARY_ACT_OFFSET (UINT64_C(1) << 44) /* power_smoothing_min_primary_act_offset_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_MIN_PRIMARY_ACT_POINT (UINT64_C(1) << 45) /* power_smoothing_min_primary_act_point_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_WINDOW_MULTIPLIER (UINT64_C(1) << 46) /* power_smoothing_window_multiplier_ms */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_PROFILE_SECONDARY_FLOOR (UINT64_C(1) << 47) /* power_smoothing_profile_secondary_floor_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_PROFILE_ACT_WINDOW_MULT (UINT64_C(1) << 48) /* power_smoothing_profile_act_window_mult */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_PROFILE_TAR_WINDOW_MULT (UINT64_C(1) << 49) /* power_smoothing_profile_tar_window_mult */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_PROFILE_ACT_OFFSET (UINT64_C(1) << 50) /* power_smoothing_profile_act_offset_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_SECONDARY_FLOOR (UINT64_C(1) << 51) /* power_smoothing_admin_secondary_floor_mw */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT (UINT64_C(1) << 52) /* power_smoothing_admin_act_window_mult */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT (UINT64_C(1) << 53) /* power_smoothing_admin_tar_window_mult */
+#define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_ACT_OFFSET (UINT64_C(1) << 54) /* power_smoothing_admin_act_offset_mw */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -607,7 +621,21 @@ struct gpupeek_gpu {
     uint32_t reserved_ext8;
     uint64_t xid_codes[8];
     uint64_t xid_counts[8];
-    uint64_t reserved_ext9[12];
+    uint32_t power_smoothing_delayed_supported;
+    uint32_t power_smoothing_primary_floor_mw;
+    uint32_t power_smoothing_secondary_floor_mw;
+    uint32_t power_smoothing_min_primary_act_offset_mw;
+    uint32_t power_smoothing_min_primary_act_point_mw;
+    uint32_t power_smoothing_window_multiplier_ms;
+    uint32_t power_smoothing_profile_secondary_floor_mw;
+    uint32_t power_smoothing_profile_act_window_mult;
+    uint32_t power_smoothing_profile_tar_window_mult;
+    uint32_t power_smoothing_profile_act_offset_mw;
+    uint32_t power_smoothing_admin_secondary_floor_mw;
+    uint32_t power_smoothing_admin_act_window_mult;
+    uint32_t power_smoothing_admin_tar_window_mult;
+    uint32_t power_smoothing_admin_act_offset_mw;
+    uint64_t reserved_ext9[5];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 1792, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
@@ -820,7 +848,21 @@ GPUPEEK_PIN(gpupeek_gpu, xid_last_compute_instance_id, 1560);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext8, 1564);
 GPUPEEK_PIN(gpupeek_gpu, xid_codes, 1568);
 GPUPEEK_PIN(gpupeek_gpu, xid_counts, 1632);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext9, 1696);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_delayed_supported, 1696);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_primary_floor_mw, 1700);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_secondary_floor_mw, 1704);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_min_primary_act_offset_mw, 1708);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_min_primary_act_point_mw, 1712);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_window_multiplier_ms, 1716);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_secondary_floor_mw, 1720);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_act_window_mult, 1724);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_tar_window_mult, 1728);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_act_offset_mw, 1732);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_secondary_floor_mw, 1736);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_act_window_mult, 1740);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_tar_window_mult, 1744);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_act_offset_mw, 1748);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext9, 1752);
 
 struct gpupeek_proc_head {
     uint64_t seq;

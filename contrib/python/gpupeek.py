@@ -94,7 +94,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 9
+ABI_MINOR = 10
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -444,6 +444,20 @@ GPU_VALID3_BITS = {  # GpuRecord.valid3
     "XID_ERRORS": 38,
     "XID_LAST": 39,
     "XID_LAST_INSTANCE": 40,
+    "POWER_SMOOTHING_DELAYED_SUPPORTED": 41,
+    "POWER_SMOOTHING_PRIMARY_FLOOR": 42,
+    "POWER_SMOOTHING_SECONDARY_FLOOR": 43,
+    "POWER_SMOOTHING_MIN_PRIMARY_ACT_OFFSET": 44,
+    "POWER_SMOOTHING_MIN_PRIMARY_ACT_POINT": 45,
+    "POWER_SMOOTHING_WINDOW_MULTIPLIER": 46,
+    "POWER_SMOOTHING_PROFILE_SECONDARY_FLOOR": 47,
+    "POWER_SMOOTHING_PROFILE_ACT_WINDOW_MULT": 48,
+    "POWER_SMOOTHING_PROFILE_TAR_WINDOW_MULT": 49,
+    "POWER_SMOOTHING_PROFILE_ACT_OFFSET": 50,
+    "POWER_SMOOTHING_ADMIN_SECONDARY_FLOOR": 51,
+    "POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT": 52,
+    "POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT": 53,
+    "POWER_SMOOTHING_ADMIN_ACT_OFFSET": 54,
 }
 GPU_VALID3 = {
     "clocks_event_us_sw_power_cap": 0,  # CLOCKS_EVENT_US_SW_POWER_CAP
@@ -517,6 +531,20 @@ GPU_VALID3 = {
     "xid_last_unix_ns": 39,  # XID_LAST
     "xid_last_gpu_instance_id": 40,  # XID_LAST_INSTANCE
     "xid_last_compute_instance_id": 40,  # XID_LAST_INSTANCE
+    "power_smoothing_delayed_supported": 41,  # POWER_SMOOTHING_DELAYED_SUPPORTED
+    "power_smoothing_primary_floor_mw": 42,  # POWER_SMOOTHING_PRIMARY_FLOOR
+    "power_smoothing_secondary_floor_mw": 43,  # POWER_SMOOTHING_SECONDARY_FLOOR
+    "power_smoothing_min_primary_act_offset_mw": 44,  # POWER_SMOOTHING_MIN_PRIMARY_ACT_OFFSET
+    "power_smoothing_min_primary_act_point_mw": 45,  # POWER_SMOOTHING_MIN_PRIMARY_ACT_POINT
+    "power_smoothing_window_multiplier_ms": 46,  # POWER_SMOOTHING_WINDOW_MULTIPLIER
+    "power_smoothing_profile_secondary_floor_mw": 47,  # POWER_SMOOTHING_PROFILE_SECONDARY_FLOOR
+    "power_smoothing_profile_act_window_mult": 48,  # POWER_SMOOTHING_PROFILE_ACT_WINDOW_MULT
+    "power_smoothing_profile_tar_window_mult": 49,  # POWER_SMOOTHING_PROFILE_TAR_WINDOW_MULT
+    "power_smoothing_profile_act_offset_mw": 50,  # POWER_SMOOTHING_PROFILE_ACT_OFFSET
+    "power_smoothing_admin_secondary_floor_mw": 51,  # POWER_SMOOTHING_ADMIN_SECONDARY_FLOOR
+    "power_smoothing_admin_act_window_mult": 52,  # POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT
+    "power_smoothing_admin_tar_window_mult": 53,  # POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT
+    "power_smoothing_admin_act_offset_mw": 54,  # POWER_SMOOTHING_ADMIN_ACT_OFFSET
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -895,7 +923,21 @@ LAYOUT = [
         ("reserved_ext8", 1564, "I"),
         ("xid_codes", 1568, "64s"),
         ("xid_counts", 1632, "64s"),
-        ("reserved_ext9", 1696, "96s"),
+        ("power_smoothing_delayed_supported", 1696, "I"),
+        ("power_smoothing_primary_floor_mw", 1700, "I"),
+        ("power_smoothing_secondary_floor_mw", 1704, "I"),
+        ("power_smoothing_min_primary_act_offset_mw", 1708, "I"),
+        ("power_smoothing_min_primary_act_point_mw", 1712, "I"),
+        ("power_smoothing_window_multiplier_ms", 1716, "I"),
+        ("power_smoothing_profile_secondary_floor_mw", 1720, "I"),
+        ("power_smoothing_profile_act_window_mult", 1724, "I"),
+        ("power_smoothing_profile_tar_window_mult", 1728, "I"),
+        ("power_smoothing_profile_act_offset_mw", 1732, "I"),
+        ("power_smoothing_admin_secondary_floor_mw", 1736, "I"),
+        ("power_smoothing_admin_act_window_mult", 1740, "I"),
+        ("power_smoothing_admin_tar_window_mult", 1744, "I"),
+        ("power_smoothing_admin_act_offset_mw", 1748, "I"),
+        ("reserved_ext9", 1752, "40s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

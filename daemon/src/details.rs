@@ -597,6 +597,7 @@ pub fn copy3(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
         VGPU_MIG_TIMESLICING_MODE => vgpu_mig_timeslicing_mode;
         GPU_HOSTNAME => gpu_hostname;
     }
+    crate::smoothing::copy(from, to, bits);
 
     to.valid3 = (to.valid3 & !bits) | (from.valid3 & bits);
     to.deprecated3 = (to.deprecated3 & !bits) | (from.deprecated3 & bits);

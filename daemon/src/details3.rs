@@ -16,7 +16,9 @@
 //!   answer), the platform info (`nvmlDeviceGetPlatformInfo`) and the EDPp multiplier
 //!   (field value 274), and the vGPU capabilities (`nvmlGetVgpuDriverCapabilities`,
 //!   `nvmlDeviceGetVgpuCapabilities`), which only vGPU host drivers answer, and the
-//!   GPU's hostname (`nvmlDeviceGetHostname_v1`, R580+, ABI 1.8).
+//!   GPU's hostname (`nvmlDeviceGetHostname_v1`, R580+, ABI 1.8), and delayed power
+//!   smoothing (one field-value call for field values 275 to 288, R590+, ABI 1.10:
+//!   [`crate::smoothing`]).
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
 //!   temperature; the module's power draw (one field-value call with the module
@@ -52,7 +54,8 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::EDPP_MULTIPLIER
     | MODULE_LIMITS
     | VGPU
-    | v3::GPU_HOSTNAME;
+    | v3::GPU_HOSTNAME
+    | crate::smoothing::BITS;
 
 /// The vGPU capabilities: each bit with the NVML
 /// capability it asks (`None` for the driver's, the rest the GPU's).
@@ -232,6 +235,7 @@ pub fn sample_static(nvml: &Nvml, unbound: &Unbound, d: &Device, f: &mut Fill) {
             r.platform_module_id = p.moduleId.into();
         },
     );
+    crate::smoothing::sample(nvml, d, f);
     f.field3(
         v3::EDPP_MULTIPLIER,
         || crate::fields::one(nvml, d, EDPP_MULTIPLIER),

@@ -99,6 +99,53 @@ fn value_of(e: &nvmlFieldValue_t) -> Option<u64> {
     }
 }
 
+/// An entry's value as a number: an unsigned integer's, or a double's (NVML's power
+/// smoothing values may come as doubles); `None` for a negative or non-finite one.
+fn number_of(e: &nvmlFieldValue_t) -> Option<f64> {
+    if e.valueType == nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE {
+        // SAFETY: `valueType` says the driver wrote the double.
+        let x = unsafe { e.value.dVal };
+        return (x.is_finite() && x >= 0.0).then_some(x);
+    }
+    value_of(e).map(|x| x as f64)
+}
+
+/// Several field values in one call of their own, each read as a number whatever its
+/// type (see [`number_of`]): each entry's value or error, or the call's error.
+pub fn numbers<const K: usize>(
+    nvml: &Nvml,
+    device: &Device,
+    ids: [u32; K],
+) -> Result<[Result<f64, NvmlError>; K], NvmlError> {
+    let entries = entries(nvml, device, ids, NVML_POWER_SCOPE_GPU)?;
+    Ok(entries.map(|e| {
+        nvml_try(e.nvmlReturn).and_then(|()| number_of(&e).ok_or(NvmlError::NotSupported))
+    }))
+}
+
+/// The entries of one field-value call for `ids`, each with `scopeId` `scope`.
+fn entries<const K: usize>(
+    nvml: &Nvml,
+    device: &Device,
+    ids: [u32; K],
+    scope: u32,
+) -> Result<[nvmlFieldValue_t; K], NvmlError> {
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetFieldValues
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut entries = ids.map(|id| nvmlFieldValue_t {
+        scopeId: scope,
+        ..blank(id)
+    });
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
+    // nvmlFieldValue_t *)`; the handle is from the live session and `entries` holds `K`
+    // initialised, writable entries.
+    nvml_try(unsafe { get(device.handle(), K as i32, entries.as_mut_ptr()) })?;
+    Ok(entries)
+}
+
 /// One field value in a call of its own (for a slow tier): its value, or the entry's
 /// (or the call's) error.
 pub fn one(nvml: &Nvml, device: &Device, id: u32) -> Result<u64, NvmlError> {
@@ -134,19 +181,7 @@ pub fn some_scoped<const K: usize>(
     ids: [u32; K],
     scope: u32,
 ) -> Result<[Result<u64, NvmlError>; K], NvmlError> {
-    let get = nvml
-        .lib()
-        .nvmlDeviceGetFieldValues
-        .as_ref()
-        .map_err(|_| NvmlError::FunctionNotFound)?;
-    let mut entries = ids.map(|id| nvmlFieldValue_t {
-        scopeId: scope,
-        ..blank(id)
-    });
-    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
-    // nvmlFieldValue_t *)`; the handle is from the live session and `entries` holds `K`
-    // initialised, writable entries.
-    nvml_try(unsafe { get(device.handle(), K as i32, entries.as_mut_ptr()) })?;
+    let entries = entries(nvml, device, ids, scope)?;
     Ok(entries
         .map(|e| nvml_try(e.nvmlReturn).and_then(|()| value_of(&e).ok_or(NvmlError::NotSupported))))
 }
@@ -261,5 +296,23 @@ mod tests {
         assert_eq!(value_of(&e), Some(7));
         e.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE;
         assert_eq!(value_of(&e), None);
+    }
+
+    #[test]
+    fn a_number_is_an_unsigned_or_a_double_that_is_finite_and_not_negative() {
+        let mut e = blank(1);
+        e.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT;
+        e.value.uiVal = 560;
+        assert_eq!(number_of(&e), Some(560.0));
+        e.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        e.value.ullVal = 4_294_967_295;
+        assert_eq!(number_of(&e), Some(4_294_967_295.0));
+        e.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE;
+        e.value.dVal = 562.5;
+        assert_eq!(number_of(&e), Some(562.5));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            e.value.dVal = bad;
+            assert_eq!(number_of(&e), None, "{bad}");
+        }
     }
 }

@@ -38,6 +38,7 @@ mod request;
 mod run;
 mod sampler;
 mod session;
+mod smoothing;
 mod statefile;
 mod sysfs;
 mod tiers;

@@ -12,7 +12,9 @@ use crate::text::Text;
 use crate::units::{MegaHertz, MilliWatts};
 
 mod newer;
-pub use newer::{AddressingMode, FabricHealth, Newer, Platform, RemapHistogram, SramEcc};
+pub use newer::{
+    AddressingMode, FabricHealth, Newer, Platform, RemapHistogram, SramEcc, POWER_SMOOTHING_BITS,
+};
 
 /// The [`v2`] values read once per NVML session: kept in every GPU state.
 pub(crate) const IDENTITY2: u64 = v2::SERIAL

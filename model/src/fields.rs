@@ -35,6 +35,8 @@ pub enum Unit {
     BytesPerSec,
     /// Microseconds.
     Microseconds,
+    /// Milliseconds.
+    Milliseconds,
     /// A plain number.
     Count,
     /// Text (names, states, P-states, reason sets).
@@ -54,6 +56,7 @@ impl Unit {
             Unit::KiloBytesPerSec => "KB/s",
             Unit::BytesPerSec => "bytes per second",
             Unit::Microseconds => "microseconds",
+            Unit::Milliseconds => "milliseconds",
             Unit::Count => "a number",
             Unit::Text => "text",
         }
@@ -276,14 +279,18 @@ impl Field {
 }
 
 mod newer;
+mod smoothing;
 mod table;
 
 /// Every published per-GPU field, in the order templates and the man page list them:
-/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`).
+/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`, then `smoothing.rs`).
 pub const FIELDS: &[Field] = &ALL;
 
-static ALL: [Field; table::FIELDS.len() + newer::FIELDS.len()] =
-    concat(table::FIELDS, newer::FIELDS);
+static ALL: [Field; table::FIELDS.len() + NEWER.len()] = concat(table::FIELDS, &NEWER);
+
+/// nvidia-smi 590's newer fields.
+const NEWER: [Field; newer::FIELDS.len() + smoothing::FIELDS.len()] =
+    concat(newer::FIELDS, smoothing::FIELDS);
 
 /// `a` then `b`, in an array of their combined length `N`.
 const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {

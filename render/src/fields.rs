@@ -65,7 +65,9 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
         Dim::MegaHertz => "MHz",
         Dim::MilliJoules => "J",
         Dim::KiloBytesPerSec => "KB/s",
-        Dim::Count | Dim::Text | Dim::BytesPerSec | Dim::Microseconds => return None,
+        Dim::Count | Dim::Text | Dim::BytesPerSec | Dim::Microseconds | Dim::Milliseconds => {
+            return None
+        }
     };
     UNITS.iter().find(|u| u.dim == dim && u.name == name)
 }

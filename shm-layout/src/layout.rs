@@ -44,7 +44,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 9;
+pub const ABI_MINOR: u32 = 10;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -564,6 +564,37 @@ bit_set! {
         /// `xid_last_gpu_instance_id` and `xid_last_compute_instance_id`: the last Xid is
         /// attributable to a MIG instance (ABI 1.9).
         XID_LAST_INSTANCE = 40 [xid_last_gpu_instance_id, xid_last_compute_instance_id],
+        /// `power_smoothing_delayed_supported` (ABI 1.10). The fourteen
+        /// `POWER_SMOOTHING_*` bits are clear where the driver answered "not supported"
+        /// (every GPU before Blackwell), where it has no such field (drivers before
+        /// R590), and, for the four `ADMIN_*`, where no admin override is set.
+        POWER_SMOOTHING_DELAYED_SUPPORTED = 41 [power_smoothing_delayed_supported],
+        /// `power_smoothing_primary_floor_mw` (ABI 1.10).
+        POWER_SMOOTHING_PRIMARY_FLOOR = 42 [power_smoothing_primary_floor_mw],
+        /// `power_smoothing_secondary_floor_mw` (ABI 1.10).
+        POWER_SMOOTHING_SECONDARY_FLOOR = 43 [power_smoothing_secondary_floor_mw],
+        /// `power_smoothing_min_primary_act_offset_mw` (ABI 1.10).
+        POWER_SMOOTHING_MIN_PRIMARY_ACT_OFFSET = 44 [power_smoothing_min_primary_act_offset_mw],
+        /// `power_smoothing_min_primary_act_point_mw` (ABI 1.10).
+        POWER_SMOOTHING_MIN_PRIMARY_ACT_POINT = 45 [power_smoothing_min_primary_act_point_mw],
+        /// `power_smoothing_window_multiplier_ms` (ABI 1.10).
+        POWER_SMOOTHING_WINDOW_MULTIPLIER = 46 [power_smoothing_window_multiplier_ms],
+        /// `power_smoothing_profile_secondary_floor_mw` (ABI 1.10).
+        POWER_SMOOTHING_PROFILE_SECONDARY_FLOOR = 47 [power_smoothing_profile_secondary_floor_mw],
+        /// `power_smoothing_profile_act_window_mult` (ABI 1.10).
+        POWER_SMOOTHING_PROFILE_ACT_WINDOW_MULT = 48 [power_smoothing_profile_act_window_mult],
+        /// `power_smoothing_profile_tar_window_mult` (ABI 1.10).
+        POWER_SMOOTHING_PROFILE_TAR_WINDOW_MULT = 49 [power_smoothing_profile_tar_window_mult],
+        /// `power_smoothing_profile_act_offset_mw` (ABI 1.10).
+        POWER_SMOOTHING_PROFILE_ACT_OFFSET = 50 [power_smoothing_profile_act_offset_mw],
+        /// `power_smoothing_admin_secondary_floor_mw` (ABI 1.10).
+        POWER_SMOOTHING_ADMIN_SECONDARY_FLOOR = 51 [power_smoothing_admin_secondary_floor_mw],
+        /// `power_smoothing_admin_act_window_mult` (ABI 1.10).
+        POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT = 52 [power_smoothing_admin_act_window_mult],
+        /// `power_smoothing_admin_tar_window_mult` (ABI 1.10).
+        POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT = 53 [power_smoothing_admin_tar_window_mult],
+        /// `power_smoothing_admin_act_offset_mw` (ABI 1.10).
+        POWER_SMOOTHING_ADMIN_ACT_OFFSET = 54 [power_smoothing_admin_act_offset_mw],
     }
 }
 
@@ -1057,8 +1088,43 @@ pub struct GpuRecord {
     pub xid_codes: [u64; 8],
     /// `xid_counts[i]`: Xids numbered `xid_codes[i]` since gpupeekd started (ABI 1.9).
     pub xid_counts: [u64; 8],
+    /// Delayed power smoothing (Blackwell; NVML field values 275 to 288, R590+), in
+    /// nvidia-smi 590's order: 1 when the GPU supports it, 0 when not
+    /// (`NVML_FI_PWR_SMOOTHING_DELAYED_PWR_SMOOTHING_SUPPORTED`) (ABI 1.10).
+    pub power_smoothing_delayed_supported: u32,
+    /// The primary power floor now, milliwatts (NVML gives watts) (ABI 1.10).
+    pub power_smoothing_primary_floor_mw: u32,
+    /// The secondary power floor now, applied during active workload periods,
+    /// milliwatts (ABI 1.10).
+    pub power_smoothing_secondary_floor_mw: u32,
+    /// The smallest primary floor activation offset the driver accepts, milliwatts
+    /// (ABI 1.10).
+    pub power_smoothing_min_primary_act_offset_mw: u32,
+    /// The lowest point at which the driver switches between the primary and secondary
+    /// floors, milliwatts (ABI 1.10).
+    pub power_smoothing_min_primary_act_point_mw: u32,
+    /// The unit of the window multipliers below, milliseconds (ABI 1.10).
+    pub power_smoothing_window_multiplier_ms: u32,
+    /// The active preset profile's secondary power floor, milliwatts (ABI 1.10).
+    pub power_smoothing_profile_secondary_floor_mw: u32,
+    /// The active profile's primary floor activation window multiplier, in units of
+    /// `power_smoothing_window_multiplier_ms` (ABI 1.10).
+    pub power_smoothing_profile_act_window_mult: u32,
+    /// The active profile's primary floor target window multiplier (ABI 1.10).
+    pub power_smoothing_profile_tar_window_mult: u32,
+    /// The active profile's primary floor activation offset, milliwatts (ABI 1.10).
+    pub power_smoothing_profile_act_offset_mw: u32,
+    /// The admin override of the secondary power floor, milliwatts (ABI 1.10).
+    pub power_smoothing_admin_secondary_floor_mw: u32,
+    /// The admin override of the activation window multiplier (ABI 1.10).
+    pub power_smoothing_admin_act_window_mult: u32,
+    /// The admin override of the target window multiplier (ABI 1.10).
+    pub power_smoothing_admin_tar_window_mult: u32,
+    /// The admin override of the primary floor activation offset, milliwatts
+    /// (ABI 1.10).
+    pub power_smoothing_admin_act_offset_mw: u32,
     /// Zero; room for later minor versions.
-    pub reserved_ext9: [u64; 12],
+    pub reserved_ext9: [u64; 5],
 }
 
 macro_rules! zeroed_default {

@@ -259,7 +259,21 @@ pin_layout!(GpuRecord, size = 1792, {
     reserved_ext8: 1564,
     xid_codes: 1568,
     xid_counts: 1632,
-    reserved_ext9: 1696,
+    power_smoothing_delayed_supported: 1696,
+    power_smoothing_primary_floor_mw: 1700,
+    power_smoothing_secondary_floor_mw: 1704,
+    power_smoothing_min_primary_act_offset_mw: 1708,
+    power_smoothing_min_primary_act_point_mw: 1712,
+    power_smoothing_window_multiplier_ms: 1716,
+    power_smoothing_profile_secondary_floor_mw: 1720,
+    power_smoothing_profile_act_window_mult: 1724,
+    power_smoothing_profile_tar_window_mult: 1728,
+    power_smoothing_profile_act_offset_mw: 1732,
+    power_smoothing_admin_secondary_floor_mw: 1736,
+    power_smoothing_admin_act_window_mult: 1740,
+    power_smoothing_admin_tar_window_mult: 1744,
+    power_smoothing_admin_act_offset_mw: 1748,
+    reserved_ext9: 1752,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -88,6 +88,7 @@ fn family(smi: &str, unit: Unit) -> Option<(String, String)> {
         Unit::MilliWatts => ("_watts", " [W]"),
         Unit::MegaHertz => ("_clock_hz", " [MHz]"),
         Unit::Microseconds => ("_seconds", " [us]"),
+        Unit::Milliseconds => ("_seconds", " [ms]"),
         Unit::Celsius | Unit::Count | Unit::Text => ("", ""),
         // Units nvidia-smi's query fields do not print.
         Unit::MilliJoules | Unit::KiloBytesPerSec | Unit::BytesPerSec => return None,
@@ -129,6 +130,7 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         (Reading::Int(mhz), Unit::MegaHertz) => Value::Int(mhz * 1_000_000),
         // Multiplied, not divided, as that exporter does: the same float to the last bit.
         (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 * 0.000001),
+        (Reading::Int(ms), Unit::Milliseconds) => Value::Float(ms as f64 * 0.001),
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(x), _) => Value::Signed(x),
         (Reading::Real(x), _) => Value::Float(x),
@@ -198,6 +200,14 @@ mod tests {
         assert_eq!(
             family("power.draw", Unit::MilliWatts).unwrap().1,
             "power.draw [W]"
+        );
+        // nvidia_gpu_exporter's " [ms]" mapping (internal/exporter's knownUnitSuffixes).
+        assert_eq!(
+            family("power_smoothing.window_multiplier", Unit::Milliseconds).unwrap(),
+            (
+                "nvidia_smi_power_smoothing_window_multiplier_seconds".to_owned(),
+                "power_smoothing.window_multiplier [ms]".to_owned()
+            )
         );
     }
 }

@@ -1,7 +1,8 @@
 //! The values nvidia-smi 590's `--query-gpu` added that ABI 1.6 publishes in `valid3`,
 //! decoded: thermal margin, PCI class codes, GSP firmware, addressing and C2C modes,
 //! infoROM checksum, power management, the row remapper histogram, the fabric's clique
-//! and health, SRAM ECC, module power, protected memory and DRAM encryption. Each is `None`
+//! and health, SRAM ECC, module power, protected memory, DRAM encryption, and (ABI 1.10)
+//! delayed power smoothing. Each is `None`
 //! unless the GPU was sampled normally and the driver answered it.
 
 use gpupeek_shm::layout::gpu_valid3 as v3;
@@ -81,6 +82,27 @@ pub const VGPU_BITS: [u64; 7] = [
     v3::VGPU_MIG_TIMESLICING_MODE,
 ];
 
+/// The `valid3` bits of delayed power smoothing (ABI 1.10), in nvidia-smi 590's order:
+/// supported, primary floor, secondary floor, minimum primary floor activation offset
+/// and point, window multiplier, then the active profile's secondary floor, activation
+/// and target window multipliers and activation offset, then the admin override's four.
+pub const POWER_SMOOTHING_BITS: [u64; 14] = [
+    v3::POWER_SMOOTHING_DELAYED_SUPPORTED,
+    v3::POWER_SMOOTHING_PRIMARY_FLOOR,
+    v3::POWER_SMOOTHING_SECONDARY_FLOOR,
+    v3::POWER_SMOOTHING_MIN_PRIMARY_ACT_OFFSET,
+    v3::POWER_SMOOTHING_MIN_PRIMARY_ACT_POINT,
+    v3::POWER_SMOOTHING_WINDOW_MULTIPLIER,
+    v3::POWER_SMOOTHING_PROFILE_SECONDARY_FLOOR,
+    v3::POWER_SMOOTHING_PROFILE_ACT_WINDOW_MULT,
+    v3::POWER_SMOOTHING_PROFILE_TAR_WINDOW_MULT,
+    v3::POWER_SMOOTHING_PROFILE_ACT_OFFSET,
+    v3::POWER_SMOOTHING_ADMIN_SECONDARY_FLOOR,
+    v3::POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT,
+    v3::POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT,
+    v3::POWER_SMOOTHING_ADMIN_ACT_OFFSET,
+];
+
 /// The values of ABI 1.6's `valid3` bits.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Newer<'a> {
@@ -121,6 +143,9 @@ pub struct Newer<'a> {
     pub vgpu: [Option<bool>; 7],
     /// The hostname NVIDIA's tools set on the GPU (not the machine's).
     pub hostname: Option<Text<'a>>,
+    /// Delayed power smoothing, in [`POWER_SMOOTHING_BITS`]' order, as published:
+    /// 0 or 1, milliwatts, milliseconds or a count (see `GpuRecord`).
+    pub power_smoothing: [Option<u32>; 14],
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
 }
@@ -286,6 +311,29 @@ impl<'a> Newer<'a> {
                 caps
             },
             hostname: has(v3::GPU_HOSTNAME).then(|| Text::new(&g.gpu_hostname)),
+            power_smoothing: {
+                let raw = [
+                    g.power_smoothing_delayed_supported,
+                    g.power_smoothing_primary_floor_mw,
+                    g.power_smoothing_secondary_floor_mw,
+                    g.power_smoothing_min_primary_act_offset_mw,
+                    g.power_smoothing_min_primary_act_point_mw,
+                    g.power_smoothing_window_multiplier_ms,
+                    g.power_smoothing_profile_secondary_floor_mw,
+                    g.power_smoothing_profile_act_window_mult,
+                    g.power_smoothing_profile_tar_window_mult,
+                    g.power_smoothing_profile_act_offset_mw,
+                    g.power_smoothing_admin_secondary_floor_mw,
+                    g.power_smoothing_admin_act_window_mult,
+                    g.power_smoothing_admin_tar_window_mult,
+                    g.power_smoothing_admin_act_offset_mw,
+                ];
+                let mut values = [None; 14];
+                for ((value, x), bit) in values.iter_mut().zip(raw).zip(POWER_SMOOTHING_BITS) {
+                    *value = has(bit).then_some(x);
+                }
+                values
+            },
             deprecated: g.deprecated3 & !g.valid3,
         }
     }

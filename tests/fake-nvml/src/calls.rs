@@ -9,6 +9,9 @@
 //! `time_us T` line (all functions) follows those, and after the `NAME COUNT`
 //! lines come `us:NAME T` lines for the functions that slept, so benchmarks can
 //! tell time inside NVML by function.
+//!
+//! Each field id `nvmlDeviceGetFieldValues` was asked for is counted too, in
+//! `field:ID N` lines at the end, so a test can tell which fields a tick reads.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,6 +30,8 @@ struct Counts {
     overflows: u64,
     /// Per function: calls, and simulated µs spent in them.
     by_function: BTreeMap<&'static str, (u64, u64)>,
+    /// Per field id: how many times `nvmlDeviceGetFieldValues` was asked for it.
+    fields: BTreeMap<u32, u64>,
 }
 
 static COUNTS: Mutex<Counts> = Mutex::new(Counts {
@@ -34,12 +39,20 @@ static COUNTS: Mutex<Counts> = Mutex::new(Counts {
     suspended_gpu_calls: 0,
     overflows: 0,
     by_function: BTreeMap::new(),
+    fields: BTreeMap::new(),
 });
 
 /// Counts a call made on a runtime-suspended GPU (written with the next record).
 pub fn record_suspended_gpu_call() {
     let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
     counts.suspended_gpu_calls = counts.suspended_gpu_calls.saturating_add(1);
+}
+
+/// Counts one entry of a field-value call asking for field `id` (written with the
+/// call's record).
+pub fn record_field(id: u32) {
+    let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    *counts.fields.entry(id).or_insert(0) += 1;
 }
 
 /// Counts an array write that overran the caller's buffer (written with the next record).
@@ -66,6 +79,9 @@ pub fn record(function: &'static str, spent_us: u64, open_handles: impl FnOnce()
     let mut text = render(counts.total, open_handles(), suspended, &counts.by_function);
     if counts.overflows > 0 {
         let _ = writeln!(text, "{OVERFLOWS} {}", counts.overflows);
+    }
+    for (id, n) in &counts.fields {
+        let _ = writeln!(text, "field:{id} {n}");
     }
     if let Err(e) = write_atomically(Path::new(&dir), std::process::id(), &text) {
         eprintln!("fake-nvml: cannot write call counts to {dir:?}: {e}");

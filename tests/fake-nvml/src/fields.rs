@@ -37,7 +37,8 @@ pub const EDPP_MULTIPLIER: u32 = 274;
 ///   251–253 (nvidia-smi 580 asks for these), power smoothing moved to 256–273;
 ///   `NVML_FI_MAX` is 274.
 /// - **R590 and later** (CUDA 13.1+): power smoothing back at 251–268, the counters at
-///   269–271, the EDPp multiplier at 274.
+///   269–271, the EDPp multiplier at 274, delayed power smoothing at 275–288
+///   ([`crate::smoothing`]).
 ///
 /// A driver answers an id by its own numbering: the same id is a different value on
 /// another branch. Older drivers (R560 and before) have no field past 250.
@@ -82,9 +83,10 @@ impl Numbering {
 }
 
 /// A field's value as the scenario gives it.
-enum Value {
+pub enum Value {
     Uint(u32),
     Ulonglong(u64),
+    Double(f64),
 }
 
 /// The value of field `id` on `g` for the scope `scope` (`NVML_POWER_SCOPE_*` for the
@@ -153,18 +155,28 @@ fn counter(g: &Gpu, name: &str) -> Option<u64> {
     g.clocks_event_reasons_counters.get(name).copied()
 }
 
-/// Fills one entry from `g`: value, type, timestamp and its own return code.
+/// Fills one entry from `g` on a driver that numbers its fields `numbering`: value,
+/// type, timestamp and its own return code.
 fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64, numbering: Numbering) {
     entry.timestamp = now_us;
     entry.latencyUsec = 0;
-    match field(g, entry.fieldId, entry.scopeId, numbering) {
-        None => entry.nvmlReturn = NOT_SUPPORTED,
-        Some(Value::Uint(v)) => {
+    let value = match crate::smoothing::answer(g, entry.fieldId, numbering) {
+        Some(answer) => answer,
+        None => field(g, entry.fieldId, entry.scopeId, numbering).ok_or(NOT_SUPPORTED),
+    };
+    match value {
+        Err(code) => entry.nvmlReturn = code,
+        Ok(Value::Double(v)) => {
+            entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE;
+            entry.value.dVal = v;
+            entry.nvmlReturn = SUCCESS;
+        }
+        Ok(Value::Uint(v)) => {
             entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_INT;
             entry.value.uiVal = v;
             entry.nvmlReturn = SUCCESS;
         }
-        Some(Value::Ulonglong(v)) => {
+        Ok(Value::Ulonglong(v)) => {
             entry.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
             entry.value.ullVal = v;
             entry.nvmlReturn = SUCCESS;
@@ -207,6 +219,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
             unsafe {
                 let p = values.add(i);
                 let mut entry = p.read_unaligned();
+                crate::calls::record_field(entry.fieldId);
                 answer(g, &mut entry, now_us, numbering);
                 p.write_unaligned(entry);
             }

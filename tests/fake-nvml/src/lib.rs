@@ -45,6 +45,7 @@ pub mod newer;
 pub mod procs;
 pub mod profiles;
 pub mod scenario;
+pub mod smoothing;
 pub mod state;
 pub mod sysfs;
 pub mod system;

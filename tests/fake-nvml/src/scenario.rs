@@ -233,6 +233,9 @@ pub struct Gpu {
     /// Field value 274 (`NVML_FI_DEV_EDPP_MULTIPLIER`, R580+): percent; Hopper and
     /// newer data-centre GPUs.
     pub edpp_multiplier_pct: Option<u32>,
+    /// Delayed power smoothing, field values 275 to 288 (R590+, Blackwell; see
+    /// [`crate::smoothing`]); absent: each of them is not supported (GPUs before Blackwell).
+    pub power_smoothing: Option<crate::smoothing::PowerSmoothing>,
     /// `nvmlDeviceGetDramEncryptionMode` (R570+) `[current, pending]`, 0 or 1 (Blackwell).
     pub dram_encryption: Option<[u32; 2]>,
     /// Field value 230 (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, newer drivers): 0 none, 1 GPU

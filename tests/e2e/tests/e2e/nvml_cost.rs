@@ -234,3 +234,43 @@ fn an_unknown_pstate_is_no_value_and_a_lost_gpu_looks_its_handle_up_again() {
     });
     assert!(calls(&sb, &daemon)["nvmlDeviceGetHandleByIndex_v2"] >= 3);
 }
+
+/// Delayed power smoothing's fourteen field values (275 to 288) are read on the
+/// near-static tier, in one call: a Blackwell GPU on a 590 driver asks for none of them
+/// on a fast tick, and its fast tick costs what a Hopper's does.
+#[test]
+fn power_smoothing_is_never_asked_on_a_fast_tick() {
+    let sb = Sandbox::new("cost-smoothing");
+    let mut gpu = hopper(0);
+    gpu["name"] = json!("NVIDIA GB200");
+    gpu["power_smoothing"] = json!({
+        "delayed_power_smoothing_supported": 1, "primary_power_floor": 560,
+        "window_multiplier": 5
+    });
+    sb.write_scenario(&json!({"driver_version": "590.48.01", "gpus": [gpu]}));
+    let daemon = sb.start_daemon_with("120ms", &["--process-interval", "60m"]);
+    sb.wait_live(&daemon);
+    sb.snapshot_when(&daemon, "the power smoothing values", |s| {
+        s.gpus[0].valid3 & gpupeek_shm::layout::gpu_valid3::POWER_SMOOTHING_PRIMARY_FLOOR != 0
+    });
+    let asked = |calls: &BTreeMap<String, u64>| -> Vec<u64> {
+        (275..=288)
+            .map(|id| calls.get(&format!("field:{id}")).copied().unwrap_or(0))
+            .collect()
+    };
+    let before = asked(&calls(&sb, &daemon));
+    // Read once, at the first near-static read, each of the fourteen.
+    assert_eq!(before, [1; 14]);
+    let (diff, ticks) = calls_over(&sb, &daemon, 20);
+    assert_eq!(asked(&calls(&sb, &daemon)), before, "over {ticks} ticks");
+    let per_tick: u64 = diff
+        .iter()
+        .filter(|(k, _)| *k != "nvmlDeviceGetCount_v2" && !k.starts_with("nvmlEventSet"))
+        .filter(|(k, _)| !k.starts_with("nvmlGpm"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        per_tick as f64 / ticks as f64 <= 6.5,
+        "{per_tick} calls in {ticks} ticks: {diff:?}"
+    );
+}

@@ -47,6 +47,34 @@ gsp.mode.current,gsp.mode.default,addressing_mode,c2c.mode,inforom.checksum_vali
 power.management,remapped_rows.histogram.max,remapped_rows.histogram.high,\
 remapped_rows.histogram.partial,remapped_rows.histogram.low,remapped_rows.histogram.none";
 
+/// nvidia-smi 590's fourteen `power_smoothing.*` fields, in its order.
+const POWER_SMOOTHING: &str = "--query-gpu=power_smoothing.delayed_power_smoothing_supported,\
+power_smoothing.primary_power_floor,power_smoothing.secondary_power_floor,\
+power_smoothing.min_primary_floor_activation_offset,\
+power_smoothing.min_primary_floor_activation_point,power_smoothing.window_multiplier,\
+power_smoothing.curr_profile.secondary_power_floor,\
+power_smoothing.curr_profile.primary_floor_act_window_multiplier,\
+power_smoothing.curr_profile.primary_floor_tar_window_multiplier,\
+power_smoothing.curr_profile.primary_floor_act_offset,\
+power_smoothing.admin_override.secondary_power_floor,\
+power_smoothing.admin_override.primary_floor_act_window_multiplier,\
+power_smoothing.admin_override.primary_floor_tar_window_multiplier,\
+power_smoothing.admin_override.primary_floor_act_offset";
+
+/// Their CSV header as the H100 capture on 590.48.01 prints it.
+const POWER_SMOOTHING_HEADER: &str = "power_smoothing.delayed_power_smoothing_supported, \
+power_smoothing.primary_power_floor [W], power_smoothing.secondary_power_floor [W], \
+power_smoothing.min_primary_floor_activation_offset [W], \
+power_smoothing.min_primary_floor_activation_point [W], power_smoothing.window_multiplier [ms], \
+power_smoothing.curr_profile.secondary_power_floor [W], \
+power_smoothing.curr_profile.primary_floor_act_window_multiplier, \
+power_smoothing.curr_profile.primary_floor_tar_window_multiplier, \
+power_smoothing.curr_profile.primary_floor_act_offset [W], \
+power_smoothing.admin_override.secondary_power_floor [W], \
+power_smoothing.admin_override.primary_floor_act_window_multiplier, \
+power_smoothing.admin_override.primary_floor_tar_window_multiplier, \
+power_smoothing.admin_override.primary_floor_act_offset [W]";
+
 fn query(sandbox: &Sandbox, args: &[&str]) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(&gpupeek_e2e::bins().client);
     cmd.arg("query").arg("--shm").arg(&sandbox.shm).args(args);
@@ -88,6 +116,11 @@ remapped_rows.histogram.low, remapped_rows.histogram.none\n";
     assert_eq!(out, format!("{header}{h100}{geforce}"));
     let (_, out, _) = query(&sandbox, &[FIELDS, "--format=csv,noheader,nounits"]);
     assert_eq!(out, format!("{h100}{geforce}"));
+    // Delayed power smoothing: Blackwell only, `[N/A]` on both (the H100 capture's
+    // header and values, byte for byte).
+    let (_, out, _) = query(&sandbox, &[POWER_SMOOTHING, "--format=csv"]);
+    let na14 = ["[N/A]"; 14].join(", ");
+    assert_eq!(out, format!("{POWER_SMOOTHING_HEADER}\n{na14}\n{na14}\n"));
     // The other fields nvidia-smi 590+ calls deprecated whatever NVML answers.
     let fields = "--query-gpu=display_mode,clocks.applications.graphics,\
 clocks.applications.memory,clocks.default_applications.graphics,\
@@ -326,5 +359,147 @@ fn the_gpu_hostname_prints_where_the_driver_and_the_gpu_have_one() {
         let (code, out, err) = query(&sandbox, &["--query-gpu=hostname", "--format=csv"]);
         assert_eq!(code, Some(0), "{err}");
         assert_eq!(out, format!("hostname\n{expected}"), "{}", profile.name);
+    }
+}
+
+/// `NVML_POWER_SMOOTHING_ADMIN_OVERRIDE_NOT_SET`: an admin override nobody set.
+const NOT_SET: u64 = 0xFFFF_FFFF;
+
+/// Blackwell GPUs with delayed power smoothing (field values 275 to 288), each typing
+/// the values one way NVML may (unsigned int, double, unsigned long long), and an H100,
+/// which has none. No capture has a Blackwell value yet: the expected text follows
+/// nvidia-smi's conventions (see the field table's `smoothing.rs`).
+fn smoothing_scenario(driver: &str) -> serde_json::Value {
+    json!({"driver_version": driver, "gpus": [
+        {
+            "name": "NVIDIA GB200", "uuid": "GPU-gb200", "gsp_firmware_mode": [1, 1],
+            "power_smoothing": {
+                "delayed_power_smoothing_supported": 1, "primary_power_floor": 560,
+                "secondary_power_floor": 700, "min_primary_floor_activation_offset": 50,
+                "min_primary_floor_activation_point": 600, "window_multiplier": 5,
+                "curr_profile": {
+                    "secondary_power_floor": 700, "primary_floor_act_window_multiplier": 30,
+                    "primary_floor_tar_window_multiplier": 100, "primary_floor_act_offset": 80
+                },
+                "admin_override": {
+                    "secondary_power_floor": NOT_SET, "primary_floor_act_window_multiplier": 20,
+                    "primary_floor_tar_window_multiplier": 200, "primary_floor_act_offset": 90
+                }
+            }
+        },
+        {
+            "name": "NVIDIA B200", "uuid": "GPU-b200", "gsp_firmware_mode": [1, 1],
+            "power_smoothing": {
+                "value_type": "double", "delayed_power_smoothing_supported": 1.0,
+                "primary_power_floor": 562.5, "secondary_power_floor": 712.25,
+                "min_primary_floor_activation_offset": 50.0,
+                "min_primary_floor_activation_point": 600.0, "window_multiplier": 5.0,
+                "curr_profile": {
+                    "secondary_power_floor": 712.25, "primary_floor_act_window_multiplier": 0.0,
+                    "primary_floor_tar_window_multiplier": 0.0, "primary_floor_act_offset": 0.0
+                },
+                "admin_override": {
+                    "secondary_power_floor": NOT_SET, "primary_floor_act_window_multiplier": NOT_SET,
+                    "primary_floor_tar_window_multiplier": NOT_SET, "primary_floor_act_offset": NOT_SET
+                }
+            }
+        },
+        {
+            "name": "NVIDIA GB300", "uuid": "GPU-gb300", "gsp_firmware_mode": [1, 1],
+            "power_smoothing": {
+                "value_type": "ulonglong", "delayed_power_smoothing_supported": 0
+            }
+        },
+        {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-h100", "gsp_firmware_mode": [1, 1]}
+    ]})
+}
+
+/// Starts the daemon on a driver that reports `driver` and waits for the near-static
+/// tier.
+fn start_smoothing(tag: &str, driver: &str) -> (Sandbox, gpupeek_e2e::Daemon) {
+    let sandbox = Sandbox::new(tag);
+    // R580 exports every entry point the fake's R590 profile has: only the field ids
+    // differ, and those follow the scenario's driver version.
+    sandbox.use_driver(profiles::R590);
+    sandbox.write_scenario(&smoothing_scenario(driver));
+    let daemon = sandbox.start_daemon_with("50ms", &["--process-interval", "50ms"]);
+    sandbox.wait_live(&daemon);
+    sandbox.snapshot_when(&daemon, "the near-static values are read", |s| {
+        s.gpus.iter().all(|g| g.valid3 & v3::GSP_MODE != 0)
+    });
+    (sandbox, daemon)
+}
+
+#[test]
+fn power_smoothing_prints_a_blackwell_gpus_values_whatever_their_type() {
+    let (sandbox, _daemon) = start_smoothing("smi590-smoothing", "590.48.01");
+    let (code, out, err) = query(&sandbox, &[POWER_SMOOTHING, "--format=csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    let na4 = ["[N/A]"; 4].join(", ");
+    let na13 = ["[N/A]"; 13].join(", ");
+    let na14 = ["[N/A]"; 14].join(", ");
+    assert_eq!(
+        out,
+        format!(
+            "{POWER_SMOOTHING_HEADER}
+Yes, 560.00 W, 700.00 W, 50.00 W, 600.00 W, 5 ms, 700.00 W, 30, 100, 80.00 W, [N/A], 20, 200, \
+90.00 W
+Yes, 562.50 W, 712.25 W, 50.00 W, 600.00 W, 5 ms, 712.25 W, 0, 0, 0.00 W, {na4}
+No, {na13}
+{na14}
+"
+        )
+    );
+    let (_, out, _) = query(
+        &sandbox,
+        &[POWER_SMOOTHING, "--format=csv,noheader,nounits"],
+    );
+    assert_eq!(
+        out,
+        format!(
+            "Yes, 560.00, 700.00, 50.00, 600.00, 5, 700.00, 30, 100, 80.00, [N/A], 20, 200, 90.00
+Yes, 562.50, 712.25, 50.00, 600.00, 5, 712.25, 0, 0, 0.00, {na4}
+No, {na13}
+{na14}
+"
+        )
+    );
+    // nvidia_gpu_exporter's names: watts, the [ms] window in seconds.
+    let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+    cmd.args([
+        "metrics",
+        "--shm",
+        &sandbox.shm,
+        "--names",
+        "nvidia_gpu_exporter",
+    ]);
+    let text = stdout(&gpupeek_e2e::run_with_watchdog(cmd));
+    for line in [
+        "nvidia_smi_power_smoothing_primary_power_floor_watts{uuid=\"gb200\"} 560",
+        "nvidia_smi_power_smoothing_window_multiplier_seconds{uuid=\"gb200\"} 0.005",
+        "nvidia_smi_power_smoothing_secondary_power_floor_watts{uuid=\"b200\"} 712.25",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+    assert!(!text.contains("admin_override_secondary_power_floor_watts{uuid=\"gb200\"}"));
+}
+
+/// A driver before R590 knows none of the fourteen field ids (each entry answers
+/// `INVALID_ARGUMENT`): every value is `[N/A]`, and no GPU carries an NVML error for it.
+#[test]
+fn power_smoothing_is_not_available_on_a_580_driver() {
+    let (sandbox, daemon) = start_smoothing("smi590-smoothing-580", "580.95.05");
+    sandbox.let_ticks_pass(&daemon, 3);
+    let (code, out, err) = query(&sandbox, &[POWER_SMOOTHING, "--format=csv,noheader"]);
+    assert_eq!(code, Some(0), "{err}");
+    let na14 = ["[N/A]"; 14].join(", ");
+    assert_eq!(out, format!("{na14}\n").repeat(4));
+    let snap = sandbox.segment().snapshot().unwrap();
+    for g in &snap.gpus {
+        assert_eq!(g.nvml_error_code, 0, "GPU {}", g.index);
+        assert_eq!(g.state, gpupeek_shm::GpuState::Ok as u32, "GPU {}", g.index);
     }
 }
