@@ -519,6 +519,23 @@ pub fn own_pid_namespace() -> u64 {
         .ino()
 }
 
+/// `sh -c script` in a private mount namespace of its own (root; util-linux's
+/// `unshare`): what it mounts is seen by it and its children only. The caller adds the
+/// positional parameters (`$1`...), `$0` being `sh`.
+pub fn sh_in_private_mounts(script: &str) -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ]);
+    cmd
+}
+
 /// A command for `program` that runs in its own mount namespace with `/proc` mounted
 /// `hidepid=invisible` when `hidepid` is set, and as `uid` (its own gid, no supplementary
 /// groups) when one is given. Uses util-linux's `unshare` and `setpriv`.

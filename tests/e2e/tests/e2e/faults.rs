@@ -410,25 +410,16 @@ fn a_second_daemon_refuses_even_while_the_first_is_frozen() {
 /// Runs `script` in a private mount namespace (as root) with these positional
 /// parameters: $1 gpupeekd, $2 gpupeek, $3 the fake NVML, $4 the sandbox directory.
 fn in_mount_namespace(sb: &Sandbox, script: &str) -> String {
-    let mut cmd = Command::new("unshare");
-    cmd.args([
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        "sh",
-    ])
-    .arg(&bins().daemon)
-    .arg(&bins().client)
-    .arg(&bins().fake_nvml)
-    .arg(&sb.dir)
-    .env("FAKE_NVML_SCENARIO", sb.scenario_path())
-    .env("GPUPEEK_LOCK_DIR", &sb.dir)
-    // History state stays in the sandbox (a root daemon's default is
-    // /var/lib/gpupeek).
-    .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
+    let mut cmd = gpupeek_e2e::sh_in_private_mounts(script);
+    cmd.arg(&bins().daemon)
+        .arg(&bins().client)
+        .arg(&bins().fake_nvml)
+        .arg(&sb.dir)
+        .env("FAKE_NVML_SCENARIO", sb.scenario_path())
+        .env("GPUPEEK_LOCK_DIR", &sb.dir)
+        // History state stays in the sandbox (a root daemon's default is
+        // /var/lib/gpupeek).
+        .env("GPUPEEK_STATE_DIR", sb.dir.join("state"));
     let out = run_with_watchdog(cmd);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     stdout(&out) + &stderr(&out)

@@ -533,24 +533,15 @@ fn in_a_pod_the_service_account_reaches_the_api_server_with_no_kubeconfig() {
             mkdir -p \"$1/secrets/kubernetes.io/serviceaccount\" && \
             mount --bind \"$2\" \"$1/secrets/kubernetes.io/serviceaccount\" && \
             shift 2 && exec \"$@\"";
-        let mut cmd = Command::new("unshare");
-        cmd.args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            script,
-            "sh",
-        ])
-        .arg(&run)
-        .arg(account)
-        .arg(&bins().client)
-        .args(["fleet", "--kubernetes", "--json"])
-        .env("HOME", dir)
-        .env_remove("KUBECONFIG")
-        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-        .env("KUBERNETES_SERVICE_PORT", &port);
+        let mut cmd = gpupeek_e2e::sh_in_private_mounts(script);
+        cmd.arg(&run)
+            .arg(account)
+            .arg(&bins().client)
+            .args(["fleet", "--kubernetes", "--json"])
+            .env("HOME", dir)
+            .env_remove("KUBECONFIG")
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", &port);
         gpupeek_e2e::run_with_watchdog(cmd)
     };
     let out = in_pod(&account);
