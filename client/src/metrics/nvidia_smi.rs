@@ -15,7 +15,7 @@
 
 use gpupeek_model::fields::exporters::NVIDIA_SMI_EXTRA;
 use gpupeek_model::fields::{Unit, Value as Reading};
-use gpupeek_model::{Bytes, Field, Gpu, Model, Text, FIELDS};
+use gpupeek_model::{Bytes, Field, Gpu, Model, FIELDS};
 
 use super::gpu::{field_samples, text};
 use super::{escape, Families, Out, Value};
@@ -146,8 +146,12 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
             }
             return all;
         }
-        (Reading::Text(t), _) => match flag(t) {
-            Some(on) => Value::Int(on.into()),
+        (Reading::Text(t), _) => match word_value(smi, &t.decode()) {
+            Some(v) => v,
+            None => return Vec::new(),
+        },
+        (Reading::Name(n), _) => match word_value(smi, n) {
+            Some(v) => v,
             None => return Vec::new(),
         },
         // nvidia_gpu_exporter parses nvidia-smi's text: `0x233010DE` and `9.0` as numbers.
@@ -156,23 +160,118 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
             Ok(x) => Value::Float(x),
             Err(_) => return Vec::new(),
         },
-        (Reading::Name(_) | Reading::Uuid(_), _) => return Vec::new(),
+        (Reading::Uuid(_), _) => return Vec::new(),
     };
     vec![(name, help, value)]
 }
 
-/// nvidia-smi's two-state words as nvidia_gpu_exporter reads them.
-fn flag(t: Text) -> Option<bool> {
-    match t.decode().as_str() {
-        "Enabled" | "Yes" | "Active" => Some(true),
-        "Disabled" | "No" | "Not Active" => Some(false),
-        _ => None,
+/// The number nvidia_gpu_exporter makes of the word nvidia-smi prints for field `smi`
+/// (its `internal/nvidiasmi/transform.go`): the enum tables of `gpu_recovery_action`
+/// and `fabric.state`, else the two-state words (`Enabled`/`Yes`/`Active` 1,
+/// `Disabled`/`No`/`Not Active` 0) and the compute modes, else the one number in the
+/// text; none when the text has no number or several (it drops those).
+fn word_value(smi: &str, word: &str) -> Option<Value> {
+    let key = word.trim().to_lowercase();
+    let table: &[(&str, i64)] = match smi {
+        "gpu_recovery_action" => &[
+            ("none", 0),
+            ("gpu reset", 1),
+            ("reset", 1),
+            ("node reboot", 2),
+            ("reboot", 2),
+            ("drain p2p", 3),
+            ("drain and reset", 4),
+        ],
+        "fabric.state" => &[
+            ("not supported", 0),
+            ("not started", 1),
+            ("in progress", 2),
+            ("completed", 3),
+        ],
+        _ => &[
+            ("enabled", 1),
+            ("yes", 1),
+            ("active", 1),
+            ("disabled", 0),
+            ("no", 0),
+            ("not active", 0),
+            ("default", 0),
+            ("exclusive_thread", 1),
+            ("prohibited", 2),
+            ("exclusive_process", 3),
+        ],
+    };
+    if let Some(&(_, v)) = table.iter().find(|(w, _)| *w == key) {
+        return Some(Value::Signed(v));
     }
+    if matches!(smi, "gpu_recovery_action" | "fabric.state") {
+        return None;
+    }
+    one_number(&key).map(Value::Float)
+}
+
+/// The one number in `text` (nvidia_gpu_exporter's `[+-]?(\d*[.])?\d+`), if it has
+/// exactly one.
+fn one_number(text: &str) -> Option<f64> {
+    let b = text.as_bytes();
+    let mut found = None;
+    let mut i = 0;
+    while i < b.len() {
+        let sign = usize::from(matches!(b[i], b'+' | b'-'));
+        let mut j = i + sign;
+        let digits = |j: &mut usize| {
+            let start = *j;
+            while *j < b.len() && b[*j].is_ascii_digit() {
+                *j += 1;
+            }
+            *j - start
+        };
+        let whole = digits(&mut j);
+        let mut end = j;
+        if j < b.len() && b[j] == b'.' {
+            let mut k = j + 1;
+            if digits(&mut k) > 0 {
+                end = k;
+            }
+        }
+        if end > i + sign && (whole > 0 || end > j) {
+            if found.is_some() {
+                return None;
+            }
+            found = text[i..end].parse::<f64>().ok();
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    found
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_become_numbers_as_nvidia_gpu_exporter_reads_them() {
+        let n = |smi, w| match word_value(smi, w) {
+            Some(Value::Signed(x)) => Some(x as f64),
+            Some(Value::Float(x)) => Some(x),
+            _ => None,
+        };
+        assert_eq!(n("persistence_mode", "Enabled"), Some(1.0));
+        assert_eq!(n("display_attached", "No"), Some(0.0));
+        assert_eq!(n("compute_mode", "Exclusive_Process"), Some(3.0));
+        assert_eq!(n("gpu_recovery_action", "Drain and Reset"), Some(4.0));
+        assert_eq!(n("gpu_recovery_action", "Something new"), None);
+        assert_eq!(n("fabric.state", "Completed"), Some(3.0));
+        assert_eq!(n("pcie.link.gen.max", "Gen 4"), Some(4.0));
+        assert_eq!(n("x", "1.5 ms"), Some(1.5));
+        assert_eq!(n("x", ".5"), Some(0.5));
+        assert_eq!(n("x", "-3"), Some(-3.0));
+        assert_eq!(n("fabric.health.summary", "Healthy"), None);
+        assert_eq!(n("x", "1.2.3"), None);
+        assert_eq!(n("x", "2 of 3"), None);
+    }
 
     #[test]
     fn names_are_nvidia_smi_fields_with_unit_suffixes() {
