@@ -43,6 +43,13 @@ pub(crate) fn everything() -> (Sandbox, Daemon) {
         {"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-2", "errors": {"*": "GPU_IS_LOST"}}
     ]});
     scenario["gpus"][0]["supported_event_types"] = json!(0xF);
+    for (key, value) in [
+        ("persistence_mode", 1),
+        ("compute_mode", 3),
+        ("gpu_recovery_action", 4),
+    ] {
+        scenario["gpus"][0][key] = json!(value);
+    }
     sandbox.write_scenario(&scenario);
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
@@ -191,6 +198,11 @@ fn names_nvidia_gpu_exporter_speaks_its_names_labels_and_units() {
             format!("nvidia_smi_clocks_event_reasons_hw_thermal_slowdown{{{l}}} 1"),
             format!("nvidia_smi_clocks_event_reasons_gpu_idle{{{l}}} 0"),
             format!("nvidia_smi_ecc_errors_corrected_volatile_total{{{l}}} 3"),
+            // Words as that exporter reads nvidia-smi's: Enabled, Exclusive_Process and
+            // Drain and Reset.
+            format!("nvidia_smi_persistence_mode{{{l}}} 1"),
+            format!("nvidia_smi_compute_mode{{{l}}} 3"),
+            format!("nvidia_smi_gpu_recovery_action{{{l}}} 4"),
             "# TYPE nvidia_smi_energy_joules_total counter".into(),
             format!("nvidia_smi_energy_joules_total{{{l}}} 5.5"),
             format!("nvidia_smi_pcie_throughput_tx_bytes_per_second{{{l}}} 104857600"),
