@@ -37,6 +37,10 @@ pub enum Unit {
     Microseconds,
     /// Milliseconds.
     Milliseconds,
+    /// Seconds.
+    Seconds,
+    /// Milliwatts per second (a power ramp rate; nvidia-smi prints W/s).
+    MilliWattsPerSec,
     /// A plain number.
     Count,
     /// Text (names, states, P-states, reason sets).
@@ -57,6 +61,8 @@ impl Unit {
             Unit::BytesPerSec => "bytes per second",
             Unit::Microseconds => "microseconds",
             Unit::Milliseconds => "milliseconds",
+            Unit::Seconds => "seconds",
+            Unit::MilliWattsPerSec => "milliwatts per second",
             Unit::Count => "a number",
             Unit::Text => "text",
         }
@@ -175,6 +181,8 @@ pub struct Field {
     pub valid2: u64,
     /// The same for `gpu_valid3` (ABI 1.5).
     pub valid3: u64,
+    /// The same for `gpu_valid4` (ABI 1.11).
+    pub valid4: u64,
     /// How a template aggregates it across GPUs.
     pub natural: Aggregate,
     /// nvidia-smi `--query-gpu` fields that print it, each a canonical name and its
@@ -203,6 +211,7 @@ pub(crate) const fn field(
         valid: 0,
         valid2: 0,
         valid3: 0,
+        valid4: 0,
         natural,
         smi: &[],
         gpustat: None,
@@ -226,6 +235,10 @@ impl Field {
     }
     pub(crate) const fn valid3(mut self, bits: u64) -> Field {
         self.valid3 = bits;
+        self
+    }
+    pub(crate) const fn valid4(mut self, bits: u64) -> Field {
+        self.valid4 = bits;
         self
     }
     pub(crate) const fn identity(mut self) -> Field {
@@ -279,18 +292,23 @@ impl Field {
 }
 
 mod newer;
+mod smi610;
 mod smoothing;
 mod table;
 
 /// Every published per-GPU field, in the order templates and the man page list them:
-/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`, then `smoothing.rs`).
+/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`, then `smoothing.rs`), then
+/// 595's and 610's (`smi610.rs`).
 pub const FIELDS: &[Field] = &ALL;
 
 static ALL: [Field; table::FIELDS.len() + NEWER.len()] = concat(table::FIELDS, &NEWER);
 
 /// nvidia-smi 590's newer fields.
-const NEWER: [Field; newer::FIELDS.len() + smoothing::FIELDS.len()] =
+const NEWER590: [Field; newer::FIELDS.len() + smoothing::FIELDS.len()] =
     concat(newer::FIELDS, smoothing::FIELDS);
+
+/// nvidia-smi 590's, 595's and 610's newer fields.
+const NEWER: [Field; NEWER590.len() + smi610::FIELDS.len()] = concat(&NEWER590, smi610::FIELDS);
 
 /// `a` then `b`, in an array of their combined length `N`.
 const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
