@@ -171,10 +171,12 @@ mod tests {
 
     #[test]
     fn copy4_copies_every_valid4_value() {
-        let mut from = GpuRecord::default();
-        from.valid4 = v4::SET.bits.iter().map(|b| 1u64 << b.bit).sum();
-        from.bbx_time_run_s = 7;
-        from.power_smoothing_admin_ramp_down_hyst_ms = 9;
+        let from = GpuRecord {
+            valid4: v4::SET.bits.iter().map(|b| 1u64 << b.bit).sum(),
+            bbx_time_run_s: 7,
+            power_smoothing_admin_ramp_down_hyst_ms: 9,
+            ..Default::default()
+        };
         let mut to = GpuRecord::default();
         copy4(&from, &mut to);
         assert_eq!((to.valid4, to.bbx_time_run_s), (from.valid4, 7));

@@ -360,9 +360,11 @@ pub fn sample4(nvml: &Nvml, numbering: Numbering, d: &Device, f: &mut Fill) {
         return;
     };
     store(f, &first, answers);
-    let active = (f.rec.valid4 & v4::POWER_SMOOTHING_ACTIVE_PROFILE != 0)
-        .then_some(f.rec.power_smoothing_active_profile)
-        .unwrap_or(0);
+    let active = if f.rec.valid4 & v4::POWER_SMOOTHING_ACTIVE_PROFILE != 0 {
+        f.rec.power_smoothing_active_profile
+    } else {
+        0
+    };
     let second = plan(numbering, true);
     let ids: Vec<u32> = second.iter().map(|a| a.0).collect();
     if let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &ids, active)) {
@@ -491,6 +493,9 @@ mod tests {
         for (i, (bit, ..)) in FIELDS4.iter().enumerate() {
             *slot4(&mut r, *bit).unwrap() = i as u32 + 1;
         }
+        let bits: u64 = FIELDS4.iter().map(|f| f.0).fold(0, |a, b| a | b);
+        assert_eq!(bits.count_ones(), 19);
+        assert_eq!(r.power_smoothing_admin_ramp_down_hyst_ms, 19);
     }
 
     #[test]

@@ -32,22 +32,33 @@ fn number(g: &Gpu, bit: u64) -> Option<Value<'static>> {
     int(value(g, bit))
 }
 
-/// The entries, in the order nvidia-smi 610's `--help-query-gpu` lists them.
-pub(super) const FIELDS: &[Field] = &[
-    field("remapped_rows_correctable_inactive", Count, Aggregate::Sum, |g| {
-        number(g, v4::REMAPPED_ROWS_CORRECTABLE_INACTIVE)
-    })
+/// `remapped_rows.correctable_inactive` and `.uncorrectable_inactive` (595), which
+/// nvidia-smi lists after `remapped_rows.correctable` and `.uncorrectable` respectively.
+pub(super) const REMAPPED_INACTIVE: &[Field] = &[
+    field(
+        "remapped_rows_correctable_inactive",
+        Count,
+        Aggregate::Sum,
+        |g| number(g, v4::REMAPPED_ROWS_CORRECTABLE_INACTIVE),
+    )
     .valid4(v4::REMAPPED_ROWS_CORRECTABLE_INACTIVE)
     .not_in_templates()
     .about("rows remapped for correctable ECC errors that are inactive (R595+)")
     .smi(&[&["remapped_rows.correctable_inactive"]]),
-    field("remapped_rows_uncorrectable_inactive", Count, Aggregate::Sum, |g| {
-        number(g, v4::REMAPPED_ROWS_UNCORRECTABLE_INACTIVE)
-    })
+    field(
+        "remapped_rows_uncorrectable_inactive",
+        Count,
+        Aggregate::Sum,
+        |g| number(g, v4::REMAPPED_ROWS_UNCORRECTABLE_INACTIVE),
+    )
     .valid4(v4::REMAPPED_ROWS_UNCORRECTABLE_INACTIVE)
     .not_in_templates()
     .about("rows remapped for uncorrectable ECC errors that are inactive (R595+)")
     .smi(&[&["remapped_rows.uncorrectable_inactive"]]),
+];
+
+/// `gpu.base.*` (610), which nvidia-smi lists after `module.power.*`.
+pub(super) const GPU_BASE: &[Field] = &[
     field("gpu_base_current", MilliWatts, Aggregate::Sum, |g| {
         number(g, v4::GPU_BASE_CURRENT)
     })
@@ -83,23 +94,37 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("the highest base GPU power limit that can be set (R610+)")
     .smi(&[&["gpu.base.max"]]),
-    field("power_smoothing_tmp_floor", MilliWatts, Aggregate::Sum, |g| {
-        number(g, v4::POWER_SMOOTHING_TMP_FLOOR)
-    })
+];
+
+/// The nineteen `power_smoothing.*` (610) besides delayed power smoothing's, in
+/// nvidia-smi 610's order (the field table interleaves the two: see `fields::ALL`).
+pub(super) const POWER_SMOOTHING: &[Field] = &[
+    field(
+        "power_smoothing_tmp_floor",
+        MilliWatts,
+        Aggregate::Sum,
+        |g| number(g, v4::POWER_SMOOTHING_TMP_FLOOR),
+    )
     .valid4(v4::POWER_SMOOTHING_TMP_FLOOR)
     .not_in_templates()
     .about("power smoothing's applied TMP floor")
     .smi(&[&["power_smoothing.tmp_floor"]]),
-    field("power_smoothing_tmp_ceil", MilliWatts, Aggregate::Sum, |g| {
-        number(g, v4::POWER_SMOOTHING_TMP_CEIL)
-    })
+    field(
+        "power_smoothing_tmp_ceil",
+        MilliWatts,
+        Aggregate::Sum,
+        |g| number(g, v4::POWER_SMOOTHING_TMP_CEIL),
+    )
     .valid4(v4::POWER_SMOOTHING_TMP_CEIL)
     .not_in_templates()
     .about("power smoothing's applied TMP ceiling")
     .smi(&[&["power_smoothing.tmp_ceil"]]),
-    field("power_smoothing_hw_lifetime", Percent, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_HW_LIFETIME)
-    })
+    field(
+        "power_smoothing_hw_lifetime",
+        Percent,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_HW_LIFETIME),
+    )
     .valid4(v4::POWER_SMOOTHING_HW_LIFETIME)
     .not_in_templates()
     .about("remaining lifetime of the power smoothing circuitry")
@@ -125,102 +150,143 @@ pub(super) const FIELDS: &[Field] = &[
     .not_in_templates()
     .about("power smoothing's privilege level")
     .smi(&[&["power_smoothing.priv_level"]]),
-    field("power_smoothing_imm_ramp_down", Text, Aggregate::Join, |g| {
-        enabled(value(g, v4::POWER_SMOOTHING_IMM_RAMP_DOWN).map(|x| x != 0))
-    })
+    field(
+        "power_smoothing_imm_ramp_down",
+        Text,
+        Aggregate::Join,
+        |g| enabled(value(g, v4::POWER_SMOOTHING_IMM_RAMP_DOWN).map(|x| x != 0)),
+    )
     .valid4(v4::POWER_SMOOTHING_IMM_RAMP_DOWN)
     .not_in_templates()
     .about("immediate ramp down: Enabled or Disabled")
     .smi(&[&["power_smoothing.imm_ramp_down"]]),
-    field("power_smoothing_max_pct_tmp_floor", Percent, Aggregate::Max, |g| {
-        number(g, v4::POWER_SMOOTHING_MAX_PCT_TMP_FLOOR)
-    })
+    field(
+        "power_smoothing_max_pct_tmp_floor",
+        Percent,
+        Aggregate::Max,
+        |g| number(g, v4::POWER_SMOOTHING_MAX_PCT_TMP_FLOOR),
+    )
     .valid4(v4::POWER_SMOOTHING_MAX_PCT_TMP_FLOOR)
     .not_in_templates()
     .about("the highest percent TMP floor allowed")
     .smi(&[&["power_smoothing.max_percent_tmp_floor"]]),
-    field("power_smoothing_min_pct_tmp_floor", Percent, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_MIN_PCT_TMP_FLOOR)
-    })
+    field(
+        "power_smoothing_min_pct_tmp_floor",
+        Percent,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_MIN_PCT_TMP_FLOOR),
+    )
     .valid4(v4::POWER_SMOOTHING_MIN_PCT_TMP_FLOOR)
     .not_in_templates()
     .about("the lowest percent TMP floor allowed")
     .smi(&[&["power_smoothing.min_percent_tmp_floor"]]),
-    field("power_smoothing_num_profiles", Count, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_NUM_PRESET_PROFILES)
-    })
+    field(
+        "power_smoothing_num_profiles",
+        Count,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_NUM_PRESET_PROFILES),
+    )
     .valid4(v4::POWER_SMOOTHING_NUM_PRESET_PROFILES)
     .not_in_templates()
     .about("the number of preset power smoothing profiles")
     .smi(&[&["power_smoothing.num_preset_profiles"]]),
-    field("power_smoothing_profile_pct_tmp_floor", Percent, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR)
-    })
+    field(
+        "power_smoothing_profile_pct_tmp_floor",
+        Percent,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR),
+    )
     .valid4(v4::POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR)
     .not_in_templates()
     .about("the active preset profile's percent TMP floor")
     .smi(&[&["power_smoothing.curr_profile.percent_tmp_floor"]]),
-    field("power_smoothing_profile_ramp_up", MilliWattsPerSec, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_UP)
-    })
+    field(
+        "power_smoothing_profile_ramp_up",
+        MilliWattsPerSec,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_UP),
+    )
     .valid4(v4::POWER_SMOOTHING_PROFILE_RAMP_UP)
     .not_in_templates()
     .about("the active profile's ramp up rate")
     .smi(&[&["power_smoothing.curr_profile.ramp_up_rate"]]),
-    field("power_smoothing_profile_ramp_down", MilliWattsPerSec, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN)
-    })
+    field(
+        "power_smoothing_profile_ramp_down",
+        MilliWattsPerSec,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN),
+    )
     .valid4(v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN)
     .not_in_templates()
     .about("the active profile's ramp down rate")
     .smi(&[&["power_smoothing.curr_profile.ramp_down_rate"]]),
-    field("power_smoothing_profile_ramp_down_hyst", Milliseconds, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST)
-    })
+    field(
+        "power_smoothing_profile_ramp_down_hyst",
+        Milliseconds,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST),
+    )
     .valid4(v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST)
     .not_in_templates()
     .about("the active profile's ramp down hysteresis")
     .smi(&[&["power_smoothing.curr_profile.ramp_down_hysteresis"]]),
-    field("power_smoothing_active_profile", Count, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_ACTIVE_PROFILE)
-    })
+    field(
+        "power_smoothing_active_profile",
+        Count,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_ACTIVE_PROFILE),
+    )
     .valid4(v4::POWER_SMOOTHING_ACTIVE_PROFILE)
     .not_in_templates()
     .about("the active preset profile's number")
     .smi(&[&["power_smoothing.active_profile"]]),
-    field("power_smoothing_admin_pct_tmp_floor", Percent, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR)
-    })
+    field(
+        "power_smoothing_admin_pct_tmp_floor",
+        Percent,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR),
+    )
     .valid4(v4::POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR)
     .not_in_templates()
     .about("the admin override of the percent TMP floor, [N/A] when not set")
     .smi(&[&["power_smoothing.admin_override.percent_tmp_floor"]]),
-    field("power_smoothing_admin_ramp_up", MilliWattsPerSec, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_UP)
-    })
+    field(
+        "power_smoothing_admin_ramp_up",
+        MilliWattsPerSec,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_UP),
+    )
     .valid4(v4::POWER_SMOOTHING_ADMIN_RAMP_UP)
     .not_in_templates()
     .about("the admin override of the ramp up rate, [N/A] when not set")
     .smi(&[&["power_smoothing.admin_override.ramp_up_rate"]]),
-    field("power_smoothing_admin_ramp_down", MilliWattsPerSec, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN)
-    })
+    field(
+        "power_smoothing_admin_ramp_down",
+        MilliWattsPerSec,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN),
+    )
     .valid4(v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN)
     .not_in_templates()
     .about("the admin override of the ramp down rate, [N/A] when not set")
     .smi(&[&["power_smoothing.admin_override.ramp_down_rate"]]),
-    field("power_smoothing_admin_ramp_down_hyst", Milliseconds, Aggregate::Join, |g| {
-        number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST)
-    })
+    field(
+        "power_smoothing_admin_ramp_down_hyst",
+        Milliseconds,
+        Aggregate::Join,
+        |g| number(g, v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST),
+    )
     .valid4(v4::POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST)
     .not_in_templates()
     .about("the admin override of the ramp down hysteresis, [N/A] when not set")
     .smi(&[&["power_smoothing.admin_override.ramp_down_hysteresis"]]),
-    field("bbx_time_run", Seconds, Aggregate::Max, |g| {
-        number(g, v4::BBX_TIME_RUN)
-    })
-    .valid4(v4::BBX_TIME_RUN)
-    .not_in_templates()
-    .about("seconds the GPU has had the driver loaded, over its life, from its black box (R610+)")
-    .smi(&[&["bbx.time_run"]]),
 ];
+
+/// `bbx.time_run` (610), nvidia-smi's last field.
+pub(super) const BBX: &[Field] = &[field("bbx_time_run", Seconds, Aggregate::Max, |g| {
+    number(g, v4::BBX_TIME_RUN)
+})
+.valid4(v4::BBX_TIME_RUN)
+.not_in_templates()
+.about("seconds the GPU has had the driver loaded, over its life, from its black box (R610+)")
+.smi(&[&["bbx.time_run"]])];
