@@ -211,6 +211,8 @@ impl Field {
             Some(Unit::MegaHertz) => "MHz",
             Some(Unit::Microseconds) => "us",
             Some(Unit::Milliseconds) => "ms",
+            Some(Unit::Seconds) => "seconds",
+            Some(Unit::MilliWattsPerSec) => "W/s",
             _ => "",
         }
     }
@@ -234,6 +236,8 @@ impl Field {
         Some(match ((field.get)(g)?, field.unit) {
             (Value::Int(b), Unit::Bytes) => Bytes(b).mib_ceil().to_string(),
             (Value::Int(mw), Unit::MilliWatts) => format!("{:.2}", MilliWatts(mw).watts()),
+            // Two decimals, as every power (not yet checked against a capture).
+            (Value::Int(mw), Unit::MilliWattsPerSec) => format!("{:.2}", MilliWatts(mw).watts()),
             (Value::Int(x), _) => x.to_string(),
             (Value::Signed(x), _) => x.to_string(),
             (Value::Real(x), _) => x.to_string(),

@@ -65,7 +65,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 10u
+#define GPUPEEK_ABI_MINOR 11u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -277,6 +277,35 @@ enum {
 #define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_ACT_WINDOW_MULT (UINT64_C(1) << 52) /* power_smoothing_admin_act_window_mult */
 #define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT (UINT64_C(1) << 53) /* power_smoothing_admin_tar_window_mult */
 #define GPUPEEK_GPU_V3_POWER_SMOOTHING_ADMIN_ACT_OFFSET (UINT64_C(1) << 54) /* power_smoothing_admin_act_offset_mw */
+
+/* Bits of gpupeek_gpu.valid4 (gpu_valid4). */
+#define GPUPEEK_GPU_V4_REMAPPED_ROWS_CORRECTABLE_INACTIVE (UINT64_C(1) << 0) /* remapped_rows_correctable_inactive */
+#define GPUPEEK_GPU_V4_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE (UINT64_C(1) << 1) /* remapped_rows_uncorrectable_inactive */
+#define GPUPEEK_GPU_V4_GPU_BASE_CURRENT (UINT64_C(1) << 2) /* gpu_base_current_mw */
+#define GPUPEEK_GPU_V4_GPU_BASE_REQUESTED (UINT64_C(1) << 3) /* gpu_base_requested_mw */
+#define GPUPEEK_GPU_V4_GPU_BASE_DEFAULT (UINT64_C(1) << 4) /* gpu_base_default_mw */
+#define GPUPEEK_GPU_V4_GPU_BASE_MIN (UINT64_C(1) << 5) /* gpu_base_min_mw */
+#define GPUPEEK_GPU_V4_GPU_BASE_MAX (UINT64_C(1) << 6) /* gpu_base_max_mw */
+#define GPUPEEK_GPU_V4_BBX_TIME_RUN (UINT64_C(1) << 7) /* bbx_time_run_s */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_TMP_FLOOR (UINT64_C(1) << 8) /* power_smoothing_tmp_floor_mw */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_TMP_CEIL (UINT64_C(1) << 9) /* power_smoothing_tmp_ceil_mw */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_HW_LIFETIME (UINT64_C(1) << 10) /* power_smoothing_hw_lifetime_pct */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ENABLED (UINT64_C(1) << 11) /* power_smoothing_enabled */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_SOC_ENABLED (UINT64_C(1) << 12) /* power_smoothing_soc_enabled */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_PRIV_LEVEL (UINT64_C(1) << 13) /* power_smoothing_priv_level */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_IMM_RAMP_DOWN (UINT64_C(1) << 14) /* power_smoothing_imm_ramp_down */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_MAX_PCT_TMP_FLOOR (UINT64_C(1) << 15) /* power_smoothing_max_pct_tmp_floor */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_MIN_PCT_TMP_FLOOR (UINT64_C(1) << 16) /* power_smoothing_min_pct_tmp_floor */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_NUM_PRESET_PROFILES (UINT64_C(1) << 17) /* power_smoothing_num_preset_profiles */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR (UINT64_C(1) << 18) /* power_smoothing_profile_pct_tmp_floor */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_PROFILE_RAMP_UP (UINT64_C(1) << 19) /* power_smoothing_profile_ramp_up_mw_s */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_PROFILE_RAMP_DOWN (UINT64_C(1) << 20) /* power_smoothing_profile_ramp_down_mw_s */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST (UINT64_C(1) << 21) /* power_smoothing_profile_ramp_down_hyst_ms */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ACTIVE_PROFILE (UINT64_C(1) << 22) /* power_smoothing_active_profile */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR (UINT64_C(1) << 23) /* power_smoothing_admin_pct_tmp_floor */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_UP (UINT64_C(1) << 24) /* power_smoothing_admin_ramp_up_mw_s */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_DOWN (UINT64_C(1) << 25) /* power_smoothing_admin_ramp_down_mw_s */
+#define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST (UINT64_C(1) << 26) /* power_smoothing_admin_ramp_down_hyst_ms */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -636,8 +665,38 @@ struct gpupeek_gpu {
     uint32_t power_smoothing_admin_tar_window_mult;
     uint32_t power_smoothing_admin_act_offset_mw;
     uint64_t reserved_ext9[5];
+    uint64_t valid4;
+    uint32_t remapped_rows_correctable_inactive;
+    uint32_t remapped_rows_uncorrectable_inactive;
+    uint32_t gpu_base_current_mw;
+    uint32_t gpu_base_requested_mw;
+    uint32_t gpu_base_default_mw;
+    uint32_t gpu_base_min_mw;
+    uint32_t gpu_base_max_mw;
+    uint32_t bbx_time_run_s;
+    uint32_t power_smoothing_tmp_floor_mw;
+    uint32_t power_smoothing_tmp_ceil_mw;
+    uint32_t power_smoothing_hw_lifetime_pct;
+    uint32_t power_smoothing_enabled;
+    uint32_t power_smoothing_soc_enabled;
+    uint32_t power_smoothing_priv_level;
+    uint32_t power_smoothing_imm_ramp_down;
+    uint32_t power_smoothing_max_pct_tmp_floor;
+    uint32_t power_smoothing_min_pct_tmp_floor;
+    uint32_t power_smoothing_num_preset_profiles;
+    uint32_t power_smoothing_profile_pct_tmp_floor;
+    uint32_t power_smoothing_profile_ramp_up_mw_s;
+    uint32_t power_smoothing_profile_ramp_down_mw_s;
+    uint32_t power_smoothing_profile_ramp_down_hyst_ms;
+    uint32_t power_smoothing_active_profile;
+    uint32_t power_smoothing_admin_pct_tmp_floor;
+    uint32_t power_smoothing_admin_ramp_up_mw_s;
+    uint32_t power_smoothing_admin_ramp_down_mw_s;
+    uint32_t power_smoothing_admin_ramp_down_hyst_ms;
+    uint32_t reserved_ext10;
+    uint64_t reserved_ext11[17];
 };
-_Static_assert(sizeof(struct gpupeek_gpu) == 1792, "gpupeek_gpu size");
+_Static_assert(sizeof(struct gpupeek_gpu) == 2048, "gpupeek_gpu size");
 GPUPEEK_PIN(gpupeek_gpu, seq, 0);
 GPUPEEK_PIN(gpupeek_gpu, valid, 8);
 GPUPEEK_PIN(gpupeek_gpu, index, 16);
@@ -863,6 +922,36 @@ GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_act_window_mult, 1740);
 GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_tar_window_mult, 1744);
 GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_act_offset_mw, 1748);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext9, 1752);
+GPUPEEK_PIN(gpupeek_gpu, valid4, 1792);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_correctable_inactive, 1800);
+GPUPEEK_PIN(gpupeek_gpu, remapped_rows_uncorrectable_inactive, 1804);
+GPUPEEK_PIN(gpupeek_gpu, gpu_base_current_mw, 1808);
+GPUPEEK_PIN(gpupeek_gpu, gpu_base_requested_mw, 1812);
+GPUPEEK_PIN(gpupeek_gpu, gpu_base_default_mw, 1816);
+GPUPEEK_PIN(gpupeek_gpu, gpu_base_min_mw, 1820);
+GPUPEEK_PIN(gpupeek_gpu, gpu_base_max_mw, 1824);
+GPUPEEK_PIN(gpupeek_gpu, bbx_time_run_s, 1828);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_tmp_floor_mw, 1832);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_tmp_ceil_mw, 1836);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_hw_lifetime_pct, 1840);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_enabled, 1844);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_soc_enabled, 1848);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_priv_level, 1852);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_imm_ramp_down, 1856);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_max_pct_tmp_floor, 1860);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_min_pct_tmp_floor, 1864);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_num_preset_profiles, 1868);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_pct_tmp_floor, 1872);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_ramp_up_mw_s, 1876);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_ramp_down_mw_s, 1880);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_profile_ramp_down_hyst_ms, 1884);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_active_profile, 1888);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_pct_tmp_floor, 1892);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_up_mw_s, 1896);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_down_mw_s, 1900);
+GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_down_hyst_ms, 1904);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext10, 1908);
+GPUPEEK_PIN(gpupeek_gpu, reserved_ext11, 1912);
 
 struct gpupeek_proc_head {
     uint64_t seq;

@@ -94,7 +94,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 10
+ABI_MINOR = 11
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -107,7 +107,7 @@ STALE_PERIODS = 3
 PROC_RECORD_V1_0_SIZE = 128
 STATIC_HEADER_SIZE = 128
 STATUS_RECORD_SIZE = 256
-GPU_RECORD_SIZE = 1792
+GPU_RECORD_SIZE = 2048
 PROC_TABLE_HEAD_SIZE = 128
 PROC_RECORD_SIZE = 640
 HISTORY_HEAD_SIZE = 32
@@ -546,6 +546,64 @@ GPU_VALID3 = {
     "power_smoothing_admin_tar_window_mult": 53,  # POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT
     "power_smoothing_admin_act_offset_mw": 54,  # POWER_SMOOTHING_ADMIN_ACT_OFFSET
 }
+GPU_VALID4_BITS = {  # GpuRecord.valid4
+    "REMAPPED_ROWS_CORRECTABLE_INACTIVE": 0,
+    "REMAPPED_ROWS_UNCORRECTABLE_INACTIVE": 1,
+    "GPU_BASE_CURRENT": 2,
+    "GPU_BASE_REQUESTED": 3,
+    "GPU_BASE_DEFAULT": 4,
+    "GPU_BASE_MIN": 5,
+    "GPU_BASE_MAX": 6,
+    "BBX_TIME_RUN": 7,
+    "POWER_SMOOTHING_TMP_FLOOR": 8,
+    "POWER_SMOOTHING_TMP_CEIL": 9,
+    "POWER_SMOOTHING_HW_LIFETIME": 10,
+    "POWER_SMOOTHING_ENABLED": 11,
+    "POWER_SMOOTHING_SOC_ENABLED": 12,
+    "POWER_SMOOTHING_PRIV_LEVEL": 13,
+    "POWER_SMOOTHING_IMM_RAMP_DOWN": 14,
+    "POWER_SMOOTHING_MAX_PCT_TMP_FLOOR": 15,
+    "POWER_SMOOTHING_MIN_PCT_TMP_FLOOR": 16,
+    "POWER_SMOOTHING_NUM_PRESET_PROFILES": 17,
+    "POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR": 18,
+    "POWER_SMOOTHING_PROFILE_RAMP_UP": 19,
+    "POWER_SMOOTHING_PROFILE_RAMP_DOWN": 20,
+    "POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST": 21,
+    "POWER_SMOOTHING_ACTIVE_PROFILE": 22,
+    "POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR": 23,
+    "POWER_SMOOTHING_ADMIN_RAMP_UP": 24,
+    "POWER_SMOOTHING_ADMIN_RAMP_DOWN": 25,
+    "POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST": 26,
+}
+GPU_VALID4 = {
+    "remapped_rows_correctable_inactive": 0,  # REMAPPED_ROWS_CORRECTABLE_INACTIVE
+    "remapped_rows_uncorrectable_inactive": 1,  # REMAPPED_ROWS_UNCORRECTABLE_INACTIVE
+    "gpu_base_current_mw": 2,  # GPU_BASE_CURRENT
+    "gpu_base_requested_mw": 3,  # GPU_BASE_REQUESTED
+    "gpu_base_default_mw": 4,  # GPU_BASE_DEFAULT
+    "gpu_base_min_mw": 5,  # GPU_BASE_MIN
+    "gpu_base_max_mw": 6,  # GPU_BASE_MAX
+    "bbx_time_run_s": 7,  # BBX_TIME_RUN
+    "power_smoothing_tmp_floor_mw": 8,  # POWER_SMOOTHING_TMP_FLOOR
+    "power_smoothing_tmp_ceil_mw": 9,  # POWER_SMOOTHING_TMP_CEIL
+    "power_smoothing_hw_lifetime_pct": 10,  # POWER_SMOOTHING_HW_LIFETIME
+    "power_smoothing_enabled": 11,  # POWER_SMOOTHING_ENABLED
+    "power_smoothing_soc_enabled": 12,  # POWER_SMOOTHING_SOC_ENABLED
+    "power_smoothing_priv_level": 13,  # POWER_SMOOTHING_PRIV_LEVEL
+    "power_smoothing_imm_ramp_down": 14,  # POWER_SMOOTHING_IMM_RAMP_DOWN
+    "power_smoothing_max_pct_tmp_floor": 15,  # POWER_SMOOTHING_MAX_PCT_TMP_FLOOR
+    "power_smoothing_min_pct_tmp_floor": 16,  # POWER_SMOOTHING_MIN_PCT_TMP_FLOOR
+    "power_smoothing_num_preset_profiles": 17,  # POWER_SMOOTHING_NUM_PRESET_PROFILES
+    "power_smoothing_profile_pct_tmp_floor": 18,  # POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR
+    "power_smoothing_profile_ramp_up_mw_s": 19,  # POWER_SMOOTHING_PROFILE_RAMP_UP
+    "power_smoothing_profile_ramp_down_mw_s": 20,  # POWER_SMOOTHING_PROFILE_RAMP_DOWN
+    "power_smoothing_profile_ramp_down_hyst_ms": 21,  # POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST
+    "power_smoothing_active_profile": 22,  # POWER_SMOOTHING_ACTIVE_PROFILE
+    "power_smoothing_admin_pct_tmp_floor": 23,  # POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR
+    "power_smoothing_admin_ramp_up_mw_s": 24,  # POWER_SMOOTHING_ADMIN_RAMP_UP
+    "power_smoothing_admin_ramp_down_mw_s": 25,  # POWER_SMOOTHING_ADMIN_RAMP_DOWN
+    "power_smoothing_admin_ramp_down_hyst_ms": 26,  # POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST
+}
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
 }
@@ -712,7 +770,7 @@ LAYOUT = [
         ("error_message", 120, "128s"),
         ("reserved", 248, "8s"),
     ]),
-    ("GpuRecord", 1792, [
+    ("GpuRecord", 2048, [
         ("seq", 0, "Q"),
         ("valid", 8, "Q"),
         ("index", 16, "I"),
@@ -938,6 +996,36 @@ LAYOUT = [
         ("power_smoothing_admin_tar_window_mult", 1744, "I"),
         ("power_smoothing_admin_act_offset_mw", 1748, "I"),
         ("reserved_ext9", 1752, "40s"),
+        ("valid4", 1792, "Q"),
+        ("remapped_rows_correctable_inactive", 1800, "I"),
+        ("remapped_rows_uncorrectable_inactive", 1804, "I"),
+        ("gpu_base_current_mw", 1808, "I"),
+        ("gpu_base_requested_mw", 1812, "I"),
+        ("gpu_base_default_mw", 1816, "I"),
+        ("gpu_base_min_mw", 1820, "I"),
+        ("gpu_base_max_mw", 1824, "I"),
+        ("bbx_time_run_s", 1828, "I"),
+        ("power_smoothing_tmp_floor_mw", 1832, "I"),
+        ("power_smoothing_tmp_ceil_mw", 1836, "I"),
+        ("power_smoothing_hw_lifetime_pct", 1840, "I"),
+        ("power_smoothing_enabled", 1844, "I"),
+        ("power_smoothing_soc_enabled", 1848, "I"),
+        ("power_smoothing_priv_level", 1852, "I"),
+        ("power_smoothing_imm_ramp_down", 1856, "I"),
+        ("power_smoothing_max_pct_tmp_floor", 1860, "I"),
+        ("power_smoothing_min_pct_tmp_floor", 1864, "I"),
+        ("power_smoothing_num_preset_profiles", 1868, "I"),
+        ("power_smoothing_profile_pct_tmp_floor", 1872, "I"),
+        ("power_smoothing_profile_ramp_up_mw_s", 1876, "I"),
+        ("power_smoothing_profile_ramp_down_mw_s", 1880, "I"),
+        ("power_smoothing_profile_ramp_down_hyst_ms", 1884, "I"),
+        ("power_smoothing_active_profile", 1888, "I"),
+        ("power_smoothing_admin_pct_tmp_floor", 1892, "I"),
+        ("power_smoothing_admin_ramp_up_mw_s", 1896, "I"),
+        ("power_smoothing_admin_ramp_down_mw_s", 1900, "I"),
+        ("power_smoothing_admin_ramp_down_hyst_ms", 1904, "I"),
+        ("reserved_ext10", 1908, "I"),
+        ("reserved_ext11", 1912, "136s"),
     ]),
     ("ProcTableHead", 128, [
         ("seq", 0, "Q"),

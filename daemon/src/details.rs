@@ -36,6 +36,7 @@ use nvml_wrapper_sys::bindings;
 use gpupeek_shm::layout::{gpu_valid2 as v2, gpu_valid3 as v3};
 use gpupeek_shm::{text, GpuRecord};
 
+use crate::numbering::Numbering;
 use crate::reads::Fill;
 
 /// NVML's `NVML_ERROR_DEPRECATED`, which nvml-wrapper does not name.
@@ -427,34 +428,6 @@ fn gpu_max_pcie_link_gen(nvml: &Nvml, d: &Device) -> Result<u32, NvmlError> {
     Ok(gen)
 }
 
-/// Where a driver keeps the clock event reasons' slowdown counters among its field
-/// values. nvml.h has numbered the fields after 250 three ways, and a driver answers an
-/// id by its own numbering, so the same id is another value on another branch:
-///
-/// - R570 (CUDA 12.8): power smoothing at 251–268, no slowdown counters;
-/// - R575 and R580 (CUDA 12.9, 13.0, the ids nvml-wrapper's bindings have): the
-///   counters at 251–253, power smoothing at 256–273;
-/// - R590 and later (CUDA 13.1+): power smoothing back at 251–268, the counters at
-///   269–271.
-///
-/// Drivers before R575 have no slowdown counters; the SW power cap and sync boost
-/// counters (fields 74 and 76) are older and the same everywhere.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlowdownIds(Option<[u32; 3]>);
-
-impl SlowdownIds {
-    /// The ids for the driver `driver_version` (`nvmlSystemGetDriverVersion`); none
-    /// when it is unknown, rather than read what may be another value.
-    pub fn of(driver_version: Option<&str>) -> SlowdownIds {
-        let major = driver_version.and_then(|v| v.split('.').next()?.parse::<u32>().ok());
-        SlowdownIds(match major {
-            Some(575..=589) => Some([251, 252, 253]),
-            Some(590..) => Some([269, 270, 271]),
-            _ => None,
-        })
-    }
-}
-
 /// The SW power cap and sync boost counters' field ids, the same on every driver.
 const POWER_CAP_AND_SYNC_BOOST: [u32; 2] = [
     bindings::field_id::NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
@@ -462,10 +435,10 @@ const POWER_CAP_AND_SYNC_BOOST: [u32; 2] = [
 ];
 
 /// The slow-tick [`SLOW3`] values: the clock event reason counters this driver has
-/// (`slowdown` says where), in one field-value call, and the JPEG and OFA utilisations.
-pub fn sample_slow3(nvml: &Nvml, d: &Device, slowdown: SlowdownIds, f: &mut Fill) {
+/// (`numbering` says where), in one field-value call, and the JPEG and OFA utilisations.
+pub fn sample_slow3(nvml: &Nvml, d: &Device, numbering: Numbering, f: &mut Fill) {
     let [power, sync] = POWER_CAP_AND_SYNC_BOOST;
-    match slowdown.0 {
+    match numbering.slowdown() {
         Some([a, b, c]) => {
             let answers = f.call(|| crate::fields::some(nvml, d, [power, sync, a, b, c]));
             store_counters(f, answers.as_ref().map_or(&[], |a| &a[..]));
@@ -989,20 +962,6 @@ pub fn copy2(from: &GpuRecord, to: &mut GpuRecord, bits: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::SlowdownIds;
-
-    #[test]
-    fn the_slowdown_counters_are_where_each_driver_branch_numbers_them() {
-        let ids = |v: Option<&str>| SlowdownIds::of(v).0;
-        assert_eq!(ids(Some("580.65.06")), Some([251, 252, 253]));
-        assert_eq!(ids(Some("575.51.03")), Some([251, 252, 253]));
-        assert_eq!(ids(Some("590.48.01")), Some([269, 270, 271]));
-        assert_eq!(ids(Some("610.57.04")), Some([269, 270, 271]));
-        for none in [Some("570.124.06"), Some("550.54.15"), Some("garbage"), None] {
-            assert_eq!(ids(none), None, "{none:?}");
-        }
-    }
-
     use super::*;
 
     #[test]

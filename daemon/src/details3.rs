@@ -16,9 +16,9 @@
 //!   answer), the platform info (`nvmlDeviceGetPlatformInfo`) and the EDPp multiplier
 //!   (field value 274), and the vGPU capabilities (`nvmlGetVgpuDriverCapabilities`,
 //!   `nvmlDeviceGetVgpuCapabilities`), which only vGPU host drivers answer, and the
-//!   GPU's hostname (`nvmlDeviceGetHostname_v1`, R580+, ABI 1.8), and delayed power
-//!   smoothing (one field-value call for field values 275 to 288, R590+, ABI 1.10:
-//!   [`crate::smoothing`]).
+//!   GPU's hostname (`nvmlDeviceGetHostname_v1`, R580+, ABI 1.8). Delayed power
+//!   smoothing (field values 275 to 288, R590+, ABI 1.10) is read with the rest of
+//!   power smoothing ([`crate::smoothing`], from [`crate::details4`]).
 //! - **Slow ticks** ([`sample_slow`]): the thermal margin, nvidia-smi's T.Limit
 //!   temperature (`nvmlDeviceGetMarginTemperature`, R560+), which moves with the
 //!   temperature; the module's power draw (one field-value call with the module
@@ -56,6 +56,8 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | VGPU
     | v3::GPU_HOSTNAME
     | crate::smoothing::BITS;
+// `crate::smoothing::BITS` are read with the valid4 values (`crate::details4`), in the
+// same two calls as the rest of power smoothing.
 
 /// The vGPU capabilities: each bit with the NVML
 /// capability it asks (`None` for the driver's, the rest the GPU's).
@@ -235,7 +237,6 @@ pub fn sample_static(nvml: &Nvml, unbound: &Unbound, d: &Device, f: &mut Fill) {
             r.platform_module_id = p.moduleId.into();
         },
     );
-    crate::smoothing::sample(nvml, d, f);
     f.field3(
         v3::EDPP_MULTIPLIER,
         || crate::fields::one(nvml, d, EDPP_MULTIPLIER),
@@ -277,6 +278,8 @@ type GetHostname = unsafe extern "C" fn(nvmlDevice_t, *mut [u8; HOSTNAME_BYTES])
 pub struct Unbound {
     /// `nvmlDeviceGetHostname_v1`, where the driver has it.
     hostname: Option<GetHostname>,
+    /// `nvmlDeviceGetBBXTimeData_v1`, where the driver has it (R610+).
+    bbx_time_data: Option<crate::details4::GetBbxTimeData>,
 }
 
 impl Unbound {
@@ -293,7 +296,24 @@ impl Unbound {
         }
         .ok()
         .map(|symbol| *symbol);
-        Unbound { hostname }
+        // SAFETY: as above, with the C signature of `GetBbxTimeData` (nvml.h of NVML
+        // 13.3+).
+        let bbx_time_data = unsafe {
+            nvml.lib()
+                .__library
+                .get::<crate::details4::GetBbxTimeData>(b"nvmlDeviceGetBBXTimeData_v1\0")
+        }
+        .ok()
+        .map(|symbol| *symbol);
+        Unbound {
+            hostname,
+            bbx_time_data,
+        }
+    }
+
+    /// `nvmlDeviceGetBBXTimeData_v1`, where the driver has it.
+    pub fn bbx_time_data(&self) -> Option<crate::details4::GetBbxTimeData> {
+        self.bbx_time_data
     }
 }
 

@@ -110,17 +110,40 @@ fn number_of(e: &nvmlFieldValue_t) -> Option<f64> {
     value_of(e).map(|x| x as f64)
 }
 
-/// Several field values in one call of their own, each read as a number whatever its
-/// type (see [`number_of`]): each entry's value or error, or the call's error.
-pub fn numbers<const K: usize>(
+/// Several field values in one call of their own, ids known only at run time (the
+/// driver's numbering decides them), each entry with `scopeId` `scope` and read as a
+/// number whatever its type (see [`number_of`]): each entry's number or error, in `ids`' order, or
+/// the call's error. No call for no ids.
+pub fn numbers_scoped(
     nvml: &Nvml,
     device: &Device,
-    ids: [u32; K],
-) -> Result<[Result<f64, NvmlError>; K], NvmlError> {
-    let entries = entries(nvml, device, ids, NVML_POWER_SCOPE_GPU)?;
-    Ok(entries.map(|e| {
-        nvml_try(e.nvmlReturn).and_then(|()| number_of(&e).ok_or(NvmlError::NotSupported))
-    }))
+    ids: &[u32],
+    scope: u32,
+) -> Result<Vec<Result<f64, NvmlError>>, NvmlError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let get = nvml
+        .lib()
+        .nvmlDeviceGetFieldValues
+        .as_ref()
+        .map_err(|_| NvmlError::FunctionNotFound)?;
+    let mut entries: Vec<nvmlFieldValue_t> = ids
+        .iter()
+        .map(|&id| nvmlFieldValue_t {
+            scopeId: scope,
+            ..blank(id)
+        })
+        .collect();
+    let n = i32::try_from(entries.len()).map_err(|_| NvmlError::InvalidArg)?;
+    // SAFETY: `get` has the C signature `nvmlReturn_t (nvmlDevice_t, int,
+    // nvmlFieldValue_t *)`; the handle is from the live session and `entries` holds `n`
+    // initialised, writable entries.
+    nvml_try(unsafe { get(device.handle(), n, entries.as_mut_ptr()) })?;
+    Ok(entries
+        .iter()
+        .map(|e| nvml_try(e.nvmlReturn).and_then(|()| number_of(e).ok_or(NvmlError::NotSupported)))
+        .collect())
 }
 
 /// The entries of one field-value call for `ids`, each with `scopeId` `scope`.

@@ -35,10 +35,12 @@ use gpupeek_shm::{GpuRecord, MigRecord};
 
 use crate::details;
 use crate::details3;
+use crate::details4;
 use crate::fields::{self, Fields};
 use crate::gpm::{Backoff, Gpm};
 use crate::gpuprocs::{self, GpuProcess};
 use crate::mig::Mig;
+use crate::numbering::Numbering;
 use crate::reads::{
     code, put_identity, read_identity, sample_fast, sample_pcie_throughput, sample_slow,
     sample_static, Failure, Fill, Identity,
@@ -62,8 +64,9 @@ struct Held {
     nvml: Nvml,
     /// Entry points of `nvml`'s library that nvml-wrapper does not bind, looked up once.
     unbound: details3::Unbound,
-    /// Where this driver numbers the clock event reasons' slowdown counters.
-    slowdown: details::SlowdownIds,
+    /// Where this driver numbers the field values nvml.h renumbered, and which newer
+    /// ones it has.
+    numbering: Numbering,
     closed: MarkOnDrop,
 }
 
@@ -113,12 +116,12 @@ impl Sampler {
         let nvml = builder.init()?;
         let proc_buffers = gpuprocs::Buffers::resolve(&nvml);
         let unbound = details3::Unbound::resolve(&nvml);
-        let slowdown = details::SlowdownIds::of(nvml.sys_driver_version().ok().as_deref());
+        let numbering = Numbering::of(nvml.sys_driver_version().ok().as_deref());
         Ok(Sampler {
             nvml: Arc::new(Held {
                 nvml,
                 unbound,
-                slowdown,
+                numbering,
                 closed: MarkOnDrop(Arc::new(AtomicBool::new(false))),
             }),
             proc_buffers,
@@ -261,6 +264,7 @@ impl GpuSampler {
                     self.carry.forget(ALL_CARRIED);
                     self.carry.forget2(details::STATIC2 | details::SLOW2);
                     self.carry.forget3(details::STATIC3 | details::SLOW3);
+                    self.carry.forget4();
                     self.fields.forget();
                     if let Some(id) = &self.identity {
                         put_identity(rec, id);
@@ -321,19 +325,23 @@ impl GpuSampler {
         if self.carry.static_due(now) {
             sample_static(&device, &mut fill);
             details::sample_static(nvml, &self.nvml.unbound, &device, &mut fill);
+            let numbering = self.nvml.numbering;
+            details4::sample_static(nvml, &self.nvml.unbound, numbering, &device, &mut fill);
             self.carry.keep(fill.rec, tiers::STATIC);
             self.carry.keep2(fill.rec, details::STATIC2);
             self.carry.keep3(fill.rec, details::STATIC3);
+            self.carry.keep4(fill.rec);
         } else {
             self.carry.put(fill.rec, tiers::STATIC);
             self.carry.put2(fill.rec, details::STATIC2);
             self.carry.put3(fill.rec, details::STATIC3);
+            self.carry.put4(fill.rec);
         }
         match procs {
             Some(procs) => {
                 sample_slow(nvml, &device, &mut fill);
                 details::sample_slow(&device, &mut fill);
-                details::sample_slow3(nvml, &device, self.nvml.slowdown, &mut fill);
+                details::sample_slow3(nvml, &device, self.nvml.numbering, &mut fill);
                 // NVML has no per-process utilisation under MIG: not asked for.
                 let seen = (!self.mig.enabled()).then_some(&mut self.util_seen);
                 let bufs = &mut self.proc_buffers;
@@ -354,6 +362,7 @@ impl GpuSampler {
             self.carry.forget(ALL_CARRIED);
             self.carry.forget2(details::STATIC2 | details::SLOW2);
             self.carry.forget3(details::STATIC3 | details::SLOW3);
+            self.carry.forget4();
             self.fields.forget();
             self.handle = None;
             self.gpm.release(nvml);

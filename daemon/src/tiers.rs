@@ -164,6 +164,23 @@ impl Carry {
         crate::details::copy3(&self.rec, rec, bits3);
     }
 
+    /// Keeps the [`gpupeek_shm::layout::gpu_valid4`] values of `rec`, just read (all are
+    /// near-static).
+    pub fn keep4(&mut self, rec: &GpuRecord) {
+        crate::details4::copy4(rec, &mut self.rec);
+    }
+
+    /// Republishes the kept `valid4` values into `rec`.
+    pub fn put4(&self, rec: &mut GpuRecord) {
+        crate::details4::copy4(&self.rec, rec);
+    }
+
+    /// Forgets the `valid4` values; see [`Carry::forget`].
+    pub fn forget4(&mut self) {
+        self.rec.valid4 = 0;
+        self.static_due = 0;
+    }
+
     /// Forgets the `bits3` values (of `valid3`); see [`Carry::forget`].
     pub fn forget3(&mut self, bits3: u64) {
         self.rec.valid3 &= !bits3;

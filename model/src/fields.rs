@@ -37,6 +37,10 @@ pub enum Unit {
     Microseconds,
     /// Milliseconds.
     Milliseconds,
+    /// Seconds.
+    Seconds,
+    /// Milliwatts per second (a power ramp rate; nvidia-smi prints W/s).
+    MilliWattsPerSec,
     /// A plain number.
     Count,
     /// Text (names, states, P-states, reason sets).
@@ -57,6 +61,8 @@ impl Unit {
             Unit::BytesPerSec => "bytes per second",
             Unit::Microseconds => "microseconds",
             Unit::Milliseconds => "milliseconds",
+            Unit::Seconds => "seconds",
+            Unit::MilliWattsPerSec => "milliwatts per second",
             Unit::Count => "a number",
             Unit::Text => "text",
         }
@@ -175,6 +181,8 @@ pub struct Field {
     pub valid2: u64,
     /// The same for `gpu_valid3` (ABI 1.5).
     pub valid3: u64,
+    /// The same for `gpu_valid4` (ABI 1.11).
+    pub valid4: u64,
     /// How a template aggregates it across GPUs.
     pub natural: Aggregate,
     /// nvidia-smi `--query-gpu` fields that print it, each a canonical name and its
@@ -203,6 +211,7 @@ pub(crate) const fn field(
         valid: 0,
         valid2: 0,
         valid3: 0,
+        valid4: 0,
         natural,
         smi: &[],
         gpustat: None,
@@ -226,6 +235,10 @@ impl Field {
     }
     pub(crate) const fn valid3(mut self, bits: u64) -> Field {
         self.valid3 = bits;
+        self
+    }
+    pub(crate) const fn valid4(mut self, bits: u64) -> Field {
+        self.valid4 = bits;
         self
     }
     pub(crate) const fn identity(mut self) -> Field {
@@ -279,32 +292,101 @@ impl Field {
 }
 
 mod newer;
+mod smi610;
 mod smoothing;
 mod table;
 
 /// Every published per-GPU field, in the order templates and the man page list them:
-/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`, then `smoothing.rs`).
+/// `table.rs`'s, then nvidia-smi 590's newer ones (`newer.rs`), with nvidia-smi 595's
+/// and 610's (`smi610.rs`) and delayed power smoothing (`smoothing.rs`) where nvidia-smi
+/// 610's `--help-query-gpu` lists them: the inactive remapped rows after the remapped
+/// rows, `gpu.base.*` and every `power_smoothing.*` after `module.power.*`, and
+/// `bbx.time_run` last.
 pub const FIELDS: &[Field] = &ALL;
 
-static ALL: [Field; table::FIELDS.len() + NEWER.len()] = concat(table::FIELDS, &NEWER);
+static ALL: [Field; LEN] = join(&PARTS);
 
-/// nvidia-smi 590's newer fields.
-const NEWER: [Field; newer::FIELDS.len() + smoothing::FIELDS.len()] =
-    concat(newer::FIELDS, smoothing::FIELDS);
-
-/// `a` then `b`, in an array of their combined length `N`.
-const fn concat<const N: usize>(a: &[Field], b: &[Field]) -> [Field; N] {
-    let mut out = [a[0]; N];
+/// The index in `fields` of the field named `name` (a compile error if none).
+const fn at(fields: &[Field], name: &str) -> usize {
     let mut i = 0;
-    while i < b.len() {
-        out[a.len() + i] = b[i];
+    while i < fields.len() {
+        let (a, b) = (fields[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
         i += 1;
     }
-    i = 0;
-    while i < a.len() {
-        out[i] = a[i];
+    panic!("no such field")
+}
+
+/// `fields[start..end]`.
+const fn range(fields: &[Field], start: usize, end: usize) -> &[Field] {
+    fields.split_at(end).0.split_at(start).1
+}
+
+const COR: usize = at(table::FIELDS, "remapped_rows_correctable");
+const UNC: usize = at(table::FIELDS, "remapped_rows_uncorrectable");
+const MODULE: usize = at(newer::FIELDS, "module_power_max_limit") + 1;
+const T: &[Field] = table::FIELDS;
+const N: &[Field] = newer::FIELDS;
+const S: &[Field] = smi610::POWER_SMOOTHING;
+const D: &[Field] = smoothing::FIELDS;
+const R: &[Field] = smi610::REMAPPED_INACTIVE;
+
+/// The parts of [`ALL`], in order; power smoothing as nvidia-smi 610 interleaves the
+/// delayed values (`D`) with the others (`S`).
+const PARTS: [&[Field]; 17] = [
+    range(T, 0, COR + 1),
+    range(R, 0, 1),
+    range(T, COR + 1, UNC + 1),
+    range(R, 1, 2),
+    range(T, UNC + 1, T.len()),
+    range(N, 0, MODULE),
+    smi610::GPU_BASE,
+    range(S, 0, 4),
+    range(D, 0, 1),
+    range(S, 4, 9),
+    range(D, 1, 6),
+    range(S, 9, 14),
+    range(D, 6, 10),
+    range(S, 14, 19),
+    range(D, 10, 14),
+    range(N, MODULE, N.len()),
+    smi610::BBX,
+];
+
+/// How many fields [`PARTS`] hold.
+const LEN: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < PARTS.len() {
+        n += PARTS[i].len();
         i += 1;
     }
+    n
+};
+
+/// `parts`, one after another, in an array of their combined length `N`.
+const fn join<const N: usize>(parts: &[&[Field]]) -> [Field; N] {
+    let mut out = [parts[0][0]; N];
+    let mut k = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[k] = parts[i][j];
+            k += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(k == N);
     out
 }
 

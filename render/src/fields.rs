@@ -65,9 +65,13 @@ pub(crate) fn default_unit(dim: Dim) -> Option<&'static Unit> {
         Dim::MegaHertz => "MHz",
         Dim::MilliJoules => "J",
         Dim::KiloBytesPerSec => "KB/s",
-        Dim::Count | Dim::Text | Dim::BytesPerSec | Dim::Microseconds | Dim::Milliseconds => {
-            return None
-        }
+        Dim::Count
+        | Dim::Text
+        | Dim::BytesPerSec
+        | Dim::Microseconds
+        | Dim::Milliseconds
+        | Dim::Seconds
+        | Dim::MilliWattsPerSec => return None,
     };
     UNITS.iter().find(|u| u.dim == dim && u.name == name)
 }
@@ -127,6 +131,7 @@ const fn global(name: &'static str, unit: Dim) -> Field {
         valid: 0,
         valid2: 0,
         valid3: 0,
+        valid4: 0,
         natural: Aggregate::Join,
         smi: &[],
         gpustat: None,

@@ -44,7 +44,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 10;
+pub const ABI_MINOR: u32 = 11;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -76,11 +76,12 @@ pub const MAX_HISTORY_SLOTS: u32 = 65536;
 pub const MAX_CAPACITY: u32 = 65536;
 
 /// Every bit set of the ABI as a table, for code that walks them (the readers' generator).
-pub const BIT_SETS: [BitSet; 10] = [
+pub const BIT_SETS: [BitSet; 11] = [
     status_valid::SET,
     gpu_valid::SET,
     gpu_valid2::SET,
     gpu_valid3::SET,
+    gpu_valid4::SET,
     proc_flags::SET,
     proc_kind::SET,
     proc_valid::SET,
@@ -595,6 +596,70 @@ bit_set! {
         POWER_SMOOTHING_ADMIN_TAR_WINDOW_MULT = 53 [power_smoothing_admin_tar_window_mult],
         /// `power_smoothing_admin_act_offset_mw` (ABI 1.10).
         POWER_SMOOTHING_ADMIN_ACT_OFFSET = 54 [power_smoothing_admin_act_offset_mw],
+    }
+}
+
+bit_set! {
+    /// Validity bits of [`GpuRecord::valid4`] (ABI 1.11): nvidia-smi 595's and 610's
+    /// `--query-gpu` values. Every one is read on the near-static tier; a bit is clear
+    /// where the driver answered "not supported", where it has no such field or entry
+    /// point (a driver older than the one that added it), and, for the four
+    /// `POWER_SMOOTHING_ADMIN_*` of this set, where no admin override is set.
+    pub mod gpu_valid4: u64, in GpuRecord.valid4 {
+        /// `remapped_rows_correctable_inactive` (field value 301, R595+) (ABI 1.11).
+        REMAPPED_ROWS_CORRECTABLE_INACTIVE = 0 [remapped_rows_correctable_inactive],
+        /// `remapped_rows_uncorrectable_inactive` (field value 302, R595+) (ABI 1.11).
+        REMAPPED_ROWS_UNCORRECTABLE_INACTIVE = 1 [remapped_rows_uncorrectable_inactive],
+        /// `gpu_base_current_mw` (ABI 1.11).
+        GPU_BASE_CURRENT = 2 [gpu_base_current_mw],
+        /// `gpu_base_requested_mw` (ABI 1.11).
+        GPU_BASE_REQUESTED = 3 [gpu_base_requested_mw],
+        /// `gpu_base_default_mw` (ABI 1.11).
+        GPU_BASE_DEFAULT = 4 [gpu_base_default_mw],
+        /// `gpu_base_min_mw` (ABI 1.11).
+        GPU_BASE_MIN = 5 [gpu_base_min_mw],
+        /// `gpu_base_max_mw` (ABI 1.11).
+        GPU_BASE_MAX = 6 [gpu_base_max_mw],
+        /// `bbx_time_run_s` (`nvmlDeviceGetBBXTimeData_v1`, R610+) (ABI 1.11).
+        BBX_TIME_RUN = 7 [bbx_time_run_s],
+        /// `power_smoothing_tmp_floor_mw` (ABI 1.11).
+        POWER_SMOOTHING_TMP_FLOOR = 8 [power_smoothing_tmp_floor_mw],
+        /// `power_smoothing_tmp_ceil_mw` (ABI 1.11).
+        POWER_SMOOTHING_TMP_CEIL = 9 [power_smoothing_tmp_ceil_mw],
+        /// `power_smoothing_hw_lifetime_pct` (ABI 1.11).
+        POWER_SMOOTHING_HW_LIFETIME = 10 [power_smoothing_hw_lifetime_pct],
+        /// `power_smoothing_enabled` (ABI 1.11).
+        POWER_SMOOTHING_ENABLED = 11 [power_smoothing_enabled],
+        /// `power_smoothing_soc_enabled` (field value 300, R610+) (ABI 1.11).
+        POWER_SMOOTHING_SOC_ENABLED = 12 [power_smoothing_soc_enabled],
+        /// `power_smoothing_priv_level` (ABI 1.11).
+        POWER_SMOOTHING_PRIV_LEVEL = 13 [power_smoothing_priv_level],
+        /// `power_smoothing_imm_ramp_down` (ABI 1.11).
+        POWER_SMOOTHING_IMM_RAMP_DOWN = 14 [power_smoothing_imm_ramp_down],
+        /// `power_smoothing_max_pct_tmp_floor` (ABI 1.11).
+        POWER_SMOOTHING_MAX_PCT_TMP_FLOOR = 15 [power_smoothing_max_pct_tmp_floor],
+        /// `power_smoothing_min_pct_tmp_floor` (ABI 1.11).
+        POWER_SMOOTHING_MIN_PCT_TMP_FLOOR = 16 [power_smoothing_min_pct_tmp_floor],
+        /// `power_smoothing_num_preset_profiles` (ABI 1.11).
+        POWER_SMOOTHING_NUM_PRESET_PROFILES = 17 [power_smoothing_num_preset_profiles],
+        /// `power_smoothing_profile_pct_tmp_floor` (ABI 1.11).
+        POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR = 18 [power_smoothing_profile_pct_tmp_floor],
+        /// `power_smoothing_profile_ramp_up_mw_s` (ABI 1.11).
+        POWER_SMOOTHING_PROFILE_RAMP_UP = 19 [power_smoothing_profile_ramp_up_mw_s],
+        /// `power_smoothing_profile_ramp_down_mw_s` (ABI 1.11).
+        POWER_SMOOTHING_PROFILE_RAMP_DOWN = 20 [power_smoothing_profile_ramp_down_mw_s],
+        /// `power_smoothing_profile_ramp_down_hyst_ms` (ABI 1.11).
+        POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST = 21 [power_smoothing_profile_ramp_down_hyst_ms],
+        /// `power_smoothing_active_profile` (ABI 1.11).
+        POWER_SMOOTHING_ACTIVE_PROFILE = 22 [power_smoothing_active_profile],
+        /// `power_smoothing_admin_pct_tmp_floor` (ABI 1.11).
+        POWER_SMOOTHING_ADMIN_PCT_TMP_FLOOR = 23 [power_smoothing_admin_pct_tmp_floor],
+        /// `power_smoothing_admin_ramp_up_mw_s` (ABI 1.11).
+        POWER_SMOOTHING_ADMIN_RAMP_UP = 24 [power_smoothing_admin_ramp_up_mw_s],
+        /// `power_smoothing_admin_ramp_down_mw_s` (ABI 1.11).
+        POWER_SMOOTHING_ADMIN_RAMP_DOWN = 25 [power_smoothing_admin_ramp_down_mw_s],
+        /// `power_smoothing_admin_ramp_down_hyst_ms` (ABI 1.11).
+        POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST = 26 [power_smoothing_admin_ramp_down_hyst_ms],
     }
 }
 
@@ -1123,8 +1188,71 @@ pub struct GpuRecord {
     /// The admin override of the primary floor activation offset, milliwatts
     /// (ABI 1.10).
     pub power_smoothing_admin_act_offset_mw: u32,
-    /// Zero; room for later minor versions.
+    /// Zero.
     pub reserved_ext9: [u64; 5],
+    /// Bits from [`gpu_valid4`] (ABI 1.11).
+    pub valid4: u64,
+    /// Rows remapped for correctable (single bit) ECC errors that are inactive
+    /// (`NVML_FI_DEV_REMAPPED_ROWS_COR_INACTIVE`, R595+) (ABI 1.11).
+    pub remapped_rows_correctable_inactive: u32,
+    /// The same for uncorrectable errors (`..._UNC_INACTIVE`) (ABI 1.11).
+    pub remapped_rows_uncorrectable_inactive: u32,
+    /// The base GPU power limit now enforced, milliwatts (field value 190,
+    /// `NVML_FI_DEV_POWER_CURRENT_LIMIT`, with the GPU base scope, R610+) (ABI 1.11).
+    pub gpu_base_current_mw: u32,
+    /// The base GPU power limit software requested, milliwatts (field value 192) (ABI 1.11).
+    pub gpu_base_requested_mw: u32,
+    /// The default base GPU power limit, milliwatts (field value 189) (ABI 1.11).
+    pub gpu_base_default_mw: u32,
+    /// The lowest base GPU power limit, milliwatts (field value 187) (ABI 1.11).
+    pub gpu_base_min_mw: u32,
+    /// The highest base GPU power limit, milliwatts (field value 188) (ABI 1.11).
+    pub gpu_base_max_mw: u32,
+    /// Seconds the GPU has had the driver loaded, over its life
+    /// (`nvmlDeviceGetBBXTimeData_v1`, R610+) (ABI 1.11).
+    pub bbx_time_run_s: u32,
+    /// Power smoothing's applied TMP floor, milliwatts (NVML gives watts) (ABI 1.11).
+    pub power_smoothing_tmp_floor_mw: u32,
+    /// Power smoothing's applied TMP ceiling, milliwatts (ABI 1.11).
+    pub power_smoothing_tmp_ceil_mw: u32,
+    /// The power smoothing circuitry's remaining lifetime, percent (ABI 1.11).
+    pub power_smoothing_hw_lifetime_pct: u32,
+    /// Power smoothing enabled: 1, or 0 (ABI 1.11).
+    pub power_smoothing_enabled: u32,
+    /// State-of-charge power smoothing enabled: 1, or 0 (ABI 1.11).
+    pub power_smoothing_soc_enabled: u32,
+    /// Power smoothing's current privilege level (ABI 1.11).
+    pub power_smoothing_priv_level: u32,
+    /// Immediate ramp down enabled: 1, or 0 (ABI 1.11).
+    pub power_smoothing_imm_ramp_down: u32,
+    /// The highest percent TMP floor allowed (ABI 1.11).
+    pub power_smoothing_max_pct_tmp_floor: u32,
+    /// The lowest percent TMP floor allowed (ABI 1.11).
+    pub power_smoothing_min_pct_tmp_floor: u32,
+    /// The number of preset profiles (ABI 1.11).
+    pub power_smoothing_num_preset_profiles: u32,
+    /// The active preset profile's percent TMP floor (ABI 1.11).
+    pub power_smoothing_profile_pct_tmp_floor: u32,
+    /// The active profile's ramp up rate, mW/s (ABI 1.11).
+    pub power_smoothing_profile_ramp_up_mw_s: u32,
+    /// The active profile's ramp down rate, mW/s (ABI 1.11).
+    pub power_smoothing_profile_ramp_down_mw_s: u32,
+    /// The active profile's ramp down hysteresis, ms (ABI 1.11).
+    pub power_smoothing_profile_ramp_down_hyst_ms: u32,
+    /// The active preset profile's number (ABI 1.11).
+    pub power_smoothing_active_profile: u32,
+    /// The admin override of the percent TMP floor (ABI 1.11).
+    pub power_smoothing_admin_pct_tmp_floor: u32,
+    /// The admin override of the ramp up rate, mW/s (ABI 1.11).
+    pub power_smoothing_admin_ramp_up_mw_s: u32,
+    /// The admin override of the ramp down rate, mW/s (ABI 1.11).
+    pub power_smoothing_admin_ramp_down_mw_s: u32,
+    /// The admin override of the ramp down hysteresis, ms (ABI 1.11).
+    pub power_smoothing_admin_ramp_down_hyst_ms: u32,
+    /// Zero.
+    pub reserved_ext10: u32,
+    /// Zero; room for later minor versions.
+    pub reserved_ext11: [u64; 17],
 }
 
 macro_rules! zeroed_default {

@@ -114,7 +114,7 @@ pin_layout!(StatusRecord, size = 256, {
     driver_version: 56, nvml_version: 88, error_message: 120, reserved: 248,
 });
 
-pin_layout!(GpuRecord, size = 1792, {
+pin_layout!(GpuRecord, size = 2048, {
     seq: 0, valid: 8, index: 16, state: 20, nvml_error_code: 24, pstate: 28,
     uuid: 32, name: 128, pci_bus_id: 224, mem_total_bytes: 256, mem_used_bytes: 264,
     mem_free_bytes: 272, mem_reserved_bytes: 280, energy_mj: 288, clock_event_reasons: 296,
@@ -274,6 +274,36 @@ pin_layout!(GpuRecord, size = 1792, {
     power_smoothing_admin_tar_window_mult: 1744,
     power_smoothing_admin_act_offset_mw: 1748,
     reserved_ext9: 1752,
+    valid4: 1792,
+    remapped_rows_correctable_inactive: 1800,
+    remapped_rows_uncorrectable_inactive: 1804,
+    gpu_base_current_mw: 1808,
+    gpu_base_requested_mw: 1812,
+    gpu_base_default_mw: 1816,
+    gpu_base_min_mw: 1820,
+    gpu_base_max_mw: 1824,
+    bbx_time_run_s: 1828,
+    power_smoothing_tmp_floor_mw: 1832,
+    power_smoothing_tmp_ceil_mw: 1836,
+    power_smoothing_hw_lifetime_pct: 1840,
+    power_smoothing_enabled: 1844,
+    power_smoothing_soc_enabled: 1848,
+    power_smoothing_priv_level: 1852,
+    power_smoothing_imm_ramp_down: 1856,
+    power_smoothing_max_pct_tmp_floor: 1860,
+    power_smoothing_min_pct_tmp_floor: 1864,
+    power_smoothing_num_preset_profiles: 1868,
+    power_smoothing_profile_pct_tmp_floor: 1872,
+    power_smoothing_profile_ramp_up_mw_s: 1876,
+    power_smoothing_profile_ramp_down_mw_s: 1880,
+    power_smoothing_profile_ramp_down_hyst_ms: 1884,
+    power_smoothing_active_profile: 1888,
+    power_smoothing_admin_pct_tmp_floor: 1892,
+    power_smoothing_admin_ramp_up_mw_s: 1896,
+    power_smoothing_admin_ramp_down_mw_s: 1900,
+    power_smoothing_admin_ramp_down_hyst_ms: 1904,
+    reserved_ext10: 1908,
+    reserved_ext11: 1912,
 });
 
 pin_layout!(ProcTableHead, size = 128, {

@@ -89,6 +89,8 @@ fn family(smi: &str, unit: Unit) -> Option<(String, String)> {
         Unit::MegaHertz => ("_clock_hz", " [MHz]"),
         Unit::Microseconds => ("_seconds", " [us]"),
         Unit::Milliseconds => ("_seconds", " [ms]"),
+        Unit::Seconds => ("_seconds", " [seconds]"),
+        Unit::MilliWattsPerSec => ("_watts_per_second", " [W/s]"),
         Unit::Celsius | Unit::Count | Unit::Text => ("", ""),
         // Units nvidia-smi's query fields do not print.
         Unit::MilliJoules | Unit::KiloBytesPerSec | Unit::BytesPerSec => return None,
@@ -131,6 +133,7 @@ fn smi_samples(smi: &str, field: &Field, g: &Gpu) -> Vec<(String, String, Value)
         // Multiplied, not divided, as that exporter does: the same float to the last bit.
         (Reading::Int(us), Unit::Microseconds) => Value::Float(us as f64 * 0.000001),
         (Reading::Int(ms), Unit::Milliseconds) => Value::Float(ms as f64 * 0.001),
+        (Reading::Int(mw), Unit::MilliWattsPerSec) => Value::Float((mw / 10) as f64 / 100.0),
         (Reading::Int(x), _) => Value::Int(x),
         (Reading::Signed(x), _) => Value::Signed(x),
         (Reading::Real(x), _) => Value::Float(x),

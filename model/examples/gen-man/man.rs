@@ -3,7 +3,7 @@
 //! example and its drift test (`tests/man.rs`).
 
 use gpupeek_model::fields::{Tier, FIELDS};
-use gpupeek_shm::layout::{gpu_valid, gpu_valid2, gpu_valid3};
+use gpupeek_shm::layout::{gpu_valid, gpu_valid2, gpu_valid3, gpu_valid4};
 
 /// How to regenerate.
 pub const COMMAND: &str = "cargo run -p gpupeek-model --example gen-man -- --write";
@@ -114,6 +114,12 @@ fn field_table() -> String {
                     .bits
                     .iter()
                     .filter(|b| f.valid3 & (1 << b.bit) != 0),
+            )
+            .chain(
+                gpu_valid4::SET
+                    .bits
+                    .iter()
+                    .filter(|b| f.valid4 & (1 << b.bit) != 0),
             )
             .map(|b| b.name)
             .collect();

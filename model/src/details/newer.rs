@@ -148,6 +148,9 @@ pub struct Newer<'a> {
     pub power_smoothing: [Option<u32>; 14],
     /// The `valid3` bits whose value the driver answered as deprecated.
     pub deprecated: u64,
+    /// ABI 1.11's `valid4` values (nvidia-smi 595's and 610's fields), by bit number,
+    /// as published (see `GpuRecord`): `v4[n]` is bit `n`'s value.
+    pub v4: [Option<u32>; 27],
 }
 
 /// The fabric's health as NVML gives it (`nvmlGpuFabricInfo_v3`).
@@ -335,6 +338,42 @@ impl<'a> Newer<'a> {
                 values
             },
             deprecated: g.deprecated3 & !g.valid3,
+            v4: {
+                let raw = [
+                    g.remapped_rows_correctable_inactive,
+                    g.remapped_rows_uncorrectable_inactive,
+                    g.gpu_base_current_mw,
+                    g.gpu_base_requested_mw,
+                    g.gpu_base_default_mw,
+                    g.gpu_base_min_mw,
+                    g.gpu_base_max_mw,
+                    g.bbx_time_run_s,
+                    g.power_smoothing_tmp_floor_mw,
+                    g.power_smoothing_tmp_ceil_mw,
+                    g.power_smoothing_hw_lifetime_pct,
+                    g.power_smoothing_enabled,
+                    g.power_smoothing_soc_enabled,
+                    g.power_smoothing_priv_level,
+                    g.power_smoothing_imm_ramp_down,
+                    g.power_smoothing_max_pct_tmp_floor,
+                    g.power_smoothing_min_pct_tmp_floor,
+                    g.power_smoothing_num_preset_profiles,
+                    g.power_smoothing_profile_pct_tmp_floor,
+                    g.power_smoothing_profile_ramp_up_mw_s,
+                    g.power_smoothing_profile_ramp_down_mw_s,
+                    g.power_smoothing_profile_ramp_down_hyst_ms,
+                    g.power_smoothing_active_profile,
+                    g.power_smoothing_admin_pct_tmp_floor,
+                    g.power_smoothing_admin_ramp_up_mw_s,
+                    g.power_smoothing_admin_ramp_down_mw_s,
+                    g.power_smoothing_admin_ramp_down_hyst_ms,
+                ];
+                let mut values = [None; 27];
+                for (bit, (value, x)) in values.iter_mut().zip(raw).enumerate() {
+                    *value = (g.valid4 & (1 << bit) != 0).then_some(x);
+                }
+                values
+            },
         }
     }
 }

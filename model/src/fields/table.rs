@@ -1212,6 +1212,7 @@ mod tests {
             valid: u64::MAX,
             valid2: u64::MAX,
             valid3: u64::MAX,
+            valid4: u64::MAX,
             power_limit_mw: 1,
             fabric_state: 3,
             // A fabric health summary, and each condition answered.
@@ -1264,6 +1265,17 @@ mod tests {
                     ..without
                 };
                 assert!(f.deprecated(&Gpu::new(&deprecated)), "{}", f.name);
+            }
+            for bit in (0..64).map(|i| 1u64 << i).filter(|b| f.valid4 & b != 0) {
+                let without = GpuRecord {
+                    valid4: all.valid4 & !bit,
+                    ..all
+                };
+                assert!(
+                    (f.get)(&Gpu::new(&without)).is_none(),
+                    "{}: valid4 {bit:#x}",
+                    f.name
+                );
             }
             for bit in (0..64).map(|i| 1u64 << i).filter(|b| f.valid2 & b != 0) {
                 let without = GpuRecord {

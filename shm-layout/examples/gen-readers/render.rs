@@ -92,6 +92,7 @@ fn c_prefix(table: &str) -> &'static str {
         "gpu_valid" => "GPU",
         "gpu_valid2" => "GPU_V2",
         "gpu_valid3" => "GPU_V3",
+        "gpu_valid4" => "GPU_V4",
         "proc_flags" => "PROC_FLAG",
         "proc_kind" | "proc_valid" => "PROC",
         "history_valid" => "HISTORY",

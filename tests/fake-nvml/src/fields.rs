@@ -29,6 +29,13 @@ use crate::state;
 /// `NVML_FI_DEV_EDPP_MULTIPLIER` (NVML 13.1, R590+), which the bindings do not name yet.
 pub const EDPP_MULTIPLIER: u32 = 274;
 
+/// `NVML_POWER_SCOPE_GPU_BASE` (nvml.h of CUDA 13.3, R610+: `#define`d as 3U, though
+/// the comment above `NVML_FI_DEV_POWER_AVERAGE` says "2 - GPU base scope").
+pub const GPU_BASE_SCOPE: u32 = 3;
+
+/// `NVML_FI_DEV_REMAPPED_ROWS_COR_INACTIVE` and `..._UNC_INACTIVE` (CUDA 13.2, R595+).
+pub const REMAPPED_ROWS_INACTIVE: [u32; 2] = [301, 302];
+
 /// How a driver numbers its field values after 250, which nvml.h has changed twice (the
 /// headers NVIDIA ships, as go-nvml syncs them):
 ///
@@ -39,15 +46,20 @@ pub const EDPP_MULTIPLIER: u32 = 274;
 /// - **R590 and later** (CUDA 13.1+): power smoothing back at 251–268, the counters at
 ///   269–271, the EDPp multiplier at 274, delayed power smoothing at 275–288
 ///   ([`crate::smoothing`]).
+/// - **R595** (CUDA 13.2) adds the inactive remapped rows (301, 302), **R610** (CUDA
+///   13.3) state-of-charge power smoothing (300) and the GPU base power scope (3), with
+///   R590's numbering otherwise.
 ///
 /// A driver answers an id by its own numbering: the same id is a different value on
 /// another branch. Older drivers (R560 and before) have no field past 250.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Numbering {
     Before570,
     R570,
     R575,
     R590,
+    R595,
+    R610,
 }
 
 impl Numbering {
@@ -58,7 +70,9 @@ impl Numbering {
             0..=569 => Numbering::Before570,
             570..=574 => Numbering::R570,
             575..=589 => Numbering::R575,
-            _ => Numbering::R590,
+            590..=594 => Numbering::R590,
+            595..=609 => Numbering::R595,
+            _ => Numbering::R610,
         }
     }
 
@@ -67,17 +81,17 @@ impl Numbering {
         match self {
             Numbering::Before570 | Numbering::R570 => None,
             Numbering::R575 => Some([251, 252, 253]),
-            Numbering::R590 => Some([269, 270, 271]),
+            Numbering::R590 | Numbering::R595 | Numbering::R610 => Some([269, 270, 271]),
         }
     }
 
-    /// The ids of power smoothing's first three fields (enabled, privilege level,
-    /// immediate ramp down enabled).
-    fn power_smoothing_state(self) -> Option<[u32; 3]> {
+    /// The id of `NVML_FI_PWR_SMOOTHING_ENABLED`, the first of power smoothing's
+    /// eighteen consecutive ids ([`crate::smoothing`]).
+    pub fn power_smoothing(self) -> Option<u32> {
         match self {
             Numbering::Before570 => None,
-            Numbering::R570 | Numbering::R590 => Some([251, 252, 253]),
-            Numbering::R575 => Some([256, 257, 258]),
+            Numbering::R575 => Some(256),
+            _ => Some(251),
         }
     }
 }
@@ -110,6 +124,19 @@ fn field(g: &Gpu, id: u32, scope: u32, numbering: Numbering) -> Option<Value> {
         }
         .map(Value::Uint);
     }
+    if scope == GPU_BASE_SCOPE && numbering >= Numbering::R610 {
+        // nvml.h: the GPU base scope "only supports _MIN_LIMIT, _MAX_LIMIT,
+        // _DEFAULT_LIMIT, and _CURRENT_LIMIT".
+        let b = g.gpu_base_power?;
+        return match id {
+            NVML_FI_DEV_POWER_CURRENT_LIMIT => b.current_limit_mw,
+            NVML_FI_DEV_POWER_DEFAULT_LIMIT => b.default_limit_mw,
+            NVML_FI_DEV_POWER_MIN_LIMIT => b.min_limit_mw,
+            NVML_FI_DEV_POWER_MAX_LIMIT => b.max_limit_mw,
+            _ => None,
+        }
+        .map(Value::Uint);
+    }
     if scope != NVML_POWER_SCOPE_GPU {
         return None;
     }
@@ -126,12 +153,6 @@ fn field(g: &Gpu, id: u32, scope: u32, numbering: Numbering) -> Option<Value> {
     {
         return ull(counter(g, named[at]));
     }
-    if let Some(at) = numbering
-        .power_smoothing_state()
-        .and_then(|ids| ids.iter().position(|&i| i == id))
-    {
-        return ui(g.power_smoothing_state.map(|state| state[at]));
-    }
     match id {
         NVML_FI_DEV_ECC_SBE_VOL_TOTAL => ull(g.ecc_corrected_volatile),
         NVML_FI_DEV_ECC_DBE_VOL_TOTAL => ull(g.ecc_uncorrected_volatile),
@@ -143,9 +164,11 @@ fn field(g: &Gpu, id: u32, scope: u32, numbering: Numbering) -> Option<Value> {
         NVML_FI_DEV_PCIE_COUNT_TX_BYTES => ull(g.pcie_tx_bytes),
         NVML_FI_DEV_PCIE_COUNT_RX_BYTES => ull(g.pcie_rx_bytes),
         NVML_FI_DEV_GET_GPU_RECOVERY_ACTION => ui(g.gpu_recovery_action),
-        EDPP_MULTIPLIER if numbering == Numbering::R590 => ui(g.edpp_multiplier_pct),
+        EDPP_MULTIPLIER if numbering >= Numbering::R590 => ui(g.edpp_multiplier_pct),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP => ull(counter(g, "sw_power_cap")),
         NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST => ull(counter(g, "sync_boost")),
+        301 => ui(g.remapped_rows_inactive.map(|r| r[0])),
+        302 => ui(g.remapped_rows_inactive.map(|r| r[1])),
         _ => None,
     }
 }
@@ -160,8 +183,12 @@ fn counter(g: &Gpu, name: &str) -> Option<u64> {
 fn answer(g: &Gpu, entry: &mut nvmlFieldValue_t, now_us: i64, numbering: Numbering) {
     entry.timestamp = now_us;
     entry.latencyUsec = 0;
-    let value = match crate::smoothing::answer(g, entry.fieldId, numbering) {
+    let value = match crate::smoothing::answer(g, entry.fieldId, entry.scopeId, numbering) {
         Some(answer) => answer,
+        // A driver before R595 knows no id past its NVML_FI_MAX (303 from R595 on).
+        None if REMAPPED_ROWS_INACTIVE.contains(&entry.fieldId) && numbering < Numbering::R595 => {
+            Err(INVALID_ARGUMENT)
+        }
         None => field(g, entry.fieldId, entry.scopeId, numbering).ok_or(NOT_SUPPORTED),
     };
     match value {
@@ -315,7 +342,8 @@ mod tests {
         let s = Scenario::parse(
             r#"{"gpus": [{"clocks_event_reasons_counters": {"sw_thermal_slowdown": 11,
                             "hw_thermal_slowdown": 12, "hw_power_brake_slowdown": 13},
-                          "power_smoothing_state": [1, 2, 1], "edpp_multiplier_pct": 100}]}"#,
+                          "power_smoothing": {"enabled": 1, "priv_level": 2, "imm_ramp_down": 1},
+                          "edpp_multiplier_pct": 100}]}"#,
         )
         .unwrap();
         let g = &s.gpus[0];
@@ -342,6 +370,10 @@ mod tests {
         assert_eq!(read(EDPP_MULTIPLIER, Numbering::R575), None);
         assert_eq!(Numbering::of(Some("580.65.06")), Numbering::R575);
         assert_eq!(Numbering::of(Some("590.48.01")), Numbering::R590);
+        assert_eq!(Numbering::of(Some("595.80")), Numbering::R595);
+        assert_eq!(Numbering::of(Some("610.57.04")), Numbering::R610);
+        assert_eq!(at([251, 252, 253], Numbering::R610), [1, 2, 1].map(Some));
+        assert_eq!(at([269, 270, 271], Numbering::R610), [11, 12, 13].map(Some));
         assert_eq!(Numbering::of(Some("570.124.06")), Numbering::R570);
         assert_eq!(Numbering::of(Some("550.54.15")), Numbering::Before570);
     }

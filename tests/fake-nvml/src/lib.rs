@@ -142,6 +142,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetDramEncryptionMode",
     "nvmlDeviceGetPlatformInfo",
     "nvmlDeviceGetHostname_v1",
+    "nvmlDeviceGetBBXTimeData_v1",
     "nvmlGetVgpuDriverCapabilities",
     "nvmlDeviceGetVgpuCapabilities",
     "nvmlGpmQueryDeviceSupport",

@@ -435,3 +435,25 @@ pub unsafe extern "C" fn nvmlDeviceGetHostname_v1(
         unsafe { put(hostname, value) }
     })
 }
+
+/// `nvmlBBXTimeData_v1_t`: one `unsigned int timeRun` (nvml.h of CUDA 13.3).
+#[repr(C)]
+pub struct BbxTimeData {
+    time_run: std::os::raw::c_uint,
+}
+
+/// `nvmlDeviceGetBBXTimeData_v1(device, timeData)` (R610+; nvml-wrapper-sys has no
+/// binding): the scenario's `bbx_time_run_s`, `NOT_SUPPORTED` without it. Driver
+/// profiles before R610 do not export it (nvidia-smi 610.62's Windows library lacks it
+/// too: `[Function Not Found]`).
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetBBXTimeData_v1(
+    device: nvmlDevice_t,
+    time_data: *mut BbxTimeData,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetBBXTimeData_v1", device, |g, _| {
+        let value = g.bbx_time_run_s.map(|s| BbxTimeData { time_run: s });
+        // SAFETY: the caller passes a writable `nvmlBBXTimeData_v1_t` (or null).
+        unsafe { put(time_data, value) }
+    })
+}

@@ -89,6 +89,9 @@ const NEWER_THAN_550: [&str; 4] = [
     "nvmlDeviceGetHostname_v1",
 ];
 
+/// The GPU's run time from its black box (R610, NVML 13.3).
+const NEWER_THAN_595: [&str; 1] = ["nvmlDeviceGetBBXTimeData_v1"];
+
 /// MIG (R450, NVML 11.0, with the A100): its queries, row remapping (A100), and `nvmlEventSetWait_v2`, whose
 /// event data carries the MIG instance of an Xid (drivers before it have only
 /// `nvmlEventSetWait`).
@@ -129,6 +132,7 @@ pub const R440: Profile = Profile {
         &NEWER_THAN_470_VGPU,
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
+        &NEWER_THAN_595,
     ],
 };
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
@@ -151,6 +155,7 @@ pub const R450: Profile = Profile {
         &NEWER_THAN_470_VGPU,
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
+        &NEWER_THAN_595,
     ],
 };
 /// R470: v1 and `_v2`.
@@ -171,6 +176,7 @@ pub const R470: Profile = Profile {
         &NEWER_THAN_470_VGPU,
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
+        &NEWER_THAN_595,
     ],
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
@@ -181,6 +187,7 @@ pub const R535_54: Profile = Profile {
         &[DETAIL_LIST, NEWER_THAN_535],
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
+        &NEWER_THAN_595,
     ],
 };
 /// 535.98: `_v3` withdrawn (it came back in 535.104).
@@ -192,6 +199,7 @@ pub const R535_98: Profile = Profile {
         &[DETAIL_LIST, NEWER_THAN_535],
         &NEWER_THAN_535_INFO,
         &NEWER_THAN_550,
+        &NEWER_THAN_595,
     ],
 };
 /// R550: `_v3` with 24-byte entries and `nvmlDeviceGetRunningProcessDetailList`, but
@@ -199,17 +207,25 @@ pub const R535_98: Profile = Profile {
 pub const CURRENT: Profile = Profile {
     name: "current",
     driver_version: "550.54.15",
-    absent: &[&NEWER_THAN_550],
+    absent: &[&NEWER_THAN_550, &NEWER_THAN_595],
 };
-/// R590 (nvidia_gpu_exporter's H100 and H200 captures): everything the fake has.
+/// R590 (nvidia_gpu_exporter's H100 and H200 captures): everything the fake has but
+/// R610's.
 pub const R590: Profile = Profile {
     name: "r590",
     driver_version: "590.48.01",
+    absent: &[&NEWER_THAN_595],
+};
+/// R610 (nvidia_gpu_exporter's RTX 2080 SUPER capture on 610.57.04): everything the
+/// fake has.
+pub const R610: Profile = Profile {
+    name: "r610",
+    driver_version: "610.57.04",
     absent: &[],
 };
 
 /// Every profile, oldest first.
-pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT, R590];
+pub const PROFILES: &[Profile] = &[R450, R470, R535_54, R535_98, CURRENT, R590, R610];
 /// Older drivers the tests link besides [`PROFILES`], for the tests of what they lack.
 pub const OLDER: &[Profile] = &[R440];
 
@@ -259,5 +275,7 @@ mod tests {
         assert!(!R440.exports().any(|f| f == "nvmlEventSetWait_v2"));
         assert!(R440.exports().any(|f| f == "nvmlEventSetWait"));
         assert!(R450.exports().any(|f| f == "nvmlEventSetWait_v2"));
+        assert!(!R590.exports().any(|f| f == NEWER_THAN_595[0]));
+        assert!(R610.exports().any(|f| f == NEWER_THAN_595[0]));
     }
 }

@@ -249,10 +249,15 @@ pub struct Gpu {
     /// absent one is not supported.
     #[serde(default)]
     pub clocks_event_reasons_counters: BTreeMap<String, u64>,
-    /// Power smoothing's state, `[enabled, privilege level, immediate ramp down
-    /// enabled]` (Blackwell): field values 251–253 on R570 and R590+ drivers, 256–258 on
-    /// R575–R580 ([`crate::fields::Numbering`]); absent: not supported.
-    pub power_smoothing_state: Option<[u32; 3]>,
+    /// `[correctable, uncorrectable]` inactive remapped rows: field values 301 and 302
+    /// (R595+); absent: not supported.
+    pub remapped_rows_inactive: Option<[u32; 2]>,
+    /// The base GPU power limits: the power field values with the GPU base scope
+    /// (R610+); absent: not supported.
+    pub gpu_base_power: Option<GpuBasePower>,
+    /// `nvmlDeviceGetBBXTimeData_v1`'s `timeRun`, seconds (R610+); absent: not
+    /// supported.
+    pub bbx_time_run_s: Option<u32>,
     /// GPM metrics; absent means the GPU has no GPM (`nvmlGpmQueryDeviceSupport` says
     /// unsupported, `nvmlGpmSampleGet` returns `NOT_SUPPORTED`).
     pub gpm: Option<Gpm>,
@@ -799,5 +804,21 @@ pub struct ModulePower {
     /// `NVML_FI_DEV_POWER_MIN_LIMIT`.
     pub min_limit_mw: Option<u32>,
     /// `NVML_FI_DEV_POWER_MAX_LIMIT`.
+    pub max_limit_mw: Option<u32>,
+}
+
+/// The base GPU power limits, milliwatts, as the power field values answer them with
+/// `scopeId` `NVML_POWER_SCOPE_GPU_BASE`; nvml.h says the scope supports the current,
+/// default, min and max limits only (the requested limit, 192, is not supported).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuBasePower {
+    /// 190.
+    pub current_limit_mw: Option<u32>,
+    /// 189.
+    pub default_limit_mw: Option<u32>,
+    /// 187.
+    pub min_limit_mw: Option<u32>,
+    /// 188.
     pub max_limit_mw: Option<u32>,
 }

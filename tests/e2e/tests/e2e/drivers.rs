@@ -24,7 +24,7 @@ fn expected_entry_point(profile: Profile) -> &'static str {
         "r450" => "nvmlDeviceGetComputeRunningProcesses",
         "r470" | "r535_98" => "nvmlDeviceGetComputeRunningProcesses_v2",
         "r535_54" => "nvmlDeviceGetComputeRunningProcesses_v3",
-        "current" | "r590" => "nvmlDeviceGetRunningProcessDetailList",
+        "current" | "r590" | "r610" => "nvmlDeviceGetRunningProcessDetailList",
         other => panic!("no expectation for profile {other}"),
     }
 }

@@ -53,6 +53,7 @@ mod serve_stream;
 mod serve_web;
 mod smi;
 mod smi590;
+mod smi610;
 mod soak;
 mod states;
 mod statusbar;

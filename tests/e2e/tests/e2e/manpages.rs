@@ -249,12 +249,14 @@ fn shm_page_field_types_and_validity_bits_are_the_rust_ones() {
             assert_eq!(row.2, field.ty.name(), "{}.{}", record.name, field.name);
             let note = row.3.rfind('[').map(|i| &row.3[i + 1..]);
             // "[bit N]" (or "[valid bit N]") is a bit of `valid`, "[valid2 bit N]" of
-            // `valid2`, "[valid3 bit N]" of `valid3`.
+            // `valid2`, "[valid3 bit N]" of `valid3`, "[valid4 bit N]" of `valid4`.
             let documented = note.and_then(|n| {
                 let (mask, n) = if let Some(rest) = n.strip_prefix("valid2 ") {
                     ("valid2", rest)
                 } else if let Some(rest) = n.strip_prefix("valid3 ") {
                     ("valid3", rest)
+                } else if let Some(rest) = n.strip_prefix("valid4 ") {
+                    ("valid4", rest)
                 } else {
                     ("valid", n.trim_start_matches("valid "))
                 };

@@ -274,3 +274,52 @@ fn power_smoothing_is_never_asked_on_a_fast_tick() {
         "{per_tick} calls in {ticks} ticks: {diff:?}"
     );
 }
+
+/// nvidia-smi 595's and 610's values (inactive remapped rows 301-302, power smoothing's
+/// eighteen renumbered ids 251-268 and 300, the base power limits, the black box) are
+/// read on the near-static tier: a Blackwell GPU on a 610 driver asks for none of them
+/// on a fast tick, each id once at the near-static read, and its fast tick costs what
+/// a Hopper's does.
+#[test]
+fn the_610_values_are_never_asked_on_a_fast_tick() {
+    let sb = Sandbox::new("cost-smi610");
+    sb.use_driver(gpupeek_e2e::profiles::R610);
+    let mut gpu = hopper(0);
+    gpu["name"] = json!("NVIDIA GB200");
+    gpu["remapped_rows_inactive"] = json!([0, 0]);
+    gpu["gpu_base_power"] = json!({"current_limit_mw": 800000});
+    gpu["bbx_time_run_s"] = json!(3600);
+    gpu["power_smoothing"] = json!({"enabled": 1, "active_profile": 0, "tmp_floor": 560});
+    sb.write_scenario(&json!({"driver_version": "610.57.04", "gpus": [gpu]}));
+    let daemon = sb.start_daemon_with("120ms", &["--process-interval", "60m"]);
+    sb.wait_live(&daemon);
+    sb.snapshot_when(&daemon, "the 610 values", |s| {
+        let v4 = s.gpus[0].valid4;
+        use gpupeek_shm::layout::gpu_valid4 as v4s;
+        v4 & v4s::BBX_TIME_RUN != 0 && v4 & v4s::POWER_SMOOTHING_TMP_FLOOR != 0
+    });
+    let ids: Vec<u32> = (251..=268).chain(300..=302).collect();
+    let asked = |calls: &BTreeMap<String, u64>| -> Vec<u64> {
+        ids.iter()
+            .map(|id| calls.get(&format!("field:{id}")).copied().unwrap_or(0))
+            .collect()
+    };
+    let bbx = |calls: &BTreeMap<String, u64>| calls.get("nvmlDeviceGetBBXTimeData_v1").copied();
+    let before = calls(&sb, &daemon);
+    assert_eq!(asked(&before), vec![1; ids.len()]);
+    assert_eq!(bbx(&before), Some(1));
+    let (diff, ticks) = calls_over(&sb, &daemon, 20);
+    let after = calls(&sb, &daemon);
+    assert_eq!(asked(&after), asked(&before), "over {ticks} ticks");
+    assert_eq!(bbx(&after), Some(1), "over {ticks} ticks");
+    let per_tick: u64 = diff
+        .iter()
+        .filter(|(k, _)| *k != "nvmlDeviceGetCount_v2" && !k.starts_with("nvmlEventSet"))
+        .filter(|(k, _)| !k.starts_with("nvmlGpm"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        per_tick as f64 / ticks as f64 <= 6.5,
+        "{per_tick} calls in {ticks} ticks: {diff:?}"
+    );
+}

@@ -209,7 +209,7 @@ fn counters_on(driver: &str, sleeper: &Proc) -> serde_json::Value {
     let mut scenario = two_gpus(sleeper.0.id());
     scenario["driver_version"] = json!(driver);
     let h100 = &mut scenario["gpus"][0];
-    h100["power_smoothing_state"] = json!([1, 2, 1]);
+    h100["power_smoothing"] = json!({"enabled": 1, "priv_level": 2, "imm_ramp_down": 1});
     h100["clocks_event_reasons_counters"] = json!({
         "sw_power_cap": 212553937u64, "sync_boost": 0, "sw_thermal_slowdown": 31,
         "hw_thermal_slowdown": 32, "hw_power_brake_slowdown": 33
