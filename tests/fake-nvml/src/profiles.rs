@@ -18,6 +18,8 @@ pub struct Profile {
     pub driver_version: &'static str,
     /// Functions of [`EXPORTED`] this driver does not have, in groups.
     pub absent: &'static [&'static [&'static str]],
+    /// A newer driver whose absent functions this one lacks too.
+    pub before: Option<&'static Profile>,
 }
 
 const V2: [&str; 2] = [
@@ -115,25 +117,8 @@ const NEWER_THAN_440: [&str; 12] = [
 pub const R440: Profile = Profile {
     name: "r440",
     driver_version: "440.118.02",
-    absent: &[
-        &NEWER_THAN_440,
-        &NEWER_THAN_470,
-        &NEWER_THAN_450,
-        &V2,
-        &V3,
-        &[
-            DETAIL_LIST,
-            NEWER_THAN_520,
-            NEWER_THAN_470_PCIE,
-            NEWER_THAN_470_CC,
-        ],
-        &NEWER_THAN_470_ENGINES,
-        &NEWER_THAN_470_RAS,
-        &NEWER_THAN_470_VGPU,
-        &NEWER_THAN_535_INFO,
-        &NEWER_THAN_550,
-        &NEWER_THAN_595,
-    ],
+    absent: &[&NEWER_THAN_440],
+    before: Some(&R450),
 };
 /// Early R450 (450.51–450.57): only the v1 process lists (16-byte entries).
 pub const R450: Profile = Profile {
@@ -157,6 +142,7 @@ pub const R450: Profile = Profile {
         &NEWER_THAN_550,
         &NEWER_THAN_595,
     ],
+    before: None,
 };
 /// R470: v1 and `_v2`.
 pub const R470: Profile = Profile {
@@ -178,6 +164,7 @@ pub const R470: Profile = Profile {
         &NEWER_THAN_550,
         &NEWER_THAN_595,
     ],
+    before: None,
 };
 /// 535.54.03 (CUDA 12.2): `_v3` writes 32-byte entries.
 pub const R535_54: Profile = Profile {
@@ -189,6 +176,7 @@ pub const R535_54: Profile = Profile {
         &NEWER_THAN_550,
         &NEWER_THAN_595,
     ],
+    before: None,
 };
 /// 535.98: `_v3` withdrawn (it came back in 535.104).
 pub const R535_98: Profile = Profile {
@@ -201,6 +189,7 @@ pub const R535_98: Profile = Profile {
         &NEWER_THAN_550,
         &NEWER_THAN_595,
     ],
+    before: None,
 };
 /// R550: `_v3` with 24-byte entries and `nvmlDeviceGetRunningProcessDetailList`, but
 /// not the thermal margin or the addressing mode.
@@ -208,6 +197,7 @@ pub const CURRENT: Profile = Profile {
     name: "current",
     driver_version: "550.54.15",
     absent: &[&NEWER_THAN_550, &NEWER_THAN_595],
+    before: None,
 };
 /// R590 (nvidia_gpu_exporter's H100 and H200 captures): everything the fake has but
 /// R610's.
@@ -215,6 +205,7 @@ pub const R590: Profile = Profile {
     name: "r590",
     driver_version: "590.48.01",
     absent: &[&NEWER_THAN_595],
+    before: None,
 };
 /// R610 (nvidia_gpu_exporter's RTX 2080 SUPER capture on 610.57.04): everything the
 /// fake has.
@@ -222,6 +213,7 @@ pub const R610: Profile = Profile {
     name: "r610",
     driver_version: "610.57.04",
     absent: &[],
+    before: None,
 };
 
 /// Every profile, oldest first.
@@ -235,7 +227,14 @@ impl Profile {
         EXPORTED
             .iter()
             .copied()
-            .filter(|f| !self.absent.iter().any(|group| group.contains(f)))
+            .filter(|f| !self.absent_groups().any(|group| group.contains(f)))
+    }
+
+    /// The groups of functions this driver does not have, with those of the driver it
+    /// comes [`before`](Profile::before).
+    pub fn absent_groups(&self) -> impl Iterator<Item = &'static [&'static str]> {
+        let before = self.before.map_or(&[][..], |p| p.absent);
+        self.absent.iter().chain(before).copied()
     }
 
     /// A GNU ld version script exporting exactly [`Profile::exports`].
@@ -261,7 +260,7 @@ mod tests {
     #[test]
     fn profiles_name_only_exported_functions() {
         for p in PROFILES.iter().chain(OLDER) {
-            for f in p.absent.iter().copied().flatten() {
+            for f in p.absent_groups().flatten() {
                 assert!(EXPORTED.contains(f), "{}: {f} is not exported", p.name);
             }
             assert!(p.version_script().contains("nvmlInit_v2;"));
