@@ -11,6 +11,11 @@ use crate::scenario::Scenario;
 /// Environment variable naming the scenario file.
 pub const SCENARIO_ENV: &str = "FAKE_NVML_SCENARIO";
 
+/// Environment variable that, set to `1`, makes the scenario file be read once: no call
+/// after the first that parsed looks at the file again. For benchmarks, where the
+/// `stat()` each call makes under the state's lock is the fake's cost, not a driver's.
+pub const READ_ONCE_ENV: &str = "FAKE_NVML_SCENARIO_READ_ONCE";
+
 /// Identifies one version of the scenario file. Besides mtime and size it
 /// holds inode and ctime, so a rename-into-place or a same-size rewrite within
 /// one coarse timestamp tick is still noticed.
@@ -72,7 +77,17 @@ pub struct Snapshot {
 /// Checks the scenario file with one `stat()`, re-reads it if it changed, and
 /// returns the state a call should act on.
 pub fn refresh() -> Snapshot {
+    static READ_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let read_once =
+        *READ_ONCE.get_or_init(|| std::env::var_os(READ_ONCE_ENV).is_some_and(|v| v == "1"));
     let mut st = lock();
+    if read_once && st.scenario.is_some() && st.current_error.is_none() {
+        return Snapshot {
+            initialized: st.refcount > 0,
+            scenario: st.scenario.as_ref().map(Scenario::current),
+            current_error: None,
+        };
+    }
     match std::env::var_os(SCENARIO_ENV) {
         None => {
             st.seen = None;

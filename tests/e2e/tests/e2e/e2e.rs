@@ -204,6 +204,26 @@ fn a_value_edited_in_the_scenario_shows_up_within_two_ticks() {
     assert_eq!(doc["gpus"][1]["temperature.gpu"], 77);
 }
 
+/// The benchmarks' `FAKE_NVML_SCENARIO_READ_ONCE=1`: the fake reads its scenario once,
+/// so the `stat()` it otherwise makes on every call (the fake's cost, not a driver's)
+/// is not in the daemon's measured cost, and an edit is then not seen.
+#[test]
+fn with_the_fakes_read_once_switch_an_edited_scenario_is_not_seen() {
+    let sleeper = Sleeper::new();
+    let sb = Sandbox::new("read-once");
+    sb.write_scenario(&scenario(sleeper.pid()));
+    let once = std::ffi::OsStr::new("1");
+    let daemon = sb.start_daemon_env("100ms", &[], &[("FAKE_NVML_SCENARIO_READ_ONCE", once)]);
+    sb.wait_live(&daemon);
+    let mut edited = scenario(sleeper.pid());
+    edited["gpus"][0]["utilization_gpu_pct"] = json!(99);
+    let generation = sb.segment().generation();
+    sb.write_scenario(&edited);
+    sb.wait_generation(generation + 3, &daemon);
+    let doc: Value = serde_json::from_slice(&sb.client(&["--json"]).stdout).unwrap();
+    assert_eq!(doc["gpus"][0]["utilization.gpu"], 45, "{doc}");
+}
+
 #[test]
 fn running_the_client_many_times_adds_zero_nvml_calls() {
     let (sb, _sleeper, daemon) = live("calls", "1s");
