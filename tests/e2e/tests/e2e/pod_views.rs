@@ -28,6 +28,16 @@ const GPUS: [&str; 3] = [
 ];
 const NAMES: [&str; 3] = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4"];
 
+/// The tests that make pod cgroups, one at a time: they name the same pods' cgroups, and
+/// one's end (which kills what is left in its cgroups and removes them) would take
+/// another's processes with it.
+fn pod_cgroups_to_myself() -> std::sync::MutexGuard<'static, ()> {
+    static POD_CGROUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    POD_CGROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A cgroup named as the kubelet (systemd driver) and containerd name a container of pod
 /// `uid`.
 fn pod_cgroup(uid: &str, container: char, pid: u32) -> NamedCgroup {
@@ -203,6 +213,7 @@ fn each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed() {
     if !root_or_skip("each_pod_sees_its_own_gpus_and_processes_and_a_gone_pods_view_is_removed") {
         return;
     }
+    let _cgroups = pod_cgroups_to_myself();
     let pods = Pods::new("podviews");
     let (_box_a, a) = container();
     let _cg_a = pod_cgroup(UID_A, 'a', a);
@@ -301,6 +312,7 @@ fn gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view() {
     if !root_or_skip("gpupeek_in_a_pods_namespaces_reads_only_its_read_only_view") {
         return;
     }
+    let _cgroups = pod_cgroups_to_myself();
     let pods = Pods::new("podns");
     let (_box_a, a) = container();
     let _cg_a = pod_cgroup(UID_A, 'a', a);
@@ -489,6 +501,7 @@ fn a_pods_process_of_another_user_is_in_its_view_under_a_daemon_that_may_not_ptr
     ) {
         return;
     }
+    let _cgroups = pod_cgroups_to_myself();
     let pods = Pods::new("podviews-noptrace");
     let (_box_a, a) = container_as(Some(65534));
     let _cg_a = pod_cgroup(UID_A, 'a', a);
