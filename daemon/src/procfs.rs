@@ -7,7 +7,9 @@
 //!
 //! Cost: each tick reads two small files per process (`/proc/PID/stat`: CPU time and start
 //! time; `statm`: resident memory, exact where `stat`'s copy is an approximation on recent
-//! kernels, and what `ps` and psutil report), once however many GPUs list it. The slow-changing details (owner,
+//! kernels, and what `ps` and psutil report), once however many GPUs list it, each with
+//! one `pread` through a descriptor kept open from the process's first tick (for up to
+//! [`MAX_KEPT`] processes; see [`ProcFiles::read_kept`]). The slow-changing details (owner,
 //! command line, namespace, container) are read when a process is first seen and again
 //! every [`DETAILS_REFRESH_NS`] (programs may rewrite their command line). A process is
 //! recognised across ticks by pid and start time, so a recycled pid is a new process.
@@ -29,6 +31,10 @@ use crate::procfile::ProcFiles;
 
 /// How often the slow-changing details of a live process are read again.
 pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
+
+/// Most processes whose `stat` and `statm` are kept open (two descriptors each, well
+/// inside the 1,024 a service may open by default); the rest are read by path.
+pub const MAX_KEPT: usize = 256;
 
 /// Reads process details below a `/proc` root (injectable for tests and containers).
 pub struct Procfs {
@@ -79,6 +85,15 @@ struct Known {
     /// The raw `/proc/PID/cgroup` that `info.container` was parsed from (empty when it
     /// could not be read: no container either way).
     cgroup: Vec<u8>,
+    /// Its `stat` and `statm`, kept open.
+    fds: Kept,
+}
+
+/// A process's `stat` and `statm`, open.
+#[derive(Debug, Default)]
+struct Kept {
+    stat: Option<std::fs::File>,
+    statm: Option<std::fs::File>,
 }
 
 impl Procfs {
@@ -125,7 +140,14 @@ impl Procfs {
         if self.known.get(&pid).is_some_and(|k| k.seen_tick == tick) {
             return self.known.get(&pid).map(|k| &k.info);
         }
-        let Some(stat) = self.read_stat(pid) else {
+        // Descriptors from earlier ticks are this process's, or fail and are opened again.
+        let mut fds = match self.known.get_mut(&pid) {
+            Some(k) => std::mem::take(&mut k.fds),
+            None => Kept::default(),
+        };
+        let keep = fds.stat.is_some() || self.known.len() < MAX_KEPT;
+        let stat = self.files.read_kept(&mut fds.stat, keep, pid, "stat");
+        let Some(stat) = stat.and_then(|b| proc::parse_stat(&String::from_utf8_lossy(b))) else {
             self.known.remove(&pid);
             return None;
         };
@@ -151,6 +173,7 @@ impl Procfs {
                     cpu_at_ns: now,
                     info,
                     cgroup: Vec::new(),
+                    fds: Kept::default(),
                 },
             );
         }
@@ -168,9 +191,11 @@ impl Procfs {
                 k.cpu_at_ns = now;
             }
         }
-        let rss_bytes = self.read_statm(pid).map(|p| p.saturating_mul(page_size));
+        let statm = self.files.read_kept(&mut fds.statm, keep, pid, "statm");
+        let resident = statm.and_then(|b| proc::parse_statm_resident(&String::from_utf8_lossy(b)));
         let k = self.known.get_mut(&pid).expect("inserted above");
-        k.info.rss_bytes = rss_bytes;
+        k.info.rss_bytes = resident.map(|p| p.saturating_mul(page_size));
+        k.fds = fds;
         (k.seen_tick, k.seen_ns) = (tick, now);
         Some(&k.info)
     }
@@ -179,15 +204,6 @@ impl Procfs {
     /// not known (any more).
     pub fn cached(&self, pid: u32) -> Option<&ProcInfo> {
         self.known.get(&pid).map(|k| &k.info)
-    }
-
-    fn read_stat(&mut self, pid: u32) -> Option<proc::Stat> {
-        proc::parse_stat(&self.files.read_str(pid, "stat")?)
-    }
-
-    /// Resident pages, the second field of `/proc/PID/statm`.
-    fn read_statm(&mut self, pid: u32) -> Option<u64> {
-        proc::parse_statm_resident(&self.files.read_str(pid, "statm")?)
     }
 }
 
@@ -592,5 +608,31 @@ mod tests {
         assert_eq!(ns_pid, me, "our /proc is that of our own pid namespace");
         assert_eq!(inode, pid_namespace_of(Path::new("/proc")));
         assert!(info.rss_bytes.unwrap() > 0);
+    }
+
+    #[test]
+    fn a_real_process_is_read_through_kept_descriptors_until_it_is_gone() {
+        let mut procfs = Procfs::new("/proc");
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        for _ in 0..3 {
+            procfs.new_tick(gpupeek_shm::mono_now_ns());
+            let info = procfs.lookup(pid).unwrap();
+            assert!(info.rss_bytes.unwrap() > 0);
+            assert_eq!(info.command.as_deref(), Some("sleep"));
+            let fds = &procfs.known[&pid].fds;
+            assert!(fds.stat.is_some() && fds.statm.is_some());
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        procfs.new_tick(gpupeek_shm::mono_now_ns());
+        assert!(procfs.lookup(pid).is_none());
+        assert!(
+            !procfs.known.contains_key(&pid),
+            "forgotten, its descriptors closed"
+        );
     }
 }
