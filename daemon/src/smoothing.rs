@@ -6,7 +6,8 @@
 //! between branches: [`Numbering`]) and state-of-charge smoothing (300, R610+),
 //! published in `valid4` (ABI 1.11). nvml-wrapper-sys names none of the ids it needs.
 //! Read on the near-static tier ([`crate::tiers::STATIC`]) in two
-//! `nvmlDeviceGetFieldValues` calls ([`sample4`]), never on the fast tick.
+//! `nvmlDeviceGetFieldValues` calls ([`sample4`]), one on a GPU without power smoothing,
+//! never on the fast tick.
 //!
 //! Units as nvml.h gives them: the floors, ceiling and offsets in watts (published in
 //! milliwatts, as every power in the segment), the window multiplier and hysteresis in
@@ -362,8 +363,9 @@ impl Plan {
     }
 }
 
-/// The two calls of [`sample4`] for one driver: they depend on its [`Numbering`] only,
-/// so they are made once per NVML session (`sampler::Held`).
+/// The two calls of [`sample4`] for one driver (the second only where the first says
+/// the GPU has power smoothing): they depend on its [`Numbering`] only, so they are
+/// planned once per NVML session (`sampler::Held`).
 #[derive(Debug)]
 pub struct Plans {
     /// The state, the delayed values, the active profile's number and the admin
@@ -383,18 +385,27 @@ impl Plans {
     }
 }
 
-/// Reads every power smoothing value in two field-value calls on the near-static tier
-/// (`plans`, the session's): the state, the delayed power smoothing values, the active
-/// preset profile's number and the admin overrides first, then the `PROFILE_*` values
-/// with `scopeId` the active profile (nvml.h: "for a given profile"; nvidia-smi's
-/// `curr_profile.*`), or 0 where the driver does not say which is active. Each answered
-/// value sets its bit.
+/// Reads every power smoothing value on the near-static tier in at most two field-value
+/// calls (`plans`, the session's): the state, the delayed power smoothing values, the
+/// active preset profile's number and the admin overrides first, then the `PROFILE_*`
+/// values with `scopeId` the active profile (nvml.h: "for a given profile"; nvidia-smi's
+/// `curr_profile.*`), or 0 where the driver does not say which is active. The second
+/// call is made only where the first answered one of its entries: a GPU without power
+/// smoothing (every one before Blackwell) answers each of them "not supported", and a
+/// driver before R590 "invalid argument" for the delayed ids it does not have, while the
+/// call itself succeeds. Each answered value sets its bit.
 pub fn sample4(nvml: &Nvml, plans: &Plans, d: &Device, f: &mut Fill) {
     let first = &plans.first;
     let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &first.ids, 0)) else {
         return;
     };
+    // Per entry, as real drivers answer: the call succeeded, and no entry did where the
+    // GPU has no power smoothing.
+    let has_smoothing = answers.iter().any(Result::is_ok);
     store(f, &first.targets, answers);
+    if !has_smoothing {
+        return;
+    }
     let active = if f.rec.valid4 & v4::POWER_SMOOTHING_ACTIVE_PROFILE != 0 {
         f.rec.power_smoothing_active_profile
     } else {
