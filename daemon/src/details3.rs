@@ -57,7 +57,7 @@ pub const STATIC3: u64 = v3::PCI_CLASS
     | v3::GPU_HOSTNAME
     | crate::smoothing::BITS;
 // `crate::smoothing::BITS` are read with the valid4 values (`crate::details4`), in the
-// same two calls as the rest of power smoothing.
+// same calls as the rest of power smoothing (`crate::smoothing::sample4`).
 
 /// The vGPU capabilities: each bit with the NVML
 /// capability it asks (`None` for the driver's, the rest the GPU's).

@@ -26,6 +26,7 @@ use gpupeek_shm::GpuRecord;
 use crate::details3::Unbound;
 use crate::numbering::{Numbering, POWER_SCOPE_GPU_BASE};
 use crate::reads::Fill;
+use crate::smoothing::Plans;
 
 /// The base GPU power limits: bits and field ids. nvidia-smi 610's `--help-query-gpu`
 /// describes `gpu.base.current` as the setting "requested by software" and
@@ -51,11 +52,13 @@ const GPU_BASE: [(u64, u32); 5] = [
     (v4::GPU_BASE_MAX, field_id::NVML_FI_DEV_POWER_MAX_LIMIT),
 ];
 
-/// Reads the near-static `valid4` values of one GPU.
+/// Reads the near-static `valid4` values of one GPU; `smoothing`: the session's power
+/// smoothing calls, planned from `numbering` when it began.
 pub fn sample_static(
     nvml: &Nvml,
     unbound: &Unbound,
     numbering: Numbering,
+    smoothing: &Plans,
     d: &Device,
     f: &mut Fill,
 ) {
@@ -94,7 +97,7 @@ pub fn sample_static(
         f.rec.bbx_time_run_s = s;
         f.rec.valid4 |= v4::BBX_TIME_RUN;
     }
-    crate::smoothing::sample4(nvml, numbering, d, f);
+    crate::smoothing::sample4(nvml, smoothing, d, f);
 }
 
 fn clamp(x: u64) -> u32 {

@@ -45,6 +45,7 @@ use crate::reads::{
     code, put_identity, read_identity, sample_fast, sample_pcie_throughput, sample_slow,
     sample_static, Failure, Fill, Identity,
 };
+use crate::smoothing;
 use crate::tiers::{self, Carry};
 
 /// Driver-wide facts, each `None` when NVML could not say.
@@ -67,6 +68,8 @@ struct Held {
     /// Where this driver numbers the field values nvml.h renumbered, and which newer
     /// ones it has.
     numbering: Numbering,
+    /// The power smoothing ids this numbering asks, and where their answers go.
+    smoothing: smoothing::Plans,
     closed: MarkOnDrop,
 }
 
@@ -122,6 +125,7 @@ impl Sampler {
                 nvml,
                 unbound,
                 numbering,
+                smoothing: smoothing::Plans::of(numbering),
                 closed: MarkOnDrop(Arc::new(AtomicBool::new(false))),
             }),
             proc_buffers,
@@ -325,8 +329,9 @@ impl GpuSampler {
         if self.carry.static_due(now) {
             sample_static(&device, &mut fill);
             details::sample_static(nvml, &self.nvml.unbound, &device, &mut fill);
-            let numbering = self.nvml.numbering;
-            details4::sample_static(nvml, &self.nvml.unbound, numbering, &device, &mut fill);
+            let (unbound, numbering) = (&self.nvml.unbound, self.nvml.numbering);
+            let plans = &self.nvml.smoothing;
+            details4::sample_static(nvml, unbound, numbering, plans, &device, &mut fill);
             self.carry.keep(fill.rec, tiers::STATIC);
             self.carry.keep2(fill.rec, details::STATIC2);
             self.carry.keep3(fill.rec, details::STATIC3);

@@ -6,7 +6,8 @@
 //! between branches: [`Numbering`]) and state-of-charge smoothing (300, R610+),
 //! published in `valid4` (ABI 1.11). nvml-wrapper-sys names none of the ids it needs.
 //! Read on the near-static tier ([`crate::tiers::STATIC`]) in two
-//! `nvmlDeviceGetFieldValues` calls ([`sample4`]), never on the fast tick.
+//! `nvmlDeviceGetFieldValues` calls ([`sample4`]), one on a GPU without power smoothing,
+//! never on the fast tick.
 //!
 //! Units as nvml.h gives them: the floors, ceiling and offsets in watts (published in
 //! milliwatts, as every power in the segment), the window multiplier and hysteresis in
@@ -326,55 +327,99 @@ enum Target {
     V4(u64),
 }
 
-/// The ids asked, and where each answer goes, in the first call (`profile` false: the
-/// state, the delayed values and the admin overrides) or the second (the active
-/// profile's values), for a driver numbered `numbering`.
-fn plan(numbering: Numbering, profile: bool) -> Vec<(u32, Target, Kind)> {
-    let mut asked = Vec::new();
-    for &(bit, id, kind, of_profile) in &FIELDS4 {
-        let id = match id {
-            Id::Renumbered(offset) => numbering.power_smoothing().map(|first| first + offset),
-            Id::Soc => numbering.soc_power_smoothing(),
-        };
-        if let (Some(id), true) = (id, of_profile == profile) {
-            asked.push((id, Target::V4(bit), kind));
-        }
-    }
-    for &(bit, id, kind) in &FIELDS {
-        if is_profile(id) == profile {
-            asked.push((id, Target::V3(bit), kind));
-        }
-    }
-    asked
+/// One field-value call of [`sample4`]: the ids asked, and where each answer goes and
+/// as what, in the same order.
+#[derive(Debug, Default)]
+struct Plan {
+    ids: Vec<u32>,
+    targets: Vec<(Target, Kind)>,
 }
 
-/// Reads every power smoothing value in two field-value calls on the near-static tier:
-/// the state, the delayed power smoothing values, the active preset profile's number
-/// and the admin overrides first, then the `PROFILE_*` values with `scopeId` the active
-/// profile (nvml.h: "for a given profile"; nvidia-smi's `curr_profile.*`), or 0 where
-/// the driver does not say which is active. Each answered value sets its bit.
-pub fn sample4(nvml: &Nvml, numbering: Numbering, d: &Device, f: &mut Fill) {
-    let first = plan(numbering, false);
-    let ids: Vec<u32> = first.iter().map(|a| a.0).collect();
-    let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &ids, 0)) else {
+impl Plan {
+    /// The first call (`profile` false: the state, the delayed values and the admin
+    /// overrides) or the second (the active profile's values), for a driver numbered
+    /// `numbering`.
+    fn of(numbering: Numbering, profile: bool) -> Plan {
+        let mut plan = Plan::default();
+        let mut ask = |id, target, kind| {
+            plan.ids.push(id);
+            plan.targets.push((target, kind));
+        };
+        for &(bit, id, kind, of_profile) in &FIELDS4 {
+            let id = match id {
+                Id::Renumbered(offset) => numbering.power_smoothing().map(|first| first + offset),
+                Id::Soc => numbering.soc_power_smoothing(),
+            };
+            if let (Some(id), true) = (id, of_profile == profile) {
+                ask(id, Target::V4(bit), kind);
+            }
+        }
+        for &(bit, id, kind) in &FIELDS {
+            if is_profile(id) == profile {
+                ask(id, Target::V3(bit), kind);
+            }
+        }
+        plan
+    }
+}
+
+/// The two calls of [`sample4`] for one driver (the second only where the first says
+/// the GPU has power smoothing): they depend on its [`Numbering`] only, so they are
+/// planned once per NVML session (`sampler::Held`).
+#[derive(Debug)]
+pub struct Plans {
+    /// The state, the delayed values, the active profile's number and the admin
+    /// overrides.
+    first: Plan,
+    /// The active profile's `PROFILE_*` values.
+    profile: Plan,
+}
+
+impl Plans {
+    /// The calls for a driver numbered `numbering`.
+    pub fn of(numbering: Numbering) -> Plans {
+        Plans {
+            first: Plan::of(numbering, false),
+            profile: Plan::of(numbering, true),
+        }
+    }
+}
+
+/// Reads every power smoothing value on the near-static tier in at most two field-value
+/// calls (`plans`, the session's): the state, the delayed power smoothing values, the
+/// active preset profile's number and the admin overrides first, then the `PROFILE_*`
+/// values with `scopeId` the active profile (nvml.h: "for a given profile"; nvidia-smi's
+/// `curr_profile.*`), or 0 where the driver does not say which is active. The second
+/// call is made only where the first answered one of its entries: a GPU without power
+/// smoothing (every one before Blackwell) answers each of them "not supported", and a
+/// driver before R590 "invalid argument" for the delayed ids it does not have, while the
+/// call itself succeeds. Each answered value sets its bit.
+pub fn sample4(nvml: &Nvml, plans: &Plans, d: &Device, f: &mut Fill) {
+    let first = &plans.first;
+    let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &first.ids, 0)) else {
         return;
     };
-    store(f, &first, answers);
+    // Per entry, as real drivers answer: the call succeeded, and no entry did where the
+    // GPU has no power smoothing.
+    let has_smoothing = answers.iter().any(Result::is_ok);
+    store(f, &first.targets, answers);
+    if !has_smoothing {
+        return;
+    }
     let active = if f.rec.valid4 & v4::POWER_SMOOTHING_ACTIVE_PROFILE != 0 {
         f.rec.power_smoothing_active_profile
     } else {
         0
     };
-    let second = plan(numbering, true);
-    let ids: Vec<u32> = second.iter().map(|a| a.0).collect();
-    if let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &ids, active)) {
-        store(f, &second, answers);
+    let second = &plans.profile;
+    if let Some(answers) = f.call(|| crate::fields::numbers_scoped(nvml, d, &second.ids, active)) {
+        store(f, &second.targets, answers);
     }
 }
 
 /// Stores `answers` as `asked` says; each answered value sets its bit.
-fn store(f: &mut Fill, asked: &[(u32, Target, Kind)], answers: Vec<Result<f64, NvmlError>>) {
-    for (&(_, target, kind), answer) in asked.iter().zip(answers) {
+fn store(f: &mut Fill, asked: &[(Target, Kind)], answers: Vec<Result<f64, NvmlError>>) {
+    for (&(target, kind), answer) in asked.iter().zip(answers) {
         // Per entry, "not supported" (GPUs without power smoothing) and "invalid
         // argument" (an id past the driver's NVML_FI_MAX) alike leave the value unknown.
         let Some(v) = answer.ok().and_then(|x| publish(kind, x)) else {
@@ -455,10 +500,7 @@ mod tests {
     #[test]
     fn each_driver_is_asked_its_own_ids_and_the_profile_values_apart() {
         let ids = |v: &str, profile: bool| -> Vec<u32> {
-            let mut ids: Vec<u32> = plan(Numbering::of(Some(v)), profile)
-                .iter()
-                .map(|a| a.0)
-                .collect();
+            let mut ids = Plan::of(Numbering::of(Some(v)), profile).ids;
             ids.sort_unstable();
             ids
         };

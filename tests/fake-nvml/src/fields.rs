@@ -10,7 +10,9 @@
 //! and the clock event reason counters (74, 76, and three more whose ids depend on the
 //! driver: see [`Numbering`]). With `scopeId` 1
 //! (`NVML_POWER_SCOPE_MODULE`) the power fields (185-190, 192) answer the module's power,
-//! which only Grace superchips have; any other scope is not supported.
+//! which only Grace superchips have, and on R610+ with `scopeId` 3 (the GPU base scope)
+//! the four limits of [`GPU_BASE_SCOPE_FIELDS`] answer the GPU base's, both from a
+//! [`crate::scenario::PowerScope`]; any other scope is not supported.
 
 // Function, parameter and (bindgen-made) constant names are NVML's C names.
 #![allow(non_snake_case, non_upper_case_globals)]
@@ -32,6 +34,15 @@ pub const EDPP_MULTIPLIER: u32 = 274;
 /// `NVML_POWER_SCOPE_GPU_BASE` (nvml.h of CUDA 13.3, R610+: `#define`d as 3U, though
 /// the comment above `NVML_FI_DEV_POWER_AVERAGE` says "2 - GPU base scope").
 pub const GPU_BASE_SCOPE: u32 = 3;
+
+/// The power field values the GPU base scope answers: nvml.h's note on the scope says
+/// it "only supports _MIN_LIMIT, _MAX_LIMIT, _DEFAULT_LIMIT, and _CURRENT_LIMIT".
+pub const GPU_BASE_SCOPE_FIELDS: [u32; 4] = [
+    NVML_FI_DEV_POWER_CURRENT_LIMIT,
+    NVML_FI_DEV_POWER_DEFAULT_LIMIT,
+    NVML_FI_DEV_POWER_MIN_LIMIT,
+    NVML_FI_DEV_POWER_MAX_LIMIT,
+];
 
 /// `NVML_FI_DEV_REMAPPED_ROWS_COR_INACTIVE` and `..._UNC_INACTIVE` (CUDA 13.2, R595+).
 pub const REMAPPED_ROWS_INACTIVE: [u32; 2] = [301, 302];
@@ -104,38 +115,20 @@ pub enum Value {
 }
 
 /// The value of field `id` on `g` for the scope `scope` (`NVML_POWER_SCOPE_*` for the
-/// power fields: 0 the GPU, 1 the module of a Grace superchip), if it has one, on a
-/// driver that numbers its fields `numbering`.
+/// power fields: 0 the GPU, 1 the module of a Grace superchip, 3 the GPU base), if it
+/// has one, on a driver that numbers its fields `numbering`.
 fn field(g: &Gpu, id: u32, scope: u32, numbering: Numbering) -> Option<Value> {
     if g.unsupported_fields.contains(&id) {
         return None;
     }
-    if scope == NVML_POWER_SCOPE_MODULE {
-        let m = g.module_power?;
-        return match id {
-            NVML_FI_DEV_POWER_AVERAGE => m.average_mw,
-            NVML_FI_DEV_POWER_INSTANT => m.instant_mw,
-            NVML_FI_DEV_POWER_REQUESTED_LIMIT => m.requested_limit_mw,
-            NVML_FI_DEV_POWER_CURRENT_LIMIT => m.current_limit_mw,
-            NVML_FI_DEV_POWER_DEFAULT_LIMIT => m.default_limit_mw,
-            NVML_FI_DEV_POWER_MIN_LIMIT => m.min_limit_mw,
-            NVML_FI_DEV_POWER_MAX_LIMIT => m.max_limit_mw,
-            _ => None,
-        }
-        .map(Value::Uint);
-    }
-    if scope == GPU_BASE_SCOPE && numbering >= Numbering::R610 {
-        // nvml.h: the GPU base scope "only supports _MIN_LIMIT, _MAX_LIMIT,
-        // _DEFAULT_LIMIT, and _CURRENT_LIMIT".
-        let b = g.gpu_base_power?;
-        return match id {
-            NVML_FI_DEV_POWER_CURRENT_LIMIT => b.current_limit_mw,
-            NVML_FI_DEV_POWER_DEFAULT_LIMIT => b.default_limit_mw,
-            NVML_FI_DEV_POWER_MIN_LIMIT => b.min_limit_mw,
-            NVML_FI_DEV_POWER_MAX_LIMIT => b.max_limit_mw,
-            _ => None,
-        }
-        .map(Value::Uint);
+    let power_scope = match scope {
+        NVML_POWER_SCOPE_MODULE => Some(g.module_power),
+        // Its scenario object has only the limits this scope answers (validated).
+        GPU_BASE_SCOPE if numbering >= Numbering::R610 => Some(g.gpu_base_power),
+        _ => None,
+    };
+    if let Some(power) = power_scope {
+        return power?.get(id).map(Value::Uint);
     }
     if scope != NVML_POWER_SCOPE_GPU {
         return None;
@@ -335,6 +328,61 @@ mod tests {
             answer(g, &mut e, 1, Numbering::Before570);
             assert_eq!(e.nvmlReturn, NOT_SUPPORTED, "field {id}");
         }
+    }
+
+    #[test]
+    fn the_module_and_gpu_base_scopes_answer_their_own_power() {
+        let s = Scenario::parse(
+            r#"{"gpus": [{"power_usage_mw": 7, "power_limit_mw": 9,
+                          "module_power": {"average_mw": 100, "requested_limit_mw": 200},
+                          "gpu_base_power": {"current_limit_mw": 300, "max_limit_mw": 400}}]}"#,
+        )
+        .unwrap();
+        let g = &s.gpus[0];
+        let read = |id: u32, scope: u32, numbering: Numbering| {
+            let mut e = nvmlFieldValue_t {
+                scopeId: scope,
+                ..entry(id)
+            };
+            answer(g, &mut e, 1, numbering);
+            // SAFETY: any bits are a valid u32, and every power field that answers
+            // answers an unsigned int (the value is kept only then).
+            (e.nvmlReturn == SUCCESS).then_some(unsafe { e.value.uiVal })
+        };
+        let (gpu, module, base) = (
+            NVML_POWER_SCOPE_GPU,
+            NVML_POWER_SCOPE_MODULE,
+            GPU_BASE_SCOPE,
+        );
+        let (average, current) = (NVML_FI_DEV_POWER_AVERAGE, NVML_FI_DEV_POWER_CURRENT_LIMIT);
+        let (requested, max) = (
+            NVML_FI_DEV_POWER_REQUESTED_LIMIT,
+            NVML_FI_DEV_POWER_MAX_LIMIT,
+        );
+        let (r590, r595, r610) = (Numbering::R590, Numbering::R595, Numbering::R610);
+        for (id, scope, numbering, want) in [
+            (average, gpu, r610, Some(7)),
+            (current, gpu, r610, Some(9)),
+            (average, module, r590, Some(100)),
+            (requested, module, r610, Some(200)),
+            (current, module, r610, None),
+            (current, base, r610, Some(300)),
+            (max, base, r610, Some(400)),
+            (average, base, r610, None),
+            (current, base, r595, None),
+            (current, 2, r610, None),
+        ] {
+            let got = read(id, scope, numbering);
+            assert_eq!(got, want, "field {id}, scope {scope}, {numbering:?}");
+        }
+        // The GPU base scope has the four limits only: a scenario cannot give it more.
+        for key in ["requested_limit_mw", "average_mw", "instant_mw"] {
+            let text = format!(r#"{{"gpus": [{{"gpu_base_power": {{"{key}": 1}}}}]}}"#);
+            let refused = Scenario::parse(&text).unwrap_err();
+            let want = format!("gpus[0].gpu_base_power.{key}: ");
+            assert!(refused.starts_with(&want), "{refused}");
+        }
+        assert!(Scenario::parse(r#"{"gpus": [{"gpu_base_power": {"typo_mw": 1}}]}"#).is_err());
     }
 
     #[test]

@@ -9,7 +9,14 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use nvml_wrapper_sys::bindings::field_id::{
+    NVML_FI_DEV_POWER_AVERAGE, NVML_FI_DEV_POWER_CURRENT_LIMIT, NVML_FI_DEV_POWER_DEFAULT_LIMIT,
+    NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_POWER_MAX_LIMIT, NVML_FI_DEV_POWER_MIN_LIMIT,
+    NVML_FI_DEV_POWER_REQUESTED_LIMIT,
+};
+
 use crate::codes::ErrorCode;
+use crate::fields::GPU_BASE_SCOPE_FIELDS;
 use crate::EXPORTED;
 
 /// The whole scenario file.
@@ -217,7 +224,7 @@ pub struct Gpu {
     pub sram_ecc_status: Option<[u64; 12]>,
     /// Module power by field value with `scopeId` `NVML_POWER_SCOPE_MODULE` (Grace
     /// superchips only: GH200, GB200); absent: every module field is not supported.
-    pub module_power: Option<ModulePower>,
+    pub module_power: Option<PowerScope>,
     /// `nvmlDeviceGetConfComputeProtectedMemoryUsage` (R535+) `[total, used]` bytes.
     pub protected_memory_bytes: Option<[u64; 2]>,
     /// `nvmlDeviceGetVgpuCapabilities` by capability (`NVML_DEVICE_VGPU_CAP_*`, 0 to
@@ -253,8 +260,9 @@ pub struct Gpu {
     /// (R595+); absent: not supported.
     pub remapped_rows_inactive: Option<[u32; 2]>,
     /// The base GPU power limits: the power field values with the GPU base scope
-    /// (R610+); absent: not supported.
-    pub gpu_base_power: Option<GpuBasePower>,
+    /// (R610+): the current, default, min and max limits only (nvml.h), any other key
+    /// is refused; absent: not supported.
+    pub gpu_base_power: Option<PowerScope>,
     /// `nvmlDeviceGetBBXTimeData_v1`'s `timeRun`, seconds (R610+); absent: not
     /// supported.
     pub bbx_time_run_s: Option<u32>,
@@ -567,6 +575,15 @@ impl Scenario {
                     check_c_string(&format!("{at}.uuid"), m.uuid.as_deref())?;
                 }
             }
+            for (id, key) in PowerScope::FIELDS {
+                let set = gpu.gpu_base_power.is_some_and(|b| b.get(id).is_some());
+                if set && !GPU_BASE_SCOPE_FIELDS.contains(&id) {
+                    return Err(format!(
+                        "gpus[{i}].gpu_base_power.{key}: the GPU base power scope has only the \
+                         current, default, min and max limits"
+                    ));
+                }
+            }
             if let Some(id) = &gpu.pci_bus_id {
                 if id.len() >= 32 || parse_pci_bus_id(id).is_none() {
                     return Err(format!(
@@ -787,38 +804,52 @@ pub struct Platform {
     pub module_id: u8,
 }
 
-/// Module power (Grace superchips), milliwatts; an absent value is not supported.
+/// The power field values of one power scope (`scopeId`), milliwatts: the module's
+/// (`module_power`, `NVML_POWER_SCOPE_MODULE`) or the GPU base's (`gpu_base_power`,
+/// `NVML_POWER_SCOPE_GPU_BASE`, which has the four limits of
+/// [`crate::fields::GPU_BASE_SCOPE_FIELDS`] only); an absent value is not supported.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ModulePower {
-    /// `NVML_FI_DEV_POWER_AVERAGE`.
+pub struct PowerScope {
+    /// `NVML_FI_DEV_POWER_AVERAGE` (185).
     pub average_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_INSTANT`.
+    /// `NVML_FI_DEV_POWER_INSTANT` (186).
     pub instant_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_REQUESTED_LIMIT`.
+    /// `NVML_FI_DEV_POWER_REQUESTED_LIMIT` (192).
     pub requested_limit_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_CURRENT_LIMIT`.
+    /// `NVML_FI_DEV_POWER_CURRENT_LIMIT` (190).
     pub current_limit_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_DEFAULT_LIMIT`.
+    /// `NVML_FI_DEV_POWER_DEFAULT_LIMIT` (189).
     pub default_limit_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_MIN_LIMIT`.
+    /// `NVML_FI_DEV_POWER_MIN_LIMIT` (187).
     pub min_limit_mw: Option<u32>,
-    /// `NVML_FI_DEV_POWER_MAX_LIMIT`.
+    /// `NVML_FI_DEV_POWER_MAX_LIMIT` (188).
     pub max_limit_mw: Option<u32>,
 }
 
-/// The base GPU power limits, milliwatts, as the power field values answer them with
-/// `scopeId` `NVML_POWER_SCOPE_GPU_BASE`; nvml.h says the scope supports the current,
-/// default, min and max limits only (the requested limit, 192, is not supported).
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuBasePower {
-    /// 190.
-    pub current_limit_mw: Option<u32>,
-    /// 189.
-    pub default_limit_mw: Option<u32>,
-    /// 187.
-    pub min_limit_mw: Option<u32>,
-    /// 188.
-    pub max_limit_mw: Option<u32>,
+impl PowerScope {
+    /// Each value's field id and key.
+    pub const FIELDS: [(u32, &'static str); 7] = [
+        (NVML_FI_DEV_POWER_AVERAGE, "average_mw"),
+        (NVML_FI_DEV_POWER_INSTANT, "instant_mw"),
+        (NVML_FI_DEV_POWER_REQUESTED_LIMIT, "requested_limit_mw"),
+        (NVML_FI_DEV_POWER_CURRENT_LIMIT, "current_limit_mw"),
+        (NVML_FI_DEV_POWER_DEFAULT_LIMIT, "default_limit_mw"),
+        (NVML_FI_DEV_POWER_MIN_LIMIT, "min_limit_mw"),
+        (NVML_FI_DEV_POWER_MAX_LIMIT, "max_limit_mw"),
+    ];
+
+    /// The value of power field `id` in this scope, if the scenario gives one.
+    pub fn get(&self, id: u32) -> Option<u32> {
+        match id {
+            NVML_FI_DEV_POWER_AVERAGE => self.average_mw,
+            NVML_FI_DEV_POWER_INSTANT => self.instant_mw,
+            NVML_FI_DEV_POWER_REQUESTED_LIMIT => self.requested_limit_mw,
+            NVML_FI_DEV_POWER_CURRENT_LIMIT => self.current_limit_mw,
+            NVML_FI_DEV_POWER_DEFAULT_LIMIT => self.default_limit_mw,
+            NVML_FI_DEV_POWER_MIN_LIMIT => self.min_limit_mw,
+            NVML_FI_DEV_POWER_MAX_LIMIT => self.max_limit_mw,
+            _ => None,
+        }
+    }
 }

@@ -299,6 +299,57 @@ fn the_610_values_are_never_asked_on_a_fast_tick() {
     assert_fast_tick_cost_unchanged(&diff, ticks);
 }
 
+/// A GPU without power smoothing (every Hopper and older GPU: the driver answers each
+/// power smoothing entry `NOT_SUPPORTED`) is not asked the active profile's values: its
+/// near-static read makes one power smoothing call, not two. A Blackwell beside it, on
+/// the same 610 driver, still is, with its active profile's values.
+#[test]
+fn a_gpu_without_power_smoothing_is_not_asked_the_profile_values() {
+    use gpupeek_shm::layout::gpu_valid4 as v4;
+    let sb = Sandbox::new("cost-no-smoothing");
+    sb.use_driver(gpupeek_e2e::profiles::R610);
+    let mut blackwell = hopper(1);
+    blackwell["name"] = json!("NVIDIA GB200");
+    blackwell["power_smoothing"] = json!({
+        "enabled": 1, "active_profile": 1, "tmp_floor": 560,
+        "profiles": [{"percent_tmp_floor": 50}, {"percent_tmp_floor": 65}]
+    });
+    let doc = json!({"driver_version": "610.57.04", "gpus": [hopper(0), blackwell]});
+    sb.write_scenario(&doc);
+    let daemon = sb.start_daemon_with("120ms", &["--process-interval", "60m"]);
+    sb.wait_live(&daemon);
+    // R610's NVML_FI_PWR_SMOOTHING_ENABLED (251) is in the first call: both GPUs made
+    // theirs once both have asked it.
+    wait_for("both GPUs' near-static reads", &daemon, || {
+        field_ids_asked(&calls(&sb, &daemon), &[251]) == [2]
+    });
+    sb.let_ticks_pass(&daemon, 4);
+    // The PROFILE_* ids: 260-263 on R610 (251 + 9 to 12), and 281-284.
+    let profile: Vec<u32> = (260..=263).chain(281..=284).collect();
+    let first: Vec<u32> = (251..=259).chain(264..=268).chain(275..=280).collect();
+    let now = calls(&sb, &daemon);
+    assert_eq!(field_ids_asked(&now, &first), vec![2; first.len()]);
+    assert_eq!(
+        field_ids_asked(&now, &profile),
+        vec![1; profile.len()],
+        "the GPU without power smoothing was asked the profile ids"
+    );
+    let snap = sb.segment().snapshot().unwrap();
+    let (hopper, blackwell) = (&snap.gpus[0], &snap.gpus[1]);
+    let profile_bits = v4::POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR
+        | v4::POWER_SMOOTHING_PROFILE_RAMP_UP
+        | v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN
+        | v4::POWER_SMOOTHING_PROFILE_RAMP_DOWN_HYST;
+    assert_eq!(hopper.valid4 & profile_bits, 0, "{:#x}", hopper.valid4);
+    assert_ne!(
+        blackwell.valid4 & v4::POWER_SMOOTHING_PROFILE_PCT_TMP_FLOOR,
+        0,
+        "{:#x}",
+        blackwell.valid4
+    );
+    assert_eq!(blackwell.power_smoothing_profile_pct_tmp_floor, 65);
+}
+
 /// How many times the fake was asked each field value of `ids` (its `field:ID` lines).
 fn field_ids_asked(calls: &BTreeMap<String, u64>, ids: &[u32]) -> Vec<u64> {
     ids.iter()
