@@ -388,7 +388,7 @@ pub mod exporter {
     pub use crate::metrics::{escape, scrape, scrape_with, Options};
     pub use crate::serve::{command_line, Args};
     pub use crate::snapshot::document as snapshot;
-    pub use crate::stream::{event, hostname, readiness, Event};
+    pub use crate::stream::{event, hostname, readiness, with_segment, Event};
     pub use crate::{exit_status, Exit, EXIT_OS, EXIT_USAGE};
 }
 

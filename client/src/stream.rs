@@ -3,6 +3,12 @@
 //! request or event through [`Reading`], so `/metrics`, `/snapshot`, `/-/ready` and
 //! `/events` agree on the daemon's state and on what a live daemon's document shows;
 //! the events are the `--json` document ([`crate::json`]) on one line.
+//!
+//! The segment stays mapped between readings ([`with_segment`]): opening it maps it
+//! anew and faults in every page a snapshot touches, at each request and event, where
+//! telling whether the name still leads to the same segment is one open and one fstat.
+
+use std::sync::{Mutex, PoisonError};
 
 use gpupeek_shm::{Segment, Snapshot};
 
@@ -65,7 +71,24 @@ impl Reading {
 
 /// Reads segment `name` once.
 pub fn read(name: &str) -> Reading {
-    Reading::new(name, Segment::open(name).and_then(|s| s.snapshot()))
+    Reading::new(name, with_segment(name, Segment::snapshot).and_then(|r| r))
+}
+
+/// `f` of segment `name`, mapped by an earlier call when that is still the segment the
+/// name leads to, else opened again: when the name was removed or re-created by a
+/// restarted daemon ([`Segment::replaced`]), or a daemon took the segment over in place
+/// (a new epoch, perhaps with another geometry). The error opening it gave otherwise.
+pub fn with_segment<T>(name: &str, f: impl FnOnce(&Segment) -> T) -> Result<T, gpupeek_shm::Error> {
+    static KEPT: Mutex<Option<Segment>> = Mutex::new(None);
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    let same = kept.as_ref().is_some_and(|s| {
+        s.name() == name && s.current_epoch() == s.header().epoch && !s.replaced()
+    });
+    if !same {
+        *kept = None;
+        *kept = Some(Segment::open(name)?);
+    }
+    Ok(f(kept.as_ref().expect("opened above")))
 }
 
 /// `Ok` when segment `name` can be read and its daemon is live; otherwise the one line

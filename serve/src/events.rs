@@ -74,9 +74,14 @@ impl Publisher {
 
     /// The event for the current publish, unless it was sent already.
     pub fn event(&mut self) -> Option<Vec<u8>> {
-        let segment = Segment::open(&self.name).ok()?;
-        let event = exporter::event(&segment, &self.node);
-        let key = (event.generation, segment.current_epoch());
+        let (event, epoch) = exporter::with_segment(&self.name, |segment| {
+            (
+                exporter::event(segment, &self.node),
+                segment.current_epoch(),
+            )
+        })
+        .ok()?;
+        let key = (event.generation, epoch);
         if self.last == Some(key) {
             return None;
         }
@@ -90,8 +95,8 @@ impl Publisher {
 /// there is no segment).
 pub fn open(name: &str, node: &str) -> Response {
     let mut body = String::from("retry: 2000\n\n");
-    if let Ok(segment) = Segment::open(name) {
-        body += &encode(&exporter::event(&segment, node));
+    if let Ok(event) = exporter::with_segment(name, |segment| exporter::event(segment, node)) {
+        body += &encode(&event);
     }
     Response {
         status: 200,
