@@ -10,8 +10,9 @@
 //! kernels, and what `ps` and psutil report), once however many GPUs list it, each with
 //! one `pread` through a descriptor kept open from the process's first tick (for up to
 //! [`MAX_KEPT`] processes; see [`ProcFiles::read_kept`]). The slow-changing details (owner,
-//! command line, namespace, container) are read when a process is first seen and again
-//! every [`DETAILS_REFRESH_NS`] (programs may rewrite their command line). A process is
+//! command line, container) are read when a process is first seen and again every
+//! [`DETAILS_REFRESH_NS`] (programs may rewrite their command line); its pid namespace,
+//! fixed for its life, only until it is known. A process is
 //! recognised across ticks by pid and start time, so a recycled pid is a new process.
 //! User names are cached per uid.
 //!
@@ -241,9 +242,11 @@ fn refresh_details(
     }
     // Another user's `ns/pid` needs ptrace access (CAP_SYS_PTRACE for a daemon whose
     // capabilities are dropped), while its status is world-readable: the pid in its own
-    // namespace is kept then, with the namespace unknown (inode 0).
+    // namespace is kept then, with the namespace unknown (inode 0). A process's own pid
+    // namespace is fixed for its life: once known, it is not looked up again.
+    let known_inode = info.namespace.map(|(_, inode)| inode).filter(|&i| i != 0);
     info.namespace = status.and_then(|(_, ns_pid)| {
-        let inode = files.inode(pid, "ns/pid");
+        let inode = known_inode.or_else(|| files.inode(pid, "ns/pid"));
         (ns_pid != 0 || inode.is_some()).then(|| (ns_pid, inode.unwrap_or(0)))
     });
     let cmdline = files.read(pid, "cmdline").unwrap_or_default();
@@ -531,6 +534,36 @@ mod tests {
             Some("second"),
             "but are after the refresh period"
         );
+    }
+
+    #[test]
+    fn the_pid_namespace_is_looked_up_once_and_the_other_details_at_each_refresh() {
+        let proc = FakeProc::new("nsonce");
+        proc.process(
+            13,
+            "Uid:\t0\t0\t0\t0\nNSpid:\t13\t1\n",
+            b"first\0",
+            "first\n",
+        );
+        std::fs::create_dir_all(proc.0.join("13/ns")).unwrap();
+        std::fs::write(proc.0.join("13/ns/pid"), "").unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let inode = std::fs::metadata(proc.0.join("13/ns/pid")).unwrap().ino();
+        let mut procfs = Procfs::new(&proc.0);
+        procfs.new_tick(SEC);
+        assert_eq!(procfs.lookup(13).unwrap().namespace, Some((1, inode)));
+        // Another file (another inode) in its place: a lookup would see it.
+        std::fs::write(proc.0.join("13/ns/pid.new"), "").unwrap();
+        std::fs::rename(proc.0.join("13/ns/pid.new"), proc.0.join("13/ns/pid")).unwrap();
+        assert_ne!(
+            std::fs::metadata(proc.0.join("13/ns/pid")).unwrap().ino(),
+            inode
+        );
+        std::fs::write(proc.0.join("13/cmdline"), b"second\0").unwrap();
+        procfs.new_tick(SEC + DETAILS_REFRESH_NS);
+        let info = procfs.lookup(13).unwrap();
+        assert_eq!(info.command.as_deref(), Some("second"), "refreshed");
+        assert_eq!(info.namespace, Some((1, inode)), "not looked up again");
     }
 
     /// Where each detail's text lives: the same addresses mean nothing was replaced.
