@@ -544,3 +544,62 @@ fn every_metric_a_rule_reads_is_exported_or_prometheus_own() {
         }
     }
 }
+
+/// Bytes in a Kubernetes quantity such as `16Mi` (the binary suffixes the manifests use).
+fn quantity_bytes(q: &str) -> u64 {
+    let (digits, unit) = q.split_at(q.find(|c: char| !c.is_ascii_digit()).unwrap_or(q.len()));
+    let scale = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => panic!("quantity {q}: unit {unit}"),
+    };
+    digits.parse::<u64>().unwrap() * scale
+}
+
+/// The segment gpupeekd makes with the DaemonSet's flags is allocated whole in the
+/// memory-backed emptyDir mounted at /dev/shm: over its `sizeLimit`, the kubelet would
+/// evict the pod.
+#[test]
+fn the_segment_the_daemonsets_flags_make_fits_its_shm_emptydir() {
+    let daemon = container("gpupeekd");
+    let mounts = daemon["volumeMounts"].as_sequence().unwrap();
+    let shm = mounts
+        .iter()
+        .find(|m| m["mountPath"] == "/dev/shm")
+        .expect("/dev/shm mount");
+    let dir = volume(shm["name"].as_str().unwrap());
+    assert_eq!(dir["emptyDir"]["medium"], "Memory");
+    let limit = quantity_bytes(dir["emptyDir"]["sizeLimit"].as_str().unwrap());
+    // Its flags but those the sandbox sets itself and the node directories it has not.
+    let args: Vec<String> = strings(&daemon["args"])
+        .into_iter()
+        .filter(|a| {
+            !a.starts_with("--pod-views") && a != "--foreground" && !a.starts_with("--interval")
+        })
+        .collect();
+    let interval = strings(&daemon["args"])
+        .iter()
+        .find_map(|a| a.strip_prefix("--interval=").map(str::to_owned))
+        .expect("--interval=");
+    let sandbox = Sandbox::new("k8s-shm");
+    sandbox.write_scenario(
+        &serde_json::json!({"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0"}]}),
+    );
+    let flags: Vec<&str> = args.iter().map(String::as_str).collect();
+    let d = sandbox.start_daemon_with(&interval, &flags);
+    sandbox.wait_live(&d);
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(sandbox.shm_path()).unwrap();
+    let allocated = meta.blocks() * 512;
+    assert!(
+        allocated >= meta.len(),
+        "allocated whole: {allocated} of {}",
+        meta.len()
+    );
+    assert!(
+        allocated <= limit,
+        "the segment takes {allocated} bytes of the emptyDir's {limit}"
+    );
+}
