@@ -8,7 +8,8 @@
 //! `Nvml::builder().lib_path(..)`. What it reports comes from a JSON
 //! scenario file named by `$FAKE_NVML_SCENARIO` (see [`scenario`]), re-read
 //! whenever the file changes, so a test can change the "hardware" while the
-//! daemon runs. Forced errors, per-call latency, and "not supported" values
+//! daemon runs (one `stat()` a call; `$FAKE_NVML_SCENARIO_READ_ONCE=1` reads it once
+//! instead, for benchmarks: see [`state`]). Forced errors, per-call latency, and "not supported" values
 //! are all expressed in the scenario.
 //!
 //! If `$FAKE_NVML_CALLS_DIR` is set, every exported call rewrites
