@@ -337,6 +337,15 @@ mod tests {
             self.stat(pid, 0, 500);
         }
 
+        /// A stand-in for `/proc/PID/ns/pid` (the daemon takes the inode it leads to);
+        /// returns that inode.
+        fn pid_namespace(&self, pid: u32) -> u64 {
+            let file = self.0.join(format!("{pid}/ns/pid"));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, "").unwrap();
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap())
+        }
+
         /// Writes `/proc/PID/stat` with `cpu_ticks` of user time, started at tick 500.
         fn stat(&self, pid: u32, cpu_ticks: u64, start: u64) {
             let stat = format!(
@@ -378,12 +387,7 @@ mod tests {
             b"x\0",
             "x\n",
         );
-        // A stand-in for the namespace file (the daemon takes the inode it leads to).
-        std::fs::create_dir_all(proc.0.join("11/ns")).unwrap();
-        std::fs::write(proc.0.join("11/ns/pid"), "").unwrap();
-        let inode = std::os::unix::fs::MetadataExt::ino(
-            &std::fs::metadata(proc.0.join("11/ns/pid")).unwrap(),
-        );
+        let inode = proc.pid_namespace(11);
         let mut procfs = Procfs::new(&proc.0);
         procfs.new_tick(SEC);
         assert_eq!(procfs.lookup(9).unwrap().namespace, Some((4, 0)));
@@ -545,20 +549,17 @@ mod tests {
             b"first\0",
             "first\n",
         );
-        std::fs::create_dir_all(proc.0.join("13/ns")).unwrap();
-        std::fs::write(proc.0.join("13/ns/pid"), "").unwrap();
-        use std::os::unix::fs::MetadataExt;
-        let inode = std::fs::metadata(proc.0.join("13/ns/pid")).unwrap().ino();
+        let inode = proc.pid_namespace(13);
         let mut procfs = Procfs::new(&proc.0);
         procfs.new_tick(SEC);
         assert_eq!(procfs.lookup(13).unwrap().namespace, Some((1, inode)));
         // Another file (another inode) in its place: a lookup would see it.
         std::fs::write(proc.0.join("13/ns/pid.new"), "").unwrap();
         std::fs::rename(proc.0.join("13/ns/pid.new"), proc.0.join("13/ns/pid")).unwrap();
-        assert_ne!(
-            std::fs::metadata(proc.0.join("13/ns/pid")).unwrap().ino(),
-            inode
+        let now = std::os::unix::fs::MetadataExt::ino(
+            &std::fs::metadata(proc.0.join("13/ns/pid")).unwrap(),
         );
+        assert_ne!(now, inode);
         std::fs::write(proc.0.join("13/cmdline"), b"second\0").unwrap();
         procfs.new_tick(SEC + DETAILS_REFRESH_NS);
         let info = procfs.lookup(13).unwrap();
