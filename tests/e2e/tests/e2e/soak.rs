@@ -35,14 +35,26 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// Open descriptors of `pid`, the least of five looks 1 ms apart: a file the daemon has
-/// open for a moment (the scenario being reloaded, a `/proc` entry) is not a leak.
-fn fds(pid: u32) -> usize {
+/// open for a moment (the scenario being reloaded, a `/proc` entry read by path) is not a
+/// leak. Apart: those of the `/proc/PID/stat` and `statm` files gpupeekd keeps open for
+/// the processes it knows (their number follows the processes), and all the others.
+fn fds(pid: u32) -> (usize, usize) {
+    let kept = |link: &std::path::Path| {
+        let mut parts = link.iter().skip(1).map(|p| p.to_str().unwrap_or(""));
+        parts.next() == Some("proc")
+            && parts.next().is_some_and(|n| n.parse::<u32>().is_ok())
+            && matches!(parts.next(), Some("stat" | "statm"))
+            && parts.next().is_none()
+    };
     (0..5)
         .map(|_| {
             std::thread::sleep(Duration::from_millis(1));
-            std::fs::read_dir(format!("/proc/{pid}/fd"))
+            let links: Vec<std::path::PathBuf> = std::fs::read_dir(format!("/proc/{pid}/fd"))
                 .unwrap()
-                .count()
+                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .collect();
+            let procs = links.iter().filter(|l| kept(l)).count();
+            (links.len() - procs, procs)
         })
         .min()
         .unwrap()
@@ -345,7 +357,7 @@ fn a_daemon_at_100_hz_with_churning_values_keeps_memory_and_descriptors_flat() {
     let start = Instant::now();
     let every = Duration::from_secs(secs.div_ceil(20).max(1));
     let mut next_sample = start;
-    let mut samples: Vec<(u64, u64, usize, u64)> = Vec::new();
+    let mut samples: Vec<(u64, u64, (usize, usize), u64)> = Vec::new();
     let mut tick = 0;
     while start.elapsed() < Duration::from_secs(secs) {
         tick += 1;
@@ -368,9 +380,9 @@ fn a_daemon_at_100_hz_with_churning_values_keeps_memory_and_descriptors_flat() {
     }
     let last_gen = segment.generation();
     eprintln!("soak: {secs} s, {last_gen} publishes, {tick} scenario changes");
-    eprintln!("soak: second rss_kib fds generation");
-    for (t, rss, fd, generation) in &samples {
-        eprintln!("soak: {t} {rss} {fd} {generation}");
+    eprintln!("soak: second rss_kib fds kept_proc_fds generation");
+    for (t, rss, (fd, kept), generation) in &samples {
+        eprintln!("soak: {t} {rss} {fd} {kept} {generation}");
     }
     // Far below 100 Hz only if it was starved or stuck; the real rate is printed above.
     assert!(
@@ -379,11 +391,18 @@ fn a_daemon_at_100_hz_with_churning_values_keeps_memory_and_descriptors_flat() {
     );
     // After a warm-up quarter: descriptors constant, memory not climbing.
     let warm = &samples[samples.len() / 4..];
-    let fd_counts: Vec<usize> = warm.iter().map(|s| s.2).collect();
+    let fd_counts: Vec<usize> = warm.iter().map(|s| s.2 .0).collect();
     assert!(
         fd_counts.iter().all(|&n| n == fd_counts[0]),
         "descriptors changed: {fd_counts:?}"
     );
+    // The kept /proc files: two per process at most, of the processes there are.
+    let kept: Vec<usize> = samples.iter().map(|s| s.2 .1).collect();
+    assert!(
+        kept.iter().all(|&n| n <= 2 * pids.len()),
+        "more kept /proc files than two per process: {kept:?}"
+    );
+    assert!(kept.iter().any(|&n| n > 0), "no /proc file kept open");
     let first = warm[0].1;
     let peak = warm.iter().map(|s| s.1).max().unwrap();
     assert!(
