@@ -82,6 +82,13 @@ impl Geometry {
 
     /// [`Geometry::for_capacities`] with `tracks` tracks of tiered history (none for 0).
     pub fn with_tracks(gpu_capacity: u32, proc_capacity: u32, tracks: u32) -> Self {
+        let slots = [DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS, DEFAULT_TIER2_SLOTS];
+        Self::with_tiers(gpu_capacity, proc_capacity, tracks, slots)
+    }
+
+    /// [`Geometry::with_tracks`] with `slots` buckets in each tier's ring (raw, tier 1,
+    /// tier 2) instead of the defaults.
+    pub fn with_tiers(gpu_capacity: u32, proc_capacity: u32, tracks: u32, slots: [u32; 3]) -> Self {
         let gpu_record_size = round_up(size_of::<GpuRecord>(), SLOT_ALIGN);
         let proc_table_offset = GPU_TABLE_OFFSET + gpu_record_size * gpu_capacity as usize;
         let proc_end = proc_table_offset
@@ -99,7 +106,6 @@ impl Geometry {
             mig_table_offset + size_of::<MigTableHead>() + size_of::<MigRecord>() * mig_capacity;
         let text_pool_size = (TEXT_POOL_BYTES_PER_PROC_SLOT * proc_capacity) as usize;
         let tiers = (tracks > 0).then(|| {
-            let slots = [DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS, DEFAULT_TIER2_SLOTS];
             TierGeometry::for_writer(
                 round_up(mig_end, SLOT_ALIGN),
                 tracks as usize,

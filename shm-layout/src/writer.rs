@@ -36,7 +36,8 @@ use crate::geometry::Geometry;
 use crate::layout::{
     GpuRecord, HistoryHead, HistorySample, MigRecord, MigTableHead, ProcPolicy, ProcRecord,
     ProcTableHead, StaticHeader, StatusRecord, TierBucket, TierTableHead, TrackHead,
-    DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, DEFAULT_TIER_TRACKS, MAGIC,
+    DEFAULT_GPU_CAPACITY, DEFAULT_PROC_CAPACITY, DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS,
+    DEFAULT_TIER2_SLOTS, DEFAULT_TIER_TRACKS, MAGIC,
 };
 use crate::mapping::{self, Mapping};
 use crate::seqlock;
@@ -62,6 +63,8 @@ pub struct Options {
     pub lock_dir: PathBuf,
     /// Tracks of tiered history (ABI 1.7); 0 for none.
     pub tier_tracks: u32,
+    /// Buckets in each tier's ring of a track: raw, tier 1, tier 2.
+    pub tier_slots: [u32; 3],
 }
 
 impl Options {
@@ -74,7 +77,18 @@ impl Options {
             writer_pid,
             lock_dir: default_lock_dir(),
             tier_tracks: DEFAULT_TIER_TRACKS,
+            tier_slots: [DEFAULT_RAW_SLOTS, DEFAULT_TIER1_SLOTS, DEFAULT_TIER2_SLOTS],
         }
+    }
+
+    /// The layout these options give a segment.
+    fn geometry(&self) -> Geometry {
+        Geometry::with_tiers(
+            self.gpu_capacity,
+            self.proc_capacity,
+            self.tier_tracks,
+            self.tier_slots,
+        )
     }
 }
 
@@ -108,11 +122,7 @@ impl Publisher {
     pub fn create(name: &str, options: &Options) -> Result<Self, Error> {
         mapping::shm_path(name)?;
         let lock = lock_daemon(name, &options.lock_dir)?;
-        let geometry = Geometry::with_tracks(
-            options.gpu_capacity,
-            options.proc_capacity,
-            options.tier_tracks,
-        );
+        let geometry = options.geometry();
         let (fd, fresh) = match reusable(name, &geometry)? {
             Some(fd) => (fd, false),
             None => (create_new(name, &geometry)?, true),
@@ -138,11 +148,7 @@ impl Publisher {
             });
         }
         unlink_file(dir, file, label)?;
-        let geometry = Geometry::with_tracks(
-            options.gpu_capacity,
-            options.proc_capacity,
-            options.tier_tracks,
-        );
+        let geometry = options.geometry();
         let flags = OFlag::O_RDWR
             | OFlag::O_CREAT
             | OFlag::O_EXCL
