@@ -43,7 +43,7 @@ use crate::proctier::ProcTier;
 use crate::prompt::PromptFile;
 use crate::sampler::SystemInfo;
 use crate::session::Answer;
-use crate::timeline::{self, Key, Timeline};
+use crate::timeline::Timeline;
 use crate::waiter::{Request, Waiter};
 
 /// History units (seconds) between two writes of the state file: a crash loses at most
@@ -337,6 +337,7 @@ impl Daemon {
                 gpus: &self.published,
                 mig: &self.mig,
                 history_step,
+                tier_at: self.tier_due,
                 procs: self.procs.table(),
             };
             views.publish(now, &tick);
@@ -479,12 +480,8 @@ impl Daemon {
                 left => left.map(|n| n - 1),
             };
             publish_gpu(&self.publisher, &self.gpu, history_step, slot);
-            record_gpu(
-                &mut self.timeline,
-                &self.publisher,
-                self.tier_due,
-                &self.gpu,
-            );
+            self.timeline
+                .record_gpu(&self.publisher, self.tier_due, &self.gpu);
             all_keyed &= self.gpu.valid & gpupeek_shm::layout::gpu_valid::UUID != 0;
             if self.prompt.is_some() || self.pod_views.is_some() {
                 self.published.push(self.gpu);
@@ -494,14 +491,7 @@ impl Daemon {
             // Every GPU answered and is keyed: history still waiting for a GPU is of
             // one that is gone.
             for m in &self.mig {
-                let key = Key {
-                    kind: TrackKind::Mig,
-                    uuid: &m.uuid,
-                    gpu_index: m.gpu_index,
-                    mig: Some((m.gpu_instance_id, m.compute_instance_id)),
-                };
-                self.timeline
-                    .record(&self.publisher, key, at, &timeline::mig_values(m));
+                self.timeline.record_mig(&self.publisher, at, m);
             }
             if all_keyed {
                 self.timeline.settle();
@@ -531,12 +521,8 @@ impl Daemon {
             self.pm.sleeping_record(slot, &mut self.gpu);
             self.driver.xids.apply(&mut self.gpu);
             self.publish_gpu(slot);
-            record_gpu(
-                &mut self.timeline,
-                &self.publisher,
-                self.tier_due,
-                &self.gpu,
-            );
+            self.timeline
+                .record_gpu(&self.publisher, self.tier_due, &self.gpu);
             self.keep_published();
         }
         self.procs
@@ -588,24 +574,6 @@ impl Daemon {
             prompt.stopped();
         }
     }
-}
-
-/// Records the just-published `gpu` as a sample into its track, when this tick samples
-/// into the tracks (`at`, the tick's wall-clock time); a record not sampled this tick
-/// (asleep, idle while NVML is released, lost, not responding) is a sample without
-/// values (see [`timeline::gpu_values`]).
-fn record_gpu(timeline: &mut Timeline, publisher: &Publisher, at: Option<u64>, gpu: &GpuRecord) {
-    let Some(at) = at else { return };
-    if gpu.valid & gpupeek_shm::layout::gpu_valid::UUID == 0 {
-        return;
-    }
-    let key = Key {
-        kind: TrackKind::Gpu,
-        uuid: &gpu.uuid,
-        gpu_index: gpu.index,
-        mig: None,
-    };
-    timeline.record(publisher, key, at, &timeline::gpu_values(gpu));
 }
 
 /// Wall-clock time now, Unix ns (0 before 1970).

@@ -250,6 +250,7 @@ pub struct Timeline {
     by_uuid: HashMap<[u8; 96], usize>,
     /// History left by a previous daemon, waiting for its GPU.
     waiting: HashMap<[u8; 96], Track>,
+    /// Said (or, for a pod's view, never to be said) that every track is taken.
     warned_full: bool,
 }
 
@@ -293,6 +294,14 @@ impl Timeline {
             waiting,
             warned_full: false,
         }
+    }
+
+    /// The same, for a segment sized to its GPUs and MIG instances (a pod's view): a GPU
+    /// or instance beyond its tracks is not logged, as no flag would give it one (the
+    /// view is made again, larger, at its next membership).
+    pub fn sized_to_fit(mut self) -> Self {
+        self.warned_full = true;
+        self
     }
 
     /// Every track in use, whole, for the state file.
@@ -358,6 +367,35 @@ impl Timeline {
             writes[tier] = (tier, ((n - 1) % ring) as usize, acc.bucket());
         }
         publisher.write_track(index, head, writes);
+    }
+
+    /// Records the just-published `gpu` as a sample into its track, when this tick samples
+    /// into the tracks (`at`, the tick's wall-clock time); a record not sampled this tick
+    /// (asleep, idle while NVML is released, lost, not responding) is a sample without
+    /// values (see [`gpu_values`]).
+    pub fn record_gpu(&mut self, publisher: &Publisher, at: Option<u64>, gpu: &GpuRecord) {
+        let Some(at) = at else { return };
+        if gpu.valid & gpu_valid::UUID == 0 {
+            return;
+        }
+        let key = Key {
+            kind: TrackKind::Gpu,
+            uuid: &gpu.uuid,
+            gpu_index: gpu.index,
+            mig: None,
+        };
+        self.record(publisher, key, at, &gpu_values(gpu));
+    }
+
+    /// Records this tick's sample of MIG instance `m` into its track.
+    pub fn record_mig(&mut self, publisher: &Publisher, at: u64, m: &MigRecord) {
+        let key = Key {
+            kind: TrackKind::Mig,
+            uuid: &m.uuid,
+            gpu_index: m.gpu_index,
+            mig: Some((m.gpu_instance_id, m.compute_instance_id)),
+        };
+        self.record(publisher, key, at, &mig_values(m));
     }
 
     /// The track of `uuid`, assigned (with its waiting history installed) if it has
