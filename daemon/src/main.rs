@@ -146,7 +146,11 @@ fn main() -> ExitCode {
             settings.kubelet_socket.display(),
             settings.pod_log_dir.display()
         );
-        podviews::PodViews::new(settings, root, process_interval, epoch)
+        let steps = podviews::Steps {
+            period: args.interval,
+            unit: history_unit(),
+        };
+        podviews::PodViews::new(settings, root, process_interval, epoch, steps)
     });
     let config = run::Config {
         pod_views,

@@ -18,6 +18,14 @@
 //! worked out on the slow tier's cadence, in this thread; each tick then only copies the
 //! records of each view's GPUs into it, under the same seqlocks, and bumps its
 //! generation. No NVML call is made for a view.
+//!
+//! A view keeps the tiered history of its GPUs and MIG instances (see
+//! [`crate::timeline`]) from the moment the view is made: the samples its GPUs had
+//! before belong to whoever held them then, and are not the pod's to see. It has a
+//! track for each GPU and MIG instance it shows, so it costs what its pod holds (see
+//! [`VIEW_TIER_SLOTS`]); a view whose GPUs or instances outgrow it is made again,
+//! larger, with its history. A daemon that starts again takes each pod's history over
+//! from the view the previous daemon left, read as hostile input like any segment.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -33,11 +41,17 @@ use gpupeek_kube::{Device, MigDevice, Poller};
 use gpupeek_shm::layout::{proc_valid, DaemonState};
 use gpupeek_shm::writer::unlink_file;
 use gpupeek_shm::{
-    GpuRecord, MigRecord, Options, ProcContext, ProcRecord, Publisher, StatusRecord,
+    GpuRecord, MigRecord, Options, ProcContext, ProcRecord, Publisher, Segment, StatusRecord, Track,
 };
 
 use crate::container::is_uuid;
 use crate::history;
+use crate::timeline::Timeline;
+use podlogs::{has_log_dir, pod_uids};
+use procs::{common_namespace, copy_processes};
+
+mod podlogs;
+mod procs;
 
 /// The kubelet's pod-resources socket.
 pub const DEFAULT_KUBELET_SOCKET: &str = gpupeek_kube::DEFAULT_SOCKET;
@@ -47,10 +61,24 @@ pub const DEFAULT_POD_LOG_DIR: &str = "/var/log/pods";
 pub const FILE: &str = "gpupeek";
 /// Most pods with a view at once; a pod beyond them gets none (logged once).
 pub const MAX_VIEWS: usize = 256;
-/// Process slots of a view.
-const PROC_CAPACITY: u32 = 256;
+/// Process slots of a view, per GPU it shows (a process on several GPUs takes a slot on
+/// each), and at most: a pod with more shows how many are left out.
+const PROCS_PER_GPU: u32 = 64;
+const MAX_PROC_CAPACITY: u32 = 256;
+/// Most tracks of tiered history the views hold together (about 29 MiB, see
+/// [`VIEW_TIER_SLOTS`]): with [`MAX_VIEWS`] single-GPU views of 180 KiB besides, the
+/// views take at most 74 MiB.
+const MAX_VIEW_TRACKS: usize = 128;
 /// How often the directories of gone pods are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// Buckets of a view's tracks: the main segment's 10 minutes of raw samples and 6 hours
+/// of 10 s buckets, and one day of 1 min buckets (the main segment keeps seven), so that
+/// a track costs about 230 KiB.
+const VIEW_TIER_SLOTS: [u32; 3] = [
+    gpupeek_shm::layout::DEFAULT_RAW_SLOTS,
+    gpupeek_shm::layout::DEFAULT_TIER1_SLOTS,
+    24 * 60,
+];
 /// How long one call to the kubelet may take.
 const KUBELET_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -65,6 +93,15 @@ pub struct Settings {
     pub pod_log_dir: PathBuf,
 }
 
+/// How the daemon steps its tiered history, which the views follow (see [`Timeline::new`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Steps {
+    /// The daemon's period.
+    pub period: Duration,
+    /// The history unit (1 s but in tests).
+    pub unit: Duration,
+}
+
 /// A GPU a pod sees: whole, or only some of its MIG GPU instances.
 #[derive(Debug, Clone, PartialEq)]
 struct Member {
@@ -73,6 +110,13 @@ struct Member {
     whole: bool,
     /// MIG GPU instances the pod holds or runs on, when not whole.
     instances: Vec<u32>,
+}
+
+impl Member {
+    /// Whether the view shows MIG instance `m` of this member, GPU `index`.
+    fn shows(&self, index: u32, m: &MigRecord) -> bool {
+        index == m.gpu_index && (self.whole || self.instances.contains(&m.gpu_instance_id))
+    }
 }
 
 /// One pod's segment.
@@ -84,6 +128,8 @@ struct View {
     members: Vec<Member>,
     /// The process table must be rewritten (membership changed, or a new view).
     procs_stale: bool,
+    /// The view's tiered history.
+    timeline: Timeline,
 }
 
 /// The main segment's contents this tick, for the views to copy from.
@@ -96,6 +142,8 @@ pub struct Tick<'a> {
     pub mig: &'a [MigRecord],
     /// The history step, when this tick appends history samples.
     pub history_step: Option<u64>,
+    /// The tick's wall-clock time, Unix ns, when it samples into the tiered history.
+    pub tier_at: Option<u64>,
     /// The process table as last written: its context, records and text pool, and a
     /// number that changes whenever it is rewritten.
     pub procs: (&'a ProcContext, &'a [ProcRecord], &'a [u8], u64),
@@ -109,6 +157,10 @@ pub struct PodViews {
     /// The kubelet's last answer.
     allocations: std::sync::Arc<gpupeek_kube::DeviceMap>,
     views: BTreeMap<String, View>,
+    steps: Steps,
+    /// History the previous daemon's views left, by pod uid, until the pod's view is
+    /// made (or the first sweep finds it gone).
+    previous: BTreeMap<String, Vec<Track>>,
     clock: history::Clock,
     /// When the directories of gone pods were last looked for.
     swept_at: Instant,
@@ -116,6 +168,8 @@ pub struct PodViews {
     procs_seen: Option<u64>,
     epoch: u64,
     warned_full: bool,
+    /// Said that the views' tracks are all taken.
+    warned_tracks: bool,
     /// Scratch of each tick's copies, kept to reuse their memory.
     records: Vec<ProcRecord>,
     text: Vec<u8>,
@@ -173,9 +227,10 @@ impl Settings {
 
 impl PodViews {
     /// Starts asking the kubelet every `period` and removes the views a previous daemon
-    /// left in `root` (`settings.dir`, opened by [`Settings::open`]).
-    pub fn new(settings: Settings, root: File, period: Duration, epoch: u64) -> Self {
-        let views = PodViews {
+    /// left in `root` (`settings.dir`, opened by [`Settings::open`]), keeping their
+    /// history for the pods' new views, which step their history as `steps` say.
+    pub fn new(settings: Settings, root: File, period: Duration, epoch: u64, steps: Steps) -> Self {
+        let mut views = PodViews {
             kubelet: Poller::spawn(
                 "gpupeekd",
                 settings.kubelet_socket.clone(),
@@ -185,11 +240,14 @@ impl PodViews {
             root,
             allocations: Default::default(),
             views: BTreeMap::new(),
+            steps,
+            previous: BTreeMap::new(),
             swept_at: Instant::now(),
             clock: history::Clock::every(period, period),
             procs_seen: None,
             epoch,
             warned_full: false,
+            warned_tracks: false,
             records: Vec::new(),
             text: Vec::new(),
             shown: Vec::new(),
@@ -197,8 +255,54 @@ impl PodViews {
             mig: Vec::new(),
             settings,
         };
+        views.previous = views.leftover_history();
+        if !views.previous.is_empty() {
+            log::info!(
+                "pod views: the history of {} pod(s) taken over from the previous views",
+                views.previous.len()
+            );
+        }
         views.remove_leftovers();
         views
+    }
+
+    /// The tiered history in the views an earlier run left, by pod uid. Each is opened
+    /// as any reader opens a segment (trusted owner, every size and offset checked); a
+    /// view that cannot be read gives none, with one log line.
+    fn leftover_history(&self) -> BTreeMap<String, Vec<Track>> {
+        let mut found = BTreeMap::new();
+        let Ok(entries) = std::fs::read_dir(&self.settings.dir) else {
+            return found;
+        };
+        for entry in entries.flatten() {
+            let Some(uid) = entry
+                .file_name()
+                .to_str()
+                .filter(|n| is_uuid(n))
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            let label = self.label(&uid);
+            if !Path::new(&label).exists() {
+                continue;
+            }
+            let tracks = Segment::open(&label).and_then(|segment| {
+                (0..segment.track_count())
+                    .filter_map(|i| segment.track(i, [usize::MAX; 3]).transpose())
+                    .collect::<Result<Vec<Track>, _>>()
+            });
+            match tracks {
+                Ok(tracks) if !tracks.is_empty() => {
+                    found.insert(uid, tracks);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    log::warn!("pod {uid}: the previous view's history is not taken over: {e}")
+                }
+            }
+        }
+        found
     }
 
     /// Removes what is in the directory for pods without a view: at start, what an
@@ -263,9 +367,11 @@ impl PodViews {
     pub fn publish(&mut self, now: Instant, tick: &Tick) {
         if self.clock.due(now) {
             let wanted = self.membership(tick);
-            self.apply(wanted);
+            self.apply(wanted, tick);
             if now.duration_since(self.swept_at) >= SWEEP_EVERY {
                 self.remove_leftovers();
+                // The pods still here have their views by now.
+                self.previous.clear();
                 self.swept_at = now;
             }
         }
@@ -286,6 +392,7 @@ impl PodViews {
                     view.publisher
                         .append_history(slot, step, &history::sample_of(gpu));
                 }
+                view.timeline.record_gpu(&view.publisher, tick.tier_at, gpu);
                 shown.push((gpu.index, at));
             }
             let indices = &mut self.indices;
@@ -310,13 +417,17 @@ impl PodViews {
             }
             let members = &view.members;
             self.mig.clear();
-            self.mig.extend(tick.mig.iter().filter(|m| {
-                shown.iter().any(|&(index, at)| {
-                    index == m.gpu_index
-                        && (members[at].whole || members[at].instances.contains(&m.gpu_instance_id))
-                })
-            }));
+            self.mig.extend(
+                tick.mig
+                    .iter()
+                    .filter(|m| shown.iter().any(|&(index, at)| members[at].shows(index, m))),
+            );
             view.publisher.write_mig(&self.mig);
+            if let Some(at) = tick.tier_at {
+                for m in &self.mig {
+                    view.timeline.record_mig(&view.publisher, at, m);
+                }
+            }
             let status = StatusRecord {
                 gpu_count: shown.len() as u32,
                 ..*tick.status
@@ -424,8 +535,9 @@ impl PodViews {
     }
 
     /// Makes the views `wanted` and only those: removes the others' segments, creates
-    /// the new ones (recreating one whose GPUs outgrew it).
-    fn apply(&mut self, wanted: BTreeMap<String, Vec<Member>>) {
+    /// the new ones (making one whose GPUs or MIG instances outgrew it again, larger,
+    /// with its history).
+    fn apply(&mut self, wanted: BTreeMap<String, Vec<Member>>, tick: &Tick) {
         let gone: Vec<String> = self
             .views
             .keys()
@@ -439,15 +551,19 @@ impl PodViews {
             }
         }
         for (uid, members) in wanted {
-            if let Some(view) = self.views.get_mut(&uid) {
-                if view.publisher.geometry().gpu_capacity >= members.len() {
+            let tracks = self.tracks_for(&uid, tracks_needed(&members, tick));
+            let history = if let Some(view) = self.views.get_mut(&uid) {
+                let fits = view.publisher.geometry().gpu_capacity >= members.len()
+                    && view.publisher.track_count() >= tracks;
+                if fits {
                     if view.members != members {
                         view.members = members;
                         view.procs_stale = true;
                     }
                     continue;
                 }
-                self.views.remove(&uid);
+                let view = self.views.remove(&uid).expect("the view just found");
+                view.timeline.tracks(&view.publisher)
             } else if self.views.len() >= MAX_VIEWS {
                 if !self.warned_full {
                     log::warn!(
@@ -457,8 +573,10 @@ impl PodViews {
                     self.warned_full = true;
                 }
                 continue;
-            }
-            match self.create(&uid, members) {
+            } else {
+                self.previous.remove(&uid).unwrap_or_default()
+            };
+            match self.create(&uid, members, tracks, history) {
                 Ok(view) => {
                     log::info!("pod {uid}: publishing its view {}", self.label(&uid));
                     self.views.insert(uid, view);
@@ -468,7 +586,38 @@ impl PodViews {
         }
     }
 
-    fn create(&self, uid: &str, members: Vec<Member>) -> Result<View, String> {
+    /// How many of the `needed` tracks pod `uid`'s view may have: the views together
+    /// have at most [`MAX_VIEW_TRACKS`] (logged once when a view gets fewer than it
+    /// needs).
+    fn tracks_for(&mut self, uid: &str, needed: usize) -> usize {
+        let of = |v: &View| v.publisher.track_count();
+        let others: usize = self
+            .views
+            .iter()
+            .filter(|(other, _)| *other != uid)
+            .map(|(_, v)| of(v))
+            .sum();
+        let tracks = needed.min(MAX_VIEW_TRACKS.saturating_sub(others));
+        if tracks < needed && !self.warned_tracks {
+            log::warn!(
+                "the pods' views hold {MAX_VIEW_TRACKS} tracks of tiered history: pod {uid}'s \
+                 view (and others after it) keeps the history of fewer GPUs and MIG \
+                 instances than it shows"
+            );
+            self.warned_tracks = true;
+        }
+        tracks
+    }
+
+    /// Makes pod `uid`'s view of `members`, with `tracks` tracks of tiered history and
+    /// the `history` it had.
+    fn create(
+        &self,
+        uid: &str,
+        members: Vec<Member>,
+        tracks: usize,
+        history: Vec<Track>,
+    ) -> Result<View, String> {
         debug_assert!(is_uuid(uid));
         match nix::sys::stat::mkdirat(self.root.as_fd(), uid, Mode::from_bits_truncate(0o755)) {
             Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
@@ -481,12 +630,15 @@ impl PodViews {
             .map_err(|e| format!("{}: {e}", self.settings.dir.join(uid).display()))?;
         let options = Options {
             gpu_capacity: members.len().max(1) as u32,
-            proc_capacity: PROC_CAPACITY,
-            tier_tracks: 0,
+            proc_capacity: (PROCS_PER_GPU * members.len().max(1) as u32).min(MAX_PROC_CAPACITY),
+            tier_tracks: tracks as u32,
+            tier_slots: VIEW_TIER_SLOTS,
             ..Options::new(self.epoch, std::process::id())
         };
         let publisher = Publisher::create_file(dir.as_fd(), FILE, &self.label(uid), &options)
             .map_err(|e| e.to_string())?;
+        let Steps { period, unit } = self.steps;
+        let timeline = Timeline::new(&publisher, period, unit, history).sized_to_fit();
         let mut uid_bytes = [0u8; 40];
         gpupeek_shm::text::encode(&mut uid_bytes, uid);
         Ok(View {
@@ -495,102 +647,27 @@ impl PodViews {
             publisher,
             members,
             procs_stale: true,
+            timeline,
         })
     }
 }
 
-/// The pod uid of each pod, by namespace and name, from the kubelet's pod log directory
-/// (`<namespace>_<name>_<uid>`: neither a namespace nor a pod name can hold `_`).
-fn pod_uids(dir: &Path) -> BTreeMap<(String, String), String> {
-    let mut uids = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return uids;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let mut parts = name.split('_');
-        if let (Some(ns), Some(pod), Some(uid), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        {
-            if !ns.is_empty() && !pod.is_empty() && is_uuid(uid) {
-                uids.insert((ns.to_owned(), pod.to_owned()), uid.to_ascii_lowercase());
-            }
-        }
-    }
-    uids
-}
-
-/// Whether the kubelet's pod log directory `dir` still has pod `uid`'s directory
-/// (`<namespace>_<name>_<uid>`): the kubelet removes it once the pod is gone.
-fn has_log_dir(dir: &Path, uid: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let suffix = format!("_{uid}");
-    entries.flatten().any(|e| {
-        e.file_name()
-            .to_str()
-            .is_some_and(|n| n.to_ascii_lowercase().ends_with(&suffix))
-    })
-}
-
-/// Copies into `out` (and `text`) the records in `records` of the pod whose uid is
-/// `uid` on GPUs `indices`, each pid replaced by the pid in the process's own pid
-/// namespace (known from the world-readable `NSpid` even where the namespace's inode
-/// is not); a process without one is left out (its host pid means nothing in the pod). Whole texts are copied from `pool` as far as `capacity` allows.
-fn copy_processes(
-    uid: &[u8; 40],
-    indices: &[u32],
-    records: &[ProcRecord],
-    pool: &[u8],
-    capacity: usize,
-    out: &mut Vec<ProcRecord>,
-    text: &mut Vec<u8>,
-) {
-    out.clear();
-    text.clear();
-    let has = |p: &ProcRecord, bit: u64| p.valid & bit != 0;
-    for p in records {
-        if !has(p, proc_valid::CONTAINER)
-            || !has(p, proc_valid::NAMESPACE)
-            || p.ns_pid == 0
-            || p.pod_uid != *uid
-            || !indices.contains(&p.gpu_index)
-        {
-            continue;
-        }
-        let mut rec = *p;
-        rec.pid = p.ns_pid;
-        rec.valid &= !(proc_valid::FULL_COMMAND | proc_valid::FULL_CMDLINE);
-        let full = gpupeek_shm::pool::full_text(pool, p);
-        if let Some(command) = full.command {
-            let cmdline = full.cmdline.unwrap_or(&[]);
-            let start = text.len().next_multiple_of(8);
-            if start + command.len() + cmdline.len() <= capacity {
-                text.resize(start, 0);
-                text.extend_from_slice(command);
-                text.extend_from_slice(cmdline);
-                rec.text_offset = start as u32;
-                rec.command_len = command.len() as u32;
-                rec.valid |= proc_valid::FULL_COMMAND;
-                if full.cmdline.is_some() {
-                    rec.cmdline_stored_len = cmdline.len() as u32;
-                    rec.valid |= proc_valid::FULL_CMDLINE;
-                }
-            }
-        }
-        out.push(rec);
-    }
-}
-
-/// The pid namespace every record's pid is in, when they share one (0 otherwise).
-fn common_namespace(records: &[ProcRecord]) -> u64 {
-    let mut inodes = records.iter().map(|p| p.pid_ns_inode);
-    match inodes.next() {
-        Some(first) if inodes.all(|i| i == first) => first,
-        _ => 0,
-    }
+/// The tracks a view of `members` needs this tick: one for each of its GPUs and for
+/// each MIG instance it shows.
+fn tracks_needed(members: &[Member], tick: &Tick) -> usize {
+    let instances = members
+        .iter()
+        .filter_map(|member| {
+            let gpu = tick.gpus.iter().find(|g| g.uuid == member.uuid)?;
+            Some(
+                tick.mig
+                    .iter()
+                    .filter(|m| member.shows(gpu.index, m))
+                    .count(),
+            )
+        })
+        .sum::<usize>();
+    members.len() + instances
 }
 
 #[cfg(test)]
@@ -613,74 +690,5 @@ mod tests {
         ] {
             assert!(!is_uuid(bad), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn pod_uids_come_from_the_kubelets_log_directory_names() {
-        let dir = std::env::temp_dir().join(format!("gpupeekd-podlogs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for name in [
-            format!("ml_train-0_{UID}"),
-            "ml_bad_not-a-uid".into(),
-            format!("a_b_c_{UID}"),
-            format!("_x_{UID}"),
-        ] {
-            std::fs::create_dir_all(dir.join(name)).unwrap();
-        }
-        let uids = pod_uids(&dir);
-        assert_eq!(uids.len(), 1, "{uids:?}");
-        assert_eq!(uids[&("ml".into(), "train-0".into())], UID);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn proc(gpu: u32, pid: u32, ns_pid: u32, uid: &str) -> ProcRecord {
-        let mut p = ProcRecord {
-            gpu_index: gpu,
-            pid,
-            ns_pid,
-            pid_ns_inode: 42,
-            valid: proc_valid::CONTAINER | proc_valid::NAMESPACE,
-            ..Default::default()
-        };
-        gpupeek_shm::text::encode(&mut p.pod_uid, uid);
-        p
-    }
-
-    #[test]
-    fn a_view_holds_its_pods_processes_with_their_pids_in_the_pod() {
-        let mut uid = [0u8; 40];
-        gpupeek_shm::text::encode(&mut uid, UID);
-        let other = "00000000-0000-0000-0000-000000000000";
-        let mut unknown_ns = proc(0, 30, 0, UID);
-        unknown_ns.valid &= !proc_valid::NAMESPACE;
-        let records = [
-            proc(0, 1000, 7, UID),
-            proc(0, 2000, 1, other),
-            proc(1, 1001, 8, UID),
-            unknown_ns,
-        ];
-        let (mut out, mut text) = (Vec::new(), Vec::new());
-        copy_processes(&uid, &[0], &records, &[], 1024, &mut out, &mut text);
-        assert_eq!(out.len(), 1);
-        assert_eq!((out[0].pid, out[0].gpu_index), (7, 0));
-        assert_eq!(common_namespace(&out), 42);
-        copy_processes(&uid, &[0, 1], &records, &[], 1024, &mut out, &mut text);
-        assert_eq!(out.iter().map(|p| p.pid).collect::<Vec<_>>(), [7, 8]);
-    }
-
-    /// A pod process of another user, whose namespace the daemon may not read (inode 0):
-    /// still in its view by the pid it has in the pod, and the view then names no
-    /// namespace (0), so readers do not take the pids for theirs.
-    #[test]
-    fn a_process_whose_namespace_is_unknown_is_in_its_view_by_its_pid_in_the_pod() {
-        let mut uid = [0u8; 40];
-        gpupeek_shm::text::encode(&mut uid, UID);
-        let mut non_root = proc(0, 3000, 12, UID);
-        non_root.pid_ns_inode = 0;
-        let records = [proc(0, 1000, 7, UID), non_root];
-        let (mut out, mut text) = (Vec::new(), Vec::new());
-        copy_processes(&uid, &[0], &records, &[], 1024, &mut out, &mut text);
-        assert_eq!(out.iter().map(|p| p.pid).collect::<Vec<_>>(), [7, 12]);
-        assert_eq!(common_namespace(&out), 0);
     }
 }

@@ -6,13 +6,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use gpupeek_e2e::{root_or_skip, stderr, stdout, wait_for, Daemon, Sandbox};
 use gpupeek_kube::api::{
     ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
 };
 use gpupeek_kube::fake::{Answer, FakeKubelet};
-use gpupeek_shm::{text, Segment, Snapshot};
+use gpupeek_shm::layout::TrackKind;
+use gpupeek_shm::{text, Segment, Snapshot, Track};
 use serde_json::{json, Value};
 
 use crate::processes::{NamedCgroup, Proc};
@@ -153,12 +155,19 @@ impl Pods {
     }
 
     fn start_daemon(&self) -> Daemon {
+        self.start_daemon_env(&[])
+    }
+
+    /// [`Pods::start_daemon`] with `env` set.
+    fn start_daemon_env(&self, env: &[(&str, &str)]) -> Daemon {
         let (views, socket, logs) = (
             self.views.to_str().unwrap(),
             self.socket.to_str().unwrap(),
             self.logs.to_str().unwrap(),
         );
-        self.sb.start_daemon_with(
+        let env: Vec<(&str, &std::ffi::OsStr)> =
+            env.iter().map(|&(k, v)| (k, v.as_ref())).collect();
+        self.sb.start_daemon_env(
             "100ms",
             &[
                 "--process-interval",
@@ -170,6 +179,7 @@ impl Pods {
                 "--pod-log-dir",
                 logs,
             ],
+            &env,
         )
     }
 
@@ -546,4 +556,171 @@ fn a_pods_process_of_another_user_is_in_its_view_under_a_daemon_that_may_not_ptr
     );
     assert_eq!(view.processes[0].gpu_mem_bytes, 1000 * MIB);
     assert_eq!(view.proc_head.pid_ns_inode, 0, "no namespace named");
+}
+
+/// Every track of the segment at `path` in use, whole: (kind, UUID, track).
+fn tracks_at(path: &str) -> Vec<(u32, String, Track)> {
+    let Ok(segment) = Segment::open(path) else {
+        return Vec::new();
+    };
+    (0..segment.track_count())
+        .filter_map(|i| segment.track(i, [usize::MAX; 3]).ok().flatten())
+        .filter(|t| t.head.kind != TrackKind::Free as u32)
+        .map(|t| (t.head.kind, text::decode(&t.head.uuid), t))
+        .collect()
+}
+
+/// Whether every track holds samples over `span`.
+fn all_cover(tracks: &[(u32, String, Track)], span: Duration) -> bool {
+    !tracks.is_empty()
+        && tracks.iter().all(|(_, _, t)| {
+            t.head.last_sample_unix_ns - t.head.integral_start_unix_ns >= span.as_nanos() as u64
+        })
+}
+
+/// A pod's view keeps the tiered history of its GPU and of its MIG instance from the
+/// moment the view is made (what the GPU did before is not the pod's to see), a track
+/// each and no more, and a daemon that starts again takes that history over.
+#[test]
+fn a_pods_view_keeps_its_gpus_history_from_its_start_and_across_a_restart() {
+    let pods = Pods::new("podhistory");
+    let (_procs, pids) = crate::mig::four_sleepers();
+    pods.sb.write_scenario(&crate::mig::three_way(&pids));
+    let kubelet = FakeKubelet::start(&pods.socket, allocations(&[]));
+    // Raw samples every 100 ms, buckets of 1 s and 6 s.
+    let env = [("GPUPEEKD_TEST_HISTORY_UNIT_MS", "100")];
+    let mut daemon = pods.start_daemon_env(&env);
+    pods.sb.wait_live(&daemon);
+    let main = pods.sb.shm_path().to_str().unwrap().to_owned();
+    wait_for("the node's history", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        all_cover(&tracks_at(&main), Duration::from_millis(500))
+    });
+    let allocated_at = unix_ns();
+    let instance = "MIG-00000005-7d1c-5b8e-9d2a-00000000000e";
+    kubelet.set(allocations(&[("train-a", instance)]));
+    let path = pods.view_path(UID_A);
+    let mut view = Vec::new();
+    wait_for("the pod's history", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        view = tracks_at(&path);
+        view.len() == 2 && all_cover(&view, Duration::from_millis(1500))
+    });
+    let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
+    let shown: Vec<(u32, &str)> = view.iter().map(|(k, u, _)| (*k, u.as_str())).collect();
+    assert_eq!(
+        shown,
+        [
+            (TrackKind::Gpu as u32, parent),
+            (TrackKind::Mig as u32, instance)
+        ]
+    );
+    let tiers = Segment::open(&path).unwrap().geometry().tiers.unwrap();
+    assert_eq!(tiers.track_count, 2, "a track each");
+    assert_eq!(tiers.slots, [600, 2160, 1440], "one day of 1 min buckets");
+    for (_, uuid, t) in &view {
+        assert!(
+            t.head.integral_start_unix_ns >= allocated_at,
+            "{uuid}: history from before the pod had the GPU"
+        );
+        let first = t.tiers.iter().flatten().map(|b| b.start_unix_ns).min();
+        // A coarse bucket starts at its width's boundary, at most 6 s before.
+        assert!(first.unwrap() + 6_000_000_000 >= allocated_at, "{uuid}");
+        assert!(t.tiers[0].iter().all(|b| b.start_unix_ns >= allocated_at));
+    }
+    let node: Vec<_> = tracks_at(&main);
+    let node_gpu = node.iter().find(|(_, u, _)| u == parent).unwrap();
+    assert!(node_gpu.2.head.integral_start_unix_ns < allocated_at);
+
+    // gpupeek in the pod reads the view's history.
+    let out = gpupeek_e2e::run_with_watchdog({
+        let mut cmd = Command::new(&gpupeek_e2e::bins().client);
+        cmd.args(["--shm", &path, "history", "--since", "1m", "--json"]);
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json = stdout(&out);
+    assert!(json.contains(parent) && json.contains(instance), "{json}");
+
+    // The daemon stops and starts again: the pod's history goes on where it was.
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(), Some(0));
+    let before = tracks_at(&path);
+    let daemon = pods.start_daemon_env(&env);
+    pods.sb.wait_live(&daemon);
+    let mut after = Vec::new();
+    wait_for("the pod's history again", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        after = tracks_at(&path);
+        after.len() == 2
+            && after
+                .iter()
+                .zip(&before)
+                .all(|(a, b)| a.2.head.raw_written > b.2.head.raw_written)
+    });
+    for ((_, uuid, a), (_, _, b)) in after.iter().zip(&before) {
+        assert_eq!(
+            a.head.integral_start_unix_ns, b.head.integral_start_unix_ns,
+            "{uuid}"
+        );
+        let starts = |t: &Track| {
+            t.tiers[0]
+                .iter()
+                .map(|b| b.start_unix_ns)
+                .collect::<Vec<_>>()
+        };
+        assert!(starts(a).starts_with(&starts(b)), "{uuid}");
+    }
+    let log = daemon.log();
+    assert!(
+        log.contains("pod views: the history of 1 pod(s) taken over"),
+        "{log}"
+    );
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// A pod given a second GPU outgrows its view: the view is made again for both GPUs,
+/// and the first GPU's history comes along.
+#[test]
+fn a_view_made_again_for_more_gpus_keeps_the_history_it_had() {
+    let pods = Pods::new("podregrow");
+    pods.sb.write_scenario(&scenario(&[]));
+    let kubelet = FakeKubelet::start(&pods.socket, allocations(&[("train-a", GPUS[0])]));
+    let env = [("GPUPEEKD_TEST_HISTORY_UNIT_MS", "100")];
+    let daemon = pods.start_daemon_env(&env);
+    pods.sb.wait_live(&daemon);
+    let path = pods.view_path(UID_A);
+    let mut before = Vec::new();
+    wait_for("the pod's first GPU's history", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        before = tracks_at(&path);
+        all_cover(&before, Duration::from_millis(1000))
+    });
+    assert_eq!(before.len(), 1);
+    kubelet.set(allocations(&[("train-a", GPUS[0]), ("train-a", GPUS[1])]));
+    let mut after = Vec::new();
+    wait_for("the view of both GPUs, with history", &daemon, || {
+        std::thread::sleep(Duration::from_millis(100));
+        after = tracks_at(&path);
+        after.len() == 2 && all_cover(&after, Duration::from_millis(200))
+    });
+    let uuids: Vec<&str> = after.iter().map(|(_, u, _)| u.as_str()).collect();
+    assert_eq!(uuids, [GPUS[0], GPUS[1]]);
+    assert_eq!(
+        Segment::open(&path).unwrap().snapshot().unwrap().gpus.len(),
+        2
+    );
+    let (first, kept) = (&before[0].2, &after[0].2);
+    assert_eq!(
+        kept.head.integral_start_unix_ns,
+        first.head.integral_start_unix_ns
+    );
+    assert!(kept.head.raw_written > first.head.raw_written);
+    assert!(after[1].2.head.integral_start_unix_ns > first.head.last_sample_unix_ns);
 }
