@@ -280,7 +280,10 @@ default gpupeek, in
 default gpupeek), listed each round from the Kubernetes API server
 (EndpointSlices labelled
 .BR kubernetes.io/service\-name ,
-or the Service's core v1 Endpoints when the server has no EndpointSlice API).
+asked in pages of 500 as kubectl asks, each page after the first by the
+continue token of the one before, the list started over once when a token has
+expired; or the Service's core v1 Endpoints when the server has no
+EndpointSlice API).
 Each endpoint is a host named by its node
 .RB ( nodeName ),
 asked on the Service's port named
@@ -321,10 +324,11 @@ The user needs list on endpointslices (and get on the Service's endpoints) in
 the namespace:
 .I contrib/kubernetes/fleet\-role.yaml
 is such a Role.
-Each list is made within the round's
+Each list, all its pages, is made within the round's
 .BR \-\-timeout .
-When the API server cannot be read, or lists no endpoint at all, the fleet
-exits 14 with one line naming the server and the reason
+When the API server cannot be read, lists no endpoint at all, or gives pages
+that do not end (a continue token that comes back, or more than 1000 pages),
+the fleet exits 14 with one line naming the server and the reason
 (with
 .BR \-i ,
 a later round that cannot list shows the server as a host with the fault)."#;

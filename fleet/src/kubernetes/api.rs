@@ -1,14 +1,16 @@
-//! The Kubernetes API server as the fleet asks it: one GET with the kubeconfig's
-//! certificate authority, client certificate and token or password, by the round's
-//! deadline; an answer other than 200 becomes a [`Fault`] that quotes the API's own
-//! `Status` message (who is refused what).
+//! The Kubernetes API server as the fleet asks it: GETs with the kubeconfig's
+//! certificate authority, client certificate and token or password, all by the round's
+//! one deadline (the EndpointSliceList's pages, [`super::pages`], and the core v1
+//! Endpoints after a 404); an answer other than 200 becomes a [`Fault`] that quotes the
+//! API's own `Status` message (who is refused what).
 
 use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::endpoints::{parse_endpoints, parse_slices, Found};
+use super::endpoints::{parse_endpoints, Found};
 use super::kubeconfig::{Config, Token};
+use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
 use crate::source::fault;
 
@@ -111,21 +113,36 @@ impl Api {
     ) -> Result<Vec<Found>, Fault> {
         let slices = format!("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices");
         let selector = format!("kubernetes.io/service-name={service}");
-        let (status, body) = self.get(&slices, &[("labelSelector", &selector)], deadline)?;
-        if status == 404 {
-            let path = format!("/api/v1/namespaces/{namespace}/endpoints/{service}");
-            let (status, body) = self.get(&path, &[], deadline)?;
-            return match status {
-                200 => parse_endpoints(&body),
-                404 => Err(Fault::new(
-                    "not_found",
-                    format!("no Service {service} in namespace {namespace} (HTTP 404 for its Endpoints)"),
-                )),
-                _ => Err(status_fault(status, &body)),
-            };
+        let limit = PAGE_SIZE.to_string();
+        let listed = pages::walk(|token| {
+            let mut query = vec![("labelSelector", selector.as_str()), ("limit", &limit)];
+            query.extend(token.map(|t| ("continue", t)));
+            self.get(&slices, &query, deadline)
+        })?;
+        match listed {
+            Some(found) => Ok(found),
+            None => self.core_endpoints(namespace, service, deadline),
         }
+    }
+
+    /// The core v1 Endpoints of `service` in `namespace`, by `deadline`: for servers
+    /// without the EndpointSlice API.
+    fn core_endpoints(
+        &self,
+        namespace: &str,
+        service: &str,
+        deadline: Instant,
+    ) -> Result<Vec<Found>, Fault> {
+        let path = format!("/api/v1/namespaces/{namespace}/endpoints/{service}");
+        let (status, body) = self.get(&path, &[], deadline)?;
         match status {
-            200 => parse_slices(&body),
+            200 => parse_endpoints(&body),
+            404 => Err(Fault::new(
+                "not_found",
+                format!(
+                    "no Service {service} in namespace {namespace} (HTTP 404 for its Endpoints)"
+                ),
+            )),
             _ => Err(status_fault(status, &body)),
         }
     }
@@ -141,7 +158,7 @@ fn api_fault(e: &ureq::Error) -> Fault {
 }
 
 /// A non-200 answer: its status and the API's `Status` message.
-fn status_fault(status: u16, body: &str) -> Fault {
+pub(super) fn status_fault(status: u16, body: &str) -> Fault {
     #[derive(Deserialize)]
     struct Status {
         message: Option<String>,

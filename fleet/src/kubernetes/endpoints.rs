@@ -1,6 +1,6 @@
-//! The Service's endpoints as the API lists them (an EndpointSliceList, or a core v1
-//! Endpoints), decoded into our own small structs, and the hosts they make: one per
-//! endpoint, named by its node, with the `not_ready` fault when it is not ready.
+//! The Service's endpoints as the API lists them (a page of an EndpointSliceList, or a
+//! core v1 Endpoints), decoded into our own small structs, and the hosts they make: one
+//! per endpoint, named by its node, with the `not_ready` fault when it is not ready.
 
 use serde::Deserialize;
 
@@ -54,7 +54,14 @@ struct Ref {
 
 #[derive(Deserialize)]
 struct SliceList {
+    metadata: Option<ListMeta>,
     items: Option<Vec<Slice>>,
+}
+
+#[derive(Deserialize)]
+struct ListMeta {
+    #[serde(rename = "continue")]
+    next: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -88,10 +95,25 @@ fn bad_json(what: &str, e: serde_json::Error, body: &str) -> Fault {
     Fault::new("bad_response", format!("not {what} ({e}): {start:?}"))
 }
 
-/// An EndpointSliceList: every address of every IPv4 or IPv6 slice.
-pub fn parse_slices(body: &str) -> Result<Vec<Found>, Fault> {
+/// One page of an EndpointSliceList.
+#[derive(Debug)]
+pub struct Page {
+    /// Its endpoints.
+    pub found: Vec<Found>,
+    /// The token that asks for the next page (`metadata.continue`); `None` on the last
+    /// page, where the API leaves it out or empty.
+    pub next: Option<String>,
+}
+
+/// A page of an EndpointSliceList: every address of every IPv4 or IPv6 slice, and the
+/// token of the next page.
+pub fn parse_slices(body: &str) -> Result<Page, Fault> {
     let list: SliceList =
         serde_json::from_str(body).map_err(|e| bad_json("an EndpointSliceList", e, body))?;
+    let next = list
+        .metadata
+        .and_then(|m| m.next)
+        .filter(|token| !token.is_empty());
     let mut found = Vec::new();
     for slice in list.items.unwrap_or_default() {
         // FQDN slices name hosts, not addresses; no Service of ours has them.
@@ -120,7 +142,7 @@ pub fn parse_slices(body: &str) -> Result<Vec<Found>, Fault> {
             }
         }
     }
-    Ok(found)
+    Ok(Page { found, next })
 }
 
 #[derive(Deserialize)]
@@ -238,7 +260,7 @@ mod tests {
            "endpoints":[{"addresses":["fd00::9"]}]},
           {"addressType":"FQDN","ports":[],"endpoints":[{"addresses":["x.example"]}]},
           {"addressType":"IPv4","endpoints":null,"ports":null}]}"#;
-        let t = targets(parse_slices(body).unwrap());
+        let t = targets(parse_slices(body).unwrap().found);
         let shown: Vec<(&str, &str, Option<&str>)> = t
             .iter()
             .map(|(e, f)| {
@@ -271,6 +293,31 @@ mod tests {
             .unwrap_err()
             .reason
             .starts_with("not an EndpointSliceList"));
+    }
+
+    #[test]
+    fn a_pages_continue_token_asks_for_the_next_page() {
+        let page = |metadata: &str| {
+            let body = format!(
+                r#"{{"kind":"EndpointSliceList","metadata":{metadata},"items":[
+                  {{"addressType":"IPv4","ports":[{{"name":"metrics","port":9477}}],
+                    "endpoints":[{{"addresses":["10.0.0.5"],"nodeName":"gpu-1"}}]}}]}}"#
+            );
+            parse_slices(&body).unwrap()
+        };
+        let first = page(
+            r#"{"resourceVersion":"7","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ==","remainingItemCount":2}"#,
+        );
+        assert_eq!(
+            first.next.as_deref(),
+            Some("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ==")
+        );
+        assert_eq!(first.found.len(), 1);
+        // The last page: the token empty, left out, or no metadata at all.
+        assert_eq!(page(r#"{"resourceVersion":"7","continue":""}"#).next, None);
+        assert_eq!(page(r#"{"resourceVersion":"7"}"#).next, None);
+        assert_eq!(page("null").next, None);
+        assert_eq!(parse_slices(r#"{"items":[]}"#).unwrap().next, None);
     }
 
     #[test]

@@ -5,21 +5,25 @@
 //! an endpoint that is not ready is a host with the fault `not_ready`, never left out.
 //!
 //! The list: `GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices
-//! ?labelSelector=kubernetes.io/service-name=SVC`; when the server answers 404 (no
-//! EndpointSlice API: Kubernetes before 1.21), the Service's core v1 Endpoints,
-//! `GET /api/v1/namespaces/NS/endpoints/SVC`. The port is the one named `metrics`
-//! (the Service's, as contrib/kubernetes names it), or the only one; https when its
+//! ?labelSelector=kubernetes.io/service-name=SVC&limit=N` ([`pages::PAGE_SIZE`]), then
+//! each next page with `&continue=TOKEN`, the token of the page before, until a page has
+//! none; a token that has expired (410) starts the list over once ([`pages`]). When the
+//! server answers the first page 404 (no EndpointSlice API: Kubernetes before 1.21), the
+//! Service's core v1 Endpoints, `GET /api/v1/namespaces/NS/endpoints/SVC`. Every request
+//! of a round is made by its one deadline. The port is the one named `metrics` (the
+//! Service's, as contrib/kubernetes names it), or the only one; https when its
 //! `appProtocol` is `https`.
 //!
-//! The API server and credentials come from [`kubeconfig`]; [`api`] asks it, and
-//! [`endpoints`] turns its answers into hosts. When the first list
-//! fails, or finds no endpoint, the program stops with one line naming the server and
-//! the reason ([`gpupeek::fleetview::EXIT_KUBERNETES`]); a later round (`-i`) that
+//! The API server and credentials come from [`kubeconfig`]; [`api`] asks it, [`pages`]
+//! walks the list's pages, and [`endpoints`] turns its answers into hosts. When the first
+//! list fails, or finds no endpoint, the program stops with one line naming the server
+//! and the reason ([`gpupeek::fleetview::EXIT_KUBERNETES`]); a later round (`-i`) that
 //! cannot list shows the server as a host with the fault.
 
 mod api;
 mod endpoints;
 pub mod kubeconfig;
+mod pages;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,10 +1,10 @@
 //! A fake Kubernetes API server for `gpupeek fleet --kubernetes`'s tests
 //! (`fleet_kubernetes.rs`): a loopback HTTP or HTTPS server that answers the EndpointSlice
-//! list and the core Endpoints as the real one does (JSON documents and `Status` errors),
-//! checks the `Authorization` header, and records what it was asked; the documents,
-//! kubeconfigs and certificates the tests give it.
+//! list (in pages, by its `continue` tokens) and the core Endpoints as the real one does
+//! (JSON documents and `Status` errors), checks the `Authorization` header, and records
+//! what it was asked; the documents, kubeconfigs and certificates the tests give it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -24,11 +24,13 @@ pub(crate) struct Request {
     pub(crate) authorization: Option<String>,
 }
 
-/// What the fake answers: by `PATH?QUERY` (decoded), else 404; a request without
-/// `authorization` (when set) is answered 401.
+/// What the fake answers: by `PATH?QUERY` (decoded), first its answers given once in
+/// turn, then its standing answer, else 404; a request without `authorization` (when set)
+/// is answered 401.
 #[derive(Default)]
 pub(crate) struct Routes {
     pub(crate) answers: HashMap<String, (u16, String)>,
+    once: HashMap<String, VecDeque<(u16, String)>>,
     authorization: Option<String>,
     seen: Vec<Request>,
 }
@@ -39,8 +41,14 @@ pub(crate) struct FakeApi {
     pub(crate) routes: Arc<Mutex<Routes>>,
 }
 
+/// The first page of the Service's EndpointSliceList, as the fleet asks for it.
 pub(crate) const SLICES: &str = "/apis/discovery.k8s.io/v1/namespaces/gpupeek/endpointslices?\
-                      labelSelector=kubernetes.io/service-name=gpupeek";
+                      labelSelector=kubernetes.io/service-name=gpupeek&limit=500";
+
+/// The page of the EndpointSliceList that the continue token `token` names.
+pub(crate) fn slices_after(token: &str) -> String {
+    format!("{SLICES}&continue={token}")
+}
 pub(crate) const ENDPOINTS: &str = "/api/v1/namespaces/gpupeek/endpoints/gpupeek";
 
 impl FakeApi {
@@ -77,6 +85,15 @@ impl FakeApi {
         let mut r = self.routes.lock().unwrap();
         r.answers
             .insert(target.to_owned(), (status, body.to_string()));
+    }
+
+    /// Answers `target` so once, before its other answers.
+    pub(crate) fn answer_once(&self, target: &str, status: u16, body: &str) {
+        let mut r = self.routes.lock().unwrap();
+        r.once
+            .entry(target.to_owned())
+            .or_default()
+            .push_back((status, body.to_owned()));
     }
 
     pub(crate) fn answer_text(&self, target: &str, status: u16, body: &str) {
@@ -151,6 +168,8 @@ pub(crate) fn serve_one(stream: impl Read + Write, routes: &Mutex<Routes>) {
         });
         if r.authorization.is_some() && r.authorization != authorization {
             (401, status_body(401, "Unauthorized", "Unauthorized"))
+        } else if let Some(once) = r.once.get_mut(&target).and_then(VecDeque::pop_front) {
+            once
         } else {
             r.answers.get(&target).cloned().unwrap_or_else(|| {
                 let msg = format!("the server could not find the requested resource {target}");
@@ -163,6 +182,7 @@ pub(crate) fn serve_one(stream: impl Read + Write, routes: &Mutex<Routes>) {
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        410 => "Gone",
         _ => "Error",
     };
     let stream = reader.get_mut();
@@ -193,6 +213,12 @@ pub(crate) struct Ep<'a> {
 /// since each serve has its own port here (a real Service's slices group endpoints by
 /// their ports the same way).
 pub(crate) fn slices(eps: &[Ep]) -> Value {
+    slices_page(eps, "")
+}
+
+/// A page of the Service's EndpointSliceList: [`slices`] of `eps`, whose continue token
+/// `next` asks for the next page (`""` on the last).
+pub(crate) fn slices_page(eps: &[Ep], next: &str) -> Value {
     let items: Vec<Value> = eps
         .iter()
         .enumerate()
@@ -214,8 +240,13 @@ pub(crate) fn slices(eps: &[Ep]) -> Value {
             })
         })
         .collect();
+    // The API leaves an empty token out (`omitempty`).
+    let mut metadata = json!({"resourceVersion": "1"});
+    if !next.is_empty() {
+        metadata["continue"] = json!(next);
+    }
     json!({"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1",
-           "metadata": {"resourceVersion": "1"}, "items": items})
+           "metadata": metadata, "items": items})
 }
 
 /// The core v1 Endpoints of the Service: a subset per endpoint.

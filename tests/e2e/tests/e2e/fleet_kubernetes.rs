@@ -2,9 +2,10 @@
 //! loopback HTTP or HTTPS server in the test that answers the EndpointSlice list and the
 //! core Endpoints as the real one does, and checks the credentials) with a kubeconfig
 //! written here. The same serves give the same table and JSON as `--host`; a not-ready
-//! endpoint is a host with its fault; the API's refusals, a missing EndpointSlice API
-//! (404, then Endpoints), an exec plugin and an unreachable server each end as
-//! documented.
+//! endpoint is a host with its fault; a list in pages is read to its last page, starting
+//! over once when a continue token expires; the API's refusals, a missing EndpointSlice
+//! API (404, then Endpoints), a list that never ends, an exec plugin and an unreachable
+//! server each end as documented.
 
 use std::process::Command;
 use std::time::Duration;
@@ -13,10 +14,27 @@ use gpupeek_e2e::{assert_one_line_failure, bins, stderr, stdout, tool};
 use serde_json::{json, Value};
 
 use crate::fake_kube_api::{
-    endpoints, kube_fleet, kubeconfig, mtls_server, slices, status_body, timeless, tls_server,
-    token_api, Ep, FakeApi, ENDPOINTS, SLICES, TOKEN,
+    endpoints, kube_fleet, kubeconfig, mtls_server, slices, slices_after, slices_page, status_body,
+    timeless, tls_server, token_api, Ep, FakeApi, ENDPOINTS, SLICES, TOKEN,
 };
 use crate::fleet::{cluster, fleet, host_args, json_of};
+
+/// The hosts of a fleet JSON document, sorted.
+fn hosts_of(doc: &Value) -> Vec<String> {
+    let mut h: Vec<String> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap().to_owned())
+        .collect();
+    h.sort();
+    h
+}
+
+/// The targets `api` was asked, in order.
+fn asked(api: &FakeApi) -> Vec<String> {
+    api.seen().into_iter().map(|r| r.target).collect()
+}
 
 #[test]
 fn fleet_kubernetes_gives_the_same_view_as_the_hosts_and_names_them_by_node() {
@@ -101,16 +119,6 @@ fn fleet_kubernetes_gives_the_same_view_as_the_hosts_and_names_them_by_node() {
     let list = format!("{0}/missing:{config}:{0}/other", dir.display());
     let out = kube_fleet(dir, &[("KUBECONFIG", &list)], &["--kubernetes", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let hosts_of = |doc: &Value| -> Vec<String> {
-        let mut h: Vec<String> = doc["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["host"].as_str().unwrap().to_owned())
-            .collect();
-        h.sort();
-        h
-    };
     assert_eq!(
         hosts_of(&json_of(&out)),
         ["gpu-node-a", "gpu-node-b", "gpu-node-c"]
@@ -163,6 +171,98 @@ fn a_not_ready_endpoint_is_a_host_with_its_fault() {
         let line = text.lines().find(|l| l.starts_with("gpu-down")).unwrap();
         assert!(line.contains("not_ready"), "{text}");
     }
+}
+
+#[test]
+fn every_page_of_the_list_is_read_and_an_expired_token_starts_it_over_once() {
+    let hosts = cluster("fleet-k8s-pages", 3);
+    let dir = &hosts[0].sandbox.dir;
+    let (api, config) = token_api(dir);
+    let kube = [
+        "--kubernetes",
+        "--kubeconfig",
+        config.to_str().unwrap(),
+        "--json",
+    ];
+    let nodes = ["gpu-page-1", "gpu-page-2", "gpu-page-3"];
+    let on_page = |i: usize| {
+        [Ep {
+            addr: &hosts[i].addr,
+            node: nodes[i],
+            ready: true,
+        }]
+    };
+    api.answer(SLICES, 200, slices_page(&on_page(0), "a"));
+    api.answer(&slices_after("a"), 200, slices_page(&on_page(1), "b"));
+    api.answer(&slices_after("b"), 200, slices(&on_page(2)));
+    let shows_every_page = |what: &str| {
+        let out = kube_fleet(dir, &[], &kube);
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+        assert_eq!(hosts_of(&json_of(&out)), nodes, "{what}");
+    };
+    shows_every_page("three pages");
+    assert_eq!(
+        asked(&api),
+        [SLICES, &slices_after("a"), &slices_after("b")]
+    );
+
+    // The token of the first page expires once: the list starts over without it.
+    let expired = status_body(
+        410,
+        "Expired",
+        "The provided continue parameter is too old to display a consistent list result. \
+         You can start a new list without the continue parameter.",
+    );
+    api.answer_once(&slices_after("a"), 410, &expired);
+    shows_every_page("an expired token");
+    assert_eq!(
+        asked(&api)[3..],
+        [
+            SLICES,
+            &slices_after("a"),
+            SLICES,
+            &slices_after("a"),
+            &slices_after("b")
+        ]
+    );
+}
+
+#[test]
+fn a_list_that_never_ends_or_expires_twice_is_one_line_and_status_14() {
+    let sandbox = gpupeek_e2e::Sandbox::new("fleet-k8s-loop");
+    let dir = &sandbox.dir;
+    let (api, config) = token_api(dir);
+    let kube = ["--kubernetes", "--kubeconfig", config.to_str().unwrap()];
+    let ep = [Ep {
+        addr: "127.0.0.1:9",
+        node: "gpu-loop",
+        ready: true,
+    }];
+    // Every page names the same next page.
+    api.answer(SLICES, 200, slices_page(&ep, "again"));
+    api.answer(&slices_after("again"), 200, slices_page(&ep, "again"));
+    let out = kube_fleet(dir, &[], &kube);
+    assert_one_line_failure(&out, 14, "a looping list");
+    let err = stderr(&out);
+    assert!(err.contains(&api.url), "{err}");
+    assert!(
+        err.contains("continue token \"again\" came back (the API server loops)"),
+        "{err}"
+    );
+
+    // A token that expires, and expires again after the list starts over.
+    let expired = status_body(410, "Expired", "The provided continue parameter is too old");
+    api.answer_text(&slices_after("again"), 410, &expired);
+    let out = kube_fleet(dir, &[], &kube);
+    assert_one_line_failure(&out, 14, "expired twice");
+    let err = stderr(&out);
+    assert!(
+        err.contains("HTTP 410 Expired: The provided continue"),
+        "{err}"
+    );
+    let tail = asked(&api).split_off(2);
+    let again = slices_after("again");
+    assert_eq!(tail, [SLICES, &again, SLICES, &again]);
 }
 
 #[test]
@@ -222,12 +322,11 @@ fn api_refusals_and_an_unreachable_server_are_one_line_and_status_14() {
         "{}",
         stderr(&out)
     );
-    let seen: Vec<String> = api.seen().into_iter().map(|r| r.target).collect();
-    assert!(seen.contains(
-        &"/apis/discovery.k8s.io/v1/namespaces/ml/endpointslices?\
-          labelSelector=kubernetes.io/service-name=peek"
-            .to_owned()
-    ));
+    let seen = asked(&api);
+    let ml = SLICES
+        .replace("/namespaces/gpupeek/", "/namespaces/ml/")
+        .replace("service-name=gpupeek", "service-name=peek");
+    assert!(seen.contains(&ml), "{seen:?}");
     assert!(seen.contains(&"/api/v1/namespaces/ml/endpoints/peek".to_owned()));
 
     // Basic authentication from the kubeconfig's username and password (the empty list
