@@ -585,7 +585,7 @@ fn the_bundles_role_grants_what_fleet_asks_on_the_port_it_reads() {
     assert_eq!(service["metadata"]["name"], "gpupeek");
     assert_eq!(service["metadata"]["namespace"], "gpupeek");
     assert_eq!(service["spec"]["clusterIP"], "None");
-    // fleet reads the port named metrics (fleet/src/kubernetes.rs, PORT_NAME).
+    // fleet reads the port named metrics (fleet/src/kubernetes/endpoints.rs, PORT_NAME).
     assert_eq!(service["spec"]["ports"][0]["name"], "metrics");
     let kustomization = read("kustomization.yaml");
     assert!(kustomization["resources"]
