@@ -2687,8 +2687,8 @@ def _whole(value: Optional[int], unit: int) -> Optional[int]:
 
 
 # gpustat's colours. gpustat 1.1.1 takes them from blessed's Terminal, which takes them
-# from jinxed's terminfo database (blessed 1.52 and jinxed 2.1, what `pip install
-# gpustat==1.1.1` installs). Per terminal kind (jinxed's module name): sgr0, bold, setaf
+# from jinxed's terminfo database (blessed 1.52.0 and jinxed 2.1.0, which scripts/test
+# pins; jinxed 2.1.1 adds kinds and colon-separated 256-colour sequences). Per terminal kind (jinxed's module name): sgr0, bold, setaf
 # for colours 0-7 ({} the colour) and setaf for colour 24; a bold colour is bold then
 # the colour. An unknown kind is xterm-256color's, as in blessed. test_gpupeek.py checks
 # every kind here against gpustat itself.
