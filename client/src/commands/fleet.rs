@@ -319,7 +319,15 @@ Without a kubeconfig, inside a pod: the pod's service account
 .RB ( KUBERNETES_SERVICE_HOST ,
 .BR KUBERNETES_SERVICE_PORT ,
 .IR /var/run/secrets/kubernetes.io/serviceaccount/ ).
-A user with an exec or auth\-provider plugin is not supported (exit status 2).
+A user's exec credential plugin (client.authentication.k8s.io v1 or v1beta1:
+aws eks get\-token, gke\-gcloud\-auth\-plugin, kubelogin, ...) is run as
+kubectl runs it, never interactively, for at most 20 s; its token or client
+certificate is kept until its expirationTimestamp, and it is run again when
+the API server refuses it (401).
+A plugin that fails, is not installed or answers no ExecCredential ends the
+fleet with one line and exit status 14; an exec entry of another apiVersion,
+one that needs a terminal (interactiveMode: Always) and an auth\-provider
+plugin are usage errors (exit status 2).
 The user needs list on endpointslices (and get on the Service's endpoints) in
 the namespace:
 .I contrib/kubernetes/fleet\-role.yaml

@@ -1,59 +1,49 @@
 //! The Kubernetes API server as the fleet asks it: GETs with the kubeconfig's
-//! certificate authority, client certificate and token or password, all by the round's
+//! certificate authority, client certificate and token or password (or its exec
+//! plugin's token or client certificate, see [`super::exec`]), all by the round's
 //! one deadline (the EndpointSliceList's pages, [`super::pages`], and the core v1
 //! Endpoints after a 404); an answer other than 200 becomes a [`Fault`] that quotes the
 //! API's own `Status` message (who is refused what).
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde::Deserialize;
 
 use super::endpoints::{parse_endpoints, Found};
+use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
 use crate::source::fault;
 
+/// A client certificate chain and its key, PEM.
+type ClientPem = (Vec<u8>, Vec<u8>);
+
+/// What an agent is made from: the kubeconfig's certificate authority and
+/// `insecure-skip-tls-verify`, named by the kubeconfig's origin in errors.
+struct Trust {
+    origin: String,
+    ca: Option<Vec<u8>>,
+    insecure: bool,
+}
+
 /// An API server.
 pub struct Api {
-    agent: ureq::Agent,
+    trust: Trust,
+    /// The agent, and the client certificate it presents.
+    agent: Mutex<(ureq::Agent, Option<ClientPem>)>,
     /// Its URL, without a trailing `/`.
     pub server: String,
     token: Option<Token>,
     basic: Option<String>,
+    exec: Option<Arc<Plugin>>,
 }
 
 impl Api {
     /// The client for `config`: its certificate authority (else the built-in web
     /// roots), client certificate and credentials.
     pub fn new(config: &Config) -> Result<Api, String> {
-        use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
-        let bad =
-            |what: &str, e: &dyn std::fmt::Display| format!("{}: bad {what}: {e}", config.origin);
-        let certs = |pem: &[u8], what: &str| -> Result<Vec<Certificate<'static>>, String> {
-            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
-                .filter_map(|item| match item {
-                    Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-                    Ok(_) => None,
-                    Err(e) => Some(Err(e)),
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| bad(what, &e))?;
-            if certs.is_empty() {
-                return Err(bad(what, &"no PEM certificate in it"));
-            }
-            Ok(certs)
-        };
-        let mut tls = TlsConfig::builder().disable_verification(config.insecure);
-        if let Some(pem) = &config.ca {
-            let roots = certs(pem, "certificate authority")?;
-            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
-        }
-        if let Some((cert, key)) = &config.client_cert {
-            let chain = certs(cert, "client certificate")?;
-            let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
-            tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
-        }
         let basic = config.basic.as_ref().map(|(user, password)| {
             use base64::Engine;
             let pair = format!("{user}:{password}");
@@ -62,30 +52,75 @@ impl Api {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             )
         });
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .tls_config(tls.build())
-            .max_redirects(0)
-            .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let trust = Trust {
+            origin: config.origin.clone(),
+            ca: config.ca.clone(),
+            insecure: config.insecure,
+        };
+        let agent = trust.agent(config.client_cert.as_ref())?;
         Ok(Api {
-            agent,
+            trust,
+            agent: Mutex::new((agent, config.client_cert.clone())),
             server: config.server.clone(),
             token: config.token.clone(),
             basic,
+            exec: config.exec.clone(),
         })
     }
 
-    /// GETs `path` by `deadline`: the status and body, or why there is none.
+    /// The agent to ask with and the `Authorization` header to send: the exec plugin's
+    /// credential when the user has one (its client certificate makes a new agent when
+    /// it changes), else the kubeconfig's token or password.
+    fn credentials(&self) -> Result<(ureq::Agent, Option<String>), Fault> {
+        let refused = |e: String| Fault::new("unauthorized", e);
+        let mut agent = self.agent.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(plugin) = &self.exec else {
+            let header = match (&self.token, &self.basic) {
+                (Some(token), _) => Some(format!("Bearer {}", token.read().map_err(refused)?)),
+                (None, basic) => basic.clone(),
+            };
+            return Ok((agent.0.clone(), header));
+        };
+        let credential = plugin.credential().map_err(refused)?;
+        if credential.client_cert.is_some() && credential.client_cert != agent.1 {
+            let made = self
+                .trust
+                .agent(credential.client_cert.as_ref())
+                .map_err(|e| refused(format!("the exec plugin's {e}")))?;
+            *agent = (made, credential.client_cert.clone());
+        }
+        let header = credential.token.map(|t| format!("Bearer {t}"));
+        Ok((agent.0.clone(), header))
+    }
+
+    /// GETs `path` by `deadline`: the status and body, or why there is none. A 401 to
+    /// an exec plugin's credential runs the plugin again and asks once more, as kubectl
+    /// does.
     fn get(
         &self,
         path: &str,
         query: &[(&str, &str)],
         deadline: Instant,
     ) -> Result<(u16, String), Fault> {
+        let (status, body) = self.get_once(path, query, deadline)?;
+        match &self.exec {
+            Some(plugin) if status == 401 => {
+                plugin.forget();
+                self.get_once(path, query, deadline)
+            }
+            _ => Ok((status, body)),
+        }
+    }
+
+    fn get_once(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        deadline: Instant,
+    ) -> Result<(u16, String), Fault> {
+        let (agent, authorization) = self.credentials()?;
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut request = self.agent.get(format!("{}{path}", self.server));
+        let mut request = agent.get(format!("{}{path}", self.server));
         for (k, v) in query {
             request = request.query(k, v);
         }
@@ -94,11 +129,8 @@ impl Api {
             .config()
             .timeout_global(Some(left))
             .build();
-        if let Some(token) = &self.token {
-            let token = token.read().map_err(|e| Fault::new("unauthorized", e))?;
-            request = request.header("Authorization", format!("Bearer {token}"));
-        } else if let Some(basic) = &self.basic {
-            request = request.header("Authorization", basic);
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
         }
         let (status, body) = crate::source::call(request).map_err(|e| api_fault(&e))?;
         Ok((status.as_u16(), body))
@@ -145,6 +177,47 @@ impl Api {
             )),
             _ => Err(status_fault(status, &body)),
         }
+    }
+}
+
+impl Trust {
+    /// An agent that trusts the kubeconfig's certificate authority (else the built-in
+    /// web roots) and presents `client_cert`.
+    fn agent(&self, client_cert: Option<&ClientPem>) -> Result<ureq::Agent, String> {
+        use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+        let bad =
+            |what: &str, e: &dyn std::fmt::Display| format!("{}: bad {what}: {e}", self.origin);
+        let certs = |pem: &[u8], what: &str| -> Result<Vec<Certificate<'static>>, String> {
+            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(|e| bad(what, &e))?;
+            if certs.is_empty() {
+                return Err(bad(what, &"no PEM certificate in it"));
+            }
+            Ok(certs)
+        };
+        let mut tls = TlsConfig::builder().disable_verification(self.insecure);
+        if let Some(pem) = &self.ca {
+            let roots = certs(pem, "certificate authority")?;
+            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+        }
+        if let Some((cert, key)) = client_cert {
+            let chain = certs(cert, "client certificate")?;
+            let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
+            tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        Ok(ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .tls_config(tls.build())
+            .max_redirects(0)
+            .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into())
     }
 }
 

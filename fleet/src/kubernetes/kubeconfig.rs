@@ -9,15 +9,19 @@
 //! `certificate-authority-data`) or `insecure-skip-tls-verify`; the user's `token` or
 //! `tokenFile`, `client-certificate(-data)` and `client-key(-data)`, or `username` and
 //! `password`. A relative file name is relative to the kubeconfig's directory, as
-//! kubectl resolves it. A user with an `exec` or `auth-provider` plugin is refused with
-//! one line: running a credential plugin is not something this program does.
+//! kubectl resolves it. A user's `exec` credential plugin is run as kubectl runs it (see
+//! [`super::exec`]); an `auth-provider` (removed from kubectl in 1.26) is refused with
+//! one line.
 //! Not read: the cluster's `tls-server-name` and `proxy-url`, and the context's
 //! `namespace` (`--namespace` is the DaemonSet's, `gpupeek`, whatever the context).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine;
 use serde::Deserialize;
+
+use super::exec::{self, Plugin};
 
 /// How to reach and authenticate to the API server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +41,9 @@ pub struct Config {
     pub basic: Option<(String, String)>,
     /// A client certificate chain and its key, PEM.
     pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
+    /// The user's credential plugin, whose token or client certificate take the place of
+    /// the others.
+    pub exec: Option<Arc<Plugin>>,
 }
 
 /// A bearer token: as given, or read from a file at each request (service-account
@@ -146,6 +153,7 @@ fn in_cluster(host: &str, port: &str, dir: &Path) -> Config {
         token: Some(Token::File(dir.join("token"))),
         basic: None,
         client_cert: None,
+        exec: None,
     }
 }
 
@@ -216,15 +224,9 @@ struct User {
     key_data: Option<String>,
     username: Option<String>,
     password: Option<String>,
-    exec: Option<Exec>,
+    exec: Option<exec::Spec>,
     #[serde(rename = "auth-provider")]
     auth_provider: Option<AuthProvider>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Exec {
-    command: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -286,20 +288,12 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
             .unwrap_or_default(),
     };
     let user_name = ctx.user.as_deref().unwrap_or_default();
-    if let Some(exec) = &user.exec {
-        let command = exec.command.as_deref().unwrap_or("?");
-        return Err(bad(format!(
-            "user {user_name:?} gets its credentials from an exec plugin ({command}), which \
-             gpupeek fleet does not run: use a context whose user has a token, a client \
-             certificate or a password"
-        )));
-    }
     if let Some(provider) = &user.auth_provider {
         let provider = provider.name.as_deref().unwrap_or("?");
         return Err(bad(format!(
             "user {user_name:?} gets its credentials from the auth-provider plugin \
-             {provider}, which gpupeek fleet does not support: use a context whose user has \
-             a token, a client certificate or a password"
+             {provider}, which kubectl dropped in 1.26 and gpupeek fleet does not support: \
+             use its exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin) or a token"
         )));
     }
     let server = cluster
@@ -329,6 +323,19 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
         }
     };
     let ca = read(&cluster.ca_data, &cluster.ca_file, "certificate-authority")?;
+    let exec = match user.exec {
+        None => None,
+        Some(spec) => {
+            let on = exec::Cluster {
+                server: &server,
+                ca: ca.as_deref(),
+                insecure: cluster.insecure,
+            };
+            let plugin =
+                Plugin::new(spec, dir, &on).map_err(|e| bad(format!("user {user_name:?}: {e}")))?;
+            Some(Arc::new(plugin))
+        }
+    };
     let cert = read(&user.cert_data, &user.cert_file, "client-certificate")?;
     let key = read(&user.key_data, &user.key_file, "client-key")?;
     let client_cert = match (cert, key) {
@@ -359,6 +366,7 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
         token,
         basic,
         client_cert,
+        exec,
     })
 }
 
@@ -444,13 +452,26 @@ users:
         assert_eq!(c.client_cert, None);
         let c = parse_in(Path::new("/nonexistent"), Some("anonymous")).unwrap();
         assert_eq!((c.token, c.basic, c.client_cert), (None, None, None));
+        assert!(c.exec.is_none());
+    }
+
+    #[test]
+    fn a_user_with_an_exec_plugin_gets_it_and_a_bad_exec_entry_is_one_line() {
+        let c = parse_in(Path::new("/nonexistent"), Some("aws")).unwrap();
+        assert!(c.exec.is_some());
+        assert_eq!((c.token, c.basic), (None, None));
+        let text = CONFIG.replace("client.authentication.k8s.io/v1,", "x/v1,");
+        let e = parse(&text, "cfg", Path::new("/"), Some("aws")).unwrap_err();
+        assert!(
+            e.starts_with("kubeconfig cfg: user \"eks\": exec plugin aws: apiVersion \"x/v1\""),
+            "{e}"
+        );
     }
 
     #[test]
     fn plugins_missing_names_and_garbage_are_one_line_errors() {
         let err = |ctx: Option<&str>, text: &str| parse(text, "cfg", Path::new("/"), ctx);
         for (ctx, text, says) in [
-            (Some("aws"), CONFIG, "exec plugin (aws)"),
             (Some("cloud"), CONFIG, "auth-provider plugin gcp"),
             (Some("nope"), CONFIG, "no context named \"nope\""),
             (None, "clusters: []\n", "no current-context"),

@@ -22,6 +22,7 @@
 
 mod api;
 mod endpoints;
+pub mod exec;
 pub mod kubeconfig;
 mod pages;
 

@@ -368,18 +368,20 @@ fn api_refusals_and_an_unreachable_server_are_one_line_and_status_14() {
 fn kubeconfigs_that_cannot_be_used_are_one_line_and_status_2() {
     let sandbox = gpupeek_e2e::Sandbox::new("fleet-k8s-config");
     let dir = &sandbox.dir;
+    // An exec plugin of the protocol version Kubernetes 1.24 removed.
     let exec = kubeconfig(
         dir,
         "https://127.0.0.1:6443",
         "",
-        "      exec:\n        apiVersion: client.authentication.k8s.io/v1beta1\n        \
+        "      exec:\n        apiVersion: client.authentication.k8s.io/v1alpha1\n        \
          command: aws\n        args: [eks, get-token, --cluster-name, c]\n",
     );
     let exec = exec.to_str().unwrap();
     let out = kube_fleet(dir, &[], &["--kubernetes", "--kubeconfig", exec]);
-    assert_one_line_failure(&out, 2, "exec plugin");
+    assert_one_line_failure(&out, 2, "an exec plugin's old apiVersion");
     assert!(
-        stderr(&out).contains("exec plugin (aws)"),
+        stderr(&out)
+            .contains("exec plugin aws: apiVersion \"client.authentication.k8s.io/v1alpha1\""),
         "{}",
         stderr(&out)
     );
@@ -554,6 +556,176 @@ fn an_https_api_server_with_a_client_certificate_and_the_kubeconfigs_ca() {
         &["--kubernetes", "--kubeconfig", config.to_str().unwrap()],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// An exec credential plugin in `dir` (`get-token`, a shell script running `body`) that
+/// counts its runs in `dir/runs`, and the kubeconfig's user entry that runs it.
+fn exec_plugin(dir: &std::path::Path, body: &str) -> String {
+    let script = dir.join("get-token");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho run >> '{}/runs'\n{body}\n", dir.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_file(dir.join("runs"));
+    "      exec:\n        apiVersion: client.authentication.k8s.io/v1\n        \
+     command: ./get-token\n        interactiveMode: Never\n        \
+     installHint: install get-token\n"
+        .into()
+}
+
+fn exec_runs(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("runs")).map_or(0, |s| s.lines().count())
+}
+
+/// The shell command that answers an `ExecCredential` whose status is `status` (JSON,
+/// without a single quote).
+fn credential(status: &str) -> String {
+    format!(
+        "printf '%s\\n' '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\
+         \"kind\":\"ExecCredential\",\"status\":{status}}}'"
+    )
+}
+
+/// Managed clusters (EKS, GKE, AKS, OIDC) give kubectl its credentials through an exec
+/// plugin: fleet runs it as kubectl does, keeps its token, runs it again when the API
+/// server refuses the token, and says in one line (status 14) when it fails or is not
+/// installed.
+#[test]
+fn an_exec_plugins_token_reaches_the_api_server_and_its_failures_are_one_line() {
+    let hosts = cluster("fleet-k8s-exec", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let api = FakeApi::start(None);
+    api.require(&format!("Bearer {TOKEN}"));
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-exec",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let run = |user: &str, extra: &[&str]| {
+        let config = kubeconfig(dir, &api.url, "", user);
+        let args = [
+            &["--kubernetes", "--kubeconfig", config.to_str().unwrap()][..],
+            extra,
+        ];
+        kube_fleet(dir, &[], &args.concat())
+    };
+    let user = exec_plugin(dir, &credential(&format!("{{\"token\":\"{TOKEN}\"}}")));
+    let out = run(&user, &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-exec");
+    assert_eq!(exec_runs(dir), 1);
+
+    // Watching, the token is kept (no expiry): one run for several rounds.
+    let mut cmd = Command::new(&bins().client);
+    let config = kubeconfig(dir, &api.url, "", &user);
+    cmd.args(["fleet", "--kubernetes", "--kubeconfig"])
+        .arg(&config)
+        .args(["--json", "-i", "0.2"])
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG");
+    let _ = std::fs::remove_file(dir.join("runs"));
+    let out = gpupeek_e2e::run_with_limit(cmd, Duration::from_secs(2));
+    let rounds = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .filter(|d| d["hosts"][0]["host"] == "gpu-exec")
+        .count();
+    assert!(rounds >= 3, "{rounds} rounds: {}", stderr(&out));
+    assert_eq!(exec_runs(dir), 1, "the token is kept between rounds");
+
+    // A stale token (the first run's) is refused: the plugin runs again and the list is
+    // asked once more.
+    let body = format!(
+        "if [ \"$(wc -l < '{0}/runs')\" -le 1 ]; then {1}; else {2}; fi",
+        dir.display(),
+        credential("{\"token\":\"stale\"}"),
+        credential(&format!("{{\"token\":\"{TOKEN}\"}}")),
+    );
+    let user = exec_plugin(dir, &body);
+    let out = run(&user, &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(exec_runs(dir), 2);
+
+    // Failing, not installed, answering garbage: one line each, status 14.
+    let user = exec_plugin(
+        dir,
+        "echo 'error: SSO session expired, run login' >&2; exit 1",
+    );
+    let out = run(&user, &[]);
+    assert_one_line_failure(&out, 14, "a failing exec plugin");
+    let err = stderr(&out);
+    assert!(
+        err.contains("exec plugin ./get-token failed (exit status: 1): error: SSO session expired"),
+        "{err}"
+    );
+    let user = exec_plugin(dir, "echo not json");
+    let out = run(&user, &[]);
+    assert_one_line_failure(&out, 14, "an exec plugin's garbage");
+    assert!(
+        stderr(&out).contains("not an ExecCredential"),
+        "{}",
+        stderr(&out)
+    );
+    let user = exec_plugin(dir, "").replace("./get-token", "gpupeek-no-such-plugin");
+    let out = run(&user, &[]);
+    assert_one_line_failure(&out, 14, "a missing exec plugin");
+    assert!(
+        stderr(&out)
+            .contains("exec plugin gpupeek-no-such-plugin is not installed (install get-token)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A plugin that answers a client certificate (as Teleport's does): the API server that
+/// requires one accepts it.
+#[test]
+fn an_exec_plugins_client_certificate_is_presented() {
+    let Some(tool) = tool("openssl", "openssl") else {
+        return;
+    };
+    let hosts = cluster("fleet-k8s-exec-tls", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let pki = dir.join("pki");
+    let api = FakeApi::start(Some(mtls_server(&tool, &pki)));
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-exec-tls",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let pem = |name: &str| {
+        serde_json::to_string(&std::fs::read_to_string(pki.join(name)).unwrap()).unwrap()
+    };
+    let status = format!(
+        "{{\"clientCertificateData\":{},\"clientKeyData\":{}}}",
+        pem("client.crt"),
+        pem("client.key")
+    );
+    let user = exec_plugin(dir, &credential(&status));
+    let config = kubeconfig(
+        dir,
+        &api.url,
+        "      certificate-authority: pki/ca.crt\n",
+        &user,
+    );
+    let out = kube_fleet(
+        dir,
+        &[],
+        &[
+            "--kubernetes",
+            "--kubeconfig",
+            config.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-exec-tls");
+    assert_eq!(exec_runs(dir), 1);
 }
 
 #[test]
