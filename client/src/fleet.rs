@@ -79,6 +79,10 @@ pub struct Args {
     pub user: Option<String>,
     /// `--password-file`.
     pub password_file: Option<String>,
+    /// `--bearer-token-file`.
+    pub bearer_token_file: Option<String>,
+    /// `--header`, each as `(name, value)`, in order.
+    pub headers: Vec<(String, String)>,
     /// `--group-by`.
     pub group_by: GroupBy,
     /// `--json`.
@@ -106,6 +110,8 @@ impl Default for Args {
             insecure: false,
             user: None,
             password_file: None,
+            bearer_token_file: None,
+            headers: Vec::new(),
             group_by: GroupBy::Host,
             json: false,
             watch: None,
@@ -117,6 +123,31 @@ impl Default for Args {
 /// `--group-by`'s value.
 pub fn parse_group_by(s: &str) -> Result<GroupBy, String> {
     GroupBy::parse(s)
+}
+
+/// `--header`'s value, `NAME: VALUE` as curl's `-H` takes it: an HTTP field name (a
+/// token) and a value without line breaks. `Authorization` is refused: it is
+/// `--user`'s or `--bearer-token-file`'s.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let bad = |why: &str| format!("bad --header {s:?}: {why}");
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| bad("expected NAME: VALUE"))?;
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(bad(
+            "the name must be an HTTP field name (letters, digits, - and the like)",
+        ));
+    }
+    if value.contains(['\r', '\n', '\0']) {
+        return Err(bad("the value must be on one line"));
+    }
+    if name.eq_ignore_ascii_case("authorization") {
+        return Err(bad(
+            "give credentials with --user/--password-file or --bearer-token-file",
+        ));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
 }
 
 /// Seconds from 0.01 to 86400, for `--timeout` and `--watch`.
@@ -153,6 +184,12 @@ pub fn parse(argv: Vec<String>) -> Result<Result<Args, String>, String> {
                 )
             }
         }
+        if a.bearer_token_file.is_some() && (a.user.is_some() || a.password_file.is_some()) {
+            return Err(
+                "--bearer-token-file and --user/--password-file are two credentials: choose one"
+                    .into(),
+            );
+        }
         let kube_only = [
             ("--kubeconfig", a.kubeconfig.is_some()),
             ("--context", a.context.is_some()),
@@ -172,5 +209,71 @@ pub fn command_line() -> Result<Option<Args>, Exit> {
     match parse(argv).map_err(|e| Exit::new(EXIT_USAGE, e))? {
         Ok(args) => Ok(Some(args)),
         Err(help) => crate::write_stdout(&help).map(|()| None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_is_a_field_name_and_a_value_on_one_line() {
+        assert_eq!(
+            parse_header("X-Scope-OrgID:  team-a ").unwrap(),
+            ("X-Scope-OrgID".into(), "team-a".into())
+        );
+        assert_eq!(
+            parse_header("X-Empty:").unwrap(),
+            ("X-Empty".into(), "".into())
+        );
+        for (bad, says) in [
+            ("X-Scope-OrgID team-a", "expected NAME: VALUE"),
+            (": x", "HTTP field name"),
+            ("Bad Name: x", "HTTP field name"),
+            ("X-A: one\r\nX-B: two", "one line"),
+            ("authorization: Bearer x", "--bearer-token-file"),
+        ] {
+            let e = parse_header(bad).unwrap_err();
+            assert!(
+                e.starts_with("bad --header ") && e.contains(says),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn headers_repeat_and_a_bearer_token_excludes_basic_authentication() {
+        let argv = |extra: &[&str]| {
+            let mut v = vec!["--prometheus".to_owned(), "http://p".to_owned()];
+            v.extend(extra.iter().map(|s| s.to_string()));
+            parse(v)
+        };
+        let a = argv(&[
+            "--header",
+            "A: 1",
+            "--header=B: 2",
+            "--bearer-token-file",
+            "t",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a.headers,
+            [("A".into(), "1".into()), ("B".into(), "2".into())]
+        );
+        assert_eq!(a.bearer_token_file.as_deref(), Some("t"));
+        let e = argv(&[
+            "--bearer-token-file",
+            "t",
+            "--user",
+            "u",
+            "--password-file",
+            "p",
+        ])
+        .unwrap_err();
+        assert!(e.contains("choose one"), "{e}");
+        assert!(argv(&["--header", "nope"])
+            .unwrap_err()
+            .contains("bad --header"));
     }
 }

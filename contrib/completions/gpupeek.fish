@@ -102,5 +102,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l tls-ca -r -F -d 't
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l insecure -d 'do not verify https:// hosts\' certificates (the traffic is still encrypted)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l user -x -d 'basic authentication\'s user name (the serve\'s web configuration\'s basic_auth_users; needs --password-file)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l password-file -r -F -d 'basic authentication\'s password: this file\'s first line'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l bearer-token-file -r -F -d 'send Authorization: Bearer with this file\'s first line (read again at each round), e.g. for a Prometheus behind an OAuth proxy'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l header -x -d 'send this HTTP header with every request to the hosts or Prometheus (repeatable), e.g. \'X-Scope-OrgID: team-a\' for Mimir or Cortex'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l no-color -l no-colour -d 'no colours (also when NO_COLOR is set)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -s h -l help -d 'print the help and exit'

@@ -6,8 +6,8 @@
 //! lists endpoints each round and hands them to [`crate::hosts`]).
 //!
 //! [`http`] builds the one HTTP client the sources use to read the hosts (ureq: blocking, rustls, gzip) from the
-//! command line's TLS and basic-authentication flags, and names a failed request's
-//! cause ([`fault`]).
+//! command line's TLS, credential (`--user`/`--password-file` or `--bearer-token-file`)
+//! and `--header` flags, and names a failed request's cause ([`fault`]).
 
 use std::time::{Duration, Instant};
 
@@ -23,8 +23,47 @@ pub trait Source {
 pub struct Http {
     /// The client.
     pub agent: ureq::Agent,
-    /// The `Authorization` header's value, with `--user`.
-    pub authorization: Option<String>,
+    /// What the `Authorization` header says.
+    pub authorization: Option<Credential>,
+    /// `--header`'s fields, sent with every request.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The hosts' (or Prometheus's) credential.
+pub enum Credential {
+    /// `--user` and `--password-file`: the `Basic` header's value.
+    Basic(String),
+    /// `--bearer-token-file`: read at each request (tokens are rotated).
+    BearerFile(std::path::PathBuf),
+}
+
+impl Credential {
+    /// The `Authorization` header's value.
+    fn header(&self) -> Result<String, Fault> {
+        match self {
+            Credential::Basic(value) => Ok(value.clone()),
+            Credential::BearerFile(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Fault::new(
+                        "unauthorized",
+                        format!("cannot read --bearer-token-file {}: {e}", path.display()),
+                    )
+                })?;
+                Ok(format!(
+                    "Bearer {}",
+                    text.lines().next().unwrap_or_default().trim()
+                ))
+            }
+        }
+    }
+
+    /// The flags to check when the server refuses it.
+    fn flags(&self) -> &'static str {
+        match self {
+            Credential::Basic(_) => "--user and --password-file",
+            Credential::BearerFile(_) => "--bearer-token-file",
+        }
+    }
 }
 
 /// Longest answer read, bytes: a `/snapshot` of the largest segment is far smaller.
@@ -64,7 +103,10 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
         tls = tls.root_certs(RootCerts::new_with_certs(&certs));
     }
     let authorization = match (&args.user, &args.password_file) {
-        (None, None) => None,
+        (None, None) => args
+            .bearer_token_file
+            .as_ref()
+            .map(|path| Credential::BearerFile(path.into())),
         (Some(_), None) => return Err("--user needs --password-file".into()),
         (None, Some(_)) => return Err("--password-file needs --user".into()),
         (Some(user), Some(path)) => {
@@ -74,9 +116,13 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
             use base64::Engine;
             let token =
                 base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            Some(format!("Basic {token}"))
+            Some(Credential::Basic(format!("Basic {token}")))
         }
     };
+    if let Some(credential @ Credential::BearerFile(_)) = &authorization {
+        // Said now, not at each host of the first round.
+        credential.header().map_err(|f| f.reason)?;
+    }
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .tls_config(tls.build())
@@ -86,6 +132,7 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
     Ok(Http {
         agent: config.into(),
         authorization,
+        headers: args.headers.clone(),
     })
 }
 
@@ -107,16 +154,25 @@ impl Http {
             request = request.query(k, v);
         }
         let mut request = request.config().timeout_global(Some(timeout)).build();
-        if let Some(auth) = &self.authorization {
-            request = request.header("Authorization", auth);
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        if let Some(credential) = &self.authorization {
+            request = request.header("Authorization", credential.header()?);
         }
         let (status, body) = call(request).map_err(|e| fault(&e))?;
         match status.as_u16() {
             200 => Ok(body),
-            401 | 403 => Err(Fault::new(
-                "unauthorized",
-                format!("HTTP {status}: check --user and --password-file"),
-            )),
+            401 | 403 => {
+                let check = self.authorization.as_ref().map_or(
+                    "--user and --password-file, or --bearer-token-file",
+                    Credential::flags,
+                );
+                Err(Fault::new(
+                    "unauthorized",
+                    format!("HTTP {status}: check {check}"),
+                ))
+            }
             _ => {
                 let first = body.lines().next().unwrap_or_default();
                 let first: String = first.chars().take(80).collect();

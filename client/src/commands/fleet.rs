@@ -218,6 +218,32 @@ pub const FLEET: Command<fleet::Args> = Command {
             },
             password_file
         ),
+        value_flag!(
+            Spec {
+                arity: Arity::Value("FILE"),
+                values: Values::File,
+                ..Spec::switch(
+                    "bearer-token-file",
+                    "send Authorization: Bearer with this file's first line (read again at \
+                     each round), e.g. for a Prometheus behind an OAuth proxy",
+                )
+            },
+            bearer_token_file
+        ),
+        Flag {
+            spec: Spec {
+                arity: Arity::Value("'NAME: VALUE'"),
+                ..Spec::switch(
+                    "header",
+                    "send this HTTP header with every request to the hosts or Prometheus \
+                     (repeatable), e.g. 'X-Scope-OrgID: team-a' for Mimir or Cortex",
+                )
+            },
+            apply: |a, v| {
+                a.headers.push(fleet::parse_header(v)?);
+                Ok(())
+            },
+        },
         switch!(
             Spec {
                 aliases: &["no-colour"],
@@ -266,6 +292,12 @@ A host is a target
 label) of a scrape job that has gpupeek series; a target whose scrape fails
 is shown with Prometheus's last scrape error.
 Prometheus's numbers are as old as its last scrape.
+Thanos, Mimir, Cortex and VictoriaMetrics answer the same query; a server
+without the targets API shows no scrape errors.
+A tenant header (Mimir's and Cortex's X\-Scope\-OrgID) goes with
+.BR \-\-header ,
+a token with
+.BR \-\-bearer\-token\-file .
 Users need the exporters'
 .BR \-\-per\-user ,
 pods and jobs their

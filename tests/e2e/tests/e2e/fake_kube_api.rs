@@ -22,11 +22,13 @@ pub(crate) struct Request {
     pub(crate) target: String,
     /// Its `Authorization` header.
     pub(crate) authorization: Option<String>,
+    /// Every header, as sent.
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// What the fake answers: by `PATH?QUERY` (decoded), first its answers given once in
-/// turn, then its standing answer, else 404; a request without `authorization` (when set)
-/// is answered 401.
+/// turn, then its standing answer (by `PATH?QUERY`, else by `PATH` alone), else 404; a
+/// request without `authorization` (when set) is answered 401.
 #[derive(Default)]
 pub(crate) struct Routes {
     pub(crate) answers: HashMap<String, (u16, String)>,
@@ -148,6 +150,7 @@ pub(crate) fn serve_one(stream: impl Read + Write, routes: &Mutex<Routes>) {
         .unwrap_or_default()
         .to_owned();
     let mut authorization = None;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
@@ -157,6 +160,7 @@ pub(crate) fn serve_one(stream: impl Read + Write, routes: &Mutex<Routes>) {
             if k.eq_ignore_ascii_case("authorization") {
                 authorization = Some(v.trim().to_owned());
             }
+            headers.push((k.to_owned(), v.trim().to_owned()));
         }
     }
     let target = decode(&raw);
@@ -165,13 +169,16 @@ pub(crate) fn serve_one(stream: impl Read + Write, routes: &Mutex<Routes>) {
         r.seen.push(Request {
             target: target.clone(),
             authorization: authorization.clone(),
+            headers,
         });
         if r.authorization.is_some() && r.authorization != authorization {
             (401, status_body(401, "Unauthorized", "Unauthorized"))
         } else if let Some(once) = r.once.get_mut(&target).and_then(VecDeque::pop_front) {
             once
         } else {
-            r.answers.get(&target).cloned().unwrap_or_else(|| {
+            let path = target.split('?').next().unwrap_or_default();
+            let standing = r.answers.get(&target).or_else(|| r.answers.get(path));
+            standing.cloned().unwrap_or_else(|| {
                 let msg = format!("the server could not find the requested resource {target}");
                 (404, status_body(404, "NotFound", &msg))
             })

@@ -185,3 +185,109 @@ fn watch_flags_memory_held_at_zero_percent_for_three_rounds() {
     assert_eq!(idle[..2], [&json!(false), &json!(false)], "{idle:?}");
     assert!(idle[2..].iter().all(|v| **v == json!(true)), "{idle:?}");
 }
+
+/// A Prometheus-compatible server behind a bearer token that wants a tenant header (Mimir
+/// and Cortex's `X-Scope-OrgID`, Thanos or Prometheus behind an OAuth proxy): fleet sends
+/// `--bearer-token-file`'s token and every `--header` with each request; a refused token
+/// is the server's row with the flag to check.
+#[test]
+fn prometheus_behind_a_bearer_token_gets_it_and_every_header() {
+    let sb = Sandbox::new("fleet-prom-auth");
+    let api = crate::fake_kube_api::FakeApi::start(None);
+    api.require("Bearer tok-1");
+    let sample = |name: &str, labels: Value, value: &str| {
+        let mut metric = json!({"__name__": name, "job": "gpupeek", "instance": "gpu-a"});
+        metric
+            .as_object_mut()
+            .unwrap()
+            .extend(labels.as_object().unwrap().clone());
+        json!({"metric": metric, "value": [1.7e9, value]})
+    };
+    let result = [
+        sample("up", json!({}), "1"),
+        sample("gpupeek_daemon_state", json!({"state": "live"}), "1"),
+        sample("gpupeek_heartbeat_age_seconds", json!({}), "0.2"),
+        sample(
+            "gpupeek_gpu_info",
+            json!({"gpu": "0", "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-a0"}),
+            "1",
+        ),
+        sample("gpupeek_gpu_utilization_ratio", json!({"gpu": "0"}), "0.5"),
+    ];
+    api.answer(
+        "/api/v1/query",
+        200,
+        json!({"status": "success", "data": {"resultType": "vector", "result": result}}),
+    );
+    let token = sb.dir.join("token");
+    std::fs::write(&token, "tok-1\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut cmd = Command::new(&bins().client);
+        cmd.args(["fleet", "--prometheus", &api.url, "--json"])
+            .args(extra);
+        gpupeek_e2e::run_with_watchdog(cmd)
+    };
+    let token_arg = ["--bearer-token-file", token.to_str().unwrap()];
+    let tenant = ["--header", "X-Scope-OrgID: team-a", "--header", "X-Extra:x"];
+    let out = run(&[&token_arg[..], &tenant].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["hosts"][0]["host"], "gpu-a", "{doc}");
+    assert_eq!(doc["hosts"][0]["gpus"][0]["utilization_pct"], 50, "{doc}");
+    let seen = api.seen();
+    assert!(!seen.is_empty());
+    for r in &seen {
+        assert_eq!(r.authorization.as_deref(), Some("Bearer tok-1"), "{r:?}");
+        let has = |k: &str, v: &str| {
+            r.headers
+                .iter()
+                .any(|(hk, hv)| hk.eq_ignore_ascii_case(k) && hv == v)
+        };
+        assert!(
+            has("X-Scope-OrgID", "team-a") && has("X-Extra", "x"),
+            "{r:?}"
+        );
+    }
+
+    // Another token: the server's row says it refused it, and which flag to check.
+    std::fs::write(&token, "tok-2\n").unwrap();
+    let out = run(&token_arg);
+    assert_eq!(out.status.code(), Some(13), "{}", stderr(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["hosts"][0]["error"]["kind"], "unauthorized", "{doc}");
+    let why = doc["hosts"][0]["error"]["reason"].as_str().unwrap();
+    assert!(why.contains("--bearer-token-file"), "{why}");
+
+    // Bad usage is one line and status 2, before any request.
+    let before = api.seen().len();
+    let missing = sb.dir.join("missing");
+    for (args, says) in [
+        (
+            vec!["--header", "X-Scope-OrgID team-a"],
+            "expected NAME: VALUE",
+        ),
+        (
+            vec!["--header", "Authorization: Bearer x"],
+            "--bearer-token-file",
+        ),
+        (vec!["--header", "Bad Name: x"], "HTTP field name"),
+        (
+            vec![
+                "--bearer-token-file",
+                token.to_str().unwrap(),
+                "--user",
+                "u",
+            ],
+            "choose one",
+        ),
+        (
+            vec!["--bearer-token-file", missing.to_str().unwrap()],
+            "cannot read --bearer-token-file",
+        ),
+    ] {
+        let out = run(&args);
+        gpupeek_e2e::assert_one_line_failure(&out, 2, says);
+        assert!(stderr(&out).contains(says), "{says}: {}", stderr(&out));
+    }
+    assert_eq!(api.seen().len(), before);
+}
