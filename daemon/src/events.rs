@@ -19,7 +19,7 @@
 
 use std::os::raw::{c_uint, c_ulonglong};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nvml_wrapper::error::{nvml_try, NvmlError};
@@ -48,15 +48,17 @@ type Wait = unsafe extern "C" fn(nvmlEventSet_t, *mut nvmlEventData_t, c_uint) -
 pub struct Events {
     stop: Arc<AtomicBool>,
     /// `awake[i]`: GPU `i` has been given a job, so it is awake and may be registered.
-    awake: Arc<[AtomicBool]>,
+    /// It grows with the GPUs NVML counts, which are counted again each tick.
+    awake: Arc<Mutex<Vec<bool>>>,
 }
 
 impl Events {
-    /// Starts counting the Xids of GPUs `0..count` of `sampler`'s session into `xids`;
-    /// `done` is signalled once the thread has let go of the session.
-    pub fn spawn(sampler: Sampler, count: u32, xids: Xids, done: Arc<Done>) -> Option<Self> {
+    /// Starts counting the Xids of the GPUs of `sampler`'s session into `xids`, each
+    /// once it is known awake; `done` is signalled once the thread has let go of the
+    /// session.
+    pub fn spawn(sampler: Sampler, xids: Xids, done: Arc<Done>) -> Option<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let awake: Arc<[AtomicBool]> = (0..count).map(|_| AtomicBool::new(false)).collect();
+        let awake = Arc::new(Mutex::new(Vec::new()));
         let (flag, gpus) = (Arc::clone(&stop), Arc::clone(&awake));
         let spawned = std::thread::Builder::new()
             .name("nvml-events".into())
@@ -80,9 +82,11 @@ impl Events {
     /// events before the next wait. A GPU that sleeps (runtime-suspended) is never
     /// touched, as every NVML call on it would wake it.
     pub fn awake(&self, slot: usize) {
-        if let Some(flag) = self.awake.get(slot) {
-            flag.store(true, Ordering::Relaxed);
+        let mut awake = self.awake.lock().unwrap_or_else(PoisonError::into_inner);
+        if awake.len() <= slot {
+            awake.resize(slot + 1, false);
         }
+        awake[slot] = true;
     }
 }
 
@@ -107,7 +111,7 @@ enum Outcome {
 
 /// The thread: set up, register the GPUs as they are known awake, wait and count until
 /// the session ends, free the set.
-fn run(sampler: &Sampler, awake: &[AtomicBool], xids: &Xids, stop: &AtomicBool) {
+fn run(sampler: &Sampler, awake: &Mutex<Vec<bool>>, xids: &Xids, stop: &AtomicBool) {
     let nvml = sampler.nvml();
     let lib = nvml.lib();
     let wait: Wait = match (&lib.nvmlEventSetWait_v2, &lib.nvmlEventSetWait) {
@@ -125,11 +129,13 @@ fn run(sampler: &Sampler, awake: &[AtomicBool], xids: &Xids, stop: &AtomicBool) 
             return;
         }
     };
-    let mut outcomes = vec![Outcome::Untried; awake.len()];
+    let mut outcomes = Vec::new();
     let mut gpus: Vec<Registered> = Vec::new();
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
-        register(nvml, set, awake, &mut outcomes, &mut gpus, xids);
+        let known = awake.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        outcomes.resize(known.len(), Outcome::Untried);
+        register(nvml, set, &known, &mut outcomes, &mut gpus, xids);
         if gpus.is_empty() {
             std::thread::sleep(Duration::from_millis(WAIT_MS.into()));
             continue;
@@ -200,14 +206,14 @@ struct Registered {
 fn register(
     nvml: &Nvml,
     set: nvmlEventSet_t,
-    awake: &[AtomicBool],
+    awake: &[bool],
     outcomes: &mut [Outcome],
     gpus: &mut Vec<Registered>,
     xids: &Xids,
 ) {
     let mut tried = false;
-    for (index, (flag, outcome)) in (0u32..).zip(awake.iter().zip(outcomes.iter_mut())) {
-        if *outcome != Outcome::Untried || !flag.load(Ordering::Relaxed) {
+    for (index, (&awake, outcome)) in (0u32..).zip(awake.iter().zip(outcomes.iter_mut())) {
+        if *outcome != Outcome::Untried || !awake {
             continue;
         }
         tried = true;

@@ -178,7 +178,7 @@ impl Session {
         xids: &Xids,
     ) -> Self {
         Session {
-            events: Events::spawn(sampler.clone(), count, xids.clone(), Arc::clone(&done)),
+            events: Events::spawn(sampler.clone(), xids.clone(), Arc::clone(&done)),
             sampler,
             gpus: Vec::new(),
             done,

@@ -314,3 +314,34 @@ fn counts_follow_the_gpus_uuid_when_a_gone_gpu_moves_the_others_down_an_index() 
             .collect::<Vec<_>>()
     );
 }
+
+/// A GPU that NVML counts only after the session started (the count is read again each
+/// tick) is registered for Xid events once it is sampled, as the first GPUs were.
+#[test]
+fn a_gpu_counted_after_the_session_started_has_its_xids_counted() {
+    let sb = Sandbox::new("xid-later");
+    let mut s = json!({"gpus": [gpu(0, true)]});
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    wait_registered(&sb, &daemon, 1);
+    s["gpus"] = json!([gpu(0, true), gpu(1, true)]);
+    sb.write_scenario(&s);
+    wait_for("GPU 1 published", &daemon, || {
+        sb.segment()
+            .snapshot()
+            .is_ok_and(|snap| snap.gpus.len() == 2)
+    });
+    wait_registered(&sb, &daemon, 2);
+    s["gpus"][1]["xids"] = json!([{"code": 48}]);
+    sb.write_scenario(&s);
+    let text = wait_metrics(&sb, &daemon, "GPU 1's Xid 48", |t| {
+        !xid_series(t).is_empty()
+    });
+    let series = xid_series(&text);
+    assert_eq!(
+        series.keys().collect::<Vec<_>>(),
+        ["gpu=\"1\",xid=\"48\",action=\"WORKFLOW_XID_48\""],
+        "{text}"
+    );
+}
