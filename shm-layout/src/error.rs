@@ -13,6 +13,13 @@ pub enum Untrusted {
         /// The owner's uid.
         uid: u32,
     },
+    /// Owned, as this reader's user namespace sees it, by the overflow uid: by a user the
+    /// namespace does not map (root outside a pod with `hostUsers: false`, whose volume
+    /// is not mounted idmapped), which cannot be told from any other.
+    Unmapped {
+        /// The overflow uid (`/proc/sys/kernel/overflowuid`).
+        uid: u32,
+    },
     /// Writable by group or others (`mode` is the permission bits).
     Writable {
         /// The permission bits.
@@ -143,6 +150,12 @@ impl fmt::Display for Error {
                     Untrusted::Owner { uid } => {
                         write!(f, "owned by uid {uid}, not by root or you")
                     }
+                    Untrusted::Unmapped { uid } => write!(
+                        f,
+                        "owned by uid {uid}, a user outside this user namespace (in a pod \
+                         with hostUsers: false, mount its volume idmapped, as container \
+                         runtimes do on Linux 6.3 and later)"
+                    ),
                     Untrusted::Writable { mode } => {
                         write!(f, "writable by group or others (mode {mode:04o})")
                     }

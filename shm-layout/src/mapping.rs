@@ -95,7 +95,13 @@ pub fn check_trusted(name: &str, st: &FileStat, euid: u32) -> Result<(), Error> 
         return Err(untrusted(Untrusted::NotRegular));
     }
     if st.st_uid != 0 && st.st_uid != euid {
-        return Err(untrusted(Untrusted::Owner { uid: st.st_uid }));
+        let uid = st.st_uid;
+        let why = if uid == overflow_uid() && in_user_namespace() {
+            Untrusted::Unmapped { uid }
+        } else {
+            Untrusted::Owner { uid }
+        };
+        return Err(untrusted(why));
     }
     if st.st_mode & 0o022 != 0 {
         return Err(untrusted(Untrusted::Writable {
@@ -103,6 +109,23 @@ pub fn check_trusted(name: &str, st: &FileStat, euid: u32) -> Result<(), Error> 
         }));
     }
     Ok(())
+}
+
+/// The uid a user namespace shows for an id it does not map.
+fn overflow_uid() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/overflowuid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65534)
+}
+
+/// Whether this process runs in a user namespace other than the initial one, whose uid
+/// map is the identity of every id.
+fn in_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
+        let fields: Vec<&str> = map.split_whitespace().collect();
+        fields != ["0", "0", "4294967295"]
+    })
 }
 
 /// True for a regular file (what every shared-memory object is).

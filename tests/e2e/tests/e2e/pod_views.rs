@@ -724,3 +724,104 @@ fn a_view_made_again_for_more_gpus_keeps_the_history_it_had() {
     assert!(kept.head.raw_written > first.head.raw_written);
     assert!(after[1].2.head.integral_start_unix_ns > first.head.last_sample_unix_ns);
 }
+
+/// What a pod with `hostUsers: false` runs, as Python: a user namespace whose root is
+/// the host's uid 100000 (written into its maps by root, as the kubelet's runtime does),
+/// the pod's directory mounted at the pod's mount point through an idmapped mount (the
+/// runtime mounts every volume so, on Linux 6.3 and later), and `gpupeek ARGS` as the
+/// pod's root, once through that mount and once on the directory itself. Prints the two
+/// runs' exit statuses, standard outputs and standard errors as JSON.
+const USERNS_POD: &str = r#"
+import ctypes, json, os, subprocess, sys
+view_dir, mount_point, gpupeek = sys.argv[1:4]
+holder = subprocess.Popen(["unshare", "--user", "sleep", "60"])
+try:
+    for _ in range(500):
+        if os.readlink(f"/proc/{holder.pid}/ns/user") != os.readlink("/proc/self/ns/user"):
+            break
+        __import__("time").sleep(0.01)
+    for kind in ("uid", "gid"):
+        with open(f"/proc/{holder.pid}/{kind}_map", "w") as f:
+            f.write("0 100000 65536\n")
+    libc = ctypes.CDLL(None, use_errno=True)
+    class MountAttr(ctypes.Structure):
+        _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                    ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+    def check(r, what):
+        if r < 0:
+            raise OSError(ctypes.get_errno(), what)
+        return r
+    # open_tree(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), mount_setattr(MOUNT_ATTR_IDMAP),
+    # move_mount(MOVE_MOUNT_F_EMPTY_PATH): x86_64's and aarch64's numbers alike.
+    tree = check(libc.syscall(428, -100, view_dir.encode(), 1 | os.O_CLOEXEC), "open_tree")
+    userns = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY)
+    attr = MountAttr(0x00100000, 0, 0, userns)
+    check(libc.syscall(442, tree, b"", 0x1000, ctypes.byref(attr), ctypes.sizeof(attr)),
+          "mount_setattr")
+    check(libc.syscall(429, tree, b"", -100, mount_point.encode(), 4), "move_mount")
+    runs = []
+    for where in (mount_point, view_dir):
+        cmd = ["nsenter", f"--user=/proc/{holder.pid}/ns/user", "--setuid", "0",
+               "--setgid", "0", "--", gpupeek, "--shm", os.path.join(where, "gpupeek"),
+               *sys.argv[4:]]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        runs.append([out.returncode, out.stdout, out.stderr])
+    print(json.dumps(runs))
+finally:
+    holder.kill()
+"#;
+
+/// A pod with `hostUsers: false` (user namespaces, GA in Kubernetes 1.36): its root is an
+/// unprivileged uid of the node, and its runtime mounts its volumes idmapped, so its view,
+/// root's on the node, is root's in the pod and gpupeek reads it. Without the idmapped
+/// mount the view's owner is a user the pod's namespace does not map, which gpupeek
+/// refuses in one line that says so.
+#[test]
+fn a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount_of_its_volume() {
+    if !root_or_skip("a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount") {
+        return;
+    }
+    let pods = Pods::new("podusers");
+    pods.sb.write_scenario(&scenario(&[]));
+    let _kubelet = FakeKubelet::start(&pods.socket, allocations(&[("train-a", GPUS[0])]));
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    pods.view_when(&daemon, UID_A, 1, 0);
+    let mount_point = pods.sb.dir.join("userns-pod");
+    std::fs::create_dir_all(&mount_point).unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "python3",
+        "-c",
+        USERNS_POD,
+    ])
+    .arg(pods.views.join(UID_A))
+    .arg(&mount_point)
+    .arg(&gpupeek_e2e::bins().client)
+    .args(["--json"]);
+    let out = gpupeek_e2e::run_with_watchdog(cmd);
+    if !out.status.success() {
+        eprintln!(
+            "skipping a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount: no \
+             user namespace or idmapped mount here: {}",
+            stderr(&out)
+        );
+        return;
+    }
+    let runs: Vec<(i32, String, String)> = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, json, err) = &runs[0];
+    assert_eq!(*code, 0, "through the idmapped mount: {err}");
+    let doc: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(doc["gpus"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["gpus"][0]["uuid"], GPUS[0], "{doc}");
+    let (code, json, err) = &runs[1];
+    assert_eq!(*code, 7, "without it, untrusted: {json}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("a user outside this user namespace") && err.contains("idmapped"),
+        "{err}"
+    );
+}
