@@ -130,10 +130,13 @@ fn run(sampler: &Sampler, awake: &Mutex<Vec<bool>>, xids: &Xids, stop: &AtomicBo
         }
     };
     let mut outcomes = Vec::new();
+    let mut known: Vec<bool> = Vec::new();
     let mut gpus: Vec<Registered> = Vec::new();
     let mut failing = false;
     while !stop.load(Ordering::Acquire) {
-        let known = awake.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // Copied into a vector kept across loops: no allocation once it has grown.
+        known.clear();
+        known.extend_from_slice(&awake.lock().unwrap_or_else(PoisonError::into_inner));
         outcomes.resize(known.len(), Outcome::Untried);
         register(nvml, set, &known, &mut outcomes, &mut gpus, xids);
         if gpus.is_empty() {
