@@ -691,4 +691,63 @@ mod tests {
             assert!(!is_uuid(bad), "{bad:?}");
         }
     }
+
+    /// Pod views in a directory of their own under the temporary directory.
+    fn views(tag: &str) -> (PodViews, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("gpupeekd-views-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let settings = Settings {
+            dir: dir.clone(),
+            kubelet_socket: dir.join("no-kubelet.sock"),
+            pod_log_dir: dir.join("no-logs"),
+        };
+        let root = settings.open().unwrap();
+        let second = Duration::from_secs(1);
+        let steps = Steps {
+            period: second,
+            unit: second,
+        };
+        (PodViews::new(settings, root, second, 1, steps), dir)
+    }
+
+    fn member(n: u8) -> Member {
+        let mut uuid = [0u8; 96];
+        uuid[0] = n;
+        Member {
+            uuid,
+            whole: true,
+            instances: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_views_hold_at_most_their_share_of_tracks_and_a_view_keeps_what_it_has() {
+        let (mut pods, dir) = views("tracks");
+        let uid = |n: u32| format!("5e0c2a1b-7d3f-4c8e-9a6b-{n:012}");
+        // Two views take the budget whole.
+        let half = MAX_VIEW_TRACKS / 2;
+        for n in 0..2 {
+            assert_eq!(pods.tracks_for(&uid(n), half), half);
+            let view = pods.create(&uid(n), vec![member(n as u8)], half, Vec::new());
+            pods.views.insert(uid(n), view.unwrap());
+        }
+        assert!(!pods.warned_tracks);
+        // A third gets none, and it is said once.
+        assert_eq!(pods.tracks_for(&uid(2), 2), 0);
+        assert!(pods.warned_tracks);
+        // A view already there may keep (or grow within) its own share only.
+        assert_eq!(pods.tracks_for(&uid(0), half + 5), half);
+        assert_eq!(pods.tracks_for(&uid(0), 3), 3);
+        // A view of no tracks is still a view: its GPU, no tiered history.
+        let view = pods
+            .create(&uid(2), vec![member(2)], 0, Vec::new())
+            .unwrap();
+        assert_eq!(view.publisher.track_count(), 0);
+        assert_eq!(view.publisher.geometry().gpu_capacity, 1);
+        assert_eq!(
+            view.publisher.geometry().proc_capacity,
+            PROCS_PER_GPU as usize
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
