@@ -149,6 +149,7 @@ fn main() -> ExitCode {
         let steps = podviews::Steps {
             period: args.interval,
             unit: history_unit(),
+            tiered: args.history_tracks > 0,
         };
         podviews::PodViews::new(settings, root, process_interval, epoch, steps)
     });

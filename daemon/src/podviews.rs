@@ -100,6 +100,9 @@ pub struct Steps {
     pub period: Duration,
     /// The history unit (1 s but in tests).
     pub unit: Duration,
+    /// Whether the daemon keeps tiered history at all (`--history-tracks` is not 0):
+    /// without it, neither do the views.
+    pub tiered: bool,
 }
 
 /// A GPU a pod sees: whole, or only some of its MIG GPU instances.
@@ -551,7 +554,11 @@ impl PodViews {
             }
         }
         for (uid, members) in wanted {
-            let tracks = self.tracks_for(&uid, tracks_needed(&members, tick));
+            let tracks = if self.steps.tiered {
+                self.tracks_for(&uid, tracks_needed(&members, tick))
+            } else {
+                0
+            };
             let history = if let Some(view) = self.views.get_mut(&uid) {
                 let fits = view.publisher.geometry().gpu_capacity >= members.len()
                     && view.publisher.track_count() >= tracks;
@@ -637,7 +644,7 @@ impl PodViews {
         };
         let publisher = Publisher::create_file(dir.as_fd(), FILE, &self.label(uid), &options)
             .map_err(|e| e.to_string())?;
-        let Steps { period, unit } = self.steps;
+        let Steps { period, unit, .. } = self.steps;
         let timeline = Timeline::new(&publisher, period, unit, history).sized_to_fit();
         let mut uid_bytes = [0u8; 40];
         gpupeek_shm::text::encode(&mut uid_bytes, uid);
@@ -706,6 +713,7 @@ mod tests {
         let steps = Steps {
             period: second,
             unit: second,
+            tiered: true,
         };
         (PodViews::new(settings, root, second, 1, steps), dir)
     }

@@ -160,6 +160,11 @@ impl Pods {
 
     /// [`Pods::start_daemon`] with `env` set.
     fn start_daemon_env(&self, env: &[(&str, &str)]) -> Daemon {
+        self.start_daemon_with(env, &[])
+    }
+
+    /// [`Pods::start_daemon`] with `env` set and `flags` added.
+    fn start_daemon_with(&self, env: &[(&str, &str)], flags: &[&str]) -> Daemon {
         let (views, socket, logs) = (
             self.views.to_str().unwrap(),
             self.socket.to_str().unwrap(),
@@ -167,20 +172,18 @@ impl Pods {
         );
         let env: Vec<(&str, &std::ffi::OsStr)> =
             env.iter().map(|&(k, v)| (k, v.as_ref())).collect();
-        self.sb.start_daemon_env(
+        let base = [
+            "--process-interval",
             "100ms",
-            &[
-                "--process-interval",
-                "100ms",
-                "--pod-views",
-                views,
-                "--kubelet-socket",
-                socket,
-                "--pod-log-dir",
-                logs,
-            ],
-            &env,
-        )
+            "--pod-views",
+            views,
+            "--kubelet-socket",
+            socket,
+            "--pod-log-dir",
+            logs,
+        ];
+        self.sb
+            .start_daemon_env("100ms", &[&base[..], flags].concat(), &env)
     }
 
     fn view_path(&self, uid: &str) -> String {
@@ -824,4 +827,18 @@ fn a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount_of_its_volume
         err.contains("a user outside this user namespace") && err.contains("idmapped"),
         "{err}"
     );
+}
+
+/// `--history-tracks 0` keeps no tiered history, in the node's segment or in the views.
+#[test]
+fn without_tiered_history_the_views_keep_none_either() {
+    let pods = Pods::new("podnotracks");
+    pods.sb.write_scenario(&scenario(&[]));
+    let _kubelet = FakeKubelet::start(&pods.socket, allocations(&[("train-a", GPUS[0])]));
+    let daemon = pods.start_daemon_with(&[], &["--history-tracks", "0"]);
+    pods.sb.wait_live(&daemon);
+    pods.view_when(&daemon, UID_A, 1, 0);
+    let view = Segment::open(&pods.view_path(UID_A)).unwrap();
+    assert_eq!(view.track_count(), 0);
+    assert_eq!(pods.sb.segment().track_count(), 0);
 }
