@@ -69,8 +69,9 @@ pub const FLEET: Command<fleet::Args> = Command {
                 values: Values::File,
                 ..Spec::switch(
                     "kubeconfig",
-                    "with --kubernetes: the kubeconfig (default: the first file of \
-                     $KUBECONFIG, else ~/.kube/config, else the pod's service account)",
+                    "with --kubernetes: the kubeconfig (default: the files of $KUBECONFIG \
+                     merged as kubectl merges them, else ~/.kube/config, else the pod's \
+                     service account)",
                 )
             },
             kubeconfig
@@ -337,8 +338,10 @@ An endpoint that is not ready is shown as a host with the fault
 .BR not_ready .
 The API server and its credentials come from the kubeconfig
 .RB ( \-\-kubeconfig ,
-else the first file of
-.BR $KUBECONFIG ,
+else the files of
+.B $KUBECONFIG
+merged as kubectl merges them (the first file to set the current context, or
+to name a context, cluster or user, wins),
 else
 .IR ~/.kube/config )
 and its current context (or

@@ -1,7 +1,9 @@
 //! Where the Kubernetes API server is and who we are to it, found as kubectl finds them:
-//! `--kubeconfig`, else the first existing file of `$KUBECONFIG` (kubectl merges them
-//! all; we read the first), else `~/.kube/config`, else, inside a pod, its service
-//! account (`KUBERNETES_SERVICE_HOST`/`_PORT` and
+//! `--kubeconfig`, else the existing files of `$KUBECONFIG` merged as kubectl merges them
+//! (the first file to set `current-context`, or to name a context, a cluster or a user,
+//! wins; each file's relative names are relative to its own directory), else
+//! `~/.kube/config`, else, inside a pod, its service account
+//! (`KUBERNETES_SERVICE_HOST`/`_PORT` and
 //! `/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}`).
 //!
 //! From a kubeconfig, the current context's (or `--context`'s) cluster and user: the
@@ -104,22 +106,24 @@ impl Env {
 /// says; `context` is `--context`.
 pub fn load(explicit: Option<&str>, context: Option<&str>, env: &Env) -> Result<Config, String> {
     if let Some(path) = explicit {
-        return from_file(Path::new(path), context);
+        return from_files(&[PathBuf::from(path)], context);
     }
-    let file = match &env.kubeconfig {
+    let files: Vec<PathBuf> = match &env.kubeconfig {
         Some(list) => list
             .split(':')
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
-            .find(|p| p.exists()),
+            .filter(|p| p.exists())
+            .collect(),
         None => env
             .home
-            .as_ref()
+            .iter()
             .map(|h| h.join(".kube/config"))
-            .filter(|p| p.exists()),
+            .filter(|p| p.exists())
+            .collect(),
     };
-    if let Some(file) = file {
-        return from_file(&file, context);
+    if !files.is_empty() {
+        return from_files(&files, context);
     }
     if let (Some(host), Some(port)) = (&env.service_host, &env.service_port) {
         if context.is_some() {
@@ -235,57 +239,77 @@ struct AuthProvider {
     name: Option<String>,
 }
 
-/// The kubeconfig at `path`, its `context` or current context.
-pub fn from_file(path: &Path, context: Option<&str>) -> Result<Config, String> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read kubeconfig {shown}: {e}"))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    parse(&text, &shown.to_string(), dir, context)
+/// One kubeconfig file, read: its entries, and the directory its relative names are in.
+struct Loaded {
+    file: File,
+    dir: PathBuf,
 }
 
-/// A kubeconfig's `text` (read from `shown`, whose relative file names are relative to
-/// `dir`).
-pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Result<Config, String> {
+/// The kubeconfig files at `paths`, merged as kubectl merges them: its `context` or
+/// current context.
+pub fn from_files(paths: &[PathBuf], context: Option<&str>) -> Result<Config, String> {
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let shown = shown.join(":");
+    let mut files = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read kubeconfig {}: {e}", path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new(".")).to_owned();
+        let file = parse_file(&text, &path.display().to_string())?;
+        files.push(Loaded { file, dir });
+    }
+    resolve(files, &shown, context)
+}
+
+/// The entries of the kubeconfig `text`, read from `shown`.
+fn parse_file(text: &str, shown: &str) -> Result<File, String> {
+    if text.trim().is_empty() {
+        return Ok(File::default());
+    }
+    serde_yaml::from_str(text).map_err(|e| format!("kubeconfig {shown}: not a kubeconfig ({e})"))
+}
+
+/// Takes from `files` the first entry of the list `of` picks that `is` the one: the
+/// first file to name an entry wins, as kubectl merges; with that file's directory.
+fn first<T>(
+    files: &mut [Loaded],
+    of: fn(&mut File) -> &mut Option<Vec<T>>,
+    is: impl Fn(&T) -> bool,
+) -> Option<(T, PathBuf)> {
+    files.iter_mut().find_map(|loaded| {
+        let list = of(&mut loaded.file).as_mut()?;
+        let at = list.iter().position(&is)?;
+        Some((list.swap_remove(at), loaded.dir.clone()))
+    })
+}
+
+/// The API server and credentials of `context` (or the current context) in the merged
+/// `files`, read from `shown`.
+fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result<Config, String> {
     let bad = |why: String| format!("kubeconfig {shown}: {why}");
-    let file: File = if text.trim().is_empty() {
-        File::default()
-    } else {
-        serde_yaml::from_str(text).map_err(|e| bad(format!("not a kubeconfig ({e})")))?
-    };
-    let name = match context.or(file.current_context.as_deref()) {
+    let current = files
+        .iter()
+        .find_map(|l| l.file.current_context.clone().filter(|c| !c.is_empty()));
+    let name = match context.map(str::to_owned).or(current) {
         Some(name) if !name.is_empty() => name,
         _ => return Err(bad("no current-context (give --context NAME)".into())),
     };
-    let ctx = file
-        .contexts
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| bad(format!("no context named {name:?}")))?
-        .context
-        .unwrap_or_default();
+    let (ctx, _) = first(&mut files, |f| &mut f.contexts, |c| c.name == name)
+        .ok_or_else(|| bad(format!("no context named {name:?}")))?;
+    let ctx = ctx.context.unwrap_or_default();
     let cluster_name = ctx
         .cluster
         .ok_or_else(|| bad(format!("context {name:?} names no cluster")))?;
-    let cluster = file
-        .clusters
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.name == cluster_name)
-        .ok_or_else(|| bad(format!("no cluster named {cluster_name:?}")))?
-        .cluster
-        .unwrap_or_default();
-    let user = match &ctx.user {
-        None => User::default(),
-        Some(user_name) => file
-            .users
-            .unwrap_or_default()
-            .into_iter()
-            .find(|u| &u.name == user_name)
-            .ok_or_else(|| bad(format!("no user named {user_name:?}")))?
-            .user
-            .unwrap_or_default(),
+    let (cluster, cluster_dir) = first(&mut files, |f| &mut f.clusters, |c| c.name == cluster_name)
+        .ok_or_else(|| bad(format!("no cluster named {cluster_name:?}")))?;
+    let cluster = cluster.cluster.unwrap_or_default();
+    let (user, dir) = match &ctx.user {
+        None => (User::default(), cluster_dir.clone()),
+        Some(user_name) => {
+            let (user, dir) = first(&mut files, |f| &mut f.users, |u| &u.name == user_name)
+                .ok_or_else(|| bad(format!("no user named {user_name:?}")))?;
+            (user.user.unwrap_or_default(), dir)
+        }
     };
     let user_name = ctx.user.as_deref().unwrap_or_default();
     if let Some(provider) = &user.auth_provider {
@@ -305,7 +329,7 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
             "cluster {cluster_name:?}'s server {server:?} is not an http:// or https:// URL"
         )));
     }
-    let read = |data: &Option<String>, file: &Option<String>, what: &str| {
+    let read = |data: &Option<String>, file: &Option<String>, dir: &Path, what: &str| {
         let data = data.as_deref().filter(|d| !d.is_empty());
         let file = file.as_deref().filter(|f| !f.is_empty());
         match (data, file) {
@@ -322,7 +346,12 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
             (None, None) => Ok(None),
         }
     };
-    let ca = read(&cluster.ca_data, &cluster.ca_file, "certificate-authority")?;
+    let ca = read(
+        &cluster.ca_data,
+        &cluster.ca_file,
+        &cluster_dir,
+        "certificate-authority",
+    )?;
     let exec = match user.exec {
         None => None,
         Some(spec) => {
@@ -331,13 +360,13 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
                 ca: ca.as_deref(),
                 insecure: cluster.insecure,
             };
-            let plugin =
-                Plugin::new(spec, dir, &on).map_err(|e| bad(format!("user {user_name:?}: {e}")))?;
+            let plugin = Plugin::new(spec, &dir, &on)
+                .map_err(|e| bad(format!("user {user_name:?}: {e}")))?;
             Some(Arc::new(plugin))
         }
     };
-    let cert = read(&user.cert_data, &user.cert_file, "client-certificate")?;
-    let key = read(&user.key_data, &user.key_file, "client-key")?;
+    let cert = read(&user.cert_data, &user.cert_file, &dir, "client-certificate")?;
+    let key = read(&user.key_data, &user.key_file, &dir, "client-key")?;
     let client_cert = match (cert, key) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
@@ -373,6 +402,14 @@ pub fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kubeconfig's `text` (read from `shown`, whose relative file names are relative
+    /// to `dir`).
+    fn parse(text: &str, shown: &str, dir: &Path, context: Option<&str>) -> Result<Config, String> {
+        let file = parse_file(text, shown)?;
+        let dir = dir.to_owned();
+        resolve(vec![Loaded { file, dir }], shown, context)
+    }
 
     const CONFIG: &str = r#"
 apiVersion: v1
@@ -508,6 +545,67 @@ users:
             assert!(e.starts_with("kubeconfig cfg: "), "{e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
+    }
+
+    /// `KUBECONFIG=a:b`, as kubectl merges it: the first file to set current-context or
+    /// to name an entry wins, and each entry's relative names are its own file's.
+    #[test]
+    fn the_files_of_kubeconfig_are_merged_as_kubectl_merges_them() {
+        let dir = std::env::temp_dir().join(format!("gpupeek-kubemerge-{}", std::process::id()));
+        for sub in ["a", "b"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(dir.join("a/token"), "A-TOKEN").unwrap();
+        std::fs::write(dir.join("b/ca.pem"), "B CA").unwrap();
+        // a: the user (a token file of its own directory), the current context, and a
+        // cluster named as b's, which wins.
+        std::fs::write(
+            dir.join("a/config"),
+            "current-context: prod\n\
+             users: [{name: me, user: {tokenFile: token}}]\n\
+             clusters: [{name: lab, cluster: {server: 'https://a-lab'}}]\n",
+        )
+        .unwrap();
+        // b: the contexts and clusters (a CA file of its own directory), another
+        // current-context and a user of the same name, which lose.
+        std::fs::write(
+            dir.join("b/config"),
+            "current-context: lab\n\
+             contexts: [{name: prod, context: {cluster: prod, user: me}},\n  \
+             {name: lab, context: {cluster: lab, user: me}}]\n\
+             clusters: [{name: prod, cluster: {server: 'https://b-prod', \
+             certificate-authority: ca.pem}},\n  {name: lab, cluster: {server: 'https://b-lab'}}]\n\
+             users: [{name: me, user: {token: b-token}}]\n",
+        )
+        .unwrap();
+        let files = [dir.join("a/config"), dir.join("b/config")];
+        let c = from_files(&files, None).unwrap();
+        assert_eq!(c.server, "https://b-prod");
+        assert_eq!(c.ca.as_deref(), Some(&b"B CA"[..]));
+        assert_eq!(c.token, Some(Token::File(dir.join("a/token"))));
+        assert_eq!(
+            c.origin,
+            format!(
+                "kubeconfig {0}/a/config:{0}/b/config, context prod",
+                dir.display()
+            )
+        );
+        let c = from_files(&files, Some("lab")).unwrap();
+        assert_eq!(
+            c.server, "https://a-lab",
+            "a's cluster of the same name wins"
+        );
+        let env = Env {
+            kubeconfig: Some(format!(
+                "{0}/missing:{0}/a/config:{0}/b/config",
+                dir.display()
+            )),
+            ..Env::default()
+        };
+        assert_eq!(load(None, None, &env).unwrap().server, "https://b-prod");
+        let e = from_files(&files, Some("nope")).unwrap_err();
+        assert!(e.contains("no context named \"nope\""), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
