@@ -67,6 +67,8 @@ pub struct Args {
     /// `--service`: the Service whose endpoints are the serves ([`DEFAULT_SERVICE`]
     /// when `None`).
     pub service: Option<String>,
+    /// `--api-proxy`: read each serve through the API server's pod proxy.
+    pub api_proxy: bool,
     /// `--timeout`: each host's deadline.
     pub timeout: Duration,
     /// `--jobs`: hosts asked at once.
@@ -104,6 +106,7 @@ impl Default for Args {
             context: None,
             namespace: None,
             service: None,
+            api_proxy: false,
             timeout: Duration::from_secs(2),
             jobs: 64,
             tls_ca: None,
@@ -195,6 +198,7 @@ pub fn parse(argv: Vec<String>) -> Result<Result<Args, String>, String> {
             ("--context", a.context.is_some()),
             ("--namespace", a.namespace.is_some()),
             ("--service", a.service.is_some()),
+            ("--api-proxy", a.api_proxy),
         ];
         if let Some((flag, _)) = kube_only.iter().find(|(_, set)| *set && !a.kubernetes) {
             return Err(format!("{flag} goes with --kubernetes"));

@@ -14,7 +14,7 @@ _gpupeek() {
     top) flags='--no-color --no-colour -V --version --shm -h --help' ;;
     history) flags='--csv --json --since -i --id --metric --shm -h --help' ;;
     plot) flags='-o --output --term --since -i --id --metric --width --height --no-color --no-colour --shm -h --help' ;;
-    fleet) flags='--host --hostfile --prometheus --kubernetes --kubeconfig --context --namespace --service --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --bearer-token-file --header --no-color --no-colour -h --help' ;;
+    fleet) flags='--host --hostfile --prometheus --kubernetes --kubeconfig --context --namespace --service --api-proxy --group-by --json -i --watch --interval --timeout --jobs --tls-ca --insecure --user --password-file --bearer-token-file --header --no-color --no-colour -h --help' ;;
     esac
     case $cmd:$prev in
     :-e | :--show-codec) [[ $cur == -* ]] || { COMPREPLY=($(compgen -W 'enc dec enc,dec' -- "$cur")); return; } ;;

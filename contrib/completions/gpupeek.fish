@@ -93,6 +93,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l kubeconfig -r -F -
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l context -x -d 'with --kubernetes: the kubeconfig\'s context to use instead of its current-context'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l namespace -x -d 'with --kubernetes: the Service\'s namespace (default gpupeek, as in contrib/kubernetes)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l service -x -d 'with --kubernetes: the Service whose endpoints are the serves (default gpupeek, as in contrib/kubernetes)'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l api-proxy -d 'with --kubernetes: read each serve through the API server\'s pod proxy (from a machine without a route to the pods\' IPs; the user needs get on pods/proxy in the namespace)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l group-by -x -a 'host user pod job' -d 'host (default: a block per host), user, pod or job (a Slurm job, else a user\'s command)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l json -d 'print a JSON document instead: each host with its GPUs or its error'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -s i -l watch -l interval -d 'redraw every SECS seconds (bare: 2) until Ctrl-C; a GPU whose memory is held at 0 % utilisation over the last three rounds is flagged idle'

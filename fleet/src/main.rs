@@ -85,12 +85,14 @@ fn kubernetes_source(args: &Args, http: source::Http) -> Result<kubernetes::Kube
         .as_deref()
         .unwrap_or(fleetview::DEFAULT_SERVICE);
     let deadline = Instant::now() + args.timeout;
-    kubernetes::Kubernetes::new(&config, namespace, service, http, args.jobs, deadline).map_err(
-        |f| match f {
-            kubernetes::Failure::Config(e) => Exit::new(EXIT_USAGE, e),
-            kubernetes::Failure::Api(e) => Exit::new(EXIT_KUBERNETES, e),
-        },
+    let api_proxy = args.api_proxy;
+    kubernetes::Kubernetes::new(
+        &config, namespace, service, http, args.jobs, api_proxy, deadline,
     )
+    .map_err(|f| match f {
+        kubernetes::Failure::Config(e) => Exit::new(EXIT_USAGE, e),
+        kubernetes::Failure::Api(e) => Exit::new(EXIT_KUBERNETES, e),
+    })
 }
 
 fn output(args: &Args, reports: &[Report], paint: render::Paint) -> String {

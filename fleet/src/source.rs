@@ -31,8 +31,10 @@ pub struct Http {
 
 /// The hosts' (or Prometheus's) credential.
 pub enum Credential {
-    /// `--user` and `--password-file`: the `Basic` header's value.
-    Basic(String),
+    /// A whole `Authorization` value (`--user` and `--password-file`'s `Basic`, or the
+    /// API server's credential through its pod proxy), and what to check when it is
+    /// refused.
+    Fixed(String, &'static str),
     /// `--bearer-token-file`: read at each request (tokens are rotated).
     BearerFile(std::path::PathBuf),
 }
@@ -41,7 +43,7 @@ impl Credential {
     /// The `Authorization` header's value.
     fn header(&self) -> Result<String, Fault> {
         match self {
-            Credential::Basic(value) => Ok(value.clone()),
+            Credential::Fixed(value, _) => Ok(value.clone()),
             Credential::BearerFile(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Fault::new(
@@ -60,7 +62,7 @@ impl Credential {
     /// The flags to check when the server refuses it.
     fn flags(&self) -> &'static str {
         match self {
-            Credential::Basic(_) => "--user and --password-file",
+            Credential::Fixed(_, check) => check,
             Credential::BearerFile(_) => "--bearer-token-file",
         }
     }
@@ -116,7 +118,10 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
             use base64::Engine;
             let token =
                 base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            Some(Credential::Basic(format!("Basic {token}")))
+            Some(Credential::Fixed(
+                format!("Basic {token}"),
+                "--user and --password-file",
+            ))
         }
     };
     if let Some(credential @ Credential::BearerFile(_)) = &authorization {

@@ -109,6 +109,15 @@ pub const FLEET: Command<fleet::Args> = Command {
             },
             service
         ),
+        switch!(
+            Spec::switch(
+                "api-proxy",
+                "with --kubernetes: read each serve through the API server's pod proxy \
+                 (from a machine without a route to the pods' IPs; the user needs get on \
+                 pods/proxy in the namespace)",
+            ),
+            api_proxy
+        ),
         Flag {
             spec: Spec {
                 arity: Arity::Value("WHAT"),
@@ -363,8 +372,15 @@ A plugin that fails, is not installed or answers no ExecCredential ends the
 fleet with one line and exit status 14; an exec entry of another apiVersion,
 one that needs a terminal (interactiveMode: Always) and an auth\-provider
 plugin are usage errors (exit status 2).
+With
+.BR \-\-api\-proxy ,
+each serve is read through the API server's pod proxy
+.RI ( SERVER /api/v1/namespaces/ NS /pods/[https:] POD : PORT /proxy/snapshot )
+with the kubeconfig's credential, for a machine with no route to the pods'
+addresses.
 The user needs list on endpointslices (and get on the Service's endpoints) in
-the namespace:
+the namespace, and get on pods/proxy for
+.BR \-\-api\-proxy :
 .I contrib/kubernetes/fleet\-role.yaml
 is such a Role.
 Each list, all its pages, is made within the round's

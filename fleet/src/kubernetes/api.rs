@@ -15,7 +15,7 @@ use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
-use crate::source::fault;
+use crate::source::{fault, Credential, Http};
 
 /// A client certificate chain and its key, PEM.
 type ClientPem = (Vec<u8>, Vec<u8>);
@@ -91,6 +91,18 @@ impl Api {
         }
         let header = credential.token.map(|t| format!("Bearer {t}"));
         Ok((agent.0.clone(), header))
+    }
+
+    /// A client for the hosts that asks through this API server (its pod proxy): its
+    /// agent and its credential as they stand now.
+    pub fn http(&self) -> Result<Http, Fault> {
+        let (agent, authorization) = self.credentials()?;
+        let check = "the kubeconfig's user, and its get on pods/proxy in the namespace";
+        Ok(Http {
+            agent,
+            authorization: authorization.map(|value| Credential::Fixed(value, check)),
+            headers: Vec::new(),
+        })
     }
 
     /// GETs `path` by `deadline`: the status and body, or why there is none. A 401 to

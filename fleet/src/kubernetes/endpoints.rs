@@ -197,8 +197,22 @@ pub fn parse_endpoints(body: &str) -> Result<Vec<Found>, Fault> {
     Ok(found)
 }
 
-/// What a round asks, or reports without asking: a host per endpoint.
-pub fn targets(found: Vec<Found>) -> Vec<(Endpoint, Option<Fault>)> {
+/// How the serves are reached.
+pub enum Via<'a> {
+    /// At their endpoints' addresses.
+    Direct,
+    /// Through the API server's pod proxy
+    /// (`SERVER/api/v1/namespaces/NS/pods/[https:]POD:PORT/proxy/`).
+    Api {
+        /// The API server's URL.
+        server: &'a str,
+        /// The pods' namespace.
+        namespace: &'a str,
+    },
+}
+
+/// What a round asks, or reports without asking: a host per endpoint, reached `via`.
+pub fn targets(found: Vec<Found>, via: &Via) -> Vec<(Endpoint, Option<Fault>)> {
     let mut out: Vec<(Endpoint, Option<Fault>)> = Vec::new();
     for f in found {
         let host = |ip: &str| {
@@ -213,10 +227,26 @@ pub fn targets(found: Vec<Found>) -> Vec<(Endpoint, Option<Fault>)> {
         if out.iter().any(|(e, _)| e.host == name) {
             name = format!("{name}/{}", f.pod.as_deref().unwrap_or(&f.ip));
         }
-        let (url, fault) = match f.port {
-            Some((port, https)) => {
+        let (url, fault) = match (f.port, via, &f.pod) {
+            (Some(_), Via::Api { .. }, None) => (
+                host(&f.ip),
+                Some(Fault::new(
+                    "not_ready",
+                    "the endpoint names no pod for the API server to proxy to",
+                )),
+            ),
+            (Some((port, https)), via, pod) => {
                 let scheme = if https { "https" } else { "http" };
-                let url = format!("{scheme}://{}:{port}/snapshot", host(&f.ip));
+                let url = match (via, pod) {
+                    (Via::Api { server, namespace }, Some(pod)) => {
+                        let scheme = if https { "https:" } else { "" };
+                        format!(
+                            "{server}/api/v1/namespaces/{namespace}/pods/{scheme}{pod}:{port}\
+                             /proxy/snapshot"
+                        )
+                    }
+                    _ => format!("{scheme}://{}:{port}/snapshot", host(&f.ip)),
+                };
                 let fault = f.not_ready.map(|why| {
                     let pod = f
                         .pod
@@ -227,7 +257,7 @@ pub fn targets(found: Vec<Found>) -> Vec<(Endpoint, Option<Fault>)> {
                 });
                 (url, fault)
             }
-            None => (
+            (None, ..) => (
                 host(&f.ip),
                 Some(Fault::new(
                     "not_ready",
@@ -260,7 +290,7 @@ mod tests {
            "endpoints":[{"addresses":["fd00::9"]}]},
           {"addressType":"FQDN","ports":[],"endpoints":[{"addresses":["x.example"]}]},
           {"addressType":"IPv4","endpoints":null,"ports":null}]}"#;
-        let t = targets(parse_slices(body).unwrap().found);
+        let t = targets(parse_slices(body).unwrap().found, &Via::Direct);
         let shown: Vec<(&str, &str, Option<&str>)> = t
             .iter()
             .map(|(e, f)| {
@@ -321,6 +351,40 @@ mod tests {
     }
 
     #[test]
+    fn through_the_api_server_each_pod_is_asked_at_its_proxy_path() {
+        let found = |pod: Option<&str>, https: bool| Found {
+            node: Some("gpu-1".into()),
+            pod: pod.map(str::to_owned),
+            ip: "10.0.0.5".into(),
+            port: Some((9477, https)),
+            not_ready: None,
+        };
+        let via = Via::Api {
+            server: "https://k8s:6443",
+            namespace: "gpupeek",
+        };
+        let t = targets(
+            vec![
+                found(Some("gpupeek-a"), false),
+                found(Some("gpupeek-b"), true),
+                found(None, false),
+            ],
+            &via,
+        );
+        let urls: Vec<&str> = t.iter().map(|(e, _)| e.url.as_str()).collect();
+        assert_eq!(
+            urls[..2],
+            [
+                "https://k8s:6443/api/v1/namespaces/gpupeek/pods/gpupeek-a:9477/proxy/snapshot",
+                "https://k8s:6443/api/v1/namespaces/gpupeek/pods/https:gpupeek-b:9477/proxy/snapshot",
+            ]
+        );
+        assert!(t[0].1.is_none() && t[1].1.is_none());
+        let why = &t[2].1.as_ref().unwrap().reason;
+        assert!(why.contains("names no pod"), "{why}");
+    }
+
+    #[test]
     fn core_endpoints_give_ready_and_not_ready_addresses() {
         let body = r#"{"kind":"Endpoints","subsets":[
           {"addresses":[{"ip":"10.0.0.5","nodeName":"gpu-1"}],
@@ -328,7 +392,7 @@ mod tests {
            "ports":[{"name":"metrics","port":9477}]},
           {"addresses":[{"ip":"10.0.0.9","nodeName":"gpu-9"}],
            "ports":[{"name":"a","port":1},{"name":"b","port":2}]}]}"#;
-        let t = targets(parse_endpoints(body).unwrap());
+        let t = targets(parse_endpoints(body).unwrap(), &Via::Direct);
         assert_eq!(t[0].0.host, "gpu-1");
         assert!(t[0].1.is_none());
         assert_eq!(t[1].0.host, "gpu-3");

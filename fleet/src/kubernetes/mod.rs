@@ -1,8 +1,11 @@
 //! The serves of contrib/kubernetes's DaemonSet, found through the Kubernetes API: each
 //! round lists the endpoints of its headless Service (`--namespace`, `--service`) and
 //! reads each ready one as [`crate::hosts`] reads a `--host`, with the same TLS and
-//! basic-authentication flags. A host is named by its endpoint's node (`nodeName`);
-//! an endpoint that is not ready is a host with the fault `not_ready`, never left out.
+//! basic-authentication flags; or, with `--api-proxy` (from a machine with no route to
+//! the pods' IPs), through the API server's pod proxy,
+//! `/api/v1/namespaces/NS/pods/[https:]POD:PORT/proxy/snapshot`, with the API server's
+//! agent and credential. A host is named by its endpoint's node (`nodeName`); an
+//! endpoint that is not ready is a host with the fault `not_ready`, never left out.
 //!
 //! The list: `GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices
 //! ?labelSelector=kubernetes.io/service-name=SVC&limit=N` ([`pages::PAGE_SIZE`]), then
@@ -33,7 +36,7 @@ use crate::hosts;
 use crate::model::{Fault, Report};
 use crate::source::{Http, Source};
 use api::Api;
-use endpoints::{targets, Found};
+use endpoints::{targets, Found, Via};
 use kubeconfig::Config;
 
 /// The Service's serves.
@@ -44,20 +47,23 @@ pub struct Kubernetes {
     service: String,
     http: Arc<Http>,
     jobs: usize,
+    /// `--api-proxy`: the serves are read through the API server's pod proxy.
+    api_proxy: bool,
     /// The first list, made by [`Kubernetes::new`].
     first: Option<Vec<Found>>,
 }
 
 impl Kubernetes {
     /// The serves of `service` in `namespace`, listed by the API server `config` names
-    /// (a first time now, by `deadline`), read through `http`, `jobs` at once. `Err`:
-    /// the line to stop with.
+    /// (a first time now, by `deadline`), read through `http` (or, with `api_proxy`,
+    /// through the API server's pod proxy), `jobs` at once. `Err`: the line to stop with.
     pub fn new(
         config: &Config,
         namespace: &str,
         service: &str,
         http: Http,
         jobs: usize,
+        api_proxy: bool,
         deadline: Instant,
     ) -> Result<Kubernetes, Failure> {
         let api = Api::new(config).map_err(Failure::Config)?;
@@ -82,6 +88,7 @@ impl Kubernetes {
             service: service.to_owned(),
             http: Arc::new(http),
             jobs,
+            api_proxy,
             first: Some(first),
         })
     }
@@ -113,14 +120,29 @@ impl Source for Kubernetes {
                 )];
             }
         };
-        let (ask, skip): (Vec<_>, Vec<_>) =
-            targets(found).into_iter().partition(|(_, f)| f.is_none());
-        let mut reports = hosts::read(
-            ask.into_iter().map(|(e, _)| e).collect(),
-            &self.http,
-            self.jobs,
-            deadline,
-        );
+        let via = match self.api_proxy {
+            false => Via::Direct,
+            true => Via::Api {
+                server: &self.api.server,
+                namespace: &self.namespace,
+            },
+        };
+        let (ask, skip): (Vec<_>, Vec<_>) = targets(found, &via)
+            .into_iter()
+            .partition(|(_, f)| f.is_none());
+        let ask: Vec<_> = ask.into_iter().map(|(e, _)| e).collect();
+        let mut reports = if self.api_proxy {
+            // The API server's agent and credential, as they stand this round.
+            match self.api.http() {
+                Ok(http) => hosts::read(ask, &Arc::new(http), self.jobs, deadline),
+                Err(f) => {
+                    let failed = |e: hosts::Endpoint| Report::failed(e.host, e.url, f.clone());
+                    ask.into_iter().map(failed).collect()
+                }
+            }
+        } else {
+            hosts::read(ask, &self.http, self.jobs, deadline)
+        };
         reports.extend(
             skip.into_iter()
                 .filter_map(|(e, f)| f.map(|f| Report::failed(e.host, e.url, f))),

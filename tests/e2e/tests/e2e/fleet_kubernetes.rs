@@ -752,6 +752,8 @@ fn the_bundles_role_grants_what_fleet_asks_on_the_port_it_reads() {
     // SLICES is a list, ENDPOINTS a get of the Service's own.
     assert!(grants("discovery.k8s.io", "endpointslices", "list", None));
     assert!(grants("", "endpoints", "get", Some("gpupeek")));
+    // --api-proxy reads each serve through the pods' proxy.
+    assert!(grants("", "pods/proxy", "get", None));
     // The Service and the names fleet asks for by default.
     let service = read("service.yaml");
     assert_eq!(service["metadata"]["name"], "gpupeek");
@@ -830,4 +832,66 @@ fn in_a_pod_the_service_account_reaches_the_api_server_with_no_kubeconfig() {
     let out = in_pod(&untrusted);
     assert_one_line_failure(&out, 14, "in-cluster without the CA");
     assert!(stderr(&out).contains("in-cluster"), "{}", stderr(&out));
+}
+
+/// From a machine with no route to the pods (a laptop with a kubeconfig), `--api-proxy`
+/// reads each serve through the API server's pod proxy with the kubeconfig's credential;
+/// without it the same endpoints cannot be reached.
+#[test]
+fn api_proxy_reads_each_serve_through_the_api_server_s_pod_proxy() {
+    let hosts = cluster("fleet-k8s-proxy", 2);
+    let dir = &hosts[0].sandbox.dir;
+    let (api, config) = token_api(dir);
+    let config = config.to_str().unwrap();
+    // The endpoints' addresses cannot be reached from here: a closed port on loopback
+    // stands for a pod network with no route.
+    let eps: Vec<Ep> = ["gpu-a", "gpu-b"]
+        .iter()
+        .map(|node| Ep {
+            addr: "127.0.0.1:1",
+            node,
+            ready: true,
+        })
+        .collect();
+    api.answer(SLICES, 200, slices(&eps));
+    // The API server's pod proxy answers each pod's /snapshot with its serve's.
+    for (i, h) in hosts.iter().enumerate() {
+        let (status, body) = gpupeek_e2e::http("GET", &h.addr, "/snapshot");
+        assert_eq!(status, 200, "{body}");
+        let path = format!("/api/v1/namespaces/gpupeek/pods/gpupeek-pod{i}:1/proxy/snapshot");
+        api.answer_text(&path, 200, &body);
+    }
+    let kube = ["--kubernetes", "--kubeconfig", config, "--json"];
+    let direct = kube_fleet(dir, &[], &kube);
+    assert_eq!(direct.status.code(), Some(13), "{}", stderr(&direct));
+    assert!(json_of(&direct)["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["error"]["kind"] == "refused"));
+
+    let out = kube_fleet(dir, &[], &[&kube[..], &["--api-proxy"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json_of(&out);
+    assert_eq!(hosts_of(&doc), ["gpu-a", "gpu-b"]);
+    for h in doc["hosts"].as_array().unwrap() {
+        assert_eq!(h["error"], Value::Null, "{h}");
+        assert_eq!(h["gpus"].as_array().unwrap().len(), 2, "{h}");
+        assert!(h["endpoint"].as_str().unwrap().starts_with(&api.url), "{h}");
+    }
+    let proxied: Vec<_> = api
+        .seen()
+        .into_iter()
+        .filter(|r| r.target.contains("/proxy/"))
+        .collect();
+    assert_eq!(proxied.len(), 2, "{proxied:?}");
+    for r in &proxied {
+        assert_eq!(
+            r.authorization.as_deref(),
+            Some(&*format!("Bearer {TOKEN}"))
+        );
+    }
+    // --api-proxy goes with --kubernetes.
+    let bad = kube_fleet(dir, &[], &["--host", "x", "--api-proxy"]);
+    assert_one_line_failure(&bad, 2, "--api-proxy without --kubernetes");
 }
