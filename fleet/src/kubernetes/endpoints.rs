@@ -211,6 +211,16 @@ pub enum Via<'a> {
     },
 }
 
+/// Whether `name` can be a pod's: at most 253 lower-case letters, digits, `-` and `.`,
+/// beginning and ending with a letter or digit.
+fn is_pod_name(name: &str) -> bool {
+    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.len() <= 253
+        && name.starts_with(ok)
+        && name.ends_with(ok)
+        && name.chars().all(|c| ok(c) || c == '-' || c == '.')
+}
+
 /// What a round asks, or reports without asking: a host per endpoint, reached `via`.
 pub fn targets(found: Vec<Found>, via: &Via) -> Vec<(Endpoint, Option<Fault>)> {
     let mut out: Vec<(Endpoint, Option<Fault>)> = Vec::new();
@@ -227,7 +237,10 @@ pub fn targets(found: Vec<Found>, via: &Via) -> Vec<(Endpoint, Option<Fault>)> {
         if out.iter().any(|(e, _)| e.host == name) {
             name = format!("{name}/{}", f.pod.as_deref().unwrap_or(&f.ip));
         }
-        let (url, fault) = match (f.port, via, &f.pod) {
+        // A pod's name goes into the proxy's path: only a name the API allows a pod
+        // (an RFC 1123 subdomain), never one that would walk out of it.
+        let pod = f.pod.as_deref().filter(|p| is_pod_name(p));
+        let (url, fault) = match (f.port, via, pod) {
             (Some(_), Via::Api { .. }, None) => (
                 host(&f.ip),
                 Some(Fault::new(
@@ -368,6 +381,11 @@ mod tests {
                 found(Some("gpupeek-a"), false),
                 found(Some("gpupeek-b"), true),
                 found(None, false),
+                found(
+                    Some("x/../../../api/v1/namespaces/kube-system/secrets?"),
+                    false,
+                ),
+                found(Some("Caps"), false),
             ],
             &via,
         );
@@ -380,8 +398,10 @@ mod tests {
             ]
         );
         assert!(t[0].1.is_none() && t[1].1.is_none());
-        let why = &t[2].1.as_ref().unwrap().reason;
-        assert!(why.contains("names no pod"), "{why}");
+        for (_, fault) in &t[2..] {
+            let why = &fault.as_ref().unwrap().reason;
+            assert!(why.contains("names no pod"), "{why}");
+        }
     }
 
     #[test]
