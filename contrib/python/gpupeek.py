@@ -1706,6 +1706,11 @@ class Segment:
             if not stat.S_ISREG(st.st_mode):
                 raise UntrustedError(f"{path} is not a regular object")
             if st.st_uid not in (0, os.geteuid()):
+                if st.st_uid == _overflow_uid() and _in_user_namespace():
+                    raise UntrustedError(
+                        f"{path} is owned by uid {st.st_uid}, a user outside this user "
+                        "namespace (in a pod with hostUsers: false, mount its volume "
+                        "idmapped, as container runtimes do on Linux 6.3 and later)")
                 raise UntrustedError(f"{path} is owned by uid {st.st_uid}, not root or us")
             if st.st_mode & 0o022:
                 raise UntrustedError(f"{path} is writable by others (mode {st.st_mode & 0o7777:o})")
@@ -2680,6 +2685,24 @@ def track_vram(func=None, **kwargs):
 
 _GPU_PROBLEMS = {"lost": "((GPU is lost))", "not responding": "((Driver not responding))"}
 _ASLEEP = ("suspended", "idle")
+
+
+def _overflow_uid() -> int:
+    """The uid a user namespace shows for an id it does not map."""
+    try:
+        with open("/proc/sys/kernel/overflowuid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65534
+
+
+def _in_user_namespace() -> bool:
+    """Whether this process runs in a user namespace other than the initial one."""
+    try:
+        with open("/proc/self/uid_map") as f:
+            return f.read().split() != ["0", "0", "4294967295"]
+    except OSError:
+        return False
 
 
 def _whole(value: Optional[int], unit: int) -> Optional[int]:

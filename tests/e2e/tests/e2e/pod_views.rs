@@ -732,8 +732,9 @@ fn a_view_made_again_for_more_gpus_keeps_the_history_it_had() {
 /// the host's uid 100000 (written into its maps by root, as the kubelet's runtime does),
 /// the pod's directory mounted at the pod's mount point through an idmapped mount (the
 /// runtime mounts every volume so, on Linux 6.3 and later), and `gpupeek ARGS` as the
-/// pod's root, once through that mount and once on the directory itself. Prints the two
-/// runs' exit statuses, standard outputs and standard errors as JSON.
+/// pod's root, once through that mount and once on the directory itself, then the same
+/// with the Python reader (`contrib/python` in `PYTHONPATH`). Prints the four runs' exit
+/// statuses, standard outputs and standard errors as JSON.
 const USERNS_POD: &str = r#"
 import ctypes, json, os, subprocess, sys
 view_dir, mount_point, gpupeek = sys.argv[1:4]
@@ -763,12 +764,15 @@ try:
           "mount_setattr")
     check(libc.syscall(429, tree, b"", -100, mount_point.encode(), 4), "move_mount")
     runs = []
-    for where in (mount_point, view_dir):
-        cmd = ["nsenter", f"--user=/proc/{holder.pid}/ns/user", "--setuid", "0",
-               "--setgid", "0", "--", gpupeek, "--shm", os.path.join(where, "gpupeek"),
-               *sys.argv[4:]]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        runs.append([out.returncode, out.stdout, out.stderr])
+    python = "import sys, gpupeek; print(len(gpupeek.snapshot(sys.argv[1]).gpus))"
+    for reader in ([gpupeek, "--shm"], ["python3", "-c", python]):
+        for where in (mount_point, view_dir):
+            cmd = ["nsenter", f"--user=/proc/{holder.pid}/ns/user", "--setuid", "0",
+                   "--setgid", "0", "--", *reader, os.path.join(where, "gpupeek")]
+            if reader[0] == gpupeek:
+                cmd += sys.argv[4:]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            runs.append([out.returncode, out.stdout, out.stderr])
     print(json.dumps(runs))
 finally:
     holder.kill()
@@ -804,7 +808,8 @@ fn a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount_of_its_volume
     .arg(pods.views.join(UID_A))
     .arg(&mount_point)
     .arg(&gpupeek_e2e::bins().client)
-    .args(["--json"]);
+    .args(["--json"])
+    .env("PYTHONPATH", gpupeek_e2e::repo().join("contrib/python"));
     let out = gpupeek_e2e::run_with_watchdog(cmd);
     if !out.status.success() {
         eprintln!(
@@ -825,6 +830,15 @@ fn a_user_namespaced_pod_reads_its_view_through_the_idmapped_mount_of_its_volume
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("a user outside this user namespace") && err.contains("idmapped"),
+        "{err}"
+    );
+    // The Python reader alike.
+    let (code, out, err) = &runs[2];
+    assert_eq!((*code, out.trim()), (0, "1"), "{err}");
+    let (code, _, err) = &runs[3];
+    assert_ne!(*code, 0);
+    assert!(
+        err.contains("UntrustedError") && err.contains("a user outside this user namespace"),
         "{err}"
     );
 }
