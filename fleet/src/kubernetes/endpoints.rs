@@ -225,41 +225,13 @@ fn is_pod_name(name: &str) -> bool {
 pub fn targets(found: Vec<Found>, via: &Via) -> Vec<(Endpoint, Option<Fault>)> {
     let mut out: Vec<(Endpoint, Option<Fault>)> = Vec::new();
     for f in found {
-        let host = |ip: &str| {
-            if ip.contains(':') {
-                format!("[{ip}]")
-            } else {
-                ip.to_owned()
-            }
-        };
-        let mut name = f.node.clone().unwrap_or_else(|| host(&f.ip));
+        let mut name = f.node.clone().unwrap_or_else(|| bracketed(&f.ip));
         // Two endpoints on one node (a pod being replaced): the pod tells them apart.
         if out.iter().any(|(e, _)| e.host == name) {
             name = format!("{name}/{}", f.pod.as_deref().unwrap_or(&f.ip));
         }
-        // A pod's name goes into the proxy's path: only a name the API allows a pod
-        // (an RFC 1123 subdomain), never one that would walk out of it.
-        let pod = f.pod.as_deref().filter(|p| is_pod_name(p));
-        let (url, fault) = match (f.port, via, pod) {
-            (Some(_), Via::Api { .. }, None) => (
-                host(&f.ip),
-                Some(Fault::new(
-                    "not_ready",
-                    "the endpoint names no pod for the API server to proxy to",
-                )),
-            ),
-            (Some((port, https)), via, pod) => {
-                let scheme = if https { "https" } else { "http" };
-                let url = match (via, pod) {
-                    (Via::Api { server, namespace }, Some(pod)) => {
-                        let scheme = if https { "https:" } else { "" };
-                        format!(
-                            "{server}/api/v1/namespaces/{namespace}/pods/{scheme}{pod}:{port}\
-                             /proxy/snapshot"
-                        )
-                    }
-                    _ => format!("{scheme}://{}:{port}/snapshot", host(&f.ip)),
-                };
+        let (url, fault) = match snapshot_url(&f, via) {
+            Ok(url) => {
                 let fault = f.not_ready.map(|why| {
                     let pod = f
                         .pod
@@ -270,17 +242,47 @@ pub fn targets(found: Vec<Found>, via: &Via) -> Vec<(Endpoint, Option<Fault>)> {
                 });
                 (url, fault)
             }
-            (None, ..) => (
-                host(&f.ip),
-                Some(Fault::new(
-                    "not_ready",
-                    format!("the endpoint has no port named {PORT_NAME}"),
-                )),
-            ),
+            Err(fault) => (bracketed(&f.ip), Some(fault)),
         };
         out.push((Endpoint { host: name, url }, fault));
     }
     out
+}
+
+/// An address as a URL holds it: an IPv6 address in brackets.
+fn bracketed(ip: &str) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]")
+    } else {
+        ip.to_owned()
+    }
+}
+
+/// Where endpoint `f` is asked for its `/snapshot`, reached `via`; `Err` when it cannot
+/// be asked (no serve's port, or no pod to proxy to).
+fn snapshot_url(f: &Found, via: &Via) -> Result<String, Fault> {
+    let Some((port, https)) = f.port else {
+        let why = format!("the endpoint has no port named {PORT_NAME}");
+        return Err(Fault::new("not_ready", why));
+    };
+    match via {
+        Via::Direct => {
+            let scheme = if https { "https" } else { "http" };
+            Ok(format!("{scheme}://{}:{port}/snapshot", bracketed(&f.ip)))
+        }
+        Via::Api { server, namespace } => {
+            // A pod's name goes into the proxy's path: only a name the API allows a pod
+            // (an RFC 1123 subdomain), never one that would walk out of it.
+            let pod = f.pod.as_deref().filter(|p| is_pod_name(p)).ok_or_else(|| {
+                let why = "the endpoint names no pod for the API server to proxy to";
+                Fault::new("not_ready", why)
+            })?;
+            let scheme = if https { "https:" } else { "" };
+            Ok(format!(
+                "{server}/api/v1/namespaces/{namespace}/pods/{scheme}{pod}:{port}/proxy/snapshot"
+            ))
+        }
+    }
 }
 
 #[cfg(test)]
