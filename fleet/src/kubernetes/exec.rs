@@ -97,26 +97,6 @@ pub struct Plugin {
     kept: Mutex<Option<Credential>>,
 }
 
-impl PartialEq for Plugin {
-    fn eq(&self, other: &Self) -> bool {
-        (
-            &self.api_version,
-            &self.command,
-            &self.args,
-            &self.env,
-            &self.info,
-        ) == (
-            &other.api_version,
-            &other.command,
-            &other.args,
-            &other.env,
-            &other.info,
-        )
-    }
-}
-
-impl Eq for Plugin {}
-
 impl Plugin {
     /// The plugin `spec` describes, in the kubeconfig of directory `dir`, for `cluster`;
     /// `Err` says what is wrong with the entry.

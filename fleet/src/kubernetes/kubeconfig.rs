@@ -26,7 +26,7 @@ use serde::Deserialize;
 use super::exec::{self, Plugin};
 
 /// How to reach and authenticate to the API server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// Where it came from (the kubeconfig's path and context, or "in-cluster"), for
     /// messages.
