@@ -59,8 +59,8 @@ impl Credential {
         }
     }
 
-    /// The flags to check when the server refuses it.
-    fn flags(&self) -> &'static str {
+    /// What to check when the server refuses it.
+    fn check(&self) -> &'static str {
         match self {
             Credential::Fixed(_, check) => check,
             Credential::BearerFile(_) => "--bearer-token-file",
@@ -87,21 +87,11 @@ pub fn call(
 
 /// The client for `args`, each request given at most `timeout`.
 pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
-    use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+    use ureq::tls::{RootCerts, TlsConfig};
     let mut tls = TlsConfig::builder().disable_verification(args.insecure);
     if let Some(path) = &args.tls_ca {
         let pem = std::fs::read(path).map_err(|e| format!("cannot read --tls-ca {path}: {e}"))?;
-        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("bad --tls-ca {path}: {e}"))?;
-        if certs.is_empty() {
-            return Err(format!("bad --tls-ca {path}: no PEM certificate in it"));
-        }
+        let certs = pem_certs(&pem).map_err(|e| format!("bad --tls-ca {path}: {e}"))?;
         tls = tls.root_certs(RootCerts::new_with_certs(&certs));
     }
     let authorization = match (&args.user, &args.password_file) {
@@ -128,17 +118,40 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
         // Said now, not at each host of the first round.
         credential.header().map_err(|f| f.reason)?;
     }
-    let config = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .tls_config(tls.build())
-        .max_redirects(0)
-        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
-        .build();
     Ok(Http {
-        agent: config.into(),
+        agent: agent(tls.build()),
         authorization,
         headers: args.headers.clone(),
     })
+}
+
+/// The agent every request of the fleet goes through, with `tls`: statuses other than
+/// 200 are answers (the caller says what they mean), redirects are not followed.
+pub fn agent(tls: ureq::tls::TlsConfig) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls)
+        .max_redirects(0)
+        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+/// The certificates in `pem`: at least one, or why not.
+pub fn pem_certs(pem: &[u8]) -> Result<Vec<ureq::tls::Certificate<'static>>, String> {
+    use ureq::tls::PemItem;
+    let certs: Vec<_> = ureq::tls::parse_pem(pem)
+        .filter_map(|item| match item {
+            Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    if certs.is_empty() {
+        return Err("no PEM certificate in it".into());
+    }
+    Ok(certs)
 }
 
 impl Http {
@@ -171,7 +184,7 @@ impl Http {
             401 | 403 => {
                 let check = self.authorization.as_ref().map_or(
                     "--user and --password-file, or --bearer-token-file",
-                    Credential::flags,
+                    Credential::check,
                 );
                 Err(Fault::new(
                     "unauthorized",

@@ -15,7 +15,7 @@ use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
-use crate::source::{fault, Credential, Http};
+use crate::source::{agent, fault, pem_certs, Credential, Http};
 
 /// A client certificate chain and its key, PEM.
 type ClientPem = (Vec<u8>, Vec<u8>);
@@ -196,23 +196,10 @@ impl Trust {
     /// An agent that trusts the kubeconfig's certificate authority (else the built-in
     /// web roots) and presents `client_cert`.
     fn agent(&self, client_cert: Option<&ClientPem>) -> Result<ureq::Agent, String> {
-        use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+        use ureq::tls::{ClientCert, PrivateKey, RootCerts, TlsConfig};
         let bad =
             |what: &str, e: &dyn std::fmt::Display| format!("{}: bad {what}: {e}", self.origin);
-        let certs = |pem: &[u8], what: &str| -> Result<Vec<Certificate<'static>>, String> {
-            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
-                .filter_map(|item| match item {
-                    Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-                    Ok(_) => None,
-                    Err(e) => Some(Err(e)),
-                })
-                .collect::<Result<_, _>>()
-                .map_err(|e| bad(what, &e))?;
-            if certs.is_empty() {
-                return Err(bad(what, &"no PEM certificate in it"));
-            }
-            Ok(certs)
-        };
+        let certs = |pem: &[u8], what: &str| pem_certs(pem).map_err(|e| bad(what, &e));
         let mut tls = TlsConfig::builder().disable_verification(self.insecure);
         if let Some(pem) = &self.ca {
             let roots = certs(pem, "certificate authority")?;
@@ -223,13 +210,7 @@ impl Trust {
             let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
             tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
-        Ok(ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .tls_config(tls.build())
-            .max_redirects(0)
-            .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into())
+        Ok(agent(tls.build()))
     }
 }
 
