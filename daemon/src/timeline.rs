@@ -36,7 +36,7 @@ pub type Values = [Option<u32>; METRICS];
 pub const TIER_UNITS: [u32; 2] = [10, 60];
 
 /// The values of a just-published GPU record (none unless it was sampled this tick).
-pub fn gpu_values(gpu: &GpuRecord) -> Values {
+fn gpu_values(gpu: &GpuRecord) -> Values {
     if GpuState::from_raw(gpu.state) != Some(GpuState::Ok) {
         return [None; METRICS];
     }
@@ -53,7 +53,7 @@ pub fn gpu_values(gpu: &GpuRecord) -> Values {
 }
 
 /// The values of a MIG instance this tick: memory used and GPM SM activity.
-pub fn mig_values(m: &MigRecord) -> Values {
+fn mig_values(m: &MigRecord) -> Values {
     let has = |bit| m.valid & bit != 0;
     [
         None,
@@ -221,15 +221,15 @@ fn integrate(head: &mut TrackHead, values: &Values) {
 
 /// Which GPU or MIG instance a sample is of.
 #[derive(Debug, Clone, Copy)]
-pub struct Key<'a> {
+struct Key<'a> {
     /// GPU or MIG instance.
-    pub kind: TrackKind,
+    kind: TrackKind,
     /// The UUID, NUL-padded (the record's field).
-    pub uuid: &'a [u8; 96],
+    uuid: &'a [u8; 96],
     /// GPU index (the parent's for a MIG instance).
-    pub gpu_index: u32,
+    gpu_index: u32,
     /// `(gpu instance, compute instance)` of a MIG instance.
-    pub mig: Option<(u32, u32)>,
+    mig: Option<(u32, u32)>,
 }
 
 /// One track as the daemon keeps it: its head and the open bucket of each tier.
@@ -326,7 +326,7 @@ impl Timeline {
     }
 
     /// Records one sample of `key` taken at `at_unix_ns` into its track.
-    pub fn record(&mut self, publisher: &Publisher, key: Key, at_unix_ns: u64, values: &Values) {
+    fn record(&mut self, publisher: &Publisher, key: Key, at_unix_ns: u64, values: &Values) {
         // No tracks (`--history-tracks 0`), or a GPU without a UUID to key it by.
         if self.slots.is_empty() || key.uuid[0] == 0 {
             return;
