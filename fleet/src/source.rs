@@ -128,13 +128,22 @@ pub fn http(args: &gpupeek::fleetview::Args) -> Result<Http, String> {
 /// The agent every request of the fleet goes through, with `tls`: statuses other than
 /// 200 are answers (the caller says what they mean), redirects are not followed.
 pub fn agent(tls: ureq::tls::TlsConfig) -> ureq::Agent {
-    ureq::Agent::config_builder()
+    agent_config(tls, None).into()
+}
+
+/// [`agent`]'s settings, going through `proxy` when given (else through the proxy that
+/// the first of `$ALL_PROXY`, `$HTTPS_PROXY` and `$HTTP_PROXY` to be set names, but not
+/// to `$NO_PROXY`'s hosts: ureq's default).
+pub fn agent_config(tls: ureq::tls::TlsConfig, proxy: Option<ureq::Proxy>) -> ureq::config::Config {
+    let mut config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .tls_config(tls)
         .max_redirects(0)
-        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
+        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")));
+    if proxy.is_some() {
+        config = config.proxy(proxy);
+    }
+    config.build()
 }
 
 /// The certificates in `pem`: at least one, or why not.

@@ -359,6 +359,16 @@ the cluster's server, certificate authority (file or data) and
 insecure\-skip\-tls\-verify, the user's token, tokenFile, client certificate
 and key (files or data) or username and password; relative file names are
 relative to the kubeconfig's directory.
+The API server is reached through the cluster's proxy\-url (http, https or
+socks5), else through the proxy of the first of
+.BR ALL_PROXY ,
+.B HTTPS_PROXY
+and
+.B HTTP_PROXY
+that is set (not for the hosts of
+.BR NO_PROXY ),
+and its certificate is checked against the cluster's tls\-server\-name when
+it has one (not together with proxy\-url, a usage error).
 Without a kubeconfig, inside a pod: the pod's service account
 .RB ( KUBERNETES_SERVICE_HOST ,
 .BR KUBERNETES_SERVICE_PORT ,

@@ -4,6 +4,11 @@
 //! one deadline (the EndpointSliceList's pages, [`super::pages`], and the core v1
 //! Endpoints after a 404); an answer other than 200 becomes a [`Fault`] that quotes the
 //! API's own `Status` message (who is refused what).
+//!
+//! The cluster's `proxy-url` is the agent's proxy. Its `tls-server-name` is the host of
+//! the URLs asked ([`Api::base`]), so that the certificate is checked against it and it
+//! is the SNI, as kubectl does; the agent's resolver ([`ServerName`]) sends that name to
+//! the server's own address.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -15,17 +20,43 @@ use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
-use crate::source::{agent, fault, pem_certs, Credential, Http};
+use crate::source::{agent_config, fault, pem_certs, Credential, Http};
 
 /// A client certificate chain and its key, PEM.
 type ClientPem = (Vec<u8>, Vec<u8>);
 
-/// What an agent is made from: the kubeconfig's certificate authority and
-/// `insecure-skip-tls-verify`, named by the kubeconfig's origin in errors.
+/// What an agent is made from: the kubeconfig's certificate authority,
+/// `insecure-skip-tls-verify`, `proxy-url` and `tls-server-name`, named by the
+/// kubeconfig's origin in errors.
 struct Trust {
     origin: String,
     ca: Option<Vec<u8>>,
     insecure: bool,
+    proxy: Option<ureq::Proxy>,
+    server_name: Option<ServerName>,
+}
+
+/// The resolver of an agent whose URLs name the server by its `tls-server-name`: that
+/// name is looked up as the server's own URL, any other as it is.
+#[derive(Debug, Clone)]
+struct ServerName {
+    name: String,
+    server: ureq::http::Uri,
+}
+
+impl ureq::unversioned::resolver::Resolver for ServerName {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let renamed = uri
+            .host()
+            .is_some_and(|h| h.trim_matches(['[', ']']).eq_ignore_ascii_case(&self.name));
+        let uri = if renamed { &self.server } else { uri };
+        ureq::unversioned::resolver::DefaultResolver::default().resolve(uri, config, timeout)
+    }
 }
 
 /// An API server.
@@ -33,11 +64,15 @@ pub struct Api {
     trust: Trust,
     /// The agent, and the client certificate it presents.
     agent: Mutex<(ureq::Agent, Option<ClientPem>)>,
-    /// Its URL, without a trailing `/`.
+    /// Its URL, without a trailing `/`, as the kubeconfig names it.
     pub server: String,
+    /// The URL asked: [`Api::server`], or with the `tls-server-name` as its host.
+    pub base: String,
     token: Option<Token>,
     basic: Option<String>,
     exec: Option<Arc<Plugin>>,
+    /// The cluster's `proxy-url`, named when the server cannot be reached.
+    proxy_url: Option<String>,
 }
 
 impl Api {
@@ -52,19 +87,50 @@ impl Api {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             )
         });
+        let bad = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", config.origin);
+        let proxy = match &config.proxy_url {
+            // Go's SOCKS5 has the proxy resolve the server's name, as socks5h does.
+            Some(url) => Some(
+                ureq::Proxy::new(&url.replacen("socks5://", "socks5h://", 1))
+                    .map_err(|e| bad(&format!("bad proxy-url {url:?}"), &e))?,
+            ),
+            None => None,
+        };
+        let (base, server_name) = match &config.tls_server_name {
+            Some(name) if config.server.starts_with("https://") => {
+                let server: ureq::http::Uri = config
+                    .server
+                    .parse()
+                    .map_err(|e| bad(&format!("bad server URL {:?}", config.server), &e))?;
+                let port = server.port_u16().unwrap_or(443);
+                let path = server.path().trim_end_matches('/');
+                let host = match name.contains(':') {
+                    true => format!("[{name}]"),
+                    false => name.clone(),
+                };
+                let base = format!("https://{host}:{port}{path}");
+                let name = name.trim_matches(['[', ']']).to_owned();
+                (base, Some(ServerName { name, server }))
+            }
+            _ => (config.server.clone(), None),
+        };
         let trust = Trust {
             origin: config.origin.clone(),
             ca: config.ca.clone(),
             insecure: config.insecure,
+            proxy,
+            server_name,
         };
         let agent = trust.agent(config.client_cert.as_ref())?;
         Ok(Api {
             trust,
             agent: Mutex::new((agent, config.client_cert.clone())),
             server: config.server.clone(),
+            base,
             token: config.token.clone(),
             basic,
             exec: config.exec.clone(),
+            proxy_url: config.proxy_url.clone(),
         })
     }
 
@@ -132,7 +198,7 @@ impl Api {
     ) -> Result<(u16, String), Fault> {
         let (agent, authorization) = self.credentials()?;
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut request = agent.get(format!("{}{path}", self.server));
+        let mut request = agent.get(format!("{}{path}", self.base));
         for (k, v) in query {
             request = request.query(k, v);
         }
@@ -144,7 +210,15 @@ impl Api {
         if let Some(authorization) = authorization {
             request = request.header("Authorization", authorization);
         }
-        let (status, body) = crate::source::call(request).map_err(|e| api_fault(&e))?;
+        let (status, body) = crate::source::call(request).map_err(|e| {
+            let f = api_fault(&e);
+            match &self.proxy_url {
+                Some(proxy) => {
+                    Fault::new(f.kind, format!("{} (through proxy-url {proxy})", f.reason))
+                }
+                None => f,
+            }
+        })?;
         Ok((status.as_u16(), body))
     }
 
@@ -210,7 +284,15 @@ impl Trust {
             let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
             tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
-        Ok(agent(tls.build()))
+        let config = agent_config(tls.build(), self.proxy.clone());
+        Ok(match &self.server_name {
+            None => config.into(),
+            Some(resolver) => ureq::Agent::with_parts(
+                config,
+                ureq::unversioned::transport::DefaultConnector::new(),
+                resolver.clone(),
+            ),
+        })
     }
 }
 

@@ -67,6 +67,10 @@ pub struct Cluster<'a> {
     pub ca: Option<&'a [u8]>,
     /// `insecure-skip-tls-verify`.
     pub insecure: bool,
+    /// `tls-server-name`, if given.
+    pub tls_server_name: Option<&'a str>,
+    /// `proxy-url`, if given.
+    pub proxy_url: Option<&'a str>,
 }
 
 /// What a plugin answered.
@@ -137,6 +141,12 @@ impl Plugin {
             if let Some(ca) = cluster.ca {
                 c["certificate-authority-data"] =
                     base64::engine::general_purpose::STANDARD.encode(ca).into();
+            }
+            if let Some(name) = cluster.tls_server_name {
+                c["tls-server-name"] = name.into();
+            }
+            if let Some(proxy) = cluster.proxy_url {
+                c["proxy-url"] = proxy.into();
             }
             exec_info["spec"]["cluster"] = c;
         }
@@ -330,6 +340,8 @@ mod tests {
             server: "https://k8s:6443",
             ca: Some(b"CA"),
             insecure: false,
+            tls_server_name: Some("k8s.internal"),
+            proxy_url: None,
         }
     }
 
@@ -413,6 +425,8 @@ mod tests {
             info["spec"]["cluster"]["certificate-authority-data"],
             "Q0E="
         );
+        assert_eq!(info["spec"]["cluster"]["tls-server-name"], "k8s.internal");
+        assert!(info["spec"]["cluster"].get("proxy-url").is_none(), "{info}");
         // A bare name is looked up in PATH; no cluster unless asked for.
         let p = Plugin::new(
             spec("apiVersion: client.authentication.k8s.io/v1\ncommand: aws\n"),

@@ -14,8 +14,12 @@
 //! kubectl resolves it. A user's `exec` credential plugin is run as kubectl runs it (see
 //! [`super::exec`]); an `auth-provider` (removed from kubectl in 1.26) is refused with
 //! one line.
-//! Not read: the cluster's `tls-server-name` and `proxy-url`, and the context's
-//! `namespace` (`--namespace` is the DaemonSet's, `gpupeek`, whatever the context).
+//! The cluster's `tls-server-name` (the name its certificate is checked against, and
+//! sent as SNI) and `proxy-url` (`http`, `https` or `socks5`, the proxy the API server
+//! is reached through; without one, the environment's, see [`crate::source::agent_config`])
+//! are used as kubectl uses them; not both at once.
+//! Not read: the context's `namespace` (`--namespace` is the DaemonSet's, `gpupeek`,
+//! whatever the context).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,6 +41,11 @@ pub struct Config {
     pub ca: Option<Vec<u8>>,
     /// Whether the server's certificate is not verified.
     pub insecure: bool,
+    /// `tls-server-name`: the name the server's certificate is checked against (and
+    /// the SNI), when not the URL's host.
+    pub tls_server_name: Option<String>,
+    /// `proxy-url`: the proxy the API server is reached through, as given.
+    pub proxy_url: Option<String>,
     /// The bearer token.
     pub token: Option<Token>,
     /// Basic authentication's user name and password.
@@ -154,6 +163,8 @@ fn in_cluster(host: &str, port: &str, dir: &Path) -> Config {
         server: format!("https://{host}:{port}"),
         ca,
         insecure: false,
+        tls_server_name: None,
+        proxy_url: None,
         token: Some(Token::File(dir.join("token"))),
         basic: None,
         client_cert: None,
@@ -189,6 +200,10 @@ struct Cluster {
     ca_data: Option<String>,
     #[serde(rename = "insecure-skip-tls-verify")]
     insecure: bool,
+    #[serde(rename = "tls-server-name")]
+    tls_server_name: Option<String>,
+    #[serde(rename = "proxy-url")]
+    proxy_url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +344,24 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
             "cluster {cluster_name:?}'s server {server:?} is not an http:// or https:// URL"
         )));
     }
+    let tls_server_name = cluster.tls_server_name.filter(|n| !n.is_empty());
+    let proxy_url = cluster.proxy_url.filter(|p| !p.is_empty());
+    if let Some(proxy) = &proxy_url {
+        // kubectl's schemes; anything else (or none) it refuses.
+        let scheme = proxy.split_once("://").map(|(s, _)| s);
+        if !matches!(scheme, Some("http" | "https" | "socks5")) {
+            return Err(bad(format!(
+                "cluster {cluster_name:?}'s proxy-url {proxy:?} is not an http://, https:// \
+                 or socks5:// URL"
+            )));
+        }
+        if tls_server_name.is_some() {
+            return Err(bad(format!(
+                "cluster {cluster_name:?} has both tls-server-name and proxy-url, which \
+                 gpupeek fleet cannot use together: drop one"
+            )));
+        }
+    }
     let read = |data: &Option<String>, file: &Option<String>, dir: &Path, what: &str| {
         let data = data.as_deref().filter(|d| !d.is_empty());
         let file = file.as_deref().filter(|f| !f.is_empty());
@@ -359,6 +392,8 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
                 server: &server,
                 ca: ca.as_deref(),
                 insecure: cluster.insecure,
+                tls_server_name: tls_server_name.as_deref(),
+                proxy_url: proxy_url.as_deref(),
             };
             let plugin = Plugin::new(spec, &dir, &on)
                 .map_err(|e| bad(format!("user {user_name:?}: {e}")))?;
@@ -392,6 +427,8 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
         server: server.trim_end_matches('/').to_owned(),
         ca,
         insecure: cluster.insecure,
+        tls_server_name,
+        proxy_url,
         token,
         basic,
         client_cert,

@@ -123,7 +123,7 @@ impl Source for Kubernetes {
         let via = match self.api_proxy {
             false => Via::Direct,
             true => Via::Api {
-                server: &self.api.server,
+                server: &self.api.base,
                 namespace: &self.namespace,
             },
         };

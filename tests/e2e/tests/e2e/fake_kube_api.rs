@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -35,6 +35,8 @@ pub(crate) struct Routes {
     once: HashMap<String, VecDeque<(u16, String)>>,
     authorization: Option<String>,
     seen: Vec<Request>,
+    /// The server names (SNI) its TLS clients sent.
+    names: Vec<String>,
 }
 
 /// A fake Kubernetes API server on loopback; HTTPS when `tls` is given.
@@ -68,9 +70,18 @@ impl FakeApi {
                     match tls {
                         None => serve_one(stream, &routes),
                         Some(config) => {
-                            let Ok(conn) = rustls::ServerConnection::new(config) else {
+                            let Ok(mut conn) = rustls::ServerConnection::new(config) else {
                                 return;
                             };
+                            let mut stream = stream;
+                            while conn.is_handshaking() {
+                                if conn.complete_io(&mut stream).is_err() {
+                                    return;
+                                }
+                            }
+                            if let Some(name) = conn.server_name() {
+                                routes.lock().unwrap().names.push(name.to_owned());
+                            }
                             serve_one(rustls::StreamOwned::new(conn, stream), &routes);
                         }
                     }
@@ -111,6 +122,114 @@ impl FakeApi {
     pub(crate) fn seen(&self) -> Vec<Request> {
         self.routes.lock().unwrap().seen.clone()
     }
+
+    /// The server names its TLS clients sent (SNI), in turn.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.routes.lock().unwrap().names.clone()
+    }
+}
+
+/// A proxy on loopback, HTTP (`CONNECT`) or SOCKS5, that joins each client to the
+/// target it asks for, and records those targets (`HOST:PORT`).
+pub(crate) struct Proxy {
+    /// `http://127.0.0.1:PORT` or `socks5://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    pub(crate) fn start(socks: bool) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let shared = asked.clone();
+        std::thread::spawn(move || {
+            for mut client in listener.incoming().flatten() {
+                let asked = shared.clone();
+                std::thread::spawn(move || {
+                    let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
+                    let target = match socks {
+                        true => socks_target(&mut client),
+                        false => connect_target(&mut client),
+                    };
+                    let Some(target) = target else { return };
+                    asked.lock().unwrap().push(target.clone());
+                    let Ok(server) = TcpStream::connect(&target) else {
+                        return;
+                    };
+                    let reply: &[u8] = match socks {
+                        true => &[5, 0, 0, 1, 0, 0, 0, 0, 0, 0],
+                        false => b"HTTP/1.1 200 Connection established\r\n\r\n",
+                    };
+                    if client.write_all(reply).is_err() {
+                        return;
+                    }
+                    let (mut c, mut s) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut c, &mut s);
+                        let _ = s.shutdown(std::net::Shutdown::Write);
+                    });
+                    let (mut c, mut s) = (client, server);
+                    let _ = std::io::copy(&mut s, &mut c);
+                    let _ = c.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        let scheme = if socks { "socks5" } else { "http" };
+        Proxy {
+            url: format!("{scheme}://127.0.0.1:{port}"),
+            asked,
+        }
+    }
+
+    /// The targets asked for so far.
+    pub(crate) fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+/// The target of an HTTP `CONNECT` request read from `client` (byte by byte, so that
+/// nothing after its head is taken).
+fn connect_target(client: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        client.read_exact(&mut byte).ok()?;
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).ok()?;
+    let mut words = head.split_whitespace();
+    (words.next()? == "CONNECT").then_some(())?;
+    words.next().map(str::to_owned)
+}
+
+/// The target of a SOCKS5 `CONNECT` read from `client`, after its greeting is answered
+/// (no authentication).
+fn socks_target(client: &mut TcpStream) -> Option<String> {
+    let mut two = [0u8; 2];
+    client.read_exact(&mut two).ok()?;
+    let mut methods = vec![0u8; two[1] as usize];
+    client.read_exact(&mut methods).ok()?;
+    client.write_all(&[5, 0]).ok()?;
+    let mut head = [0u8; 4];
+    client.read_exact(&mut head).ok()?;
+    let host = match head[3] {
+        1 => {
+            let mut ip = [0u8; 4];
+            client.read_exact(&mut ip).ok()?;
+            std::net::Ipv4Addr::from(ip).to_string()
+        }
+        3 => {
+            let mut len = [0u8];
+            client.read_exact(&mut len).ok()?;
+            let mut name = vec![0u8; len[0] as usize];
+            client.read_exact(&mut name).ok()?;
+            String::from_utf8(name).ok()?
+        }
+        _ => return None,
+    };
+    client.read_exact(&mut two).ok()?;
+    Some(format!("{host}:{}", u16::from_be_bytes(two)))
 }
 
 pub(crate) fn decode(s: &str) -> String {
@@ -428,7 +547,7 @@ pub(crate) fn tls_server(tool: &Path, pki: &Path, client_auth: bool) -> Arc<rust
         pki,
         "server",
         "/CN=kube-apiserver",
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
+        "subjectAltName=IP:127.0.0.1,DNS:kubernetes.test\nbasicConstraints=critical,CA:FALSE\n\
          extendedKeyUsage=serverAuth\n",
     );
     signed(

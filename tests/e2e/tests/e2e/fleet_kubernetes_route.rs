@@ -1,0 +1,134 @@
+//! `gpupeek fleet --kubernetes` and the kubeconfig's cluster settings that choose the way
+//! to the API server: `proxy-url` (an HTTP `CONNECT` proxy, or SOCKS5 as `ssh -D` gives)
+//! and `tls-server-name` (the name the server's certificate is checked against, and the
+//! SNI). The API server is the fake of `fake_kube_api.rs`; the proxies are loopback ones
+//! that record what they were asked to reach.
+
+use gpupeek_e2e::{assert_one_line_failure, stderr, tool};
+
+use crate::fake_kube_api::{
+    kube_fleet, kubeconfig, slices, tls_server, token_api, Ep, FakeApi, Proxy, SLICES,
+};
+use crate::fleet::{cluster, json_of};
+
+/// `gpupeek fleet --kubernetes --kubeconfig CONFIG --json` from `home`.
+fn fleet_with(home: &std::path::Path, config: &std::path::Path) -> std::process::Output {
+    let config = config.to_str().unwrap();
+    kube_fleet(
+        home,
+        &[],
+        &["--kubernetes", "--kubeconfig", config, "--json"],
+    )
+}
+
+/// The API server is asked through the cluster's `proxy-url`, HTTP or SOCKS5; the
+/// serves are not (they are read at their pods' addresses, as kubectl's proxy is only
+/// the API server's). A proxy that is not there is one line, status 14; a scheme
+/// kubectl refuses, or `proxy-url` with `tls-server-name`, one line, status 2.
+#[test]
+fn the_api_server_is_asked_through_the_clusters_proxy_url() {
+    let hosts = cluster("fleet-k8s-proxy", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let (api, _) = token_api(dir);
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-proxied",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let api_addr = api.url.trim_start_matches("http://").to_owned();
+    let user = "      tokenFile: secrets/token\n";
+    for socks in [false, true] {
+        let proxy = Proxy::start(socks);
+        let cluster = format!("      proxy-url: {}\n", proxy.url);
+        let config = kubeconfig(dir, &api.url, &cluster, user);
+        let before = api.seen().len();
+        let out = fleet_with(dir, &config);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            proxy.url,
+            stderr(&out)
+        );
+        assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-proxied");
+        assert!(
+            api.seen().len() > before,
+            "{}: the API was not asked",
+            proxy.url
+        );
+        let asked = proxy.asked();
+        assert!(!asked.is_empty(), "{}: the proxy was not used", proxy.url);
+        assert!(
+            asked.iter().all(|t| *t == api_addr),
+            "{}: the proxy was asked for {asked:?}, not only the API server {api_addr}",
+            proxy.url
+        );
+    }
+
+    // A proxy that is not listening: the API server cannot be reached.
+    let config = kubeconfig(dir, &api.url, "      proxy-url: http://127.0.0.1:1\n", user);
+    let out = fleet_with(dir, &config);
+    assert_one_line_failure(&out, 14, "a proxy that is not there");
+    assert!(stderr(&out).contains(&api.url), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("through proxy-url http://127.0.0.1:1"),
+        "{}",
+        stderr(&out)
+    );
+
+    for (cluster, says) in [
+        ("      proxy-url: ftp://127.0.0.1:21\n", "proxy-url"),
+        ("      proxy-url: 127.0.0.1:3128\n", "proxy-url"),
+        (
+            "      proxy-url: http://127.0.0.1:3128\n      tls-server-name: kubernetes.test\n",
+            "tls-server-name and proxy-url",
+        ),
+    ] {
+        let config = kubeconfig(dir, &api.url, cluster, user);
+        let out = fleet_with(dir, &config);
+        assert_one_line_failure(&out, 2, says);
+        assert!(stderr(&out).contains(says), "{says}: {}", stderr(&out));
+    }
+}
+
+/// A server reached by a name its certificate does not hold (here `localhost`, for a
+/// certificate of `127.0.0.1` and `kubernetes.test`) is refused, one line, status 14;
+/// with `tls-server-name: kubernetes.test` it is trusted, and that name is the SNI.
+#[test]
+fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
+    let Some(tool) = tool("openssl", "openssl") else {
+        return;
+    };
+    let hosts = cluster("fleet-k8s-sni", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let pki = dir.join("pki");
+    let api = FakeApi::start(Some(tls_server(&tool, &pki, false)));
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-sni",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let port = api.url.rsplit(':').next().unwrap();
+    let by_name = format!("https://localhost:{port}");
+    let ca = "      certificate-authority: pki/ca.crt\n";
+
+    let config = kubeconfig(dir, &by_name, ca, "      token: t\n");
+    let out = fleet_with(dir, &config);
+    assert_one_line_failure(&out, 14, "a certificate without the server's name");
+    assert!(stderr(&out).contains(&by_name), "{}", stderr(&out));
+    assert!(api.seen().is_empty(), "asked despite the certificate");
+
+    let cluster = format!("{ca}      tls-server-name: kubernetes.test\n");
+    let config = kubeconfig(dir, &by_name, &cluster, "      token: t\n");
+    let out = fleet_with(dir, &config);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-sni");
+    assert_eq!(api.seen().len(), 1);
+    assert!(
+        api.names().iter().any(|n| n == "kubernetes.test"),
+        "SNI sent: {:?}",
+        api.names()
+    );
+}
