@@ -60,6 +60,12 @@ impl Sample {
     fn label(&self, key: &str) -> &str {
         self.metric.get(key).map_or("", String::as_str)
     }
+    /// The label `key`'s value, unless empty.
+    fn text(&self, key: &str) -> Option<String> {
+        Some(self.label(key))
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
     fn value(&self) -> f64 {
         self.value.1.parse().unwrap_or(f64::NAN)
     }
@@ -165,9 +171,8 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
             report.node = Some(node.clone());
         }
         match s.name() {
-            "up" => {
-                up.insert(instance, s.value() == 1.0);
-            }
+            // Down only when no job scraped it.
+            "up" => *up.entry(instance).or_default() |= s.value() == 1.0,
             "gpupeek_daemon_state" if s.value() == 1.0 => {
                 let state = s.label("state").to_owned();
                 let daemon = report.daemon.get_or_insert_with(daemon);
@@ -244,15 +249,10 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
     };
     let g = &mut report.gpus[pos];
     let mib = |v: f64| (v as u64) >> 20;
-    let nonempty = |key: &str| {
-        Some(s.label(key))
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    };
     match s.name() {
         "gpupeek_gpu_info" => {
-            g.name = nonempty("name");
-            g.uuid = nonempty("uuid");
+            g.name = s.text("name");
+            g.uuid = s.text("uuid");
         }
         "gpupeek_gpu_state" if s.value() == 1.0 => {
             let state = s.label("state");
@@ -263,24 +263,37 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
         }
         "gpupeek_gpu_memory_used_bytes" => g.memory_used_mib = Some(mib(s.value())),
         "gpupeek_gpu_memory_total_bytes" => g.memory_total_mib = Some(mib(s.value())),
-        "gpupeek_gpu_verdict" if s.value() == 1.0 => g.verdict = nonempty("verdict"),
+        "gpupeek_gpu_verdict" if s.value() == 1.0 => g.verdict = s.text("verdict"),
+        // Two scrape jobs of one exporter (a ServiceMonitor and a PodMonitor, say) give
+        // each series twice under one instance: a user or a process is counted once.
         "gpupeek_user_gpu_memory_bytes" => {
-            if let Some(user) = nonempty("user") {
+            if let Some(user) = s.text("user").filter(|u| !g.users.contains(u)) {
                 g.users.push(user);
             }
         }
-        "gpupeek_process_gpu_memory_bytes" => g.processes.push(Process {
-            user: nonempty("user"),
-            pid: s.label("pid").parse().ok(),
-            command: nonempty("command"),
-            memory_mib: Some(mib(s.value())),
-            pod: nonempty("pod").or_else(|| nonempty("pod_uid")),
-            job: s
-                .label("container_id")
-                .strip_prefix("slurm://")
-                .map(str::to_owned),
-        }),
+        "gpupeek_process_gpu_memory_bytes" => {
+            let pid = s.label("pid").parse().ok();
+            if pid.is_some() && g.processes.iter().any(|p| p.pid == pid) {
+                return;
+            }
+            g.processes.push(process(s, pid, mib(s.value())));
+        }
         _ => {}
+    }
+}
+
+/// The process a `gpupeek_process_gpu_memory_bytes` sample `s` is about.
+fn process(s: &Sample, pid: Option<u32>, memory_mib: u64) -> Process {
+    Process {
+        user: s.text("user"),
+        pid,
+        command: s.text("command"),
+        memory_mib: Some(memory_mib),
+        pod: s.text("pod").or_else(|| s.text("pod_uid")),
+        job: s
+            .label("container_id")
+            .strip_prefix("slurm://")
+            .map(str::to_owned),
     }
 }
 
@@ -339,6 +352,45 @@ mod tests {
         assert!(reports[0].error.is_none());
         assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
         assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+
+    /// One exporter scraped by two jobs under one instance (a ServiceMonitor and a
+    /// PodMonitor both installed): its users and processes are counted once, and one
+    /// job's failed scrape does not hide what the other read.
+    #[test]
+    fn an_exporter_scraped_twice_counts_its_users_and_processes_once() {
+        let a = ("instance", "a:9477");
+        let mut samples = vec![
+            sample(
+                "gpupeek_gpu_info",
+                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
+                "1",
+            ),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+        ];
+        for (job, up) in [("gpupeek", "1"), ("gpupeek-pods", "0")] {
+            let j = ("job", job);
+            samples.push(sample("up", &[a, j], up));
+            samples.push(sample(
+                "gpupeek_user_gpu_memory_bytes",
+                &[a, j, ("gpu", "0"), ("user", "ann")],
+                "1",
+            ));
+            for pid in ["10", "11"] {
+                samples.push(sample(
+                    "gpupeek_process_gpu_memory_bytes",
+                    &[a, j, ("gpu", "0"), ("pid", pid), ("user", "ann")],
+                    "1048576",
+                ));
+            }
+        }
+        let reports = reports("http://p", &samples, &BTreeMap::new());
+        assert_eq!(reports.len(), 1);
+        assert!(reports[0].error.is_none(), "{:?}", reports[0].error);
+        let g = &reports[0].gpus[0];
+        assert_eq!(g.users, ["ann"]);
+        let pids: Vec<Option<u32>> = g.processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [Some(10), Some(11)]);
     }
 
     #[test]
