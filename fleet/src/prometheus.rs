@@ -124,9 +124,11 @@ impl Prometheus {
         targets
             .iter()
             .filter_map(|t| {
-                let instance = t["labels"]["instance"].as_str()?;
+                let labels = &t["labels"];
+                let cluster = labels["cluster"].as_str().unwrap_or_default();
+                let host = host_name(cluster, labels["instance"].as_str()?);
                 let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
-                Some((instance.to_owned(), error.to_owned()))
+                Some((host, error.to_owned()))
             })
             .collect()
     }
@@ -146,21 +148,30 @@ fn scrape_fault(error: &str) -> Fault {
     Fault::new(kind, error)
 }
 
+/// How a target is named: its `instance`, after its `cluster` label when it has one (a
+/// Thanos or Mimir of several clusters, whose nodes' names may be alike).
+fn host_name(cluster: &str, instance: &str) -> String {
+    match cluster {
+        "" => instance.to_owned(),
+        cluster => format!("{cluster}/{instance}"),
+    }
+}
+
 fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>) -> Vec<Report> {
     let jobs: BTreeSet<&str> = samples
         .iter()
         .filter(|s| s.name().starts_with("gpupeek_"))
         .map(|s| s.label("job"))
         .collect();
-    let mut hosts: BTreeMap<&str, Report> = BTreeMap::new();
-    let mut up: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut hosts: BTreeMap<String, Report> = BTreeMap::new();
+    let mut up: BTreeMap<String, bool> = BTreeMap::new();
     for s in samples {
-        let instance = s.label("instance");
         if s.name() == "up" && !jobs.contains(s.label("job")) {
             continue;
         }
-        let report = hosts.entry(instance).or_insert_with(|| Report {
-            host: instance.to_owned(),
+        let host = host_name(s.label("cluster"), s.label("instance"));
+        let report = hosts.entry(host.clone()).or_insert_with(|| Report {
+            host: host.clone(),
             endpoint: endpoint.to_owned(),
             node: None,
             daemon: None,
@@ -172,7 +183,7 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
         }
         match s.name() {
             // Down only when no job scraped it.
-            "up" => *up.entry(instance).or_default() |= s.value() == 1.0,
+            "up" => *up.entry(host).or_default() |= s.value() == 1.0,
             "gpupeek_daemon_state" if s.value() == 1.0 => {
                 let state = s.label("state").to_owned();
                 let daemon = report.daemon.get_or_insert_with(daemon);
@@ -187,7 +198,7 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
     }
     let mut out: Vec<Report> = hosts.into_values().collect();
     for r in &mut out {
-        if up.get(r.host.as_str()) == Some(&false) {
+        if up.get(&r.host) == Some(&false) {
             let fault = errors.get(&r.host).map_or_else(
                 || Fault::new("bad_response", "Prometheus's last scrape failed (up 0)"),
                 |e| scrape_fault(e),
@@ -391,6 +402,40 @@ mod tests {
         assert_eq!(g.users, ["ann"]);
         let pids: Vec<Option<u32>> = g.processes.iter().map(|p| p.pid).collect();
         assert_eq!(pids, [Some(10), Some(11)]);
+    }
+
+    /// Two clusters behind one Thanos or Mimir, with a node of the same name each: two
+    /// hosts, named after their clusters, each with its own GPUs and scrape error.
+    #[test]
+    fn targets_of_two_clusters_with_alike_node_names_are_two_hosts() {
+        let (a, b) = (("cluster", "east"), ("cluster", "west"));
+        let i = ("instance", "gpu-node-1");
+        let samples = vec![
+            sample("up", &[a, i], "1"),
+            sample("gpupeek_daemon_state", &[a, i, ("state", "live")], "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &[a, i, ("gpu", "0"), ("uuid", "GPU-E")],
+                "1",
+            ),
+            sample("up", &[b, i], "0"),
+            sample(
+                "gpupeek_gpu_info",
+                &[b, i, ("gpu", "0"), ("uuid", "GPU-W")],
+                "1",
+            ),
+        ];
+        let errors = BTreeMap::from([(
+            "west/gpu-node-1".to_owned(),
+            "Get \"http://10.0.0.9:9477/metrics\": context deadline exceeded".to_owned(),
+        )]);
+        let reports = reports("http://thanos", &samples, &errors);
+        let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["east/gpu-node-1", "west/gpu-node-1"]);
+        assert_eq!(reports[0].gpus[0].uuid.as_deref(), Some("GPU-E"));
+        assert!(reports[0].error.is_none());
+        assert_eq!(reports[1].error.as_ref().unwrap().kind, "timeout");
+        assert!(reports[1].gpus.is_empty());
     }
 
     #[test]

@@ -299,8 +299,11 @@ gpupeek_daemon_state, gpupeek_heartbeat_age_seconds, and up) and one of its
 targets, so the view costs the nodes nothing.
 A host is a target
 .RB ( instance
-label) of a scrape job that has gpupeek series; a target whose scrape fails
-is shown with Prometheus's last scrape error.
+label, after its
+.B cluster
+label when it has one: CLUSTER/INSTANCE) of a scrape job that has gpupeek
+series; one scraped by several jobs is one host, down only when every job's
+scrape fails, and is then shown with Prometheus's last scrape error.
 Prometheus's numbers are as old as its last scrape.
 Thanos, Mimir, Cortex and VictoriaMetrics answer the same query; a server
 without the targets API shows no scrape errors.
