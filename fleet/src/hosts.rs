@@ -23,7 +23,7 @@ pub struct Endpoint {
     pub url: String,
 }
 
-/// Parses one `--host` (or hostfile line): `HOST`, `HOST:PORT`, `[V6]:PORT`, or an
+/// Parses one `--host` (or hostfile line): `HOST`, `HOST:PORT`, `V6`, `[V6]:PORT`, or an
 /// `http://` or `https://` URL (its path is ignored).
 pub fn endpoint(spec: &str) -> Result<Endpoint, String> {
     let bad = |why: &str| format!("bad host {spec:?}: {why}");
@@ -37,6 +37,17 @@ pub fn endpoint(spec: &str) -> Result<Endpoint, String> {
     if authority.is_empty() || authority.contains(char::is_whitespace) || authority.contains('@') {
         return Err(bad("expected HOST[:PORT] or a URL"));
     }
+    // A bare IPv6 address (more than one colon, no brackets): the default port.
+    let bracketed;
+    let authority = if !authority.starts_with('[') && authority.matches(':').count() > 1 {
+        if authority.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(bad("an IPv6 address is ADDR, or [ADDR]:PORT with a port"));
+        }
+        bracketed = format!("[{authority}]");
+        bracketed.as_str()
+    } else {
+        authority
+    };
     let has_port = match authority.rfind(']') {
         Some(close) => authority[close..].contains(':'),
         None => authority.contains(':'),
@@ -278,9 +289,25 @@ mod tests {
         assert_eq!(url("https://gpu1").unwrap(), "https://gpu1:9477/snapshot");
         assert_eq!(url("[::1]").unwrap(), "http://[::1]:9477/snapshot");
         assert_eq!(url("[::1]:5").unwrap(), "http://[::1]:5/snapshot");
+        assert_eq!(url("::1").unwrap(), "http://[::1]:9477/snapshot");
+        assert_eq!(url("fd00::5").unwrap(), "http://[fd00::5]:9477/snapshot");
+        assert_eq!(
+            url("https://fd00::5").unwrap(),
+            "https://[fd00::5]:9477/snapshot"
+        );
         assert_eq!(endpoint("https://gpu1:5").unwrap().host, "https://gpu1:5");
         assert_eq!(endpoint("gpu1:5").unwrap().host, "gpu1:5");
-        for bad in ["", "ftp://x", "x:0", "x:y", "x:70000", "[::1", "a b", "u@h"] {
+        for bad in [
+            "",
+            "ftp://x",
+            "x:0",
+            "x:y",
+            "x:70000",
+            "[::1",
+            "a b",
+            "u@h",
+            "fd00::g:1",
+        ] {
             assert!(endpoint(bad).is_err(), "{bad:?}");
         }
     }

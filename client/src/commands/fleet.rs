@@ -275,7 +275,9 @@ to ask for its
 (repeatable):
 .IR HOST ,
 .I HOST:PORT
-(port 9477 when left out), or an
+(port 9477 when left out; an IPv6 address bare, or
+.I [ADDR]:PORT
+with a port), or an
 .B http://
 or
 .B https://
