@@ -252,7 +252,8 @@ fn by_group(reports: &[Report], by: GroupBy) -> String {
         );
     }
     if none > 0 {
-        let _ = writeln!(out, "({none} processes in no {})", title.to_lowercase());
+        let noun = if none == 1 { "process" } else { "processes" };
+        let _ = writeln!(out, "({none} {noun} in no {})", title.to_lowercase());
     }
     for r in reports.iter().filter(|r| r.error.is_some()) {
         if let Some(e) = &r.error {
@@ -376,6 +377,12 @@ mod tests {
         let (rows, none) = groups(&reports, GroupBy::Pod);
         assert!(rows.is_empty());
         assert_eq!(none, 3);
+        assert!(by_group(&reports, GroupBy::Pod).ends_with("\n(3 processes in no pod)\n"));
+        let one = [report(
+            "a",
+            vec![gpu(0, 90, 4000, &[("ann", "train", 4000)])],
+        )];
+        assert!(by_group(&one, GroupBy::Pod).ends_with("\n(1 process in no pod)\n"));
     }
 
     #[test]
