@@ -362,8 +362,9 @@ and its current context (or
 .BR \-\-context ):
 the cluster's server, certificate authority (file or data) and
 insecure\-skip\-tls\-verify, the user's token, tokenFile, client certificate
-and key (files or data) or username and password; relative file names are
-relative to the kubeconfig's directory.
+and key (files or data) or username and password, and whom the user acts as
+(as, as\-uid, as\-groups, as\-user\-extra: kubectl's Impersonate headers);
+relative file names are relative to the kubeconfig's directory.
 The API server is reached through the cluster's proxy\-url (http, https or
 socks5), else through the proxy of the first of
 .BR ALL_PROXY ,

@@ -73,6 +73,8 @@ pub struct Api {
     exec: Option<Arc<Plugin>>,
     /// The cluster's `proxy-url`, named when the server cannot be reached.
     proxy_url: Option<String>,
+    /// The user's `Impersonate-*` headers.
+    impersonate: Vec<(String, String)>,
 }
 
 impl Api {
@@ -131,6 +133,7 @@ impl Api {
             basic,
             exec: config.exec.clone(),
             proxy_url: config.proxy_url.clone(),
+            impersonate: config.impersonate.clone(),
         })
     }
 
@@ -167,7 +170,7 @@ impl Api {
         Ok(Http {
             agent,
             authorization: authorization.map(|value| Credential::Fixed(value, check)),
-            headers: Vec::new(),
+            headers: self.impersonate.clone(),
         })
     }
 
@@ -209,6 +212,9 @@ impl Api {
             .build();
         if let Some(authorization) = authorization {
             request = request.header("Authorization", authorization);
+        }
+        for (name, value) in &self.impersonate {
+            request = request.header(name, value);
         }
         let (status, body) = crate::source::call(request).map_err(|e| {
             let f = api_fault(&e);

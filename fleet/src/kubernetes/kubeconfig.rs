@@ -10,8 +10,9 @@
 //! server, its certificate authority (`certificate-authority` file or
 //! `certificate-authority-data`) or `insecure-skip-tls-verify`; the user's `token` or
 //! `tokenFile`, `client-certificate(-data)` and `client-key(-data)`, or `username` and
-//! `password`. A relative file name is relative to the kubeconfig's directory, as
-//! kubectl resolves it. A user's `exec` credential plugin is run as kubectl runs it (see
+//! `password`; and whom it acts as (`as`, `as-uid`, `as-groups`, `as-user-extra`: the
+//! `Impersonate-*` headers kubectl sends). A relative file name is relative to the
+//! kubeconfig's directory, as kubectl resolves it. A user's `exec` credential plugin is run as kubectl runs it (see
 //! [`super::exec`]); an `auth-provider` (removed from kubectl in 1.26) is refused with
 //! one line.
 //! The cluster's `tls-server-name` (the name its certificate is checked against, and
@@ -55,6 +56,8 @@ pub struct Config {
     /// The user's credential plugin, whose token or client certificate take the place of
     /// the others.
     pub exec: Option<Arc<Plugin>>,
+    /// The `Impersonate-*` headers of the user's `as` fields, sent with every request.
+    pub impersonate: Vec<(String, String)>,
 }
 
 /// A bearer token: as given, or read from a file at each request (service-account
@@ -169,6 +172,7 @@ fn in_cluster(host: &str, port: &str, dir: &Path) -> Config {
         basic: None,
         client_cert: None,
         exec: None,
+        impersonate: Vec::new(),
     }
 }
 
@@ -246,6 +250,58 @@ struct User {
     exec: Option<exec::Spec>,
     #[serde(rename = "auth-provider")]
     auth_provider: Option<AuthProvider>,
+    #[serde(rename = "as")]
+    act_as: Option<String>,
+    #[serde(rename = "as-uid")]
+    act_as_uid: Option<String>,
+    #[serde(rename = "as-groups")]
+    act_as_groups: Option<Vec<String>>,
+    #[serde(rename = "as-user-extra")]
+    act_as_extra: Option<std::collections::BTreeMap<String, Vec<String>>>,
+}
+
+impl User {
+    /// The `Impersonate-*` headers of its `as` fields, as client-go sends them (an extra
+    /// key's bytes that are not an HTTP token's, and `%`, percent-encoded), or why they
+    /// cannot be sent.
+    fn impersonate(&self) -> Result<Vec<(String, String)>, String> {
+        let mut headers = Vec::new();
+        let user = self.act_as.as_deref().filter(|u| !u.is_empty());
+        if let Some(user) = user {
+            headers.push(("Impersonate-User".to_owned(), user.to_owned()));
+        }
+        if let Some(uid) = self.act_as_uid.as_deref().filter(|u| !u.is_empty()) {
+            headers.push(("Impersonate-Uid".to_owned(), uid.to_owned()));
+        }
+        for group in self.act_as_groups.iter().flatten() {
+            headers.push(("Impersonate-Group".to_owned(), group.clone()));
+        }
+        for (key, values) in self.act_as_extra.iter().flatten() {
+            let key: String = key
+                .bytes()
+                .map(|b| match b {
+                    // An HTTP token's bytes but `%`, as client-go escapes the key.
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+                    b'!' | b'#' | b'$' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+                    | b'`' | b'|' | b'~' => (b as char).to_string(),
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            for value in values {
+                headers.push((format!("Impersonate-Extra-{key}"), value.clone()));
+            }
+        }
+        if user.is_none() && !headers.is_empty() {
+            // The API server refuses groups, a uid or extras without a user.
+            return Err(
+                "as-uid, as-groups or as-user-extra without as (the user to act as)".into(),
+            );
+        }
+        if headers.iter().any(|(_, v)| v.chars().any(char::is_control)) {
+            return Err("an as field holds a control character".into());
+        }
+        Ok(headers)
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -327,6 +383,9 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
         }
     };
     let user_name = ctx.user.as_deref().unwrap_or_default();
+    let impersonate = user
+        .impersonate()
+        .map_err(|e| bad(format!("user {user_name:?}: {e}")))?;
     if let Some(provider) = &user.auth_provider {
         let provider = provider.name.as_deref().unwrap_or("?");
         return Err(bad(format!(
@@ -433,6 +492,7 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
         basic,
         client_cert,
         exec,
+        impersonate,
     })
 }
 
@@ -513,6 +573,44 @@ users:
         assert_eq!(c.basic, None);
         assert_eq!(c.origin, "kubeconfig cfg, context prod");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A user's `as` fields are the `Impersonate-*` headers client-go sends; groups, a
+    /// uid or extras without a user to act as, one line.
+    #[test]
+    fn a_users_as_fields_are_its_impersonation_headers() {
+        let with = |user: &str| {
+            let text = format!(
+                "current-context: c\ncontexts: [{{name: c, context: {{cluster: k, user: u}}}}]\n\
+                 clusters: [{{name: k, cluster: {{server: 'https://k:6443'}}}}]\n\
+                 users: [{{name: u, user: {user}}}]\n"
+            );
+            parse(&text, "cfg", Path::new("/"), None).map(|c| c.impersonate)
+        };
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(with("{token: t}").unwrap(), []);
+        assert_eq!(
+            with(
+                "{token: t, as: ops, as-uid: '42', as-groups: [sre, 'gpu admins'], \
+                 as-user-extra: {'scopes/x%y': [a, b]}}"
+            )
+            .unwrap(),
+            pairs(&[
+                ("Impersonate-User", "ops"),
+                ("Impersonate-Uid", "42"),
+                ("Impersonate-Group", "sre"),
+                ("Impersonate-Group", "gpu admins"),
+                ("Impersonate-Extra-scopes%2Fx%25y", "a"),
+                ("Impersonate-Extra-scopes%2Fx%25y", "b"),
+            ])
+        );
+        let err = with("{token: t, as-groups: [sre]}").unwrap_err();
+        assert!(err.contains("without as"), "{err}");
+        assert!(err.contains("user \"u\""), "{err}");
     }
 
     #[test]

@@ -132,3 +132,56 @@ fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
         api.names()
     );
 }
+
+/// A user whose kubeconfig acts as another (`as`, `as-groups`) sends the
+/// `Impersonate-*` headers with the list and with each pod-proxy read, as kubectl does;
+/// without them the API server would judge the request as the user's own.
+#[test]
+fn the_users_as_fields_go_to_the_api_server_as_impersonation_headers() {
+    let hosts = cluster("fleet-k8s-as", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let (api, _) = token_api(dir);
+    let ep = [Ep {
+        addr: "127.0.0.1:1",
+        node: "gpu-as",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    let (status, body) = gpupeek_e2e::http("GET", &hosts[0].addr, "/snapshot");
+    assert_eq!(status, 200, "{body}");
+    let proxy_path = "/api/v1/namespaces/gpupeek/pods/gpupeek-pod0:1/proxy/snapshot";
+    api.answer_text(proxy_path, 200, &body);
+    let user = "      tokenFile: secrets/token\n      as: gpu-viewer\n      \
+                as-groups: [sre, ml]\n";
+    let config = kubeconfig(dir, &api.url, "", user);
+    let config = config.to_str().unwrap();
+    let out = kube_fleet(
+        dir,
+        &[],
+        &[
+            "--kubernetes",
+            "--kubeconfig",
+            config,
+            "--api-proxy",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_of(&out)["hosts"][0]["error"], serde_json::Value::Null);
+    let seen = api.seen();
+    assert!(
+        seen.iter().any(|r| r.target.contains("/proxy/")),
+        "{seen:?}"
+    );
+    for r in &seen {
+        let values = |name: &str| -> Vec<&str> {
+            r.headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(values("Impersonate-User"), ["gpu-viewer"], "{}", r.target);
+        assert_eq!(values("Impersonate-Group"), ["sre", "ml"], "{}", r.target);
+    }
+}
