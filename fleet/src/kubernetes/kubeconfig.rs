@@ -26,9 +26,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine;
-use serde::Deserialize;
 
 use super::exec::{self, Plugin};
+use schema::{File, User};
+
+mod schema;
 
 /// How to reach and authenticate to the API server.
 #[derive(Debug, Clone)]
@@ -174,140 +176,6 @@ fn in_cluster(host: &str, port: &str, dir: &Path) -> Config {
         exec: None,
         impersonate: Vec::new(),
     }
-}
-
-/// A kubeconfig's keys that matter here.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct File {
-    #[serde(rename = "current-context")]
-    current_context: Option<String>,
-    clusters: Option<Vec<NamedCluster>>,
-    contexts: Option<Vec<NamedContext>>,
-    users: Option<Vec<NamedUser>>,
-}
-
-#[derive(Deserialize)]
-struct NamedCluster {
-    name: String,
-    #[serde(default)]
-    cluster: Option<Cluster>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Cluster {
-    server: Option<String>,
-    #[serde(rename = "certificate-authority")]
-    ca_file: Option<String>,
-    #[serde(rename = "certificate-authority-data")]
-    ca_data: Option<String>,
-    #[serde(rename = "insecure-skip-tls-verify")]
-    insecure: bool,
-    #[serde(rename = "tls-server-name")]
-    tls_server_name: Option<String>,
-    #[serde(rename = "proxy-url")]
-    proxy_url: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct NamedContext {
-    name: String,
-    #[serde(default)]
-    context: Option<Context>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Context {
-    cluster: Option<String>,
-    user: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct NamedUser {
-    name: String,
-    #[serde(default)]
-    user: Option<User>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct User {
-    token: Option<String>,
-    #[serde(rename = "tokenFile")]
-    token_file: Option<String>,
-    #[serde(rename = "client-certificate")]
-    cert_file: Option<String>,
-    #[serde(rename = "client-certificate-data")]
-    cert_data: Option<String>,
-    #[serde(rename = "client-key")]
-    key_file: Option<String>,
-    #[serde(rename = "client-key-data")]
-    key_data: Option<String>,
-    username: Option<String>,
-    password: Option<String>,
-    exec: Option<exec::Spec>,
-    #[serde(rename = "auth-provider")]
-    auth_provider: Option<AuthProvider>,
-    #[serde(rename = "as")]
-    act_as: Option<String>,
-    #[serde(rename = "as-uid")]
-    act_as_uid: Option<String>,
-    #[serde(rename = "as-groups")]
-    act_as_groups: Option<Vec<String>>,
-    #[serde(rename = "as-user-extra")]
-    act_as_extra: Option<std::collections::BTreeMap<String, Vec<String>>>,
-}
-
-impl User {
-    /// The `Impersonate-*` headers of its `as` fields, as client-go sends them (an extra
-    /// key's bytes that are not an HTTP token's, and `%`, percent-encoded), or why they
-    /// cannot be sent.
-    fn impersonate(&self) -> Result<Vec<(String, String)>, String> {
-        let mut headers = Vec::new();
-        let user = self.act_as.as_deref().filter(|u| !u.is_empty());
-        if let Some(user) = user {
-            headers.push(("Impersonate-User".to_owned(), user.to_owned()));
-        }
-        if let Some(uid) = self.act_as_uid.as_deref().filter(|u| !u.is_empty()) {
-            headers.push(("Impersonate-Uid".to_owned(), uid.to_owned()));
-        }
-        for group in self.act_as_groups.iter().flatten() {
-            headers.push(("Impersonate-Group".to_owned(), group.clone()));
-        }
-        for (key, values) in self.act_as_extra.iter().flatten() {
-            let key: String = key
-                .bytes()
-                .map(|b| match b {
-                    // An HTTP token's bytes but `%`, as client-go escapes the key.
-                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
-                    b'!' | b'#' | b'$' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-                    | b'`' | b'|' | b'~' => (b as char).to_string(),
-                    _ => format!("%{b:02X}"),
-                })
-                .collect();
-            for value in values {
-                headers.push((format!("Impersonate-Extra-{key}"), value.clone()));
-            }
-        }
-        if user.is_none() && !headers.is_empty() {
-            // The API server refuses groups, a uid or extras without a user.
-            return Err(
-                "as-uid, as-groups or as-user-extra without as (the user to act as)".into(),
-            );
-        }
-        if headers.iter().any(|(_, v)| v.chars().any(char::is_control)) {
-            return Err("an as field holds a control character".into());
-        }
-        Ok(headers)
-    }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct AuthProvider {
-    name: Option<String>,
 }
 
 /// One kubeconfig file, read: its entries, and the directory its relative names are in.
