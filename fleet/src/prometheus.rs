@@ -35,6 +35,20 @@ impl Prometheus {
                 "bad --prometheus {url:?}: expected an http:// or https:// URL"
             ));
         }
+        let authority = base.split("://").nth(1).unwrap_or_default();
+        if authority
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .contains('@')
+        {
+            // Shown in the table, the JSON and ps, and not sent by the client.
+            return Err(
+                "bad --prometheus: a user or password in the URL; give --user and \
+                 --password-file, or --bearer-token-file"
+                    .into(),
+            );
+        }
         Ok(Prometheus { base, http })
     }
 }
@@ -363,6 +377,22 @@ mod tests {
         assert!(reports[0].error.is_none());
         assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
         assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+
+    #[test]
+    fn a_prometheus_url_is_http_or_https_without_credentials() {
+        let http = || crate::source::Http {
+            agent: crate::source::agent(ureq::tls::TlsConfig::default()),
+            authorization: None,
+            headers: Vec::new(),
+        };
+        assert!(Prometheus::new("http://prom:9090/", http()).is_ok());
+        assert!(Prometheus::new("https://mimir/prometheus", http()).is_ok());
+        assert!(Prometheus::new("https://mimir/api/u@x", http()).is_ok());
+        for bad in ["prom:9090", "ftp://prom", "http://u:secret@prom:9090"] {
+            let err = Prometheus::new(bad, http()).err().unwrap();
+            assert!(!err.contains("secret"), "{err}");
+        }
     }
 
     /// One exporter scraped by two jobs under one instance (a ServiceMonitor and a

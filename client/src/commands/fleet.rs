@@ -312,7 +312,13 @@ without the targets API shows no scrape errors.
 A tenant header (Mimir's and Cortex's X\-Scope\-OrgID) goes with
 .BR \-\-header ,
 a token with
-.BR \-\-bearer\-token\-file .
+.BR \-\-bearer\-token\-file ,
+a user and password with
+.B \-\-user
+and
+.B \-\-password\-file
+(never in the URL, which is refused: it would show in the table and to
+.BR ps ).
 Users need the exporters'
 .BR \-\-per\-user ,
 pods and jobs their
