@@ -387,7 +387,9 @@ Without a kubeconfig, inside a pod: the pod's service account
 .IR /var/run/secrets/kubernetes.io/serviceaccount/ ).
 A user's exec credential plugin (client.authentication.k8s.io v1 or v1beta1:
 aws eks get\-token, gke\-gcloud\-auth\-plugin, kubelogin, ...) is run as
-kubectl runs it, never interactively, for at most 20 s; its token or client
+kubectl runs it, never interactively, for at most 20 s (not counted against
+.BR \-\-timeout );
+its token or client
 certificate is kept until its expirationTimestamp, and it is run again when
 the API server refuses it (401).
 A plugin that fails, is not installed or answers no ExecCredential ends the

@@ -187,10 +187,25 @@ impl Api {
         match &self.exec {
             Some(plugin) if status == 401 => {
                 plugin.forget();
-                self.get_once(path, query, deadline)
+                let spent = self.prepare()?;
+                self.get_once(path, query, deadline + spent)
             }
             _ => Ok((status, body)),
         }
+    }
+
+    /// Makes sure the exec plugin's credential is at hand, running the plugin when it
+    /// has none or it expired: how long that took, which the caller adds to its
+    /// deadline (`--timeout` bounds the answers of servers, not a plugin's start-up;
+    /// the plugin has [`super::exec::PLUGIN_TIMEOUT`]), or why there is none.
+    pub fn prepare(&self) -> Result<std::time::Duration, Fault> {
+        let started = Instant::now();
+        if let Some(plugin) = &self.exec {
+            plugin
+                .credential()
+                .map_err(|e| Fault::new("unauthorized", e))?;
+        }
+        Ok(started.elapsed())
     }
 
     fn get_once(

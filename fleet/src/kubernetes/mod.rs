@@ -67,12 +67,16 @@ impl Kubernetes {
         deadline: Instant,
     ) -> Result<Kubernetes, Failure> {
         let api = Api::new(config).map_err(Failure::Config)?;
-        let first = api.endpoints(namespace, service, deadline).map_err(|f| {
+        let failed = |f: Fault| {
             Failure::Api(format!(
                 "Kubernetes API server {} ({}): {}",
                 api.server, config.origin, f.reason
             ))
-        })?;
+        };
+        let spent = api.prepare().map_err(failed)?;
+        let first = api
+            .endpoints(namespace, service, deadline + spent)
+            .map_err(failed)?;
         if first.is_empty() {
             return Err(Failure::Api(format!(
                 "Kubernetes API server {} lists no endpoint of Service {service} in namespace \
@@ -104,9 +108,16 @@ pub enum Failure {
 
 impl Source for Kubernetes {
     fn round(&mut self, deadline: Instant) -> Vec<Report> {
-        let found = match self.first.take() {
-            Some(found) => Ok(found),
-            None => self.api.endpoints(&self.namespace, &self.service, deadline),
+        let (found, deadline) = match self.first.take() {
+            Some(found) => (Ok(found), deadline),
+            None => match self.api.prepare() {
+                Ok(spent) => {
+                    let deadline = deadline + spent;
+                    let found = self.api.endpoints(&self.namespace, &self.service, deadline);
+                    (found, deadline)
+                }
+                Err(f) => (Err(f), deadline),
+            },
         };
         let found = match found {
             Ok(found) => found,

@@ -560,7 +560,7 @@ fn an_https_api_server_with_a_client_certificate_and_the_kubeconfigs_ca() {
 
 /// An exec credential plugin in `dir` (`get-token`, a shell script running `body`) that
 /// counts its runs in `dir/runs`, and the kubeconfig's user entry that runs it.
-fn exec_plugin(dir: &std::path::Path, body: &str) -> String {
+pub(crate) fn exec_plugin(dir: &std::path::Path, body: &str) -> String {
     let script = dir.join("get-token");
     std::fs::write(
         &script,
@@ -576,13 +576,13 @@ fn exec_plugin(dir: &std::path::Path, body: &str) -> String {
         .into()
 }
 
-fn exec_runs(dir: &std::path::Path) -> usize {
+pub(crate) fn exec_runs(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("runs")).map_or(0, |s| s.lines().count())
 }
 
 /// The shell command that answers an `ExecCredential` whose status is `status` (JSON,
 /// without a single quote).
-fn credential(status: &str) -> String {
+pub(crate) fn credential(status: &str) -> String {
     format!(
         "printf '%s\\n' '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\
          \"kind\":\"ExecCredential\",\"status\":{status}}}'"

@@ -27,7 +27,7 @@ mod faults;
 mod fleet;
 mod fleet_faults;
 mod fleet_kubernetes;
-mod fleet_kubernetes_route;
+mod fleet_kubernetes_access;
 mod gpu_check;
 mod gpustat;
 mod gpustat_cases;

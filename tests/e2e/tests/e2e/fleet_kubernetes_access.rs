@@ -1,8 +1,9 @@
-//! `gpupeek fleet --kubernetes` and the kubeconfig's cluster settings that choose the way
-//! to the API server: `proxy-url` (an HTTP `CONNECT` proxy, or SOCKS5 as `ssh -D` gives)
-//! and `tls-server-name` (the name the server's certificate is checked against, and the
-//! SNI). The API server is the fake of `fake_kube_api.rs`; the proxies are loopback ones
-//! that record what they were asked to reach.
+//! `gpupeek fleet --kubernetes` and how it gets to the API server: the kubeconfig
+//! cluster's `proxy-url` (an HTTP `CONNECT` proxy, or SOCKS5 as `ssh -D` gives) and
+//! `tls-server-name` (the name the server's certificate is checked against, and the SNI),
+//! the user's `as` fields (whom it acts as), and a credential plugin slower than
+//! `--timeout`. The API server is the fake of `fake_kube_api.rs`; the proxies are
+//! loopback ones that record what they were asked to reach.
 
 use gpupeek_e2e::{assert_one_line_failure, stderr, tool};
 
@@ -10,6 +11,7 @@ use crate::fake_kube_api::{
     kube_fleet, kubeconfig, slices, tls_server, token_api, Ep, FakeApi, Proxy, SLICES,
 };
 use crate::fleet::{cluster, json_of};
+use crate::fleet_kubernetes::{credential, exec_plugin, exec_runs};
 
 /// `gpupeek fleet --kubernetes --kubeconfig CONFIG --json` from `home`.
 fn fleet_with(home: &std::path::Path, config: &std::path::Path) -> std::process::Output {
@@ -184,4 +186,62 @@ fn the_users_as_fields_go_to_the_api_server_as_impersonation_headers() {
         assert_eq!(values("Impersonate-User"), ["gpu-viewer"], "{}", r.target);
         assert_eq!(values("Impersonate-Group"), ["sre", "ml"], "{}", r.target);
     }
+}
+
+/// A credential plugin slower than `--timeout` (EKS's `aws eks get-token` starts Python
+/// and asks STS: seconds) does not use up the round: `--timeout` bounds the servers'
+/// answers, the plugin has its own limit. In `-i`, a plugin run again each round (its
+/// credential expired) does not either.
+#[test]
+fn a_credential_plugin_slower_than_timeout_does_not_use_up_the_round() {
+    let hosts = cluster("fleet-k8s-slow-exec", 1);
+    let dir = &hosts[0].sandbox.dir;
+    let api = FakeApi::start(None);
+    api.require("Bearer slow-token");
+    let ep = [Ep {
+        addr: &hosts[0].addr,
+        node: "gpu-slow",
+        ready: true,
+    }];
+    api.answer(SLICES, 200, slices(&ep));
+    // Valid for 3 s from its answer, as a cloud's token is for minutes.
+    let status = r#"{"token":"slow-token","expirationTimestamp":"'"$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)"'"}"#;
+    let user = exec_plugin(dir, &format!("sleep 1.2\n{}", credential(status)));
+    let config = kubeconfig(dir, &api.url, "", &user);
+    let config = config.to_str().unwrap();
+    let once = [
+        "--kubernetes",
+        "--kubeconfig",
+        config,
+        "--timeout",
+        "1",
+        "--json",
+    ];
+    let out = kube_fleet(dir, &[], &once);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["hosts"][0]["host"], "gpu-slow", "{doc:#}");
+    assert_eq!(doc["hosts"][0]["error"], serde_json::Value::Null, "{doc:#}");
+
+    let mut cmd = std::process::Command::new(&gpupeek_e2e::bins().client);
+    cmd.arg("fleet")
+        .args(once)
+        .args(["-i", "0.2"])
+        .env("HOME", dir)
+        .env_remove("KUBECONFIG");
+    let out = gpupeek_e2e::run_with_limit(cmd, std::time::Duration::from_secs(8));
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<serde_json::Value>()
+        .map_while(Result::ok)
+        .collect();
+    assert!(docs.len() >= 2, "{} rounds: {}", docs.len(), stderr(&out));
+    for doc in &docs {
+        assert_eq!(doc["hosts"][0]["host"], "gpu-slow", "{doc:#}");
+        assert_eq!(doc["hosts"][0]["error"], serde_json::Value::Null, "{doc:#}");
+    }
+    // Once for the one-shot, then at -i's start and when that credential expired.
+    assert!(
+        exec_runs(dir) >= 3,
+        "the expired credential was not asked for again"
+    );
 }
