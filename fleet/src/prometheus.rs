@@ -172,9 +172,11 @@ fn host_name(cluster: &str, instance: &str) -> String {
 }
 
 fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>) -> Vec<Report> {
+    // gpupeek's scrape jobs: those with gpupeek series, and those named after it (all
+    // of whose targets may be down, so that they have none).
     let jobs: BTreeSet<&str> = samples
         .iter()
-        .filter(|s| s.name().starts_with("gpupeek_"))
+        .filter(|s| s.name().starts_with("gpupeek_") || s.label("job").contains("gpupeek"))
         .map(|s| s.label("job"))
         .collect();
     let mut hosts: BTreeMap<String, Report> = BTreeMap::new();
@@ -209,6 +211,17 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
             }
             _ => gpu_sample(report, s),
         }
+    }
+    if hosts.is_empty() {
+        // Said, not an empty table: the server answers but scrapes no gpupeek.
+        let why = "Prometheus has no gpupeek series and no target of a job named gpupeek: \
+                   is it scraping gpupeek serve?";
+        let endpoint = endpoint.to_owned();
+        return vec![Report::failed(
+            endpoint.clone(),
+            endpoint,
+            Fault::new("not_found", why),
+        )];
     }
     let mut out: Vec<Report> = hosts.into_values().collect();
     for r in &mut out {
@@ -432,6 +445,46 @@ mod tests {
         assert_eq!(g.users, ["ann"]);
         let pids: Vec<Option<u32>> = g.processes.iter().map(|p| p.pid).collect();
         assert_eq!(pids, [Some(10), Some(11)]);
+    }
+
+    /// A server that scrapes no gpupeek is shown as a failed host that says so.
+    #[test]
+    fn a_prometheus_without_gpupeek_is_a_failed_host_not_an_empty_table() {
+        let samples = [sample(
+            "up",
+            &[("instance", "node:9100"), ("job", "node")],
+            "1",
+        )];
+        for samples in [&samples[..], &[]] {
+            let reports = reports("http://p", samples, &BTreeMap::new());
+            assert_eq!(reports.len(), 1);
+            assert_eq!(reports[0].host, "http://p");
+            let fault = reports[0].error.as_ref().unwrap();
+            assert_eq!(fault.kind, "not_found");
+            assert!(
+                fault.reason.contains("no gpupeek series"),
+                "{}",
+                fault.reason
+            );
+        }
+    }
+
+    /// A job named after gpupeek whose every target is down has no gpupeek series: its
+    /// targets are still hosts, each with its scrape error, never an empty table.
+    #[test]
+    fn a_gpupeek_job_whose_targets_are_all_down_shows_them() {
+        let job = ("job", "gpupeek");
+        let samples = vec![
+            sample("up", &[("instance", "gpu-a"), job], "0"),
+            sample("up", &[("instance", "gpu-b"), job], "0"),
+            sample("up", &[("instance", "node:9100"), ("job", "node")], "1"),
+        ];
+        let errors = BTreeMap::from([("gpu-a".to_owned(), "connection refused".to_owned())]);
+        let reports = reports("http://p", &samples, &errors);
+        let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["gpu-a", "gpu-b"]);
+        assert_eq!(reports[0].error.as_ref().unwrap().kind, "refused");
+        assert!(reports[1].error.is_some());
     }
 
     /// Two clusters behind one Thanos or Mimir, with a node of the same name each: two

@@ -304,8 +304,10 @@ A host is a target
 label, after its
 .B cluster
 label when it has one: CLUSTER/INSTANCE) of a scrape job that has gpupeek
-series; one scraped by several jobs is one host, down only when every job's
-scrape fails, and is then shown with Prometheus's last scrape error.
+series or whose name has gpupeek in it; one scraped by several jobs is one host,
+down only when every job's scrape fails, and is then shown with Prometheus's
+last scrape error.
+A server with no such target is shown as a failed host that says so.
 Prometheus's numbers are as old as its last scrape.
 Thanos, Mimir, Cortex and VictoriaMetrics answer the same query; a server
 without the targets API shows no scrape errors.
