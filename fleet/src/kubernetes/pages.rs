@@ -1,7 +1,7 @@
 //! The EndpointSliceList in pages, as kubectl and client-go's pager ask for it: the first
 //! page with `limit` ([`PAGE_SIZE`]), each next one with the `metadata.continue` token of
-//! the page before, until a page has none. A 410 answer to a token (the API's `Status`
-//! with reason `Expired`: the token outlived the server's history) starts the list over
+//! the page before, until a page has none. A 410 answer to a token whose `Status` has
+//! reason `Expired` (the token outlived the server's history) starts the list over
 //! once from its first page; a second is a fault like any answer other than 200. A 404
 //! for the first page means the server has no EndpointSlice API, which the caller answers
 //! from the core v1 Endpoints. A server that loops (a token that comes back, or more than
@@ -56,7 +56,9 @@ fn list(ask: &mut impl FnMut(Option<&str>) -> Answer) -> Result<Listed, Fault> {
         match (status, &token) {
             (200, _) => {}
             (404, None) => return Ok(Listed::Done(None)),
-            (410, Some(_)) => return Ok(Listed::Expired(status_fault(status, &body))),
+            (410, Some(_)) if is_expired(&body) => {
+                return Ok(Listed::Expired(status_fault(status, &body)))
+            }
             _ => return Err(status_fault(status, &body)),
         }
         let page = parse_slices(&body)?;
@@ -76,6 +78,13 @@ fn list(ask: &mut impl FnMut(Option<&str>) -> Answer) -> Result<Listed, Fault> {
              (the API server loops)"
         ),
     ))
+}
+
+/// Whether a 410's `Status` says its reason is `Expired`: the one 410 that client-go's
+/// pager starts the list over for.
+fn is_expired(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .is_ok_and(|status| status["reason"] == "Expired")
 }
 
 /// A continue token the server gave a second time.
@@ -165,6 +174,16 @@ mod tests {
             f.reason
         );
         assert_eq!(asked, ["", "a", "", "c"]);
+    }
+
+    /// A 410 whose reason is not `Expired` (a proxy's Gone, say) ends the list: only an
+    /// expired token starts it over.
+    #[test]
+    fn a_410_that_is_not_an_expired_token_is_a_fault_not_a_restart() {
+        let gone = Ok((410, "<html>Gone</html>".to_owned()));
+        let (nodes, asked) = walk_through(vec![("", page("gpu-1", "a")), ("a", gone)]);
+        assert!(nodes.unwrap_err().reason.starts_with("HTTP 410"));
+        assert_eq!(asked, ["", "a"]);
     }
 
     #[test]
