@@ -35,6 +35,12 @@ impl Prometheus {
                 "bad --prometheus {url:?}: expected an http:// or https:// URL"
             ));
         }
+        if base.contains(['?', '#']) {
+            return Err(format!(
+                "bad --prometheus {url:?}: a query or fragment in the URL (the API's paths \
+                 go after it)"
+            ));
+        }
         let authority = base.split("://").nth(1).unwrap_or_default();
         if authority
             .split('/')
@@ -402,9 +408,16 @@ mod tests {
         assert!(Prometheus::new("http://prom:9090/", http()).is_ok());
         assert!(Prometheus::new("https://mimir/prometheus", http()).is_ok());
         assert!(Prometheus::new("https://mimir/api/u@x", http()).is_ok());
-        for bad in ["prom:9090", "ftp://prom", "http://u:secret@prom:9090"] {
+        for bad in [
+            "prom:9090",
+            "ftp://prom",
+            "http://u:secret@prom:9090",
+            "http://prom:9090/?x=secret",
+            "http://prom:9090/#secret",
+        ] {
             let err = Prometheus::new(bad, http()).err().unwrap();
-            assert!(!err.contains("secret"), "{err}");
+            assert!(err.starts_with("bad --prometheus"), "{err}");
+            assert!(!err.contains("u:secret"), "{err}");
         }
     }
 
