@@ -1,6 +1,7 @@
 //! `scripts/demo`, the first command README.md gives a newcomer: without a driver it must
 //! say it is a demo, show the fake GPUs in every view it runs, follow a change, and leave
-//! nothing behind (segment, worker process).
+//! nothing behind (segment, worker process). `scripts/demo-fleet`, the fleet on one
+//! machine, the same.
 
 use std::path::Path;
 use std::process::Command;
@@ -64,4 +65,70 @@ fn the_demo_says_it_is_one_shows_every_view_and_cleans_up() {
         !Path::new("/dev/shm").join(segment).exists(),
         "{segment} left behind"
     );
+}
+
+/// `scripts/demo-fleet HOSTS`: says it is a demo, shows every simulated host and the one
+/// that is down, grouped too, at 3 and at 256 hosts; leaves no serve or segment behind;
+/// a bad argument is one line, status 2.
+#[test]
+fn the_fleet_demo_shows_every_host_and_the_one_that_is_down_and_cleans_up() {
+    let profile_dir = bins().daemon.parent().unwrap();
+    let demo = |args: &[&str]| {
+        let mut cmd = Command::new(repo().join("scripts/demo-fleet"));
+        cmd.args(args)
+            .env("GPUPEEK_DEMO_BIN", profile_dir)
+            .env_remove("FAKE_NVML_SCENARIO");
+        run_with_limit(cmd, Duration::from_secs(120))
+    };
+    for (hosts, summary) in [
+        (
+            "3",
+            "4 hosts (1 not read), 6 GPUs: 3 free, 0 idle-allocated",
+        ),
+        (
+            "256",
+            "257 hosts (1 not read), 512 GPUs: 256 free, 0 idle-allocated",
+        ),
+    ] {
+        let run = demo(&[hosts]);
+        let out = stdout(&run);
+        assert!(run.status.success(), "{out}\n{}", stderr(&run));
+        assert!(out.starts_with("== DEMO: gpupeek fleet over"), "{out}");
+        assert_eq!(
+            out.matches(summary).count(),
+            2,
+            "{summary} twice in:\n{out}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("127.0.0.1:1 ") && l.contains("refused")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("\nroot  {hosts:>5}  {hosts:>5}  {hosts:>5}")),
+            "{out}"
+        );
+        // The serves the hostfile named are gone, and so is the segment.
+        for line in out.lines().filter(|l| l.starts_with("  127.0.0.1:")) {
+            let addr = line.trim();
+            assert!(
+                std::net::TcpStream::connect(addr).is_err(),
+                "{addr} still served after the demo"
+            );
+        }
+    }
+    let left = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("gpupeek-demo-fleet-")
+        })
+        .count();
+    assert_eq!(left, 0, "a demo segment left in /dev/shm");
+
+    let run = demo(&["0"]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert_eq!(stderr(&run).lines().count(), 1, "{}", stderr(&run));
 }
