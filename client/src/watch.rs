@@ -37,6 +37,30 @@ pub const HISTORY: usize = 40;
 /// A daemon that is not up (yet, or any more) is a line saying why, and the loop waits.
 pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     let interval = interval(secs)?;
+    let mut history = History::default();
+    redraw(interval, true, |size| {
+        Ok(match crate::live::live_segment(name) {
+            Ok((segment, snap)) => {
+                history.record(&segment, &snap);
+                crate::render(args, &snap)? + &history.render(size.map(|s| s.cols))
+            }
+            Err(exit) if exit.code == EXIT_USAGE => return Err(exit),
+            Err(exit) => format!("gpupeek: waiting: {}\n", exit.message),
+        })
+    })
+}
+
+/// Draws `frame(size)` every `interval` (from the start of one frame to the next) until
+/// `q`, Ctrl-C, SIGINT/SIGTERM/SIGHUP or a closed stdout; an error from `frame` ends it.
+/// With `screen` and a terminal on stdout: on the alternate screen, each frame fitted to
+/// the terminal's size (asked at every frame, and a frame drawn at once on SIGWINCH);
+/// otherwise each frame is printed as it is, followed by a blank line, and `size` is
+/// `None`. `gpupeek -i` and `gpupeek fleet -i` draw through it.
+pub fn redraw(
+    interval: Duration,
+    screen: bool,
+    mut frame: impl FnMut(Option<fit::Size>) -> Result<String, Exit>,
+) -> Result<(), Exit> {
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -49,21 +73,14 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     let resized = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
         .map_err(|e| Exit::new(crate::EXIT_OS, format!("cannot handle signals: {e}")))?;
-    let tty = std::io::stdout().is_terminal();
+    let tty = screen && std::io::stdout().is_terminal();
     let _raw = RawKeys::enter();
     let _screen = tty.then(Screen::enter).transpose()?;
-    let mut history = History::default();
     let mut keys_open = true;
     loop {
+        let started = std::time::Instant::now();
         let size = tty.then(fit::terminal_size).flatten();
-        let frame = match crate::live::live_segment(name) {
-            Ok((segment, snap)) => {
-                history.record(&segment, &snap);
-                crate::render(args, &snap)? + &history.render(size.map(|s| s.cols))
-            }
-            Err(exit) if exit.code == EXIT_USAGE => return Err(exit),
-            Err(exit) => format!("gpupeek: waiting: {}\n", exit.message),
-        };
+        let frame = frame(size)?;
         match size {
             Some(size) => crate::write_stdout(&draw(&frame, size))?,
             None if tty => {
@@ -71,7 +88,7 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
             }
             None => crate::write_stdout(&format!("{frame}\n"))?,
         }
-        if wait_for_quit(interval, &stop, &resized, &mut keys_open) {
+        if wait_for_quit(started + interval, &stop, &resized, &mut keys_open) {
             return Ok(());
         }
     }
@@ -120,16 +137,15 @@ pub fn interval(secs: f64) -> Result<Duration, Exit> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Sleeps for `interval`, returning early: true on `q`, Ctrl-C or a signal, false on a
-/// resize (SIGWINCH), to redraw at once.
+/// Sleeps until `deadline`, returning early: true on `q`, Ctrl-C or a signal, false on
+/// a resize (SIGWINCH), to redraw at once.
 fn wait_for_quit(
-    interval: Duration,
+    deadline: std::time::Instant,
     stop: &AtomicBool,
     resized: &AtomicBool,
     keys_open: &mut bool,
 ) -> bool {
     let stdin = std::io::stdin();
-    let deadline = std::time::Instant::now() + interval;
     loop {
         if stop.load(Ordering::Relaxed) {
             return true;

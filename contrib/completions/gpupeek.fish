@@ -96,7 +96,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l service -x -d 'wit
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l api-proxy -d 'with --kubernetes: read each serve through the API server\'s pod proxy (from a machine without a route to the pods\' IPs; the user needs get on pods/proxy in the namespace)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l group-by -x -a 'host user pod job' -d 'host (default: a block per host), user, pod or job (a Slurm job, else a user\'s command)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l json -d 'print a JSON document instead: each host with its GPUs or its error'
-complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -s i -l watch -l interval -d 'redraw every SECS seconds (bare: 2) until Ctrl-C; a GPU whose memory is held at 0 % utilisation over the last three rounds is flagged idle'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -s i -l watch -l interval -d 'redraw every SECS seconds (bare: 2) until q or Ctrl-C, on a terminal fitted to its size (with --json: a document a round); a GPU whose memory is held at 0 % utilisation over the last three rounds is flagged idle'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l timeout -x -d 'the round\'s deadline (default 2): a host that has not answered within SECS of the round\'s start is shown as timed out'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l jobs -x -d 'ask at most N hosts at once (default 64, 1 to 1024)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l tls-ca -r -F -d 'trust the certificates in this PEM file for https:// hosts (instead of the built-in web roots)'

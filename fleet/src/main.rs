@@ -6,7 +6,9 @@
 //! with the API server from its kubeconfig). A host that cannot be read is shown with the reason, never
 //! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
 //! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
-//! seconds and keeps the last three rounds of each GPU to flag memory held at 0 %.
+//! seconds through `gpupeek -i`'s loop (`fleetview::redraw`: the alternate screen, the
+//! frame fitted to the terminal, `q` to leave) and keeps the last three rounds of each
+//! GPU to flag memory held at 0 %.
 //!
 //! A program of its own so the one-shot `gpupeek` links no HTTP client (its flags come
 //! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
@@ -59,15 +61,14 @@ fn run(args: Args) -> Result<(), Exit> {
             false => Ok(()),
         };
     };
-    let period = Duration::from_secs_f64(secs);
+    let period = fleetview::watch_interval(secs)?;
     let mut history = History::default();
-    loop {
-        let start = Instant::now();
+    // The table on the terminal's screen, fitted to it (q or Ctrl-C to leave); JSON is
+    // a stream of documents.
+    fleetview::redraw(period, !args.json, |_| {
         let reports = round(source.as_mut(), args.timeout, &mut history);
-        let clear = if args.json { "" } else { "\x1b[H\x1b[2J" };
-        fleetview::write_stdout(&format!("{clear}{}", output(&args, &reports, paint)))?;
-        std::thread::sleep(period.saturating_sub(start.elapsed()));
-    }
+        Ok(output(&args, &reports, paint))
+    })
 }
 
 /// `--kubernetes`: the kubeconfig (or the pod's service account), and a first list of

@@ -1,0 +1,71 @@
+//! `gpupeek fleet -i` in a real terminal (a tmux pane smaller than the table): on the
+//! alternate screen, fitted to the terminal so that the summary and the header never
+//! scroll away (the last row counts the lines left out), redrawn each round, and `q`
+//! leaves it with the screen as it was.
+
+use std::time::Instant;
+
+use gpupeek_e2e::{bins, tool, Tmux, WATCHDOG};
+
+use crate::fleet::cluster;
+
+/// The pane's screen once `check` holds; fails with the screen otherwise.
+fn until(t: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WATCHDOG;
+    loop {
+        let s = t.run(&["capture-pane", "-p", "-t", "w"]);
+        if check(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; screen:\n{s}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q() {
+    let Some(tmux) = tool("tmux", "tmux") else {
+        return;
+    };
+    // Four hosts of 2, 2, 3 and 4 GPUs: 11 GPU rows and a host that is down, under a
+    // summary and a header; the pane has 8 rows.
+    let hosts = cluster("fleet-watch", 4);
+    let mut command = format!("{} fleet -i 0.3", bins().client.display());
+    for h in &hosts {
+        command.push_str(&format!(" --host {}", h.addr));
+    }
+    // The shell stays a while after fleet ends, so that its last words stay on screen.
+    command.push_str(" --host 127.0.0.1:1; echo fleet-exited-$?; sleep 60");
+    let t = Tmux {
+        tmux,
+        socket: format!("{}-fleet-watch", hosts[0].sandbox.shm),
+    };
+    t.run(&["new-session", "-d", "-s", "w", "-x", "100", "-y", "8"]);
+    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
+    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
+
+    let screen = until(&t, "a fitted table", |s| {
+        s.starts_with("5 hosts (1 not read), 11 GPUs") && s.contains("… ")
+    });
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.len() <= 8, "{screen}");
+    assert!(lines[1].starts_with("HOST "), "{screen}");
+    // 14 lines (2 of head, 11 GPUs, the host that is down) in 8: the first 7 shown,
+    // the last line counts the other 7.
+    assert_eq!(lines[7], "… 7 more", "{screen}");
+    // Redrawn in place each round: the summary is still the first line a moment later.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let again = t.run(&["capture-pane", "-p", "-t", "w"]);
+    assert!(again.starts_with("5 hosts (1 not read)"), "{again}");
+
+    t.run(&["send-keys", "-t", "w", "q"]);
+    let after = until(&t, "fleet -i to end", |s| s.contains("fleet-exited-"));
+    assert!(after.contains("fleet-exited-0"), "{after}");
+    assert!(
+        !after.contains("HOST "),
+        "the table left on the normal screen:\n{after}"
+    );
+}
