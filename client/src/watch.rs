@@ -154,27 +154,31 @@ fn wait_for_quit(
             return false;
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let ms = PollTimeout::try_from(left.as_millis().clamp(1, 60_000) as u32)
-            .unwrap_or(PollTimeout::MAX);
-        if !*keys_open {
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-            continue;
-        }
-        let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-        if nix::poll::poll(&mut fds, ms).unwrap_or(0) == 0 {
-            continue;
-        }
-        let mut buf = [0u8; 64];
-        match stdin.lock().read(&mut buf) {
-            Ok(0) | Err(_) => *keys_open = false,
-            Ok(n) => {
-                if buf[..n].iter().any(|&b| matches!(b, b'q' | b'Q' | 0x03)) {
-                    return true;
+        if *keys_open {
+            // Keys are looked at even when the frame took the whole interval (a fleet
+            // round may), so that a slow frame never leaves `q` unread.
+            let ms = match left.is_zero() {
+                true => PollTimeout::ZERO,
+                false => PollTimeout::try_from(left.as_millis().clamp(1, 60_000) as u32)
+                    .unwrap_or(PollTimeout::MAX),
+            };
+            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+            if nix::poll::poll(&mut fds, ms).unwrap_or(0) > 0 {
+                let mut buf = [0u8; 64];
+                match stdin.lock().read(&mut buf) {
+                    Ok(0) | Err(_) => *keys_open = false,
+                    Ok(n) => {
+                        if buf[..n].iter().any(|&b| matches!(b, b'q' | b'Q' | 0x03)) {
+                            return true;
+                        }
+                    }
                 }
             }
+        } else if !left.is_zero() {
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        if left.is_zero() {
+            return false;
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `gpupeek fleet -i` in a real terminal (a tmux pane smaller than the table): on the
 //! alternate screen, fitted to the terminal so that the summary and the header never
 //! scroll away (the last row counts the lines left out), redrawn each round, and `q`
-//! leaves it with the screen as it was.
+//! leaves it with the screen as it was, even when a round (a host that never answers)
+//! takes longer than the interval.
 
 use std::time::Instant;
 
@@ -30,10 +31,17 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     let Some(tmux) = tool("tmux", "tmux") else {
         return;
     };
-    // Four hosts of 2, 2, 3 and 4 GPUs: 11 GPU rows and a host that is down, under a
-    // summary and a header; the pane has 8 rows.
+    // Four hosts of 2, 2, 3 and 4 GPUs: 11 GPU rows, a host that is down and one that
+    // never answers (so each round takes --timeout, longer than -i), under a summary
+    // and a header; the pane has 8 rows.
     let hosts = cluster("fleet-watch", 4);
-    let mut command = format!("{} fleet -i 0.3", bins().client.display());
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = silent.local_addr().map(|a| (a, silent)).unwrap();
+    let mut command = format!(
+        "{} fleet -i 0.3 --timeout 1 --host {}",
+        bins().client.display(),
+        silent.0
+    );
     for h in &hosts {
         command.push_str(&format!(" --host {}", h.addr));
     }
@@ -48,18 +56,18 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     t.run(&["respawn-pane", "-k", "-t", "w", &command]);
 
     let screen = until(&t, "a fitted table", |s| {
-        s.starts_with("5 hosts (1 not read), 11 GPUs") && s.contains("… ")
+        s.starts_with("6 hosts (2 not read), 11 GPUs") && s.contains("… ")
     });
     let lines: Vec<&str> = screen.lines().collect();
     assert!(lines.len() <= 8, "{screen}");
     assert!(lines[1].starts_with("HOST "), "{screen}");
-    // 14 lines (2 of head, 11 GPUs, the host that is down) in 8: the first 7 shown,
-    // the last line counts the other 7.
-    assert_eq!(lines[7], "… 7 more", "{screen}");
+    // 15 lines (2 of head, 11 GPUs, the 2 hosts not read) in 8: the first 7 shown, the
+    // last line counts the other 8.
+    assert_eq!(lines[7], "… 8 more", "{screen}");
     // Redrawn in place each round: the summary is still the first line a moment later.
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
     let again = t.run(&["capture-pane", "-p", "-t", "w"]);
-    assert!(again.starts_with("5 hosts (1 not read)"), "{again}");
+    assert!(again.starts_with("6 hosts (2 not read)"), "{again}");
 
     t.run(&["send-keys", "-t", "w", "q"]);
     let after = until(&t, "fleet -i to end", |s| s.contains("fleet-exited-"));
