@@ -152,7 +152,9 @@ impl Source for Kubernetes {
                 }
             }
         } else {
-            hosts::read(ask, &self.http, self.jobs, deadline)
+            let mut reports = hosts::read(ask, &self.http, self.jobs, deadline);
+            hint_api_proxy(&mut reports);
+            reports
         };
         reports.extend(
             skip.into_iter()
@@ -160,5 +162,58 @@ impl Source for Kubernetes {
         );
         reports.sort_by(|a, b| a.host.cmp(&b.host));
         reports
+    }
+}
+
+/// When no serve read directly could even be connected to (every one refused, timed
+/// out or unreachable), this machine likely has no route to the pod network (a laptop):
+/// each row says so and names `--api-proxy`.
+fn hint_api_proxy(reports: &mut [Report]) {
+    let unreached = |r: &Report| {
+        r.error
+            .as_ref()
+            .is_some_and(|f| matches!(f.kind, "refused" | "timeout" | "unreachable"))
+    };
+    if reports.is_empty() || !reports.iter().all(unreached) {
+        return;
+    }
+    const HINT: &str = " (no serve could be reached from here: outside the pod network, \
+                        --api-proxy reads them through the API server)";
+    for f in reports.iter_mut().filter_map(|r| r.error.as_mut()) {
+        f.reason.push_str(HINT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(host: &str, fault: Option<(&'static str, &str)>) -> Report {
+        let mut r = Report::failed(host.into(), host.into(), Fault::new("x", "y"));
+        r.error = fault.map(|(kind, why)| Fault::new(kind, why));
+        r
+    }
+
+    #[test]
+    fn api_proxy_is_named_only_when_no_serve_could_be_reached() {
+        let mut all = vec![
+            report("a", Some(("timeout", "no answer within --timeout"))),
+            report("b", Some(("refused", "connection refused"))),
+        ];
+        hint_api_proxy(&mut all);
+        for r in &all {
+            let why = &r.error.as_ref().unwrap().reason;
+            assert!(why.ends_with("through the API server)"), "{why}");
+        }
+        // One serve answered, or one failed otherwise: the network is reachable.
+        for other in [None, Some(("http", "HTTP 500"))] {
+            let mut some = vec![
+                report("a", Some(("timeout", "no answer within --timeout"))),
+                report("b", other),
+            ];
+            hint_api_proxy(&mut some);
+            let why = &some[0].error.as_ref().unwrap().reason;
+            assert_eq!(why, "no answer within --timeout");
+        }
     }
 }

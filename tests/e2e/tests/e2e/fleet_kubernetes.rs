@@ -868,7 +868,11 @@ fn api_proxy_reads_each_serve_through_the_api_server_s_pod_proxy() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|h| h["error"]["kind"] == "refused"));
+        .all(|h| h["error"]["kind"] == "refused"
+            && h["error"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("--api-proxy reads them through the API server")));
 
     let out = kube_fleet(dir, &[], &[&kube[..], &["--api-proxy"]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
