@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use crate::model::{Daemon, Fault, Gpu, Process, Report};
+use crate::model::{Daemon, Fault, Gpu, Mig, Process, Report};
 use crate::source::{fan_out, Http, Source};
 
 /// The port `gpupeek serve` listens on by default.
@@ -180,6 +180,21 @@ struct SnapGpu {
     memory_total: Option<u64>,
     processes: Option<Vec<SnapProcess>>,
     verdict: Option<String>,
+    mig: Option<Vec<SnapMig>>,
+}
+
+/// A MIG device of `/snapshot`'s GPU (`gpupeek --json`'s `mig` list).
+#[derive(Deserialize)]
+struct SnapMig {
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+    profile: Option<String>,
+    #[serde(rename = "memory.used")]
+    memory_used: Option<u64>,
+    #[serde(rename = "memory.total")]
+    memory_total: Option<u64>,
+    verdict: Option<String>,
+    pids: Option<Vec<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +260,40 @@ fn gpu(g: SnapGpu) -> Gpu {
     } else {
         g.name
     };
+    let processes: Vec<Process> = g
+        .processes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| Process {
+            user: p.username,
+            pid: p.pid,
+            command: p.command,
+            memory_mib: p.gpu_memory_usage,
+            job: p.container.as_ref().and_then(SnapContainer::job),
+            pod: p.container.and_then(|c| c.pod_uid),
+        })
+        .collect();
+    let mig = g.mig.unwrap_or_default();
+    let mig = mig.into_iter().map(|m| {
+        let pids = m.pids.unwrap_or_default();
+        let users = processes
+            .iter()
+            .filter(|p| p.pid.is_some_and(|pid| pids.contains(&pid)))
+            .filter_map(|p| p.user.clone())
+            .collect();
+        Mig {
+            gpu_instance_id: m.gpu_instance_id,
+            compute_instance_id: m.compute_instance_id,
+            profile: m.profile,
+            memory_used_mib: m.memory_used,
+            memory_total_mib: m.memory_total,
+            processes: Some(pids.len() as u32),
+            verdict: m.verdict,
+            users,
+            free: false,
+            idle_allocated: false,
+        }
+    });
     Gpu {
         index: g.index,
         name,
@@ -257,19 +306,8 @@ fn gpu(g: SnapGpu) -> Gpu {
         free: false,
         idle_allocated: false,
         users: Vec::new(),
-        processes: g
-            .processes
-            .unwrap_or_default()
-            .into_iter()
-            .map(|p| Process {
-                user: p.username,
-                pid: p.pid,
-                command: p.command,
-                memory_mib: p.gpu_memory_usage,
-                job: p.container.as_ref().and_then(SnapContainer::job),
-                pod: p.container.and_then(|c| c.pod_uid),
-            })
-            .collect(),
+        mig: mig.collect(),
+        processes,
     }
 }
 

@@ -101,6 +101,35 @@ pub struct Gpu {
     pub users: Vec<String>,
     /// Its processes, as far as the source tells them.
     pub processes: Vec<Process>,
+    /// Its MIG devices, when MIG is on: then they, not the GPU, are what a job is given,
+    /// and the GPU itself is never free.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mig: Vec<Mig>,
+}
+
+/// One MIG device of a GPU: a compute instance of a GPU instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mig {
+    /// Its GPU instance id.
+    pub gpu_instance_id: u32,
+    /// Its compute instance id.
+    pub compute_instance_id: u32,
+    /// Its profile (`3g.40gb`), when known.
+    pub profile: Option<String>,
+    /// Memory of its GPU instance used, MiB.
+    pub memory_used_mib: Option<u64>,
+    /// Memory of its GPU instance, MiB.
+    pub memory_total_mib: Option<u64>,
+    /// Processes running in it, when known.
+    pub processes: Option<u32>,
+    /// gpupeek's verdict for it, when it can be told.
+    pub verdict: Option<String>,
+    /// Users with processes in it, when the source names them, each once.
+    pub users: Vec<String>,
+    /// No process in it and under 1 GiB used, its GPU sampled normally.
+    pub free: bool,
+    /// Its verdict says `idle-holding`.
+    pub idle_allocated: bool,
 }
 
 /// A process on a GPU.
@@ -125,17 +154,29 @@ const FREE_MEMORY_MIB: u64 = 1024;
 /// Under this utilisation a GPU may be free, %.
 const FREE_UTIL_PCT: u32 = 5;
 
-/// Marks the GPUs free and idle-allocated, adds their processes' users to the users the
-/// source named (each once, sorted) and puts free GPUs first.
+/// Marks the GPUs and MIG devices free and idle-allocated, adds their processes' users
+/// to the users the source named (each once, sorted) and puts free GPUs first. A GPU
+/// with MIG on is never free itself: its devices are, each on its own.
 pub fn classify(report: &mut Report) {
     for g in &mut report.gpus {
         let asleep = matches!(g.state.as_deref(), Some("suspended" | "idle"));
-        g.free = g.state.is_none()
-            && g.processes.is_empty()
-            && g.users.is_empty()
-            && g.memory_used_mib.is_some_and(|m| m < FREE_MEMORY_MIB)
-            && g.utilization_pct.is_some_and(|u| u < FREE_UTIL_PCT)
-            || asleep;
+        g.free = g.mig.is_empty()
+            && (g.state.is_none()
+                && g.processes.is_empty()
+                && g.users.is_empty()
+                && g.memory_used_mib.is_some_and(|m| m < FREE_MEMORY_MIB)
+                && g.utilization_pct.is_some_and(|u| u < FREE_UTIL_PCT)
+                || asleep);
+        for m in &mut g.mig {
+            m.free = g.state.is_none()
+                && m.processes == Some(0)
+                && m.memory_used_mib.is_some_and(|u| u < FREE_MEMORY_MIB);
+            m.idle_allocated = m.verdict.as_deref() == Some("idle-holding");
+            m.users.sort();
+            m.users.dedup();
+        }
+        g.mig
+            .sort_by_key(|m| (m.gpu_instance_id, m.compute_instance_id));
         g.idle_allocated |= g.verdict.as_deref() == Some("idle-holding");
         g.users
             .extend(g.processes.iter().filter_map(|p| p.user.clone()));
@@ -181,9 +222,78 @@ mod tests {
             idle_allocated: false,
             users: vec!["carol".into(), "alice".into()],
             processes: vec![process("bob"), process("alice")],
+            mig: Vec::new(),
         });
         classify(&mut report);
         assert_eq!(report.gpus[0].users, ["alice", "bob", "carol"]);
         assert!(!report.gpus[0].free);
+    }
+
+    fn device(gi: u32, processes: Option<u32>, used: u64, verdict: Option<&str>) -> Mig {
+        Mig {
+            gpu_instance_id: gi,
+            compute_instance_id: 0,
+            profile: Some("1g.10gb".into()),
+            memory_used_mib: Some(used),
+            memory_total_mib: Some(9984),
+            processes,
+            verdict: verdict.map(str::to_owned),
+            users: vec!["bo".into(), "al".into(), "bo".into()],
+            free: false,
+            idle_allocated: false,
+        }
+    }
+
+    /// A GPU split into MIG devices is never free itself, however idle: each device is
+    /// free when it runs nothing, holds under 1 GiB and its GPU is sampled normally.
+    #[test]
+    fn a_mig_gpu_is_never_free_its_devices_are_each_on_their_own() {
+        let mut report = Report::failed("h".into(), "e".into(), Fault::new("http", "x"));
+        let mut gpu = Gpu {
+            index: 0,
+            name: None,
+            uuid: None,
+            state: None,
+            utilization_pct: Some(0),
+            memory_used_mib: Some(0),
+            memory_total_mib: Some(81920),
+            verdict: None,
+            free: false,
+            idle_allocated: false,
+            users: Vec::new(),
+            processes: Vec::new(),
+            mig: vec![
+                device(13, Some(0), 2048, None),
+                device(5, Some(1), 10, Some("idle-holding")),
+                device(1, Some(0), 0, None),
+                device(7, None, 0, None),
+            ],
+        };
+        report.gpus.push(gpu.clone());
+        classify(&mut report);
+        let g = &report.gpus[0];
+        assert!(!g.free, "a MIG GPU is not free itself");
+        let seen: Vec<(u32, bool, bool)> = g
+            .mig
+            .iter()
+            .map(|m| (m.gpu_instance_id, m.free, m.idle_allocated))
+            .collect();
+        // Sorted by instance; 13 holds 2 GiB, 5 runs a process, 7's processes unknown.
+        assert_eq!(
+            seen,
+            [
+                (1, true, false),
+                (5, false, true),
+                (7, false, false),
+                (13, false, false)
+            ]
+        );
+        assert_eq!(g.mig[0].users, ["al", "bo"]);
+
+        // A GPU that is not sampled normally has no free device.
+        gpu.state = Some("not responding".into());
+        report.gpus = vec![gpu];
+        classify(&mut report);
+        assert!(report.gpus[0].mig.iter().all(|m| !m.free));
     }
 }

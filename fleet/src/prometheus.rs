@@ -12,13 +12,14 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{Fault, Gpu, Process, Report};
+use crate::model::{Fault, Gpu, Mig, Process, Report};
 use crate::source::{Http, Source};
 
 /// The series the fleet reads.
 const QUERY: &str = "{__name__=~\"up|gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
     gpu_state|gpu_utilization_ratio|gpu_memory_used_bytes|gpu_memory_total_bytes|gpu_verdict|\
-    user_gpu_memory_bytes|process_gpu_memory_bytes)\"}";
+    user_gpu_memory_bytes|process_gpu_memory_bytes|mig_info|mig_memory_used_bytes|\
+    mig_memory_total_bytes|mig_processes|mig_verdict)\"}";
 
 /// A Prometheus server.
 pub struct Prometheus {
@@ -287,12 +288,16 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
                 idle_allocated: false,
                 users: Vec::new(),
                 processes: Vec::new(),
+                mig: Vec::new(),
             });
             report.gpus.len() - 1
         }
     };
     let g = &mut report.gpus[pos];
     let mib = |v: f64| (v as u64) >> 20;
+    if s.name().starts_with("gpupeek_mig_") {
+        return mig_sample(g, s);
+    }
     match s.name() {
         "gpupeek_gpu_info" => {
             g.name = s.text("name");
@@ -322,6 +327,42 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
             }
             g.processes.push(process(s, pid, mib(s.value())));
         }
+        _ => {}
+    }
+}
+
+/// Adds a `gpupeek_mig_*` sample to its MIG device of `g`.
+fn mig_sample(g: &mut Gpu, s: &Sample) {
+    let id = |key: &str| s.label(key).parse::<u32>().ok();
+    let (Some(gi), Some(ci)) = (id("gpu_instance_id"), id("compute_instance_id")) else {
+        return;
+    };
+    let at = g
+        .mig
+        .iter()
+        .position(|m| (m.gpu_instance_id, m.compute_instance_id) == (gi, ci));
+    let at = at.unwrap_or_else(|| {
+        g.mig.push(Mig {
+            gpu_instance_id: gi,
+            compute_instance_id: ci,
+            profile: None,
+            memory_used_mib: None,
+            memory_total_mib: None,
+            processes: None,
+            verdict: None,
+            users: Vec::new(),
+            free: false,
+            idle_allocated: false,
+        });
+        g.mig.len() - 1
+    });
+    let m = &mut g.mig[at];
+    m.profile = m.profile.take().or_else(|| s.text("profile"));
+    match s.name() {
+        "gpupeek_mig_memory_used_bytes" => m.memory_used_mib = Some((s.value() as u64) >> 20),
+        "gpupeek_mig_memory_total_bytes" => m.memory_total_mib = Some((s.value() as u64) >> 20),
+        "gpupeek_mig_processes" => m.processes = Some(s.value() as u32),
+        "gpupeek_mig_verdict" if s.value() == 1.0 => m.verdict = s.text("verdict"),
         _ => {}
     }
 }
@@ -458,6 +499,73 @@ mod tests {
         assert_eq!(g.users, ["ann"]);
         let pids: Vec<Option<u32>> = g.processes.iter().map(|p| p.pid).collect();
         assert_eq!(pids, [Some(10), Some(11)]);
+    }
+
+    /// The `gpupeek_mig_*` series make the MIG devices of their GPU, by GPU and compute
+    /// instance: profile, memory, processes and verdict.
+    #[test]
+    fn mig_series_are_the_devices_of_their_gpu() {
+        let a = ("instance", "a:9477");
+        let dev = |gi: &'static str| {
+            [
+                a,
+                ("gpu", "0"),
+                ("gpu_instance_id", gi),
+                ("compute_instance_id", "0"),
+                ("profile", if gi == "1" { "3g.40gb" } else { "1g.10gb" }),
+            ]
+        };
+        let mut verdict = dev("1").to_vec();
+        verdict.push(("verdict", "idle-holding"));
+        let samples = vec![
+            sample("up", &[a], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
+                "1",
+            ),
+            sample("gpupeek_mig_info", &dev("13"), "1"),
+            sample("gpupeek_mig_memory_used_bytes", &dev("13"), "0"),
+            sample("gpupeek_mig_memory_total_bytes", &dev("13"), "10468982784"),
+            sample("gpupeek_mig_processes", &dev("13"), "0"),
+            sample("gpupeek_mig_memory_used_bytes", &dev("1"), "3145728000"),
+            sample("gpupeek_mig_processes", &dev("1"), "1"),
+            sample("gpupeek_mig_verdict", &verdict, "1"),
+        ];
+        let mut reports = reports("http://p", &samples, &BTreeMap::new());
+        crate::model::classify(&mut reports[0]);
+        let mig = &reports[0].gpus[0].mig;
+        let seen: Vec<_> = mig
+            .iter()
+            .map(|m| {
+                (
+                    m.gpu_instance_id,
+                    m.profile.as_deref(),
+                    m.memory_used_mib,
+                    m.memory_total_mib,
+                    m.processes,
+                    m.free,
+                    m.idle_allocated,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, Some("3g.40gb"), Some(3000), None, Some(1), false, true),
+                (
+                    13,
+                    Some("1g.10gb"),
+                    Some(0),
+                    Some(9984),
+                    Some(0),
+                    true,
+                    false
+                ),
+            ]
+        );
+        assert!(!reports[0].gpus[0].free);
     }
 
     /// A server that scrapes no gpupeek is shown as a failed host that says so.

@@ -1,10 +1,12 @@
 //! The fleet as a table or a JSON document.
 //!
 //! `--group-by host` (the default): a summary line, then a block per host, hosts with
-//! the most free GPUs first and hosts that could not be read last, each with its reason;
-//! in a block, free GPUs first. A GPU row: index, name, utilisation, memory used/total
-//! (MiB), a status (`free`, `busy`, `IDLE` for memory held with nothing running, or the
-//! GPU's own state) and its users. `--group-by user|pod|job`: a row per group with the
+//! the most free GPUs and MIG devices first and hosts that could not be read last, each
+//! with its reason; in a block, free GPUs first. A GPU row: index, name, utilisation,
+//! memory used/total (MiB), a status (`free`, `busy`, `IDLE` for memory held with
+//! nothing running, `MIG` for a GPU split into MIG devices, or the GPU's own state) and
+//! its users; under a `MIG` GPU a row per device (`└ MIG 3g.40gb (1/0)`: profile, GPU
+//! and compute instance), with its memory, status and users. `--group-by user|pod|job`: a row per group with the
 //! hosts, GPUs, processes and GPU memory it holds.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +15,7 @@ use std::fmt::Write;
 use gpupeek::fleetview::GroupBy;
 use serde::Serialize;
 
-use crate::model::{Gpu, Process, Report};
+use crate::model::{Gpu, Mig, Process, Report};
 
 /// Colours, or none.
 #[derive(Clone, Copy)]
@@ -37,29 +39,42 @@ pub struct Summary {
     gpus: usize,
     gpus_free: usize,
     gpus_idle_allocated: usize,
+    mig_devices: usize,
+    mig_devices_free: usize,
+    mig_devices_idle_allocated: usize,
 }
 
 /// The summary of `reports`.
 pub fn summary(reports: &[Report]) -> Summary {
     let gpus = || reports.iter().flat_map(|r| &r.gpus);
+    let migs = || gpus().flat_map(|g| &g.mig);
     Summary {
         hosts: reports.len(),
         hosts_failed: reports.iter().filter(|r| r.error.is_some()).count(),
         gpus: gpus().count(),
         gpus_free: gpus().filter(|g| g.free).count(),
         gpus_idle_allocated: gpus().filter(|g| g.idle_allocated).count(),
+        mig_devices: migs().count(),
+        mig_devices_free: migs().filter(|m| m.free).count(),
+        mig_devices_idle_allocated: migs().filter(|m| m.idle_allocated).count(),
     }
 }
 
-/// Hosts with the most free GPUs first, failed hosts last, then by name.
+/// How many free GPUs and MIG devices `r` has.
+fn free_units(r: &Report) -> usize {
+    let gpus = r.gpus.iter().filter(|g| g.free).count();
+    gpus + r
+        .gpus
+        .iter()
+        .flat_map(|g| &g.mig)
+        .filter(|m| m.free)
+        .count()
+}
+
+/// Hosts with the most free GPUs and MIG devices first, failed hosts last, then by name.
 pub fn sort(reports: &mut [Report]) {
     reports.sort_by(|a, b| {
-        let key = |r: &Report| {
-            (
-                r.error.is_some(),
-                std::cmp::Reverse(r.gpus.iter().filter(|g| g.free).count()),
-            )
-        };
+        let key = |r: &Report| (r.error.is_some(), std::cmp::Reverse(free_units(r)));
         key(a).cmp(&key(b)).then_with(|| a.host.cmp(&b.host))
     });
 }
@@ -68,9 +83,17 @@ pub fn sort(reports: &mut [Report]) {
 pub fn table(reports: &[Report], group_by: GroupBy, paint: Paint) -> String {
     let s = summary(reports);
     let mut out = format!(
-        "{} hosts ({} not read), {} GPUs: {} free, {} idle-allocated\n",
+        "{} hosts ({} not read), {} GPUs: {} free, {} idle-allocated",
         s.hosts, s.hosts_failed, s.gpus, s.gpus_free, s.gpus_idle_allocated
     );
+    if s.mig_devices > 0 {
+        let _ = write!(
+            out,
+            "; {} MIG devices: {} free, {} idle-allocated",
+            s.mig_devices, s.mig_devices_free, s.mig_devices_idle_allocated
+        );
+    }
+    out.push('\n');
     match group_by {
         GroupBy::Host => out += &by_host(reports, paint),
         _ => out += &by_group(reports, group_by),
@@ -82,8 +105,36 @@ fn status(g: &Gpu) -> &str {
     match g.state.as_deref() {
         Some(state) if !g.free => state,
         _ if g.free => "free",
+        _ if !g.mig.is_empty() => "MIG",
         _ if g.idle_allocated => "IDLE",
         _ => "busy",
+    }
+}
+
+fn mig_status(m: &Mig) -> &'static str {
+    match () {
+        _ if m.free => "free",
+        _ if m.idle_allocated => "IDLE",
+        _ => "busy",
+    }
+}
+
+/// A MIG device's row name: `└ MIG 3g.40gb (1/0)`, `├` for all but a GPU's last.
+fn mig_name(m: &Mig, last: bool) -> String {
+    let branch = if last { '└' } else { '├' };
+    let profile = m.profile.as_deref().unwrap_or("?");
+    format!(
+        "{branch} MIG {profile} ({}/{})",
+        m.gpu_instance_id, m.compute_instance_id
+    )
+}
+
+/// `USED / TOTAL`, `- / TOTAL` or `-`.
+fn memory(used: Option<u64>, total: Option<u64>) -> String {
+    match (used, total) {
+        (Some(u), Some(t)) => format!("{u} / {t}"),
+        (None, Some(t)) => format!("- / {t}"),
+        _ => "-".into(),
     }
 }
 
@@ -94,11 +145,10 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
     let hw = width(&|r| r.host.chars().count(), 4);
     let nw = width(
         &|r| {
-            r.gpus
-                .iter()
-                .map(|g| name(g).chars().count())
-                .max()
-                .unwrap_or(0)
+            let gpus = r.gpus.iter().map(|g| name(g).chars().count());
+            let migs = r.gpus.iter().flat_map(|g| &g.mig);
+            let migs = migs.map(|m| mig_name(m, true).chars().count());
+            gpus.chain(migs).max().unwrap_or(0)
         },
         4,
     );
@@ -118,23 +168,8 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
         for (i, g) in r.gpus.iter().enumerate() {
             let host = if i == 0 { r.host.as_str() } else { "" };
             let util = g.utilization_pct.map_or("-".into(), |u| format!("{u}%"));
-            let mem = match (g.memory_used_mib, g.memory_total_mib) {
-                (Some(u), Some(t)) => format!("{u} / {t}"),
-                (None, Some(t)) => format!("- / {t}"),
-                _ => "-".into(),
-            };
-            let st = status(g);
-            let colour = match st {
-                "free" => "32",
-                "busy" => "",
-                "IDLE" => "33",
-                _ => "31",
-            };
-            let st = if colour.is_empty() {
-                format!("{st:<6}")
-            } else {
-                paint.paint(colour, &format!("{st:<6}"))
-            };
+            let mem = memory(g.memory_used_mib, g.memory_total_mib);
+            let st = painted(status(g), paint);
             let line = format!(
                 "{host:<hw$}  {:>3}  {:<nw$}  {util:>4}  {mem:>15}  {st}  {}",
                 g.index,
@@ -142,9 +177,36 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
                 g.users.join(",")
             );
             let _ = writeln!(out, "{}", line.trim_end());
+            for (j, m) in g.mig.iter().enumerate() {
+                let mem = memory(m.memory_used_mib, m.memory_total_mib);
+                let line = format!(
+                    "{:<hw$}  {:>3}  {:<nw$}  {:>4}  {mem:>15}  {}  {}",
+                    "",
+                    "",
+                    mig_name(m, j + 1 == g.mig.len()),
+                    "-",
+                    painted(mig_status(m), paint),
+                    m.users.join(",")
+                );
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
         }
     }
     out
+}
+
+/// `status` padded to its column, coloured by what it says.
+fn painted(status: &str, paint: Paint) -> String {
+    let colour = match status {
+        "free" => "32",
+        "busy" | "MIG" => "",
+        "IDLE" => "33",
+        _ => "31",
+    };
+    match colour {
+        "" => format!("{status:<6}"),
+        _ => paint.paint(colour, &format!("{status:<6}")),
+    }
 }
 
 fn name(g: &Gpu) -> &str {
@@ -313,6 +375,7 @@ mod tests {
                     job: None,
                 })
                 .collect(),
+            mig: Vec::new(),
         }
     }
 

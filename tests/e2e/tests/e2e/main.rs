@@ -28,6 +28,7 @@ mod fleet;
 mod fleet_faults;
 mod fleet_kubernetes;
 mod fleet_kubernetes_access;
+mod fleet_mig;
 mod fleet_watch;
 mod gpu_check;
 mod gpustat;

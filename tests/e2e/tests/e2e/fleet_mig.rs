@@ -1,0 +1,133 @@
+//! `gpupeek fleet` on a host whose GPU is split into MIG devices: a row per device under
+//! its GPU with its own memory, processes and status (a device with nothing in it is
+//! free; the split GPU itself never is), counted in the summary, the same read directly
+//! and through a real Prometheus.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Sandbox};
+use serde_json::{json, Value};
+
+use crate::fleet::{fleet, json_of};
+use crate::mig::{four_sleepers, instance, process, scenario};
+
+/// Each MIG device of each GPU of a fleet document, without what only a host's own
+/// `/snapshot` tells (its users: Prometheus has no per-device process series).
+fn devices(doc: &Value) -> Value {
+    let gpus = doc["hosts"][0]["gpus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let devices: Vec<Value> = gpus
+        .iter()
+        .flat_map(|g| g["mig"].as_array().cloned().unwrap_or_default())
+        .map(|mut m| {
+            m.as_object_mut().unwrap().remove("users");
+            m
+        })
+        .collect();
+    json!(devices)
+}
+
+#[test]
+fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source() {
+    let Some(prometheus) = tool("prometheus", "prometheus") else {
+        return;
+    };
+    let (_sleepers, pids) = four_sleepers();
+    let sandbox = Sandbox::new("fleet-mig");
+    // 3g.40gb (GI 1) runs a process of 3000 MiB; 2g.20gb (GI 5) and 1g.10gb (GI 13)
+    // hold nothing.
+    sandbox.write_scenario(&scenario(
+        vec![
+            instance(1, 9, None),
+            instance(5, 14, None),
+            instance(13, 19, None),
+        ],
+        vec![process(pids[0], 3000, 1)],
+    ));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    sandbox.wait_sampled(&daemon);
+    let extra = ["--per-process", "--per-user"].map(std::ffi::OsStr::new);
+    let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &extra);
+    let addr = url.trim_start_matches("http://").to_owned();
+
+    let text = stdout(&fleet(&["--host", &addr]));
+    assert!(
+        text.starts_with(
+            "1 hosts (0 not read), 2 GPUs: 0 free, 0 idle-allocated; \
+             3 MIG devices: 2 free, 0 idle-allocated\n"
+        ),
+        "{text}"
+    );
+    let rows: Vec<&str> = text.lines().skip(2).collect();
+    assert!(
+        rows[0].contains(" 0  NVIDIA H100 80GB HBM3") && rows[0].contains("  MIG  "),
+        "{text}"
+    );
+    assert!(
+        rows[1].contains("├ MIG 3g.40gb (1/0)") && rows[1].contains("busy"),
+        "{text}"
+    );
+    assert!(rows[1].ends_with("root"), "the device's user: {text}");
+    assert!(
+        rows[2].contains("├ MIG 2g.20gb (5/0)") && rows[2].ends_with("free"),
+        "{text}"
+    );
+    assert!(
+        rows[3].contains("└ MIG 1g.10gb (13/0)") && rows[3].ends_with("free"),
+        "{text}"
+    );
+
+    let direct = json_of(&fleet(&["--host", &addr, "--json"]));
+    let got: Vec<(u64, bool, u64)> = direct["hosts"][0]["gpus"][0]["mig"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let id = m["gpu_instance_id"].as_u64().unwrap();
+            (
+                id,
+                m["free"].as_bool().unwrap(),
+                m["processes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(1, false, 1), (5, true, 0), (13, true, 0)],
+        "{direct:#}"
+    );
+    assert_eq!(direct["summary"]["mig_devices_free"], 2);
+    assert!(
+        direct["hosts"][0]["gpus"][1].get("mig").is_none(),
+        "{direct:#}"
+    );
+
+    let (_prometheus, web) = start_prometheus(
+        &prometheus,
+        &sandbox,
+        &format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  \
+             - job_name: gpupeek\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    );
+    let url = format!("http://{web}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let through = fleet(&["--prometheus", &url, "--json"]);
+        let through: Option<Value> = serde_json::from_str(&stdout(&through)).ok();
+        if through.as_ref().map(devices) == Some(devices(&direct)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the views of the MIG devices never agreed:\ndirect: {:#}\nthrough Prometheus: {:#}",
+            devices(&direct),
+            through.as_ref().map(devices).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
