@@ -6,8 +6,9 @@
 //! memory used/total (MiB), a status (`free`, `busy`, `IDLE` for memory held with
 //! nothing running, `MIG` for a GPU split into MIG devices, or the GPU's own state) and
 //! its users; under a `MIG` GPU a row per device (`└ MIG 3g.40gb (1/0)`: profile, GPU
-//! and compute instance), with its memory, status and users. `--group-by user|pod|job`: a row per group with the
-//! hosts, GPUs, processes and GPU memory it holds.
+//! and compute instance), with its memory, status and users. `--group-by
+//! user|pod|job`: a row per group with the hosts, GPUs, processes and GPU memory it
+//! holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -112,10 +113,12 @@ fn status(g: &Gpu) -> &str {
 }
 
 fn mig_status(m: &Mig) -> &'static str {
-    match () {
-        _ if m.free => "free",
-        _ if m.idle_allocated => "IDLE",
-        _ => "busy",
+    if m.free {
+        "free"
+    } else if m.idle_allocated {
+        "IDLE"
+    } else {
+        "busy"
     }
 }
 

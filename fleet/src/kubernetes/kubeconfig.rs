@@ -12,13 +12,13 @@
 //! `tokenFile`, `client-certificate(-data)` and `client-key(-data)`, or `username` and
 //! `password`; and whom it acts as (`as`, `as-uid`, `as-groups`, `as-user-extra`: the
 //! `Impersonate-*` headers kubectl sends). A relative file name is relative to the
-//! kubeconfig's directory, as kubectl resolves it. A user's `exec` credential plugin is run as kubectl runs it (see
-//! [`super::exec`]); an `auth-provider` (removed from kubectl in 1.26) is refused with
-//! one line.
+//! kubeconfig's directory, as kubectl resolves it. A user's `exec` credential plugin is
+//! run as kubectl runs it (see [`super::exec`]); an `auth-provider` (removed from
+//! kubectl in 1.26) is refused with one line.
 //! The cluster's `tls-server-name` (the name its certificate is checked against, and
 //! sent as SNI) and `proxy-url` (`http`, `https` or `socks5`, the proxy the API server
-//! is reached through; without one, the environment's, see [`crate::source::agent_config`])
-//! are used as kubectl uses them; not both at once.
+//! is reached through; without one, the environment's, see
+//! [`crate::source::agent_config`]) are used as kubectl uses them; not both at once.
 //! Not read: the context's `namespace` (`--namespace` is the DaemonSet's, `gpupeek`,
 //! whatever the context).
 
