@@ -63,11 +63,21 @@ fn run(args: Args) -> Result<(), Exit> {
     };
     let period = fleetview::watch_interval(secs)?;
     let mut history = History::default();
+    let mut last: Option<(Instant, Vec<Report>)> = None;
     // The table on the terminal's screen, fitted to it (q or Ctrl-C to leave); JSON is
-    // a stream of documents.
+    // a stream of documents. A redraw sooner than the period (the terminal was resized)
+    // shows the last round again rather than asking every host anew.
     fleetview::redraw(period, !args.json, |_| {
-        let reports = round(source.as_mut(), args.timeout, &mut history);
-        Ok(output(&args, &reports, paint))
+        let (at, reports) = match last.take() {
+            Some((at, reports)) if at.elapsed() < period => (at, reports),
+            _ => (
+                Instant::now(),
+                round(source.as_mut(), args.timeout, &mut history),
+            ),
+        };
+        let text = output(&args, &reports, paint);
+        last = Some((at, reports));
+        Ok(text)
     })
 }
 

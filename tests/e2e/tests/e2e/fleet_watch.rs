@@ -1,8 +1,8 @@
 //! `gpupeek fleet -i` in a real terminal (a tmux pane smaller than the table): on the
 //! alternate screen, fitted to the terminal so that the summary and the header never
-//! scroll away (the last row counts the lines left out), redrawn each round, and `q`
-//! leaves it with the screen as it was, even when a round (a host that never answers)
-//! takes longer than the interval.
+//! scroll away (the last row counts the lines left out) and fitted again when it is
+//! resized, redrawn each round, and `q` leaves it with the screen as it was, even when
+//! a round (a host that never answers) takes longer than the interval.
 
 use std::time::Instant;
 
@@ -68,6 +68,13 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let again = t.run(&["capture-pane", "-p", "-t", "w"]);
     assert!(again.starts_with("6 hosts (2 not read)"), "{again}");
+
+    // A taller terminal: the frame is fitted to it at once (from the last round).
+    t.run(&["resize-window", "-t", "w", "-x", "100", "-y", "12"]);
+    let taller = until(&t, "the frame refitted to 12 rows", |s| {
+        s.lines().nth(11) == Some("… 4 more")
+    });
+    assert!(taller.starts_with("6 hosts (2 not read)"), "{taller}");
 
     t.run(&["send-keys", "-t", "w", "q"]);
     let after = until(&t, "fleet -i to end", |s| s.contains("fleet-exited-"));
