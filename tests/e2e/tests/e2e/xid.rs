@@ -46,11 +46,16 @@ fn count(calls: &BTreeMap<String, u64>, name: &str) -> u64 {
     calls.get(name).copied().unwrap_or(0)
 }
 
-/// Waits until the daemon has asked `gpus` times in all which events a GPU supports:
-/// every GPU it asked before has been registered where it could be.
-fn wait_registered(sb: &Sandbox, daemon: &Daemon, gpus: u64) {
+/// Waits until the daemon has asked `asked` times in all which events a GPU supports
+/// and made `registered` registrations in all (the fake counts a call once it has
+/// returned): an Xid written to the scenario after this is one the registered GPUs
+/// have not seen yet. Counting the asks alone raced the last GPU's registration, which
+/// takes the Xids already in the scenario as its history.
+fn wait_registered(sb: &Sandbox, daemon: &Daemon, asked: u64, registered: u64) {
     wait_for("the event registrations", daemon, || {
-        count(&calls(sb, daemon), "nvmlDeviceGetSupportedEventTypes") >= gpus
+        let c = calls(sb, daemon);
+        count(&c, "nvmlDeviceGetSupportedEventTypes") >= asked
+            && count(&c, "nvmlDeviceRegisterEvents") >= registered
     });
 }
 
@@ -94,7 +99,7 @@ fn xids_are_counted_per_gpu_and_code_with_nvidias_action_and_none_for_a_gpu_with
     sb.write_scenario(&s);
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    wait_registered(&sb, &daemon, 3);
+    wait_registered(&sb, &daemon, 3, 2);
 
     s["gpus"][0]["xids"] = json!([{"code": 48}, {"code": 79}]);
     s["gpus"][1]["xids"] = json!([{"code": 13}, {"code": 31}, {"code": 13}]);
@@ -206,7 +211,7 @@ fn a_driver_before_r450_is_waited_on_without_the_v2_entry_point() {
     sb.write_scenario(&s);
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    wait_registered(&sb, &daemon, 3);
+    wait_registered(&sb, &daemon, 3, 2);
     s["gpus"][1]["xids"] = json!([{"code": 94}]);
     sb.write_scenario(&s);
     let text = wait_metrics(&sb, &daemon, "the Xid", |t| !xid_series(t).is_empty());
@@ -225,7 +230,7 @@ fn a_release_frees_the_event_set_and_a_resume_counts_on_in_a_new_one() {
     sb.write_scenario(&s);
     let mut daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    wait_registered(&sb, &daemon, 3);
+    wait_registered(&sb, &daemon, 3, 2);
     s["gpus"][0]["xids"] = json!([{"code": 94, "gpu_instance_id": 1, "compute_instance_id": 0}]);
     sb.write_scenario(&s);
     wait_metrics(&sb, &daemon, "the first Xid", |t| xid_series(t).len() == 1);
@@ -251,7 +256,7 @@ fn a_release_frees_the_event_set_and_a_resume_counts_on_in_a_new_one() {
     wait_for("a new set", &daemon, || {
         count(&calls(&sb, &daemon), "nvmlEventSetCreate") == 2
     });
-    wait_registered(&sb, &daemon, 6);
+    wait_registered(&sb, &daemon, 6, 4);
     s["gpus"][0]["xids"] = json!([
         {"code": 94, "gpu_instance_id": 1, "compute_instance_id": 0}, {"code": 63}, {"code": 94}
     ]);
@@ -282,7 +287,7 @@ fn counts_follow_the_gpus_uuid_when_a_gone_gpu_moves_the_others_down_an_index() 
     sb.write_scenario(&s);
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    wait_registered(&sb, &daemon, 2);
+    wait_registered(&sb, &daemon, 2, 2);
     s["gpus"][0]["xids"] = json!([{"code": 79}]);
     sb.write_scenario(&s);
     wait_metrics(&sb, &daemon, "GPU 0's Xid 79", |t| xid_series(t).len() == 1);
@@ -295,7 +300,7 @@ fn counts_follow_the_gpus_uuid_when_a_gone_gpu_moves_the_others_down_an_index() 
     let s = json!({"gpus": [gpu(1, true)]});
     sb.write_scenario(&s);
     daemon.signal(Signal::SIGUSR2);
-    wait_registered(&sb, &daemon, 3);
+    wait_registered(&sb, &daemon, 3, 3);
     sb.let_ticks_pass(&daemon, 3);
     let snap = sb.segment().snapshot().unwrap();
     let moved = snap
@@ -324,7 +329,7 @@ fn a_gpu_counted_after_the_session_started_has_its_xids_counted() {
     sb.write_scenario(&s);
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    wait_registered(&sb, &daemon, 1);
+    wait_registered(&sb, &daemon, 1, 1);
     s["gpus"] = json!([gpu(0, true), gpu(1, true)]);
     sb.write_scenario(&s);
     wait_for("GPU 1 published", &daemon, || {
@@ -332,7 +337,7 @@ fn a_gpu_counted_after_the_session_started_has_its_xids_counted() {
             .snapshot()
             .is_ok_and(|snap| snap.gpus.len() == 2)
     });
-    wait_registered(&sb, &daemon, 2);
+    wait_registered(&sb, &daemon, 2, 2);
     s["gpus"][1]["xids"] = json!([{"code": 48}]);
     sb.write_scenario(&s);
     let text = wait_metrics(&sb, &daemon, "GPU 1's Xid 48", |t| {
