@@ -10,6 +10,8 @@ and, to run nvitop's collector on the same fake NVML:
   GPUPEEK_TEST_NVITOP     nvitop's executable (its virtual environment's python runs it)
   GPUPEEK_TEST_NVML_DIR   a directory whose libnvidia-ml.so.1 is the fake NVML
   GPUPEEK_TEST_MIG        1 when the daemon started with GPU 0 in MIG mode (the Mig tests)
+  GPUPEEK_TEST_DAEMON_PID the daemon's pid, to hold it still (SIGSTOP) while a test reads
+                          two windows that must come from one publish (TieredHistory)
 
 `python3 test_collector.py --pair NAME` is the other half of a side-by-side test: run by
 nvitop's python, it drives both collectors through scenario NAME and prints the results as
@@ -21,6 +23,7 @@ import io
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +39,7 @@ SHM = os.environ.get("GPUPEEK_SHM", "")
 SCENARIO = os.environ.get("GPUPEEK_TEST_SCENARIO", "")
 NVITOP = os.environ.get("GPUPEEK_TEST_NVITOP")
 NVML_DIR = os.environ.get("GPUPEEK_TEST_NVML_DIR")
+DAEMON_PID = os.environ.get("GPUPEEK_TEST_DAEMON_PID")
 # The daemon reads a GPU's identity once: the one contrib.rs started it with.
 GPU0_UUID = "GPU-11111111-2222-3333-4444-555555555555"
 GPU1_UUID = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
@@ -573,13 +577,26 @@ class TieredHistory(unittest.TestCase):
         # buckets there, and so does the mean without the integrals (sample-weighted).
         # w and `restarted` (below) from the same publish: a publish in between can move
         # the tiers' boundaries (the oldest raw sample goes), and with them the mean.
+        # The daemon is held still while both are read (on a loaded machine reading
+        # them can take longer than its 50 ms tick every time), else they are read
+        # again until one publish holds both.
         moved = integral._replace(start_unix_ns=integral.start_unix_ns + 1)
-        for _ in range(50):
-            gen = seg.generation()
-            w = seg.gpu_window(0, start, end, opened, None)
-            restarted = seg.gpu_window(0, start, end, opened, moved)
-            if seg.generation() == gen:
-                break
+        held = int(DAEMON_PID) if DAEMON_PID else None
+        if held:
+            # Right after a publish, so that no record is stopped half written.
+            seg.wait_publish(seg.generation(), 1.0)
+            os.kill(held, signal.SIGSTOP)
+        try:
+            for _ in range(50):
+                gen = seg.generation()
+                w = seg.gpu_window(0, start, end, opened, None)
+                restarted = seg.gpu_window(0, start, end, opened, moved)
+                if seg.generation() == gen:
+                    break
+            self.assertEqual(seg.generation(), gen, "no publish held both windows")
+        finally:
+            if held:
+                os.kill(held, signal.SIGCONT)
         self.assertGreater(w["util_gpu_pct"].points, 0)
         self.assertLessEqual(abs(w["util_gpu_pct"].mean - 50.0), 60 * 0.03)
         self.assertLessEqual(abs(exact["util_gpu_pct"].mean - 50.0), 60 * 0.03)

@@ -434,6 +434,7 @@ fn python_collector_windows_come_from_the_tiered_history() {
         .env("GPUPEEK_SHM", &sandbox.shm)
         .env("GPUPEEK_TEST_SCENARIO", sandbox.scenario_path())
         .env("GPUPEEK_TEST_TIERED", "1")
+        .env("GPUPEEK_TEST_DAEMON_PID", daemon.pid().to_string())
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let out = unittest_passes(cmd, 180, "python collector tiered-history tests");
     assert!(!stderr(&out).contains("skipped"), "{}", stderr(&out));
