@@ -890,6 +890,23 @@ impl Tmux {
         assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
         stdout(&out)
     }
+
+    /// The screen of the pane of session `w` once `check` holds on it; fails the test
+    /// with the screen after [`WATCHDOG`].
+    pub fn until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WATCHDOG;
+        loop {
+            let s = self.run(&["capture-pane", "-p", "-t", "w"]);
+            if check(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Tmux {

@@ -4,27 +4,9 @@
 //! resized, redrawn each round, and `q` leaves it with the screen as it was, even when
 //! a round (a host that never answers) takes longer than the interval.
 
-use std::time::Instant;
-
-use gpupeek_e2e::{bins, tool, Tmux, WATCHDOG};
+use gpupeek_e2e::{bins, tool, Tmux};
 
 use crate::fleet::cluster;
-
-/// The pane's screen once `check` holds; fails with the screen otherwise.
-fn until(t: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + WATCHDOG;
-    loop {
-        let s = t.run(&["capture-pane", "-p", "-t", "w"]);
-        if check(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; screen:\n{s}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q() {
@@ -55,7 +37,7 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
     t.run(&["respawn-pane", "-k", "-t", "w", &command]);
 
-    let screen = until(&t, "a fitted table", |s| {
+    let screen = t.until("a fitted table", |s| {
         s.starts_with("6 hosts (2 not read), 11 GPUs") && s.contains("… ")
     });
     let lines: Vec<&str> = screen.lines().collect();
@@ -71,13 +53,13 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
 
     // A taller terminal: the frame is fitted to it at once (from the last round).
     t.run(&["resize-window", "-t", "w", "-x", "100", "-y", "12"]);
-    let taller = until(&t, "the frame refitted to 12 rows", |s| {
+    let taller = t.until("the frame refitted to 12 rows", |s| {
         s.lines().nth(11) == Some("… 4 more")
     });
     assert!(taller.starts_with("6 hosts (2 not read)"), "{taller}");
 
     t.run(&["send-keys", "-t", "w", "q"]);
-    let after = until(&t, "fleet -i to end", |s| s.contains("fleet-exited-"));
+    let after = t.until("fleet -i to end", |s| s.contains("fleet-exited-"));
     assert!(after.contains("fleet-exited-0"), "{after}");
     assert!(
         !after.contains("HOST "),

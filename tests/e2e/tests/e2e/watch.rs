@@ -141,22 +141,6 @@ fn resize(t: &Tmux, x: u16, y: u16) {
     t.run(&["resize-window", "-t", "w", "-x", &x, "-y", &y]);
 }
 
-/// Waits until the screen satisfies `check`; fails with the screen otherwise.
-fn until(t: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + WATCHDOG;
-    loop {
-        let s = t.run(&["capture-pane", "-p", "-t", "w"]);
-        if check(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; screen:\n{s}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 fn widest(s: &str) -> usize {
     s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
@@ -183,7 +167,7 @@ fn watch_fits_the_terminal_and_redraws_at_once_when_it_is_resized() {
     };
     let host = hostname();
     let header = |s: &str| s.lines().next().is_some_and(|l| l.starts_with(&host));
-    let s = until(&t, "eight sparklines at 80x24", |s| {
+    let s = t.until("eight sparklines at 80x24", |s| {
         s.lines()
             .any(|l| l.starts_with("[7] util ") && l.chars().nth(9).is_some_and(|c| c != ' '))
     });
@@ -193,15 +177,15 @@ fn watch_fits_the_terminal_and_redraws_at_once_when_it_is_resized() {
     assert!(s.lines().any(|l| l.ends_with('…')), "a cut line:\n{s}");
     // Wider: the sparklines take their 40 samples, the table line its full width.
     resize(&t, 120, 40);
-    let s = until(&t, "a frame at 120x40", |s| widest(s) > 80);
+    let s = t.until("a frame at 120x40", |s| widest(s) > 80);
     assert!(header(&s), "header scrolled away:\n{s}");
     assert!(widest(&s) <= 120, "wider than 120:\n{s}");
     // Back to 80x24, then fewer rows than lines: the top stays, the rest is counted.
     resize(&t, 80, 24);
-    let s = until(&t, "a frame at 80x24 again", |s| widest(s) == 80);
+    let s = t.until("a frame at 80x24 again", |s| widest(s) == 80);
     assert!(header(&s), "header scrolled away:\n{s}");
     resize(&t, 80, 10);
-    let s = until(&t, "a frame at 80x10", |s| s.contains("more"));
+    let s = t.until("a frame at 80x10", |s| s.contains("more"));
     assert!(header(&s), "header scrolled away:\n{s}");
     assert_eq!(s.lines().count(), 10, "{s}");
     assert_eq!(s.lines().last(), Some("… 8 more"), "{s}");
@@ -218,10 +202,10 @@ fn watch_draws_a_lost_gpu_as_a_gap_not_full() {
     let Some(t) = watch_in_tmux(&sb, 80, 24, "-i 0.1") else {
         return;
     };
-    until(&t, "GPU 1's sparklines", |s| s.contains("[1] util ▄▄"));
+    t.until("GPU 1's sparklines", |s| s.contains("[1] util ▄▄"));
     scenario["gpus"][1]["errors"] = json!({"*": "GPU_IS_LOST"});
     sb.write_scenario(&scenario);
-    let s = until(&t, "GPU 1 lost, with a gap in its sparkline", |s| {
+    let s = t.until("GPU 1 lost, with a gap in its sparkline", |s| {
         s.contains("GPU is lost")
             && s.lines()
                 .any(|l| l.starts_with("[1] util ") && l.contains("▄ "))
@@ -240,20 +224,20 @@ fn watch_started_before_the_daemon_waits_for_it() {
     let Some(t) = watch_in_tmux(&sb, 80, 24, "-i 0.1") else {
         return;
     };
-    let s = until(&t, "a waiting line", |s| s.contains("waiting"));
+    let s = t.until("a waiting line", |s| s.contains("waiting"));
     assert!(s.starts_with("gpupeek: waiting: "), "{s}");
     assert!(widest(&s) <= 80, "wider than 80:\n{s}");
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    until(&t, "the GPUs", |s| s.contains("[7] NVIDIA H100"));
+    t.until("the GPUs", |s| s.contains("[7] NVIDIA H100"));
     // A daemon that stops is waited for again, and its successor shown.
     let mut daemon = daemon;
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     daemon.wait_exit();
-    until(&t, "a waiting line again", |s| s.contains("waiting"));
+    t.until("a waiting line again", |s| s.contains("waiting"));
     let daemon = sb.start_daemon("100ms");
     sb.wait_live(&daemon);
-    until(&t, "the GPUs again", |s| s.contains("[7] NVIDIA H100"));
+    t.until("the GPUs again", |s| s.contains("[7] NVIDIA H100"));
     let dead = t.run(&["list-panes", "-t", "w", "-F", "#{pane_dead}"]);
     assert_eq!(dead.trim(), "0", "gpupeek -i exited");
 }
