@@ -530,6 +530,10 @@ fn every_rule_is_unit_tested_and_well_formed() {
 fn every_metric_a_rule_reads_is_exported_or_prometheus_own() {
     let (sandbox, _daemon) = crate::exporters::everything();
     let (_serve, mut names) = served_names(&sandbox);
+    // The MIG rules read what the DaemonSet's serve exports for an H100 split with MIG.
+    let (mig, _mig_daemon, _procs) = crate::mig_outputs::started("k8s-rules-mig");
+    let (_mig_serve, mig_names) = served_names(&mig);
+    names.extend(mig_names);
     // kube-state-metrics' node capacity, for nodes with GPUs but no target.
     names.insert("kube_node_status_capacity".into());
     let text = std::fs::read_to_string(dir().join("prometheusrule.yaml")).unwrap();
