@@ -129,22 +129,6 @@ fn type_text(t: &Tmux, text: &str) {
     t.run(&["send-keys", "-t", "w", "-l", text]);
 }
 
-/// Waits until the screen satisfies `check`; fails with the screen otherwise.
-fn until(t: &Tmux, what: &str, check: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + WATCHDOG;
-    loop {
-        let s = screen(t);
-        if check(&s) {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; screen:\n{s}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// `#{pane_dead} #{alternate_on} #{mouse_any_flag}` of the pane.
 fn pane(t: &Tmux) -> String {
     t.run(&[
@@ -230,7 +214,7 @@ fn at_80x24_and_200x60_keys_sort_filter_select_and_show_help_detail_and_gpus() {
     let Some(t) = start_top(&sb, 80, 24, "") else {
         return;
     };
-    let s = until(&t, "the three processes", |s| {
+    let s = t.until("the three processes", |s| {
         [a.pid(), b.pid(), c.pid()]
             .iter()
             .all(|&p| rows_with(s, p) == 1)
@@ -258,59 +242,59 @@ fn at_80x24_and_200x60_keys_sort_filter_select_and_show_help_detail_and_gpus() {
     }
     // Sort by the next column (GPU memory, largest first), then reversed.
     keys(&t, &[">"]);
-    until(&t, "the GPU-MEM sort", |s| s.contains("GPU-MEM▼"));
-    until(&t, "the largest first", |s| {
+    t.until("the GPU-MEM sort", |s| s.contains("GPU-MEM▼"));
+    t.until("the largest first", |s| {
         rows_with(first_row(s), c.pid()) == 1
     });
     keys(&t, &["r"]);
-    let s = until(&t, "the reversed sort", |s| s.contains("GPU-MEM▲"));
+    let s = t.until("the reversed sort", |s| s.contains("GPU-MEM▲"));
     assert!(!s.contains("GPU-MEM▼"));
-    until(&t, "the smallest first", |s| {
+    t.until("the smallest first", |s| {
         rows_with(first_row(s), b.pid()) == 1
     });
     // Select the second row (a, 3 GiB) and open its detail.
     keys(&t, &["Home", "Down", "Enter"]);
-    until(&t, "the detail of the second row", |s| {
+    t.until("the detail of the second row", |s| {
         s.contains(&format!("pid {}", a.pid()))
             && s.contains("command line:")
             && s.contains("sleep 300")
     });
     keys(&t, &["Escape"]);
-    until(&t, "the detail closed", |s| !s.contains("command line:"));
+    t.until("the detail closed", |s| !s.contains("command line:"));
     // Incremental filter by pid, then cleared.
     keys(&t, &["/"]);
     type_text(&t, &c.pid().to_string());
-    until(&t, "only the filtered process", |s| {
+    t.until("only the filtered process", |s| {
         rows_with(s, c.pid()) == 1 && rows_with(s, a.pid()) == 0 && rows_with(s, b.pid()) == 0
     });
     keys(&t, &["Enter"]);
-    until(&t, "the filter kept", |s| {
+    t.until("the filter kept", |s| {
         s.contains(&format!("filter:{}", c.pid()))
     });
     keys(&t, &["/", "Escape"]);
-    until(&t, "the filter cleared", |s| {
+    t.until("the filter cleared", |s| {
         rows_with(s, a.pid()) == 1 && rows_with(s, b.pid()) == 1
     });
     // Only GPU 0, then GPU 1, then all again.
     keys(&t, &["g"]);
-    until(&t, "GPU 0 only", |s| {
+    t.until("GPU 0 only", |s| {
         s.contains("GPU 0 |") && rows_with(s, c.pid()) == 0
     });
     keys(&t, &["g"]);
-    until(&t, "GPU 1 only", |s| {
+    t.until("GPU 1 only", |s| {
         s.contains("GPU 1 |") && rows_with(s, a.pid()) == 0
     });
     keys(&t, &["g"]);
-    until(&t, "every GPU", |s| {
+    t.until("every GPU", |s| {
         rows_with(s, a.pid()) == 1 && rows_with(s, c.pid()) == 1
     });
     // The help names the keys.
     keys(&t, &["?"]);
-    until(&t, "the help", |s| {
+    t.until("the help", |s| {
         s.contains("K F9") && s.contains("only my processes")
     });
     keys(&t, &["x"]);
-    until(&t, "the help closed", |s| !s.contains("only my processes"));
+    t.until("the help closed", |s| !s.contains("only my processes"));
     // Resizes: every frame takes the new width, right to the last column.
     for (x, y) in [(200u16, 60u16), (80, 24), (100, 30)] {
         t.run(&[
@@ -322,7 +306,7 @@ fn at_80x24_and_200x60_keys_sort_filter_select_and_show_help_detail_and_gpus() {
             "-y",
             &y.to_string(),
         ]);
-        let s = until(&t, &format!("a frame at {x}x{y}"), |s| {
+        let s = t.until(&format!("a frame at {x}x{y}"), |s| {
             s.lines()
                 .next()
                 .is_some_and(|l| l.ends_with("? help") && l.chars().count() == usize::from(x))
@@ -349,12 +333,12 @@ fn signals_a_process_of_its_own_user_and_refuses_another_users() {
     let Some(t) = start_top(&sb, 80, 24, &prefix) else {
         return;
     };
-    until(&t, "both processes", |s| {
+    t.until("both processes", |s| {
         rows_with(s, mine.pid()) == 1 && rows_with(s, theirs.pid()) == 1
     });
     // u: only this user's processes.
     keys(&t, &["u"]);
-    until(&t, "only mine", |s| {
+    t.until("only mine", |s| {
         rows_with(s, theirs.pid()) == 0 && rows_with(s, mine.pid()) == 1
     });
     keys(&t, &["u"]);
@@ -362,9 +346,9 @@ fn signals_a_process_of_its_own_user_and_refuses_another_users() {
     keys(&t, &["/"]);
     type_text(&t, &theirs.pid().to_string());
     keys(&t, &["Enter"]);
-    until(&t, "their process alone", |s| rows_with(s, mine.pid()) == 0);
+    t.until("their process alone", |s| rows_with(s, mine.pid()) == 0);
     keys(&t, &["K"]);
-    until(&t, "the refusal", |s| {
+    t.until("the refusal", |s| {
         s.contains(&format!(
             "cannot signal pid {}: not permitted",
             theirs.pid()
@@ -374,20 +358,20 @@ fn signals_a_process_of_its_own_user_and_refuses_another_users() {
     // Our own: a confirmation, then SIGKILL, and it dies.
     // Escape on its own: sent with the next key, a terminal reads ESC / as Alt-/.
     keys(&t, &["/", "Escape"]);
-    until(&t, "the filter cleared", |s| {
+    t.until("the filter cleared", |s| {
         rows_with(s, mine.pid()) == 1 && rows_with(s, theirs.pid()) == 1
     });
     keys(&t, &["/"]);
     type_text(&t, &mine.pid().to_string());
     keys(&t, &["Enter"]);
-    until(&t, "my process alone", |s| rows_with(s, theirs.pid()) == 0);
+    t.until("my process alone", |s| rows_with(s, theirs.pid()) == 0);
     keys(&t, &["K"]);
-    until(&t, "the confirmation", |s| {
+    t.until("the confirmation", |s| {
         s.contains(&format!("Send a signal to pid {}", mine.pid()))
     });
     assert!(!mine.exited(), "signalled before the confirmation");
     keys(&t, &["k"]);
-    until(&t, "the signal said", |s| {
+    t.until("the signal said", |s| {
         s.contains(&format!("sent SIGKILL to pid {}", mine.pid()))
     });
     let deadline = Instant::now() + WATCHDOG;
@@ -411,7 +395,7 @@ fn waits_for_a_missing_daemon_shows_a_lost_gpu_and_a_stale_daemon_and_never_exit
     let Some(t) = start_top(&sb, 80, 24, "") else {
         return;
     };
-    until(&t, "the missing daemon said", |s| {
+    t.until("the missing daemon said", |s| {
         s.contains("is gpupeekd running?") && s.contains("waiting")
     });
     std::thread::sleep(Duration::from_millis(1500));
@@ -419,18 +403,18 @@ fn waits_for_a_missing_daemon_shows_a_lost_gpu_and_a_stale_daemon_and_never_exit
     let mut scenario = json!({"gpus": [gpu(0, 45, vec![]), gpu(1, 60, vec![])]});
     sb.write_scenario(&scenario);
     let daemon = sb.start_daemon("200ms");
-    until(&t, "the daemon's GPUs", |s| {
+    t.until("the daemon's GPUs", |s| {
         s.contains(" 1 NVIDIA H100") && !s.contains("waiting")
     });
     // History graphs follow the ring; a lost GPU is said, with no bar and no graph.
     scenario["gpus"][1]["errors"] = json!({"*": "GPU_IS_LOST"});
     sb.write_scenario(&scenario);
-    let s = until(&t, "the lost GPU", |s| s.contains("GPU LOST"));
+    let s = t.until("the lost GPU", |s| s.contains("GPU LOST"));
     let lost = s.lines().find(|l| l.contains("GPU LOST")).unwrap();
     assert!(!lost.contains('█'), "a lost GPU drawn with a bar: {lost}");
     // A daemon that dies leaves a stale segment: said, and still waited on.
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
-    until(&t, "the stale daemon", |s| {
+    t.until("the stale daemon", |s| {
         s.contains("is not responding") && s.contains("last update)")
     });
     assert_eq!(pane(&t), "0 1 1");
@@ -468,7 +452,7 @@ fn sleeps_between_the_daemons_updates() {
     let Some(t) = start_top(&sb, 80, 24, "") else {
         return;
     };
-    until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
+    t.until("the first frame", |s| s.contains("NVIDIA H100"));
     let pid = top_pid(&sb.shm);
     std::thread::sleep(Duration::from_secs(1));
     let before = switches(pid);
@@ -514,7 +498,7 @@ fn no_color_and_the_flag_draw_without_colour() {
         let Some(t) = start_top(&sb, 80, 24, prefix) else {
             return;
         };
-        until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
+        t.until("the first frame", |s| s.contains("NVIDIA H100"));
         assert_eq!(coloured(&t), colours, "{prefix:?}");
         keys(&t, &["q"]);
         ended_restored(&t, "q");
@@ -529,7 +513,7 @@ fn no_color_and_the_flag_draw_without_colour() {
         "w",
         &format!("{} --shm {} --no-color", top_bin().display(), sb.shm),
     ]);
-    until(&t, "the first frame", |s| s.contains("NVIDIA H100"));
+    t.until("the first frame", |s| s.contains("NVIDIA H100"));
     assert!(!coloured(&t), "--no-color");
 }
 
