@@ -290,8 +290,7 @@ fn gpu(g: SnapGpu) -> Gpu {
             processes: Some(pids.len() as u32),
             verdict: m.verdict,
             users,
-            free: false,
-            idle_allocated: false,
+            ..Default::default()
         }
     });
     Gpu {

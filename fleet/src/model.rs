@@ -107,8 +107,9 @@ pub struct Gpu {
     pub mig: Vec<Mig>,
 }
 
-/// One MIG device of a GPU: a compute instance of a GPU instance.
-#[derive(Debug, Clone, Serialize)]
+/// One MIG device of a GPU: a compute instance of a GPU instance. Sources fill what
+/// they know over [`Default`]; [`classify`] sets `free` and `idle_allocated`.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Mig {
     /// Its GPU instance id.
     pub gpu_instance_id: u32,
@@ -239,8 +240,7 @@ mod tests {
             processes,
             verdict: verdict.map(str::to_owned),
             users: vec!["bo".into(), "al".into(), "bo".into()],
-            free: false,
-            idle_allocated: false,
+            ..Default::default()
         }
     }
 

@@ -294,7 +294,6 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
         }
     };
     let g = &mut report.gpus[pos];
-    let mib = |v: f64| (v as u64) >> 20;
     if s.name().starts_with("gpupeek_mig_") {
         return mig_sample(g, s);
     }
@@ -331,6 +330,11 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
     }
 }
 
+/// Bytes as MiB, rounded down (gpustat's unit).
+fn mib(bytes: f64) -> u64 {
+    (bytes as u64) >> 20
+}
+
 /// Adds a `gpupeek_mig_*` sample to its MIG device of `g`.
 fn mig_sample(g: &mut Gpu, s: &Sample) {
     let id = |key: &str| s.label(key).parse::<u32>().ok();
@@ -345,22 +349,15 @@ fn mig_sample(g: &mut Gpu, s: &Sample) {
         g.mig.push(Mig {
             gpu_instance_id: gi,
             compute_instance_id: ci,
-            profile: None,
-            memory_used_mib: None,
-            memory_total_mib: None,
-            processes: None,
-            verdict: None,
-            users: Vec::new(),
-            free: false,
-            idle_allocated: false,
+            ..Default::default()
         });
         g.mig.len() - 1
     });
     let m = &mut g.mig[at];
     m.profile = m.profile.take().or_else(|| s.text("profile"));
     match s.name() {
-        "gpupeek_mig_memory_used_bytes" => m.memory_used_mib = Some((s.value() as u64) >> 20),
-        "gpupeek_mig_memory_total_bytes" => m.memory_total_mib = Some((s.value() as u64) >> 20),
+        "gpupeek_mig_memory_used_bytes" => m.memory_used_mib = Some(mib(s.value())),
+        "gpupeek_mig_memory_total_bytes" => m.memory_total_mib = Some(mib(s.value())),
         "gpupeek_mig_processes" => m.processes = Some(s.value() as u32),
         "gpupeek_mig_verdict" if s.value() == 1.0 => m.verdict = s.text("verdict"),
         _ => {}
@@ -397,6 +394,19 @@ mod tests {
             metric,
             value: (Value::from(1.0), value.into()),
         }
+    }
+
+    /// A target `a` scraped (`up` 1) whose daemon is live, with GPU 0 (`GPU-0`).
+    fn live(a: (&'static str, &'static str)) -> Vec<Sample> {
+        vec![
+            sample("up", &[a], "1"),
+            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
+                "1",
+            ),
+        ]
     }
 
     #[test]
@@ -468,14 +478,9 @@ mod tests {
     #[test]
     fn an_exporter_scraped_twice_counts_its_users_and_processes_once() {
         let a = ("instance", "a:9477");
-        let mut samples = vec![
-            sample(
-                "gpupeek_gpu_info",
-                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
-                "1",
-            ),
-            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
-        ];
+        // Its up series come per job below.
+        let mut samples = live(a);
+        samples.remove(0);
         for (job, up) in [("gpupeek", "1"), ("gpupeek-pods", "0")] {
             let j = ("job", job);
             samples.push(sample("up", &[a, j], up));
@@ -517,14 +522,8 @@ mod tests {
         };
         let mut verdict = dev("1").to_vec();
         verdict.push(("verdict", "idle-holding"));
-        let samples = vec![
-            sample("up", &[a], "1"),
-            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
-            sample(
-                "gpupeek_gpu_info",
-                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
-                "1",
-            ),
+        let mut samples = live(a);
+        samples.extend([
             sample("gpupeek_mig_info", &dev("13"), "1"),
             sample("gpupeek_mig_memory_used_bytes", &dev("13"), "0"),
             sample("gpupeek_mig_memory_total_bytes", &dev("13"), "10468982784"),
@@ -532,7 +531,7 @@ mod tests {
             sample("gpupeek_mig_memory_used_bytes", &dev("1"), "3145728000"),
             sample("gpupeek_mig_processes", &dev("1"), "1"),
             sample("gpupeek_mig_verdict", &verdict, "1"),
-        ];
+        ]);
         let mut reports = reports("http://p", &samples, &BTreeMap::new());
         crate::model::classify(&mut reports[0]);
         let mig = &reports[0].gpus[0].mig;
@@ -658,18 +657,12 @@ mod tests {
                 "1048576",
             )
         };
-        let samples = vec![
-            sample("up", &[a], "1"),
-            sample("gpupeek_daemon_state", &[a, ("state", "live")], "1"),
-            sample(
-                "gpupeek_gpu_info",
-                &[a, ("gpu", "0"), ("uuid", "GPU-0")],
-                "1",
-            ),
+        let mut samples = live(a);
+        samples.extend([
             process("10", "slurm://4242"),
             process("11", "docker://0123456789ab"),
             process("12", ""),
-        ];
+        ]);
         let reports = reports("http://p", &samples, &BTreeMap::new());
         let jobs: Vec<Option<&str>> = reports[0].gpus[0]
             .processes
