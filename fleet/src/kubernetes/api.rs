@@ -32,7 +32,9 @@ struct Trust {
     origin: String,
     ca: Option<Vec<u8>>,
     insecure: bool,
-    proxy: Option<ureq::Proxy>,
+    /// `proxy-url` as the kubeconfig gives it (named when the server cannot be
+    /// reached), and as the agent's proxy.
+    proxy: Option<(String, ureq::Proxy)>,
     server_name: Option<ServerName>,
 }
 
@@ -42,6 +44,29 @@ struct Trust {
 struct ServerName {
     name: String,
     server: ureq::http::Uri,
+}
+
+impl ServerName {
+    /// For `server` (an `https://` URL) checked against `name`: the URL to ask, with
+    /// `name` as its host, and the resolver that sends `name` to `server`'s address.
+    fn new(server: &str, name: &str) -> Result<(String, ServerName), String> {
+        let uri: ureq::http::Uri = server
+            .parse()
+            .map_err(|e| format!("bad server URL {server:?}: {e}"))?;
+        let port = uri.port_u16().unwrap_or(443);
+        let path = uri.path().trim_end_matches('/');
+        let bare = name.trim_matches(['[', ']']);
+        let host = match bare.contains(':') {
+            true => format!("[{bare}]"),
+            false => bare.to_owned(),
+        };
+        let base = format!("https://{host}:{port}{path}");
+        let renamed = ServerName {
+            name: bare.to_owned(),
+            server: uri,
+        };
+        Ok((base, renamed))
+    }
 }
 
 impl ureq::unversioned::resolver::Resolver for ServerName {
@@ -71,8 +96,6 @@ pub struct Api {
     token: Option<Token>,
     basic: Option<String>,
     exec: Option<Arc<Plugin>>,
-    /// The cluster's `proxy-url`, named when the server cannot be reached.
-    proxy_url: Option<String>,
     /// The user's `Impersonate-*` headers.
     impersonate: Vec<(String, String)>,
 }
@@ -89,30 +112,20 @@ impl Api {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             )
         });
-        let bad = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", config.origin);
+        let bad = |e: String| format!("{}: {e}", config.origin);
         let proxy = match &config.proxy_url {
             // Go's SOCKS5 has the proxy resolve the server's name, as socks5h does.
-            Some(url) => Some(
+            Some(url) => Some((
+                url.clone(),
                 ureq::Proxy::new(&url.replacen("socks5://", "socks5h://", 1))
-                    .map_err(|e| bad(&format!("bad proxy-url {url:?}"), &e))?,
-            ),
+                    .map_err(|e| bad(format!("bad proxy-url {url:?}: {e}")))?,
+            )),
             None => None,
         };
         let (base, server_name) = match &config.tls_server_name {
             Some(name) if config.server.starts_with("https://") => {
-                let server: ureq::http::Uri = config
-                    .server
-                    .parse()
-                    .map_err(|e| bad(&format!("bad server URL {:?}", config.server), &e))?;
-                let port = server.port_u16().unwrap_or(443);
-                let path = server.path().trim_end_matches('/');
-                let host = match name.contains(':') {
-                    true => format!("[{name}]"),
-                    false => name.clone(),
-                };
-                let base = format!("https://{host}:{port}{path}");
-                let name = name.trim_matches(['[', ']']).to_owned();
-                (base, Some(ServerName { name, server }))
+                let (base, renamed) = ServerName::new(&config.server, name).map_err(bad)?;
+                (base, Some(renamed))
             }
             _ => (config.server.clone(), None),
         };
@@ -132,7 +145,6 @@ impl Api {
             token: config.token.clone(),
             basic,
             exec: config.exec.clone(),
-            proxy_url: config.proxy_url.clone(),
             impersonate: config.impersonate.clone(),
         })
     }
@@ -233,9 +245,9 @@ impl Api {
         }
         let (status, body) = crate::source::call(request).map_err(|e| {
             let f = api_fault(&e);
-            match &self.proxy_url {
-                Some(proxy) => {
-                    Fault::new(f.kind, format!("{} (through proxy-url {proxy})", f.reason))
+            match &self.trust.proxy {
+                Some((url, _)) => {
+                    Fault::new(f.kind, format!("{} (through proxy-url {url})", f.reason))
                 }
                 None => f,
             }
@@ -305,7 +317,8 @@ impl Trust {
             let key = PrivateKey::from_pem(key).map_err(|e| bad("client key", &e))?;
             tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
-        let config = agent_config(tls.build(), self.proxy.clone());
+        let proxy = self.proxy.as_ref().map(|(_, proxy)| proxy.clone());
+        let config = agent_config(tls.build(), proxy);
         Ok(match &self.server_name {
             None => config.into(),
             Some(resolver) => ureq::Agent::with_parts(
@@ -366,6 +379,22 @@ pub(super) fn status_fault(status: u16, body: &str) -> Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With `tls-server-name`, the URLs asked have that name as their host, with the
+    /// server's port and path; the resolver keeps the server's own URL.
+    #[test]
+    fn a_tls_server_name_is_the_host_of_the_urls_asked() {
+        let (base, r) = ServerName::new("https://10.0.0.1/k8s/", "kubernetes.default").unwrap();
+        assert_eq!(base, "https://kubernetes.default:443/k8s");
+        assert_eq!(
+            (r.name.as_str(), r.server.port_u16()),
+            ("kubernetes.default", None)
+        );
+        let (base, r) = ServerName::new("https://[fd00::1]:6443", "[fd00::2]").unwrap();
+        assert_eq!(base, "https://[fd00::2]:6443");
+        assert_eq!(r.name, "fd00::2");
+        assert!(ServerName::new("https://a b", "x").is_err());
+    }
 
     #[test]
     fn api_errors_say_the_status_and_the_apis_message() {
