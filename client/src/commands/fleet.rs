@@ -405,7 +405,9 @@ With
 each serve is read through the API server's pod proxy
 .RI ( SERVER /api/v1/namespaces/ NS /pods/[https:] POD : PORT /proxy/snapshot )
 with the kubeconfig's credential, for a machine with no route to the pods'
-addresses.
+addresses; without it, when no serve can be reached at all, each row says so
+and names
+.BR \-\-api\-proxy .
 The user needs list on endpointslices (and get on the Service's endpoints) in
 the namespace, and get on pods/proxy for
 .BR \-\-api\-proxy :
