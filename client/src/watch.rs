@@ -16,19 +16,16 @@
 //! live again: only bad usage ends the loop with an error.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{IsTerminal, Read};
-use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use gpupeek_model::{Model, Sample};
 use gpupeek_shm::Segment;
-use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 
 use crate::template::spark_bar;
 use crate::{cli, fit, Exit, EXIT_USAGE};
+
+mod listen;
 
 /// Samples kept per GPU.
 pub const HISTORY: usize = 40;
@@ -55,40 +52,30 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
 /// With `screen` and a terminal on stdout: on the alternate screen, each frame fitted to
 /// the terminal's size (asked at every frame, and a frame drawn at once on SIGWINCH);
 /// otherwise each frame is printed as it is, followed by a blank line, and `size` is
-/// `None`. `gpupeek -i` and `gpupeek fleet -i` draw through it.
+/// `None`. Keys and signals are heard while a frame is being made, too: a quit then ends
+/// the process at once ([`listen`]). `gpupeek -i` and `gpupeek fleet -i` draw through it.
 pub fn redraw(
     interval: Duration,
     screen: bool,
     mut frame: impl FnMut(Option<fit::Size>) -> Result<String, Exit>,
 ) -> Result<(), Exit> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .map_err(|e| Exit::new(crate::EXIT_OS, format!("cannot handle signals: {e}")))?;
-    }
-    let resized = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGWINCH, Arc::clone(&resized))
-        .map_err(|e| Exit::new(crate::EXIT_OS, format!("cannot handle signals: {e}")))?;
     let tty = screen && std::io::stdout().is_terminal();
-    let _raw = RawKeys::enter();
-    let _screen = tty.then(Screen::enter).transpose()?;
-    let mut keys_open = true;
+    let listener = listen::Listener::start(tty)?;
     loop {
         let started = std::time::Instant::now();
+        if !listener.making() {
+            return Ok(());
+        }
         let size = tty.then(fit::terminal_size).flatten();
         let frame = frame(size)?;
-        match size {
-            Some(size) => crate::write_stdout(&draw(&frame, size))?,
+        listener.show(|| match size {
+            Some(size) => crate::write_stdout(&draw(&frame, size)),
             None if tty => {
-                crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))?
+                crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))
             }
-            None => crate::write_stdout(&format!("{frame}\n"))?,
-        }
-        if wait_for_quit(started + interval, &stop, &resized, &mut keys_open) {
+            None => crate::write_stdout(&format!("{frame}\n")),
+        })?;
+        if listener.wait(started + interval) == Some(listen::Event::Quit) {
             return Ok(());
         }
     }
@@ -135,92 +122,6 @@ pub fn interval(secs: f64) -> Result<Duration, Exit> {
         ));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-/// Sleeps until `deadline`, returning early: true on `q`, Ctrl-C or a signal, false on
-/// a resize (SIGWINCH), to redraw at once.
-fn wait_for_quit(
-    deadline: std::time::Instant,
-    stop: &AtomicBool,
-    resized: &AtomicBool,
-    keys_open: &mut bool,
-) -> bool {
-    let stdin = std::io::stdin();
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return true;
-        }
-        if resized.swap(false, Ordering::Relaxed) {
-            return false;
-        }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if *keys_open {
-            // Keys are looked at even when the frame took the whole interval (a fleet
-            // round may), so that a slow frame never leaves `q` unread.
-            let ms = match left.is_zero() {
-                true => PollTimeout::ZERO,
-                false => PollTimeout::try_from(left.as_millis().clamp(1, 60_000) as u32)
-                    .unwrap_or(PollTimeout::MAX),
-            };
-            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-            if nix::poll::poll(&mut fds, ms).unwrap_or(0) > 0 {
-                let mut buf = [0u8; 64];
-                match stdin.lock().read(&mut buf) {
-                    Ok(0) | Err(_) => *keys_open = false,
-                    Ok(n) => {
-                        if buf[..n].iter().any(|&b| matches!(b, b'q' | b'Q' | 0x03)) {
-                            return true;
-                        }
-                    }
-                }
-            }
-        } else if !left.is_zero() {
-            std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
-        if left.is_zero() {
-            return false;
-        }
-    }
-}
-
-/// The terminal's settings before we changed them; restored on drop.
-struct RawKeys(Termios);
-
-impl RawKeys {
-    /// Turns off line buffering, echo and signal keys on a terminal stdin.
-    fn enter() -> Option<RawKeys> {
-        let stdin = std::io::stdin();
-        let saved = termios::tcgetattr(stdin.as_fd()).ok()?;
-        let mut raw = saved.clone();
-        raw.local_flags
-            .remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ISIG);
-        raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
-        raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
-        termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &raw).ok()?;
-        Some(RawKeys(saved))
-    }
-}
-
-impl Drop for RawKeys {
-    fn drop(&mut self) {
-        let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &self.0);
-    }
-}
-
-/// The alternate screen with the cursor hidden; the normal screen back on drop.
-struct Screen;
-
-impl Screen {
-    fn enter() -> Result<Screen, Exit> {
-        crate::write_stdout("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J")?;
-        Ok(Screen)
-    }
-}
-
-impl Drop for Screen {
-    fn drop(&mut self) {
-        let _ = crate::write_stdout("\x1b[?25h\x1b[?1049l");
-    }
 }
 
 /// Utilisation and memory percent per GPU, one sample per publish seen; `None` is a gap.

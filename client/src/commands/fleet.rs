@@ -147,8 +147,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 arity: Arity::Optional("SECS", "2"),
                 ..Spec::switch(
                     "watch",
-                    "redraw every SECS seconds (bare: 2) until q or Ctrl-C, on a terminal \
-                     fitted to its size (with --json: a document a round); a GPU whose \
+                    "redraw every SECS seconds (bare: 2) until q or Ctrl-C (at once, even in \
+                     the middle of a round), on a terminal fitted to its size (with --json: a document a round); a GPU whose \
                      memory is held at 0 % utilisation over the last three rounds is flagged \
                      idle",
                 )

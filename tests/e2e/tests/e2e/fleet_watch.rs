@@ -66,3 +66,88 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
         "the table left on the normal screen:\n{after}"
     );
 }
+
+/// A round that cannot end before its two-minute `--timeout` (a host that takes the
+/// connection and never answers): `fleet -i` still leaves at once on `q`, with the
+/// normal screen and the terminal's settings back.
+#[test]
+fn fleet_watch_quits_on_q_in_the_middle_of_a_round() {
+    let Some(tmux) = tool("tmux", "tmux") else {
+        return;
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let command = format!(
+        "{} fleet -i 1 --timeout 120 --host {}; echo fleet-exited-$?; \
+         stty -a | tr ' ;' '\\n\\n' | grep -x -E -e '-?(echo|icanon|isig)' | tr '\\n' ' '; \
+         echo; sleep 60",
+        bins().client.display(),
+        silent.local_addr().unwrap()
+    );
+    let t = Tmux {
+        tmux,
+        socket: format!("gpupeek-fleet-quit-{}", std::process::id()),
+    };
+    t.run(&["new-session", "-d", "-s", "w", "-x", "100", "-y", "8"]);
+    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
+    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
+    // The round has begun once fleet has connected to the silent host.
+    let (_held, _) = silent.accept().unwrap();
+    assert_eq!(
+        t.run(&["display-message", "-p", "-t", "w", "#{alternate_on}"])
+            .trim(),
+        "1",
+        "fleet -i is not on the alternate screen"
+    );
+    t.run(&["send-keys", "-t", "w", "q"]);
+    let after = t.until("fleet -i to end", |s| s.contains("fleet-exited-"));
+    assert!(after.contains("fleet-exited-0"), "{after}");
+    let after = t.until("the terminal's settings", |s| s.contains("isig"));
+    assert!(after.contains("isig icanon echo"), "{after}");
+    assert_eq!(
+        t.run(&["display-message", "-p", "-t", "w", "#{alternate_on}"])
+            .trim(),
+        "0"
+    );
+}
+
+/// Off a terminal, SIGTERM in the middle of a round that cannot end before its
+/// two-minute `--timeout` ends `fleet -i` at once, as between rounds: status 0.
+#[test]
+fn fleet_watch_ends_on_sigterm_in_the_middle_of_a_round() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut fleet = std::process::Command::new(&bins().client)
+        .args(["fleet", "-i", "1", "--timeout", "120", "--host"])
+        .arg(silent.local_addr().unwrap().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_held, _) = silent.accept().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(fleet.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + gpupeek_e2e::WATCHDOG;
+    let status = loop {
+        if let Some(status) = fleet.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = fleet.kill();
+            panic!(
+                "fleet -i did not end on SIGTERM within {:?}",
+                gpupeek_e2e::WATCHDOG
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = fleet.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
