@@ -433,7 +433,8 @@ of the one container the GPU is assigned to, and
 .B pod_uid
 and
 .B container_id
-when every process on the GPU is in that same pod or container.
+when every process on the GPU is in that same pod or container;
+so do the MIG devices' series (gpupeek_mig_*), by their GPU instance.
 With
 .B \-\-names dcgm
 the labels are dcgm\-exporter's:

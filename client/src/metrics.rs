@@ -284,7 +284,7 @@ pub fn render_with(
     );
     out.sample("gpupeek_gpus", "", model.gpus.len() as u64);
     gpu::families(&mut out, &model, &pods);
-    mig::families(&mut out, &model);
+    mig::families(&mut out, &model, &pods);
     processes::families(&mut out, &model, options, &pods);
     out.0
 }

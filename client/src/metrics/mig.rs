@@ -3,14 +3,16 @@
 //! GPU is sampled now: memory, GPM activity of the GPU instance, processes and the
 //! verdict ([`crate::verdict::judge_mig`]). Each sample carries `gpu` and `uuid` (the
 //! parent GPU's, as the per-GPU families), `mig_uuid`, `gpu_instance_id`,
-//! `compute_instance_id` and `profile`. NVML gives no utilisation for an instance, nor
+//! `compute_instance_id` and `profile`, and with `--pod-labels` the pod its GPU instance
+//! is assigned to, as a GPU's series have theirs ([`super::pods`]). NVML gives no utilisation for an instance, nor
 //! for its parent under MIG: there is no such family here, and the parent has no
 //! `gpupeek_gpu_utilization_ratio` sample (N/A, never 0).
 
 use gpupeek_model::{CentiPercent, Gpu, Mig, MigGpm, Model};
 
 use super::gpu::text;
-use super::{escape, Families, Out, Value};
+use super::pods::Pods;
+use super::{escape, Families, Names, Out, Value};
 use crate::verdict::{judge_mig, Thresholds, Verdict};
 
 /// `(name, help, value)` of the GPM families, each of the GPU instance's last window.
@@ -44,14 +46,14 @@ const GPM: [GpmFamily; 4] = [
 ];
 
 /// Every per-instance family; nothing without MIG devices.
-pub(super) fn families(out: &mut Out, model: &Model) {
+pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
     let mut families = Families::default();
     let thresholds = Thresholds::current();
     for m in &model.mig {
         let Some(parent) = model.gpu(m.gpu_index) else {
             continue;
         };
-        let l = labels(m, parent);
+        let l = labels(m, parent) + &pods.gpu_instance(parent, m.gpu_instance_id, Names::Gpupeek);
         families.add(
             "gpupeek_mig_info",
             "gauge",

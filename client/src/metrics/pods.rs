@@ -12,7 +12,8 @@
 //! one container the GPU is assigned to; `pod_uid` and `container_id` when every process
 //! the segment shows on the GPU is in the same pod (container). With `--names dcgm` they
 //! are dcgm-exporter's: `pod`, `namespace`, `container` and `pod_uid` (which it adds
-//! with `--kubernetes-enable-pod-uid`), no `container_id`.
+//! with `--kubernetes-enable-pod-uid`), no `container_id`. A MIG device's series (and,
+//! with `--names dcgm`, a GPU instance's) gain the same, for its GPU instance.
 //!
 //! The join is by device: the pod-resources API names pods, never their uids, so the
 //! cgroup's pod uid cannot be matched to a name. A GPU shared by several containers
@@ -323,6 +324,14 @@ mod tests {
                  container_id=\"containerd://aaaa\"}} 40"
             )),
             "{t0}"
+        );
+        let mig = line(&text, "gpupeek_mig_info{gpu=\"1\"");
+        assert!(
+            mig.ends_with(
+                ",namespace=\"ml\",pod=\"infer\",container=\"server\",\
+                 container_id=\"containerd://bbbb\"} 1"
+            ),
+            "the MIG device's pod: {mig}"
         );
         let t1 = line(&text, "gpupeek_gpu_temperature_celsius{gpu=\"1\"");
         assert!(
