@@ -365,9 +365,12 @@ fn every_metric_a_contrib_dashboard_panel_queries_is_exported() {
     // The MIG panels read what an H100 split into MIG instances exports.
     let (mig, _mig_daemon, _procs) = crate::mig_outputs::started("exporters-mig");
     names.extend(exported(&metrics(&mig, CONTRIB_FLAGS)));
-    // contrib/kubernetes's dashboards read what its DaemonSet's `gpupeek serve` exports,
-    // the PrometheusRule's recorded series and Prometheus's `up`.
-    let (_serve, k8s_names) = crate::kubernetes::served_names(&sandbox);
+    // contrib/kubernetes's dashboards read what its DaemonSet's `gpupeek serve` exports
+    // (on plain GPUs and on MIG devices), the PrometheusRule's recorded series and
+    // Prometheus's `up`.
+    let (_serve, mut k8s_names) = crate::kubernetes::served_names(&sandbox);
+    let (_mig_serve, mig_names) = crate::kubernetes::served_names(&mig);
+    k8s_names.extend(mig_names);
     let dirs = [
         (repo().join("contrib/grafana"), names.clone()),
         (repo().join("contrib/kubernetes/dashboards"), k8s_names),

@@ -1,7 +1,7 @@
 //! MIG in every output, read from a daemon on the fake NVML: an H100 split into
-//! 3g.40gb (GPU instance 1, two processes, 40 % SM activity), 2g.20gb (5, one process,
-//! no GPM) and 1g.10gb (13, one process holding 2 GiB, SM activity 0), beside a plain
-//! H100. `gpupeek metrics` exports each instance (`gpupeek_mig_*`) and, under
+//! 3g.40gb (GPU instance 1, two processes, 40 % SM and 10 % tensor activity), 2g.20gb
+//! (5, one process, no GPM) and 1g.10gb (13, one process holding 2 GiB, SM activity 0),
+//! beside a plain H100. `gpupeek metrics` exports each instance (`gpupeek_mig_*`) and, under
 //! `--names dcgm`, each GPU instance as dcgm-exporter labels it, never the parent's
 //! utilisation; per-process series carry the instance ids; `query -i` takes a MIG UUID
 //! for its GPU and `-L` lists the instances; a bar shows a selected instance and a
@@ -18,9 +18,11 @@ use crate::mig::{
     client, four_sleepers, instance, layout, process, scenario, three_way, Sleeper, MIB,
 };
 
-/// The three-way split with GPU instance 13 idle (SM activity 0) and holding 2 GiB.
+/// The three-way split with GPU instance 13 idle (SM activity 0) and holding 2 GiB, and
+/// GPU instance 1's tensor cores 10 % active.
 fn split(pids: &[u32; 4]) -> Value {
     let mut s = three_way(pids);
+    s["gpus"][0]["mig"]["instances"][0]["gpm"]["tensor_activity_pct"] = json!(10.0);
     s["gpus"][0]["mig"]["instances"][2] = instance(13, 19, Some(0.0));
     s["gpus"][0]["processes"][3] = process(pids[3], 2048, 13);
     // As a real H100 reports them, whatever the MIG mode: nothing holds the clocks.
@@ -100,6 +102,7 @@ fn metrics_export_each_instance_and_dcgm_names_each_gpu_instance() {
         );
     }
     assert_eq!(value(&text, "gpupeek_mig_sm_activity_ratio", &a), 0.4);
+    assert_eq!(value(&text, "gpupeek_mig_tensor_activity_ratio", &a), 0.1);
     assert_eq!(value(&text, "gpupeek_mig_sm_activity_ratio", &c), 0.0);
     assert!(!text.contains(&format!("gpupeek_mig_sm_activity_ratio{{{b}}}")));
     assert_eq!(value(&text, "gpupeek_mig_processes", &a), 2.0);
