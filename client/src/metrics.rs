@@ -30,7 +30,7 @@ mod dcgm;
 mod gpu;
 mod mig;
 mod nvidia_smi;
-mod pods;
+pub(crate) mod pods;
 mod processes;
 mod xid;
 

@@ -6,13 +6,23 @@
 //! (`null` without a segment), `stale` true whenever the numbers are not current (any
 //! state but `live`), `error` the line `gpupeek` would print (`null` when live).
 //!
+//! With the kubelet's pod-resources API (`serve --kubelet.pod-resources-socket`), a last
+//! key, `"pods"`: each GPU or MIG device (`gpu`, and `gpu_instance_id` or `null`)
+//! assigned to one container, with its `namespace`, `pod` and `container`, as the
+//! metrics' pod labels name them ([`crate::metrics::pods`]), under the same rule: only
+//! when the daemon publishes every process's owner (its `full` policy). `null` when
+//! there is no kubelet to ask or the daemon withholds processes.
+//!
 //! A daemon that is not live has no GPUs here (`"gpus": []`), as it has no GPU samples
 //! in `/metrics`: its numbers are not current. The reading, the state and the view (and
 //! so what the document shows of processes: see [`Reading::view`]) are those of
 //! `/metrics`, `/-/ready` and `/events`.
 
+use gpupeek_model::Model;
+use gpupeek_shm::ProcPolicy;
 use serde::Serialize;
 
+use crate::metrics::pods;
 use crate::stream::{self, Reading};
 use crate::{json, view};
 
@@ -22,6 +32,17 @@ struct Document<'a> {
     gpustat: json::Document<'a>,
     node: &'a str,
     daemon: Daemon,
+    pods: Option<Vec<Assignment>>,
+}
+
+/// A GPU or MIG device assigned to one container.
+#[derive(Serialize)]
+struct Assignment {
+    gpu: u32,
+    gpu_instance_id: Option<u32>,
+    namespace: String,
+    pod: String,
+    container: String,
 }
 
 #[derive(Serialize)]
@@ -32,13 +53,19 @@ struct Daemon {
     error: Option<String>,
 }
 
-/// The `/snapshot` document of segment `name` for node `node`, as text.
-pub fn document(name: &str, node: &str) -> String {
-    of(&stream::read(name), &stream::hostname(), node)
+/// The `/snapshot` document of segment `name` for node `node`, as text, with the pods
+/// `kube` (the kubelet's answer, when asked) assigns the GPUs to.
+pub fn document(name: &str, node: &str, kube: Option<&gpupeek_kube::State>) -> String {
+    of(&stream::read(name), &stream::hostname(), node, kube)
 }
 
 /// The document of `reading`, on host `hostname`, for node `node`.
-pub(crate) fn of(reading: &Reading, hostname: &str, node: &str) -> String {
+pub(crate) fn of(
+    reading: &Reading,
+    hostname: &str,
+    node: &str,
+    kube: Option<&gpupeek_kube::State>,
+) -> String {
     let daemon = Daemon {
         state: reading.state,
         age_s: reading
@@ -64,6 +91,41 @@ pub(crate) fn of(reading: &Reading, hostname: &str, node: &str) -> String {
         gpustat: json::document(view.as_ref().unwrap_or(&empty), hostname, &query_time),
         node,
         daemon,
+        pods: kube.and_then(|kube| assignments(reading.live()?, kube)),
     };
     json::to_text(&doc)
+}
+
+/// Each GPU and MIG device of `snap` that `kube` assigns to one container; `None` when
+/// the daemon does not publish every process's owner.
+fn assignments(
+    snap: &gpupeek_shm::Snapshot,
+    kube: &gpupeek_kube::State,
+) -> Option<Vec<Assignment>> {
+    let model = Model::new(snap);
+    if model.proc_policy != Some(ProcPolicy::Full) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for g in &model.gpus {
+        let mut instances: Vec<u32> = model.mig_on(g.index).map(|m| m.gpu_instance_id).collect();
+        instances.sort_unstable();
+        instances.dedup();
+        let devices = match instances.is_empty() {
+            true => vec![None],
+            false => instances.into_iter().map(Some).collect(),
+        };
+        for gi in devices {
+            if let Some(o) = pods::owner(&model, kube, g, gi) {
+                out.push(Assignment {
+                    gpu: g.index,
+                    gpu_instance_id: gi,
+                    namespace: o.namespace,
+                    pod: o.pod,
+                    container: o.container,
+                });
+            }
+        }
+    }
+    Some(out)
 }

@@ -181,7 +181,7 @@ mod tests {
         assert!(event.live);
         assert_eq!(event.generation, 7);
         let event = json(&event.data);
-        let doc = json(&crate::snapshot::of(&reading, "host1", "node1"));
+        let doc = json(&crate::snapshot::of(&reading, "host1", "node1", None));
         assert_eq!(event["gpus"], doc["gpus"]);
         assert_eq!(event["gpus"][0]["temperature.gpu"], 41);
         assert_eq!(doc["daemon"]["state"], "live");
@@ -203,7 +203,7 @@ mod tests {
             let event = event_of(&reading, 3, "node1");
             assert!(!event.live);
             assert_eq!(json(&event.data)["error"], why.as_str());
-            let doc = json(&crate::snapshot::of(&reading, "host1", "node1"));
+            let doc = json(&crate::snapshot::of(&reading, "host1", "node1", None));
             assert_eq!(doc["daemon"]["error"], why.as_str());
             assert_eq!(doc["daemon"]["state"], reading.state);
             assert_eq!(doc["daemon"]["stale"], true);

@@ -164,6 +164,24 @@ struct Snapshot {
     node: String,
     daemon: Daemon,
     gpus: Vec<SnapGpu>,
+    /// The devices the kubelet assigns to pods (serve with the pod-resources socket).
+    pods: Option<Vec<SnapPod>>,
+}
+
+/// A GPU or MIG device `/snapshot` says is assigned to a pod.
+#[derive(Deserialize)]
+struct SnapPod {
+    gpu: u32,
+    gpu_instance_id: Option<u32>,
+    namespace: String,
+    pod: String,
+}
+
+/// `NAMESPACE/POD` of the device `(gpu, gpu_instance_id)` in `pods`.
+fn pod_of(pods: &[SnapPod], gpu: u32, gi: Option<u32>) -> Option<String> {
+    pods.iter()
+        .find(|p| p.gpu == gpu && p.gpu_instance_id == gi)
+        .map(|p| format!("{}/{}", p.namespace, p.pod))
 }
 
 #[derive(Deserialize)]
@@ -203,6 +221,7 @@ struct SnapProcess {
     command: Option<String>,
     gpu_memory_usage: Option<u64>,
     pid: Option<u32>,
+    gpu_instance_id: Option<u32>,
     container: Option<SnapContainer>,
 }
 
@@ -241,7 +260,8 @@ fn report(e: &Endpoint, doc: Snapshot) -> Report {
     let gpus = if error.is_some() {
         Vec::new()
     } else {
-        doc.gpus.into_iter().map(gpu).collect()
+        let pods = doc.pods.unwrap_or_default();
+        doc.gpus.into_iter().map(|g| gpu(g, &pods)).collect()
     };
     Report {
         host: e.host.clone(),
@@ -253,7 +273,7 @@ fn report(e: &Endpoint, doc: Snapshot) -> Report {
     }
 }
 
-fn gpu(g: SnapGpu) -> Gpu {
+fn gpu(g: SnapGpu, pods: &[SnapPod]) -> Gpu {
     // gpustat's invalid GPU carries its problem as its name; its state says which.
     let name = if g.processes.is_none() && g.state.is_some() {
         None
@@ -270,7 +290,9 @@ fn gpu(g: SnapGpu) -> Gpu {
             command: p.command,
             memory_mib: p.gpu_memory_usage,
             job: p.container.as_ref().and_then(SnapContainer::job),
-            pod: p.container.and_then(|c| c.pod_uid),
+            pod: pod_of(pods, g.index, p.gpu_instance_id)
+                .or_else(|| p.container.and_then(|c| c.pod_uid)),
+            gpu_instance_id: p.gpu_instance_id,
         })
         .collect();
     let mig = g.mig.unwrap_or_default();
@@ -290,6 +312,7 @@ fn gpu(g: SnapGpu) -> Gpu {
             processes: Some(pids.len() as u32),
             verdict: m.verdict,
             users,
+            pod: pod_of(pods, g.index, Some(m.gpu_instance_id)),
             ..Default::default()
         }
     });
@@ -305,6 +328,7 @@ fn gpu(g: SnapGpu) -> Gpu {
         free: false,
         idle_allocated: false,
         users: Vec::new(),
+        pod: pod_of(pods, g.index, None),
         mig: mig.collect(),
         processes,
     }

@@ -92,13 +92,19 @@ pub struct Gpu {
     pub memory_total_mib: Option<u64>,
     /// gpupeek's verdict (`idle-holding`, `healthy`, ...), when it can be told.
     pub verdict: Option<String>,
-    /// No process, under 1 GiB used, under 5 % utilisation (or asleep).
+    /// No process, under 1 GiB used, under 5 % utilisation (or asleep), and assigned to
+    /// no pod.
     pub free: bool,
-    /// Memory held by processes while nothing runs: the verdict says `idle-holding`, or
-    /// (with `-i`) utilisation was 0 % in each of the last three rounds.
+    /// Held while nothing runs: the verdict says `idle-holding`, it is assigned to a pod
+    /// and runs no process, or (with `-i`) memory was held at 0 % utilisation in each of
+    /// the last three rounds.
     pub idle_allocated: bool,
     /// Users with processes on it, by name, each once.
     pub users: Vec<String>,
+    /// The Kubernetes pod it is assigned to, `NAMESPACE/POD`, when the source knows
+    /// (the kubelet's pod-resources API, through serve's `/snapshot` or the metrics'
+    /// pod labels).
+    pub pod: Option<String>,
     /// Its processes, as far as the source tells them.
     pub processes: Vec<Process>,
     /// Its MIG devices, when MIG is on: then they, not the GPU, are what a job is given,
@@ -127,9 +133,12 @@ pub struct Mig {
     pub verdict: Option<String>,
     /// Users with processes in it, when the source names them, each once.
     pub users: Vec<String>,
-    /// No process in it and under 1 GiB used, its GPU sampled normally.
+    /// The Kubernetes pod it is assigned to, `NAMESPACE/POD`, when the source knows.
+    pub pod: Option<String>,
+    /// No process in it, under 1 GiB used and assigned to no pod, its GPU sampled
+    /// normally.
     pub free: bool,
-    /// Its verdict says `idle-holding`.
+    /// Its verdict says `idle-holding`, or it is assigned to a pod and runs no process.
     pub idle_allocated: bool,
 }
 
@@ -144,8 +153,11 @@ pub struct Process {
     pub command: Option<String>,
     /// GPU memory it holds, MiB.
     pub memory_mib: Option<u64>,
-    /// Its Kubernetes pod: the name when known, else the pod uid.
+    /// Its Kubernetes pod: `NAMESPACE/POD` when known (that of the device it runs on),
+    /// else the pod uid from its cgroup.
     pub pod: Option<String>,
+    /// Its GPU instance, on a MIG GPU.
+    pub gpu_instance_id: Option<u32>,
     /// Its Slurm job id, when it runs in one.
     pub job: Option<String>,
 }
@@ -157,11 +169,14 @@ const FREE_UTIL_PCT: u32 = 5;
 
 /// Marks the GPUs and MIG devices free and idle-allocated, adds their processes' users
 /// to the users the source named (each once, sorted) and puts free GPUs first. A GPU
-/// with MIG on is never free itself: its devices are, each on its own.
+/// with MIG on is never free itself: its devices are, each on its own. A device
+/// assigned to a pod is not free, whatever runs on it (the scheduler will not give it
+/// to another), and idle-allocated while no process runs on it.
 pub fn classify(report: &mut Report) {
     for g in &mut report.gpus {
         let asleep = matches!(g.state.as_deref(), Some("suspended" | "idle"));
         g.free = g.mig.is_empty()
+            && g.pod.is_none()
             && (g.state.is_none()
                 && g.processes.is_empty()
                 && g.users.is_empty()
@@ -170,15 +185,18 @@ pub fn classify(report: &mut Report) {
                 || asleep);
         for m in &mut g.mig {
             m.free = g.state.is_none()
+                && m.pod.is_none()
                 && m.processes == Some(0)
                 && m.memory_used_mib.is_some_and(|u| u < FREE_MEMORY_MIB);
-            m.idle_allocated = m.verdict.as_deref() == Some("idle-holding");
+            m.idle_allocated = m.verdict.as_deref() == Some("idle-holding")
+                || (m.pod.is_some() && m.processes == Some(0));
             m.users.sort();
             m.users.dedup();
         }
         g.mig
             .sort_by_key(|m| (m.gpu_instance_id, m.compute_instance_id));
-        g.idle_allocated |= g.verdict.as_deref() == Some("idle-holding");
+        g.idle_allocated |= g.verdict.as_deref() == Some("idle-holding")
+            || (g.pod.is_some() && g.mig.is_empty() && g.state.is_none() && g.processes.is_empty());
         g.users
             .extend(g.processes.iter().filter_map(|p| p.user.clone()));
         g.users.sort();
@@ -207,6 +225,7 @@ mod tests {
             command: None,
             memory_mib: Some(1),
             pod: None,
+            gpu_instance_id: None,
             job: None,
         };
         let mut report = Report::failed("h".into(), "e".into(), Fault::new("http", "x"));
@@ -222,6 +241,7 @@ mod tests {
             free: false,
             idle_allocated: false,
             users: vec!["carol".into(), "alice".into()],
+            pod: None,
             processes: vec![process("bob"), process("alice")],
             mig: Vec::new(),
         });
@@ -261,6 +281,7 @@ mod tests {
             free: false,
             idle_allocated: false,
             users: Vec::new(),
+            pod: None,
             processes: Vec::new(),
             mig: vec![
                 device(13, Some(0), 2048, None),

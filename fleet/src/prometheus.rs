@@ -186,6 +186,14 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
         .filter(|s| s.name().starts_with("gpupeek_") || s.label("job").contains("gpupeek"))
         .map(|s| s.label("job"))
         .collect();
+    // Targets Prometheus labels with their own pod (its Kubernetes discovery, without
+    // our monitors' labeldrop): a `pod` label there is the exporter's, and a device's
+    // pod is `exported_pod`.
+    let pod_targets: BTreeSet<String> = samples
+        .iter()
+        .filter(|s| s.name() == "up" && s.metric.contains_key("pod"))
+        .map(|s| host_name(s.label("cluster"), s.label("instance")))
+        .collect();
     let mut hosts: BTreeMap<String, Report> = BTreeMap::new();
     let mut up: BTreeMap<String, bool> = BTreeMap::new();
     for s in samples {
@@ -216,7 +224,7 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
             "gpupeek_heartbeat_age_seconds" => {
                 report.daemon.get_or_insert_with(daemon).age_s = Some(s.value());
             }
-            _ => gpu_sample(report, s),
+            _ => gpu_sample(report, s, pod_targets.contains(&report.host)),
         }
     }
     if hosts.is_empty() {
@@ -267,8 +275,9 @@ fn daemon() -> crate::model::Daemon {
     }
 }
 
-/// Adds a per-GPU sample to its GPU in `report`.
-fn gpu_sample(report: &mut Report, s: &Sample) {
+/// Adds a per-GPU sample to its GPU in `report`; `pod_target`: Prometheus gives the
+/// target's own pod as `pod` (see [`pod`]).
+fn gpu_sample(report: &mut Report, s: &Sample, pod_target: bool) {
     let Ok(index) = s.label("gpu").parse::<u32>() else {
         return;
     };
@@ -287,6 +296,7 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
                 free: false,
                 idle_allocated: false,
                 users: Vec::new(),
+                pod: None,
                 processes: Vec::new(),
                 mig: Vec::new(),
             });
@@ -295,12 +305,13 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
     };
     let g = &mut report.gpus[pos];
     if s.name().starts_with("gpupeek_mig_") {
-        return mig_sample(g, s);
+        return mig_sample(g, s, pod_target);
     }
     match s.name() {
         "gpupeek_gpu_info" => {
             g.name = s.text("name");
             g.uuid = s.text("uuid");
+            g.pod = pod(s, pod_target);
         }
         "gpupeek_gpu_state" if s.value() == 1.0 => {
             let state = s.label("state");
@@ -324,10 +335,24 @@ fn gpu_sample(report: &mut Report, s: &Sample) {
             if pid.is_some() && g.processes.iter().any(|p| p.pid == pid) {
                 return;
             }
-            g.processes.push(process(s, pid, mib(s.value())));
+            g.processes
+                .push(process(s, pid, mib(s.value()), pod_target));
         }
         _ => {}
     }
+}
+
+/// `NAMESPACE/POD` from the `namespace` and `pod` labels `serve --pod-labels` puts on a
+/// device's or a process's series (the pod the kubelet assigns the device to). Where
+/// Prometheus labels the target with its own pod (`pod_target`), the exporter's labels
+/// are `exported_namespace` and `exported_pod`, and `pod` names the exporter.
+fn pod(s: &Sample, pod_target: bool) -> Option<String> {
+    let (namespace, pod) = match s.text("exported_pod") {
+        Some(pod) => (s.label("exported_namespace"), pod),
+        None if pod_target => return None,
+        None => (s.label("namespace"), s.text("pod")?),
+    };
+    Some(format!("{namespace}/{pod}"))
 }
 
 /// Bytes as MiB, rounded down (gpustat's unit).
@@ -336,7 +361,7 @@ fn mib(bytes: f64) -> u64 {
 }
 
 /// Adds a `gpupeek_mig_*` sample to its MIG device of `g`.
-fn mig_sample(g: &mut Gpu, s: &Sample) {
+fn mig_sample(g: &mut Gpu, s: &Sample, pod_target: bool) {
     let id = |key: &str| s.label(key).parse::<u32>().ok();
     let (Some(gi), Some(ci)) = (id("gpu_instance_id"), id("compute_instance_id")) else {
         return;
@@ -356,6 +381,7 @@ fn mig_sample(g: &mut Gpu, s: &Sample) {
     let m = &mut g.mig[at];
     m.profile = m.profile.take().or_else(|| s.text("profile"));
     match s.name() {
+        "gpupeek_mig_info" => m.pod = pod(s, pod_target),
         "gpupeek_mig_memory_used_bytes" => m.memory_used_mib = Some(mib(s.value())),
         "gpupeek_mig_memory_total_bytes" => m.memory_total_mib = Some(mib(s.value())),
         "gpupeek_mig_processes" => m.processes = Some(s.value() as u32),
@@ -365,13 +391,14 @@ fn mig_sample(g: &mut Gpu, s: &Sample) {
 }
 
 /// The process a `gpupeek_process_gpu_memory_bytes` sample `s` is about.
-fn process(s: &Sample, pid: Option<u32>, memory_mib: u64) -> Process {
+fn process(s: &Sample, pid: Option<u32>, memory_mib: u64, pod_target: bool) -> Process {
     Process {
         user: s.text("user"),
         pid,
         command: s.text("command"),
         memory_mib: Some(memory_mib),
-        pod: s.text("pod").or_else(|| s.text("pod_uid")),
+        pod: pod(s, pod_target).or_else(|| s.text("pod_uid")),
+        gpu_instance_id: s.label("gpu_instance_id").parse().ok(),
         job: s
             .label("container_id")
             .strip_prefix("slurm://")
@@ -447,6 +474,72 @@ mod tests {
         assert!(reports[0].error.is_none());
         assert_eq!(reports[1].error.as_ref().unwrap().kind, "refused");
         assert_eq!(reports[2].error.as_ref().unwrap().kind, "stale_daemon");
+    }
+
+    /// The pod a device is assigned to is its series' `namespace`/`pod`, or, where
+    /// Prometheus labels the target with the exporter's own pod (its `up` has `pod`),
+    /// `exported_namespace`/`exported_pod`; a device with neither has no pod.
+    #[test]
+    fn a_devices_pod_is_the_exporters_label_never_the_targets_own() {
+        let a = ("instance", "a:9477");
+        let mut samples = live(a);
+        samples.push(sample(
+            "gpupeek_gpu_info",
+            &[a, ("gpu", "1"), ("namespace", "ml"), ("pod", "train-0")],
+            "1",
+        ));
+        let mig = [
+            a,
+            ("gpu", "2"),
+            ("gpu_instance_id", "3"),
+            ("compute_instance_id", "0"),
+            ("namespace", "ml"),
+            ("pod", "infer"),
+        ];
+        samples.push(sample("gpupeek_mig_info", &mig, "1"));
+        samples.push(sample(
+            "gpupeek_process_gpu_memory_bytes",
+            &[a, ("gpu", "2"), ("pid", "7"), ("gpu_instance_id", "3")]
+                .into_iter()
+                .chain([("namespace", "ml"), ("pod", "infer"), ("pod_uid", "u7")])
+                .collect::<Vec<_>>(),
+            "1048576",
+        ));
+        let direct = reports("http://p", &samples, &BTreeMap::new());
+        let gpus = &direct[0].gpus;
+        let gpu = |i: u32| gpus.iter().find(|g| g.index == i).unwrap();
+        assert_eq!(gpu(0).pod, None);
+        assert_eq!(gpu(1).pod.as_deref(), Some("ml/train-0"));
+        assert_eq!(gpu(2).mig[0].pod.as_deref(), Some("ml/infer"));
+        let p = &gpu(2).processes[0];
+        assert_eq!(
+            (p.pod.as_deref(), p.gpu_instance_id),
+            (Some("ml/infer"), Some(3))
+        );
+
+        // Prometheus's Kubernetes discovery, kept: every series has the exporter's pod.
+        let own = [("namespace", "gpupeek"), ("pod", "gpupeek-x1")];
+        let b = ("instance", "b:9477");
+        let samples = vec![
+            sample("up", &[b, own[0], own[1]], "1"),
+            sample(
+                "gpupeek_daemon_state",
+                &[b, ("state", "live"), own[0], own[1]],
+                "1",
+            ),
+            sample("gpupeek_gpu_info", &[b, ("gpu", "0"), own[0], own[1]], "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &[b, ("gpu", "1"), own[0], own[1]]
+                    .into_iter()
+                    .chain([("exported_namespace", "ml"), ("exported_pod", "train-1")])
+                    .collect::<Vec<_>>(),
+                "1",
+            ),
+        ];
+        let kept = reports("http://p", &samples, &BTreeMap::new());
+        let pods: Vec<Option<&str>> = kept[0].gpus.iter().map(|g| g.pod.as_deref()).collect();
+        assert_eq!(pods, [None, Some("ml/train-1")]);
     }
 
     #[test]

@@ -132,6 +132,26 @@ fn mig_name(m: &Mig, last: bool) -> String {
     )
 }
 
+/// The USERS column: the users, then the pod the device is assigned to in brackets
+/// (`alice,bob [ml/train-0]`, `[ml/train-0]` when nothing runs on it).
+fn holders(users: &[String], pod: Option<&str>) -> String {
+    let users = users.join(",");
+    match pod {
+        Some(pod) if users.is_empty() => format!("[{pod}]"),
+        Some(pod) => format!("{users} [{pod}]"),
+        None => users,
+    }
+}
+
+/// How a group names a device: `HOST/INDEX` for a GPU, `HOST/INDEX/giID` for a MIG
+/// device's GPU instance (GKE's `nvidia0/gi1`).
+fn device(host: &str, index: u32, gpu_instance_id: Option<u32>) -> String {
+    match gpu_instance_id {
+        Some(gi) => format!("{host}/{index}/gi{gi}"),
+        None => format!("{host}/{index}"),
+    }
+}
+
 /// `USED / TOTAL`, `- / TOTAL` or `-`.
 fn memory(used: Option<u64>, total: Option<u64>) -> String {
     match (used, total) {
@@ -177,7 +197,7 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
                 "{host:<hw$}  {:>3}  {:<nw$}  {util:>4}  {mem:>15}  {st}  {}",
                 g.index,
                 name(g),
-                g.users.join(",")
+                holders(&g.users, g.pod.as_deref())
             );
             let _ = writeln!(out, "{}", line.trim_end());
             for (j, m) in g.mig.iter().enumerate() {
@@ -189,7 +209,7 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
                     mig_name(m, j + 1 == g.mig.len()),
                     "-",
                     painted(mig_status(m), paint),
-                    m.users.join(",")
+                    holders(&m.users, m.pod.as_deref())
                 );
                 let _ = writeln!(out, "{}", line.trim_end());
             }
@@ -223,7 +243,8 @@ pub struct Group {
     pub name: String,
     /// Hosts it runs on.
     pub hosts: BTreeSet<String>,
-    /// GPUs it holds (`host/index`).
+    /// GPUs and MIG devices it holds (`host/index`, `host/index/giID`): those its
+    /// processes run on, and with `--group-by pod` those assigned to the pod.
     pub gpus: BTreeSet<String>,
     /// Its processes.
     pub processes: usize,
@@ -254,7 +275,20 @@ pub fn groups(reports: &[Report], by: GroupBy) -> (Vec<Group>, usize) {
     let mut none = 0;
     for r in reports {
         for g in &r.gpus {
-            let gpu = format!("{}/{}", r.host, g.index);
+            let gpu = device(&r.host, g.index, None);
+            if by == GroupBy::Pod {
+                // Devices assigned to a pod, whether or not anything runs on them.
+                let assigned = g.pod.iter().map(|pod| (pod, gpu.clone()));
+                let migs = g.mig.iter().filter_map(|m| {
+                    let pod = m.pod.as_ref()?;
+                    Some((pod, device(&r.host, g.index, Some(m.gpu_instance_id))))
+                });
+                for (pod, dev) in assigned.chain(migs) {
+                    let e = groups.entry(pod.clone()).or_default();
+                    e.hosts.insert(r.host.clone());
+                    e.gpus.insert(dev);
+                }
+            }
             if g.processes.is_empty() && by == GroupBy::User {
                 // Users without processes: Prometheus with --per-user only.
                 for user in &g.users {
@@ -270,7 +304,7 @@ pub fn groups(reports: &[Report], by: GroupBy) -> (Vec<Group>, usize) {
                 };
                 let e = groups.entry(key).or_default();
                 e.hosts.insert(r.host.clone());
-                e.gpus.insert(gpu.clone());
+                e.gpus.insert(device(&r.host, g.index, p.gpu_instance_id));
                 e.processes += 1;
                 e.memory_mib += p.memory_mib.unwrap_or(0);
             }
@@ -375,9 +409,11 @@ mod tests {
                     command: Some(command.to_string()),
                     memory_mib: Some(*mib),
                     pod: None,
+                    gpu_instance_id: None,
                     job: None,
                 })
                 .collect(),
+            pod: None,
             mig: Vec::new(),
         }
     }
@@ -449,6 +485,81 @@ mod tests {
             vec![gpu(0, 90, 4000, &[("ann", "train", 4000)])],
         )];
         assert!(by_group(&one, GroupBy::Pod).ends_with("\n(1 process in no pod)\n"));
+    }
+
+    /// A device assigned to a pod is never free: with nothing on it, it is idle-allocated
+    /// and its pod is in the table; `--group-by pod` counts each GPU and MIG device the
+    /// pod holds, busy or not, once.
+    #[test]
+    fn a_device_assigned_to_a_pod_is_not_free_and_counts_for_the_pod() {
+        let mut held = gpu(0, 0, 0, &[]);
+        held.pod = Some("ml/train-0".into());
+        let mut busy = gpu(1, 80, 4000, &[("ann", "train", 4000)]);
+        busy.pod = Some("ml/train-0".into());
+        busy.processes[0].pod = Some("ml/train-0".into());
+        let mut split = gpu(2, 0, 0, &[("bo", "serve", 3000)]);
+        split.utilization_pct = None;
+        split.processes[0].pod = Some("ml/infer".into());
+        split.processes[0].gpu_instance_id = Some(1);
+        let mig = |gi: u32, pod: Option<&str>, processes: u32| crate::model::Mig {
+            gpu_instance_id: gi,
+            profile: Some("3g.40gb".into()),
+            memory_used_mib: Some(u64::from(processes) * 3000),
+            memory_total_mib: Some(40448),
+            processes: Some(processes),
+            pod: pod.map(str::to_owned),
+            ..Default::default()
+        };
+        split.mig = vec![mig(1, Some("ml/infer"), 1), mig(2, Some("ml/infer"), 0)];
+        let reports = [report("a", vec![held, busy, split, gpu(3, 0, 0, &[])])];
+        let text = table(&reports, GroupBy::Host, Paint(false));
+        assert!(
+            text.starts_with(
+                "1 hosts (0 not read), 4 GPUs: 1 free, 1 idle-allocated; \
+                 2 MIG devices: 0 free, 1 idle-allocated\n"
+            ),
+            "{text}"
+        );
+        let row = |index: &str| {
+            text.lines()
+                .skip(2)
+                .find(|l| l.split_whitespace().take(2).any(|t| t == index))
+                .unwrap_or_else(|| panic!("no GPU {index}: {text}"))
+        };
+        assert!(
+            row("0").contains("IDLE") && row("0").ends_with("  [ml/train-0]"),
+            "{text}"
+        );
+        assert!(row("1").ends_with("busy    ann [ml/train-0]"), "{text}");
+        assert!(row("3").contains(" free"), "{text}");
+        let idle_device = text
+            .lines()
+            .find(|l| l.contains("(2/0)"))
+            .unwrap_or_default();
+        assert!(
+            idle_device.contains(" IDLE ") && idle_device.ends_with(" [ml/infer]"),
+            "{text}"
+        );
+
+        let (rows, none) = groups(&reports, GroupBy::Pod);
+        assert_eq!(none, 0);
+        let got: Vec<(&str, Vec<&str>, usize)> = rows
+            .iter()
+            .map(|g| {
+                (
+                    g.name.as_str(),
+                    g.gpus.iter().map(String::as_str).collect(),
+                    g.processes,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ml/train-0", vec!["a/0", "a/1"], 1),
+                ("ml/infer", vec!["a/2/gi1", "a/2/gi2"], 1),
+            ]
+        );
     }
 
     #[test]

@@ -150,7 +150,7 @@ fn respond(
             "text/plain; version=0.0.4; charset=utf-8",
             exporter::scrape_with(name, options, pods).text,
         ),
-        ("GET" | "HEAD", "/snapshot") => return snapshot::respond(name, node),
+        ("GET" | "HEAD", "/snapshot") => return snapshot::respond(name, node, pods),
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
         _ => (

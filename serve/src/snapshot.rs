@@ -5,12 +5,13 @@
 
 use crate::http::Response;
 
-/// The `/snapshot` answer for segment `name`.
-pub fn respond(name: &str, node: &str) -> Response {
+/// The `/snapshot` answer for segment `name`, with the kubelet's assignments `pods`
+/// when it is asked (`--kubelet.pod-resources-socket`).
+pub fn respond(name: &str, node: &str, pods: Option<&gpupeek_kube::State>) -> Response {
     Response {
         status: 200,
         content_type: "application/json",
-        body: gpupeek::exporter::snapshot(name, node),
+        body: gpupeek::exporter::snapshot(name, node, pods),
         extra: Vec::new(),
     }
 }

@@ -426,10 +426,17 @@ const GROUP_BY_MAN: &str = r"How rows are grouped:
 .B host
 (the default: a block per host, free GPUs first, then its busy ones),
 .B user
-(a row per user: hosts, GPUs, processes and memory),
+(a row per user: hosts, GPUs, processes and memory; GPUS counts GPUs and MIG
+devices, which the JSON names
+.IB host / index
+and
+.IB host / index /gi id ),
 .B pod
-(a row per Kubernetes pod, by the pod uid a process's cgroup gives, or the
-pod label Prometheus has) or
+(a row per Kubernetes pod,
+.IR namespace / pod ,
+holding the GPUs and MIG devices the kubelet assigns it, busy or not, and the
+processes on them; a process on no assigned device counts by the pod uid its
+cgroup gives) or
 .B job
 (a row per Slurm job, by the job id a process's cgroup gives or the
 \fIcontainer_id\fP label \fBslurm://\fP\fIid\fP Prometheus has; outside Slurm a

@@ -51,29 +51,7 @@ impl<'m, 'a> Pods<'m, 'a> {
 
     /// The one container GPU `g` (its GPU instance `gi`, on a MIG GPU) is assigned to.
     fn owner(&self, g: &Gpu<'a>, gi: Option<u32>) -> Option<Owner> {
-        let kube = self.kube?;
-        let uuid = text(g.uuid);
-        let mig_uuid = gi
-            .and_then(|gi| {
-                self.model
-                    .mig_on(g.index)
-                    .find(|m| m.gpu_instance_id == gi)
-                    .and_then(|m| m.uuid)
-            })
-            .map(Text::decode)
-            .unwrap_or_default();
-        let device = Device {
-            index: g.index,
-            uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
-            mig: gi.map(|gi| MigDevice {
-                gpu_instance_id: gi,
-                uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
-            }),
-        };
-        match kube.map.owners(&device).as_slice() {
-            [one] => Some((*one).clone()),
-            _ => None,
-        }
+        owner(self.model, self.kube?, g, gi)
     }
 
     /// `,container_id="...",pod_uid="...",namespace="...",pod="...",container="..."` for
@@ -163,6 +141,38 @@ impl<'m, 'a> Pods<'m, 'a> {
             }
         }
         out
+    }
+}
+
+/// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
+/// GPU) is assigned to; `None` when none is, or several share it.
+pub(crate) fn owner(
+    model: &Model,
+    kube: &gpupeek_kube::State,
+    g: &Gpu,
+    gi: Option<u32>,
+) -> Option<Owner> {
+    let uuid = text(g.uuid);
+    let mig_uuid = gi
+        .and_then(|gi| {
+            model
+                .mig_on(g.index)
+                .find(|m| m.gpu_instance_id == gi)
+                .and_then(|m| m.uuid)
+        })
+        .map(Text::decode)
+        .unwrap_or_default();
+    let device = Device {
+        index: g.index,
+        uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
+        mig: gi.map(|gi| MigDevice {
+            gpu_instance_id: gi,
+            uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
+        }),
+    };
+    match kube.map.owners(&device).as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
     }
 }
 
@@ -346,6 +356,30 @@ mod tests {
                 ",pod=\"train-0\",namespace=\"ml\",container=\"trainer\",pod_uid=\"{UID}\"}} 40"
             )),
             "{t0}"
+        );
+    }
+
+    #[test]
+    fn the_snapshot_names_the_pod_of_each_gpu_and_mig_device_under_the_full_policy_only() {
+        let doc = |policy| {
+            let mut snap = snapshot(policy);
+            snap.status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
+            let reading = crate::stream::Reading::new("gpupeek", Ok(snap));
+            let text = crate::snapshot::of(&reading, "host1", "node1", Some(&kube()));
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
+        };
+        assert_eq!(
+            doc(gpupeek_shm::ProcPolicy::Full)["pods"],
+            serde_json::json!([
+                {"gpu": 0, "gpu_instance_id": null, "namespace": "ml", "pod": "train-0",
+                 "container": "trainer"},
+                {"gpu": 1, "gpu_instance_id": 3, "namespace": "ml", "pod": "infer",
+                 "container": "server"},
+            ])
+        );
+        assert_eq!(
+            doc(gpupeek_shm::ProcPolicy::Basic)["pods"],
+            serde_json::Value::Null
         );
     }
 

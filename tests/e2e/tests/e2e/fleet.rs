@@ -180,8 +180,10 @@ fn serve_snapshot_is_gpupeeks_json_with_the_node_and_the_daemons_health() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 7, "{keys:?}");
-    // gpustat's keys, then node and daemon, in this order in the text.
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    // No kubelet to ask: no pod assignments.
+    assert_eq!(doc["pods"], Value::Null);
+    // gpustat's keys, then node, daemon and pods, in this order in the text.
     let at = |k: &str| {
         body.find(&format!("\n    \"{k}\":"))
             .unwrap_or_else(|| panic!("{k}"))
@@ -194,6 +196,7 @@ fn serve_snapshot_is_gpupeeks_json_with_the_node_and_the_daemons_health() {
         "processes_age_ms",
         "node",
         "daemon",
+        "pods",
     ];
     for pair in order.windows(2) {
         assert!(at(pair[0]) < at(pair[1]), "{pair:?} in {body}");

@@ -1,7 +1,8 @@
 //! `gpupeek fleet` on a host whose GPU is split into MIG devices: a row per device under
-//! its GPU with its own memory, processes and status (a device with nothing in it is
-//! free; the split GPU itself never is), counted in the summary, the same read directly
-//! and through a real Prometheus.
+//! its GPU with its own memory, processes, status and the pod the kubelet assigns it to
+//! (a device with nothing in it is free unless a pod holds it, then it is idle-allocated;
+//! the split GPU itself is never free), counted in the summary and by `--group-by pod`,
+//! the same read directly and through a real Prometheus.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -9,8 +10,28 @@ use std::time::{Duration, Instant};
 use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Sandbox};
 use serde_json::{json, Value};
 
+use gpupeek_kube::api::{
+    ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+};
+use gpupeek_kube::fake::{Answer, FakeKubelet};
+
 use crate::fleet::{fleet, json_of};
 use crate::mig::{four_sleepers, instance, process, scenario};
+
+/// Namespace `ml`'s pod `name`, its container given device `id`.
+fn pod(name: &str, id: String) -> PodResources {
+    PodResources {
+        name: name.into(),
+        namespace: "ml".into(),
+        containers: vec![ContainerResources {
+            name: "main".into(),
+            devices: vec![ContainerDevices {
+                resource_name: "nvidia.com/gpu".into(),
+                device_ids: vec![id],
+            }],
+        }],
+    }
+}
 
 /// Each MIG device of each GPU of a fleet document, without what only a host's own
 /// `/snapshot` tells (its users: Prometheus has no per-device process series).
@@ -38,7 +59,8 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
     let (_sleepers, pids) = four_sleepers();
     let sandbox = Sandbox::new("fleet-mig");
     // 3g.40gb (GI 1) runs a process of 3000 MiB; 2g.20gb (GI 5) and 1g.10gb (GI 13)
-    // hold nothing.
+    // hold nothing. The kubelet assigns GI 1 to ml/train (by MIG UUID) and GI 13 to
+    // ml/idle (as GKE names it).
     sandbox.write_scenario(&scenario(
         vec![
             instance(1, 9, None),
@@ -50,7 +72,25 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
     let daemon = sandbox.start_daemon("100ms");
     sandbox.wait_live(&daemon);
     sandbox.wait_sampled(&daemon);
-    let extra = ["--per-process", "--per-user"].map(std::ffi::OsStr::new);
+    let socket = std::env::temp_dir().join(format!(
+        "gpupeek-e2e-kubelet-fleet-mig-{}.sock",
+        std::process::id()
+    ));
+    let _kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![
+                pod("train", format!("MIG-{:08x}-7d1c-5b8e-9d2a-{:012x}", 1, 9)),
+                pod("idle", "nvidia0/gi13".into()),
+            ],
+        }),
+    );
+    let extra = [
+        "--per-process".as_ref(),
+        "--per-user".as_ref(),
+        "--kubelet.pod-resources-socket".as_ref(),
+        socket.as_os_str(),
+    ];
     let (_serve, url) = spawn_serve(&sandbox, Command::new(&bins().client), &extra);
     let addr = url.trim_start_matches("http://").to_owned();
 
@@ -58,7 +98,7 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
     assert!(
         text.starts_with(
             "1 hosts (0 not read), 2 GPUs: 0 free, 0 idle-allocated; \
-             3 MIG devices: 2 free, 0 idle-allocated\n"
+             3 MIG devices: 1 free, 1 idle-allocated\n"
         ),
         "{text}"
     );
@@ -71,14 +111,27 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
         rows[1].contains("├ MIG 3g.40gb (1/0)") && rows[1].contains("busy"),
         "{text}"
     );
-    assert!(rows[1].ends_with("root"), "the device's user: {text}");
+    assert!(
+        rows[1].ends_with("root [ml/train]"),
+        "the device's user and pod: {text}"
+    );
     assert!(
         rows[2].contains("├ MIG 2g.20gb (5/0)") && rows[2].ends_with("free"),
         "{text}"
     );
     assert!(
-        rows[3].contains("└ MIG 1g.10gb (13/0)") && rows[3].ends_with("free"),
-        "{text}"
+        rows[3].contains("└ MIG 1g.10gb (13/0)") && rows[3].ends_with("IDLE    [ml/idle]"),
+        "held by a pod, nothing in it: {text}"
+    );
+    let by_pod = stdout(&fleet(&["--host", &addr, "--group-by", "pod"]));
+    let by_pod: Vec<&str> = by_pod.lines().skip(1).collect();
+    assert_eq!(
+        by_pod,
+        [
+            "POD       HOSTS   GPUS  PROCS  MEMORY (MiB)",
+            "ml/train      1      1      1          3000",
+            "ml/idle       1      1      0             0",
+        ]
     );
 
     let direct = json_of(&fleet(&["--host", &addr, "--json"]));
@@ -97,10 +150,11 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
         .collect();
     assert_eq!(
         got,
-        [(1, false, 1), (5, true, 0), (13, true, 0)],
+        [(1, false, 1), (5, true, 0), (13, false, 0)],
         "{direct:#}"
     );
-    assert_eq!(direct["summary"]["mig_devices_free"], 2);
+    assert_eq!(direct["summary"]["mig_devices_free"], 1);
+    assert_eq!(direct["hosts"][0]["gpus"][0]["mig"][2]["pod"], "ml/idle");
     assert!(
         direct["hosts"][0]["gpus"][1].get("mig").is_none(),
         "{direct:#}"
