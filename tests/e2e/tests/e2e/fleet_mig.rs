@@ -10,28 +10,11 @@ use std::time::{Duration, Instant};
 use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Sandbox};
 use serde_json::{json, Value};
 
-use gpupeek_kube::api::{
-    ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
-};
-use gpupeek_kube::fake::{Answer, FakeKubelet};
+use gpupeek_kube::fake::FakeKubelet;
 
 use crate::fleet::{fleet, json_of};
 use crate::mig::{four_sleepers, instance, process, scenario};
-
-/// Namespace `ml`'s pod `name`, its container given device `id`.
-fn pod(name: &str, id: String) -> PodResources {
-    PodResources {
-        name: name.into(),
-        namespace: "ml".into(),
-        containers: vec![ContainerResources {
-            name: "main".into(),
-            devices: vec![ContainerDevices {
-                resource_name: "nvidia.com/gpu".into(),
-                device_ids: vec![id],
-            }],
-        }],
-    }
-}
+use crate::pod_views::allocations;
 
 /// Each MIG device of each GPU of a fleet document, without what only a host's own
 /// `/snapshot` tells (its users: Prometheus has no per-device process series).
@@ -76,14 +59,10 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
         "gpupeek-e2e-kubelet-fleet-mig-{}.sock",
         std::process::id()
     ));
+    let train = format!("MIG-{:08x}-7d1c-5b8e-9d2a-{:012x}", 1, 9);
     let _kubelet = FakeKubelet::start(
         &socket,
-        Answer::Pods(ListPodResourcesResponse {
-            pod_resources: vec![
-                pod("train", format!("MIG-{:08x}-7d1c-5b8e-9d2a-{:012x}", 1, 9)),
-                pod("idle", "nvidia0/gi13".into()),
-            ],
-        }),
+        allocations(&[("train", &train), ("idle", "nvidia0/gi13")]),
     );
     let extra = [
         "--per-process".as_ref(),

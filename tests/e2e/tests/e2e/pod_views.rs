@@ -103,8 +103,8 @@ fn scenario(procs: &[(usize, u32, u64)]) -> Value {
     json!({ "gpus": gpus })
 }
 
-/// The kubelet's answer: each (pod name, allocated GPU).
-fn allocations(pods: &[(&str, &str)]) -> Answer {
+/// The kubelet's answer: each (pod name, allocated GPU or MIG device), in namespace `ml`.
+pub(crate) fn allocations(pods: &[(&str, &str)]) -> Answer {
     Answer::Pods(ListPodResourcesResponse {
         pod_resources: pods
             .iter()
