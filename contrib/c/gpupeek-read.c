@@ -97,6 +97,17 @@ static int fail(const struct gpupeek_segment *seg, int err)
     return gpupeek_exit_status(err);
 }
 
+/* fail() for a record read under status `st`: a record that stayed mid-write while the
+ * daemon's heartbeat has stopped is the daemon stopped or hung mid-write, and is named
+ * as such rather than as a torn record. */
+static int fail_record(struct gpupeek_segment *seg, const struct gpupeek_status *st, int err)
+{
+    if (err == GPUPEEK_ERR_STALE && seg->why[0] == '\0' &&
+        gpupeek_liveness(st) == GPUPEEK_ERR_STALE)
+        snprintf(seg->why, sizeof seg->why, "the daemon is stale (no heartbeat)");
+    return fail(seg, err);
+}
+
 /* Prints GPU slot `slot`'s history ring. */
 static int print_history(struct gpupeek_segment *seg, uint32_t slot)
 {
@@ -155,18 +166,18 @@ int main(int argc, char **argv)
         }
         for (uint32_t i = 0; i < ngpus; i++)
             if ((err = gpupeek_read_gpu(&seg, i, &gpus[i])) != GPUPEEK_OK)
-                return fail(&seg, err);
+                return fail_record(&seg, &st, err);
         err = gpupeek_read_procs_text(&seg, &head, procs, MAX_PROCS, &nprocs, pool_text,
                                       sizeof pool_text, &pool_len);
         if (err == GPUPEEK_ERR_CORRUPT)
             snprintf(seg.why, sizeof seg.why, "process table or text pool out of bounds");
         if (err != GPUPEEK_OK)
-            return fail(&seg, err);
+            return fail_record(&seg, &st, err);
         err = gpupeek_read_mig(&seg, &mig_head, migs, MAX_MIGS, &nmigs);
         if (err == GPUPEEK_ERR_CORRUPT)
             snprintf(seg.why, sizeof seg.why, "MIG count exceeds capacity");
         if (err != GPUPEEK_OK)
-            return fail(&seg, err);
+            return fail_record(&seg, &st, err);
         if (gpupeek_generation(&seg) == generation)
             break;
     }

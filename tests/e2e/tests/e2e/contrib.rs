@@ -219,6 +219,41 @@ fn c_example_reader_names_a_daemon_without_heartbeat() {
     );
 }
 
+/// A daemon that stopped inside a GPU record's write (the test hook freezes it there,
+/// as a SIGSTOP may land) is named by its heartbeat too once that is stale, not by the
+/// record it left mid-write.
+#[test]
+fn c_example_reader_names_a_daemon_frozen_mid_write_by_its_heartbeat() {
+    let sandbox = Sandbox::new("c-frozen");
+    let Some(exe) = compile_c_reader(&sandbox) else {
+        return;
+    };
+    sandbox.write_scenario(&json!({"gpus": [{"name": "NVIDIA H100 80GB HBM3",
+                                            "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+                                            "temperature_c": 41}]}));
+    let mut cmd = sandbox.daemon_command("50ms");
+    // Inside the 21st GPU write: the 11th tick's first GPU, after the first publishes.
+    cmd.env("GPUPEEKD_TEST_FREEZE_MID_WRITE", "20");
+    let daemon = sandbox.spawn_daemon(cmd);
+    gpupeek_e2e::wait_for("the daemon to stop itself mid-write", &daemon, || {
+        daemon.state() == 'T'
+    });
+    let read = || {
+        run_with_watchdog({
+            let mut cmd = Command::new(&exe);
+            cmd.arg(&sandbox.shm);
+            cmd
+        })
+    };
+    // Mid-write and stale both, until the heartbeat is 3 periods (at least 1 s) old.
+    gpupeek_e2e::wait_for("the C reader to name the heartbeat", &daemon, || {
+        let out = read();
+        assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+        stderr(&out) == "gpupeek-read: the daemon is stale (no heartbeat)\n"
+    });
+    daemon.signal(nix::sys::signal::Signal::SIGKILL);
+}
+
 /// Compiles a program that prints every field's `offsetof` and `sizeof` from the C
 /// structs in `pin::describe()`'s format, and compares it with the Rust layout.
 #[test]
