@@ -560,7 +560,7 @@ const NAMES_MAN: &str = r"Whose metric names, labels and units the GPU families 
 (the default: gpupeek_gpu_*, base units),
 .B dcgm
 (NVIDIA dcgm-exporter's DCGM_FI_* with its gpu, UUID, pci_bus_id,
-device, modelName and hostname labels, and GPU_I_PROFILE and GPU_I_ID for
+device, modelName and Hostname labels, and GPU_I_PROFILE and GPU_I_ID for
 each GPU instance of a MIG GPU; memory in MiB, power in W,
 energy in mJ) or
 .B nvidia_gpu_exporter

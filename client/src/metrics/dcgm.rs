@@ -3,8 +3,8 @@
 //!
 //! The names come from [`gpupeek_model::fields::exporters::DCGM`]; each sample carries
 //! dcgm-exporter's labels in its order: `gpu`, `UUID`, `pci_bus_id`, `device`
-//! (`nvidiaN`), `modelName`, `hostname`, then the `DCGM_FI_DRIVER_VERSION` label its
-//! default counters add. Values are in DCGM's units: memory in whole MiB, power in watts,
+//! (`nvidiaN`), `modelName`, `Hostname` (capitalised, as its template writes it), then
+//! the `DCGM_FI_DRIVER_VERSION` label its default counters add. Values are in DCGM's units: memory in whole MiB, power in watts,
 //! energy in millijoules, clocks in MHz, utilisation in percent, profiling (GPM) activity
 //! as 0..1 ratios and PCIe/NVLink traffic in bytes per second; DCGM's doubles print as
 //! dcgm-exporter prints them (`%f`), its integers as integers. As in every `--names`,
@@ -98,7 +98,7 @@ fn labels(g: &Gpu, instance: Option<(&str, u32)>, hostname: &str, driver: &str) 
         l += &format!(",GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{id}\"", escape(profile));
     }
     if !hostname.is_empty() {
-        l += &format!(",hostname=\"{}\"", escape(hostname));
+        l += &format!(",Hostname=\"{}\"", escape(hostname));
     }
     if !driver.is_empty() {
         l += &format!(",DCGM_FI_DRIVER_VERSION=\"{}\"", escape(driver));

@@ -112,7 +112,7 @@ fn names_dcgm_speaks_dcgm_exporters_names_labels_and_units() {
     let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
     let l = format!(
         "gpu=\"0\",UUID=\"{UUID}\",pci_bus_id=\"00000000:1B:00.0\",device=\"nvidia0\",\
-         modelName=\"NVIDIA H100 80GB HBM3\",hostname=\"{host}\",\
+         modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"{host}\",\
          DCGM_FI_DRIVER_VERSION=\"550.54.15\""
     );
     assert_lines(
