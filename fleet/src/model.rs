@@ -113,6 +113,28 @@ pub struct Gpu {
     pub mig: Vec<Mig>,
 }
 
+impl Gpu {
+    /// GPU `index` with nothing known of it yet, for a source to fill.
+    pub fn new(index: u32) -> Gpu {
+        Gpu {
+            index,
+            name: None,
+            uuid: None,
+            state: None,
+            utilization_pct: None,
+            memory_used_mib: None,
+            memory_total_mib: None,
+            verdict: None,
+            free: false,
+            idle_allocated: false,
+            users: Vec::new(),
+            pod: None,
+            processes: Vec::new(),
+            mig: Vec::new(),
+        }
+    }
+}
+
 /// One MIG device of a GPU: a compute instance of a GPU instance. Sources fill what
 /// they know over [`Default`]; [`classify`] sets `free` and `idle_allocated`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -129,6 +151,10 @@ pub struct Mig {
     pub memory_total_mib: Option<u64>,
     /// Processes running in it, when known.
     pub processes: Option<u32>,
+    /// How busy its GPU instance was, %, when the source says (dcgm-exporter's
+    /// `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, which names no process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_pct: Option<u32>,
     /// gpupeek's verdict for it, when it can be told.
     pub verdict: Option<String>,
     /// Users with processes in it, when the source names them, each once.
@@ -184,9 +210,12 @@ pub fn classify(report: &mut Report) {
                 && g.utilization_pct.is_some_and(|u| u < FREE_UTIL_PCT)
                 || asleep);
         for m in &mut g.mig {
+            // No process in it, or (a source that names none) no activity.
+            let unused =
+                m.processes == Some(0) || (m.processes.is_none() && m.activity_pct == Some(0));
             m.free = g.state.is_none()
                 && m.pod.is_none()
-                && m.processes == Some(0)
+                && unused
                 && m.memory_used_mib.is_some_and(|u| u < FREE_MEMORY_MIB);
             m.idle_allocated = m.verdict.as_deref() == Some("idle-holding")
                 || (m.pod.is_some() && m.processes == Some(0));

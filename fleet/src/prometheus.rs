@@ -4,7 +4,10 @@
 //! has gpupeek series. A target whose last scrape failed (`up` 0) is shown with
 //! Prometheus's `lastError`; one whose exporter says the daemon is not live
 //! (`gpupeek_daemon_state`) as a stale daemon. Processes and users are there when the
-//! exporters run with `--per-process` and `--per-user`.
+//! exporters run with `--per-process` and `--per-user`. A server with no gpupeek series
+//! at all is read through dcgm-exporter's ([`dcgm`]).
+
+mod dcgm;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -15,11 +18,16 @@ use serde_json::Value;
 use crate::model::{Fault, Gpu, Mig, Process, Report};
 use crate::source::{Http, Source};
 
-/// The series the fleet reads.
-const QUERY: &str = "{__name__=~\"up|gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
+/// The gpupeek series the fleet reads.
+const GPUPEEK: &str = "gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
     gpu_state|gpu_utilization_ratio|gpu_memory_used_bytes|gpu_memory_total_bytes|gpu_verdict|\
     user_gpu_memory_bytes|process_gpu_memory_bytes|mig_info|mig_memory_used_bytes|\
-    mig_memory_total_bytes|mig_processes|mig_verdict)\"}";
+    mig_memory_total_bytes|mig_processes|mig_verdict)";
+
+/// The query: `up`, gpupeek's series and dcgm-exporter's ([`dcgm::NAMES`]).
+fn query_text() -> String {
+    format!("{{__name__=~\"up|{GPUPEEK}|{}\"}}", dcgm::NAMES.join("|"))
+}
 
 /// A Prometheus server.
 pub struct Prometheus {
@@ -99,7 +107,8 @@ impl Source for Prometheus {
             Ok(samples) => samples,
             Err(fault) => return vec![Report::failed(endpoint.clone(), endpoint, fault)],
         };
-        let errors = self.target_errors(deadline);
+        let dcgm = reads_dcgm(&samples);
+        let errors = self.target_errors(deadline, dcgm);
         reports(&endpoint, &samples, &errors)
     }
 }
@@ -128,13 +137,14 @@ impl Prometheus {
     }
 
     fn query(&self, deadline: Instant) -> Result<Vec<Sample>, Fault> {
-        let data = self.answer("/api/v1/query", &[("query", QUERY)], deadline)?;
+        let data = self.answer("/api/v1/query", &[("query", &query_text())], deadline)?;
         serde_json::from_value(data["result"].clone())
             .map_err(|e| Fault::new("bad_response", format!("not an instant vector: {e}")))
     }
 
-    /// Each target's last scrape error, by instance (empty when the API has no targets).
-    fn target_errors(&self, deadline: Instant) -> BTreeMap<String, String> {
+    /// Each target's last scrape error, by host (empty when the API has no targets);
+    /// `dcgm`: hosts are named as dcgm-exporter's targets are ([`dcgm::host`]).
+    fn target_errors(&self, deadline: Instant, dcgm: bool) -> BTreeMap<String, String> {
         let Ok(data) = self.answer("/api/v1/targets", &[("state", "active")], deadline) else {
             return BTreeMap::new();
         };
@@ -146,8 +156,14 @@ impl Prometheus {
             .iter()
             .filter_map(|t| {
                 let labels = &t["labels"];
-                let cluster = labels["cluster"].as_str().unwrap_or_default();
-                let host = host_name(cluster, labels["instance"].as_str()?);
+                let label = |key: &str| {
+                    labels[key]
+                        .as_str()
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                };
+                labels["instance"].as_str()?;
+                let host = host_of(label, dcgm);
                 let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
                 Some((host, error.to_owned()))
             })
@@ -170,20 +186,55 @@ fn scrape_fault(error: &str) -> Fault {
 }
 
 /// How a target is named: its `instance`, after its `cluster` label when it has one (a
-/// Thanos or Mimir of several clusters, whose nodes' names may be alike).
-fn host_name(cluster: &str, instance: &str) -> String {
-    match cluster {
-        "" => instance.to_owned(),
-        cluster => format!("{cluster}/{instance}"),
+/// Thanos or Mimir of several clusters, whose nodes' names may be alike); a
+/// dcgm-exporter target (`dcgm`) by its node ([`dcgm::host`]).
+fn host_of(label: impl Fn(&str) -> Option<String>, dcgm: bool) -> String {
+    if dcgm {
+        return dcgm::host(label);
+    }
+    let instance = label("instance").unwrap_or_default();
+    match label("cluster") {
+        None => instance,
+        Some(cluster) => format!("{cluster}/{instance}"),
     }
 }
 
+/// Whether the server's GPUs are dcgm-exporter's series: it has no gpupeek GPU series
+/// (a server with both is read through gpupeek's, which tell more, and never shows a
+/// GPU twice). `gpupeek serve --names dcgm` is read so too, its daemon's state with it.
+fn reads_dcgm(samples: &[Sample]) -> bool {
+    !samples.iter().any(|s| gpupeek_gpu_series(s.name()))
+        && samples.iter().any(|s| dcgm::read(s.name()))
+}
+
+/// A gpupeek series about a GPU or MIG device (under gpupeek's names).
+fn gpupeek_gpu_series(name: &str) -> bool {
+    [
+        "gpupeek_gpu_",
+        "gpupeek_mig_",
+        "gpupeek_user_",
+        "gpupeek_process_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
 fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>) -> Vec<Report> {
-    // gpupeek's scrape jobs: those with gpupeek series, and those named after it (all
-    // of whose targets may be down, so that they have none).
+    let dcgm = reads_dcgm(samples);
+    // The daemon's series come with either (`serve --names dcgm` writes them too).
+    let (ours, named): (fn(&str) -> bool, &str) = match dcgm {
+        true => (
+            |name| dcgm::read(name) || name.starts_with("gpupeek_"),
+            "dcgm",
+        ),
+        false => (|name| name.starts_with("gpupeek_"), "gpupeek"),
+    };
+    let host = |s: &Sample| host_of(|key| s.text(key), dcgm);
+    // The scrape jobs of gpupeek (or dcgm-exporter): those with its series, and those
+    // named after it (all of whose targets may be down, so that they have none).
     let jobs: BTreeSet<&str> = samples
         .iter()
-        .filter(|s| s.name().starts_with("gpupeek_") || s.label("job").contains("gpupeek"))
+        .filter(|s| ours(s.name()) || s.label("job").contains(named))
         .map(|s| s.label("job"))
         .collect();
     // Targets Prometheus labels with their own pod (its Kubernetes discovery, without
@@ -192,15 +243,17 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
     let pod_targets: BTreeSet<String> = samples
         .iter()
         .filter(|s| s.name() == "up" && s.metric.contains_key("pod"))
-        .map(|s| host_name(s.label("cluster"), s.label("instance")))
+        .map(host)
         .collect();
     let mut hosts: BTreeMap<String, Report> = BTreeMap::new();
     let mut up: BTreeMap<String, bool> = BTreeMap::new();
+    let mut memory = BTreeMap::new();
     for s in samples {
-        if s.name() == "up" && !jobs.contains(s.label("job")) {
+        let theirs = s.name() != "up" && !ours(s.name());
+        if theirs || s.name() == "up" && !jobs.contains(s.label("job")) {
             continue;
         }
-        let host = host_name(s.label("cluster"), s.label("instance"));
+        let host = host(s);
         let report = hosts.entry(host.clone()).or_insert_with(|| Report {
             host: host.clone(),
             endpoint: endpoint.to_owned(),
@@ -224,13 +277,17 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
             "gpupeek_heartbeat_age_seconds" => {
                 report.daemon.get_or_insert_with(daemon).age_s = Some(s.value());
             }
+            _ if dcgm => {
+                let pod_target = pod_targets.contains(&report.host);
+                dcgm::sample(report, s, pod_target, &mut memory);
+            }
             _ => gpu_sample(report, s, pod_targets.contains(&report.host)),
         }
     }
     if hosts.is_empty() {
         // Said, not an empty table: the server answers but scrapes no gpupeek.
-        let why = "Prometheus has no gpupeek series and no target of a job named gpupeek: \
-                   is it scraping gpupeek serve?";
+        let why = "Prometheus has no gpupeek or dcgm-exporter series and no target of a job \
+                   named after either: is it scraping gpupeek serve?";
         let endpoint = endpoint.to_owned();
         return vec![Report::failed(
             endpoint.clone(),
@@ -239,6 +296,9 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
         )];
     }
     let mut out: Vec<Report> = hosts.into_values().collect();
+    if dcgm {
+        dcgm::finish(&mut out, &memory);
+    }
     for r in &mut out {
         if up.get(&r.host) == Some(&false) {
             let fault = errors.get(&r.host).map_or_else(
@@ -284,22 +344,7 @@ fn gpu_sample(report: &mut Report, s: &Sample, pod_target: bool) {
     let pos = match report.gpus.iter().position(|g| g.index == index) {
         Some(pos) => pos,
         None => {
-            report.gpus.push(Gpu {
-                index,
-                name: None,
-                uuid: None,
-                state: None,
-                utilization_pct: None,
-                memory_used_mib: None,
-                memory_total_mib: None,
-                verdict: None,
-                free: false,
-                idle_allocated: false,
-                users: Vec::new(),
-                pod: None,
-                processes: Vec::new(),
-                mig: Vec::new(),
-            });
+            report.gpus.push(Gpu::new(index));
             report.gpus.len() - 1
         }
     };
@@ -542,6 +587,124 @@ mod tests {
         assert_eq!(pods, [None, Some("ml/train-1")]);
     }
 
+    /// A Prometheus scraping dcgm-exporter and no gpupeek, as the GPU operator deploys
+    /// it: hosts by the node its monitor labels, a whole GPU with its utilisation and
+    /// memory (the total is used + free + reserved) and the pod dcgm-exporter names, a
+    /// GPU split with MIG as its GPU instances, and a target that is down.
+    #[test]
+    fn dcgm_exporters_series_are_read_when_there_are_no_gpupeek_series() {
+        let t = |node: &'static str| {
+            [
+                ("job", "nvidia-dcgm-exporter"),
+                ("instance", "10.0.1.7:9400"),
+                ("kubernetes_node", node),
+            ]
+        };
+        let whole = |node: &'static str| {
+            t(node).into_iter().chain([
+                ("gpu", "0"),
+                ("UUID", "GPU-a0"),
+                ("pci_bus_id", "00000000:07:00.0"),
+                ("device", "nvidia0"),
+                ("modelName", "NVIDIA A100-SXM4-80GB"),
+                ("Hostname", "nvidia-dcgm-exporter-x7k2p"),
+                ("DCGM_FI_DRIVER_VERSION", "550.90.07"),
+            ])
+        };
+        let with = |base: Vec<(&'static str, &'static str)>,
+                    more: &[(&'static str, &'static str)]| {
+            base.into_iter()
+                .chain(more.iter().copied())
+                .collect::<Vec<_>>()
+        };
+        let g0: Vec<_> = whole("gpu-a").collect();
+        let held = with(
+            g0.clone(),
+            &[
+                ("namespace", "ml"),
+                ("pod", "train-0"),
+                ("container", "main"),
+            ],
+        );
+        let gi = |id: &'static str, profile: &'static str| {
+            let mut l: Vec<_> = whole("gpu-b").collect();
+            l.retain(|(k, _)| *k != "gpu");
+            with(
+                l,
+                &[("gpu", "1"), ("GPU_I_PROFILE", profile), ("GPU_I_ID", id)],
+            )
+        };
+        let gi1 = with(gi("1", "3g.40gb"), &[("namespace", "ml"), ("pod", "infer")]);
+        let gi2 = gi("2", "3g.40gb");
+        let mut samples = vec![
+            sample("up", &t("gpu-a"), "1"),
+            sample("up", &t("gpu-b"), "1"),
+            sample("up", &t("gpu-c"), "0"),
+            sample("DCGM_FI_DEV_GPU_UTIL", &held, "87"),
+            sample("DCGM_FI_DEV_FB_USED", &held, "40960"),
+            sample("DCGM_FI_DEV_FB_FREE", &held, "39936"),
+            sample("DCGM_FI_DEV_FB_RESERVED", &held, "664"),
+            sample("DCGM_FI_DEV_GPU_TEMP", &held, "41"),
+        ];
+        for (l, used, free, active) in [(&gi1, "12000", "28000", "0.6"), (&gi2, "0", "40192", "0")]
+        {
+            samples.push(sample("DCGM_FI_DEV_FB_USED", l, used));
+            samples.push(sample("DCGM_FI_DEV_FB_FREE", l, free));
+            samples.push(sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", l, active));
+        }
+        let mut read = reports("http://p", &samples, &BTreeMap::new());
+        for r in &mut read {
+            crate::model::classify(r);
+        }
+        let hosts: Vec<&str> = read.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["gpu-a", "gpu-b", "gpu-c"]);
+        let a = &read[0].gpus[0];
+        assert_eq!(a.name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+        assert_eq!(a.uuid.as_deref(), Some("GPU-a0"));
+        assert_eq!(a.utilization_pct, Some(87));
+        assert_eq!(
+            (a.memory_used_mib, a.memory_total_mib),
+            (Some(40960), Some(81560))
+        );
+        assert_eq!(a.pod.as_deref(), Some("ml/train-0"));
+        assert!(!a.free && a.mig.is_empty());
+        assert_eq!(read[0].node.as_deref(), Some("nvidia-dcgm-exporter-x7k2p"));
+        let b = &read[1].gpus[0];
+        assert_eq!(
+            (b.index, b.utilization_pct, b.memory_used_mib),
+            (1, None, None)
+        );
+        let devices: Vec<_> = b
+            .mig
+            .iter()
+            .map(|m| {
+                (
+                    m.gpu_instance_id,
+                    m.profile.as_deref().unwrap(),
+                    m.memory_used_mib.unwrap(),
+                    m.memory_total_mib.unwrap(),
+                    m.activity_pct.unwrap(),
+                    m.pod.as_deref(),
+                    m.free,
+                )
+            })
+            .collect();
+        assert_eq!(
+            devices,
+            [
+                (1, "3g.40gb", 12000, 40000, 60, Some("ml/infer"), false),
+                (2, "3g.40gb", 0, 40192, 0, None, true),
+            ]
+        );
+        assert_eq!(read[2].error.as_ref().map(|e| e.kind), Some("bad_response"));
+
+        // With any gpupeek series, dcgm-exporter's are left alone (no GPU twice).
+        samples.extend(live(("instance", "gpu-a:9477")));
+        let both = reports("http://p", &samples, &BTreeMap::new());
+        let hosts: Vec<&str> = both.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["gpu-a:9477"]);
+    }
+
     #[test]
     fn a_prometheus_url_is_http_or_https_without_credentials() {
         let http = || crate::source::Http {
@@ -675,7 +838,7 @@ mod tests {
             let fault = reports[0].error.as_ref().unwrap();
             assert_eq!(fault.kind, "not_found");
             assert!(
-                fault.reason.contains("no gpupeek series"),
+                fault.reason.contains("no gpupeek or dcgm-exporter series"),
                 "{}",
                 fault.reason
             );

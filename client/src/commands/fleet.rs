@@ -46,7 +46,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 ..Spec::switch(
                     "prometheus",
                     "read the fleet from this Prometheus-compatible query API (e.g. \
-                     http://prometheus:9090) instead of asking each host",
+                     http://prometheus:9090) instead of asking each host: gpupeek's series, \
+                     else dcgm-exporter's",
                 )
             },
             prometheus
@@ -326,7 +327,27 @@ and
 Users need the exporters'
 .BR \-\-per\-user ,
 pods and jobs their
-.BR \-\-per\-process ."#;
+.BR \-\-per\-process .
+.IP
+A server with no gpupeek GPU series is read through NVIDIA dcgm\-exporter's
+(as the GPU operator deploys it, or
+.BR "gpupeek serve \-\-names dcgm" ):
+DCGM_FI_DEV_GPU_UTIL for a GPU's utilisation, DCGM_FI_DEV_FB_USED for its
+memory used and FB_USED + FB_FREE + FB_RESERVED for the total, a MIG GPU as
+its GPU instances (GPU_I_ID, GPU_I_PROFILE; compute instance 0), each free
+with under 1 GiB used, no pod and no activity
+(DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_PROF_SM_ACTIVE), the pod from its
+.B namespace
+and
+.B pod
+labels, and a host named by the target's
+.B node
+or
+.B kubernetes_node
+label, else its instance.
+dcgm\-exporter names no process or user: those columns stay empty.
+A server with both is read through gpupeek's series only, so no GPU is shown
+twice."#;
 
 const KUBERNETES_MAN: &str = r#"Ask the serves of the DaemonSet in
 .IR contrib/kubernetes/ :

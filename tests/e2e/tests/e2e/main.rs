@@ -25,6 +25,7 @@ mod exporters;
 mod fake_kube_api;
 mod faults;
 mod fleet;
+mod fleet_dcgm;
 mod fleet_faults;
 mod fleet_kubernetes;
 mod fleet_kubernetes_access;
