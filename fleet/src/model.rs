@@ -259,20 +259,11 @@ mod tests {
         };
         let mut report = Report::failed("h".into(), "e".into(), Fault::new("http", "x"));
         report.gpus.push(Gpu {
-            index: 0,
-            name: None,
-            uuid: None,
-            state: None,
             utilization_pct: Some(0),
             memory_used_mib: Some(2048),
-            memory_total_mib: None,
-            verdict: None,
-            free: false,
-            idle_allocated: false,
             users: vec!["carol".into(), "alice".into()],
-            pod: None,
             processes: vec![process("bob"), process("alice")],
-            mig: Vec::new(),
+            ..Gpu::new(0)
         });
         classify(&mut report);
         assert_eq!(report.gpus[0].users, ["alice", "bob", "carol"]);
@@ -299,25 +290,16 @@ mod tests {
     fn a_mig_gpu_is_never_free_its_devices_are_each_on_their_own() {
         let mut report = Report::failed("h".into(), "e".into(), Fault::new("http", "x"));
         let mut gpu = Gpu {
-            index: 0,
-            name: None,
-            uuid: None,
-            state: None,
             utilization_pct: Some(0),
             memory_used_mib: Some(0),
             memory_total_mib: Some(81920),
-            verdict: None,
-            free: false,
-            idle_allocated: false,
-            users: Vec::new(),
-            pod: None,
-            processes: Vec::new(),
             mig: vec![
                 device(13, Some(0), 2048, None),
                 device(5, Some(1), 10, Some("idle-holding")),
                 device(1, Some(0), 0, None),
                 device(7, None, 0, None),
             ],
+            ..Gpu::new(0)
         };
         report.gpus.push(gpu.clone());
         classify(&mut report);

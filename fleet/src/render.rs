@@ -390,17 +390,10 @@ mod tests {
 
     fn gpu(index: u32, util: u32, used: u64, procs: &[(&str, &str, u64)]) -> Gpu {
         Gpu {
-            index,
             name: Some("H100".into()),
-            uuid: None,
-            state: None,
             utilization_pct: Some(util),
             memory_used_mib: Some(used),
             memory_total_mib: Some(81920),
-            verdict: None,
-            free: false,
-            idle_allocated: false,
-            users: Vec::new(),
             processes: procs
                 .iter()
                 .map(|(user, command, mib)| Process {
@@ -413,8 +406,7 @@ mod tests {
                     job: None,
                 })
                 .collect(),
-            pod: None,
-            mig: Vec::new(),
+            ..Gpu::new(index)
         }
     }
 
