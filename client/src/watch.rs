@@ -35,7 +35,7 @@ pub const HISTORY: usize = 40;
 pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     let interval = interval(secs)?;
     let mut history = History::default();
-    redraw(interval, true, |size| {
+    redraw(interval, true, None, |size| {
         Ok(match crate::live::live_segment(name) {
             Ok((segment, snap)) => {
                 history.record(&segment, &snap);
@@ -53,14 +53,22 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
 /// the terminal's size (asked at every frame, and a frame drawn at once on SIGWINCH);
 /// otherwise each frame is printed as it is, followed by a blank line, and `size` is
 /// `None`. Keys and signals are heard while a frame is being made, too: a quit then ends
-/// the process at once ([`listen`]). `gpupeek -i` and `gpupeek fleet -i` draw through it.
+/// the process at once ([`listen`]). On the screen, `waiting` (a line saying what the
+/// first frame waits for) shows until the first frame does. `gpupeek -i` and `gpupeek
+/// fleet -i` draw through it.
 pub fn redraw(
     interval: Duration,
     screen: bool,
+    waiting: Option<&str>,
     mut frame: impl FnMut(Option<fit::Size>) -> Result<String, Exit>,
 ) -> Result<(), Exit> {
     let tty = screen && std::io::stdout().is_terminal();
     let listener = listen::Listener::start(tty)?;
+    if let Some(line) = waiting.filter(|_| tty) {
+        let size = fit::terminal_size();
+        let text = size.map_or_else(|| line.to_owned(), |size| draw(line, size));
+        listener.show(|| crate::write_stdout(&text))?;
+    }
     loop {
         let started = std::time::Instant::now();
         if !listener.making() {

@@ -121,6 +121,13 @@ impl Source for Hosts {
     fn round(&mut self, deadline: Instant) -> Vec<Report> {
         read(self.endpoints.clone(), &self.http, self.jobs, deadline)
     }
+
+    fn what(&self) -> String {
+        match self.endpoints.len() {
+            1 => "1 host".into(),
+            n => format!("{n} hosts"),
+        }
+    }
 }
 
 /// Each of `endpoints`' `/snapshot` through `http`, `jobs` at once, by `deadline`: a

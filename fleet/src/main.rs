@@ -67,7 +67,13 @@ fn run(args: Args) -> Result<(), Exit> {
     // The table on the terminal's screen, fitted to it (q or Ctrl-C to leave); JSON is
     // a stream of documents. A redraw sooner than the period (the terminal was resized)
     // shows the last round again rather than asking every host anew.
-    fleetview::redraw(period, !args.json, |_| {
+    // Until the first round ends (at most --timeout), the screen says what it waits for.
+    let waiting = format!(
+        "gpupeek fleet: reading {} (at most {} s)…",
+        source.what(),
+        args.timeout.as_secs_f64()
+    );
+    fleetview::redraw(period, !args.json, Some(&waiting), |_| {
         let (at, reports) = match last.take() {
             Some((at, reports)) if at.elapsed() < period => (at, reports),
             _ => (

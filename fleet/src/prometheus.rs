@@ -111,6 +111,10 @@ impl Source for Prometheus {
         let errors = self.target_errors(deadline, dcgm);
         reports(&endpoint, &samples, &errors)
     }
+
+    fn what(&self) -> String {
+        format!("Prometheus at {}", self.base)
+    }
 }
 
 impl Prometheus {

@@ -17,6 +17,8 @@ use crate::model::{Fault, Report};
 pub trait Source {
     /// Every host's report, sorted by host, by `deadline`.
     fn round(&mut self, deadline: Instant) -> Vec<Report>;
+    /// What a round reads, for a person (`3 hosts`, `Prometheus at URL`).
+    fn what(&self) -> String;
 }
 
 /// The HTTP client's settings, from the command line.

@@ -149,7 +149,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 ..Spec::switch(
                     "watch",
                     "redraw every SECS seconds (bare: 2) until q or Ctrl-C (at once, even in \
-                     the middle of a round), on a terminal fitted to its size (with --json: a document a round); a GPU whose \
+                     the middle of a round; a line says what the first round reads until it \
+                     ends), on a terminal fitted to its size (with --json: a document a round); a GPU whose \
                      memory is held at 0 % utilisation over the last three rounds is flagged \
                      idle",
                 )

@@ -107,6 +107,13 @@ pub enum Failure {
 }
 
 impl Source for Kubernetes {
+    fn what(&self) -> String {
+        format!(
+            "the serves of service {}/{} ({})",
+            self.namespace, self.service, self.api.server
+        )
+    }
+
     fn round(&mut self, deadline: Instant) -> Vec<Report> {
         let (found, deadline) = match self.first.take() {
             Some(found) => (Ok(found), deadline),

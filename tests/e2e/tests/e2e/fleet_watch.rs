@@ -68,8 +68,8 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
 }
 
 /// A round that cannot end before its two-minute `--timeout` (a host that takes the
-/// connection and never answers): `fleet -i` still leaves at once on `q`, with the
-/// normal screen and the terminal's settings back.
+/// connection and never answers): the screen says what `fleet -i` waits for, and it
+/// still leaves at once on `q`, with the normal screen and the terminal's settings back.
 #[test]
 fn fleet_watch_quits_on_q_in_the_middle_of_a_round() {
     let Some(tmux) = tool("tmux", "tmux") else {
@@ -90,8 +90,12 @@ fn fleet_watch_quits_on_q_in_the_middle_of_a_round() {
     t.run(&["new-session", "-d", "-s", "w", "-x", "100", "-y", "8"]);
     t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
     t.run(&["respawn-pane", "-k", "-t", "w", &command]);
-    // The round has begun once fleet has connected to the silent host.
+    // The round has begun once fleet has connected to the silent host; until it ends,
+    // the screen says what it waits for.
     let (_held, _) = silent.accept().unwrap();
+    t.until("the first round's line", |s| {
+        s.starts_with("gpupeek fleet: reading 1 host (at most 120 s)…")
+    });
     assert_eq!(
         t.run(&["display-message", "-p", "-t", "w", "#{alternate_on}"])
             .trim(),
