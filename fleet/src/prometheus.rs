@@ -167,7 +167,8 @@ impl Prometheus {
                         .map(str::to_owned)
                 };
                 labels["instance"].as_str()?;
-                let host = host_of(label, dcgm);
+                // A target that is down has no series, so no Hostname either.
+                let host = host_of(label, dcgm, None);
                 let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
                 Some((host, error.to_owned()))
             })
@@ -191,10 +192,15 @@ fn scrape_fault(error: &str) -> Fault {
 
 /// How a target is named: its `instance`, after its `cluster` label when it has one (a
 /// Thanos or Mimir of several clusters, whose nodes' names may be alike); a
-/// dcgm-exporter target (`dcgm`) by its node ([`dcgm::host`]).
-fn host_of(label: impl Fn(&str) -> Option<String>, dcgm: bool) -> String {
+/// dcgm-exporter target (`dcgm`) by its node, else the `Hostname` its series carry
+/// (`hostname`; [`dcgm::host`]).
+fn host_of(
+    label: impl Fn(&str) -> Option<String>,
+    dcgm: bool,
+    hostname: Option<&String>,
+) -> String {
     if dcgm {
-        return dcgm::host(label);
+        return dcgm::host(label, hostname);
     }
     let instance = label("instance").unwrap_or_default();
     match label("cluster") {
@@ -233,7 +239,19 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
         ),
         false => (|name| name.starts_with("gpupeek_"), "gpupeek"),
     };
-    let host = |s: &Sample| host_of(|key| s.text(key), dcgm);
+    // dcgm-exporter's `Hostname`, by target (it is on the series, never on `up`).
+    let target = |s: &Sample| {
+        (
+            s.label("cluster").to_owned(),
+            s.label("instance").to_owned(),
+        )
+    };
+    let hostnames: BTreeMap<(String, String), String> = samples
+        .iter()
+        .filter(|s| dcgm && dcgm::read(s.name()))
+        .filter_map(|s| Some((target(s), s.text("Hostname")?)))
+        .collect();
+    let host = |s: &Sample| host_of(|key| s.text(key), dcgm, hostnames.get(&target(s)));
     // The scrape jobs of gpupeek (or dcgm-exporter): those with its series, and those
     // named after it (all of whose targets may be down, so that they have none).
     let jobs: BTreeSet<&str> = samples
@@ -656,12 +674,20 @@ mod tests {
             samples.push(sample("DCGM_FI_DEV_FB_FREE", l, free));
             samples.push(sample("DCGM_FI_PROF_GR_ENGINE_ACTIVE", l, active));
         }
+        // A target its monitor gives no node: named by the Hostname of its series.
+        let bare = [
+            ("job", "nvidia-dcgm-exporter"),
+            ("instance", "10.0.2.9:9400"),
+        ];
+        samples.push(sample("up", &bare, "1"));
+        let d0 = with(bare.to_vec(), &[("gpu", "0"), ("Hostname", "gpu-d")]);
+        samples.push(sample("DCGM_FI_DEV_GPU_UTIL", &d0, "0"));
         let mut read = reports("http://p", &samples, &BTreeMap::new());
         for r in &mut read {
             crate::model::classify(r);
         }
         let hosts: Vec<&str> = read.iter().map(|r| r.host.as_str()).collect();
-        assert_eq!(hosts, ["gpu-a", "gpu-b", "gpu-c"]);
+        assert_eq!(hosts, ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]);
         let a = &read[0].gpus[0];
         assert_eq!(a.name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
         assert_eq!(a.uuid.as_deref(), Some("GPU-a0"));
@@ -701,6 +727,8 @@ mod tests {
             ]
         );
         assert_eq!(read[2].error.as_ref().map(|e| e.kind), Some("bad_response"));
+
+        assert!(read[3].error.is_none() && read[3].gpus.len() == 1);
 
         // With any gpupeek series, dcgm-exporter's are left alone (no GPU twice).
         samples.extend(live(("instance", "gpu-a:9477")));

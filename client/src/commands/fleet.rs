@@ -345,7 +345,9 @@ labels, and a host named by the target's
 .B node
 or
 .B kubernetes_node
-label, else its instance.
+label, else the
+.B Hostname
+of its series, else its instance.
 dcgm\-exporter names no process or user: those columns stay empty.
 A server with both is read through gpupeek's series only, so no GPU is shown
 twice."#;

@@ -16,7 +16,8 @@
 //! "flex" mode): it is a `MIG` row with a device row per instance (compute instance 0).
 //! dcgm-exporter tells no process nor user: those columns stay empty. A host is a
 //! target's node (`node` or `kubernetes_node`, which monitors set from the pod's node),
-//! else its `instance`.
+//! else the `Hostname` its series carry (the node's name where the exporter is given
+//! `NODE_NAME`), else its `instance`.
 
 use super::{pod, Sample};
 use crate::model::{Gpu, Mig, Report};
@@ -37,10 +38,12 @@ pub fn read(name: &str) -> bool {
 }
 
 /// How a dcgm-exporter target is named: its node, when its monitor labels it with one,
-/// else its `instance` (an exporter pod's address), after its `cluster`.
-pub fn host(label: impl Fn(&str) -> Option<String>) -> String {
+/// else the `Hostname` its series carry (`hostname`, when known), else its `instance`
+/// (an exporter pod's address), after its `cluster`.
+pub fn host(label: impl Fn(&str) -> Option<String>, hostname: Option<&String>) -> String {
     let node = label("node")
         .or_else(|| label("kubernetes_node"))
+        .or_else(|| hostname.cloned())
         .or_else(|| label("instance"))
         .unwrap_or_default();
     match label("cluster") {
