@@ -19,7 +19,6 @@
 //! `/metrics`, `/-/ready` and `/events`.
 
 use gpupeek_model::Model;
-use gpupeek_shm::ProcPolicy;
 use serde::Serialize;
 
 use crate::metrics::pods;
@@ -96,36 +95,20 @@ pub(crate) fn of(
     json::to_text(&doc)
 }
 
-/// Each GPU and MIG device of `snap` that `kube` assigns to one container; `None` when
-/// the daemon does not publish every process's owner.
+/// Each GPU and MIG device of `snap` that `kube` assigns to one container
+/// ([`pods::assignments`]); `None` when the daemon does not publish every process's owner.
 fn assignments(
     snap: &gpupeek_shm::Snapshot,
     kube: &gpupeek_kube::State,
 ) -> Option<Vec<Assignment>> {
-    let model = Model::new(snap);
-    if model.proc_policy != Some(ProcPolicy::Full) {
-        return None;
-    }
-    let mut out = Vec::new();
-    for g in &model.gpus {
-        let mut instances: Vec<u32> = model.mig_on(g.index).map(|m| m.gpu_instance_id).collect();
-        instances.sort_unstable();
-        instances.dedup();
-        let devices = match instances.is_empty() {
-            true => vec![None],
-            false => instances.into_iter().map(Some).collect(),
+    let found = pods::assignments(&Model::new(snap), kube)?;
+    let assignment =
+        |(gpu, gpu_instance_id, o): (u32, Option<u32>, gpupeek_kube::Owner)| Assignment {
+            gpu,
+            gpu_instance_id,
+            namespace: o.namespace,
+            pod: o.pod,
+            container: o.container,
         };
-        for gi in devices {
-            if let Some(o) = pods::owner(&model, kube, g, gi) {
-                out.push(Assignment {
-                    gpu: g.index,
-                    gpu_instance_id: gi,
-                    namespace: o.namespace,
-                    pod: o.pod,
-                    container: o.container,
-                });
-            }
-        }
-    }
-    Some(out)
+    Some(found.into_iter().map(assignment).collect())
 }

@@ -123,6 +123,18 @@ impl<'a> Model<'a> {
         })
     }
 
+    /// The GPU instances of the GPU with NVML index `index`, each once, in the order of
+    /// their first MIG device (a GPU instance has one MIG device per compute instance).
+    pub fn gpu_instance_ids(&self, index: u32) -> Vec<u32> {
+        let mut ids: Vec<u32> = Vec::new();
+        for m in self.mig_on(index) {
+            if !ids.contains(&m.gpu_instance_id) {
+                ids.push(m.gpu_instance_id);
+            }
+        }
+        ids
+    }
+
     /// The first MIG device of GPU instance `gi` of the GPU with NVML index `index`
     /// (its compute instances share the GPU instance's memory and GPM).
     pub fn mig_instance(&self, index: u32, gi: u32) -> Option<&Mig<'a>> {

@@ -55,18 +55,15 @@ pub(super) fn families(out: &mut Out, model: &Model, pods: &Pods) {
 /// Each GPU instance of `g`: its id, profile, and itself seen as a GPU
 /// ([`Model::gpu_instance_as_gpu`]).
 fn gpu_instances<'a>(model: &Model<'a>, g: &Gpu<'a>) -> Vec<(u32, String, Gpu<'a>)> {
-    let mut out: Vec<(u32, String, Gpu<'a>)> = Vec::new();
-    for m in model.mig_on(g.index) {
-        if out.iter().any(|(gi, ..)| *gi == m.gpu_instance_id) {
-            continue;
-        }
-        let Some(as_gpu) = model.gpu_instance_as_gpu(g.index, m.gpu_instance_id) else {
-            continue;
-        };
-        let profile = m.gpu_instance_profile().unwrap_or_default();
-        out.push((m.gpu_instance_id, profile, as_gpu));
-    }
-    out
+    model
+        .gpu_instance_ids(g.index)
+        .into_iter()
+        .filter_map(|gi| {
+            let as_gpu = model.gpu_instance_as_gpu(g.index, gi)?;
+            let profile = model.mig_instance(g.index, gi)?.gpu_instance_profile();
+            Some((gi, profile.unwrap_or_default(), as_gpu))
+        })
+        .collect()
 }
 
 /// The samples of one entity: a whole GPU, or a GPU instance seen as a GPU

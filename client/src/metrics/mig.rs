@@ -4,9 +4,9 @@
 //! verdict ([`crate::verdict::judge_mig`]). Each sample carries `gpu` and `uuid` (the
 //! parent GPU's, as the per-GPU families), `mig_uuid`, `gpu_instance_id`,
 //! `compute_instance_id` and `profile`, and with `--pod-labels` the pod its GPU instance
-//! is assigned to, as a GPU's series have theirs ([`super::pods`]). NVML gives no utilisation for an instance, nor
-//! for its parent under MIG: there is no such family here, and the parent has no
-//! `gpupeek_gpu_utilization_ratio` sample (N/A, never 0).
+//! is assigned to, as a GPU's series have theirs ([`super::pods`]). NVML gives no
+//! utilisation for an instance, nor for its parent under MIG: there is no such family
+//! here, and the parent has no `gpupeek_gpu_utilization_ratio` sample (N/A, never 0).
 
 use gpupeek_model::{CentiPercent, Gpu, Mig, MigGpm, Model};
 

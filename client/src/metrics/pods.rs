@@ -96,7 +96,7 @@ impl<'m, 'a> Pods<'m, 'a> {
     }
 
     fn gpu_or_instance(&self, g: &Gpu<'a>, gi: Option<u32>, names: Names) -> String {
-        if !self.on || self.model.proc_policy != Some(ProcPolicy::Full) {
+        if !self.on || !names_devices(self.model) {
             return String::new();
         }
         let owner = self.owner(g, gi);
@@ -144,14 +144,41 @@ impl<'m, 'a> Pods<'m, 'a> {
     }
 }
 
-/// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
-/// GPU) is assigned to; `None` when none is, or several share it.
-pub(crate) fn owner(
+/// Whether a device's pod may be named from `model`: only when the daemon publishes
+/// every process's owner (its `full` policy; see the module's privacy rule).
+fn names_devices(model: &Model) -> bool {
+    model.proc_policy == Some(ProcPolicy::Full)
+}
+
+/// Each GPU, or each GPU instance of a MIG GPU, of `model` that `kube` assigns to one
+/// container: `(index, GPU instance, owner)`. `None` when its pod may not be named
+/// ([`names_devices`]).
+pub(crate) fn assignments(
     model: &Model,
     kube: &gpupeek_kube::State,
-    g: &Gpu,
-    gi: Option<u32>,
-) -> Option<Owner> {
+) -> Option<Vec<(u32, Option<u32>, Owner)>> {
+    if !names_devices(model) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for g in &model.gpus {
+        let instances = model.gpu_instance_ids(g.index);
+        let devices: Vec<Option<u32>> = match instances.is_empty() {
+            true => vec![None],
+            false => instances.into_iter().map(Some).collect(),
+        };
+        for gi in devices {
+            if let Some(o) = owner(model, kube, g, gi) {
+                out.push((g.index, gi, o));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
+/// GPU) is assigned to; `None` when none is, or several share it.
+fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) -> Option<Owner> {
     let uuid = text(g.uuid);
     let mig_uuid = gi
         .and_then(|gi| {
