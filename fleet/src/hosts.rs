@@ -324,7 +324,6 @@ fn gpu(g: SnapGpu, pods: &[SnapPod]) -> Gpu {
         }
     });
     Gpu {
-        index: g.index,
         name,
         uuid: g.uuid,
         state: g.state,
@@ -332,12 +331,10 @@ fn gpu(g: SnapGpu, pods: &[SnapPod]) -> Gpu {
         memory_used_mib: g.memory_used,
         memory_total_mib: g.memory_total,
         verdict: g.verdict,
-        free: false,
-        idle_allocated: false,
-        users: Vec::new(),
         pod: pod_of(pods, g.index, None),
         mig: mig.collect(),
         processes,
+        ..Gpu::new(g.index)
     }
 }
 

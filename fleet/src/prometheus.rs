@@ -107,8 +107,7 @@ impl Source for Prometheus {
             Ok(samples) => samples,
             Err(fault) => return vec![Report::failed(endpoint.clone(), endpoint, fault)],
         };
-        let dcgm = reads_dcgm(&samples);
-        let errors = self.target_errors(deadline, dcgm);
+        let errors = self.target_errors(deadline);
         reports(&endpoint, &samples, &errors)
     }
 
@@ -146,11 +145,11 @@ impl Prometheus {
             .map_err(|e| Fault::new("bad_response", format!("not an instant vector: {e}")))
     }
 
-    /// Each target's last scrape error, by host (empty when the API has no targets);
-    /// `dcgm`: hosts are named as dcgm-exporter's targets are ([`dcgm::host`]).
-    fn target_errors(&self, deadline: Instant, dcgm: bool) -> BTreeMap<String, String> {
+    /// Each target that failed its last scrape, with the error (empty when the API has
+    /// no targets).
+    fn target_errors(&self, deadline: Instant) -> Vec<TargetError> {
         let Ok(data) = self.answer("/api/v1/targets", &[("state", "active")], deadline) else {
-            return BTreeMap::new();
+            return Vec::new();
         };
         let targets = data["activeTargets"]
             .as_array()
@@ -159,21 +158,21 @@ impl Prometheus {
         targets
             .iter()
             .filter_map(|t| {
-                let labels = &t["labels"];
-                let label = |key: &str| {
-                    labels[key]
-                        .as_str()
-                        .filter(|v| !v.is_empty())
-                        .map(str::to_owned)
-                };
-                labels["instance"].as_str()?;
-                // A target that is down has no series, so no Hostname either.
-                let host = host_of(label, dcgm, None);
                 let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
-                Some((host, error.to_owned()))
+                Some(TargetError {
+                    labels: serde_json::from_value(t["labels"].clone()).ok()?,
+                    error: error.to_owned(),
+                })
             })
             .collect()
     }
+}
+
+/// A target whose last scrape failed: its labels (as its series carry them) and
+/// Prometheus's `lastError`.
+struct TargetError {
+    labels: BTreeMap<String, String>,
+    error: String,
 }
 
 /// A scrape error's kind, from Prometheus's words.
@@ -190,23 +189,30 @@ fn scrape_fault(error: &str) -> Fault {
     Fault::new(kind, error)
 }
 
-/// How a target is named: its `instance`, after its `cluster` label when it has one (a
-/// Thanos or Mimir of several clusters, whose nodes' names may be alike); a
-/// dcgm-exporter target (`dcgm`) by its node, else the `Hostname` its series carry
-/// (`hostname`; [`dcgm::host`]).
+/// How the target with `labels` is named: its `instance`, after its `cluster` label
+/// when it has one (a Thanos or Mimir of several clusters, whose nodes' names may be
+/// alike); a dcgm-exporter target (`dcgm`) by its node, else the `Hostname` its series
+/// carry (`hostnames`, by cluster and instance; [`dcgm::host`]).
 fn host_of(
-    label: impl Fn(&str) -> Option<String>,
+    labels: &BTreeMap<String, String>,
     dcgm: bool,
-    hostname: Option<&String>,
+    hostnames: &BTreeMap<(String, String), String>,
 ) -> String {
+    let label = |key: &str| labels.get(key).filter(|v| !v.is_empty()).cloned();
     if dcgm {
-        return dcgm::host(label, hostname);
+        return dcgm::host(label, hostnames.get(&target(labels)));
     }
     let instance = label("instance").unwrap_or_default();
     match label("cluster") {
         None => instance,
         Some(cluster) => format!("{cluster}/{instance}"),
     }
+}
+
+/// A target's `(cluster, instance)`, from its labels.
+fn target(labels: &BTreeMap<String, String>) -> (String, String) {
+    let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+    (label("cluster"), label("instance"))
 }
 
 /// Whether the server's GPUs are dcgm-exporter's series: it has no gpupeek GPU series
@@ -229,7 +235,7 @@ fn gpupeek_gpu_series(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
-fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>) -> Vec<Report> {
+fn reports(endpoint: &str, samples: &[Sample], failed: &[TargetError]) -> Vec<Report> {
     let dcgm = reads_dcgm(samples);
     // The daemon's series come with either (`serve --names dcgm` writes them too).
     let (ours, named): (fn(&str) -> bool, &str) = match dcgm {
@@ -240,18 +246,16 @@ fn reports(endpoint: &str, samples: &[Sample], errors: &BTreeMap<String, String>
         false => (|name| name.starts_with("gpupeek_"), "gpupeek"),
     };
     // dcgm-exporter's `Hostname`, by target (it is on the series, never on `up`).
-    let target = |s: &Sample| {
-        (
-            s.label("cluster").to_owned(),
-            s.label("instance").to_owned(),
-        )
-    };
     let hostnames: BTreeMap<(String, String), String> = samples
         .iter()
         .filter(|s| dcgm && dcgm::read(s.name()))
-        .filter_map(|s| Some((target(s), s.text("Hostname")?)))
+        .filter_map(|s| Some((target(&s.metric), s.text("Hostname")?)))
         .collect();
-    let host = |s: &Sample| host_of(|key| s.text(key), dcgm, hostnames.get(&target(s)));
+    let host = |s: &Sample| host_of(&s.metric, dcgm, &hostnames);
+    let errors: BTreeMap<String, &str> = failed
+        .iter()
+        .map(|t| (host_of(&t.labels, dcgm, &hostnames), t.error.as_str()))
+        .collect();
     // The scrape jobs of gpupeek (or dcgm-exporter): those with its series, and those
     // named after it (all of whose targets may be down, so that they have none).
     let jobs: BTreeSet<&str> = samples
@@ -490,6 +494,17 @@ mod tests {
         }
     }
 
+    /// A target with `labels` whose last scrape failed with `error`.
+    fn failed(labels: &[(&str, &str)], error: &str) -> TargetError {
+        TargetError {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            error: error.into(),
+        }
+    }
+
     /// A target `a` scraped (`up` 1) whose daemon is live, with GPU 0 (`GPU-0`).
     fn live(a: (&'static str, &'static str)) -> Vec<Sample> {
         vec![
@@ -529,7 +544,10 @@ mod tests {
             // Another job's target, with no gpupeek series: not a host.
             sample("up", &[("instance", "node:9100"), ("job", "node")], "1"),
         ];
-        let errors = BTreeMap::from([("b:9477".to_owned(), "dial tcp: connection refused".into())]);
+        let errors = [failed(
+            &[("instance", "b:9477")],
+            "dial tcp: connection refused",
+        )];
         let reports = reports("http://p", &samples, &errors);
         let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
         assert_eq!(hosts, ["a:9477", "b:9477", "c:9477"]);
@@ -572,7 +590,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             "1048576",
         ));
-        let direct = reports("http://p", &samples, &BTreeMap::new());
+        let direct = reports("http://p", &samples, &[]);
         let gpus = &direct[0].gpus;
         let gpu = |i: u32| gpus.iter().find(|g| g.index == i).unwrap();
         assert_eq!(gpu(0).pod, None);
@@ -604,7 +622,7 @@ mod tests {
                 "1",
             ),
         ];
-        let kept = reports("http://p", &samples, &BTreeMap::new());
+        let kept = reports("http://p", &samples, &[]);
         let pods: Vec<Option<&str>> = kept[0].gpus.iter().map(|g| g.pod.as_deref()).collect();
         assert_eq!(pods, [None, Some("ml/train-1")]);
     }
@@ -682,7 +700,12 @@ mod tests {
         samples.push(sample("up", &bare, "1"));
         let d0 = with(bare.to_vec(), &[("gpu", "0"), ("Hostname", "gpu-d")]);
         samples.push(sample("DCGM_FI_DEV_GPU_UTIL", &d0, "0"));
-        let mut read = reports("http://p", &samples, &BTreeMap::new());
+        // The down target's error, from the targets API, names it the same way.
+        let errors = [failed(
+            &t("gpu-c"),
+            "dial tcp 10.0.1.7:9400: connection refused",
+        )];
+        let mut read = reports("http://p", &samples, &errors);
         for r in &mut read {
             crate::model::classify(r);
         }
@@ -726,13 +749,13 @@ mod tests {
                 (2, "3g.40gb", 0, 40192, 0, None, true),
             ]
         );
-        assert_eq!(read[2].error.as_ref().map(|e| e.kind), Some("bad_response"));
+        assert_eq!(read[2].error.as_ref().map(|e| e.kind), Some("refused"));
 
         assert!(read[3].error.is_none() && read[3].gpus.len() == 1);
 
         // With any gpupeek series, dcgm-exporter's are left alone (no GPU twice).
         samples.extend(live(("instance", "gpu-a:9477")));
-        let both = reports("http://p", &samples, &BTreeMap::new());
+        let both = reports("http://p", &samples, &[]);
         let hosts: Vec<&str> = both.iter().map(|r| r.host.as_str()).collect();
         assert_eq!(hosts, ["gpu-a:9477"]);
     }
@@ -785,7 +808,7 @@ mod tests {
                 ));
             }
         }
-        let reports = reports("http://p", &samples, &BTreeMap::new());
+        let reports = reports("http://p", &samples, &[]);
         assert_eq!(reports.len(), 1);
         assert!(reports[0].error.is_none(), "{:?}", reports[0].error);
         let g = &reports[0].gpus[0];
@@ -820,7 +843,7 @@ mod tests {
             sample("gpupeek_mig_processes", &dev("1"), "1"),
             sample("gpupeek_mig_verdict", &verdict, "1"),
         ]);
-        let mut reports = reports("http://p", &samples, &BTreeMap::new());
+        let mut reports = reports("http://p", &samples, &[]);
         crate::model::classify(&mut reports[0]);
         let mig = &reports[0].gpus[0].mig;
         let seen: Vec<_> = mig
@@ -864,7 +887,7 @@ mod tests {
             "1",
         )];
         for samples in [&samples[..], &[]] {
-            let reports = reports("http://p", samples, &BTreeMap::new());
+            let reports = reports("http://p", samples, &[]);
             assert_eq!(reports.len(), 1);
             assert_eq!(reports[0].host, "http://p");
             let fault = reports[0].error.as_ref().unwrap();
@@ -887,7 +910,7 @@ mod tests {
             sample("up", &[("instance", "gpu-b"), job], "0"),
             sample("up", &[("instance", "node:9100"), ("job", "node")], "1"),
         ];
-        let errors = BTreeMap::from([("gpu-a".to_owned(), "connection refused".to_owned())]);
+        let errors = [failed(&[("instance", "gpu-a"), job], "connection refused")];
         let reports = reports("http://p", &samples, &errors);
         let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
         assert_eq!(hosts, ["gpu-a", "gpu-b"]);
@@ -916,10 +939,10 @@ mod tests {
                 "1",
             ),
         ];
-        let errors = BTreeMap::from([(
-            "west/gpu-node-1".to_owned(),
-            "Get \"http://10.0.0.9:9477/metrics\": context deadline exceeded".to_owned(),
-        )]);
+        let errors = [failed(
+            &[b, i],
+            "Get \"http://10.0.0.9:9477/metrics\": context deadline exceeded",
+        )];
         let reports = reports("http://thanos", &samples, &errors);
         let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
         assert_eq!(hosts, ["east/gpu-node-1", "west/gpu-node-1"]);
@@ -951,7 +974,7 @@ mod tests {
             process("11", "docker://0123456789ab"),
             process("12", ""),
         ]);
-        let reports = reports("http://p", &samples, &BTreeMap::new());
+        let reports = reports("http://p", &samples, &[]);
         let jobs: Vec<Option<&str>> = reports[0].gpus[0]
             .processes
             .iter()

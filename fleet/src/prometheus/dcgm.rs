@@ -52,12 +52,17 @@ pub fn host(label: impl Fn(&str) -> Option<String>, hostname: Option<&String>) -
     }
 }
 
-/// Memory of one GPU or MIG device, MiB, as its samples come.
-#[derive(Default)]
-pub struct Memory {
-    used: Option<u64>,
-    free: Option<u64>,
-    reserved: Option<u64>,
+/// Memory of one GPU or MIG device, MiB, as its samples come: used, free, reserved.
+pub type Memory = [Option<u64>; 3];
+
+/// Where a `DCGM_FI_DEV_FB_*` figure goes in [`Memory`].
+fn memory_slot(name: &str) -> Option<usize> {
+    match name {
+        "DCGM_FI_DEV_FB_USED" => Some(0),
+        "DCGM_FI_DEV_FB_FREE" => Some(1),
+        "DCGM_FI_DEV_FB_RESERVED" => Some(2),
+        _ => None,
+    }
 }
 
 /// Adds sample `s` to `report`, keeping memory figures in `memory` (by GPU and GPU
@@ -88,12 +93,8 @@ pub fn sample(
         .or_else(|| s.text("UUID").or_else(|| s.text("uuid")));
     let gi = s.label("GPU_I_ID").parse::<u32>().ok();
     let value = s.value();
-    let held = memory.entry((report.host.clone(), index, gi)).or_default();
-    match s.name() {
-        "DCGM_FI_DEV_FB_USED" => held.used = Some(value as u64),
-        "DCGM_FI_DEV_FB_FREE" => held.free = Some(value as u64),
-        "DCGM_FI_DEV_FB_RESERVED" => held.reserved = Some(value as u64),
-        _ => {}
+    if let Some(slot) = memory_slot(s.name()) {
+        memory.entry((report.host.clone(), index, gi)).or_default()[slot] = Some(value as u64);
     }
     let Some(gi) = gi else {
         g.pod = g.pod.take().or_else(|| pod(s, pod_target));
@@ -142,12 +143,11 @@ pub fn finish(
 }
 
 fn figures(memory: Option<&Memory>) -> (Option<u64>, Option<u64>) {
-    let Some(m) = memory else {
+    let Some(&[used, free, reserved]) = memory else {
         return (None, None);
     };
-    let total = m
-        .used
-        .zip(m.free)
-        .map(|(u, f)| u + f + m.reserved.unwrap_or(0));
-    (m.used, total)
+    (
+        used,
+        used.zip(free).map(|(u, f)| u + f + reserved.unwrap_or(0)),
+    )
 }
