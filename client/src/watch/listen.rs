@@ -99,8 +99,9 @@ impl Listener {
                 screen: false,
             },
         }));
+        let (tx, rx) = mpsc::channel();
         let mut listener = Listener {
-            events: mpsc::channel().1,
+            events: rx,
             shared: Arc::clone(&shared),
             stop,
             signals,
@@ -110,8 +111,6 @@ impl Listener {
             crate::write_stdout("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J")?;
             listener.lock().terminal.screen = true;
         }
-        let (tx, rx) = mpsc::channel();
-        listener.events = rx;
         let pipes = Pipes {
             stop: stop_rx,
             quit: quit_rx,

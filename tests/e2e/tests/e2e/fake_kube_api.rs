@@ -94,6 +94,16 @@ impl FakeApi {
         }
     }
 
+    /// Lists one ready endpoint, a serve at `addr` on node `node`.
+    pub(crate) fn list_one(&self, addr: &str, node: &str) {
+        let ep = [Ep {
+            addr,
+            node,
+            ready: true,
+        }];
+        self.answer(SLICES, 200, slices(&ep));
+    }
+
     pub(crate) fn answer(&self, target: &str, status: u16, body: Value) {
         let mut r = self.routes.lock().unwrap();
         r.answers

@@ -9,11 +9,11 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Sandbox};
+use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool};
 use serde_json::{json, Value};
 
 use crate::fleet::{fleet, json_of};
-use crate::mig::{four_sleepers, instance, process, scenario};
+use crate::fleet_mig::split_host;
 
 /// What both views tell of each GPU and MIG device: index, name, utilisation, memory
 /// used and total (MiB), and each device's instance, profile, memory and whether it is
@@ -73,21 +73,10 @@ fn a_prometheus_of_dcgm_exporter_series_is_read_as_the_same_gpus() {
     let Some(prometheus) = tool("prometheus", "prometheus") else {
         return;
     };
-    let (_sleepers, pids) = four_sleepers();
-    let sandbox = Sandbox::new("fleet-dcgm");
     // GPU 0 split: 3g.40gb (GI 1) runs a process of 3000 MiB and is 40 % active;
     // 2g.20gb (GI 5) and 1g.10gb (GI 13) hold nothing and are idle. GPU 1 is whole.
-    sandbox.write_scenario(&scenario(
-        vec![
-            instance(1, 9, Some(40.0)),
-            instance(5, 14, Some(0.0)),
-            instance(13, 19, Some(0.0)),
-        ],
-        vec![process(pids[0], 3000, 1)],
-    ));
-    let daemon = sandbox.start_daemon("100ms");
-    sandbox.wait_live(&daemon);
-    sandbox.wait_sampled(&daemon);
+    let (sandbox, _daemon, _sleepers) =
+        split_host("fleet-dcgm", [Some(40.0), Some(0.0), Some(0.0)]);
     let (_ours, ours) = spawn_serve(&sandbox, Command::new(&bins().client), &[]);
     let dcgm_names = ["--names", "dcgm"].map(std::ffi::OsStr::new);
     let (_dcgm, dcgm) = spawn_serve(&sandbox, Command::new(&bins().client), &dcgm_names);

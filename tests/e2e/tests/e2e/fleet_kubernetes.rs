@@ -432,12 +432,7 @@ fn watch_shows_the_api_server_as_a_failed_host_when_a_later_list_fails() {
     let hosts = cluster("fleet-k8s-watch", 1);
     let dir = &hosts[0].sandbox.dir;
     let (api, config) = token_api(dir);
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-0",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-0");
     let mut cmd = Command::new(&bins().client);
     cmd.args(["fleet", "--kubernetes", "--kubeconfig"])
         .arg(&config)
@@ -482,12 +477,7 @@ fn an_https_api_server_with_a_client_certificate_and_the_kubeconfigs_ca() {
     let pki = dir.join("pki");
     let config = mtls_server(&tool, &pki);
     let api = FakeApi::start(Some(config));
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-tls",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-tls");
     use base64::Engine;
     let b64 = |name: &str| {
         base64::engine::general_purpose::STANDARD.encode(std::fs::read(pki.join(name)).unwrap())
@@ -599,12 +589,7 @@ fn an_exec_plugins_token_reaches_the_api_server_and_its_failures_are_one_line() 
     let dir = &hosts[0].sandbox.dir;
     let api = FakeApi::start(None);
     api.require(&format!("Bearer {TOKEN}"));
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-exec",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-exec");
     let run = |user: &str, extra: &[&str]| {
         let config = kubeconfig(dir, &api.url, "", user);
         let args = [
@@ -692,12 +677,7 @@ fn an_exec_plugins_client_certificate_is_presented() {
     let dir = &hosts[0].sandbox.dir;
     let pki = dir.join("pki");
     let api = FakeApi::start(Some(mtls_server(&tool, &pki)));
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-exec-tls",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-exec-tls");
     let pem = |name: &str| {
         serde_json::to_string(&std::fs::read_to_string(pki.join(name)).unwrap()).unwrap()
     };
@@ -787,12 +767,7 @@ fn in_a_pod_the_service_account_reaches_the_api_server_with_no_kubeconfig() {
     let pki = dir.join("pki");
     let api = FakeApi::start(Some(tls_server(&tool, &pki, false)));
     api.require(&format!("Bearer {TOKEN}"));
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-in-cluster",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-in-cluster");
     let account = dir.join("serviceaccount");
     std::fs::create_dir_all(&account).unwrap();
     std::fs::write(account.join("token"), TOKEN).unwrap();

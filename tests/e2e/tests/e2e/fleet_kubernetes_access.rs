@@ -7,9 +7,7 @@
 
 use gpupeek_e2e::{assert_one_line_failure, stderr, tool};
 
-use crate::fake_kube_api::{
-    kube_fleet, kubeconfig, slices, tls_server, token_api, Ep, FakeApi, Proxy, SLICES,
-};
+use crate::fake_kube_api::{kube_fleet, kubeconfig, tls_server, token_api, FakeApi, Proxy};
 use crate::fleet::{cluster, json_of};
 use crate::fleet_kubernetes::{credential, exec_plugin, exec_runs};
 
@@ -32,12 +30,7 @@ fn the_api_server_is_asked_through_the_clusters_proxy_url() {
     let hosts = cluster("fleet-k8s-proxy", 1);
     let dir = &hosts[0].sandbox.dir;
     let (api, _) = token_api(dir);
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-proxied",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-proxied");
     let api_addr = api.url.trim_start_matches("http://").to_owned();
     let user = "      tokenFile: secrets/token\n";
     for socks in [false, true] {
@@ -106,12 +99,7 @@ fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
     let dir = &hosts[0].sandbox.dir;
     let pki = dir.join("pki");
     let api = FakeApi::start(Some(tls_server(&tool, &pki, false)));
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-sni",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-sni");
     let port = api.url.rsplit(':').next().unwrap();
     let by_name = format!("https://localhost:{port}");
     let ca = "      certificate-authority: pki/ca.crt\n";
@@ -143,12 +131,7 @@ fn the_users_as_fields_go_to_the_api_server_as_impersonation_headers() {
     let hosts = cluster("fleet-k8s-as", 1);
     let dir = &hosts[0].sandbox.dir;
     let (api, _) = token_api(dir);
-    let ep = [Ep {
-        addr: "127.0.0.1:1",
-        node: "gpu-as",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one("127.0.0.1:1", "gpu-as");
     let (status, body) = gpupeek_e2e::http("GET", &hosts[0].addr, "/snapshot");
     assert_eq!(status, 200, "{body}");
     let proxy_path = "/api/v1/namespaces/gpupeek/pods/gpupeek-pod0:1/proxy/snapshot";
@@ -198,12 +181,7 @@ fn a_credential_plugin_slower_than_timeout_does_not_use_up_the_round() {
     let dir = &hosts[0].sandbox.dir;
     let api = FakeApi::start(None);
     api.require("Bearer slow-token");
-    let ep = [Ep {
-        addr: &hosts[0].addr,
-        node: "gpu-slow",
-        ready: true,
-    }];
-    api.answer(SLICES, 200, slices(&ep));
+    api.list_one(&hosts[0].addr, "gpu-slow");
     // Valid for 3 s from its answer, as a cloud's token is for minutes.
     let status = r#"{"token":"slow-token","expirationTimestamp":"'"$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)"'"}"#;
     let user = exec_plugin(dir, &format!("sleep 1.2\n{}", credential(status)));

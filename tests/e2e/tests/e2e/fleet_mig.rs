@@ -7,14 +7,34 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Sandbox};
+use gpupeek_e2e::{bins, spawn_serve, start_prometheus, stdout, tool, Daemon, Sandbox};
 use serde_json::{json, Value};
 
 use gpupeek_kube::fake::FakeKubelet;
 
 use crate::fleet::{fleet, json_of};
-use crate::mig::{four_sleepers, instance, process, scenario};
+use crate::mig::{four_sleepers, instance, process, scenario, Sleeper};
 use crate::pod_views::allocations;
+
+/// A host whose H100 is split into 3g.40gb (GPU instance 1, a process of 3000 MiB),
+/// 2g.20gb (5) and 1g.10gb (13), each with the GPM SM activity in `gpm`, beside a whole
+/// H100; its daemon live and sampled, and the process running (killed when dropped).
+pub(crate) fn split_host(tag: &str, gpm: [Option<f64>; 3]) -> (Sandbox, Daemon, [Sleeper; 4]) {
+    let (sleepers, pids) = four_sleepers();
+    let sandbox = Sandbox::new(tag);
+    sandbox.write_scenario(&scenario(
+        vec![
+            instance(1, 9, gpm[0]),
+            instance(5, 14, gpm[1]),
+            instance(13, 19, gpm[2]),
+        ],
+        vec![process(pids[0], 3000, 1)],
+    ));
+    let daemon = sandbox.start_daemon("100ms");
+    sandbox.wait_live(&daemon);
+    sandbox.wait_sampled(&daemon);
+    (sandbox, daemon, sleepers)
+}
 
 /// Each MIG device of each GPU of a fleet document, without what only a host's own
 /// `/snapshot` tells (its users: Prometheus has no per-device process series).
@@ -39,22 +59,10 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
     let Some(prometheus) = tool("prometheus", "prometheus") else {
         return;
     };
-    let (_sleepers, pids) = four_sleepers();
-    let sandbox = Sandbox::new("fleet-mig");
     // 3g.40gb (GI 1) runs a process of 3000 MiB; 2g.20gb (GI 5) and 1g.10gb (GI 13)
     // hold nothing. The kubelet assigns GI 1 to ml/train (by MIG UUID) and GI 13 to
     // ml/idle (as GKE names it).
-    sandbox.write_scenario(&scenario(
-        vec![
-            instance(1, 9, None),
-            instance(5, 14, None),
-            instance(13, 19, None),
-        ],
-        vec![process(pids[0], 3000, 1)],
-    ));
-    let daemon = sandbox.start_daemon("100ms");
-    sandbox.wait_live(&daemon);
-    sandbox.wait_sampled(&daemon);
+    let (sandbox, _daemon, _sleepers) = split_host("fleet-mig", [None; 3]);
     let socket = std::env::temp_dir().join(format!(
         "gpupeek-e2e-kubelet-fleet-mig-{}.sock",
         std::process::id()
