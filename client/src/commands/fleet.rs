@@ -300,9 +300,12 @@ that scrapes the hosts'
 one instant query of gpupeek's own metric names (gpupeek_gpu_info,
 gpupeek_gpu_state, gpupeek_gpu_utilization_ratio,
 gpupeek_gpu_memory_used_bytes and _total_bytes, gpupeek_gpu_verdict,
+gpupeek_mig_info, gpupeek_mig_memory_used_bytes and _total_bytes,
+gpupeek_mig_processes, gpupeek_mig_verdict,
 gpupeek_user_gpu_memory_bytes, gpupeek_process_gpu_memory_bytes,
-gpupeek_daemon_state, gpupeek_heartbeat_age_seconds, and up) and one of its
-targets, so the view costs the nodes nothing.
+gpupeek_daemon_state, gpupeek_heartbeat_age_seconds, up, and the
+dcgm\-exporter names below) and one of its targets, so the view costs the
+nodes nothing.
 A host is a target
 .RB ( instance
 label, after its
