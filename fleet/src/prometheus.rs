@@ -4,8 +4,8 @@
 //! has gpupeek series. A target whose last scrape failed (`up` 0) is shown with
 //! Prometheus's `lastError`; one whose exporter says the daemon is not live
 //! (`gpupeek_daemon_state`) as a stale daemon. Processes and users are there when the
-//! exporters run with `--per-process` and `--per-user`. A server with no gpupeek series
-//! at all is read through dcgm-exporter's ([`dcgm`]).
+//! exporters run with `--per-process` and `--per-user`. A target with no gpupeek GPU
+//! series is read through dcgm-exporter's ([`dcgm`]), so one server may have both.
 
 mod dcgm;
 
@@ -215,12 +215,52 @@ fn target(labels: &BTreeMap<String, String>) -> (String, String) {
     (label("cluster"), label("instance"))
 }
 
-/// Whether the server's GPUs are dcgm-exporter's series: it has no gpupeek GPU series
-/// (a server with both is read through gpupeek's, which tell more, and never shows a
-/// GPU twice). `gpupeek serve --names dcgm` is read so too, its daemon's state with it.
-fn reads_dcgm(samples: &[Sample]) -> bool {
-    !samples.iter().any(|s| gpupeek_gpu_series(s.name()))
-        && samples.iter().any(|s| dcgm::read(s.name()))
+/// How a target's GPUs are read: through gpupeek's series, or dcgm-exporter's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Names {
+    Gpupeek,
+    Dcgm,
+}
+
+/// The names each target's GPUs are read by, by `(cluster, instance)`: gpupeek's when it
+/// has gpupeek GPU series, dcgm-exporter's when it has dcgm-exporter's and no gpupeek
+/// GPU series (dcgm-exporter itself, or `gpupeek serve --names dcgm`, whose daemon's
+/// series come with them). A target with neither (down, or its daemon not live) is read
+/// as the other targets of its job are, else by its job's name (`dcgm` in it, else
+/// gpupeek's). So one server may have both: a cluster with gpupeek on some nodes and
+/// only the GPU operator's dcgm-exporter on others shows every node.
+fn names_by_target(samples: &[Sample]) -> impl Fn(&Sample) -> Names {
+    let mut targets: BTreeMap<(String, String), Names> = BTreeMap::new();
+    for s in samples {
+        let names = if gpupeek_gpu_series(s.name()) {
+            Names::Gpupeek
+        } else if dcgm::read(s.name()) {
+            Names::Dcgm
+        } else {
+            continue;
+        };
+        let t = targets.entry(target(&s.metric)).or_insert(names);
+        if names == Names::Gpupeek {
+            *t = names;
+        }
+    }
+    let mut jobs: BTreeMap<String, Names> = BTreeMap::new();
+    for s in samples {
+        if let Some(&names) = targets.get(&target(&s.metric)) {
+            jobs.entry(s.label("job").to_owned()).or_insert(names);
+        }
+    }
+    move |s: &Sample| {
+        let job = s.label("job");
+        targets
+            .get(&target(&s.metric))
+            .or_else(|| jobs.get(job))
+            .copied()
+            .unwrap_or(match job.contains("dcgm") {
+                true => Names::Dcgm,
+                false => Names::Gpupeek,
+            })
+    }
 }
 
 /// A gpupeek series about a GPU or MIG device (under gpupeek's names).
@@ -235,8 +275,51 @@ fn gpupeek_gpu_series(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
+/// The hosts of the answer `samples`, each read through gpupeek's names or
+/// dcgm-exporter's ([`names_by_target`]); a host read through dcgm-exporter's that
+/// gpupeek's show too (a GPU UUID, or its node, in both) is left out, so that no GPU
+/// shows twice.
 fn reports(endpoint: &str, samples: &[Sample], failed: &[TargetError]) -> Vec<Report> {
-    let dcgm = reads_dcgm(samples);
+    let names = names_by_target(samples);
+    let (dcgm, ours): (Vec<&Sample>, Vec<&Sample>) =
+        samples.iter().partition(|s| names(s) == Names::Dcgm);
+    let mut out = read(endpoint, &ours, failed, Names::Gpupeek);
+    let uuids: BTreeSet<String> = out
+        .iter()
+        .flat_map(|r| &r.gpus)
+        .filter_map(|g| g.uuid.clone())
+        .collect();
+    // Each gpupeek target's node, as a dcgm-exporter host on it is named.
+    let nodes: BTreeSet<String> = ours
+        .iter()
+        .map(|s| dcgm::host(|key| s.text(key), None))
+        .collect();
+    let theirs = read(endpoint, &dcgm, failed, Names::Dcgm);
+    out.extend(theirs.into_iter().filter(|r| {
+        !nodes.contains(&r.host)
+            && !r
+                .gpus
+                .iter()
+                .any(|g| g.uuid.as_ref().is_some_and(|u| uuids.contains(u)))
+    }));
+    if out.is_empty() {
+        // Said, not an empty table: the server answers but scrapes no gpupeek.
+        let why = "Prometheus has no gpupeek or dcgm-exporter series and no target of a job \
+                   named after either: is it scraping gpupeek serve?";
+        let endpoint = endpoint.to_owned();
+        return vec![Report::failed(
+            endpoint.clone(),
+            endpoint,
+            Fault::new("not_found", why),
+        )];
+    }
+    out.sort_by(|a, b| a.host.cmp(&b.host));
+    out
+}
+
+/// The hosts of `samples`, all read through `names`.
+fn read(endpoint: &str, samples: &[&Sample], failed: &[TargetError], names: Names) -> Vec<Report> {
+    let dcgm = names == Names::Dcgm;
     // The daemon's series come with either (`serve --names dcgm` writes them too).
     let (ours, named): (fn(&str) -> bool, &str) = match dcgm {
         true => (
@@ -269,7 +352,7 @@ fn reports(endpoint: &str, samples: &[Sample], failed: &[TargetError]) -> Vec<Re
     let pod_targets: BTreeSet<String> = samples
         .iter()
         .filter(|s| s.name() == "up" && s.metric.contains_key("pod"))
-        .map(host)
+        .map(|s| host(s))
         .collect();
     let mut hosts: BTreeMap<String, Report> = BTreeMap::new();
     let mut up: BTreeMap<String, bool> = BTreeMap::new();
@@ -309,17 +392,6 @@ fn reports(endpoint: &str, samples: &[Sample], failed: &[TargetError]) -> Vec<Re
             }
             _ => gpu_sample(report, s, pod_targets.contains(&report.host)),
         }
-    }
-    if hosts.is_empty() {
-        // Said, not an empty table: the server answers but scrapes no gpupeek.
-        let why = "Prometheus has no gpupeek or dcgm-exporter series and no target of a job \
-                   named after either: is it scraping gpupeek serve?";
-        let endpoint = endpoint.to_owned();
-        return vec![Report::failed(
-            endpoint.clone(),
-            endpoint,
-            Fault::new("not_found", why),
-        )];
     }
     let mut out: Vec<Report> = hosts.into_values().collect();
     if dcgm {
@@ -668,10 +740,15 @@ mod tests {
         );
         let gi = |id: &'static str, profile: &'static str| {
             let mut l: Vec<_> = whole("gpu-b").collect();
-            l.retain(|(k, _)| *k != "gpu");
+            l.retain(|(k, _)| !["gpu", "UUID"].contains(k));
             with(
                 l,
-                &[("gpu", "1"), ("GPU_I_PROFILE", profile), ("GPU_I_ID", id)],
+                &[
+                    ("gpu", "1"),
+                    ("UUID", "GPU-b1"),
+                    ("GPU_I_PROFILE", profile),
+                    ("GPU_I_ID", id),
+                ],
             )
         };
         let gi1 = with(gi("1", "3g.40gb"), &[("namespace", "ml"), ("pod", "infer")]);
@@ -753,11 +830,63 @@ mod tests {
 
         assert!(read[3].error.is_none() && read[3].gpus.len() == 1);
 
-        // With any gpupeek series, dcgm-exporter's are left alone (no GPU twice).
-        samples.extend(live(("instance", "gpu-a:9477")));
-        let both = reports("http://p", &samples, &[]);
-        let hosts: Vec<&str> = both.iter().map(|r| r.host.as_str()).collect();
-        assert_eq!(hosts, ["gpu-a:9477"]);
+        mixed(samples, errors);
+    }
+
+    /// A cluster with gpupeek on some nodes and only dcgm-exporter on others (the GPU
+    /// operator's, while gpupeek is rolled out): every node is shown, each GPU once.
+    fn mixed(mut samples: Vec<Sample>, errors: [TargetError; 1]) {
+        // gpupeek on gpu-a too (as contrib/kubernetes's monitors label it): its GPU is
+        // gpupeek's row, not dcgm-exporter's as well.
+        let ours = [("job", "gpupeek"), ("instance", "gpu-a"), ("node", "gpu-a")];
+        samples.extend([
+            sample("up", &ours, "1"),
+            sample("gpupeek_daemon_state", &with(&ours, ("state", "live")), "1"),
+            sample(
+                "gpupeek_gpu_info",
+                &with(&with(&ours, ("gpu", "0")), ("uuid", "GPU-a0")),
+                "1",
+            ),
+            // A gpupeek target that is down, in gpupeek's job: gpupeek's, by its job.
+            sample("up", &[("job", "gpupeek"), ("instance", "gpu-e")], "0"),
+        ]);
+        let read = reports("http://p", &samples, &errors);
+        let hosts: Vec<(&str, bool)> = read
+            .iter()
+            .map(|r| (r.host.as_str(), r.daemon.is_some()))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("gpu-a", true),
+                ("gpu-b", false),
+                ("gpu-c", false),
+                ("gpu-d", false),
+                ("gpu-e", false)
+            ]
+        );
+        assert_eq!(read[0].gpus.len(), 1);
+        assert!(read[2].error.is_some() && read[4].error.is_some());
+
+        // A gpupeek target named otherwise (no node label) with GPU-a0: still once.
+        let named = [("job", "gpupeek"), ("instance", "10.0.1.7:9477")];
+        for s in samples.iter_mut().filter(|s| s.label("job") == "gpupeek") {
+            s.metric.remove("node");
+            if s.label("instance") == "gpu-a" {
+                s.metric.extend(named.map(|(k, v)| (k.into(), v.into())));
+            }
+        }
+        let read = reports("http://p", &samples, &errors);
+        let hosts: Vec<&str> = read.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["10.0.1.7:9477", "gpu-b", "gpu-c", "gpu-d", "gpu-e"]);
+    }
+
+    /// `labels` and one more.
+    fn with<'a>(
+        labels: &[(&'a str, &'a str)],
+        more: (&'a str, &'a str),
+    ) -> Vec<(&'a str, &'a str)> {
+        labels.iter().copied().chain([more]).collect()
     }
 
     #[test]

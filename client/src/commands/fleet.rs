@@ -333,7 +333,7 @@ Users need the exporters'
 pods and jobs their
 .BR \-\-per\-process .
 .IP
-A server with no gpupeek GPU series is read through NVIDIA dcgm\-exporter's
+A target with no gpupeek GPU series is read through NVIDIA dcgm\-exporter's
 (as the GPU operator deploys it, or
 .BR "gpupeek serve \-\-names dcgm" ):
 DCGM_FI_DEV_GPU_UTIL for a GPU's utilisation, DCGM_FI_DEV_FB_USED for its
@@ -352,8 +352,11 @@ label, else the
 .B Hostname
 of its series, else its instance.
 dcgm\-exporter names no process or user: those columns stay empty.
-A server with both is read through gpupeek's series only, so no GPU is shown
-twice."#;
+One server may scrape both, gpupeek on some nodes and dcgm\-exporter on
+others: each node is shown, and a dcgm\-exporter host whose node or a GPU's
+UUID gpupeek's series show too is left out, so no GPU is shown twice. A
+target that is down is read as its job's other targets are, else as its job's
+name says (dcgm in it, else gpupeek)."#;
 
 const KUBERNETES_MAN: &str = r#"Ask the serves of the DaemonSet in
 .IR contrib/kubernetes/ :

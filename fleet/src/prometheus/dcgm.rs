@@ -1,9 +1,9 @@
-//! A Prometheus server that scrapes NVIDIA's dcgm-exporter and no gpupeek: the fleet
-//! reads dcgm-exporter's own series, so `gpupeek fleet --prometheus` works on a cluster
-//! that runs dcgm-exporter already (the GPU operator's default). The series and labels
-//! are dcgm-exporter's template's (`gpu`, `UUID`, `modelName`, `GPU_I_PROFILE` and
-//! `GPU_I_ID` on a MIG device's, `Hostname`, and `namespace`/`pod`/`container` where its
-//! Kubernetes mapping names the pod), and `gpupeek serve --names dcgm`'s:
+//! A target of NVIDIA's dcgm-exporter with no gpupeek series: the fleet reads
+//! dcgm-exporter's own series, so `gpupeek fleet --prometheus` works on a cluster that
+//! runs dcgm-exporter already (the GPU operator's default), on every node or some. The
+//! series and labels are dcgm-exporter's template's (`gpu`, `UUID`, `modelName`,
+//! `GPU_I_PROFILE` and `GPU_I_ID` on a MIG device's, `Hostname`, and
+//! `namespace`/`pod`/`container` where its Kubernetes mapping names the pod), and `gpupeek serve --names dcgm`'s:
 //!
 //! - `DCGM_FI_DEV_GPU_UTIL`, percent: a GPU's utilisation (none for a MIG device);
 //! - `DCGM_FI_DEV_FB_USED`, `_FREE` and `_RESERVED`, MiB: memory used, and the total as

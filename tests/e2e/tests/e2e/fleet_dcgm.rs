@@ -131,3 +131,93 @@ fn a_prometheus_of_dcgm_exporter_series_is_read_as_the_same_gpus() {
         "{text}"
     );
 }
+
+/// A cluster while gpupeek is rolled out: one Prometheus scrapes gpupeek on some nodes,
+/// only dcgm-exporter on others, and both on one. Every node is shown, each GPU once:
+/// gpu-node-1 (both) and gpu-node-2 through gpupeek's series, gpu-node-3 through
+/// dcgm-exporter's, and gpu-node-4, whose dcgm-exporter refuses, with its scrape error.
+#[test]
+fn a_prometheus_of_gpupeek_on_some_nodes_and_dcgm_exporter_on_others_shows_every_node_once() {
+    let Some(prometheus) = tool("prometheus", "prometheus") else {
+        return;
+    };
+    let (sandbox, _daemon, _sleepers) =
+        split_host("fleet-mixed", [Some(40.0), Some(0.0), Some(0.0)]);
+    let dcgm_names = ["--names", "dcgm"].map(std::ffi::OsStr::new);
+    let (_ours, ours) = spawn_serve(&sandbox, Command::new(&bins().client), &[]);
+    let (_theirs, theirs) = spawn_serve(&sandbox, Command::new(&bins().client), &dcgm_names);
+    let hosts = crate::fleet::cluster("fleet-mixed-more", 2);
+    let (_third, third) = spawn_serve(&hosts[1].sandbox, Command::new(&bins().client), &dcgm_names);
+    let down = crate::fleet::refusing();
+    let addr = |url: &str| url.trim_start_matches("http://").to_owned();
+    let target = |addr: &str, labels: &str| {
+        format!("      - targets: ['{addr}']\n        labels: {{{labels}}}\n")
+    };
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  \
+         - job_name: gpupeek\n    static_configs:\n{}{}  \
+         - job_name: nvidia-dcgm-exporter\n    static_configs:\n{}{}{}",
+        target(&addr(&ours), "instance: gpu-node-1, node: gpu-node-1"),
+        target(&hosts[0].addr, "instance: gpu-node-2, node: gpu-node-2"),
+        target(&addr(&theirs), "kubernetes_node: gpu-node-1"),
+        target(&addr(&third), "kubernetes_node: gpu-node-3"),
+        target(&down, "kubernetes_node: gpu-node-4"),
+    );
+    let (_prometheus, web) = start_prometheus(&prometheus, &sandbox, &config);
+    let url = format!("http://{web}");
+    // What each host shows: its name, its MIG devices whose process count is known
+    // (gpupeek's series tell it, dcgm-exporter's do not), its GPUs, and its error's kind.
+    let shown = |doc: &Value| -> Value {
+        json!(doc["hosts"].as_array().map(|hosts| hosts
+            .iter()
+            .map(|h| json!([
+                h["host"],
+                h["gpus"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|g| g["mig"].as_array().cloned().unwrap_or_default())
+                    .filter(|m| m["processes"].is_u64())
+                    .count(),
+                h["gpus"].as_array().map_or(0, Vec::len),
+                h["error"]["kind"],
+            ]))
+            .collect::<Vec<_>>()))
+    };
+    let want = json!([
+        ["gpu-node-1", 3, 2, null],
+        ["gpu-node-2", 0, 2, null],
+        ["gpu-node-3", 0, 2, null],
+        ["gpu-node-4", 0, 0, "refused"],
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let doc = loop {
+        let doc: Value = serde_json::from_str(&stdout(&fleet(&["--prometheus", &url, "--json"])))
+            .unwrap_or_default();
+        let mut now = shown(&doc);
+        if let Some(hosts) = now.as_array_mut() {
+            hosts.sort_by_key(|h| h[0].as_str().unwrap_or_default().to_owned());
+        }
+        if now == want {
+            break doc;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never every node once: {now:#}\n{doc:#}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    // Node 1's GPUs are gpupeek's rows, dcgm-exporter's not added beside them.
+    let uuids: Vec<&str> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|h| h["gpus"].as_array().unwrap())
+        .filter_map(|g| g["uuid"].as_str())
+        .collect();
+    let mut once = uuids.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(once.len(), uuids.len(), "a GPU shown twice: {uuids:?}");
+    assert_eq!(uuids.len(), 6, "{doc:#}");
+}
