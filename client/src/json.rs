@@ -177,17 +177,25 @@ pub fn document<'a>(view: &'a View, hostname: &'a str, query_time: &'a str) -> D
 }
 
 /// A stream event's data: the document on one line, `"generation"` (the publish it
-/// shows) first.
-pub fn event(view: &View, hostname: &str, query_time: &str, generation: u64) -> String {
+/// shows) first, and `pods` last, as `/snapshot` has them ([`crate::snapshot`]).
+pub fn event<P: Serialize>(
+    view: &View,
+    hostname: &str,
+    query_time: &str,
+    generation: u64,
+    pods: P,
+) -> String {
     #[derive(Serialize)]
-    struct Event<'a> {
+    struct Event<'a, P> {
         generation: u64,
         #[serde(flatten)]
         document: Document<'a>,
+        pods: P,
     }
     let event = Event {
         generation,
         document: document(view, hostname, query_time),
+        pods,
     };
     serde_json::to_string(&event).expect("serialising plain structs cannot fail")
 }

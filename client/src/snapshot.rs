@@ -36,7 +36,7 @@ struct Document<'a> {
 
 /// A GPU or MIG device assigned to one container.
 #[derive(Serialize)]
-struct Assignment {
+pub(crate) struct Assignment {
     gpu: u32,
     gpu_instance_id: Option<u32>,
     namespace: String,
@@ -90,9 +90,18 @@ pub(crate) fn of(
         gpustat: json::document(view.as_ref().unwrap_or(&empty), hostname, &query_time),
         node,
         daemon,
-        pods: kube.and_then(|kube| assignments(reading.live()?, kube)),
+        pods: pods(reading, kube),
     };
     json::to_text(&doc)
+}
+
+/// The document's `pods` (and each `/events` event's): what `kube` assigns the GPUs of
+/// a live `reading` to, `None` without a kubelet, a live daemon or every process's owner.
+pub(crate) fn pods(
+    reading: &Reading,
+    kube: Option<&gpupeek_kube::State>,
+) -> Option<Vec<Assignment>> {
+    kube.and_then(|kube| assignments(reading.live()?, kube))
 }
 
 /// Each GPU and MIG device of `snap` that `kube` assigns to one container

@@ -109,15 +109,21 @@ pub struct Event {
     pub data: String,
 }
 
-/// The current publish of `segment` as an [`Event`], for node `node`.
-pub fn event(segment: &Segment, node: &str) -> Event {
+/// The current publish of `segment` as an [`Event`], for node `node`, with the pods
+/// `kube` (the kubelet's answer, when asked) assigns the GPUs to.
+pub fn event(segment: &Segment, node: &str, kube: Option<&gpupeek_kube::State>) -> Event {
     let generation = segment.generation();
     let reading = Reading::new(segment.name(), segment.snapshot());
-    event_of(&reading, generation, node)
+    event_of(&reading, generation, node, kube)
 }
 
 /// The event for `reading`; `generation` is the segment's when it gave no snapshot.
-fn event_of(reading: &Reading, generation: u64, node: &str) -> Event {
+fn event_of(
+    reading: &Reading,
+    generation: u64,
+    node: &str,
+    kube: Option<&gpupeek_kube::State>,
+) -> Event {
     let generation = reading.snap.as_ref().map_or(generation, |s| s.generation);
     let down = |message: String| Event {
         generation,
@@ -135,7 +141,13 @@ fn event_of(reading: &Reading, generation: u64, node: &str) -> Event {
     Event {
         generation,
         live: true,
-        data: json::event(&view, node, &time, generation),
+        data: json::event(
+            &view,
+            node,
+            &time,
+            generation,
+            crate::snapshot::pods(reading, kube),
+        ),
     }
 }
 
@@ -177,7 +189,7 @@ mod tests {
         let reading = Reading::new("gpupeek", Ok(snapshot(DaemonState::Live)));
         assert_eq!(reading.state, "live");
         assert_eq!(reading.reason, None);
-        let event = event_of(&reading, 0, "node1");
+        let event = event_of(&reading, 0, "node1", None);
         assert!(event.live);
         assert_eq!(event.generation, 7);
         let event = json(&event.data);
@@ -200,7 +212,7 @@ mod tests {
             ),
         ] {
             let why = reading.reason.clone().expect("not live");
-            let event = event_of(&reading, 3, "node1");
+            let event = event_of(&reading, 3, "node1", None);
             assert!(!event.live);
             assert_eq!(json(&event.data)["error"], why.as_str());
             let doc = json(&crate::snapshot::of(&reading, "host1", "node1", None));

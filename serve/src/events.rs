@@ -5,7 +5,8 @@
 //! there is no timer, only the keep-alive comments of the HTTP side.
 //!
 //! Each event is `id: GENERATION` and one `data:` line: the `--json` document with the
-//! generation first and the node's name as `hostname` while the daemon is live; an
+//! generation first, the node's name as `hostname` and `/snapshot`'s `pods` (the
+//! kubelet's assignments, or null) last while the daemon is live; an
 //! `event: down` whose data says why (`{"generation":G,"hostname":NODE,"error":...}`)
 //! when a publish shows it is not (stopped, released, NVML error). A new stream gets the
 //! current publish at once, so it needs no separate snapshot. Ids only grow within a
@@ -72,11 +73,12 @@ impl Publisher {
         }
     }
 
-    /// The event for the current publish, unless it was sent already.
-    pub fn event(&mut self) -> Option<Vec<u8>> {
+    /// The event for the current publish, unless it was sent already, with the pods
+    /// `kube` assigns the GPUs to.
+    pub fn event(&mut self, kube: Option<&gpupeek_kube::State>) -> Option<Vec<u8>> {
         let (event, epoch) = exporter::with_segment(&self.name, |segment| {
             (
-                exporter::event(segment, &self.node),
+                exporter::event(segment, &self.node, kube),
                 segment.current_epoch(),
             )
         })
@@ -93,9 +95,10 @@ impl Publisher {
 /// The answer to a GET of `/events` on segment `name` for node `node`: a stream whose
 /// first bytes are the reconnection delay, then the current publish (nothing while
 /// there is no segment).
-pub fn open(name: &str, node: &str) -> Response {
+pub fn open(name: &str, node: &str, kube: Option<&gpupeek_kube::State>) -> Response {
     let mut body = String::from("retry: 2000\n\n");
-    if let Ok(event) = exporter::with_segment(name, |segment| exporter::event(segment, node)) {
+    if let Ok(event) = exporter::with_segment(name, |segment| exporter::event(segment, node, kube))
+    {
         body += &encode(&event);
     }
     Response {

@@ -111,17 +111,22 @@ fn run(args: Args) -> Result<(), Exit> {
                     }
                     watching = true;
                 }
-                if let Some(response) = probe_and_stream_routes(request, &name, &node) {
+                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
+                if let Some(response) =
+                    probe_and_stream_routes(request, &name, &node, pods.as_ref())
+                {
                     return response;
                 }
-                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
                 let mut response = respond(request, &name, &node, &args.options, pods.as_ref());
                 if request.path == "/metrics" && response.status == 200 {
                     response.body += &probes::node_info(&node);
                 }
                 response
             },
-            || publisher.event(),
+            || {
+                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
+                publisher.event(pods.as_ref())
+            },
         )
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
@@ -167,13 +172,18 @@ fn respond(
     }
 }
 
-/// The probes and the update stream.
-fn probe_and_stream_routes(request: &Request, name: &str, node: &str) -> Option<Response> {
+/// The probes and the update stream (with the pods `kube` assigns the GPUs to).
+fn probe_and_stream_routes(
+    request: &Request,
+    name: &str,
+    node: &str,
+    kube: Option<&gpupeek_kube::State>,
+) -> Option<Response> {
     if !matches!(request.method, "GET" | "HEAD") {
         return None;
     }
     match request.path {
-        "/events" => Some(events::open(name, node)),
+        "/events" => Some(events::open(name, node, kube)),
         path => probes::answer(path, name),
     }
 }

@@ -142,6 +142,40 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
     );
     assert_eq!(direct["summary"]["mig_devices_free"], 1);
     assert_eq!(direct["hosts"][0]["gpus"][0]["mig"][2]["pod"], "ml/idle");
+    // The serve's /snapshot and the documents of its /events name the same pods.
+    let (_, snapshot) = gpupeek_e2e::http("GET", &addr, "/snapshot");
+    let snapshot: Value = serde_json::from_str(&snapshot).unwrap();
+    let pods = |doc: &Value| -> Vec<(Value, Value, Value)> {
+        let pods = doc["pods"].as_array().cloned().unwrap_or_default();
+        pods.iter()
+            .map(|p| {
+                (
+                    p["gpu"].clone(),
+                    p["gpu_instance_id"].clone(),
+                    p["pod"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        pods(&snapshot),
+        [
+            (json!(0), json!(1), json!("train")),
+            (json!(0), json!(13), json!("idle"))
+        ],
+        "{snapshot:#}"
+    );
+    let stream = std::net::TcpStream::connect(&addr).unwrap();
+    let mut stream = crate::serve_stream::subscribe(stream, &addr);
+    let (text, _) = crate::serve_stream::read_for(&mut stream, Duration::from_millis(1500));
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l.strip_prefix("data: ")?).ok())
+        .collect();
+    assert!(events.len() >= 2, "{text}");
+    for event in &events {
+        assert_eq!(pods(event), pods(&snapshot), "{event:#}");
+    }
     assert!(
         direct["hosts"][0]["gpus"][1].get("mig").is_none(),
         "{direct:#}"

@@ -32,7 +32,7 @@ fn serve(sandbox: &Sandbox, flags: &[&str]) -> (Background, String) {
 }
 
 /// A GET of `/events` on `stream`, with its read timeout set short.
-fn subscribe(mut stream: TcpStream, addr: &str) -> TcpStream {
+pub(crate) fn subscribe(mut stream: TcpStream, addr: &str) -> TcpStream {
     write!(stream, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
     stream
         .set_read_timeout(Some(Duration::from_millis(100)))
@@ -42,7 +42,7 @@ fn subscribe(mut stream: TcpStream, addr: &str) -> TcpStream {
 
 /// Reads what arrives on `stream` for `time` (or until it closes): the text and
 /// whether the server closed it.
-fn read_for(stream: &mut TcpStream, time: Duration) -> (String, bool) {
+pub(crate) fn read_for(stream: &mut TcpStream, time: Duration) -> (String, bool) {
     let end = Instant::now() + time;
     let mut got = Vec::new();
     let mut buf = [0u8; 65536];
