@@ -347,12 +347,35 @@ pub(crate) fn dashboard_exprs(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// `label_values(metric, label)` reads `metric`; anything else is PromQL.
+/// `label_values(SELECTOR, label)` reads the metrics of `SELECTOR` ([`selector_metrics`]);
+/// anything else is PromQL.
 pub(crate) fn query_metrics(expr: &str) -> BTreeSet<String> {
     match expr.trim().strip_prefix("label_values(") {
-        Some(rest) => promql_metrics(rest.split(',').next().unwrap_or_default()),
+        Some(rest) => selector_metrics(label_values_selector(rest)),
         None => promql_metrics(expr),
     }
+}
+
+/// The series selector of `label_values(SELECTOR, label)`, given what follows
+/// `label_values(`.
+pub(crate) fn label_values_selector(rest: &str) -> &str {
+    let rest = rest.trim_end().trim_end_matches(')');
+    rest.rsplit_once(',')
+        .map_or(rest, |(selector, _)| selector.trim())
+}
+
+/// The metrics a series selector reads: its name, or the names its `__name__` matcher
+/// lists (`{__name__=~"a|b",...}`, alternatives of plain names only).
+fn selector_metrics(selector: &str) -> BTreeSet<String> {
+    let Some(at) = selector.find("__name__") else {
+        return promql_metrics(selector);
+    };
+    let matcher = selector[at + "__name__".len()..].trim_start_matches(['=', '~']);
+    let Some(value) = matcher.strip_prefix('"').and_then(|m| m.split('"').next()) else {
+        return BTreeSet::new();
+    };
+    let plain = |n: &&str| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    value.split('|').filter(plain).map(str::to_owned).collect()
 }
 
 /// The flags contrib's dashboards and rules are written for.

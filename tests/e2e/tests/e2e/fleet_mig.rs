@@ -205,4 +205,48 @@ fn a_gpu_split_into_mig_devices_shows_each_device_free_or_busy_from_each_source(
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+    // The pod dashboard's variables, as Grafana asks Prometheus for them (the label
+    // values of their series selector over the time range): the pods holding a MIG
+    // device only are there, and their namespace.
+    for (variable, want) in [
+        ("namespace", json!(["ml"])),
+        ("pod", json!(["idle", "train"])),
+    ] {
+        let selector = pod_dashboard_selector(variable).replace("$namespace", "ml");
+        let path = format!(
+            "/api/v1/label/{variable}/values?match[]={}",
+            percent_encoded(&selector)
+        );
+        let (status, body) = gpupeek_e2e::http("GET", &web, &path);
+        let answer: Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(
+            (status, &answer["data"]),
+            (200, &want),
+            "{selector}: {body}"
+        );
+    }
+}
+
+/// The series selector of the pod dashboard's variable `name` (`label_values(SELECTOR,
+/// label)`).
+fn pod_dashboard_selector(name: &str) -> String {
+    let path = gpupeek_e2e::repo().join("contrib/kubernetes/dashboards/gpupeek-pod.json");
+    let dashboard: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let variable = variables.iter().find(|v| v["name"] == name).unwrap();
+    let query = variable["query"]["query"].as_str().unwrap();
+    let rest = query
+        .strip_prefix("label_values(")
+        .expect("a label_values variable");
+    crate::exporters::label_values_selector(rest).to_owned()
+}
+
+/// `text` with every byte but ASCII letters and digits percent-encoded.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b.is_ascii_alphanumeric() {
+            true => (b as char).to_string(),
+            false => format!("%{b:02X}"),
+        })
+        .collect()
 }
