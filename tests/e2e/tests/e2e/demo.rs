@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout};
+use gpupeek_e2e::{bins, repo, run_with_limit, stderr, stdout, tool};
 
 #[test]
 fn the_demo_says_it_is_one_shows_every_view_and_cleans_up() {
@@ -116,6 +116,33 @@ fn the_fleet_demo_shows_every_host_and_the_one_that_is_down_and_cleans_up() {
                 "{addr} still served after the demo"
             );
         }
+    }
+    // Through a Prometheus that scrapes them: the same summary, the down host's scrape
+    // error, and the Prometheus gone after the demo.
+    if tool("prometheus", "prometheus").is_some() {
+        let run = demo(&["3", "--prometheus"]);
+        let out = stdout(&run);
+        assert!(run.status.success(), "{out}\n{}", stderr(&run));
+        let through = out
+            .split("$ gpupeek fleet --prometheus ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no table through Prometheus in:\n{out}"));
+        let (url, table) = through.split_once('\n').unwrap();
+        assert!(
+            table.starts_with("4 hosts (1 not read), 6 GPUs: 3 free, 0 idle-allocated\n"),
+            "{out}"
+        );
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("127.0.0.1:1 ") && l.contains("connection refused")),
+            "{out}"
+        );
+        let web = url.trim().trim_start_matches("http://");
+        assert!(
+            std::net::TcpStream::connect(web).is_err(),
+            "the demo's Prometheus at {web} still runs"
+        );
     }
     let left = std::fs::read_dir("/dev/shm")
         .unwrap()
