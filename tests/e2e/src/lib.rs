@@ -46,8 +46,8 @@ pub struct Bins {
     pub fake_nvml_static: PathBuf,
 }
 
-/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-plot, gpupeek-fleet and the
-/// fake NVML
+/// Builds gpupeekd, gpupeek, gpupeek-serve, gpupeek-top, gpupeek-plot, gpupeek-fleet, the
+/// fake NVML and the demo's fake Kubernetes API server
 /// (once per test process) with the same profile as the tests, and returns their paths.
 pub fn bins() -> &'static Bins {
     static BINS: OnceLock<Bins> = OnceLock::new();
@@ -72,6 +72,9 @@ pub fn bins() -> &'static Bins {
             "gpupeek-fleet",
             "-p",
             "fake-nvml",
+            // scripts/demo-fleet --kubernetes's API server.
+            "-p",
+            "fake-kube-api",
             // The daemon's test hooks (daemon/src/hooks.rs) are read only in this build.
             "--features",
             "gpupeekd/test-hooks",

@@ -68,8 +68,9 @@ fn the_demo_says_it_is_one_shows_every_view_and_cleans_up() {
 }
 
 /// `scripts/demo-fleet HOSTS`: says it is a demo, shows every simulated host and the one
-/// that is down, grouped too, at 3 and at 256 hosts; leaves no serve or segment behind;
-/// a bad argument is one line, status 2.
+/// that is down, grouped too, at 3 and at 256 hosts, and through Prometheus and the fake
+/// Kubernetes API server at 3; leaves no serve or segment behind; a bad argument is one
+/// line, status 2.
 #[test]
 fn the_fleet_demo_shows_every_host_and_the_one_that_is_down_and_cleans_up() {
     let profile_dir = bins().daemon.parent().unwrap();
@@ -144,6 +145,53 @@ fn the_fleet_demo_shows_every_host_and_the_one_that_is_down_and_cleans_up() {
             "the demo's Prometheus at {web} still runs"
         );
     }
+    // Through the fake Kubernetes API server: each host named by its node, the one that
+    // is down and the pod that is not ready shown with their faults.
+    let run = demo(&["3", "--kubernetes"]);
+    let out = stdout(&run);
+    assert!(run.status.success(), "{out}\n{}", stderr(&run));
+    let table = out
+        .split("$ gpupeek fleet --kubernetes ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no table through Kubernetes in:\n{out}"));
+    let rows: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        rows[0], "5 hosts (2 not read), 6 GPUs: 3 free, 0 idle-allocated",
+        "{out}"
+    );
+    let hosts: Vec<&str> = rows[2..]
+        .iter()
+        .filter_map(|r| {
+            r.split_whitespace()
+                .next()
+                .filter(|h| h.starts_with("demo-"))
+        })
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            "demo-node-1",
+            "demo-node-2",
+            "demo-node-3",
+            "demo-node-down",
+            "demo-node-starting"
+        ],
+        "{out}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("demo-node-down ") && r.contains("refused")),
+        "{out}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("demo-node-starting ") && r.contains("not_ready")),
+        "{out}"
+    );
     let left = std::fs::read_dir("/dev/shm")
         .unwrap()
         .flatten()
