@@ -1,6 +1,6 @@
 //! The fleet as a Prometheus server sees it: one instant query of gpupeek's own metric
-//! names (and `up`) and one look at its targets, whatever the number of hosts, so the
-//! view costs the nodes nothing. A host is a target (`instance`) of a scrape job that
+//! names, one of `up` for their scrape jobs, and a look at its targets when one of those
+//! is down, whatever the number of hosts, so the view costs the nodes nothing. A host is a target (`instance`) of a scrape job that
 //! has gpupeek series. A target whose last scrape failed (`up` 0) is shown with
 //! Prometheus's `lastError`; one whose exporter says the daemon is not live
 //! (`gpupeek_daemon_state`) as a stale daemon. Processes and users are there when the
@@ -24,9 +24,15 @@ const GPUPEEK: &str = "gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
     user_gpu_memory_bytes|process_gpu_memory_bytes|mig_info|mig_memory_used_bytes|\
     mig_memory_total_bytes|mig_processes|mig_verdict)";
 
-/// The query: `up`, gpupeek's series and dcgm-exporter's ([`dcgm::NAMES`]).
-fn query_text() -> String {
-    format!("{{__name__=~\"up|{GPUPEEK}|{}\"}}", dcgm::NAMES.join("|"))
+/// The queries: gpupeek's series and dcgm-exporter's ([`dcgm::NAMES`]); and `up` of
+/// the scrape jobs that have them or are named after either (whose targets may all be
+/// down), not of every target the server scrapes. Two queries, as `or` would drop an
+/// `up` whose labels are those of one of the first's series: it matches label sets
+/// without the metric name.
+fn queries() -> [String; 2] {
+    let ours = format!("{{__name__=~\"{GPUPEEK}|{}\"}}", dcgm::NAMES.join("|"));
+    let up = format!("up and on(job) group by (job) ({ours}) or up{{job=~\".*(gpupeek|dcgm).*\"}}");
+    [ours, up]
 }
 
 /// A Prometheus server.
@@ -103,11 +109,20 @@ impl Sample {
 impl Source for Prometheus {
     fn round(&mut self, deadline: Instant) -> Vec<Report> {
         let endpoint = self.base.clone();
-        let samples = match self.query(deadline) {
-            Ok(samples) => samples,
-            Err(fault) => return vec![Report::failed(endpoint.clone(), endpoint, fault)],
+        let mut samples = Vec::new();
+        for query in queries() {
+            match self.query(&query, deadline) {
+                Ok(more) => samples.extend(more),
+                Err(fault) => return vec![Report::failed(endpoint.clone(), endpoint, fault)],
+            }
+        }
+        // The targets (all of them: the API filters by scrape pool only, which need not
+        // be the job) only when one of ours is down, for its error.
+        let down = samples.iter().any(|s| s.name() == "up" && s.value() != 1.0);
+        let errors = match down {
+            true => self.target_errors(deadline),
+            false => Vec::new(),
         };
-        let errors = self.target_errors(deadline);
         reports(&endpoint, &samples, &errors)
     }
 
@@ -139,8 +154,8 @@ impl Prometheus {
         Ok(answer.data.unwrap_or(Value::Null))
     }
 
-    fn query(&self, deadline: Instant) -> Result<Vec<Sample>, Fault> {
-        let data = self.answer("/api/v1/query", &[("query", &query_text())], deadline)?;
+    fn query(&self, query: &str, deadline: Instant) -> Result<Vec<Sample>, Fault> {
+        let data = self.answer("/api/v1/query", &[("query", query)], deadline)?;
         serde_json::from_value(data["result"].clone())
             .map_err(|e| Fault::new("bad_response", format!("not an instant vector: {e}")))
     }

@@ -303,9 +303,12 @@ gpupeek_gpu_memory_used_bytes and _total_bytes, gpupeek_gpu_verdict,
 gpupeek_mig_info, gpupeek_mig_memory_used_bytes and _total_bytes,
 gpupeek_mig_processes, gpupeek_mig_verdict,
 gpupeek_user_gpu_memory_bytes, gpupeek_process_gpu_memory_bytes,
-gpupeek_daemon_state, gpupeek_heartbeat_age_seconds, up, and the
-dcgm\-exporter names below) and one of its targets, so the view costs the
-nodes nothing.
+gpupeek_daemon_state, gpupeek_heartbeat_age_seconds and the
+dcgm\-exporter names below), one of
+.B up
+for the scrape jobs that have them or are named after gpupeek or dcgm (not
+for every target the server scrapes), and, when one of those targets is down,
+one of its targets for the scrape error; so the view costs the nodes nothing.
 A host is a target
 .RB ( instance
 label, after its

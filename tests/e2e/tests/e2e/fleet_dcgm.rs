@@ -135,7 +135,9 @@ fn a_prometheus_of_dcgm_exporter_series_is_read_as_the_same_gpus() {
 /// A cluster while gpupeek is rolled out: one Prometheus scrapes gpupeek on some nodes,
 /// only dcgm-exporter on others, and both on one. Every node is shown, each GPU once:
 /// gpu-node-1 (both) and gpu-node-2 through gpupeek's series, gpu-node-3 through
-/// dcgm-exporter's, and gpu-node-4, whose dcgm-exporter refuses, with its scrape error.
+/// dcgm-exporter's, gpu-node-4, whose dcgm-exporter refuses, and gpu-node-5, whose gpupeek
+/// does (in a job named after neither), with their scrape errors; another job's target
+/// that is down is no host.
 #[test]
 fn a_prometheus_of_gpupeek_on_some_nodes_and_dcgm_exporter_on_others_shows_every_node_once() {
     let Some(prometheus) = tool("prometheus", "prometheus") else {
@@ -149,19 +151,23 @@ fn a_prometheus_of_gpupeek_on_some_nodes_and_dcgm_exporter_on_others_shows_every
     let hosts = crate::fleet::cluster("fleet-mixed-more", 2);
     let (_third, third) = spawn_serve(&hosts[1].sandbox, Command::new(&bins().client), &dcgm_names);
     let down = crate::fleet::refusing();
+    let (down5, other) = (crate::fleet::refusing(), crate::fleet::refusing());
     let addr = |url: &str| url.trim_start_matches("http://").to_owned();
     let target = |addr: &str, labels: &str| {
         format!("      - targets: ['{addr}']\n        labels: {{{labels}}}\n")
     };
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  \
-         - job_name: gpupeek\n    static_configs:\n{}{}  \
-         - job_name: nvidia-dcgm-exporter\n    static_configs:\n{}{}{}",
+         - job_name: gpu-exporters\n    static_configs:\n{}{}{}  \
+         - job_name: nvidia-dcgm-exporter\n    static_configs:\n{}{}{}  \
+         - job_name: node-exporter\n    static_configs:\n{}",
         target(&addr(&ours), "instance: gpu-node-1, node: gpu-node-1"),
         target(&hosts[0].addr, "instance: gpu-node-2, node: gpu-node-2"),
+        target(&down5, "instance: gpu-node-5, node: gpu-node-5"),
         target(&addr(&theirs), "kubernetes_node: gpu-node-1"),
         target(&addr(&third), "kubernetes_node: gpu-node-3"),
         target(&down, "kubernetes_node: gpu-node-4"),
+        target(&other, "instance: cpu-node-1"),
     );
     let (_prometheus, web) = start_prometheus(&prometheus, &sandbox, &config);
     let url = format!("http://{web}");
@@ -189,6 +195,7 @@ fn a_prometheus_of_gpupeek_on_some_nodes_and_dcgm_exporter_on_others_shows_every
         ["gpu-node-2", 0, 2, null],
         ["gpu-node-3", 0, 2, null],
         ["gpu-node-4", 0, 0, "refused"],
+        ["gpu-node-5", 0, 0, "refused"],
     ]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let doc = loop {
