@@ -75,17 +75,21 @@ pub fn endpoint(spec: &str) -> Result<Endpoint, String> {
     })
 }
 
-/// The endpoints of `--host` and `--hostfile`, in order, each once.
+/// The endpoints of `--host` and `--hostfile` (`-`: standard input), in order, each once.
 pub fn endpoints(hosts: &[String], files: &[String]) -> Result<Vec<Endpoint>, String> {
     let mut specs: Vec<String> = hosts.to_vec();
     for path in files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --hostfile {path}: {e}"))?;
+        let text = match path.as_str() {
+            "-" => std::io::read_to_string(std::io::stdin()),
+            _ => std::fs::read_to_string(path),
+        };
+        let text = text.map_err(|e| format!("cannot read --hostfile {path}: {e}"))?;
         for (n, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or_default().trim();
-            if !line.is_empty() {
-                endpoint(line).map_err(|e| format!("{path} line {}: {e}", n + 1))?;
-                specs.push(line.to_owned());
+            let name = if path == "-" { "standard input" } else { path };
+            if let Some(spec) =
+                hostfile_line(line).map_err(|e| format!("{name} line {}: {e}", n + 1))?
+            {
+                specs.push(spec.to_owned());
             }
         }
     }
@@ -97,6 +101,35 @@ pub fn endpoints(hosts: &[String], files: &[String]) -> Result<Vec<Endpoint>, St
         }
     }
     Ok(out)
+}
+
+/// The host of a hostfile line, if it names one: `HOST` as `--host` takes it, after
+/// which an MPI or DeepSpeed hostfile's `slots=N` (and Open MPI's `max_slots=N` or
+/// `max-slots=N`) are allowed and ignored, so that a job's hostfile can be given as it
+/// is; `#` starts a comment.
+fn hostfile_line(line: &str) -> Result<Option<&str>, String> {
+    let mut words = line
+        .split('#')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace();
+    let Some(host) = words.next() else {
+        return Ok(None);
+    };
+    endpoint(host)?;
+    for word in words {
+        let slots = ["slots=", "max_slots=", "max-slots="]
+            .iter()
+            .find_map(|key| word.strip_prefix(key))
+            .is_some_and(|n| n.parse::<u32>().is_ok());
+        if !slots {
+            return Err(format!(
+                "{word:?} after host {host:?}: expected one host a line, optionally with \
+                 slots=N as MPI and DeepSpeed hostfiles have it"
+            ));
+        }
+    }
+    Ok(Some(host))
 }
 
 /// The hosts' serves.
@@ -375,5 +408,26 @@ mod tests {
         ] {
             assert!(endpoint(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// A hostfile line: a host, a comment, or an MPI or DeepSpeed hostfile's line.
+    #[test]
+    fn a_hostfile_line_is_a_host_with_slots_allowed_and_a_comment() {
+        for (line, host) in [
+            ("gpu1", Some("gpu1")),
+            ("  gpu1:9000  # rack 2", Some("gpu1:9000")),
+            ("# all of rack 3", None),
+            ("", None),
+            ("worker-1 slots=8", Some("worker-1")),
+            ("node07 slots=4 max_slots=8", Some("node07")),
+            ("node07 max-slots=8", Some("node07")),
+        ] {
+            assert_eq!(hostfile_line(line), Ok(host), "{line:?}");
+        }
+        for bad in ["gpu1 gpu2", "gpu1 slots=", "gpu1 slots=x", "u@h slots=8"] {
+            assert!(hostfile_line(bad).is_err(), "{bad:?}");
+        }
+        let why = hostfile_line("gpu1 gpu2").unwrap_err();
+        assert!(why.contains("\"gpu2\" after host \"gpu1\""), "{why}");
     }
 }

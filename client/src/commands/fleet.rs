@@ -33,8 +33,9 @@ pub const FLEET: Command<fleet::Args> = Command {
                 values: Values::File,
                 ..Spec::switch(
                     "hostfile",
-                    "read hosts from FILE, one a line as --host takes them (# starts a \
-                     comment; repeatable)",
+                    "read hosts from FILE (- for standard input), one a line as --host \
+                     takes them, slots=N after a host allowed as MPI and DeepSpeed hostfiles \
+                     have it (# starts a comment; repeatable)",
                 )
             },
             push hostfiles

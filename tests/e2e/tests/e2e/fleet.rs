@@ -264,6 +264,41 @@ fn a_hostfile_lists_hosts_with_comments() {
     let out = fleet(&["--hostfile", file.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json_of(&out)["summary"]["hosts"], 1);
+
+    // A DeepSpeed or MPI job's hostfile as it is, on standard input (`-`).
+    let mut cmd = Command::new(&bins().client);
+    cmd.args(["fleet", "--hostfile", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let hostfile = format!(
+        "{} slots=8\n{} slots=8 max_slots=8\n",
+        hosts[0].addr,
+        refusing()
+    );
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(hostfile.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(13), "{}", stderr(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["summary"]["hosts"], 2, "{doc:#}");
+    assert_eq!(doc["summary"]["hosts_failed"], 1, "{doc:#}");
+
+    // Anything else after a host is one line naming the file's line, status 2.
+    std::fs::write(&file, "gpu1 gpu2\n").unwrap();
+    let out = fleet(&["--hostfile", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = stderr(&out);
+    assert!(
+        said.contains("line 1: ") && said.contains("slots=N") && said.lines().count() == 1,
+        "{said}"
+    );
 }
 
 /// A loopback port nothing listens on.
