@@ -108,7 +108,11 @@ fn kubernetes_source(args: &Args, http: source::Http) -> Result<kubernetes::Kube
     )
     .map_err(|f| match f {
         kubernetes::Failure::Config(e) => Exit::new(EXIT_USAGE, e),
-        kubernetes::Failure::Api(e) => Exit::new(EXIT_KUBERNETES, e),
+        // It may quote the API server or an exec plugin: printed as the table is.
+        kubernetes::Failure::Api(e) => Exit::new(
+            EXIT_KUBERNETES,
+            gpupeek_shm::text::printable_str(&e).into_owned(),
+        ),
     })
 }
 
@@ -130,6 +134,7 @@ const IDLE_ROUNDS: usize = 3;
 fn round(source: &mut dyn Source, timeout: Duration, history: &mut History) -> Vec<Report> {
     let mut reports = source.round(Instant::now() + timeout);
     for r in &mut reports {
+        r.make_printable();
         model::classify(r);
         for g in &mut r.gpus {
             let h = history.0.entry((r.host.clone(), g.index)).or_default();

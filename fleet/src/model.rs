@@ -39,6 +39,55 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Every text of the report made printable, control characters replaced by `?`
+    /// ([`gpupeek_shm::text::printable_str`]): a host's answer, a Prometheus label or an
+    /// API server's message may hold a terminal escape sequence (another host's serve, an
+    /// exporter Prometheus scrapes that writes gpupeek's names), which the table would
+    /// otherwise send to the user's terminal.
+    pub fn make_printable(&mut self) {
+        let text = |s: &mut String| {
+            if let std::borrow::Cow::Owned(clean) = gpupeek_shm::text::printable_str(s) {
+                *s = clean;
+            }
+        };
+        let maybe = |s: &mut Option<String>| s.iter_mut().for_each(text);
+        text(&mut self.host);
+        text(&mut self.endpoint);
+        maybe(&mut self.node);
+        if let Some(d) = &mut self.daemon {
+            text(&mut d.state);
+            maybe(&mut d.error);
+        }
+        if let Some(f) = &mut self.error {
+            text(&mut f.reason);
+        }
+        for g in &mut self.gpus {
+            for s in [
+                &mut g.name,
+                &mut g.uuid,
+                &mut g.state,
+                &mut g.verdict,
+                &mut g.pod,
+            ] {
+                maybe(s);
+            }
+            g.users.iter_mut().for_each(text);
+            for p in &mut g.processes {
+                for s in [&mut p.user, &mut p.command, &mut p.pod, &mut p.job] {
+                    maybe(s);
+                }
+            }
+            for m in &mut g.mig {
+                for s in [&mut m.profile, &mut m.verdict, &mut m.pod] {
+                    maybe(s);
+                }
+                m.users.iter_mut().for_each(text);
+            }
+        }
+    }
+}
+
 /// The daemon's health as the host's segment tells it (`/snapshot`'s `daemon`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Daemon {
@@ -245,6 +294,60 @@ pub fn holding_idle(gpu: &Gpu) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every text of a report, from any source, loses its control characters: the JSON
+    /// of a report whose every text holds an escape has none left, C0 or C1.
+    #[test]
+    fn every_text_of_a_report_is_made_printable() {
+        let evil = |what: &str| format!("{what}\u{1b}]0;pwned\u{7}\u{9b}31m\n");
+        let some = |what: &str| Some(evil(what));
+        let mut r = Report {
+            host: evil("host"),
+            endpoint: evil("endpoint"),
+            node: some("node"),
+            daemon: Some(Daemon {
+                state: evil("state"),
+                age_s: None,
+                stale: true,
+                error: some("daemon"),
+            }),
+            error: Some(Fault::new("bad_response", evil("reason"))),
+            gpus: vec![Gpu {
+                name: some("name"),
+                uuid: some("uuid"),
+                state: some("state"),
+                verdict: some("verdict"),
+                users: vec![evil("user")],
+                pod: some("pod"),
+                processes: vec![Process {
+                    user: some("user"),
+                    pid: Some(1),
+                    command: some("command"),
+                    memory_mib: None,
+                    pod: some("pod"),
+                    gpu_instance_id: None,
+                    job: some("job"),
+                }],
+                mig: vec![Mig {
+                    profile: some("profile"),
+                    verdict: some("verdict"),
+                    users: vec![evil("user")],
+                    pod: some("pod"),
+                    ..Default::default()
+                }],
+                ..Gpu::new(0)
+            }],
+        };
+        let before = serde_json::to_string(&r).unwrap();
+        assert_eq!(before.matches("\\u001b").count(), 20, "{before}");
+        r.make_printable();
+        let after = serde_json::to_string(&r).unwrap();
+        assert!(
+            !after.contains("\\u00") && !after.chars().any(char::is_control),
+            "{after}"
+        );
+        assert_eq!(after.matches("?]0;pwned??31m?").count(), 20, "{after}");
+    }
 
     #[test]
     fn a_gpus_users_are_the_sources_and_its_processes_each_once() {

@@ -23,10 +23,20 @@ pub fn decode(src: &[u8]) -> String {
 }
 
 fn printable(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .chars()
+    printable_str(&String::from_utf8_lossy(bytes)).into_owned()
+}
+
+/// `s` with each control character (C0 and C1: what starts a terminal escape sequence,
+/// a newline) replaced by `?`, as every field decoded from a segment is; borrowed when it
+/// has none. For text a reader gets from elsewhere (another host's answer, a label).
+pub fn printable_str(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars()
         .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+        .collect::<String>()
+        .into()
 }
 
 /// Copies a raw command line (`/proc/PID/cmdline`: arguments each followed by a NUL) into

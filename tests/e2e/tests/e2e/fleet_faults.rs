@@ -105,6 +105,49 @@ fn each_faulty_host_is_shown_with_its_reason_and_the_rest_within_the_deadline() 
     }
 }
 
+/// A host whose answer carries terminal escape sequences (in its node, a GPU's name, a
+/// user, a command, a pod, its daemon's error) cannot send them to the user's terminal:
+/// the table, the groups and the JSON show `?` for each control character.
+#[test]
+fn a_hosts_terminal_escapes_never_reach_the_terminal() {
+    const EVIL: &str = "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n\
+        {\"hostname\": \"h\", \"driver_version\": \"550\", \"query_time\": \"t\", \
+         \"gpus\": [{\"index\": 0, \"uuid\": \"GPU-e\", \"name\": \"H100\\u001b[2J\\u001b]0;pwned\\u0007\", \
+           \"utilization.gpu\": 50, \"memory.used\": 2048, \"memory.total\": 81559, \
+           \"processes\": [{\"username\": \"bob\\u009b31m\", \"command\": \"py\\u001bc\", \
+             \"pid\": 7, \"gpu_memory_usage\": 2048, \"pod_uid\": \"u\\u001b[5m\"}]}], \
+         \"node\": \"n\\u001b[8m\", \"pods\": null, \
+         \"daemon\": {\"state\": \"live\", \"age_s\": 0.1, \"stale\": false, \"error\": null}}";
+    const STALE: &str = "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n\
+        {\"hostname\": \"h\", \"driver_version\": null, \"query_time\": \"t\", \"gpus\": [], \
+         \"node\": \"s\", \"pods\": null, \"daemon\": {\"state\": \"stale\", \"age_s\": 9, \
+         \"stale\": true, \"error\": \"gone\\u001b]52;c;cHduZWQ=\\u0007\"}}";
+    let evil = fake_server(Some(Duration::ZERO), EVIL);
+    let stale = fake_server(Some(Duration::ZERO), STALE);
+    let hosts = host_args(&[evil.as_str(), stale.as_str()]);
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    for extra in [
+        &[][..],
+        &["--group-by", "user"],
+        &["--group-by", "pod"],
+        &["--json"],
+    ] {
+        let args: Vec<&str> = hosts.iter().chain(extra).copied().collect();
+        let out = fleet(&args);
+        let text = stdout(&out);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{extra:?}: {text:?}"
+        );
+        assert!(!text.contains("\\u00"), "{extra:?}: {text}");
+        if extra.is_empty() {
+            assert!(text.contains("H100?[2J?]0;pwned?"), "{text}");
+            assert!(text.contains("bob?31m"), "{text}");
+            assert!(text.contains("gone?]52;c;cHduZWQ=?"), "{text}");
+        }
+    }
+}
+
 #[test]
 fn fleet_reads_an_https_serve_with_basic_auth_and_names_tls_and_auth_failures() {
     let sandbox = Sandbox::new("fleet-https");
