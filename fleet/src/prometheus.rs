@@ -1,6 +1,7 @@
-//! The fleet as a Prometheus server sees it: one instant query of gpupeek's own metric
-//! names, one of `up` for their scrape jobs, and a look at its targets when one of those
-//! is down, whatever the number of hosts, so the view costs the nodes nothing. A host is a target (`instance`) of a scrape job that
+//! The fleet as a Prometheus server sees it: instant queries of gpupeek's own metric
+//! names (the states that hold only) and of `up` for their scrape jobs, and a look at its
+//! targets when one of those is down, whatever the number of hosts, so the view costs
+//! the nodes nothing. A host is a target (`instance`) of a scrape job that
 //! has gpupeek series. A target whose last scrape failed (`up` 0) is shown with
 //! Prometheus's `lastError`; one whose exporter says the daemon is not live
 //! (`gpupeek_daemon_state`) as a stale daemon. Processes and users are there when the
@@ -18,21 +19,28 @@ use serde_json::Value;
 use crate::model::{Fault, Gpu, Mig, Process, Report};
 use crate::source::{Http, Source};
 
-/// The gpupeek series the fleet reads.
-const GPUPEEK: &str = "gpupeek_(up|daemon_state|heartbeat_age_seconds|gpu_info|\
-    gpu_state|gpu_utilization_ratio|gpu_memory_used_bytes|gpu_memory_total_bytes|gpu_verdict|\
-    user_gpu_memory_bytes|process_gpu_memory_bytes|mig_info|mig_memory_used_bytes|\
-    mig_memory_total_bytes|mig_processes|mig_verdict)";
+/// The gpupeek series the fleet reads for their values.
+const GPUPEEK: &str = "gpupeek_(up|heartbeat_age_seconds|gpu_info|gpu_utilization_ratio|\
+    gpu_memory_used_bytes|gpu_memory_total_bytes|user_gpu_memory_bytes|\
+    process_gpu_memory_bytes|mig_info|mig_memory_used_bytes|mig_memory_total_bytes|\
+    mig_processes)";
 
-/// The queries: gpupeek's series and dcgm-exporter's ([`dcgm::NAMES`]); and `up` of
-/// the scrape jobs that have them or are named after either (whose targets may all be
-/// down), not of every target the server scrapes. Two queries, as `or` would drop an
-/// `up` whose labels are those of one of the first's series: it matches label sets
+/// The gpupeek series that say a state, one series a possible state with the one that
+/// holds at 1: only those at 1 are asked for (most of these series are 0, about half of
+/// all the series of a host).
+const GPUPEEK_STATES: &str = "gpupeek_(daemon_state|gpu_state|gpu_verdict|mig_verdict)";
+
+/// The queries: gpupeek's series and dcgm-exporter's ([`dcgm::NAMES`]); the states that
+/// hold (a comparison without `bool` keeps the metric name); and `up` of the scrape jobs
+/// that have gpupeek's or dcgm-exporter's series or are named after either (whose
+/// targets may all be down), not of every target the server scrapes. Apart, as `or`
+/// would drop a series whose labels are those of another's: it matches label sets
 /// without the metric name.
-fn queries() -> [String; 2] {
+fn queries() -> [String; 3] {
     let ours = format!("{{__name__=~\"{GPUPEEK}|{}\"}}", dcgm::NAMES.join("|"));
+    let states = format!("{{__name__=~\"{GPUPEEK_STATES}\"}} == 1");
     let up = format!("up and on(job) group by (job) ({ours}) or up{{job=~\".*(gpupeek|dcgm).*\"}}");
-    [ours, up]
+    [ours, states, up]
 }
 
 /// A Prometheus server.

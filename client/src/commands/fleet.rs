@@ -298,14 +298,15 @@ answers Prometheus's HTTP API:
 .BR /api/v1/targets )
 that scrapes the hosts'
 .BR "gpupeek serve" :
-one instant query of gpupeek's own metric names (gpupeek_gpu_info,
+instant queries of gpupeek's own metric names (gpupeek_gpu_info,
 gpupeek_gpu_state, gpupeek_gpu_utilization_ratio,
 gpupeek_gpu_memory_used_bytes and _total_bytes, gpupeek_gpu_verdict,
 gpupeek_mig_info, gpupeek_mig_memory_used_bytes and _total_bytes,
 gpupeek_mig_processes, gpupeek_mig_verdict,
 gpupeek_user_gpu_memory_bytes, gpupeek_process_gpu_memory_bytes,
 gpupeek_daemon_state, gpupeek_heartbeat_age_seconds and the
-dcgm\-exporter names below), one of
+dcgm\-exporter names below; of the series that say a state, only those at 1),
+one of
 .B up
 for the scrape jobs that have them or are named after gpupeek or dcgm (not
 for every target the server scrapes), and, when one of those targets is down,
