@@ -397,7 +397,7 @@ pub mod exporter {
 pub mod fleetview {
     pub use crate::fleet::{command_line, Args, GroupBy};
     pub use crate::fleet::{DEFAULT_NAMESPACE, DEFAULT_SERVICE};
-    pub use crate::watch::{interval as watch_interval, redraw};
+    pub use crate::watch::{interval as watch_interval, redraw, Partial};
     pub use crate::{
         exit_status, write_stdout, Exit, EXIT_KUBERNETES, EXIT_OS, EXIT_PARTIAL, EXIT_USAGE,
     };

@@ -35,7 +35,7 @@ pub const HISTORY: usize = 40;
 pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     let interval = interval(secs)?;
     let mut history = History::default();
-    redraw(interval, true, None, |size| {
+    redraw(interval, true, None, |size, _| {
         Ok(match crate::live::live_segment(name) {
             Ok((segment, snap)) => {
                 history.record(&segment, &snap);
@@ -47,20 +47,21 @@ pub fn run(args: &cli::Args, name: &str, secs: f64) -> Result<(), Exit> {
     })
 }
 
-/// Draws `frame(size)` every `interval` (from the start of one frame to the next) until
-/// `q`, Ctrl-C, SIGINT/SIGTERM/SIGHUP or a closed stdout; an error from `frame` ends it.
-/// With `screen` and a terminal on stdout: on the alternate screen, each frame fitted to
-/// the terminal's size (asked at every frame, and a frame drawn at once on SIGWINCH);
-/// otherwise each frame is printed as it is, followed by a blank line, and `size` is
-/// `None`. Keys and signals are heard while a frame is being made, too: a quit then ends
-/// the process at once ([`listen`]). On the screen, `waiting` (a line saying what the
-/// first frame waits for) shows until the first frame does. `gpupeek -i` and `gpupeek
-/// fleet -i` draw through it.
+/// Draws `frame(size, partial)` every `interval` (from the start of one frame to the
+/// next) until `q`, Ctrl-C, SIGINT/SIGTERM/SIGHUP or a closed stdout; an error from
+/// `frame` ends it. With `screen` and a terminal on stdout: on the alternate screen, each
+/// frame fitted to the terminal's size (asked at every frame, and a frame drawn at once
+/// on SIGWINCH); otherwise each frame is printed as it is, followed by a blank line, and
+/// `size` is `None`. Keys and signals are heard while a frame is being made, too: a quit
+/// then ends the process at once ([`listen`]). On the screen, `waiting` (a line saying
+/// what the first frame waits for) shows until the first frame does, and a frame slow to
+/// make may show what it has so far through `partial` ([`Partial`]). `gpupeek -i` and
+/// `gpupeek fleet -i` draw through it.
 pub fn redraw(
     interval: Duration,
     screen: bool,
     waiting: Option<&str>,
-    mut frame: impl FnMut(Option<fit::Size>) -> Result<String, Exit>,
+    mut frame: impl FnMut(Option<fit::Size>, &Partial) -> Result<String, Exit>,
 ) -> Result<(), Exit> {
     let tty = screen && std::io::stdout().is_terminal();
     let listener = listen::Listener::start(tty)?;
@@ -75,17 +76,53 @@ pub fn redraw(
             return Ok(());
         }
         let size = tty.then(fit::terminal_size).flatten();
-        let frame = frame(size)?;
-        listener.show(|| match size {
-            Some(size) => crate::write_stdout(&draw(&frame, size)),
-            None if tty => {
-                crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))
-            }
-            None => crate::write_stdout(&format!("{frame}\n")),
-        })?;
+        let partial = Partial {
+            listener: tty.then_some(&listener),
+            size,
+        };
+        let frame = frame(size, &partial)?;
+        listener.show(|| write_frame(&frame, size, tty))?;
         if listener.wait(started + interval) == Some(listen::Event::Quit) {
             return Ok(());
         }
+    }
+}
+
+/// Writes `frame` to stdout: fitted to `size` on a terminal whose size is known, from the
+/// top-left corner on one whose size is not, as a paragraph off a terminal.
+fn write_frame(frame: &str, size: Option<fit::Size>, tty: bool) -> Result<(), Exit> {
+    match size {
+        Some(size) => crate::write_stdout(&draw(frame, size)),
+        None if tty => {
+            crate::write_stdout(&format!("\x1b[H{}\x1b[J", frame.replace('\n', "\x1b[K\n")))
+        }
+        None => crate::write_stdout(&format!("{frame}\n")),
+    }
+}
+
+/// What a frame has so far, shown before it is made: on a terminal's screen only, where
+/// it is replaced by the next (off a terminal each frame is a document of its own, so
+/// there it is never shown).
+pub struct Partial<'a> {
+    listener: Option<&'a listen::Listener>,
+    size: Option<fit::Size>,
+}
+
+impl Partial<'_> {
+    /// Whether [`Self::show`] shows anything.
+    pub fn wanted(&self) -> bool {
+        self.listener.is_some()
+    }
+
+    /// Shows `frame` now, in place, as [`redraw`] shows a frame; a quit heard while it is
+    /// written ends the process, as one heard while a frame is made does.
+    pub fn show(&self, frame: &str) -> Result<(), Exit> {
+        let Some(listener) = self.listener else {
+            return Ok(());
+        };
+        listener.show(|| write_frame(frame, self.size, true))?;
+        listener.resume();
+        Ok(())
     }
 }
 

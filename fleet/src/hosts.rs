@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use crate::model::{Daemon, Fault, Gpu, Mig, Process, Report};
-use crate::source::{fan_out, Http, Source};
+use crate::source::{fan_out, Http, Progress, Source};
 
 /// The port `gpupeek serve` listens on by default.
 const DEFAULT_PORT: u16 = 9477;
@@ -151,8 +151,14 @@ impl Hosts {
 }
 
 impl Source for Hosts {
-    fn round(&mut self, deadline: Instant) -> Vec<Report> {
-        read(self.endpoints.clone(), &self.http, self.jobs, deadline)
+    fn round(&mut self, deadline: Instant, progress: Option<&mut Progress>) -> Vec<Report> {
+        read(
+            self.endpoints.clone(),
+            &self.http,
+            self.jobs,
+            deadline,
+            progress,
+        )
     }
 
     fn what(&self) -> String {
@@ -165,14 +171,16 @@ impl Source for Hosts {
 
 /// Each of `endpoints`' `/snapshot` through `http`, `jobs` at once, by `deadline`: a
 /// report each, in their order (also for the Kubernetes source, whose endpoints change
-/// from round to round).
+/// from round to round), and what is read so far through `progress` when given.
 pub fn read(
     endpoints: Vec<Endpoint>,
     http: &Arc<Http>,
     jobs: usize,
     deadline: Instant,
+    progress: Option<&mut Progress>,
 ) -> Vec<Report> {
     let http = http.clone();
+    let pending = |e: &Endpoint| Report::waiting(e.host.clone(), e.url.clone());
     fan_out(
         endpoints,
         jobs,
@@ -182,6 +190,7 @@ pub fn read(
             let fault = Fault::new("timeout", "no answer within --timeout");
             Report::failed(e.host.clone(), e.url.clone(), fault)
         },
+        progress.map(|p| (p, &pending as &dyn Fn(&Endpoint) -> Report)),
     )
 }
 

@@ -7,8 +7,9 @@
 //! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
 //! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
 //! seconds through `gpupeek -i`'s loop (`fleetview::redraw`: the alternate screen, the
-//! frame fitted to the terminal, `q` to leave) and keeps the last three rounds of each
-//! GPU to flag memory held at 0 %.
+//! frame fitted to the terminal, `q` to leave), shows a round that a host holds up as far
+//! as it has got ([`source::Progress`]), and keeps the last three rounds of each GPU to
+//! flag memory held at 0 %.
 //!
 //! A program of its own so the one-shot `gpupeek` links no HTTP client (its flags come
 //! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 use gpupeek::fleetview::{self, Args, Exit, EXIT_KUBERNETES, EXIT_PARTIAL, EXIT_USAGE};
 use kubernetes::kubeconfig;
 use model::Report;
-use source::Source;
+use source::{Progress, Source};
 
 fn main() -> std::process::ExitCode {
     let result = fleetview::command_line().and_then(|args| args.map_or(Ok(()), run));
@@ -54,7 +55,8 @@ fn run(args: Args) -> Result<(), Exit> {
         && std::io::stdout().is_terminal();
     let paint = render::Paint(colour);
     let Some(secs) = args.watch else {
-        let reports = round(source.as_mut(), args.timeout, &mut History::default());
+        let mut reports = source.round(Instant::now() + args.timeout, None);
+        History::default().record(&mut reports);
         fleetview::write_stdout(&output(&args, &reports, paint))?;
         return match reports.iter().any(|r| r.error.is_some()) {
             true => Err(Exit::new(EXIT_PARTIAL, "")),
@@ -64,28 +66,62 @@ fn run(args: Args) -> Result<(), Exit> {
     let period = fleetview::watch_interval(secs)?;
     let mut history = History::default();
     let mut last: Option<(Instant, Vec<Report>)> = None;
+    // Each host as the last round that read it found it.
+    let mut previous: BTreeMap<String, Report> = BTreeMap::new();
     // The table on the terminal's screen, fitted to it (q or Ctrl-C to leave); JSON is
     // a stream of documents. A redraw sooner than the period (the terminal was resized)
     // shows the last round again rather than asking every host anew.
     // Until the first round ends (at most --timeout), the screen says what it waits for.
+    // On the screen, a round that some host holds up (one that hangs or is slow) shows
+    // what it has so far: a quarter of a second into the first round, then when the
+    // next frame is due, each host still being read as the last round found it.
     let waiting = format!(
         "gpupeek fleet: reading {} (at most {} s)…",
         source.what(),
         args.timeout.as_secs_f64()
     );
-    fleetview::redraw(period, !args.json, Some(&waiting), |_| {
+    fleetview::redraw(period, !args.json, Some(&waiting), |_, partial| {
         let (at, reports) = match last.take() {
             Some((at, reports)) if at.elapsed() < period => (at, reports),
-            _ => (
-                Instant::now(),
-                round(source.as_mut(), args.timeout, &mut history),
-            ),
+            _ => {
+                let started = Instant::now();
+                let mut show = |mut so_far: Vec<Report>| {
+                    for r in &mut so_far {
+                        match previous.get(&r.host) {
+                            Some(was) if r.is_waiting() => *r = was.clone(),
+                            _ => history.flag(r),
+                        }
+                    }
+                    render::sort(&mut so_far);
+                    // A stdout that cannot be written is said by the round's frame.
+                    let _ = partial.show(&output(&args, &so_far, paint));
+                };
+                let first = match previous.is_empty() {
+                    true => FIRST_PROGRESS,
+                    false => period,
+                };
+                let mut progress = Progress {
+                    at: started + first,
+                    every: period,
+                    show: &mut show,
+                };
+                let progress = partial.wanted().then_some(&mut progress);
+                let mut reports = source.round(started + args.timeout, progress);
+                history.record(&mut reports);
+                for r in reports.iter().filter(|r| !r.is_waiting()) {
+                    previous.insert(r.host.clone(), r.clone());
+                }
+                (started, reports)
+            }
         };
         let text = output(&args, &reports, paint);
         last = Some((at, reports));
         Ok(text)
     })
 }
+
+/// When the first round of `-i` shows what it has so far, if it is not over.
+const FIRST_PROGRESS: Duration = Duration::from_millis(250);
 
 /// `--kubernetes`: the kubeconfig (or the pod's service account), and a first list of
 /// the Service's endpoints.
@@ -131,20 +167,33 @@ struct History(BTreeMap<(String, u32), VecDeque<bool>>);
 /// Rounds of holding memory at 0 % that flag a GPU idle-allocated.
 const IDLE_ROUNDS: usize = 3;
 
-fn round(source: &mut dyn Source, timeout: Duration, history: &mut History) -> Vec<Report> {
-    let mut reports = source.round(Instant::now() + timeout);
-    for r in &mut reports {
+impl History {
+    /// Makes a round's `reports` printable, classifies them, records each GPU's holding
+    /// idle and flags those that did in each of the last [`IDLE_ROUNDS`], and sorts them.
+    fn record(&mut self, reports: &mut [Report]) {
+        for r in reports.iter_mut() {
+            r.make_printable();
+            model::classify(r);
+            for g in &mut r.gpus {
+                let h = self.0.entry((r.host.clone(), g.index)).or_default();
+                h.push_back(model::holding_idle(g));
+                if h.len() > IDLE_ROUNDS {
+                    h.pop_front();
+                }
+                g.idle_allocated |= h.len() == IDLE_ROUNDS && h.iter().all(|&b| b);
+            }
+        }
+        render::sort(reports);
+    }
+
+    /// [`Self::record`] for one report of a round not over yet: flagged as the rounds
+    /// recorded say, nothing recorded.
+    fn flag(&self, r: &mut Report) {
         r.make_printable();
         model::classify(r);
         for g in &mut r.gpus {
-            let h = history.0.entry((r.host.clone(), g.index)).or_default();
-            h.push_back(model::holding_idle(g));
-            if h.len() > IDLE_ROUNDS {
-                h.pop_front();
-            }
-            g.idle_allocated |= h.len() == IDLE_ROUNDS && h.iter().all(|&b| b);
+            let h = self.0.get(&(r.host.clone(), g.index));
+            g.idle_allocated |= h.is_some_and(|h| h.len() == IDLE_ROUNDS && h.iter().all(|&b| b));
         }
     }
-    render::sort(&mut reports);
-    reports
 }

@@ -26,6 +26,16 @@ pub struct Report {
 }
 
 impl Report {
+    /// A host still being read (in a round's progress: see [`crate::source::Progress`]).
+    pub fn waiting(host: String, endpoint: String) -> Report {
+        Report::failed(host, endpoint, Fault::new(WAITING, "no answer yet"))
+    }
+
+    /// Whether it is a host still being read.
+    pub fn is_waiting(&self) -> bool {
+        self.error.as_ref().is_some_and(|f| f.kind == WAITING)
+    }
+
     /// A host that could not be read.
     pub fn failed(host: String, endpoint: String, fault: Fault) -> Report {
         Report {
@@ -100,6 +110,9 @@ pub struct Daemon {
     /// What is wrong, when something is.
     pub error: Option<String>,
 }
+
+/// The fault kind of a host still being read.
+const WAITING: &str = "waiting";
 
 /// Why a host is not shown.
 #[derive(Debug, Clone, Serialize)]

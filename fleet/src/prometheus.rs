@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{Fault, Gpu, Mig, Process, Report};
-use crate::source::{Http, Source};
+use crate::source::{Http, Progress, Source};
 
 /// The gpupeek series the fleet reads for their values.
 const GPUPEEK: &str = "gpupeek_(up|heartbeat_age_seconds|gpu_info|gpu_utilization_ratio|\
@@ -115,7 +115,8 @@ impl Sample {
 }
 
 impl Source for Prometheus {
-    fn round(&mut self, deadline: Instant) -> Vec<Report> {
+    /// One server, one answer: nothing to show before it.
+    fn round(&mut self, deadline: Instant, _: Option<&mut Progress>) -> Vec<Report> {
         let endpoint = self.base.clone();
         let mut samples = Vec::new();
         for query in queries() {

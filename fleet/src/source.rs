@@ -15,10 +15,25 @@ use crate::model::{Fault, Report};
 
 /// A way to read the fleet.
 pub trait Source {
-    /// Every host's report, sorted by host, by `deadline`.
-    fn round(&mut self, deadline: Instant) -> Vec<Report>;
+    /// Every host's report, sorted by host, by `deadline`; what it has so far through
+    /// `progress`, when given, if the round is not over by then.
+    fn round(&mut self, deadline: Instant, progress: Option<&mut Progress>) -> Vec<Report>;
     /// What a round reads, for a person (`3 hosts`, `Prometheus at URL`).
     fn what(&self) -> String;
+}
+
+/// What a round has read so far, shown before it ends (`fleet -i` on a terminal, so that
+/// a host that hangs or is slow does not hold back the others): from `at`, and again
+/// each `every` while hosts are still being read and more have answered since, `show`
+/// gets a report per host, in the round's order, one not read yet [`Report::waiting`].
+/// Nothing is shown before some host has answered.
+pub struct Progress<'a> {
+    /// When to show it first.
+    pub at: Instant,
+    /// How often to show it again.
+    pub every: std::time::Duration,
+    /// Shows it.
+    pub show: &'a mut dyn FnMut(Vec<Report>),
 }
 
 /// The HTTP client's settings, from the command line.
@@ -246,20 +261,27 @@ fn is_tls(io: &std::io::Error) -> bool {
         .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
 }
 
+/// A round's [`Progress`] over items, with what an item not done yet is then.
+pub type ItemsProgress<'p, 'q, T> = (&'p mut Progress<'q>, &'p dyn Fn(&T) -> Report);
+
 /// Runs `work` on each item with at most `jobs` at once; what is not done by `deadline`
 /// is `late(item)`. Workers still busy at the deadline are left behind (each request
 /// has the deadline as its own timeout, so they end soon after), so a hanging host never
 /// holds the result.
+///
+/// With `progress` (and `pending`, what an item not done yet is then), what is done so
+/// far is shown as [`Progress`] says.
 pub fn fan_out<T, R>(
     items: Vec<T>,
     jobs: usize,
     deadline: Instant,
     work: impl Fn(&T) -> R + Send + Sync + 'static,
     late: impl Fn(&T) -> R,
+    mut progress: Option<ItemsProgress<'_, '_, T>>,
 ) -> Vec<R>
 where
     T: Send + Sync + 'static,
-    R: Send + 'static,
+    R: Send + 'static + Into<Report> + Clone,
 {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{mpsc, Arc};
@@ -285,12 +307,30 @@ where
     drop(tx);
     let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
     let mut missing = items.len();
+    // When to show the progress next, and how many were missing when it last was.
+    let mut next = progress.as_ref().map(|(p, _)| p.at);
+    let mut shown = items.len();
     while missing > 0 {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(wait) {
+        let until = next.map_or(deadline, |at| at.min(deadline));
+        match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
             Ok((i, r)) => {
                 results[i] = Some(r);
                 missing -= 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+                let Some((p, pending)) = progress.as_mut() else {
+                    break;
+                };
+                if missing < shown {
+                    let so_far = results.iter().zip(items.iter());
+                    (p.show)(
+                        so_far
+                            .map(|(r, item)| r.clone().map_or_else(|| pending(item), Into::into))
+                            .collect(),
+                    );
+                    shown = missing;
+                }
+                next = Some(Instant::now() + p.every);
             }
             Err(_) => break,
         }

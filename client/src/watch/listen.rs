@@ -133,6 +133,17 @@ impl Listener {
         shared.busy
     }
 
+    /// After a partial frame was shown ([`Self::show`]), the frame is being made again:
+    /// a quit heard meanwhile ends the process now, as one heard while making it does.
+    pub fn resume(&self) {
+        let mut shared = self.lock();
+        if shared.quit {
+            shared.terminal.restore();
+            std::process::exit(0);
+        }
+        shared.busy = true;
+    }
+
     /// Shows the frame made: `write` runs with quits held back (they are heard after it).
     pub fn show<T>(&self, write: impl FnOnce() -> T) -> T {
         let mut shared = self.lock();

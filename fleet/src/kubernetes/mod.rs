@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use crate::hosts;
 use crate::model::{Fault, Report};
-use crate::source::{Http, Source};
+use crate::source::{Http, Progress, Source};
 use api::Api;
 use endpoints::{targets, Found, Via};
 use kubeconfig::Config;
@@ -114,7 +114,7 @@ impl Source for Kubernetes {
         )
     }
 
-    fn round(&mut self, deadline: Instant) -> Vec<Report> {
+    fn round(&mut self, deadline: Instant, progress: Option<&mut Progress>) -> Vec<Report> {
         let (found, deadline) = match self.first.take() {
             Some(found) => (Ok(found), deadline),
             None => match self.api.prepare() {
@@ -149,24 +149,44 @@ impl Source for Kubernetes {
             .into_iter()
             .partition(|(_, f)| f.is_none());
         let ask: Vec<_> = ask.into_iter().map(|(e, _)| e).collect();
+        let skipped: Vec<Report> = skip
+            .into_iter()
+            .filter_map(|(e, f)| f.map(|f| Report::failed(e.host, e.url, f)))
+            .collect();
+        // What is read so far, with the endpoints not asked.
+        let mut show_all;
+        let mut with_skipped;
+        let progress = match progress {
+            Some(p) => {
+                show_all = |mut so_far: Vec<Report>| {
+                    so_far.extend(skipped.iter().cloned());
+                    so_far.sort_by(|a, b| a.host.cmp(&b.host));
+                    (p.show)(so_far);
+                };
+                with_skipped = Progress {
+                    at: p.at,
+                    every: p.every,
+                    show: &mut show_all,
+                };
+                Some(&mut with_skipped)
+            }
+            None => None,
+        };
         let mut reports = if self.api_proxy {
             // The API server's agent and credential, as they stand this round.
             match self.api.http() {
-                Ok(http) => hosts::read(ask, &Arc::new(http), self.jobs, deadline),
+                Ok(http) => hosts::read(ask, &Arc::new(http), self.jobs, deadline, progress),
                 Err(f) => {
                     let failed = |e: hosts::Endpoint| Report::failed(e.host, e.url, f.clone());
                     ask.into_iter().map(failed).collect()
                 }
             }
         } else {
-            let mut reports = hosts::read(ask, &self.http, self.jobs, deadline);
+            let mut reports = hosts::read(ask, &self.http, self.jobs, deadline, progress);
             hint_api_proxy(&mut reports);
             reports
         };
-        reports.extend(
-            skip.into_iter()
-                .filter_map(|(e, f)| f.map(|f| Report::failed(e.host, e.url, f))),
-        );
+        reports.extend(skipped);
         reports.sort_by(|a, b| a.host.cmp(&b.host));
         reports
     }

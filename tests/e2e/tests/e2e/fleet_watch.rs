@@ -155,3 +155,63 @@ fn fleet_watch_ends_on_sigterm_in_the_middle_of_a_round() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A host that takes the connection and never answers does not hold back the others:
+/// a quarter of a second into the first round the screen shows the host that answered,
+/// the silent one as still being read (`waiting`), and at the round's end (`--timeout`)
+/// as timed out; in later rounds, while it is being read again, as the last round found
+/// it.
+#[test]
+fn fleet_watch_shows_the_hosts_that_answered_before_the_round_ends() {
+    let Some(tmux) = tool("tmux", "tmux") else {
+        return;
+    };
+    let hosts = cluster("fleet-watch-progress", 1);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let command = format!(
+        "{} fleet -i 1 --timeout 4 --host {} --host {}; echo fleet-exited-$?; sleep 60",
+        bins().client.display(),
+        silent.local_addr().unwrap(),
+        hosts[0].addr
+    );
+    let t = Tmux {
+        tmux,
+        socket: format!("{}-fleet-progress", hosts[0].sandbox.shm),
+    };
+    t.run(&["new-session", "-d", "-s", "w", "-x", "120", "-y", "10"]);
+    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
+    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
+    // Connections to the silent host are taken and kept (each round makes one).
+    let _held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let row = |s: &str, host: &str| -> Option<String> {
+        s.lines().find(|l| l.starts_with(host)).map(str::to_owned)
+    };
+    let addr = hosts[0].addr.clone();
+    let early = t.until("the host that answered, the other still being read", |s| {
+        s.contains("waiting: no answer yet") && row(s, &addr).is_some()
+    });
+    assert!(early.starts_with("2 hosts (1 not read), 2 GPUs"), "{early}");
+    assert!(
+        row(&early, &addr).unwrap().contains("NVIDIA H100"),
+        "{early}"
+    );
+    // The round's end: the silent host timed out. Later rounds show it so while they
+    // read it again, never as waiting.
+    t.until("the silent host timed out", |s| {
+        s.contains("timeout: no answer")
+    });
+    let since = std::time::Instant::now();
+    while since.elapsed() < std::time::Duration::from_secs(6) {
+        let s = t.run(&["capture-pane", "-p", "-t", "w"]);
+        assert!(!s.contains("waiting"), "a later round showed waiting:\n{s}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    t.run(&["send-keys", "-t", "w", "q"]);
+    let after = t.until("fleet -i to end", |s| s.contains("fleet-exited-"));
+    assert!(after.contains("fleet-exited-0"), "{after}");
+}
