@@ -13,6 +13,7 @@ mod dcgm;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -82,13 +83,6 @@ impl Prometheus {
     }
 }
 
-#[derive(Deserialize)]
-struct Answer {
-    status: String,
-    data: Option<Value>,
-    error: Option<String>,
-}
-
 /// One sample of an instant vector.
 #[derive(Deserialize)]
 struct Sample {
@@ -141,55 +135,104 @@ impl Source for Prometheus {
 }
 
 impl Prometheus {
-    fn answer(
+    /// The `data` of the API's answer at `path` with `query`, as `T` (`what` it is, for
+    /// the fault when it is not).
+    fn answer<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &[(&str, &str)],
         deadline: Instant,
-    ) -> Result<Value, Fault> {
+        what: &str,
+    ) -> Result<T, Fault> {
         let left = deadline.saturating_duration_since(Instant::now());
         let body = self
             .http
             .get_query(&format!("{}{path}", self.base), query, left)?;
-        let answer: Answer = serde_json::from_str(&body)
-            .map_err(|e| Fault::new("bad_response", format!("not a Prometheus API answer: {e}")))?;
-        if answer.status != "success" {
-            let why = answer.error.unwrap_or(answer.status);
-            return Err(Fault::new(
-                "bad_response",
-                format!("Prometheus says: {why}"),
-            ));
-        }
-        Ok(answer.data.unwrap_or(Value::Null))
+        decode(&body, what)
     }
 
     fn query(&self, query: &str, deadline: Instant) -> Result<Vec<Sample>, Fault> {
-        let data = self.answer("/api/v1/query", &[("query", query)], deadline)?;
-        serde_json::from_value(data["result"].clone())
-            .map_err(|e| Fault::new("bad_response", format!("not an instant vector: {e}")))
+        let vector: Vector = self.answer(
+            "/api/v1/query",
+            &[("query", query)],
+            deadline,
+            "an instant vector",
+        )?;
+        Ok(vector.result)
     }
 
     /// Each target that failed its last scrape, with the error (empty when the API has
     /// no targets).
     fn target_errors(&self, deadline: Instant) -> Vec<TargetError> {
-        let Ok(data) = self.answer("/api/v1/targets", &[("state", "active")], deadline) else {
+        let query = [("state", "active")];
+        let Ok(targets) = self.answer::<Targets>("/api/v1/targets", &query, deadline, "targets")
+        else {
             return Vec::new();
         };
-        let targets = data["activeTargets"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
         targets
-            .iter()
-            .filter_map(|t| {
-                let error = t["lastError"].as_str().filter(|e| !e.is_empty())?;
-                Some(TargetError {
-                    labels: serde_json::from_value(t["labels"].clone()).ok()?,
-                    error: error.to_owned(),
-                })
+            .active
+            .into_iter()
+            .filter(|t| !t.error.is_empty())
+            .map(|t| TargetError {
+                labels: t.labels,
+                error: t.error,
             })
             .collect()
     }
+}
+
+/// An API answer's `data` as `T`, decoded straight from `body` (a large fleet's answer is
+/// tens of MB: no tree of JSON values in between); an error answer is the server's words.
+fn decode<T: DeserializeOwned>(body: &str, what: &str) -> Result<T, Fault> {
+    #[derive(Deserialize)]
+    struct Answer<T> {
+        status: String,
+        data: Option<T>,
+        error: Option<String>,
+    }
+    let bad = |why: String| Err(Fault::new("bad_response", why));
+    match serde_json::from_str::<Answer<T>>(body) {
+        Ok(Answer {
+            status,
+            data: Some(data),
+            ..
+        }) if status == "success" => Ok(data),
+        Ok(a) if a.status != "success" => {
+            bad(format!("Prometheus says: {}", a.error.unwrap_or(a.status)))
+        }
+        Ok(_) => bad(format!("not {what}: no data")),
+        // Not of the shape asked: an error answer whose data is something else, another
+        // kind of data, or not the API at all.
+        Err(e) => match serde_json::from_str::<Answer<serde::de::IgnoredAny>>(body) {
+            Ok(a) if a.status != "success" => {
+                bad(format!("Prometheus says: {}", a.error.unwrap_or(a.status)))
+            }
+            Ok(_) => bad(format!("not {what}: {e}")),
+            Err(e) => bad(format!("not a Prometheus API answer: {e}")),
+        },
+    }
+}
+
+/// An instant query's `data`.
+#[derive(Deserialize)]
+struct Vector {
+    result: Vec<Sample>,
+}
+
+/// The targets API's `data`: each active target's labels and last scrape error (its
+/// discovered labels, most of the answer, are skipped unread).
+#[derive(Deserialize)]
+struct Targets {
+    #[serde(rename = "activeTargets", default)]
+    active: Vec<Target>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(rename = "lastError", default)]
+    error: String,
 }
 
 /// A target whose last scrape failed: its labels (as its series carry them) and
@@ -911,6 +954,46 @@ mod tests {
         more: (&'a str, &'a str),
     ) -> Vec<(&'a str, &'a str)> {
         labels.iter().copied().chain([more]).collect()
+    }
+
+    /// The API's answers as the server gives them: a vector, an error, another kind of
+    /// result, something that is not the API; the targets with their errors.
+    #[test]
+    fn an_answer_is_its_data_or_the_servers_words() {
+        let vector = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"__name__":"up","instance":"a"},"value":[1.5,"1"]}]}}"#;
+        let got: Vector = decode(vector, "an instant vector").unwrap();
+        assert_eq!((got.result[0].name(), got.result[0].value()), ("up", 1.0));
+        let why = |body: &str| decode::<Vector>(body, "an instant vector").err().unwrap();
+        let error = r#"{"status":"error","errorType":"bad_data","error":"parse error at char 3"}"#;
+        let fault = why(error);
+        assert_eq!(fault.kind, "bad_response");
+        assert_eq!(fault.reason, "Prometheus says: parse error at char 3");
+        let scalar = r#"{"status":"success","data":{"resultType":"scalar","result":[1.5,"2"]}}"#;
+        assert!(
+            why(scalar).reason.starts_with("not an instant vector: "),
+            "{:?}",
+            why(scalar)
+        );
+        assert!(why("<html>")
+            .reason
+            .starts_with("not a Prometheus API answer: "));
+        assert_eq!(
+            why(r#"{"status":"success"}"#).reason,
+            "not an instant vector: no data"
+        );
+
+        let targets = r#"{"status":"success","data":{"activeTargets":[
+            {"discoveredLabels":{"__address__":"a:1"},"labels":{"instance":"a","job":"gpupeek"},
+             "lastError":"connection refused","health":"down"},
+            {"labels":{"instance":"b"},"lastError":"","health":"up"}],"droppedTargets":[]}}"#;
+        let got: Targets = decode(targets, "targets").unwrap();
+        let errors: Vec<(&str, &str)> = got
+            .active
+            .iter()
+            .map(|t| (t.labels["instance"].as_str(), t.error.as_str()))
+            .collect();
+        assert_eq!(errors, [("a", "connection refused"), ("b", "")]);
     }
 
     #[test]
