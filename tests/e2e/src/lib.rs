@@ -820,23 +820,24 @@ pub fn start_prometheus(
     (Background { child }, web)
 }
 
-/// `promtool check metrics` on `text`: (success, everything it printed).
-pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
+/// Runs `cmd` with `input` on its stdin (then closed), and its output.
+pub fn run_with_input(mut cmd: Command, input: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `promtool check metrics` on `text`: (success, everything it printed).
+pub fn promtool_check(promtool: &Path, text: &str) -> (bool, String) {
+    let mut cmd = Command::new(promtool);
+    cmd.args(["check", "metrics"]);
+    let out = run_with_input(cmd, text.as_bytes());
     (
         out.status.success(),
         format!("{}{}", stdout(&out), stderr(&out)),

@@ -568,21 +568,9 @@ fn every_names_output_has_each_series_once_and_parses() {
         let Some(promtool) = tool("promtool", "prometheus") else {
             continue;
         };
-        let mut child = Command::new(promtool)
-            .args(["check", "metrics"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut cmd = Command::new(promtool);
+        cmd.args(["check", "metrics"]);
+        let out = gpupeek_e2e::run_with_input(cmd, text.as_bytes());
         let said = format!("{}{}", stdout(&out), stderr(&out));
         // 0: clean; 3: lint findings only. The other exporters' names break Prometheus's
         // naming lints (DCGM's counters have no _total) as those exporters do.

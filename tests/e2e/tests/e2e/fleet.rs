@@ -267,24 +267,13 @@ fn a_hostfile_lists_hosts_with_comments() {
 
     // A DeepSpeed or MPI job's hostfile as it is, on standard input (`-`).
     let mut cmd = Command::new(&bins().client);
-    cmd.args(["fleet", "--hostfile", "-", "--json"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+    cmd.args(["fleet", "--hostfile", "-", "--json"]);
     let hostfile = format!(
         "{} slots=8\n{} slots=8 max_slots=8\n",
         hosts[0].addr,
         refusing()
     );
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(hostfile.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = gpupeek_e2e::run_with_input(cmd, hostfile.as_bytes());
     assert_eq!(out.status.code(), Some(13), "{}", stderr(&out));
     let doc = json_of(&out);
     assert_eq!(doc["summary"]["hosts"], 2, "{doc:#}");
