@@ -71,8 +71,8 @@ fn run(args: Args) -> Result<(), Exit> {
     // The table on the terminal's screen, fitted to it (q or Ctrl-C to leave); JSON is
     // a stream of documents. A redraw sooner than the period (the terminal was resized)
     // shows the last round again rather than asking every host anew.
-    // Until the first round ends (at most --timeout), the screen says what it waits for.
-    // On the screen, a round that some host holds up (one that hangs or is slow) shows
+    // Until a host answers (or the first round ends, at most --timeout), the screen says
+    // what it waits for. On the screen, a round that some host holds up (one that hangs or is slow) shows
     // what it has so far: a quarter of a second into the first round, then when the
     // next frame is due, each host still being read as the last round found it.
     let waiting = format!(
@@ -180,7 +180,7 @@ impl History {
                 if h.len() > IDLE_ROUNDS {
                     h.pop_front();
                 }
-                g.idle_allocated |= h.len() == IDLE_ROUNDS && h.iter().all(|&b| b);
+                g.idle_allocated |= idle_rounds(h);
             }
         }
         render::sort(reports);
@@ -193,7 +193,12 @@ impl History {
         model::classify(r);
         for g in &mut r.gpus {
             let h = self.0.get(&(r.host.clone(), g.index));
-            g.idle_allocated |= h.is_some_and(|h| h.len() == IDLE_ROUNDS && h.iter().all(|&b| b));
+            g.idle_allocated |= h.is_some_and(idle_rounds);
         }
     }
+}
+
+/// Whether a GPU held memory idle in each of the last [`IDLE_ROUNDS`] rounds.
+fn idle_rounds(h: &VecDeque<bool>) -> bool {
+    h.len() == IDLE_ROUNDS && h.iter().all(|&b| b)
 }

@@ -191,22 +191,20 @@ fn decode<T: DeserializeOwned>(body: &str, what: &str) -> Result<T, Fault> {
         error: Option<String>,
     }
     let bad = |why: String| Err(Fault::new("bad_response", why));
+    // An error answer is the server's words, whatever its data.
+    let says = |status: String, error: Option<String>| {
+        bad(format!("Prometheus says: {}", error.unwrap_or(status)))
+    };
     match serde_json::from_str::<Answer<T>>(body) {
+        Ok(a) if a.status != "success" => says(a.status, a.error),
         Ok(Answer {
-            status,
-            data: Some(data),
-            ..
-        }) if status == "success" => Ok(data),
-        Ok(a) if a.status != "success" => {
-            bad(format!("Prometheus says: {}", a.error.unwrap_or(a.status)))
-        }
+            data: Some(data), ..
+        }) => Ok(data),
         Ok(_) => bad(format!("not {what}: no data")),
         // Not of the shape asked: an error answer whose data is something else, another
         // kind of data, or not the API at all.
         Err(e) => match serde_json::from_str::<Answer<serde::de::IgnoredAny>>(body) {
-            Ok(a) if a.status != "success" => {
-                bad(format!("Prometheus says: {}", a.error.unwrap_or(a.status)))
-            }
+            Ok(a) if a.status != "success" => says(a.status, a.error),
             Ok(_) => bad(format!("not {what}: {e}")),
             Err(e) => bad(format!("not a Prometheus API answer: {e}")),
         },
