@@ -111,22 +111,17 @@ fn run(args: Args) -> Result<(), Exit> {
                     }
                     watching = true;
                 }
-                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
-                if let Some(response) =
-                    probe_and_stream_routes(request, &name, &node, pods.as_ref())
-                {
+                let kubelet = kubelet.as_ref();
+                if let Some(response) = probe_and_stream_routes(request, &name, &node, kubelet) {
                     return response;
                 }
-                let mut response = respond(request, &name, &node, &args.options, pods.as_ref());
+                let mut response = respond(request, &name, &node, &args.options, kubelet);
                 if request.path == "/metrics" && response.status == 200 {
                     response.body += &probes::node_info(&node);
                 }
                 response
             },
-            || {
-                let pods = kubelet.as_ref().map(gpupeek_kube::Poller::current);
-                publisher.event(pods.as_ref())
-            },
+            || publisher.event(pods(kubelet.as_ref()).as_ref()),
         )
         .map_err(|e| Exit::new(EXIT_OS, format!("serving stopped: {e}")))
 }
@@ -147,15 +142,17 @@ fn respond(
     name: &str,
     node: &str,
     options: &exporter::Options,
-    pods: Option<&gpupeek_kube::State>,
+    kubelet: Option<&gpupeek_kube::Poller>,
 ) -> Response {
     let (status, content_type, body) = match (request.method, request.path) {
         ("GET" | "HEAD", "/metrics") => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            exporter::scrape_with(name, options, pods).text,
+            exporter::scrape_with(name, options, pods(kubelet).as_ref()).text,
         ),
-        ("GET" | "HEAD", "/snapshot") => return snapshot::respond(name, node, pods),
+        ("GET" | "HEAD", "/snapshot") => {
+            return snapshot::respond(name, node, pods(kubelet).as_ref())
+        }
         ("GET" | "HEAD", "/") => (200, "text/html; charset=utf-8", INDEX.into()),
         ("GET" | "HEAD", _) => (404, "text/plain; charset=utf-8", "not found\n".into()),
         _ => (
@@ -172,18 +169,25 @@ fn respond(
     }
 }
 
-/// The probes and the update stream (with the pods `kube` assigns the GPUs to).
+/// The kubelet's last answer (a copy), when it is asked: taken only by the answers that
+/// name pods (`/metrics`, `/snapshot`, `/events`), not by probes and other paths.
+fn pods(kubelet: Option<&gpupeek_kube::Poller>) -> Option<gpupeek_kube::State> {
+    kubelet.map(gpupeek_kube::Poller::current)
+}
+
+/// The probes and the update stream (with the pods `kubelet` last said the GPUs are
+/// assigned to).
 fn probe_and_stream_routes(
     request: &Request,
     name: &str,
     node: &str,
-    kube: Option<&gpupeek_kube::State>,
+    kubelet: Option<&gpupeek_kube::Poller>,
 ) -> Option<Response> {
     if !matches!(request.method, "GET" | "HEAD") {
         return None;
     }
     match request.path {
-        "/events" => Some(events::open(name, node, kube)),
+        "/events" => Some(events::open(name, node, pods(kubelet).as_ref())),
         path => probes::answer(path, name),
     }
 }
