@@ -43,6 +43,17 @@ fn calls_over(sb: &Sandbox, daemon: &Daemon, ticks: u64) -> (BTreeMap<String, u6
     wait_for("a few ticks", daemon, || {
         calls(sb, daemon).get(PER_TICK).copied().unwrap_or(0) >= 5
     });
+    // The Xid events thread registers each GPU once, on its own thread, after the GPU's
+    // first job (a handle and its event types): a start-up cost that a loaded machine
+    // can delay into the measured ticks.
+    let gpus = sb.segment().snapshot().unwrap().gpus.len() as u64;
+    wait_for("the events registrations", daemon, || {
+        let c = calls(sb, daemon);
+        c.get("nvmlDeviceGetSupportedEventTypes")
+            .copied()
+            .unwrap_or(0)
+            >= gpus
+    });
     let before = calls(sb, daemon);
     let mut after = before.clone();
     wait_for("ticks", daemon, || {
