@@ -19,6 +19,7 @@ import platform
 import struct
 import subprocess
 import sys
+import threading
 import time
 import unittest
 from datetime import datetime
@@ -89,6 +90,42 @@ class Layout(unittest.TestCase):
     def test_layout_table_is_the_rust_crates(self):
         with open(os.environ["GPUPEEK_TEST_LAYOUT"]) as f:
             self.assertEqual(gpupeek.describe(), f.read())
+
+
+class Seqlock(unittest.TestCase):
+    """The seqlock's patience, on a block of private memory (no daemon): a sequence that
+    stays at one odd value is a dead writer; one that moves on is alive."""
+
+    def block(self, seq):
+        seg = gpupeek.Segment.__new__(gpupeek.Segment)
+        seg.name = "test"
+        seg._bytes = memoryview(bytearray(64))
+        seg._words = seg._bytes.cast("Q")
+        seg._words[0] = seq
+        return seg
+
+    def test_a_block_left_odd_is_stale_after_stale_after(self):
+        seg = self.block(7)
+        start = time.monotonic_ns()
+        with self.assertRaises(gpupeek.StaleError):
+            seg._read(0, 64)
+        self.assertGreaterEqual(time.monotonic_ns() - start, gpupeek.STALE_AFTER_NS)
+
+    def test_a_writer_preempted_mid_write_for_10_ms_is_waited_for(self):
+        # A loaded machine takes the daemon off its CPU in the middle of a write: for
+        # longer than 200 quick attempts (the old bound) last.
+        seg = self.block(1)
+
+        def finish():
+            time.sleep(0.01)
+            seg._words[1] = 42
+            seg._words[0] = 2
+
+        writer = threading.Thread(target=finish)
+        writer.start()
+        raw, _ = seg._read(0, 64)
+        writer.join()
+        self.assertEqual(struct.unpack_from("<QQ", raw), (2, 42))
 
 
 class Validity(unittest.TestCase):

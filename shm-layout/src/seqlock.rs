@@ -25,11 +25,16 @@
 //!   sequence, and the copy is rejected.
 //!
 //! Retries are bounded: a writer that died mid-write leaves an odd sequence forever, and
-//! the reader then reports [`Stale`] instead of spinning. The bound is time, not a count
-//! alone: a reader gives up after [`MIN_ATTEMPTS`] attempts *and then* [`STALE_AFTER`]
-//! more of trying (never after more than [`MAX_ATTEMPTS`]). Against a live writer,
-//! however fast, more attempts mean a better chance of a clean copy; a reader that was
-//! itself preempted for a while still makes its attempts before it may give up.
+//! the reader then reports [`Stale`] instead of spinning. A writer preempted mid-write
+//! leaves the same odd sequence for a while too, and on a loaded machine that while can
+//! be tens of milliseconds, so only time tells the two apart: a reader calls a block
+//! stale when, after [`MIN_ATTEMPTS`] failed attempts, its sequence has stayed at one odd
+//! value for [`STALE_AFTER`]. A sequence that moved on proves a live writer, and the
+//! reader keeps trying: a copy fails against a live writer only when a write overlapped
+//! it (the reader was itself preempted mid-copy, or the writer rewrites the block faster
+//! than it can be copied), and the next attempt starts right after a write. Against a
+//! live writer the reader gives up only after [`BUSY_FOR`] of failed attempts, or
+//! [`MAX_ATTEMPTS`] whatever the clock says.
 //!
 //! # Backoff
 //! After a failed attempt the reader spin-loads the sequence until it is even again (at
@@ -55,15 +60,27 @@ use zerocopy::{FromBytes, Immutable, IntoBytes};
 /// Attempts a reader always makes before it may call a block stale.
 pub const MIN_ATTEMPTS: u32 = 64;
 
-/// How long a reader keeps trying a block that stays odd or keeps changing, after
-/// [`MIN_ATTEMPTS`] attempts failed.
+/// How long a block's sequence must stay at one odd value (a write begun and not
+/// ended) before a reader calls its writer dead, once [`MIN_ATTEMPTS`] attempts failed.
+/// Longer than a loaded machine keeps a runnable writer off its CPU (2 ms was not: a
+/// soak run on 2 saturated cores saw live writers called dead); it is what a reader
+/// waits, once per snapshot, for a writer that really died mid-write.
 #[cfg(not(fuzzing))]
-pub const STALE_AFTER: Duration = Duration::from_millis(2);
+pub const STALE_AFTER: Duration = Duration::from_millis(50);
+
+/// How long a reader keeps trying a block whose writer is alive (its sequence moves)
+/// but rewrote it during every copy, once [`MIN_ATTEMPTS`] attempts failed.
+#[cfg(not(fuzzing))]
+pub const BUSY_FOR: Duration = Duration::from_secs(1);
 
 /// Under cargo-fuzz: no waiting past [`MIN_ATTEMPTS`], so that hostile segments full of
 /// odd sequences do not slow the fuzzer down a thousandfold.
 #[cfg(fuzzing)]
 pub const STALE_AFTER: Duration = Duration::ZERO;
+
+/// Under cargo-fuzz: see [`STALE_AFTER`].
+#[cfg(fuzzing)]
+pub const BUSY_FOR: Duration = Duration::ZERO;
 
 /// Attempts after which a reader gives up whatever the clock says.
 pub const MAX_ATTEMPTS: u32 = 1 << 20;
@@ -78,8 +95,8 @@ pub const SPIN_LOADS: u32 = 1 << 8;
 #[cfg(loom)]
 pub const LOOM_ATTEMPTS: u32 = 3;
 
-/// A block stayed odd (mid-write) or kept changing for [`MIN_ATTEMPTS`] tries and then
-/// [`STALE_AFTER`].
+/// A block stayed at one odd sequence (mid-write) for [`STALE_AFTER`], or kept changing
+/// under every copy for [`BUSY_FOR`], after [`MIN_ATTEMPTS`] tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stale;
 
@@ -99,8 +116,16 @@ pub fn write_with(seq: &AtomicU64, store: impl FnOnce()) {
 /// inside one even sequence, and returns that sequence with `load`'s result. Gives up
 /// with [`Stale`] as the module documentation says; results of rejected attempts are
 /// dropped.
-pub fn read_with<R>(seq: &AtomicU64, mut load: impl FnMut() -> R) -> Result<(u64, R), Stale> {
-    let mut clock_start: Option<Instant> = None;
+pub fn read_with<R>(seq: &AtomicU64, load: impl FnMut() -> R) -> Result<(u64, R), Stale> {
+    read_within(seq, load, Patience::new(STALE_AFTER, BUSY_FOR))
+}
+
+/// [`read_with`] with the bounds of `patience` (the tests' shorter ones).
+fn read_within<R>(
+    seq: &AtomicU64,
+    mut load: impl FnMut() -> R,
+    mut patience: Patience,
+) -> Result<(u64, R), Stale> {
     for attempt in 0..MAX_ATTEMPTS {
         let s1 = seq.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
@@ -111,7 +136,7 @@ pub fn read_with<R>(seq: &AtomicU64, mut load: impl FnMut() -> R) -> Result<(u64
                 return Ok((s1, value));
             }
         }
-        if give_up(attempt, &mut clock_start) {
+        if patience.give_up(attempt, seq.load(Ordering::Relaxed)) {
             return Err(Stale);
         }
         backoff(seq, attempt);
@@ -193,19 +218,56 @@ pub fn load_words(words: &[AtomicU64], out: &mut [u8]) {
     }
 }
 
-/// True when attempt number `attempt` (0-based) failed and the reader should stop. The
-/// clock is read only on this slow path, first after [`MIN_ATTEMPTS`] failures.
-#[cfg(not(loom))]
-fn give_up(attempt: u32, clock_start: &mut Option<Instant>) -> bool {
-    if attempt + 1 < MIN_ATTEMPTS {
-        return false;
-    }
-    clock_start.get_or_insert_with(Instant::now).elapsed() >= STALE_AFTER
+/// What a reader remembers of its failed attempts at one block, to tell a dead writer
+/// (one odd sequence for [`STALE_AFTER`]) from a live one (see the module
+/// documentation). The clock is read only on this slow path, first after
+/// [`MIN_ATTEMPTS`] failures.
+#[cfg_attr(loom, allow(dead_code))]
+struct Patience {
+    stale_after: Duration,
+    busy_for: Duration,
+    /// When the reader first looked at the clock.
+    since: Option<Instant>,
+    /// The odd sequence last seen and when it was first seen.
+    odd: Option<(u64, Instant)>,
 }
 
-#[cfg(loom)]
-fn give_up(attempt: u32, _: &mut Option<Instant>) -> bool {
-    attempt + 1 >= LOOM_ATTEMPTS
+impl Patience {
+    fn new(stale_after: Duration, busy_for: Duration) -> Self {
+        Patience {
+            stale_after,
+            busy_for,
+            since: None,
+            odd: None,
+        }
+    }
+
+    /// True when attempt number `attempt` (0-based) failed, the sequence is now `seq`,
+    /// and the reader should stop.
+    #[cfg(not(loom))]
+    fn give_up(&mut self, attempt: u32, seq: u64) -> bool {
+        if attempt + 1 < MIN_ATTEMPTS {
+            return false;
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        if now.duration_since(since) >= self.busy_for {
+            return true;
+        }
+        match self.odd {
+            Some((odd, at)) if odd == seq => now.duration_since(at) >= self.stale_after,
+            _ => {
+                self.odd = (seq & 1 == 1).then_some((seq, now));
+                false
+            }
+        }
+    }
+
+    /// Under loom, which has no clock: a count.
+    #[cfg(loom)]
+    fn give_up(&mut self, attempt: u32, _: u64) -> bool {
+        attempt + 1 >= LOOM_ATTEMPTS
+    }
 }
 
 /// Under loom: one scheduling point instead of a spin.
@@ -290,17 +352,80 @@ mod tests {
         assert_eq!(read(&b, &mut out), Ok(8));
     }
 
+    /// Short bounds, so that the tests of giving up take milliseconds (and Miri, whose
+    /// clock advances with the code it runs, not forever).
+    fn short() -> Patience {
+        Patience::new(Duration::from_millis(2), Duration::from_millis(20))
+    }
+
     #[test]
     fn reader_gives_up_on_a_block_that_changes_under_every_copy() {
         let b = block(8);
         let mut copies = 0u32;
-        let result = read_with(&b[0], || {
-            copies += 1;
-            // A writer that finishes a whole write during every copy.
-            b[0].fetch_add(2, Ordering::Relaxed);
-        });
+        let start = Instant::now();
+        let result = read_within(
+            &b[0],
+            || {
+                copies += 1;
+                // A writer that finishes a whole write during every copy.
+                b[0].fetch_add(2, Ordering::Relaxed);
+            },
+            short(),
+        );
         assert_eq!(result, Err(Stale));
         assert!(copies >= MIN_ATTEMPTS, "gave up after {copies} copies");
+        // A live writer is not given up for the dead writer's bound (2 ms here).
+        assert!(
+            start.elapsed() >= Duration::from_millis(20),
+            "gave up early"
+        );
+    }
+
+    #[test]
+    fn only_one_odd_sequence_that_stays_calls_a_writer_dead() {
+        let hour = Duration::from_secs(3600);
+        let mut p = Patience::new(Duration::ZERO, hour);
+        for attempt in 0..MIN_ATTEMPTS - 1 {
+            assert!(!p.give_up(attempt, 7), "before MIN_ATTEMPTS");
+        }
+        // A writer seen mid-write at every attempt, but in a new write each time: alive.
+        for (attempt, seq) in (MIN_ATTEMPTS..).zip((9..200).step_by(2)) {
+            assert!(!p.give_up(attempt, seq), "odd {seq}, moving on");
+        }
+        // An even sequence between two sightings of one odd value: it moved on too.
+        assert!(!p.give_up(1000, 201));
+        assert!(!p.give_up(1001, 202));
+        assert!(!p.give_up(1002, 203), "the next write");
+        // The same odd value twice, STALE_AFTER (here 0) apart: dead.
+        assert!(p.give_up(1003, 203));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "sleeps 10 ms while another thread spins")]
+    fn a_writer_preempted_mid_write_longer_than_2_ms_is_waited_for() {
+        // What a loaded machine does to the daemon: its thread is taken off the CPU in
+        // the middle of a write, for longer than readers used to wait (2 ms).
+        let b = block(RECORD_WORDS);
+        let started = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                write_with(&b[0], || {
+                    started.store(true, Ordering::Release);
+                    std::thread::sleep(Duration::from_millis(10));
+                    store_words(&b[1..], &numbered(7).as_bytes()[8..]);
+                });
+            });
+            while !started.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let mut out = GpuRecord::new_zeroed();
+            assert_eq!(
+                read(&b, &mut out),
+                Ok(2),
+                "the write in progress, waited for"
+            );
+            assert!(is_numbered(&out) && out.mem_used_bytes == 7);
+        });
     }
 
     /// A record whose every payload word holds `n` (so a mix of two writes shows).

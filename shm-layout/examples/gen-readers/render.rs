@@ -13,6 +13,7 @@ use std::fmt::Write;
 
 use gpupeek_shm::layout::{self, BitSet, EnumTable};
 use gpupeek_shm::pin::{self, FieldType, Record};
+use gpupeek_shm::seqlock;
 
 /// How to regenerate, said in every generated block.
 pub const COMMAND: &str = "cargo run -p gpupeek-shm --example gen-readers -- --write";
@@ -177,7 +178,7 @@ fn c_block() -> Block {
     let end = "/* END GENERATED */";
     let mut t = format!(
         "{begin} by `{COMMAND}`\n * from the Rust definitions in shm-layout \
-         (layout.rs, pin.rs): do not edit by hand. */\n\n"
+         (layout.rs, pin.rs, seqlock.rs): do not edit by hand. */\n\n"
     );
     t.push_str("/* \"GPUPEEK\\0\" read as a little-endian 64-bit word; 0 while the daemon initialises. */\n");
     let constants = [
@@ -211,6 +212,17 @@ fn c_block() -> Block {
         (
             "PROC_RECORD_V1_0_SIZE",
             format!("{}u", pin::PROC_RECORD_V1_0_SIZE),
+        ),
+        ("SPIN_ATTEMPTS", format!("{}u", seqlock::SPIN_ATTEMPTS)),
+        ("MIN_ATTEMPTS", format!("{}u", seqlock::MIN_ATTEMPTS)),
+        ("MAX_ATTEMPTS", format!("{}u", seqlock::MAX_ATTEMPTS)),
+        (
+            "STALE_AFTER_NS",
+            format!("UINT64_C({})", seqlock::STALE_AFTER.as_nanos()),
+        ),
+        (
+            "BUSY_FOR_NS",
+            format!("UINT64_C({})", seqlock::BUSY_FOR.as_nanos()),
         ),
     ];
     for (name, value) in constants {
@@ -270,7 +282,8 @@ fn python_block() -> Block {
     let begin = "# BEGIN GENERATED";
     let end = "# END GENERATED";
     let mut t = format!(
-        "{begin} by `{COMMAND}`\n# from the Rust definitions in shm-layout (layout.rs, pin.rs): \
+        "{begin} by `{COMMAND}`\n# from the Rust definitions in shm-layout (layout.rs, pin.rs, \
+         seqlock.rs): \
          do not edit by hand.\n\n"
     );
     writeln!(
@@ -296,6 +309,11 @@ fn python_block() -> Block {
     writeln!(t, "MAX_TEXT_PER_PROCESS = {}", layout::MAX_TEXT_PER_PROCESS).unwrap();
     writeln!(t, "STALE_PERIODS = {}", gpupeek_shm::reader::STALE_PERIODS).unwrap();
     writeln!(t, "PROC_RECORD_V1_0_SIZE = {}", pin::PROC_RECORD_V1_0_SIZE).unwrap();
+    writeln!(t, "SPIN_ATTEMPTS = {}", seqlock::SPIN_ATTEMPTS).unwrap();
+    writeln!(t, "MIN_ATTEMPTS = {}", seqlock::MIN_ATTEMPTS).unwrap();
+    writeln!(t, "MAX_ATTEMPTS = {}", seqlock::MAX_ATTEMPTS).unwrap();
+    writeln!(t, "STALE_AFTER_NS = {}", seqlock::STALE_AFTER.as_nanos()).unwrap();
+    writeln!(t, "BUSY_FOR_NS = {}", seqlock::BUSY_FOR.as_nanos()).unwrap();
     for record in &pin::RECORDS {
         writeln!(t, "{}_SIZE = {}", upper_snake(record.name), record.size).unwrap();
     }

@@ -254,6 +254,21 @@ fn c_example_reader_names_a_daemon_frozen_mid_write_by_its_heartbeat() {
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
 }
 
+/// The C reader's seqlock rule (`gpupeek_give_up`, the Rust reader's): a write held
+/// mid-way for 10 ms, as a loaded machine may hold the daemon, is waited for; a block
+/// left odd is stale after `GPUPEEK_STALE_AFTER_NS`. 200 quick attempts, the rule
+/// before, called the first one stale on an idle machine.
+#[test]
+fn c_reader_waits_for_a_preempted_writer_and_not_for_a_dead_one() {
+    let sandbox = Sandbox::new("c-patience");
+    let source = repo().join("tests/e2e/c/seqlock-patience.c");
+    let Some(exe) = compile_c(&sandbox, &source, "seqlock-patience") else {
+        return;
+    };
+    let out = run_with_watchdog(Command::new(&exe));
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
 /// Compiles a program that prints every field's `offsetof` and `sizeof` from the C
 /// structs in `pin::describe()`'s format, and compares it with the Rust layout.
 #[test]
