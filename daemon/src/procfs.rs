@@ -10,9 +10,12 @@
 //! kernels, and what `ps` and psutil report), once however many GPUs list it, each with
 //! one `pread` through a descriptor kept open from the process's first tick (for up to
 //! [`MAX_KEPT`] processes; see [`ProcFiles::read_kept`]). The slow-changing details (owner,
-//! command line, container) are read when a process is first seen and again every
-//! [`DETAILS_REFRESH_NS`] (programs may rewrite their command line); its pid namespace,
-//! fixed for its life, only until it is known. A process is
+//! command line, container) are read when a process is first seen, again every
+//! [`DETAILS_REFRESH_NS`] for its first [`YOUNG_NS`] (programs rewrite their command line
+//! mostly as they start), then every [`DETAILS_REFRESH_OLD_NS`], and at once whenever
+//! the name in `stat` changed (an `exec`, or a rename through `prctl`, which
+//! `setproctitle` and PyTorch do); its pid namespace, fixed for its life, only until it
+//! is known. A process is
 //! recognised across ticks by pid and start time, so a recycled pid is a new process.
 //! User names are cached per uid.
 //!
@@ -30,8 +33,17 @@ use crate::container::{self, Container};
 use crate::hooks;
 use crate::procfile::ProcFiles;
 
-/// How often the slow-changing details of a live process are read again.
+/// How often the slow-changing details of a process known for less than [`YOUNG_NS`]
+/// are read again.
 pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
+
+/// How often those of a process known for longer are: a command line rewritten without
+/// a rename, a new owner or a cgroup move shows up to this late. The refreshes were
+/// about a quarter of the daemon's CPU time with 64 long-running GPU processes.
+pub const DETAILS_REFRESH_OLD_NS: u64 = 30_000_000_000;
+
+/// How long a process counts as young (see [`DETAILS_REFRESH_NS`]).
+pub const YOUNG_NS: u64 = 60_000_000_000;
 
 /// Most processes whose `stat` and `statm` are kept open (two descriptors each, well
 /// inside the 1,024 a service may open by default); the rest are read by path.
@@ -40,7 +52,8 @@ pub const MAX_KEPT: usize = 256;
 /// Reads process details below a `/proc` root (injectable for tests and containers).
 pub struct Procfs {
     files: ProcFiles,
-    details_refresh_ns: u64,
+    /// [`DETAILS_REFRESH_NS`] and [`DETAILS_REFRESH_OLD_NS`], or a test hook's.
+    details_refresh_ns: (u64, u64),
     ticks_per_sec: u64,
     page_size: u64,
     boot_unix_ns: Option<u64>,
@@ -77,6 +90,9 @@ pub struct ProcInfo {
 
 struct Known {
     start_ticks: u64,
+    /// Its name in `stat`, hashed: a change (an `exec`, a rename) refreshes the details.
+    name: u64,
+    first_seen_ns: u64,
     seen_tick: u64,
     seen_ns: u64,
     details_at_ns: u64,
@@ -148,7 +164,9 @@ impl Procfs {
         };
         let keep = fds.stat.is_some() || self.known.len() < MAX_KEPT;
         let stat = self.files.read_kept(&mut fds.stat, keep, pid, "stat");
-        let Some(stat) = stat.and_then(|b| proc::parse_stat(&String::from_utf8_lossy(b))) else {
+        let parsed =
+            stat.and_then(|b| Some((proc::parse_stat(&String::from_utf8_lossy(b))?, name_hash(b))));
+        let Some((stat, name)) = parsed else {
             self.known.remove(&pid);
             return None;
         };
@@ -167,6 +185,8 @@ impl Procfs {
                 pid,
                 Known {
                     start_ticks: stat.start_ticks,
+                    name,
+                    first_seen_ns: now,
                     seen_tick: tick,
                     seen_ns: now,
                     details_at_ns: 0,
@@ -179,8 +199,15 @@ impl Procfs {
             );
         }
         let k = self.known.get_mut(&pid).expect("inserted above");
-        if !same || now.saturating_sub(k.details_at_ns) >= self.details_refresh_ns {
+        let (young, old) = self.details_refresh_ns;
+        let period = if now.saturating_sub(k.first_seen_ns) < YOUNG_NS {
+            young
+        } else {
+            old
+        };
+        if !same || k.name != name || now.saturating_sub(k.details_at_ns) >= period {
             k.details_at_ns = now;
+            k.name = name;
             refresh_details(&mut self.files, &mut self.users, pid, k);
         }
         if same {
@@ -208,15 +235,28 @@ impl Procfs {
     }
 }
 
-/// The refresh period: [`DETAILS_REFRESH_NS`] unless the test hook
-/// [`hooks::DETAILS_REFRESH_MS`] says.
-fn details_refresh_ns() -> u64 {
+/// The refresh periods of young and old processes: [`DETAILS_REFRESH_NS`] and
+/// [`DETAILS_REFRESH_OLD_NS`], unless the test hook [`hooks::DETAILS_REFRESH_MS`] gives
+/// one for both.
+fn details_refresh_ns() -> (u64, u64) {
     let Some(ms) = hooks::get::<u64>(hooks::DETAILS_REFRESH_MS) else {
-        return DETAILS_REFRESH_NS;
+        return (DETAILS_REFRESH_NS, DETAILS_REFRESH_OLD_NS);
     };
     let hook = hooks::DETAILS_REFRESH_MS;
     log::info!("test hook {hook}: process details are read again every {ms} ms");
-    ms.saturating_mul(1_000_000)
+    let ns = ms.saturating_mul(1_000_000);
+    (ns, ns)
+}
+
+/// The name in a `/proc/PID/stat` (between the first `(` and the last `)`: it may hold
+/// either), hashed (FNV-1a) so that it is remembered without an allocation.
+fn name_hash(stat: &[u8]) -> u64 {
+    let open = stat.iter().position(|&b| b == b'(').map_or(0, |i| i + 1);
+    let close = stat.iter().rposition(|&b| b == b')').unwrap_or(open);
+    let name = stat.get(open..close).unwrap_or_default();
+    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Reads the slow-changing details of `pid` into `k` again, replacing each only when
@@ -348,8 +388,13 @@ mod tests {
 
         /// Writes `/proc/PID/stat` with `cpu_ticks` of user time, started at tick 500.
         fn stat(&self, pid: u32, cpu_ticks: u64, start: u64) {
+            self.stat_named(pid, "odd) name", cpu_ticks, start);
+        }
+
+        /// [`Self::stat`] with the name `name`.
+        fn stat_named(&self, pid: u32, name: &str, cpu_ticks: u64, start: u64) {
             let stat = format!(
-                "{pid} (odd) name) S 1 1 1 0 -1 0 0 0 0 0 {cpu_ticks} 0 0 0 20 0 1 0 {start} 1000 25 0\n"
+                "{pid} ({name}) S 1 1 1 0 -1 0 0 0 0 0 {cpu_ticks} 0 0 0 20 0 1 0 {start} 1000 25 0\n"
             );
             std::fs::write(self.0.join(format!("{pid}/stat")), stat).unwrap();
         }
@@ -538,6 +583,40 @@ mod tests {
             Some("second"),
             "but are after the refresh period"
         );
+    }
+
+    #[test]
+    fn a_process_known_for_a_minute_is_refreshed_less_often_and_at_once_when_renamed() {
+        let proc = FakeProc::new("old");
+        proc.process(14, "Uid:\t0\t0\t0\t0\n", b"first\0", "first\n");
+        let mut procfs = Procfs::new(&proc.0);
+        let command = |procfs: &mut Procfs, t: u64| {
+            procfs.new_tick(SEC + t);
+            procfs.lookup(14).unwrap().command.clone().unwrap()
+        };
+        assert_eq!(command(&mut procfs, 0), "first");
+        // Looked up every 2 s (a process tick) for a minute: young, refreshed every 5 s.
+        let mut t = 0;
+        while t < YOUNG_NS {
+            t += 2 * SEC;
+            command(&mut procfs, t);
+        }
+        // Old now: a command line rewritten in place is seen within the old period.
+        std::fs::write(proc.0.join("14/cmdline"), b"second\0").unwrap();
+        let written = t;
+        while command(&mut procfs, t) == "first" {
+            t += 2 * SEC;
+            assert!(t - written <= DETAILS_REFRESH_OLD_NS, "never refreshed");
+        }
+        // (The young period, with lookups 2 s apart, would have taken at most 7 s.)
+        assert!(
+            t - written > DETAILS_REFRESH_NS + 2 * SEC,
+            "refreshed as if young"
+        );
+        // A new name in stat (an exec, a prctl rename): read at once.
+        std::fs::write(proc.0.join("14/cmdline"), b"/usr/bin/third\0").unwrap();
+        proc.stat_named(14, "third", 0, 500);
+        assert_eq!(command(&mut procfs, t + 2 * SEC), "third");
     }
 
     #[test]
