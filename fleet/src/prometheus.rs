@@ -261,7 +261,7 @@ fn scrape_fault(error: &str) -> Fault {
 fn host_of(
     labels: &BTreeMap<String, String>,
     dcgm: bool,
-    hostnames: &BTreeMap<(String, String), String>,
+    hostnames: &BTreeMap<(&str, &str), String>,
 ) -> String {
     let label = |key: &str| labels.get(key).filter(|v| !v.is_empty()).cloned();
     if dcgm {
@@ -275,8 +275,8 @@ fn host_of(
 }
 
 /// A target's `(cluster, instance)`, from its labels.
-fn target(labels: &BTreeMap<String, String>) -> (String, String) {
-    let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+fn target(labels: &BTreeMap<String, String>) -> (&str, &str) {
+    let label = |key: &str| labels.get(key).map_or("", String::as_str);
     (label("cluster"), label("instance"))
 }
 
@@ -294,8 +294,8 @@ enum Names {
 /// as the other targets of its job are, else by its job's name (`dcgm` in it, else
 /// gpupeek's). So one server may have both: a cluster with gpupeek on some nodes and
 /// only the GPU operator's dcgm-exporter on others shows every node.
-fn names_by_target(samples: &[Sample]) -> impl Fn(&Sample) -> Names {
-    let mut targets: BTreeMap<(String, String), Names> = BTreeMap::new();
+fn names_by_target(samples: &[Sample]) -> impl Fn(&Sample) -> Names + '_ {
+    let mut targets: BTreeMap<(&str, &str), Names> = BTreeMap::new();
     for s in samples {
         let names = if gpupeek_gpu_series(s.name()) {
             Names::Gpupeek
@@ -309,10 +309,10 @@ fn names_by_target(samples: &[Sample]) -> impl Fn(&Sample) -> Names {
             *t = names;
         }
     }
-    let mut jobs: BTreeMap<String, Names> = BTreeMap::new();
+    let mut jobs: BTreeMap<&str, Names> = BTreeMap::new();
     for s in samples {
         if let Some(&names) = targets.get(&target(&s.metric)) {
-            jobs.entry(s.label("job").to_owned()).or_insert(names);
+            jobs.entry(s.label("job")).or_insert(names);
         }
     }
     move |s: &Sample| {
@@ -394,7 +394,7 @@ fn read(endpoint: &str, samples: &[&Sample], failed: &[TargetError], names: Name
         false => (|name| name.starts_with("gpupeek_"), "gpupeek"),
     };
     // dcgm-exporter's `Hostname`, by target (it is on the series, never on `up`).
-    let hostnames: BTreeMap<(String, String), String> = samples
+    let hostnames: BTreeMap<(&str, &str), String> = samples
         .iter()
         .filter(|s| dcgm && dcgm::read(s.name()))
         .filter_map(|s| Some((target(&s.metric), s.text("Hostname")?)))

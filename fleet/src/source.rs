@@ -271,17 +271,16 @@ pub type ItemsProgress<'p, 'q, T> = (&'p mut Progress<'q>, &'p dyn Fn(&T) -> Rep
 ///
 /// With `progress` (and `pending`, what an item not done yet is then), what is done so
 /// far is shown as [`Progress`] says.
-pub fn fan_out<T, R>(
+pub fn fan_out<T>(
     items: Vec<T>,
     jobs: usize,
     deadline: Instant,
-    work: impl Fn(&T) -> R + Send + Sync + 'static,
-    late: impl Fn(&T) -> R,
+    work: impl Fn(&T) -> Report + Send + Sync + 'static,
+    late: impl Fn(&T) -> Report,
     mut progress: Option<ItemsProgress<'_, '_, T>>,
-) -> Vec<R>
+) -> Vec<Report>
 where
     T: Send + Sync + 'static,
-    R: Send + 'static + Into<Report> + Clone,
 {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{mpsc, Arc};
@@ -305,7 +304,7 @@ where
         }
     }
     drop(tx);
-    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let mut results: Vec<Option<Report>> = (0..items.len()).map(|_| None).collect();
     let mut missing = items.len();
     // When to show the progress next, and how many were missing when it last was.
     let mut next = progress.as_ref().map(|(p, _)| p.at);
@@ -325,7 +324,7 @@ where
                     let so_far = results.iter().zip(items.iter());
                     (p.show)(
                         so_far
-                            .map(|(r, item)| r.clone().map_or_else(|| pending(item), Into::into))
+                            .map(|(r, item)| r.clone().unwrap_or_else(|| pending(item)))
                             .collect(),
                     );
                     shown = missing;
