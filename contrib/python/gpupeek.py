@@ -1257,6 +1257,31 @@ class StaleError(Error):
     exit_status = 4
 
 
+class NvmlError(Error):
+    """The daemon reports that NVML failed."""
+    exit_status = 5
+
+
+class ReleasedError(Error):
+    """The daemon is alive but has let go of NVML on request (GPU reset, MIG change)."""
+    exit_status = 10
+
+
+class AbiError(Error):
+    """The segment has another ABI major version."""
+    exit_status = 6
+
+
+class UntrustedError(Error):
+    """The segment's owner, mode or type is not trustworthy."""
+    exit_status = 7
+
+
+class CorruptError(Error):
+    """A header number does not fit the segment."""
+    exit_status = 8
+
+
 class _Patience:
     """What a reader remembers of its failed attempts at one block (gpupeek-shm(5)): a
     block is stale when, after MIN_ATTEMPTS failed attempts, its sequence stayed at one
@@ -1289,31 +1314,6 @@ class _Patience:
         if attempt >= SPIN_ATTEMPTS:
             time.sleep(0)
         return False
-
-
-class NvmlError(Error):
-    """The daemon reports that NVML failed."""
-    exit_status = 5
-
-
-class ReleasedError(Error):
-    """The daemon is alive but has let go of NVML on request (GPU reset, MIG change)."""
-    exit_status = 10
-
-
-class AbiError(Error):
-    """The segment has another ABI major version."""
-    exit_status = 6
-
-
-class UntrustedError(Error):
-    """The segment's owner, mode or type is not trustworthy."""
-    exit_status = 7
-
-
-class CorruptError(Error):
-    """A header number does not fit the segment."""
-    exit_status = 8
 
 
 def _current_only(state: str, values: dict) -> dict:
