@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use gpupeek_flags::Parser;
+use gpupeek_flags::{help, Parser, Stop};
 
 use crate::{commands, Exit, EXIT_USAGE};
 
@@ -163,18 +163,32 @@ pub fn parse_seconds(flag: &str, s: &str) -> Result<f64, String> {
     }
 }
 
+/// The flags of `fleet`, each word among them a host as `--host` takes it (`gpupeek
+/// fleet node1 node2:9477`, as pdsh and clush take hosts), or `Err` of the help text.
+fn hosts_and_flags(argv: Vec<String>) -> Result<Result<Args, String>, String> {
+    let mut parser = Parser::new(argv);
+    let mut args = Args::default();
+    loop {
+        match parser.parse(&commands::FLEET, &mut args).map_err(|e| e.0)? {
+            Stop::End => return Ok(Ok(args)),
+            Stop::Help => return Ok(Err(help::render(&commands::FLEET))),
+            Stop::Word(host) => args.hosts.push(host),
+        }
+    }
+}
+
 /// Parses `fleet`'s arguments (what follows `fleet`): the flags, or `Err` of the help
 /// text for `--help`; `Err` outside for bad usage.
 pub fn parse(argv: Vec<String>) -> Result<Result<Args, String>, String> {
-    let args = crate::cli::sub(&mut Parser::new(argv), &commands::FLEET, Args::default())?;
+    let args = hosts_and_flags(argv)?;
     if let Ok(a) = &args {
         let hosts = !(a.hosts.is_empty() && a.hostfiles.is_empty());
         let sources = [hosts, a.prometheus.is_some(), a.kubernetes];
         match sources.iter().filter(|&&s| s).count() {
             0 => {
                 return Err(
-                    "fleet needs --host, --hostfile, --prometheus or --kubernetes \
-                            (see gpupeek fleet --help)"
+                    "fleet needs hosts (HOST or --host HOST), --hostfile, --prometheus or \
+                     --kubernetes (see gpupeek fleet --help)"
                         .into(),
                 )
             }
@@ -219,6 +233,18 @@ pub fn command_line() -> Result<Option<Args>, Exit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_among_the_flags_are_hosts() {
+        let argv = ["node1", "--json", "node2:9477", "--host", "node3"];
+        let args = parse(argv.map(str::to_owned).to_vec()).unwrap().unwrap();
+        assert_eq!(args.hosts, ["node1", "node2:9477", "node3"]);
+        assert!(args.json);
+        let help = parse(vec!["node1".into(), "--help".into()]).unwrap();
+        assert!(help
+            .unwrap_err()
+            .starts_with("Usage: gpupeek fleet ([--host] HOST"));
+    }
 
     #[test]
     fn a_header_is_a_field_name_and_a_value_on_one_line() {

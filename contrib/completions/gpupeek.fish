@@ -85,7 +85,7 @@ complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l height -x -d 'heigh
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l no-color -l no-colour -d 'terminal chart without colours, GPUs told apart by dashed and dotted lines (also when NO_COLOR is set and not empty, or off a terminal)'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -l shm -x -d 'shared-memory segment name, or the absolute path of a segment file such as a pod\'s view (default: $GPUPEEK_SHM, else "gpupeek")'
 complete -c gpupeek -n '__fish_seen_subcommand_from plot' -s h -l help -d 'print the help and exit'
-complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l host -x -d 'a gpupeek serve to ask (repeatable): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL'
+complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l host -x -d 'a gpupeek serve to ask (repeatable; a word among the flags is one too): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l hostfile -r -F -d 'read hosts from FILE (- for standard input), one a line as --host takes them, slots=N after a host allowed as MPI and DeepSpeed hostfiles have it (# starts a comment; repeatable)'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l prometheus -x -d 'read the fleet from this Prometheus-compatible query API (e.g. http://prometheus:9090) instead of asking each host: gpupeek\'s series, else dcgm-exporter\'s'
 complete -c gpupeek -n '__fish_seen_subcommand_from fleet' -l kubernetes -d 'ask the serves of contrib/kubernetes\'s DaemonSet: the endpoints of the Service (--namespace, --service), listed by the API server of the kubeconfig\'s current context (or in-cluster)'

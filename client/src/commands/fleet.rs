@@ -7,7 +7,7 @@ use crate::fleet::{self, GroupBy};
 /// `gpupeek fleet`.
 pub const FLEET: Command<fleet::Args> = Command {
     name: "gpupeek fleet",
-    usage: "gpupeek fleet (--host HOST[:PORT]... | --hostfile FILE | --prometheus URL | \
+    usage: "gpupeek fleet ([--host] HOST[:PORT]... | --hostfile FILE | --prometheus URL | \
             --kubernetes) \
             [--group-by host|user|pod|job] [--json] [-i [SECS]] [--timeout SECS] [options]",
     about: "One table of the GPUs of many machines, read from their gpupeek serve \
@@ -21,8 +21,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 man: HOST_MAN,
                 ..Spec::switch(
                     "host",
-                    "a gpupeek serve to ask (repeatable): HOST, HOST:PORT (default port 9477) \
-                     or an http:// or https:// URL",
+                    "a gpupeek serve to ask (repeatable; a word among the flags is one \
+                     too): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL",
                 )
             },
             push hosts
@@ -276,11 +276,12 @@ pub const FLEET: Command<fleet::Args> = Command {
             for bad usage (a kubeconfig that cannot be used included).",
 };
 
-const HOST_MAN: &str = r"A host running
+const HOST_MAN: &str = r#"A host running
 .B gpupeek serve
 to ask for its
 .B /snapshot
-(repeatable):
+(repeatable; a word among the options is a host too, as in
+.BR "gpupeek fleet node1 node2:9477" ):
 .IR HOST ,
 .I HOST:PORT
 (port 9477 when left out; an IPv6 address bare, or
@@ -293,7 +294,7 @@ URL, of which only the scheme, host and port count.
 Each host is asked once per round over its own connection; at most
 .B \-\-jobs
 at once, all within
-.BR \-\-timeout .";
+.BR \-\-timeout ."#;
 
 const PROMETHEUS_MAN: &str = r#"Read the fleet from a Prometheus server (or anything that
 answers Prometheus's HTTP API:

@@ -111,6 +111,9 @@ fn fleet_shows_every_host_free_gpus_first_and_flags_idle_memory() {
     let out = fleet(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
+    // Hosts as words among the flags, as pdsh takes them: the same table.
+    let words = fleet(&[addrs[0], "--timeout", "5", addrs[1], "--host", addrs[2]]);
+    assert_eq!(stdout(&words), text, "{}", stderr(&words));
     assert!(
         text.starts_with("3 hosts (0 not read), 7 GPUs: 5 free, 1 idle-allocated\n"),
         "{text}"
@@ -240,6 +243,8 @@ fn bad_fleet_usage_is_one_line_and_status_2() {
         &["--host", "x", "--timeout", "0"],
         &["--host", "x", "--group-by", "gpu"],
         &["--host", "x", "--user", "u"],
+        &["ftp://x"],
+        &["x", "--prometheus", "http://p"],
     ] {
         let out = fleet(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
