@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
+use crate::hostlist;
 use crate::model::{Daemon, Fault, Gpu, Mig, Process, Report};
 use crate::source::{fan_out, Http, Progress, Source};
 
@@ -75,7 +76,8 @@ pub fn endpoint(spec: &str) -> Result<Endpoint, String> {
     })
 }
 
-/// The endpoints of `--host` and `--hostfile` (`-`: standard input), in order, each once.
+/// The endpoints of `--host` and `--hostfile` (`-`: standard input), in order, each once;
+/// a Slurm hostlist expression stands for its hosts ([`hostlist`]).
 pub fn endpoints(hosts: &[String], files: &[String]) -> Result<Vec<Endpoint>, String> {
     let mut specs: Vec<String> = hosts.to_vec();
     for path in files {
@@ -94,10 +96,13 @@ pub fn endpoints(hosts: &[String], files: &[String]) -> Result<Vec<Endpoint>, St
         }
     }
     let mut out: Vec<Endpoint> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for spec in specs {
-        let e = endpoint(&spec)?;
-        if !out.contains(&e) {
-            out.push(e);
+        for host in hostlist::expand(&spec)? {
+            let e = endpoint(&host)?;
+            if seen.insert((e.host.clone(), e.url.clone())) {
+                out.push(e);
+            }
         }
     }
     Ok(out)
@@ -116,7 +121,9 @@ fn hostfile_line(line: &str) -> Result<Option<&str>, String> {
     let Some(host) = words.next() else {
         return Ok(None);
     };
-    endpoint(host)?;
+    for host in hostlist::expand(host)? {
+        endpoint(&host)?;
+    }
     for word in words {
         let slots = ["slots=", "max_slots=", "max-slots="]
             .iter()

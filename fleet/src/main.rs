@@ -14,6 +14,7 @@
 //! A program of its own so the one-shot `gpupeek` links no HTTP client (its flags come
 //! from the `gpupeek` library, as gpupeek-serve's and gpupeek-top's do).
 
+mod hostlist;
 mod hosts;
 mod kubernetes;
 mod model;

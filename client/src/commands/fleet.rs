@@ -22,7 +22,8 @@ pub const FLEET: Command<fleet::Args> = Command {
                 ..Spec::switch(
                     "host",
                     "a gpupeek serve to ask (repeatable; a word among the flags is one \
-                     too): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL",
+                     too): HOST, HOST:PORT (default port 9477) or an http:// or https:// URL; \
+                     a Slurm hostlist (gpu[01-04,07],cpu1) stands for its hosts",
                 )
             },
             push hosts
@@ -291,6 +292,17 @@ with a port), or an
 or
 .B https://
 URL, of which only the scheme, host and port count.
+A Slurm hostlist expression stands for its hosts, as
+.B pdsh \-w
+takes them:
+.I gpu\-[001\-004,010],cpu\-01
+is five hosts (a comma outside brackets separates hosts; each bracket of
+numbers and ranges multiplies, zero\-padded as its first number is), so
+.B gpupeek fleet \(dq$SLURM_JOB_NODELIST\(dq
+reads a job's nodes; at most 65536 hosts from one expression.
+This holds in a
+.B \-\-hostfile
+too.
 Each host is asked once per round over its own connection; at most
 .B \-\-jobs
 at once, all within

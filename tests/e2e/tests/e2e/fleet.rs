@@ -231,6 +231,38 @@ fn serve_snapshot_is_gpupeeks_json_with_the_node_and_the_daemons_health() {
     assert_eq!(doc["gpus"], json!([]));
 }
 
+/// `gpupeek fleet "$SLURM_JOB_NODELIST"`: a Slurm hostlist stands for its hosts. Here
+/// `127.0.0.[1-2]:PORT` is the serve (on 127.0.0.1) and a loopback address nothing
+/// listens on.
+#[test]
+fn a_slurm_hostlist_stands_for_its_hosts() {
+    let hosts = cluster("fleet-hostlist", 1);
+    let port = hosts[0].addr.rsplit(':').next().unwrap();
+    let out = fleet(&[&format!("127.0.0.[1-2]:{port}"), "--json"]);
+    assert_eq!(out.status.code(), Some(13), "{}", stderr(&out));
+    let doc = json_of(&out);
+    let seen: Vec<Value> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| json!([r["host"], r["error"]["kind"]]))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            json!([format!("127.0.0.1:{port}"), null]),
+            json!([format!("127.0.0.2:{port}"), "refused"])
+        ],
+        "{doc:#}"
+    );
+    let out = fleet(&["node[3-1]"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "gpupeek: bad host \"node[3-1]\": [3-1]: \"3-1\" counts down\n"
+    );
+}
+
 #[test]
 fn bad_fleet_usage_is_one_line_and_status_2() {
     for args in [
