@@ -886,6 +886,21 @@ pub struct Tmux {
 }
 
 impl Tmux {
+    /// `command` (a shell line) in a detached session `w` of `x`×`y` on a tmux server of
+    /// its own (`socket`), whose pane stays after the command ends, to read how it ended;
+    /// `None` without tmux outside CI.
+    pub fn start(socket: String, x: u16, y: u16, command: &str) -> Option<Tmux> {
+        let t = Tmux {
+            tmux: tool("tmux", "tmux")?,
+            socket,
+        };
+        let (x, y) = (x.to_string(), y.to_string());
+        t.run(&["new-session", "-d", "-s", "w", "-x", &x, "-y", &y]);
+        t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
+        t.run(&["respawn-pane", "-k", "-t", "w", command]);
+        Some(t)
+    }
+
     /// Runs `tmux -L SOCKET ARGS...`, which must succeed; its stdout.
     pub fn run(&self, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.tmux);

@@ -4,15 +4,12 @@
 //! resized, redrawn each round, and `q` leaves it with the screen as it was, even when
 //! a round (a host that never answers) takes longer than the interval.
 
-use gpupeek_e2e::{bins, tool, Tmux};
+use gpupeek_e2e::{bins, Tmux};
 
 use crate::fleet::cluster;
 
 #[test]
 fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q() {
-    let Some(tmux) = tool("tmux", "tmux") else {
-        return;
-    };
     // Four hosts of 2, 2, 3 and 4 GPUs: 11 GPU rows, a host that is down and one that
     // never answers (so each round takes --timeout, longer than -i), under a summary
     // and a header; the pane has 8 rows.
@@ -29,13 +26,10 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     }
     // The shell stays a while after fleet ends, so that its last words stay on screen.
     command.push_str(" --host 127.0.0.1:1; echo fleet-exited-$?; sleep 60");
-    let t = Tmux {
-        tmux,
-        socket: format!("{}-fleet-watch", hosts[0].sandbox.shm),
+    let socket = format!("{}-fleet-watch", hosts[0].sandbox.shm);
+    let Some(t) = Tmux::start(socket, 100, 8, &command) else {
+        return;
     };
-    t.run(&["new-session", "-d", "-s", "w", "-x", "100", "-y", "8"]);
-    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
-    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
 
     let screen = t.until("a fitted table", |s| {
         s.starts_with("6 hosts (2 not read), 11 GPUs") && s.contains("… ")
@@ -72,9 +66,6 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
 /// still leaves at once on `q`, with the normal screen and the terminal's settings back.
 #[test]
 fn fleet_watch_quits_on_q_in_the_middle_of_a_round() {
-    let Some(tmux) = tool("tmux", "tmux") else {
-        return;
-    };
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let command = format!(
         "{} fleet -i 1 --timeout 120 --host {}; echo fleet-exited-$?; \
@@ -83,13 +74,10 @@ fn fleet_watch_quits_on_q_in_the_middle_of_a_round() {
         bins().client.display(),
         silent.local_addr().unwrap()
     );
-    let t = Tmux {
-        tmux,
-        socket: format!("gpupeek-fleet-quit-{}", std::process::id()),
+    let socket = format!("gpupeek-fleet-quit-{}", std::process::id());
+    let Some(t) = Tmux::start(socket, 100, 8, &command) else {
+        return;
     };
-    t.run(&["new-session", "-d", "-s", "w", "-x", "100", "-y", "8"]);
-    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
-    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
     // The round has begun once fleet has connected to the silent host; until it ends,
     // the screen says what it waits for.
     let (_held, _) = silent.accept().unwrap();
@@ -163,9 +151,6 @@ fn fleet_watch_ends_on_sigterm_in_the_middle_of_a_round() {
 /// it.
 #[test]
 fn fleet_watch_shows_the_hosts_that_answered_before_the_round_ends() {
-    let Some(tmux) = tool("tmux", "tmux") else {
-        return;
-    };
     let hosts = cluster("fleet-watch-progress", 1);
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let command = format!(
@@ -174,13 +159,10 @@ fn fleet_watch_shows_the_hosts_that_answered_before_the_round_ends() {
         silent.local_addr().unwrap(),
         hosts[0].addr
     );
-    let t = Tmux {
-        tmux,
-        socket: format!("{}-fleet-progress", hosts[0].sandbox.shm),
+    let socket = format!("{}-fleet-progress", hosts[0].sandbox.shm);
+    let Some(t) = Tmux::start(socket, 120, 10, &command) else {
+        return;
     };
-    t.run(&["new-session", "-d", "-s", "w", "-x", "120", "-y", "10"]);
-    t.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
-    t.run(&["respawn-pane", "-k", "-t", "w", &command]);
     // Connections to the silent host are taken and kept (each round makes one).
     let _held = std::thread::spawn(move || {
         let mut held = Vec::new();

@@ -88,30 +88,13 @@ impl Drop for Job {
 /// session `w` of `x`×`y`, run through `prefix` (e.g. setpriv); the pane stays after it
 /// exits, to read how it ended.
 fn start_top(sb: &Sandbox, x: u16, y: u16, prefix: &str) -> Option<Tmux> {
-    let tmux = gpupeek_e2e::tool("tmux", "tmux")?;
     // A server of its own each time: one being killed by a dropped Tmux must not
     // take the next session with it.
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmux = Tmux {
-        tmux,
-        socket: format!("{}-{n}", sb.shm),
-    };
     top_bin(); // built next to gpupeek, where `gpupeek top` looks first
     let command = format!("{prefix} {} top --shm {}", bins().client.display(), sb.shm);
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "w",
-        "-x",
-        &x.to_string(),
-        "-y",
-        &y.to_string(),
-    ]);
-    tmux.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
-    tmux.run(&["respawn-pane", "-k", "-t", "w", &command]);
-    Some(tmux)
+    Tmux::start(format!("{}-{n}", sb.shm), x, y, &command)
 }
 
 fn screen(t: &Tmux) -> String {

@@ -121,19 +121,10 @@ fn eight_gpus() -> serde_json::Value {
 /// `gpupeek --shm SEGMENT ARGS` in a detached tmux session `w` of `x`×`y`; the pane
 /// stays after it exits, to read how it ended.
 fn watch_in_tmux(sb: &Sandbox, x: u16, y: u16, args: &str) -> Option<Tmux> {
-    let tmux = gpupeek_e2e::tool("tmux", "tmux")?;
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmux = Tmux {
-        tmux,
-        socket: format!("{}-{n}", sb.shm),
-    };
-    let (x, y) = (x.to_string(), y.to_string());
-    tmux.run(&["new-session", "-d", "-s", "w", "-x", &x, "-y", &y]);
-    tmux.run(&["set-option", "-t", "w", "remain-on-exit", "on"]);
     let command = format!("{} --shm {} {args}", bins().client.display(), sb.shm);
-    tmux.run(&["respawn-pane", "-k", "-t", "w", &command]);
-    Some(tmux)
+    Tmux::start(format!("{}-{n}", sb.shm), x, y, &command)
 }
 
 fn resize(t: &Tmux, x: u16, y: u16) {
