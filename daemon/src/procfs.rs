@@ -15,9 +15,8 @@
 //! mostly as they start), then every [`DETAILS_REFRESH_OLD_NS`], and at once whenever
 //! the name in `stat` changed (an `exec`, or a rename through `prctl`, which
 //! `setproctitle` and PyTorch do); its pid namespace, fixed for its life, only until it
-//! is known. A process is
-//! recognised across ticks by pid and start time, so a recycled pid is a new process.
-//! User names are cached per uid.
+//! is known. A process is recognised across ticks by pid and start time, so a recycled
+//! pid is a new process. User names are cached per uid.
 //!
 //! Allocation: files are read into buffers kept across ticks ([`ProcFiles`]), and a
 //! refresh replaces a detail only when what it was made from changed (the uid, the raw
@@ -39,7 +38,7 @@ pub const DETAILS_REFRESH_NS: u64 = 5_000_000_000;
 
 /// How often those of a process known for longer are: a command line rewritten without
 /// a rename, a new owner or a cgroup move shows up to this late. The refreshes were
-/// about a quarter of the daemon's CPU time with 64 long-running GPU processes.
+/// about a third of the daemon's CPU time with 64 long-running GPU processes.
 pub const DETAILS_REFRESH_OLD_NS: u64 = 30_000_000_000;
 
 /// How long a process counts as young (see [`DETAILS_REFRESH_NS`]).
