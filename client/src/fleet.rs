@@ -240,6 +240,9 @@ mod tests {
         let args = parse(argv.map(str::to_owned).to_vec()).unwrap().unwrap();
         assert_eq!(args.hosts, ["node1", "node2:9477", "node3"]);
         assert!(args.json);
+        // A bare -i takes the next word as its SECS, as argparse does: the error says so.
+        let e = parse(vec!["-i".into(), "node1".into()]).unwrap_err();
+        assert!(e.ends_with("give -i SECS, or the hosts first)"), "{e}");
         let help = parse(vec!["node1".into(), "--help".into()]).unwrap();
         assert!(help
             .unwrap_err()

@@ -161,7 +161,15 @@ pub const FLEET: Command<fleet::Args> = Command {
                 )
             },
             apply: |a, v| {
-                a.watch = Some(fleet::parse_seconds("watch", v)?);
+                // argparse's optional value takes the next word: a host, here.
+                let host = |e: String| match v.trim().parse::<f64>() {
+                    Ok(_) => e,
+                    Err(_) => format!(
+                        "{e} (a host right after a bare -i is read as its SECS: give -i \
+                         SECS, or the hosts first)"
+                    ),
+                };
+                a.watch = Some(fleet::parse_seconds("watch", v).map_err(host)?);
                 Ok(())
             },
         },
