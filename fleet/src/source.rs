@@ -152,15 +152,28 @@ pub fn agent(tls: ureq::tls::TlsConfig) -> ureq::Agent {
 /// the first of `$ALL_PROXY`, `$HTTPS_PROXY` and `$HTTP_PROXY` to be set names, but not
 /// to `$NO_PROXY`'s hosts: ureq's default).
 pub fn agent_config(tls: ureq::tls::TlsConfig, proxy: Option<ureq::Proxy>) -> ureq::config::Config {
-    let mut config = ureq::Agent::config_builder()
+    match proxy {
+        Some(proxy) => agent_config_exact(tls, Some(proxy)),
+        None => config_builder(tls).build(),
+    }
+}
+
+/// [`agent_config`] with exactly `proxy`: `None` is no proxy, not the environment's.
+pub fn agent_config_exact(
+    tls: ureq::tls::TlsConfig,
+    proxy: Option<ureq::Proxy>,
+) -> ureq::config::Config {
+    config_builder(tls).proxy(proxy).build()
+}
+
+fn config_builder(
+    tls: ureq::tls::TlsConfig,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    ureq::Agent::config_builder()
         .http_status_as_error(false)
         .tls_config(tls)
         .max_redirects(0)
-        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")));
-    if proxy.is_some() {
-        config = config.proxy(proxy);
-    }
-    config.build()
+        .user_agent(concat!("gpupeek-fleet/", env!("CARGO_PKG_VERSION")))
 }
 
 /// The certificates in `pem`: at least one, or why not.

@@ -443,7 +443,9 @@ and
 that is set (not for the hosts of
 .BR NO_PROXY ),
 and its certificate is checked against the cluster's tls\-server\-name when
-it has one (not together with proxy\-url, a usage error).
+it has one, which is also the SNI; with a SOCKS5 proxy as well (asked for the
+server's address, resolved here, where kubectl asks it for the server's name),
+not yet with an HTTP proxy\-url (a usage error).
 Without a kubeconfig, inside a pod: the pod's service account
 .RB ( KUBERNETES_SERVICE_HOST ,
 .BR KUBERNETES_SERVICE_PORT ,

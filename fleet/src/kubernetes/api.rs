@@ -20,7 +20,7 @@ use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
 use crate::model::Fault;
-use crate::source::{agent_config, fault, pem_certs, Credential, Http};
+use crate::source::{agent_config, agent_config_exact, fault, pem_certs, Credential, Http};
 
 /// A client certificate chain and its key, PEM.
 type ClientPem = (Vec<u8>, Vec<u8>);
@@ -67,6 +67,28 @@ impl ServerName {
         };
         Ok((base, renamed))
     }
+}
+
+/// `proxy`, asked for the addresses our resolver gives rather than for names, when it
+/// is a SOCKS proxy. An HTTP `CONNECT` proxy is left as it is (asked for the name):
+/// ureq 3.5 writes a resolved target as `CONNECT ADDR:PORT:PORT`, which no proxy takes
+/// (the kubeconfig's own `proxy-url` is refused with a `tls-server-name` for that).
+fn resolving_here(proxy: &ureq::Proxy) -> Result<ureq::Proxy, String> {
+    use ureq::ProxyProtocol::{Socks4, Socks4A, Socks5, Socks5h};
+    if !matches!(proxy.protocol(), Socks4 | Socks4A | Socks5 | Socks5h) {
+        return Ok(proxy.clone());
+    }
+    let mut builder = ureq::Proxy::builder(proxy.protocol())
+        .host(proxy.host())
+        .port(proxy.port())
+        .resolve_target(true);
+    if let Some(user) = proxy.username() {
+        builder = builder.username(user);
+    }
+    if let Some(password) = proxy.password() {
+        builder = builder.password(password);
+    }
+    builder.build().map_err(|e| format!("bad proxy-url: {e}"))
 }
 
 impl ureq::unversioned::resolver::Resolver for ServerName {
@@ -128,6 +150,14 @@ impl Api {
                 (base, Some(renamed))
             }
             _ => (config.server.clone(), None),
+        };
+        // The URL asked names the tls-server-name, which only our resolver knows: a
+        // SOCKS proxy is then asked for the server's address, resolved here (kubectl
+        // asks it for the server's name; the same when the server is an address, as it
+        // mostly is where a tls-server-name is needed).
+        let proxy = match (proxy, &server_name) {
+            (Some((url, p)), Some(_)) => Some((url, resolving_here(&p).map_err(bad)?)),
+            (proxy, _) => proxy,
         };
         let trust = Trust {
             origin: config.origin.clone(),
@@ -318,7 +348,19 @@ impl Trust {
             tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
         let proxy = self.proxy.as_ref().map(|(_, proxy)| proxy.clone());
-        let config = agent_config(tls.build(), proxy);
+        let config = match (&self.server_name, proxy) {
+            // ureq would ask the environment's proxy for the tls-server-name, and judge
+            // $NO_PROXY by it: the server's own address and name instead, as kubectl.
+            (Some(renamed), None) => {
+                let env = ureq::Proxy::try_from_env().filter(|p| !p.is_no_proxy(&renamed.server));
+                let env = env
+                    .map(|p| resolving_here(&p))
+                    .transpose()
+                    .map_err(|e| format!("{}: {e}", self.origin))?;
+                agent_config_exact(tls.build(), env)
+            }
+            (_, proxy) => agent_config(tls.build(), proxy),
+        };
         Ok(match &self.server_name {
             None => config.into(),
             Some(resolver) => ureq::Agent::with_parts(

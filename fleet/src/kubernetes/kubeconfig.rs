@@ -282,10 +282,11 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
                  or socks5:// URL"
             )));
         }
-        if tls_server_name.is_some() {
+        if tls_server_name.is_some() && scheme != Some("socks5") {
             return Err(bad(format!(
-                "cluster {cluster_name:?} has both tls-server-name and proxy-url, which \
-                 gpupeek fleet cannot use together: drop one"
+                "cluster {cluster_name:?} has both tls-server-name and an {} proxy-url, which \
+                 gpupeek fleet cannot use together yet (it can with a socks5:// one): drop one",
+                scheme.unwrap_or_default()
             )));
         }
     }

@@ -24,7 +24,7 @@ fn fleet_with(home: &std::path::Path, config: &std::path::Path) -> std::process:
 /// The API server is asked through the cluster's `proxy-url`, HTTP or SOCKS5; the
 /// serves are not (they are read at their pods' addresses, as kubectl's proxy is only
 /// the API server's). A proxy that is not there is one line, status 14; a scheme
-/// kubectl refuses, or `proxy-url` with `tls-server-name`, one line, status 2.
+/// kubectl refuses, or an HTTP one with `tls-server-name`, one line, status 2.
 #[test]
 fn the_api_server_is_asked_through_the_clusters_proxy_url() {
     let hosts = cluster("fleet-k8s-proxy", 1);
@@ -77,7 +77,7 @@ fn the_api_server_is_asked_through_the_clusters_proxy_url() {
         ("      proxy-url: 127.0.0.1:3128\n", "proxy-url"),
         (
             "      proxy-url: http://127.0.0.1:3128\n      tls-server-name: kubernetes.test\n",
-            "tls-server-name and proxy-url",
+            "tls-server-name and an http proxy-url",
         ),
     ] {
         let config = kubeconfig(dir, &api.url, cluster, user);
@@ -89,7 +89,9 @@ fn the_api_server_is_asked_through_the_clusters_proxy_url() {
 
 /// A server reached by a name its certificate does not hold (here `localhost`, for a
 /// certificate of `127.0.0.1` and `kubernetes.test`) is refused, one line, status 14;
-/// with `tls-server-name: kubernetes.test` it is trusted, and that name is the SNI.
+/// with `tls-server-name: kubernetes.test` it is trusted, and that name is the SNI. So
+/// through a SOCKS5 proxy too (the cluster's `proxy-url`, or the environment's), which
+/// is asked for the server's address, not for the tls-server-name it cannot resolve.
 #[test]
 fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
     let Some(tool) = tool("openssl", "openssl") else {
@@ -121,6 +123,37 @@ fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
         "SNI sent: {:?}",
         api.names()
     );
+
+    let by_address = format!("https://127.0.0.1:{port}");
+    let address = format!("127.0.0.1:{port}");
+    for from_env in [false, true] {
+        let proxy = Proxy::start(true);
+        let mut cluster = format!("{ca}      tls-server-name: kubernetes.test\n");
+        let mut env = vec![("NO_PROXY", ""), ("no_proxy", "")];
+        match from_env {
+            true => env.push(("ALL_PROXY", &proxy.url)),
+            false => cluster.push_str(&format!("      proxy-url: {}\n", proxy.url)),
+        }
+        let config = kubeconfig(dir, &by_address, &cluster, "      token: t\n");
+        let names = api.names().len();
+        let config = config.to_str().unwrap();
+        let args = ["--kubernetes", "--kubeconfig", config, "--json"];
+        let out = kube_fleet(dir, &env, &args);
+        let case = format!("{} (from the environment: {from_env})", proxy.url);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        assert_eq!(json_of(&out)["hosts"][0]["host"], "gpu-sni", "{case}");
+        // (The environment's proxy is the serves' too: asked for them as well.)
+        let asked = proxy.asked();
+        assert!(
+            asked.contains(&address) && !asked.iter().any(|t| t.starts_with("kubernetes")),
+            "{case}: the proxy was asked for {asked:?}, not {address}"
+        );
+        let sni = &api.names()[names..];
+        assert!(
+            !sni.is_empty() && sni.iter().all(|n| n == "kubernetes.test"),
+            "{case}: SNI sent: {sni:?}"
+        );
+    }
 }
 
 /// A user whose kubeconfig acts as another (`as`, `as-groups`) sends the
