@@ -12,7 +12,9 @@ pub const MAX_HOSTS: usize = 65_536;
 /// The hosts `spec` stands for, in order.
 pub fn expand(spec: &str) -> Result<Vec<String>, String> {
     let mut hosts = Vec::new();
-    for part in split_outside_brackets(spec) {
+    let parts =
+        split_outside_brackets(spec).ok_or_else(|| format!("bad host {spec:?}: unbalanced [ ]"))?;
+    for part in parts {
         let mut names = vec![String::new()];
         let mut rest = part;
         while let Some((before, range, after)) = next_range(rest) {
@@ -38,13 +40,15 @@ pub fn expand(spec: &str) -> Result<Vec<String>, String> {
     Ok(hosts)
 }
 
-/// `spec`'s comma-separated parts, a comma inside `[ ]` not separating.
-fn split_outside_brackets(spec: &str) -> Vec<&str> {
+/// `spec`'s comma-separated parts, a comma inside `[ ]` not separating; `None` when
+/// its brackets do not pair up.
+fn split_outside_brackets(spec: &str) -> Option<Vec<&str>> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
     for (i, c) in spec.char_indices() {
         match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
+            '[' if depth == 0 => depth += 1,
+            ']' if depth == 1 => depth -= 1,
+            '[' | ']' => return None,
             ',' if depth == 0 => {
                 parts.push(&spec[start..i]);
                 start = i + 1;
@@ -53,7 +57,7 @@ fn split_outside_brackets(spec: &str) -> Vec<&str> {
         }
     }
     parts.push(&spec[start..]);
-    parts
+    (depth == 0).then_some(parts)
 }
 
 /// The first bracket of numbers and ranges in `s`: what comes before it, its content,
@@ -143,7 +147,15 @@ mod tests {
 
     #[test]
     fn a_bad_range_is_an_error() {
-        for spec in ["node[3-1]", "node[1-2-3]", "node[1-]", "node[1-100000]"] {
+        for spec in [
+            "node[3-1]",
+            "node[1-2-3]",
+            "node[1-]",
+            "node[1-100000]",
+            "node[1-2",
+            "node1-2]",
+            "node[[1]]",
+        ] {
             assert!(expand(spec).is_err(), "{spec}");
         }
         let many = "a[0-999]b[0-999]";
