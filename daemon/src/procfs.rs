@@ -248,14 +248,11 @@ fn details_refresh_ns() -> (u64, u64) {
 }
 
 /// The name in a `/proc/PID/stat` (between the first `(` and the last `)`: it may hold
-/// either), hashed (FNV-1a) so that it is remembered without an allocation.
+/// either), hashed so that it is remembered without an allocation.
 fn name_hash(stat: &[u8]) -> u64 {
     let open = stat.iter().position(|&b| b == b'(').map_or(0, |i| i + 1);
     let close = stat.iter().rposition(|&b| b == b')').unwrap_or(open);
-    let name = stat.get(open..close).unwrap_or_default();
-    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::statefile::fnv1a(stat.get(open..close).unwrap_or_default())
 }
 
 /// Reads the slow-changing details of `pid` into `k` again, replacing each only when

@@ -55,9 +55,10 @@ struct FileHead {
     checksum: u64,
 }
 
-/// FNV-1a, 64 bits: catches a torn or corrupted file (not an attacker, who is refused
-/// by the directory's permissions).
-fn checksum(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: the state file's checksum, which catches a torn or corrupted file
+/// (not an attacker, who is refused by the directory's permissions); also how
+/// [`crate::procfs`] remembers a process's name without an allocation.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -92,7 +93,7 @@ pub fn encode(tracks: &[Track], now_unix_ns: u64) -> Vec<u8> {
         reserved: 0,
         written_unix_ns: now_unix_ns,
         payload_len: payload.len() as u64,
-        checksum: checksum(&payload),
+        checksum: fnv1a(&payload),
     };
     let mut out = head.as_bytes().to_vec();
     out.extend_from_slice(&payload);
@@ -126,7 +127,7 @@ pub fn decode(bytes: &[u8], now_unix_ns: u64) -> Result<Vec<Track>, String> {
             payload.len()
         ));
     }
-    if checksum(payload) != head.checksum {
+    if fnv1a(payload) != head.checksum {
         return Err("checksum mismatch (corrupt)".into());
     }
     if head.written_unix_ns > now_unix_ns.saturating_add(CLOCK_SLACK_NS) {
@@ -535,7 +536,7 @@ mod tests {
         let mut bytes = encode(&[track("GPU-a", 1)], NOW);
         let at = size_of::<FileHead>() + std::mem::offset_of!(TrackHead, tier2_written);
         bytes[at..at + 8].copy_from_slice(&u64::MAX.to_ne_bytes());
-        let sum = checksum(&bytes[size_of::<FileHead>()..]);
+        let sum = fnv1a(&bytes[size_of::<FileHead>()..]);
         let at = std::mem::offset_of!(FileHead, checksum);
         bytes[at..at + 8].copy_from_slice(&sum.to_ne_bytes());
         assert!(refused(&bytes, NOW).contains("tier 2"));
