@@ -3,9 +3,9 @@
 //! Each round reads every host from its [`source::Source`] by a deadline (`--timeout`
 //! from the round's start): the hosts' own `gpupeek serve` ([`hosts`]), a Prometheus
 //! server ([`prometheus`]), or the serves a Kubernetes Service lists ([`kubernetes`],
-//! with the API server from its kubeconfig). A host that cannot be read is shown with the reason, never
-//! left out. [`model::classify`] marks free and idle-allocated GPUs the same way for
-//! every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
+//! with the API server from its kubeconfig). A host that cannot be read is shown with
+//! the reason, never left out. [`model::classify`] marks free and idle-allocated GPUs
+//! the same way for every source; [`render`] prints the table or the JSON. `-i` redraws every SECS
 //! seconds through `gpupeek -i`'s loop (`fleetview::redraw`: the alternate screen, the
 //! frame fitted to the terminal, `q` to leave), shows a round that a host holds up as far
 //! as it has got ([`source::Progress`]), and keeps the last three rounds of each GPU to
@@ -73,9 +73,10 @@ fn run(args: Args) -> Result<(), Exit> {
     // a stream of documents. A redraw sooner than the period (the terminal was resized)
     // shows the last round again rather than asking every host anew.
     // Until a host answers (or the first round ends, at most --timeout), the screen says
-    // what it waits for. On the screen, a round that some host holds up (one that hangs or is slow) shows
-    // what it has so far: a quarter of a second into the first round, then when the
-    // next frame is due, each host still being read as the last round found it.
+    // what it waits for. On the screen, a round that some host holds up (one that hangs
+    // or is slow) shows what it has so far: a quarter of a second into the first round,
+    // then when the next frame is due, each host still being read as the last round
+    // found it.
     let waiting = format!(
         "gpupeek fleet: reading {} (at most {} s)…",
         source.what(),

@@ -5,9 +5,11 @@
 //! [`crate::kubernetes`] (the serves of a DaemonSet, found through the API server: it
 //! lists endpoints each round and hands them to [`crate::hosts`]).
 //!
-//! [`http`] builds the one HTTP client the sources use to read the hosts (ureq: blocking, rustls, gzip) from the
-//! command line's TLS, credential (`--user`/`--password-file` or `--bearer-token-file`)
-//! and `--header` flags, and names a failed request's cause ([`fault`]).
+//! [`http`] builds the one HTTP client the sources use to read the hosts (ureq:
+//! blocking, rustls, gzip) from the command line's TLS, credential (`--user`/
+//! `--password-file` or `--bearer-token-file`) and `--header` flags, and names a failed
+//! request's cause ([`fault`]); [`agent_config`] its settings, [`fan_out`] the bounded,
+//! deadline-bound reading of many hosts at once.
 
 use std::time::{Duration, Instant};
 
