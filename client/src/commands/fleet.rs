@@ -443,9 +443,9 @@ and
 that is set (not for the hosts of
 .BR NO_PROXY ),
 and its certificate is checked against the cluster's tls\-server\-name when
-it has one, which is also the SNI; with a SOCKS5 proxy as well (asked for the
-server's address, resolved here, where kubectl asks it for the server's name),
-not yet with an HTTP proxy\-url (a usage error).
+it has one, which is also the SNI; through a proxy as well, which is then asked
+for the server's address, resolved here (CONNECT 10.0.0.1:6443, or its SOCKS5
+equivalent), where kubectl asks it for the server's name.
 Without a kubeconfig, inside a pod: the pod's service account
 .RB ( KUBERNETES_SERVICE_HOST ,
 .BR KUBERNETES_SERVICE_PORT ,

@@ -19,6 +19,7 @@ use super::endpoints::{parse_endpoints, Found};
 use super::exec::Plugin;
 use super::kubeconfig::{Config, Token};
 use super::pages::{self, PAGE_SIZE};
+use super::tunnel;
 use crate::model::Fault;
 use crate::source::{agent_config, agent_config_exact, fault, pem_certs, Credential, Http};
 
@@ -69,15 +70,9 @@ impl ServerName {
     }
 }
 
-/// `proxy`, asked for the addresses our resolver gives rather than for names, when it
-/// is a SOCKS proxy. An HTTP `CONNECT` proxy is left as it is (asked for the name):
-/// ureq 3.5 writes a resolved target as `CONNECT ADDR:PORT:PORT`, which no proxy takes
-/// (the kubeconfig's own `proxy-url` is refused with a `tls-server-name` for that).
+/// `proxy`, asked for the addresses our resolver gives rather than for names (an HTTP
+/// one through [`super::tunnel`]).
 fn resolving_here(proxy: &ureq::Proxy) -> Result<ureq::Proxy, String> {
-    use ureq::ProxyProtocol::{Socks4, Socks4A, Socks5, Socks5h};
-    if !matches!(proxy.protocol(), Socks4 | Socks4A | Socks5 | Socks5h) {
-        return Ok(proxy.clone());
-    }
     let mut builder = ureq::Proxy::builder(proxy.protocol())
         .host(proxy.host())
         .port(proxy.port())
@@ -151,10 +146,10 @@ impl Api {
             }
             _ => (config.server.clone(), None),
         };
-        // The URL asked names the tls-server-name, which only our resolver knows: a
-        // SOCKS proxy is then asked for the server's address, resolved here (kubectl
-        // asks it for the server's name; the same when the server is an address, as it
-        // mostly is where a tls-server-name is needed).
+        // The URL asked names the tls-server-name, which only our resolver knows: the
+        // proxy is then asked for the server's address, resolved here (kubectl asks it
+        // for the server's name; the same when the server is an address, as it mostly
+        // is where a tls-server-name is needed).
         let proxy = match (proxy, &server_name) {
             (Some((url, p)), Some(_)) => Some((url, resolving_here(&p).map_err(bad)?)),
             (proxy, _) => proxy,
@@ -363,11 +358,10 @@ impl Trust {
         };
         Ok(match &self.server_name {
             None => config.into(),
-            Some(resolver) => ureq::Agent::with_parts(
-                config,
-                ureq::unversioned::transport::DefaultConnector::new(),
-                resolver.clone(),
-            ),
+            Some(resolver) => {
+                let direct = agent_config_exact(config.tls_config().clone(), None);
+                ureq::Agent::with_parts(config, tunnel::chain(direct), resolver.clone())
+            }
         })
     }
 }

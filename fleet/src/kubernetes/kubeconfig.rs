@@ -18,7 +18,8 @@
 //! The cluster's `tls-server-name` (the name its certificate is checked against, and
 //! sent as SNI) and `proxy-url` (`http`, `https` or `socks5`, the proxy the API server
 //! is reached through; without one, the environment's, see
-//! [`crate::source::agent_config`]) are used as kubectl uses them; not both at once.
+//! [`crate::source::agent_config`]) are used as kubectl uses them, together too (the
+//! proxy is then asked for the server's address, see [`super::tunnel`]).
 //! Not read: the context's `namespace` (`--namespace` is the DaemonSet's, `gpupeek`,
 //! whatever the context).
 
@@ -280,13 +281,6 @@ fn resolve(mut files: Vec<Loaded>, shown: &str, context: Option<&str>) -> Result
             return Err(bad(format!(
                 "cluster {cluster_name:?}'s proxy-url {proxy:?} is not an http://, https:// \
                  or socks5:// URL"
-            )));
-        }
-        if tls_server_name.is_some() && scheme != Some("socks5") {
-            return Err(bad(format!(
-                "cluster {cluster_name:?} has both tls-server-name and an {} proxy-url, which \
-                 gpupeek fleet cannot use together yet (it can with a socks5:// one): drop one",
-                scheme.unwrap_or_default()
             )));
         }
     }

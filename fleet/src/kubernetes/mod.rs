@@ -28,6 +28,7 @@ mod endpoints;
 pub mod exec;
 pub mod kubeconfig;
 mod pages;
+mod tunnel;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -75,10 +75,6 @@ fn the_api_server_is_asked_through_the_clusters_proxy_url() {
     for (cluster, says) in [
         ("      proxy-url: ftp://127.0.0.1:21\n", "proxy-url"),
         ("      proxy-url: 127.0.0.1:3128\n", "proxy-url"),
-        (
-            "      proxy-url: http://127.0.0.1:3128\n      tls-server-name: kubernetes.test\n",
-            "tls-server-name and an http proxy-url",
-        ),
     ] {
         let config = kubeconfig(dir, &api.url, cluster, user);
         let out = fleet_with(dir, &config);
@@ -90,8 +86,9 @@ fn the_api_server_is_asked_through_the_clusters_proxy_url() {
 /// A server reached by a name its certificate does not hold (here `localhost`, for a
 /// certificate of `127.0.0.1` and `kubernetes.test`) is refused, one line, status 14;
 /// with `tls-server-name: kubernetes.test` it is trusted, and that name is the SNI. So
-/// through a SOCKS5 proxy too (the cluster's `proxy-url`, or the environment's), which
-/// is asked for the server's address, not for the tls-server-name it cannot resolve.
+/// through a SOCKS5 or an HTTP `CONNECT` proxy too (the cluster's `proxy-url`, or the
+/// environment's), which is asked for the server's address (`CONNECT 127.0.0.1:PORT`),
+/// not for the tls-server-name it cannot resolve.
 #[test]
 fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
     let Some(tool) = tool("openssl", "openssl") else {
@@ -126,13 +123,14 @@ fn the_clusters_tls_server_name_is_what_its_certificate_is_checked_against() {
 
     let by_address = format!("https://127.0.0.1:{port}");
     let address = format!("127.0.0.1:{port}");
-    for from_env in [false, true] {
-        let proxy = Proxy::start(true);
+    for (socks, from_env) in [(true, false), (true, true), (false, false), (false, true)] {
+        let proxy = Proxy::start(socks);
         let mut cluster = format!("{ca}      tls-server-name: kubernetes.test\n");
         let mut env = vec![("NO_PROXY", ""), ("no_proxy", "")];
-        match from_env {
-            true => env.push(("ALL_PROXY", &proxy.url)),
-            false => cluster.push_str(&format!("      proxy-url: {}\n", proxy.url)),
+        match (from_env, socks) {
+            (true, true) => env.push(("ALL_PROXY", &proxy.url)),
+            (true, false) => env.extend([("ALL_PROXY", ""), ("HTTPS_PROXY", &proxy.url)]),
+            (false, _) => cluster.push_str(&format!("      proxy-url: {}\n", proxy.url)),
         }
         let config = kubeconfig(dir, &by_address, &cluster, "      token: t\n");
         let names = api.names().len();
