@@ -378,7 +378,7 @@ fn reports(endpoint: &str, samples: &[Sample], failed: &[TargetError]) -> Vec<Re
             Fault::new("not_found", why),
         )];
     }
-    out.sort_by(|a, b| a.host.cmp(&b.host));
+    out.sort_by(|a, b| crate::render::by_name(&a.host, &b.host));
     out
 }
 

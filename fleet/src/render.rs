@@ -72,12 +72,50 @@ fn free_units(r: &Report) -> usize {
         .count()
 }
 
-/// Hosts with the most free GPUs and MIG devices first, failed hosts last, then by name.
+/// Hosts with the most free GPUs and MIG devices first, failed hosts last, then by name
+/// ([`by_name`]).
 pub fn sort(reports: &mut [Report]) {
     reports.sort_by(|a, b| {
         let key = |r: &Report| (r.error.is_some(), std::cmp::Reverse(free_units(r)));
-        key(a).cmp(&key(b)).then_with(|| a.host.cmp(&b.host))
+        key(a).cmp(&key(b)).then_with(|| by_name(&a.host, &b.host))
     });
+}
+
+/// Names in the order people number machines: runs of digits by their value, so
+/// `gpu-2` before `gpu-10` and `10.0.0.9` before `10.0.0.10` (as `sort -V` and `ls -v`
+/// put them); of equal values, the one with more leading zeros first, as `sort -V` has
+/// them; the rest byte by byte.
+pub fn by_name(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+    fn value(run: &[u8]) -> &[u8] {
+        let zeros = run.iter().take_while(|&&c| c == b'0').count();
+        &run[zeros..]
+    }
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let (n, m) = (digits(a), digits(b));
+                let (run_a, run_b) = (&a[..n], &b[..m]);
+                let (va, vb) = (value(run_a), value(run_b));
+                let order = va
+                    .len()
+                    .cmp(&vb.len())
+                    .then_with(|| va.cmp(vb))
+                    .then_with(|| m.cmp(&n));
+                if order != Ordering::Equal {
+                    return order;
+                }
+                (a, b) = (&a[n..], &b[m..]);
+            }
+            (Some(x), Some(y)) if x != y => return x.cmp(y),
+            _ => (a, b) = (&a[1..], &b[1..]),
+        }
+    }
 }
 
 /// The table.
@@ -317,7 +355,7 @@ pub fn groups(reports: &[Report], by: GroupBy) -> (Vec<Group>, usize) {
     rows.sort_by(|a, b| {
         b.memory_mib
             .cmp(&a.memory_mib)
-            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| by_name(&a.name, &b.name))
     });
     (rows, none)
 }
@@ -452,6 +490,47 @@ mod tests {
             "{text}"
         );
         assert_eq!(lines[6], "z     refused: connection refused");
+    }
+
+    #[test]
+    fn hosts_with_numbers_are_in_numeric_order() {
+        let mut names = vec![
+            "gpu-10",
+            "gpu-2",
+            "gpu-1",
+            "10.0.0.10",
+            "10.0.0.9",
+            "gpu-02",
+            "gpu-1a",
+            "gpu-",
+            "node7:9477",
+            "node10:9477",
+            "Gpu-3",
+        ];
+        names.sort_by(|a, b| by_name(a, b));
+        assert_eq!(
+            names,
+            [
+                "10.0.0.9",
+                "10.0.0.10",
+                "Gpu-3",
+                "gpu-",
+                "gpu-1",
+                "gpu-1a",
+                "gpu-02",
+                "gpu-2",
+                "gpu-10",
+                "node7:9477",
+                "node10:9477",
+            ]
+        );
+        let mut reports: Vec<Report> = ["n10", "n9", "n1"]
+            .into_iter()
+            .map(|h| report(h, vec![gpu(0, 0, 0, &[])]))
+            .collect();
+        sort(&mut reports);
+        let hosts: Vec<&str> = reports.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts, ["n1", "n9", "n10"]);
     }
 
     #[test]

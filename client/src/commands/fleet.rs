@@ -485,7 +485,9 @@ a later round that cannot list shows the server as a host with the fault)."#;
 
 const GROUP_BY_MAN: &str = r"How rows are grouped:
 .B host
-(the default: a block per host, free GPUs first, then its busy ones),
+(the default: a block per host, hosts with the most free GPUs first, then by
+name with numbers in numeric order, gpu\-2 before gpu\-10; in each, free GPUs
+first, then its busy ones),
 .B user
 (a row per user: hosts, GPUs, processes and memory; GPUS counts GPUs and MIG
 devices, which the JSON names
