@@ -463,6 +463,8 @@ which pods and containers the GPUs are assigned to: at start and then every
 10 s, in a thread of its own, each call given 2 s, so a scrape never waits on
 the kubelet.
 Device ids of NVIDIA's device plugin (GPU and MIG UUIDs, indices,
+.I N:M
+for MIG device M of GPU N under its index strategy,
 .B ::N
 sharing suffixes) and GKE's
 .RB ( nvidia0 ,

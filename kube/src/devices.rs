@@ -41,11 +41,18 @@ pub enum DeviceId {
         /// GPU instance id.
         gpu_instance_id: u32,
     },
+    /// `N:M` (NVIDIA's plugin with `--device-id-strategy=index` and MIG): MIG device `M`
+    /// of GPU `N`, `M` as `nvmlDeviceGetMigDeviceHandleByIndex` numbers them.
+    MigByIndex {
+        /// The parent GPU's index.
+        index: u32,
+        /// The MIG device's index on its parent.
+        mig_index: u32,
+    },
 }
 
 impl DeviceId {
-    /// Parses a device id; `None` for a form gpupeek does not know (NVIDIA's index
-    /// strategy for MIG, `N:M`, counts MIG devices, not GPU instances).
+    /// Parses a device id; `None` for a form gpupeek does not know.
     pub fn parse(id: &str) -> Option<DeviceId> {
         let id = id.split("::").next().unwrap_or(id);
         let id = match id.find("/vgpu") {
@@ -75,6 +82,12 @@ impl DeviceId {
         if let Some(n) = number(id) {
             return Some(DeviceId::Index(n));
         }
+        if let Some((gpu, mig)) = id.split_once(':') {
+            return Some(DeviceId::MigByIndex {
+                index: number(gpu)?,
+                mig_index: number(mig)?,
+            });
+        }
         let gke = id.strip_prefix("nvidia")?;
         match gke.split_once("/gi") {
             None => Some(DeviceId::Index(number(gke)?)),
@@ -102,6 +115,8 @@ pub struct Device<'a> {
 pub struct MigDevice<'a> {
     /// GPU instance id.
     pub gpu_instance_id: u32,
+    /// The MIG device's index on its GPU (`nvmlDeviceGetMigDeviceHandleByIndex`'s).
+    pub mig_index: u32,
     /// The MIG device's UUID (`MIG-...`), when known.
     pub uuid: Option<&'a str>,
 }
@@ -168,6 +183,9 @@ impl DeviceMap {
                     },
                     Some(m),
                 ) => *index == device.index && *gpu_instance_id == m.gpu_instance_id,
+                (DeviceId::MigByIndex { index, mig_index }, Some(m)) => {
+                    *index == device.index && *mig_index == m.mig_index
+                }
                 _ => false,
             })
             .map(|(_, owner)| owner)
@@ -212,7 +230,22 @@ mod tests {
         };
         assert_eq!(DeviceId::parse("nvidia0/gi1"), gi(0, 1));
         assert_eq!(DeviceId::parse("nvidia2/gi13/vgpu0"), gi(2, 13));
-        for unknown in ["", "0:1", "nvidia", "nvidiactl", "nvidia0/gi", "gpu0", "-1"] {
+        let mig = |index, mig_index| Some(MigByIndex { index, mig_index });
+        assert_eq!(DeviceId::parse("0:1"), mig(0, 1));
+        assert_eq!(DeviceId::parse("3:0::2"), mig(3, 0));
+        for unknown in [
+            "",
+            "nvidia",
+            "nvidiactl",
+            "nvidia0/gi",
+            "gpu0",
+            "-1",
+            ":1",
+            "0:",
+            "0:x",
+            "a:1",
+            "0:1:2",
+        ] {
             assert_eq!(DeviceId::parse(unknown), None, "{unknown:?}");
         }
     }
@@ -238,6 +271,7 @@ mod tests {
                 pod("ml", "train", "main", "nvidia.com/gpu", &[GPU]),
                 pod("ml", "infer", "srv", "nvidia.com/mig-1g.10gb", &[MIG]),
                 pod("gke", "a", "c", "nvidia.com/gpu", &["nvidia1/gi2"]),
+                pod("idx", "b", "c", "nvidia.com/mig-1g.10gb", &["2:1"]),
                 pod(
                     "x",
                     "shared-b",
@@ -279,17 +313,24 @@ mod tests {
             "a MIG id is not the GPU's"
         );
         assert_eq!(names(whole(3, None)), ["x/shared-a/c", "x/shared-b/c"]);
-        let mig = |index, gi, uuid| Device {
+        let mig = |index, gi, mig_index, uuid| Device {
             index,
             uuid: None,
             mig: Some(MigDevice {
                 gpu_instance_id: gi,
+                mig_index,
                 uuid,
             }),
         };
-        assert_eq!(names(mig(0, 5, Some(MIG))), ["ml/infer/srv"]);
-        assert!(names(mig(0, 5, None)).is_empty());
-        assert_eq!(names(mig(1, 2, None)), ["gke/a/c"]);
-        assert!(names(mig(1, 3, None)).is_empty());
+        assert_eq!(names(mig(0, 5, 0, Some(MIG))), ["ml/infer/srv"]);
+        assert!(names(mig(0, 5, 0, None)).is_empty());
+        assert_eq!(names(mig(1, 2, 0, None)), ["gke/a/c"]);
+        assert!(names(mig(1, 3, 0, None)).is_empty());
+        assert_eq!(names(mig(2, 9, 1, None)), ["idx/b/c"]);
+        assert!(names(mig(2, 9, 0, None)).is_empty());
+        assert!(
+            names(whole(2, None)).is_empty(),
+            "N:M is a MIG device, not its GPU"
+        );
     }
 }

@@ -12,6 +12,8 @@ use crate::{Bytes, CentiPercent, Gpm, Gpu, GpuState, Memory, Text};
 pub struct Mig<'a> {
     /// NVML index of the parent GPU.
     pub gpu_index: u32,
+    /// The MIG device's index on its parent (`nvmlDeviceGetMigDeviceHandleByIndex`).
+    pub mig_index: u32,
     /// MIG GPU instance id.
     pub gpu_instance_id: u32,
     /// MIG compute instance id.
@@ -57,6 +59,7 @@ impl<'a> Mig<'a> {
         let pct = |bit, centi| live(bit).then_some(CentiPercent(centi));
         Mig {
             gpu_index: m.gpu_index,
+            mig_index: m.mig_index,
             gpu_instance_id: m.gpu_instance_id,
             compute_instance_id: m.compute_instance_id,
             uuid: has(mv::UUID).then(|| Text::new(&m.uuid)),

@@ -177,27 +177,52 @@ pub(crate) fn assignments(
 }
 
 /// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
-/// GPU) is assigned to; `None` when none is, or several share it.
+/// GPU: any MIG device of it, by UUID, GPU instance or MIG device index) is assigned
+/// to; `None` when none is, or several share it.
 fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) -> Option<Owner> {
     let uuid = text(g.uuid);
-    let mig_uuid = gi
-        .and_then(|gi| {
-            model
-                .mig_on(g.index)
-                .find(|m| m.gpu_instance_id == gi)
-                .and_then(|m| m.uuid)
-        })
-        .map(Text::decode)
-        .unwrap_or_default();
-    let device = Device {
+    let gpu = Device {
         index: g.index,
         uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
-        mig: gi.map(|gi| MigDevice {
-            gpu_instance_id: gi,
-            uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
-        }),
+        mig: None,
     };
-    match kube.map.owners(&device).as_slice() {
+    let mut owners = match gi {
+        None => kube.map.owners(&gpu),
+        Some(gi) => {
+            let mut owners = Vec::new();
+            let mut known = false;
+            for m in model.mig_on(g.index).filter(|m| m.gpu_instance_id == gi) {
+                let mig_uuid = m.uuid.map(Text::decode).unwrap_or_default();
+                let device = Device {
+                    mig: Some(MigDevice {
+                        gpu_instance_id: gi,
+                        mig_index: m.mig_index,
+                        uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
+                    }),
+                    ..gpu
+                };
+                owners.extend(kube.map.owners(&device));
+                known = true;
+            }
+            if !known {
+                // An instance only a process names (the MIG table not read yet): by GPU
+                // instance id alone.
+                let device = Device {
+                    mig: Some(MigDevice {
+                        gpu_instance_id: gi,
+                        mig_index: u32::MAX,
+                        uuid: None,
+                    }),
+                    ..gpu
+                };
+                owners.extend(kube.map.owners(&device));
+            }
+            owners
+        }
+    };
+    owners.sort();
+    owners.dedup();
+    match owners.as_slice() {
         [one] => Some((*one).clone()),
         _ => None,
     }

@@ -625,8 +625,9 @@ fn the_table_nests_each_instance_under_its_gpu_with_its_processes_and_json_lists
 
 /// `serve --kubelet.pod-resources-socket`: a process in a MIG instance takes the pod its
 /// instance is assigned to, whether the device plugin names it by MIG UUID (NVIDIA's,
-/// here with a time-slicing suffix) or as `nvidiaN/giM` (GKE's); a process in an instance
-/// no pod holds takes none.
+/// here with a time-slicing suffix), as `nvidiaN/giM` (GKE's) or as `N:M` (NVIDIA's
+/// index strategy: MIG device `M` of GPU `N`); a MIG device that does not exist names
+/// no process.
 #[test]
 fn serve_names_the_pod_of_each_mig_instance() {
     use gpupeek_kube::api::{
@@ -637,9 +638,10 @@ fn serve_names_the_pod_of_each_mig_instance() {
     let (_procs, pids) = four_sleepers();
     sb.write_scenario(&three_way(&pids));
     let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
-    sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+    let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
         s.mig.len() == 3 && s.processes.len() == 4
     });
+    let gi1 = snap.mig.iter().find(|m| m.gpu_instance_id == 1).unwrap();
     let pod = |name: &str, resource: &str, id: String| PodResources {
         name: name.into(),
         namespace: "ml".into(),
@@ -666,6 +668,12 @@ fn serve_names_the_pod_of_each_mig_instance() {
                     format!("MIG-{:08x}-7d1c-5b8e-9d2a-{:012x}::0", 5, 14),
                 ),
                 pod("gke", "nvidia.com/gpu", "nvidia0/gi13".into()),
+                pod(
+                    "by-index",
+                    "nvidia.com/mig-1g.10gb",
+                    format!("0:{}", gi1.mig_index),
+                ),
+                pod("ghost", "nvidia.com/mig-1g.10gb", "0:7".into()),
             ],
         }),
     );
@@ -699,5 +707,7 @@ fn serve_names_the_pod_of_each_mig_instance() {
     };
     assert_eq!(pod_of(pids[2]), "infer", "GI 5, by MIG UUID");
     assert_eq!(pod_of(pids[3]), "gke", "GI 13, as GKE names it");
-    assert_eq!(pod_of(pids[0]), "", "GI 1: no pod holds it");
+    assert_eq!(pod_of(pids[0]), "by-index", "GI 1, by MIG device index");
+    assert_eq!(pod_of(pids[1]), "by-index", "GI 1, by MIG device index");
+    assert!(!body.contains("pod=\"ghost\""), "{body}");
 }

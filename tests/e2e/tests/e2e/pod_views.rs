@@ -463,18 +463,21 @@ fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
     let pods = Pods::new("podmig");
     let (_procs, pids) = crate::mig::four_sleepers();
     pods.sb.write_scenario(&crate::mig::three_way(&pids));
-    // Pod A holds GI 5 by its MIG UUID (NVIDIA's plugin), pod B GI 13 as GKE names it.
+    // Pod A holds GI 5 by its MIG UUID (NVIDIA's plugin), pod B GI 13 as GKE names it,
+    // pod C GI 1 as NVIDIA's index strategy does (MIG device 0 of GPU 0: the fake
+    // numbers the instances in order).
     let _kubelet = FakeKubelet::start(
         &pods.socket,
         allocations(&[
             ("train-a", "MIG-00000005-7d1c-5b8e-9d2a-00000000000e"),
             ("train-b", "nvidia0/gi13"),
+            ("idle-c", "0:0"),
         ]),
     );
     let daemon = pods.start_daemon();
     pods.sb.wait_live(&daemon);
     let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
-    for (uid, gi) in [(UID_A, 5), (UID_B, 13)] {
+    for (uid, gi) in [(UID_A, 5), (UID_B, 13), (UID_C, 1)] {
         let path = pods.view_path(uid);
         let mut snap = None;
         wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
