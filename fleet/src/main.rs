@@ -58,7 +58,7 @@ fn run(args: Args) -> Result<(), Exit> {
     let Some(secs) = args.watch else {
         let mut reports = source.round(Instant::now() + args.timeout, None);
         History::default().record(&mut reports);
-        fleetview::write_stdout(&output(&args, &reports, paint))?;
+        fleetview::write_stdout(&output(&args, &reports, paint, None))?;
         return match reports.iter().any(|r| r.error.is_some()) {
             true => Err(Exit::new(EXIT_PARTIAL, "")),
             false => Ok(()),
@@ -82,7 +82,8 @@ fn run(args: Args) -> Result<(), Exit> {
         source.what(),
         args.timeout.as_secs_f64()
     );
-    fleetview::redraw(period, !args.json, Some(&waiting), |_, partial| {
+    fleetview::redraw(period, !args.json, Some(&waiting), |size, partial| {
+        let rows = size.map(|s| s.rows);
         let (at, reports) = match last.take() {
             Some((at, reports)) if at.elapsed() < period => (at, reports),
             _ => {
@@ -96,7 +97,7 @@ fn run(args: Args) -> Result<(), Exit> {
                     }
                     render::sort(&mut so_far);
                     // A stdout that cannot be written is said by the round's frame.
-                    let _ = partial.show(&output(&args, &so_far, paint));
+                    let _ = partial.show(&output(&args, &so_far, paint, rows));
                 };
                 let first = match previous.is_empty() {
                     true => FIRST_PROGRESS,
@@ -116,7 +117,7 @@ fn run(args: Args) -> Result<(), Exit> {
                 (started, reports)
             }
         };
-        let text = output(&args, &reports, paint);
+        let text = output(&args, &reports, paint, rows);
         last = Some((at, reports));
         Ok(text)
     })
@@ -154,11 +155,12 @@ fn kubernetes_source(args: &Args, http: source::Http) -> Result<kubernetes::Kube
     })
 }
 
-fn output(args: &Args, reports: &[Report], paint: render::Paint) -> String {
+/// The round's table (fitted to `rows` lines on a screen) or JSON document.
+fn output(args: &Args, reports: &[Report], paint: render::Paint, rows: Option<usize>) -> String {
     if args.json {
         render::json(reports, args.group_by)
     } else {
-        render::table(reports, args.group_by, paint)
+        render::table(reports, args.group_by, paint, rows)
     }
 }
 

@@ -118,8 +118,9 @@ pub fn by_name(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// The table.
-pub fn table(reports: &[Report], group_by: GroupBy, paint: Paint) -> String {
+/// The table; on a screen of `rows` lines, cut to them with every host that was not
+/// read still in it ([`fit`]).
+pub fn table(reports: &[Report], group_by: GroupBy, paint: Paint, rows: Option<usize>) -> String {
     let s = summary(reports);
     let mut out = format!(
         "{} hosts ({} not read), {} GPUs: {} free, {} idle-allocated",
@@ -133,11 +134,37 @@ pub fn table(reports: &[Report], group_by: GroupBy, paint: Paint) -> String {
         );
     }
     out.push('\n');
-    match group_by {
-        GroupBy::Host => out += &by_host(reports, paint),
-        _ => out += &by_group(reports, group_by),
+    let (body, not_read) = match group_by {
+        GroupBy::Host => by_host(reports, paint),
+        _ => by_group(reports, group_by),
+    };
+    out + &fit(body, not_read, rows.map(|r| r.saturating_sub(1)))
+}
+
+/// `body` (a column header, then rows) and then `not_read` (a line per host not read),
+/// in `rows` lines when given: the first rows and a line saying how many more there are,
+/// then the hosts not read, so that a watched fleet never hides one below the screen's
+/// edge. They take what the rows leave, and at least half the lines when there are
+/// that many of them; those beyond are counted in their last line.
+fn fit(body: Vec<String>, not_read: Vec<String>, rows: Option<usize>) -> String {
+    let lines = |v: &[String]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let room = rows.unwrap_or(usize::MAX);
+    if body.len().saturating_add(not_read.len()) <= room {
+        return lines(&body) + &lines(&not_read);
     }
-    out
+    let cut = |v: &[String], keep: usize, more: &str| -> String {
+        if v.len() <= keep {
+            return lines(v);
+        }
+        let shown = keep.saturating_sub(1);
+        match keep {
+            0 => String::new(),
+            _ => lines(&v[..shown]) + &format!("… {} more {more}\n", v.len() - shown),
+        }
+    };
+    let body_least = body.len().min(room / 2);
+    let not_read_keep = not_read.len().min(room - body_least);
+    cut(&body, room - not_read_keep, "rows") + &cut(&not_read, not_read_keep, "hosts not read")
 }
 
 fn status(g: &Gpu) -> &str {
@@ -199,7 +226,9 @@ fn memory(used: Option<u64>, total: Option<u64>) -> String {
     }
 }
 
-fn by_host(reports: &[Report], paint: Paint) -> String {
+/// The column header and a row per GPU and MIG device of the hosts read; a line per
+/// host not read.
+fn by_host(reports: &[Report], paint: Paint) -> (Vec<String>, Vec<String>) {
     let width = |f: &dyn Fn(&Report) -> usize, min: usize| {
         reports.iter().map(f).max().unwrap_or(0).max(min)
     };
@@ -213,18 +242,19 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
         },
         4,
     );
-    let mut out = format!(
-        "{:<hw$}  {:>3}  {:<nw$}  {:>4}  {:>15}  {:<6}  USERS\n",
+    let mut out = vec![format!(
+        "{:<hw$}  {:>3}  {:<nw$}  {:>4}  {:>15}  {:<6}  USERS",
         "HOST", "GPU", "NAME", "UTIL", "MEMORY (MiB)", "STATUS"
-    );
+    )];
+    let mut not_read = Vec::new();
     for r in reports {
         if let Some(e) = &r.error {
             let line = format!("{:<hw$}  {}: {}", r.host, e.kind, e.reason);
-            let _ = writeln!(out, "{}", paint.paint("31", &line));
+            not_read.push(paint.paint("31", &line));
             continue;
         }
         if r.gpus.is_empty() {
-            let _ = writeln!(out, "{:<hw$}  (no GPU)", r.host);
+            out.push(format!("{:<hw$}  (no GPU)", r.host));
         }
         for (i, g) in r.gpus.iter().enumerate() {
             let host = if i == 0 { r.host.as_str() } else { "" };
@@ -237,7 +267,7 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
                 name(g),
                 holders(&g.users, g.pod.as_deref())
             );
-            let _ = writeln!(out, "{}", line.trim_end());
+            out.push(line.trim_end().to_owned());
             for (j, m) in g.mig.iter().enumerate() {
                 let mem = memory(m.memory_used_mib, m.memory_total_mib);
                 let line = format!(
@@ -249,11 +279,11 @@ fn by_host(reports: &[Report], paint: Paint) -> String {
                     painted(mig_status(m), paint),
                     holders(&m.users, m.pod.as_deref())
                 );
-                let _ = writeln!(out, "{}", line.trim_end());
+                out.push(line.trim_end().to_owned());
             }
         }
     }
-    out
+    (out, not_read)
 }
 
 /// `status` padded to its column, coloured by what it says.
@@ -360,7 +390,9 @@ pub fn groups(reports: &[Report], by: GroupBy) -> (Vec<Group>, usize) {
     (rows, none)
 }
 
-fn by_group(reports: &[Report], by: GroupBy) -> String {
+/// The column header, a row per group (and how many processes are in none); a line per
+/// host not read.
+fn by_group(reports: &[Report], by: GroupBy) -> (Vec<String>, Vec<String>) {
     let (rows, none) = groups(reports, by);
     let title = match by {
         GroupBy::User => "USER",
@@ -373,31 +405,30 @@ fn by_group(reports: &[Report], by: GroupBy) -> String {
         .max()
         .unwrap_or(0)
         .max(title.len());
-    let mut out = format!(
-        "{title:<w$}  {:>5}  {:>5}  {:>5}  {:>12}\n",
+    let mut out = vec![format!(
+        "{title:<w$}  {:>5}  {:>5}  {:>5}  {:>12}",
         "HOSTS", "GPUS", "PROCS", "MEMORY (MiB)"
-    );
+    )];
     for g in &rows {
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "{:<w$}  {:>5}  {:>5}  {:>5}  {:>12}",
             g.name,
             g.hosts.len(),
             g.gpus.len(),
             g.processes,
             g.memory_mib
-        );
+        ));
     }
     if none > 0 {
         let noun = if none == 1 { "process" } else { "processes" };
-        let _ = writeln!(out, "({none} {noun} in no {})", title.to_lowercase());
+        out.push(format!("({none} {noun} in no {})", title.to_lowercase()));
     }
-    for r in reports.iter().filter(|r| r.error.is_some()) {
-        if let Some(e) = &r.error {
-            let _ = writeln!(out, "{}: not read: {}: {}", r.host, e.kind, e.reason);
-        }
-    }
-    out
+    let not_read = reports
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| (r, e)))
+        .map(|(r, e)| format!("{}: not read: {}: {}", r.host, e.kind, e.reason))
+        .collect();
+    (out, not_read)
 }
 
 #[derive(Serialize)]
@@ -448,6 +479,10 @@ mod tests {
         }
     }
 
+    fn failed(host: &str, kind: &'static str) -> Report {
+        Report::failed(host.into(), host.into(), Fault::new(kind, "no answer"))
+    }
+
     fn report(host: &str, gpus: Vec<Gpu>) -> Report {
         let mut r = Report::failed(host.into(), host.into(), Fault::new("x", "y"));
         r.error = None;
@@ -474,7 +509,7 @@ mod tests {
             report("b", vec![gpu(0, 0, 0, &[]), gpu(1, 0, 0, &[])]),
         ];
         sort(&mut reports);
-        let text = table(&reports, GroupBy::Host, Paint(false));
+        let text = table(&reports, GroupBy::Host, Paint(false), None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -533,6 +568,47 @@ mod tests {
         assert_eq!(hosts, ["n1", "n9", "n10"]);
     }
 
+    /// On a screen too short for the table, the hosts not read stay in it, below the
+    /// first rows and a count of the rest; when they are many, they take at most what
+    /// the rows leave or half the screen, and a count of theirs ends them.
+    #[test]
+    fn a_fitted_table_keeps_the_hosts_not_read() {
+        let mut reports: Vec<Report> = (1..=40)
+            .map(|i| report(&format!("n{i}"), vec![gpu(0, 0, 0, &[]), gpu(1, 0, 0, &[])]))
+            .collect();
+        reports.push(failed("down1", "refused"));
+        reports.push(failed("down2", "timeout"));
+        sort(&mut reports);
+        let text = table(&reports, GroupBy::Host, Paint(false), Some(10));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 10, "{text}");
+        assert!(lines[0].starts_with("42 hosts (2 not read)"), "{text}");
+        assert!(lines[1].starts_with("HOST"), "{text}");
+        assert!(lines[2].starts_with("n1 "), "{text}");
+        // 80 GPU rows: the header and 5 rows shown, 75 counted.
+        assert!(lines[6].starts_with("n3 "), "{text}");
+        assert_eq!(lines[7], "… 75 more rows", "{text}");
+        assert!(lines[8].starts_with("down1  refused: no answer"), "{text}");
+        assert!(lines[9].starts_with("down2  timeout: no answer"), "{text}");
+        // A table that fits is as it was.
+        let all = table(&reports, GroupBy::Host, Paint(false), None);
+        assert_eq!(table(&reports, GroupBy::Host, Paint(false), Some(200)), all);
+        assert_eq!(all.lines().count(), 2 + 80 + 2);
+
+        let mut many: Vec<Report> = (1..=3)
+            .map(|i| report(&format!("n{i}"), vec![gpu(0, 0, 0, &[])]))
+            .collect();
+        many.extend((1..=20).map(|i| failed(&format!("down{i}"), "timeout")));
+        sort(&mut many);
+        let text = table(&many, GroupBy::User, Paint(false), Some(12));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 12, "{text}");
+        assert!(lines[1].starts_with("USER"), "{text}");
+        assert_eq!(lines[2], "down1: not read: timeout: no answer", "{text}");
+        assert_eq!(lines[10], "down9: not read: timeout: no answer", "{text}");
+        assert_eq!(lines[11], "… 11 more hosts not read", "{text}");
+    }
+
     #[test]
     fn a_job_is_a_users_command_across_hosts() {
         let reports = vec![
@@ -550,12 +626,17 @@ mod tests {
         let (rows, none) = groups(&reports, GroupBy::Pod);
         assert!(rows.is_empty());
         assert_eq!(none, 3);
-        assert!(by_group(&reports, GroupBy::Pod).ends_with("\n(3 processes in no pod)\n"));
+        let (rows, not_read) = by_group(&reports, GroupBy::Pod);
+        assert_eq!(rows.last().unwrap(), "(3 processes in no pod)");
+        assert!(not_read.is_empty());
         let one = [report(
             "a",
             vec![gpu(0, 90, 4000, &[("ann", "train", 4000)])],
         )];
-        assert!(by_group(&one, GroupBy::Pod).ends_with("\n(1 process in no pod)\n"));
+        assert_eq!(
+            by_group(&one, GroupBy::Pod).0.last().unwrap(),
+            "(1 process in no pod)"
+        );
     }
 
     /// A device assigned to a pod is never free: with nothing on it, it is idle-allocated
@@ -583,7 +664,7 @@ mod tests {
         };
         split.mig = vec![mig(1, Some("ml/infer"), 1), mig(2, Some("ml/infer"), 0)];
         let reports = [report("a", vec![held, busy, split, gpu(3, 0, 0, &[])])];
-        let text = table(&reports, GroupBy::Host, Paint(false));
+        let text = table(&reports, GroupBy::Host, Paint(false), None);
         assert!(
             text.starts_with(
                 "1 hosts (0 not read), 4 GPUs: 1 free, 1 idle-allocated; \

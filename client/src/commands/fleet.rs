@@ -152,8 +152,9 @@ pub const FLEET: Command<fleet::Args> = Command {
                     "watch",
                     "redraw every SECS seconds (bare: 2) until q or Ctrl-C (at once, even in \
                      the middle of a round; a line says what the first round reads until a \
-                     host answers), on a terminal fitted to its size (with --json: a document \
-                     a round); on a terminal, a round that a host holds up shows the hosts \
+                     host answers), on a terminal fitted to its size, the hosts not read \
+                     always in it below the rows that fit (with --json: a document a \
+                     round); on a terminal, a round that a host holds up shows the hosts \
                      read so far, a quarter of a second into the first and when each next \
                      frame is due, one still being read as the last round found it (waiting \
                      in the first); a GPU whose memory is held at 0 % utilisation over the \

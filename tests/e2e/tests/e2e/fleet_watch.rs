@@ -1,8 +1,9 @@
 //! `gpupeek fleet -i` in a real terminal (a tmux pane smaller than the table): on the
 //! alternate screen, fitted to the terminal so that the summary and the header never
-//! scroll away (the last row counts the lines left out) and fitted again when it is
-//! resized, redrawn each round, and `q` leaves it with the screen as it was, even when
-//! a round (a host that never answers) takes longer than the interval.
+//! scroll away and the hosts not read are never cut off (a row counts the GPU rows left
+//! out above them) and fitted again when it is resized, redrawn each round, and `q`
+//! leaves it with the screen as it was, even when a round (a host that never answers)
+//! takes longer than the interval.
 
 use gpupeek_e2e::{bins, Tmux};
 
@@ -37,9 +38,11 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     let lines: Vec<&str> = screen.lines().collect();
     assert!(lines.len() <= 8, "{screen}");
     assert!(lines[1].starts_with("HOST "), "{screen}");
-    // 15 lines (2 of head, 11 GPUs, the 2 hosts not read) in 8: the first 7 shown, the
-    // last line counts the other 8.
-    assert_eq!(lines[7], "… 8 more", "{screen}");
+    // 15 lines (2 of head, 11 GPUs, the 2 hosts not read) in 8: 3 GPU rows, a line
+    // counting the other 8, and both hosts not read, in numeric order.
+    assert_eq!(lines[5], "… 8 more rows", "{screen}");
+    assert!(lines[6].starts_with("127.0.0.1:1 "), "{screen}");
+    assert!(lines[7].starts_with(&silent.0.to_string()), "{screen}");
     // Redrawn in place each round: the summary is still the first line a moment later.
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let again = t.run(&["capture-pane", "-p", "-t", "w"]);
@@ -48,9 +51,10 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
     // A taller terminal: the frame is fitted to it at once (from the last round).
     t.run(&["resize-window", "-t", "w", "-x", "100", "-y", "12"]);
     let taller = t.until("the frame refitted to 12 rows", |s| {
-        s.lines().nth(11) == Some("… 4 more")
+        s.lines().nth(9) == Some("… 4 more rows")
     });
     assert!(taller.starts_with("6 hosts (2 not read)"), "{taller}");
+    assert!(taller.lines().nth(10).unwrap().starts_with("127.0.0.1:1 "), "{taller}");
 
     t.run(&["send-keys", "-t", "w", "q"]);
     let after = t.until("fleet -i to end", |s| s.contains("fleet-exited-"));
