@@ -54,7 +54,10 @@ fn fleet_watch_keeps_its_summary_and_header_on_a_small_terminal_and_quits_on_q()
         s.lines().nth(9) == Some("… 4 more rows")
     });
     assert!(taller.starts_with("6 hosts (2 not read)"), "{taller}");
-    assert!(taller.lines().nth(10).unwrap().starts_with("127.0.0.1:1 "), "{taller}");
+    assert!(
+        taller.lines().nth(10).unwrap().starts_with("127.0.0.1:1 "),
+        "{taller}"
+    );
 
     t.run(&["send-keys", "-t", "w", "q"]);
     let after = t.until("fleet -i to end", |s| s.contains("fleet-exited-"));
