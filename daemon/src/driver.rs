@@ -282,8 +282,9 @@ impl Driver {
             ControlOut::Init(_) | ControlOut::None => {}
         }
         if !self.counting {
+            // Taken on a later tick: its end need not wake the publisher.
             let job = ControlJob::Count(session.sampler().clone());
-            self.counting = self.control.post(job, now).is_ok();
+            self.counting = self.control.post_quietly(job, now).is_ok();
         }
         false
     }

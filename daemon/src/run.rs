@@ -411,6 +411,7 @@ impl Daemon {
         self.pm.set_gpu_count(count as usize);
         self.procs.begin(now, count);
         self.mig.clear();
+        session.begin();
         for slot in 0..count as usize {
             if self.pm.asleep(slot) {
                 session.asleep(slot);

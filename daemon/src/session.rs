@@ -225,6 +225,12 @@ impl Session {
         }
     }
 
+    /// Starts the tick's round of GPU jobs: [`Self::wait`] is woken once, when the last
+    /// of them finishes, rather than by each.
+    pub fn begin(&self) {
+        self.done.begin();
+    }
+
     /// Posts this tick's job to GPU `slot` (the slow tier too when `slow`), unless it is
     /// still busy with an earlier one; returns whether it was posted.
     pub fn post(&mut self, slot: usize, slow: bool, now: Instant) -> bool {
@@ -243,7 +249,7 @@ impl Session {
         if let Some(events) = &self.events {
             events.awake(slot);
         }
-        gpu.posted = gpu.worker.post(job, now).is_ok();
+        gpu.posted = gpu.worker.post_in_round(job, now).is_ok();
         if gpu.posted {
             gpu.forget_slow = false;
         }

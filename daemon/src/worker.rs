@@ -28,19 +28,52 @@ pub trait Task: Send + 'static {
     fn run(&mut self, job: Self::Job, out: &mut Self::Out);
 }
 
-/// Wakes the publisher when any of its workers finishes a job.
+/// Wakes the publisher when what it waits for may be there: a job finished, the last
+/// of a round of jobs finished, or [`Done::signal`].
+///
+/// A tick posts a job to each GPU's worker and waits for them all ([`Worker::post_in_round`]):
+/// only the round's last job to finish wakes the publisher, not each, since a wake-up
+/// costs more than most of what the woken thread then does. A job of an earlier round
+/// (a late one) wakes it as any other job ([`Worker::post`]) does, and a job nobody
+/// waits for ([`Worker::post_quietly`]) never does.
 #[derive(Default)]
 pub struct Done {
-    finished: Mutex<u64>,
+    round: Mutex<Round>,
     cv: Condvar,
+}
+
+/// The round of jobs the publisher waits for.
+#[derive(Default)]
+struct Round {
+    /// Which round it is ([`Done::begin`]).
+    id: u64,
+    /// Its jobs that have not finished.
+    running: usize,
+    /// How often a waiter was woken (tests).
+    #[cfg(test)]
+    wakes: u64,
+}
+
+/// Whom a job's end wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// The waiter, at once.
+    Always,
+    /// The waiter, once it is the last of round `id` to finish (or when it finishes
+    /// after its round).
+    Round(u64),
+    /// Nobody: the output is taken later.
+    Never,
 }
 
 impl Done {
     /// Waits until `ready()` holds or `deadline` passes; returns whether it held.
     /// `ready` is checked under this signal's lock, so no finish can slip between the
-    /// check and the wait.
+    /// check and the wait. (Lock order: the publisher, the only thread that holds a
+    /// worker's slot and this lock together, takes them in either order; a worker
+    /// never holds its slot while it takes this lock.)
     pub fn wait_until(&self, deadline: Instant, mut ready: impl FnMut() -> bool) -> bool {
-        let mut finished = lock(&self.finished);
+        let mut round = lock(&self.round);
         loop {
             if ready() {
                 return true;
@@ -49,16 +82,54 @@ impl Done {
             if now >= deadline {
                 return false;
             }
-            finished = match self.cv.wait_timeout(finished, deadline - now) {
+            round = match self.cv.wait_timeout(round, deadline - now) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
+            #[cfg(test)]
+            {
+                round.wakes += 1;
+            }
         }
     }
 
-    /// Wakes the waiter (a worker finished, or the events thread let go of its session).
+    /// Starts a round: the jobs posted with [`Worker::post_in_round`] from now on wake
+    /// the waiter only when the last of them finishes.
+    pub fn begin(&self) {
+        let mut round = lock(&self.round);
+        round.id += 1;
+        round.running = 0;
+    }
+
+    /// A job of the current round was posted: its round.
+    fn join(&self) -> u64 {
+        let mut round = lock(&self.round);
+        round.running += 1;
+        round.id
+    }
+
+    /// A job ended: wakes the waiter as `wake` says.
+    fn finished(&self, wake: Wake) {
+        match wake {
+            Wake::Never => return,
+            Wake::Always => {}
+            Wake::Round(id) => {
+                let mut round = lock(&self.round);
+                if round.id == id {
+                    round.running = round.running.saturating_sub(1);
+                    if round.running > 0 {
+                        return;
+                    }
+                }
+            }
+        }
+        self.signal();
+    }
+
+    /// Wakes the waiter (a job finished, a worker left, or the events thread let go of
+    /// its session).
     pub fn signal(&self) {
-        *lock(&self.finished) += 1;
+        let _round = lock(&self.round);
         self.cv.notify_all();
     }
 }
@@ -74,6 +145,8 @@ struct Slot<T: Task> {
     fresh: bool,
     /// The handle was dropped: leave after the current job.
     quit: bool,
+    /// Whom the job's end wakes.
+    wake: Wake,
 }
 
 struct Shared<T: Task> {
@@ -98,6 +171,7 @@ impl<T: Task> Worker<T> {
                 out: T::Out::default(),
                 fresh: false,
                 quit: false,
+                wake: Wake::Always,
             }),
             wake: Condvar::new(),
             done,
@@ -110,14 +184,36 @@ impl<T: Task> Worker<T> {
     }
 
     /// Posts `job` unless the worker is still busy with an earlier one, which gives the
-    /// job back.
+    /// job back; its end wakes the waiter.
     pub fn post(&self, job: T::Job, now: Instant) -> Result<(), T::Job> {
+        self.post_waking(job, now, || Wake::Always)
+    }
+
+    /// [`Self::post`] in the current round ([`Done::begin`]): its end wakes the waiter
+    /// only when it is the round's last.
+    pub fn post_in_round(&self, job: T::Job, now: Instant) -> Result<(), T::Job> {
+        let done = &self.shared.done;
+        self.post_waking(job, now, || Wake::Round(done.join()))
+    }
+
+    /// [`Self::post`] for a job nobody waits for: its end wakes nobody.
+    pub fn post_quietly(&self, job: T::Job, now: Instant) -> Result<(), T::Job> {
+        self.post_waking(job, now, || Wake::Never)
+    }
+
+    fn post_waking(
+        &self,
+        job: T::Job,
+        now: Instant,
+        wake: impl FnOnce() -> Wake,
+    ) -> Result<(), T::Job> {
         let mut slot = lock(&self.shared.slot);
         if slot.busy_since.is_some() {
             return Err(job);
         }
         slot.job = Some(job);
         slot.busy_since = Some(now);
+        slot.wake = wake();
         drop(slot);
         self.shared.wake.notify_one();
         Ok(())
@@ -180,13 +276,14 @@ fn work<T: Task>(mut task: T, shared: &Shared<T>) {
             }
         };
         task.run(job, &mut out);
-        {
+        let wake = {
             let mut slot = lock(&shared.slot);
             std::mem::swap(&mut slot.out, &mut out);
             slot.fresh = true;
             slot.busy_since = None;
-        }
-        shared.done.signal();
+            slot.wake
+        };
+        shared.done.finished(wake);
     }
 }
 
@@ -267,6 +364,82 @@ mod tests {
         assert!(done.wait_until(far(), || worker.has_fresh()));
         assert!(worker.take(&mut out));
         assert_eq!(out, 7);
+    }
+
+    /// Three workers sharing one `Done`, each blocked on its job until its gate opens.
+    fn three() -> (Vec<Worker<Sum>>, Arc<Done>, Vec<mpsc::Sender<()>>) {
+        let done = Arc::new(Done::default());
+        let (workers, gates) = (0..3)
+            .map(|i| {
+                let (tx, gate) = mpsc::channel();
+                let task = Sum { total: 0, gate };
+                let worker = Worker::spawn(format!("sum{i}"), task, Arc::clone(&done));
+                (worker.unwrap(), tx)
+            })
+            .unzip();
+        (workers, done, gates)
+    }
+
+    fn open_one_by_one(gates: Vec<mpsc::Sender<()>>) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            for gate in gates {
+                std::thread::sleep(Duration::from_millis(30));
+                gate.send(()).unwrap();
+            }
+        })
+    }
+
+    #[test]
+    fn a_round_wakes_its_waiter_once_when_its_last_job_ends() {
+        let (workers, done, gates) = three();
+        done.begin();
+        for w in &workers {
+            assert!(w.post_in_round(0, Instant::now()).is_ok());
+        }
+        let opener = open_one_by_one(gates);
+        assert!(done.wait_until(far(), || workers.iter().all(|w| w.has_fresh())));
+        opener.join().unwrap();
+        // Jobs posted with `post` wake it at each end (three times here).
+        assert_eq!(
+            lock(&done.round).wakes,
+            1,
+            "woken by each job, not the last"
+        );
+
+        let (workers, done, gates) = three();
+        for w in &workers {
+            assert!(w.post(0, Instant::now()).is_ok());
+        }
+        let opener = open_one_by_one(gates);
+        assert!(done.wait_until(far(), || workers.iter().all(|w| w.has_fresh())));
+        opener.join().unwrap();
+        assert_eq!(lock(&done.round).wakes, 3);
+    }
+
+    #[test]
+    fn a_job_of_an_earlier_round_wakes_the_waiter_and_a_quiet_one_does_not() {
+        let (worker, done, gate) = sum();
+        done.begin();
+        assert!(worker.post_in_round(0, Instant::now()).is_ok());
+        done.begin(); // the next tick: the job above is late
+        let opener = open_one_by_one(vec![gate]);
+        let asked = Instant::now();
+        assert!(done.wait_until(far(), || worker.has_fresh()));
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "woken by the late job"
+        );
+        opener.join().unwrap();
+
+        let (worker, done, gate) = sum();
+        assert!(worker.post_quietly(0, Instant::now()).is_ok());
+        let opener = open_one_by_one(vec![gate]);
+        let asked = Instant::now();
+        let deadline = asked + Duration::from_millis(300);
+        // Its end wakes nobody: the waiter sees it only at its deadline.
+        assert!(done.wait_until(deadline, || worker.has_fresh()));
+        assert!(asked.elapsed() >= Duration::from_millis(300));
+        opener.join().unwrap();
     }
 
     #[test]
