@@ -523,7 +523,7 @@ impl PodViews {
                     let device = Device {
                         mig: Some(MigDevice {
                             gpu_instance_id: m.gpu_instance_id,
-                            mig_index: m.mig_index,
+                            mig_index: Some(m.mig_index),
                             uuid: Some(mig_uuid.as_str()).filter(|u| !u.is_empty()),
                         }),
                         ..device

@@ -115,8 +115,9 @@ pub struct Device<'a> {
 pub struct MigDevice<'a> {
     /// GPU instance id.
     pub gpu_instance_id: u32,
-    /// The MIG device's index on its GPU (`nvmlDeviceGetMigDeviceHandleByIndex`'s).
-    pub mig_index: u32,
+    /// The MIG device's index on its GPU (`nvmlDeviceGetMigDeviceHandleByIndex`'s),
+    /// when known.
+    pub mig_index: Option<u32>,
     /// The MIG device's UUID (`MIG-...`), when known.
     pub uuid: Option<&'a str>,
 }
@@ -184,7 +185,7 @@ impl DeviceMap {
                     Some(m),
                 ) => *index == device.index && *gpu_instance_id == m.gpu_instance_id,
                 (DeviceId::MigByIndex { index, mig_index }, Some(m)) => {
-                    *index == device.index && *mig_index == m.mig_index
+                    *index == device.index && Some(*mig_index) == m.mig_index
                 }
                 _ => false,
             })
@@ -318,7 +319,7 @@ mod tests {
             uuid: None,
             mig: Some(MigDevice {
                 gpu_instance_id: gi,
-                mig_index,
+                mig_index: Some(mig_index),
                 uuid,
             }),
         };

@@ -186,40 +186,39 @@ fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) ->
         uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
         mig: None,
     };
-    let mut owners = match gi {
-        None => kube.map.owners(&gpu),
-        Some(gi) => {
-            let mut owners = Vec::new();
-            let mut known = false;
-            for m in model.mig_on(g.index).filter(|m| m.gpu_instance_id == gi) {
-                let mig_uuid = m.uuid.map(Text::decode).unwrap_or_default();
-                let device = Device {
-                    mig: Some(MigDevice {
-                        gpu_instance_id: gi,
-                        mig_index: m.mig_index,
-                        uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
-                    }),
-                    ..gpu
-                };
-                owners.extend(kube.map.owners(&device));
-                known = true;
-            }
-            if !known {
-                // An instance only a process names (the MIG table not read yet): by GPU
-                // instance id alone.
-                let device = Device {
-                    mig: Some(MigDevice {
-                        gpu_instance_id: gi,
-                        mig_index: u32::MAX,
-                        uuid: None,
-                    }),
-                    ..gpu
-                };
-                owners.extend(kube.map.owners(&device));
-            }
-            owners
-        }
+    // Each MIG device of the GPU instance; one known by its id alone when the MIG table
+    // has none (yet) and only a process names it.
+    let migs: Vec<(Option<u32>, String)> = match gi {
+        None => Vec::new(),
+        Some(gi) => model
+            .mig_on(g.index)
+            .filter(|m| m.gpu_instance_id == gi)
+            .map(|m| {
+                (
+                    Some(m.mig_index),
+                    m.uuid.map(Text::decode).unwrap_or_default(),
+                )
+            })
+            .collect(),
     };
+    let unknown = [(None, String::new())];
+    let migs = if migs.is_empty() {
+        &unknown[..]
+    } else {
+        &migs[..]
+    };
+    let mut owners = Vec::new();
+    for (mig_index, mig_uuid) in migs {
+        let device = Device {
+            mig: gi.map(|gi| MigDevice {
+                gpu_instance_id: gi,
+                mig_index: *mig_index,
+                uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
+            }),
+            ..gpu
+        };
+        owners.extend(kube.map.owners(&device));
+    }
     owners.sort();
     owners.dedup();
     match owners.as_slice() {
