@@ -66,7 +66,7 @@
 /* "GPUPEEK\0" read as a little-endian 64-bit word; 0 while the daemon initialises. */
 #define GPUPEEK_MAGIC UINT64_C(0x004B454550555047)
 #define GPUPEEK_ABI_MAJOR 1u
-#define GPUPEEK_ABI_MINOR 11u
+#define GPUPEEK_ABI_MINOR 12u
 #define GPUPEEK_DEFAULT_NAME "gpupeek"
 #define GPUPEEK_ENV_NAME "GPUPEEK_SHM"
 #define GPUPEEK_MAX_CAPACITY 65536u
@@ -312,6 +312,7 @@ enum {
 #define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_UP (UINT64_C(1) << 24) /* power_smoothing_admin_ramp_up_mw_s */
 #define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_DOWN (UINT64_C(1) << 25) /* power_smoothing_admin_ramp_down_mw_s */
 #define GPUPEEK_GPU_V4_POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST (UINT64_C(1) << 26) /* power_smoothing_admin_ramp_down_hyst_ms */
+#define GPUPEEK_GPU_V4_MINOR_NUMBER (UINT64_C(1) << 27) /* minor_number */
 
 /* Bits of gpupeek_proc_head.flags (proc_flags). */
 #define GPUPEEK_PROC_FLAG_HIDEPID (1u << 0)
@@ -352,6 +353,7 @@ enum {
 #define GPUPEEK_MIG_GPM_SM_OCCUPANCY (UINT64_C(1) << 7) /* gpm_sm_occupancy_centipct */
 #define GPUPEEK_MIG_GPM_TENSOR_ACTIVITY (UINT64_C(1) << 8) /* gpm_tensor_activity_centipct */
 #define GPUPEEK_MIG_GPM_DRAM_BW (UINT64_C(1) << 9) /* gpm_dram_bw_util_centipct */
+#define GPUPEEK_MIG_PLACEMENT (UINT64_C(1) << 10) /* gpu_instance_profile_id, placement_start, placement_size */
 
 /* Bits of gpupeek_tier_bucket.valid (tier_valid). */
 #define GPUPEEK_TIER_UTILIZATION (1u << 0) /* util_pct_min, util_centipct_mean, util_pct_max */
@@ -699,7 +701,7 @@ struct gpupeek_gpu {
     uint32_t power_smoothing_admin_ramp_up_mw_s;
     uint32_t power_smoothing_admin_ramp_down_mw_s;
     uint32_t power_smoothing_admin_ramp_down_hyst_ms;
-    uint32_t reserved_ext10;
+    uint32_t minor_number;
     uint64_t reserved_ext11[17];
 };
 _Static_assert(sizeof(struct gpupeek_gpu) == 2048, "gpupeek_gpu size");
@@ -956,7 +958,7 @@ GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_pct_tmp_floor, 1892);
 GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_up_mw_s, 1896);
 GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_down_mw_s, 1900);
 GPUPEEK_PIN(gpupeek_gpu, power_smoothing_admin_ramp_down_hyst_ms, 1904);
-GPUPEEK_PIN(gpupeek_gpu, reserved_ext10, 1908);
+GPUPEEK_PIN(gpupeek_gpu, minor_number, 1908);
 GPUPEEK_PIN(gpupeek_gpu, reserved_ext11, 1912);
 
 struct gpupeek_proc_head {
@@ -1109,14 +1111,16 @@ struct gpupeek_mig {
     uint32_t sm_count;
     uint32_t gpu_instance_slice_count;
     uint32_t compute_instance_slice_count;
-    uint32_t reserved0;
+    uint32_t gpu_instance_profile_id;
     uint32_t gpm_sm_activity_centipct;
     uint32_t gpm_sm_occupancy_centipct;
     uint32_t gpm_tensor_activity_centipct;
     uint32_t gpm_dram_bw_util_centipct;
     uint64_t gpm_interval_ns;
     uint64_t sample_mono_ns;
-    uint64_t reserved[4];
+    uint32_t placement_start;
+    uint32_t placement_size;
+    uint64_t reserved[3];
 };
 _Static_assert(sizeof(struct gpupeek_mig) == 256, "gpupeek_mig size");
 GPUPEEK_PIN(gpupeek_mig, gpu_index, 0);
@@ -1132,14 +1136,16 @@ GPUPEEK_PIN(gpupeek_mig, mem_free_bytes, 168);
 GPUPEEK_PIN(gpupeek_mig, sm_count, 176);
 GPUPEEK_PIN(gpupeek_mig, gpu_instance_slice_count, 180);
 GPUPEEK_PIN(gpupeek_mig, compute_instance_slice_count, 184);
-GPUPEEK_PIN(gpupeek_mig, reserved0, 188);
+GPUPEEK_PIN(gpupeek_mig, gpu_instance_profile_id, 188);
 GPUPEEK_PIN(gpupeek_mig, gpm_sm_activity_centipct, 192);
 GPUPEEK_PIN(gpupeek_mig, gpm_sm_occupancy_centipct, 196);
 GPUPEEK_PIN(gpupeek_mig, gpm_tensor_activity_centipct, 200);
 GPUPEEK_PIN(gpupeek_mig, gpm_dram_bw_util_centipct, 204);
 GPUPEEK_PIN(gpupeek_mig, gpm_interval_ns, 208);
 GPUPEEK_PIN(gpupeek_mig, sample_mono_ns, 216);
-GPUPEEK_PIN(gpupeek_mig, reserved, 224);
+GPUPEEK_PIN(gpupeek_mig, placement_start, 224);
+GPUPEEK_PIN(gpupeek_mig, placement_size, 228);
+GPUPEEK_PIN(gpupeek_mig, reserved, 232);
 
 struct gpupeek_tier_table {
     uint32_t track_count;

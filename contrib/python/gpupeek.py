@@ -94,7 +94,7 @@ __version__ = "0.1.0"
 
 MAGIC = 0x004b454550555047  # b"GPUPEEK\0", little-endian
 ABI_MAJOR = 1
-ABI_MINOR = 11
+ABI_MINOR = 12
 DEFAULT_NAME = "gpupeek"
 ENV_NAME = "GPUPEEK_SHM"
 MAX_CAPACITY = 65536
@@ -579,6 +579,7 @@ GPU_VALID4_BITS = {  # GpuRecord.valid4
     "POWER_SMOOTHING_ADMIN_RAMP_UP": 24,
     "POWER_SMOOTHING_ADMIN_RAMP_DOWN": 25,
     "POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST": 26,
+    "MINOR_NUMBER": 27,
 }
 GPU_VALID4 = {
     "remapped_rows_correctable_inactive": 0,  # REMAPPED_ROWS_CORRECTABLE_INACTIVE
@@ -608,6 +609,7 @@ GPU_VALID4 = {
     "power_smoothing_admin_ramp_up_mw_s": 24,  # POWER_SMOOTHING_ADMIN_RAMP_UP
     "power_smoothing_admin_ramp_down_mw_s": 25,  # POWER_SMOOTHING_ADMIN_RAMP_DOWN
     "power_smoothing_admin_ramp_down_hyst_ms": 26,  # POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST
+    "minor_number": 27,  # MINOR_NUMBER
 }
 PROC_FLAGS_BITS = {  # ProcTableHead.flags
     "HIDEPID": 0,
@@ -678,6 +680,7 @@ MIG_VALID_BITS = {  # MigRecord.valid
     "GPM_SM_OCCUPANCY": 7,
     "GPM_TENSOR_ACTIVITY": 8,
     "GPM_DRAM_BW": 9,
+    "PLACEMENT": 10,
 }
 MIG_VALID = {
     "uuid": 0,  # UUID
@@ -693,6 +696,9 @@ MIG_VALID = {
     "gpm_sm_occupancy_centipct": 7,  # GPM_SM_OCCUPANCY
     "gpm_tensor_activity_centipct": 8,  # GPM_TENSOR_ACTIVITY
     "gpm_dram_bw_util_centipct": 9,  # GPM_DRAM_BW
+    "gpu_instance_profile_id": 10,  # PLACEMENT
+    "placement_start": 10,  # PLACEMENT
+    "placement_size": 10,  # PLACEMENT
 }
 TIER_VALID_BITS = {  # TierBucket.valid
     "UTILIZATION": 0,
@@ -1029,7 +1035,7 @@ LAYOUT = [
         ("power_smoothing_admin_ramp_up_mw_s", 1896, "I"),
         ("power_smoothing_admin_ramp_down_mw_s", 1900, "I"),
         ("power_smoothing_admin_ramp_down_hyst_ms", 1904, "I"),
-        ("reserved_ext10", 1908, "I"),
+        ("minor_number", 1908, "I"),
         ("reserved_ext11", 1912, "136s"),
     ]),
     ("ProcTableHead", 128, [
@@ -1114,14 +1120,16 @@ LAYOUT = [
         ("sm_count", 176, "I"),
         ("gpu_instance_slice_count", 180, "I"),
         ("compute_instance_slice_count", 184, "I"),
-        ("reserved0", 188, "I"),
+        ("gpu_instance_profile_id", 188, "I"),
         ("gpm_sm_activity_centipct", 192, "I"),
         ("gpm_sm_occupancy_centipct", 196, "I"),
         ("gpm_tensor_activity_centipct", 200, "I"),
         ("gpm_dram_bw_util_centipct", 204, "I"),
         ("gpm_interval_ns", 208, "Q"),
         ("sample_mono_ns", 216, "Q"),
-        ("reserved", 224, "32s"),
+        ("placement_start", 224, "I"),
+        ("placement_size", 228, "I"),
+        ("reserved", 232, "24s"),
     ]),
     ("TierTableHead", 128, [
         ("track_count", 0, "I"),

@@ -52,6 +52,10 @@ const GPU_BASE: [(u64, u32); 5] = [
     (v4::GPU_BASE_MAX, field_id::NVML_FI_DEV_POWER_MAX_LIMIT),
 ];
 
+/// The `valid4` value read with the identity, once per session (see
+/// [`crate::reads::read_identity`]): never copied with the near-static ones.
+pub const IDENTITY4: u64 = v4::MINOR_NUMBER;
+
 /// Reads the near-static `valid4` values of one GPU; `smoothing`: the session's power
 /// smoothing calls, planned from `numbering` when it began.
 pub fn sample_static(
@@ -130,14 +134,14 @@ fn bbx_time_run(unbound: &Unbound, d: &Device) -> Result<u32, NvmlError> {
     Ok(data.time_run)
 }
 
-/// Copies every `valid4` value, and `valid4`, from `from` into `to` (all of them are
-/// near-static: the carry keeps and republishes them together).
+/// Copies every near-static `valid4` value, and their bits, from `from` into `to` (the
+/// carry keeps and republishes them together); [`IDENTITY4`]'s stay `to`'s.
 pub fn copy4(from: &GpuRecord, to: &mut GpuRecord) {
     macro_rules! fields {
         ($($f:ident),+ $(,)?) => {$(to.$f = from.$f;)+};
     }
+    to.valid4 = (to.valid4 & IDENTITY4) | (from.valid4 & !IDENTITY4);
     fields!(
-        valid4,
         remapped_rows_correctable_inactive,
         remapped_rows_uncorrectable_inactive,
         gpu_base_current_mw,
@@ -173,16 +177,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copy4_copies_every_valid4_value() {
+    fn copy4_copies_every_near_static_valid4_value_and_leaves_the_identitys() {
+        let every: u64 = v4::SET.bits.iter().map(|b| 1u64 << b.bit).sum();
         let from = GpuRecord {
-            valid4: v4::SET.bits.iter().map(|b| 1u64 << b.bit).sum(),
+            valid4: every,
             bbx_time_run_s: 7,
             power_smoothing_admin_ramp_down_hyst_ms: 9,
+            minor_number: 3,
             ..Default::default()
         };
         let mut to = GpuRecord::default();
         copy4(&from, &mut to);
-        assert_eq!((to.valid4, to.bbx_time_run_s), (from.valid4, 7));
+        assert_eq!((to.valid4, to.bbx_time_run_s), (every & !IDENTITY4, 7));
         assert_eq!(to.power_smoothing_admin_ramp_down_hyst_ms, 9);
+        assert_eq!(to.minor_number, 0);
+        // The identity's minor number, put before the near-static values are.
+        let mut to = GpuRecord {
+            valid4: IDENTITY4,
+            minor_number: 5,
+            ..Default::default()
+        };
+        copy4(&GpuRecord::default(), &mut to);
+        assert_eq!((to.valid4, to.minor_number), (IDENTITY4, 5));
     }
 }

@@ -17,9 +17,10 @@
 //!   the instance is not published again), a slow tick lists a process in an instance
 //!   not known, or a slow tick finds a MIG device at the first index no known instance
 //!   holds (one `nvmlDeviceGetMigDeviceHandleByIndex` per process turn: a new instance
-//!   with no process yet). Any other failure of an instance's call is that value's alone. The profile comes from the GPU instance's profile, as
-//!   nvidia-smi and DCGM name it (`nvmlDeviceGetGpuInstanceById`,
-//!   `nvmlGpuInstanceGetInfo`, then the profile table from
+//!   with no process yet). Any other failure of an instance's call is that value's
+//!   alone. The profile comes from the GPU instance's profile, as nvidia-smi and DCGM
+//!   name it (`nvmlDeviceGetGpuInstanceById`, `nvmlGpuInstanceGetInfo`, whose profile
+//!   id and placement are published too, then the profile table from
 //!   `nvmlDeviceGetGpuInstanceProfileInfoV`, read once per session), prefixed `Nc.` for
 //!   a compute instance of `N` slices of a larger GPU instance; where those queries fail
 //!   (an unprivileged caller, a driver without the versioned profile info) it is parsed
@@ -299,8 +300,15 @@ impl Mig {
             rec.compute_instance_slice_count = a.compute_instance_slice_count;
             rec.valid |= mig_valid::SM_COUNT | mig_valid::SLICES;
         }
-        let from_gi = self
-            .gpu_instance_profile(nvml, parent, gi)
+        let info = gpu_instance_info(nvml, parent, gi);
+        if let Some(info) = &info {
+            rec.gpu_instance_profile_id = info.profileId;
+            rec.placement_start = info.placement.start;
+            rec.placement_size = info.placement.size;
+            rec.valid |= mig_valid::PLACEMENT;
+        }
+        let from_gi = info
+            .and_then(|info| self.profile_name(nvml, parent, info.profileId))
             .map(|gi_profile| {
                 let (gs, cs) = (
                     rec.gpu_instance_slice_count,
@@ -316,29 +324,15 @@ impl Mig {
         Some(rec)
     }
 
-    /// The name of GPU instance `gi`'s profile ("3g.40gb"), from its profile id and the
-    /// GPU's profile table.
-    fn gpu_instance_profile(&mut self, nvml: &Nvml, parent: &Device, gi: u32) -> Option<String> {
-        let lib = nvml.lib();
-        let by_id = lib.nvmlDeviceGetGpuInstanceById.as_ref().ok()?;
-        let get_info = lib.nvmlGpuInstanceGetInfo.as_ref().ok()?;
-        let mut instance: nvmlGpuInstance_t = std::ptr::null_mut();
-        // SAFETY: `by_id` has the C signature `nvmlReturn_t (nvmlDevice_t, unsigned int,
-        // nvmlGpuInstance_t *)`; the parent's handle is from the live session and
-        // `instance` a valid, writable handle.
-        nvml_try(unsafe { by_id(parent.handle(), gi, &mut instance) }).ok()?;
-        // SAFETY: all-zero is a valid `nvmlGpuInstanceInfo_t` (integers and a null handle).
-        let mut info: nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `get_info` has the C signature `nvmlReturn_t (nvmlGpuInstance_t,
-        // nvmlGpuInstanceInfo_t *)`; `instance` came from the call above in this session.
-        nvml_try(unsafe { get_info(instance, &mut info) }).ok()?;
+    /// The name of GPU-instance profile `id` ("3g.40gb"), from the GPU's profile table.
+    fn profile_name(&mut self, nvml: &Nvml, parent: &Device, id: u32) -> Option<String> {
         if self.profiles.is_none() {
             self.profiles = Some(profile_table(nvml, parent));
         }
         let profiles = self.profiles.as_ref()?;
         profiles
             .iter()
-            .find(|(id, _)| *id == info.profileId)
+            .find(|(profile, _)| *profile == id)
             .map(|(_, name)| name.clone())
     }
 
@@ -412,6 +406,25 @@ fn put_gpm(
     if let Ok(Some(metrics)) = gpm.tick(nvml, parent, now, Some(gi)) {
         metrics.put_mig(rec);
     }
+}
+
+/// GPU instance `gi`'s profile id and placement (`nvmlDeviceGetGpuInstanceById`, then
+/// `nvmlGpuInstanceGetInfo`).
+fn gpu_instance_info(nvml: &Nvml, parent: &Device, gi: u32) -> Option<nvmlGpuInstanceInfo_t> {
+    let lib = nvml.lib();
+    let by_id = lib.nvmlDeviceGetGpuInstanceById.as_ref().ok()?;
+    let get_info = lib.nvmlGpuInstanceGetInfo.as_ref().ok()?;
+    let mut instance: nvmlGpuInstance_t = std::ptr::null_mut();
+    // SAFETY: `by_id` has the C signature `nvmlReturn_t (nvmlDevice_t, unsigned int,
+    // nvmlGpuInstance_t *)`; the parent's handle is from the live session and
+    // `instance` a valid, writable handle.
+    nvml_try(unsafe { by_id(parent.handle(), gi, &mut instance) }).ok()?;
+    // SAFETY: all-zero is a valid `nvmlGpuInstanceInfo_t` (integers and a null handle).
+    let mut info: nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `get_info` has the C signature `nvmlReturn_t (nvmlGpuInstance_t,
+    // nvmlGpuInstanceInfo_t *)`; `instance` came from the call above in this session.
+    nvml_try(unsafe { get_info(instance, &mut info) }).ok()?;
+    Some(info)
 }
 
 /// An instance id read with `get` (`nvmlDeviceGetGpuInstanceId` or

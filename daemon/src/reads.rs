@@ -63,6 +63,8 @@ pub struct Identity {
     name: Option<String>,
     uuid: Option<String>,
     pci_bus_id: Option<String>,
+    /// N of `/dev/nvidiaN`, which GKE's device plugin and NVIDIA's DRA driver name GPUs by.
+    minor_number: Option<u32>,
     max_clocks_mhz: [Option<u32>; 3],
     details: Details,
 }
@@ -125,6 +127,7 @@ pub fn read_identity(device: &Device, fill: &mut Fill) -> Identity {
     let name = fill.call(|| device.name());
     let uuid = fill.call(|| device.uuid());
     let pci = fill.call(|| device.pci_info());
+    let minor_number = fill.call(|| device.minor_number());
     let max_clocks_mhz = [Clock::Graphics, Clock::SM, Clock::Memory]
         .map(|clock| fill.call(|| device.max_clock_info(clock)));
     let details = Details::read(device, fill, pci.as_ref());
@@ -132,6 +135,7 @@ pub fn read_identity(device: &Device, fill: &mut Fill) -> Identity {
         name,
         uuid,
         pci_bus_id: pci.map(|p| p.bus_id),
+        minor_number,
         max_clocks_mhz,
         details,
     }
@@ -162,6 +166,10 @@ pub fn put_identity(rec: &mut GpuRecord, id: &Identity) {
         }
     }
     rec.valid |= valid;
+    if let Some(minor) = id.minor_number {
+        rec.minor_number = minor;
+        rec.valid4 |= crate::details4::IDENTITY4;
+    }
     id.details.put(rec);
 }
 

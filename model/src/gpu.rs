@@ -34,6 +34,8 @@ pub struct Gpu<'a> {
     pub uuid: Option<Text<'a>>,
     /// PCI bus id.
     pub pci_bus_id: Option<Text<'a>>,
+    /// Minor number: N of `/dev/nvidiaN` (identity: kept in every state).
+    pub minor_number: Option<u32>,
     /// Maximum clocks (identity: kept in every state).
     pub clock_max: Clocks,
     /// GPU utilisation, percent.
@@ -193,6 +195,8 @@ impl<'a> Gpu<'a> {
             name: text(v::NAME, &g.name),
             uuid: text(v::UUID, &g.uuid),
             pci_bus_id: text(v::PCI_BUS_ID, &g.pci_bus_id),
+            minor_number: (g.valid4 & gpupeek_shm::layout::gpu_valid4::MINOR_NUMBER != 0)
+                .then_some(g.minor_number),
             clock_max: Clocks {
                 graphics: mhz(v::CLOCK_GRAPHICS_MAX, g.clock_graphics_max_mhz),
                 sm: mhz(v::CLOCK_SM_MAX, g.clock_sm_max_mhz),

@@ -33,7 +33,7 @@ pub use gpu::{ClockEventReasons, Clocks, Gpm, Gpu, Memory};
 pub use gpupeek_shm::layout::{DaemonState, GpuState};
 pub use gpupeek_shm::ProcPolicy;
 pub use history::{Integral, Metric, Point, Sample, Series, Stat};
-pub use mig::{Mig, MigGpm};
+pub use mig::{Mig, MigGpm, Placement};
 pub use process::{ProcKind, Process};
 pub use status::Status;
 pub use text::Text;

@@ -31,6 +31,19 @@ pub struct Mig<'a> {
     pub slices: Option<(u32, u32)>,
     /// GPM metrics of the GPU instance, when the GPU has GPM and the daemon computed them.
     pub gpm: Option<MigGpm>,
+    /// Where its GPU instance sits on the parent.
+    pub placement: Option<Placement>,
+}
+
+/// A GPU instance's profile id and memory slices (`nvmlGpuInstanceInfo_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The GPU-instance profile's id.
+    pub profile_id: u32,
+    /// The first memory slice.
+    pub start: u32,
+    /// Memory slices.
+    pub size: u32,
 }
 
 /// GPM metrics of one GPU instance over the daemon's last GPM window.
@@ -78,6 +91,11 @@ impl<'a> Mig<'a> {
                 tensor_activity: pct(mv::GPM_TENSOR_ACTIVITY, m.gpm_tensor_activity_centipct),
                 dram_bw_util: pct(mv::GPM_DRAM_BW, m.gpm_dram_bw_util_centipct),
                 interval_ns: m.gpm_interval_ns,
+            }),
+            placement: has(mv::PLACEMENT).then_some(Placement {
+                profile_id: m.gpu_instance_profile_id,
+                start: m.placement_start,
+                size: m.placement_size,
             }),
         }
     }

@@ -44,7 +44,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GPUPEEK\0");
 /// ABI major version: a reader refuses any other major.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields added at the end of a record bump it.
-pub const ABI_MINOR: u32 = 11;
+pub const ABI_MINOR: u32 = 12;
 /// Alignment of every region and record slot, in bytes (two cache lines).
 pub const SLOT_ALIGN: usize = 128;
 /// Offset of the generation word.
@@ -660,6 +660,9 @@ bit_set! {
         POWER_SMOOTHING_ADMIN_RAMP_DOWN = 25 [power_smoothing_admin_ramp_down_mw_s],
         /// `power_smoothing_admin_ramp_down_hyst_ms` (ABI 1.11).
         POWER_SMOOTHING_ADMIN_RAMP_DOWN_HYST = 26 [power_smoothing_admin_ramp_down_hyst_ms],
+        /// `minor_number` (`nvmlDeviceGetMinorNumber`), read with the identity, once per
+        /// NVML session, not on the near-static tier (ABI 1.12).
+        MINOR_NUMBER = 27 [minor_number],
     }
 }
 
@@ -1249,8 +1252,9 @@ pub struct GpuRecord {
     pub power_smoothing_admin_ramp_down_mw_s: u32,
     /// The admin override of the ramp down hysteresis, ms (ABI 1.11).
     pub power_smoothing_admin_ramp_down_hyst_ms: u32,
-    /// Zero.
-    pub reserved_ext10: u32,
+    /// The GPU's minor number: N of its `/dev/nvidiaN` (`nvmlDeviceGetMinorNumber`), which
+    /// GKE's device plugin and NVIDIA's DRA driver name GPUs by (ABI 1.12).
+    pub minor_number: u32,
     /// Zero; room for later minor versions.
     pub reserved_ext11: [u64; 17],
 }

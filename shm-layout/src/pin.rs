@@ -302,7 +302,7 @@ pin_layout!(GpuRecord, size = 2048, {
     power_smoothing_admin_ramp_up_mw_s: 1896,
     power_smoothing_admin_ramp_down_mw_s: 1900,
     power_smoothing_admin_ramp_down_hyst_ms: 1904,
-    reserved_ext10: 1908,
+    minor_number: 1908,
     reserved_ext11: 1912,
 });
 
@@ -339,9 +339,10 @@ pin_layout!(MigRecord, size = 256, {
     gpu_index: 0, mig_index: 4, gpu_instance_id: 8, compute_instance_id: 12, valid: 16,
     uuid: 24, profile: 120, mem_total_bytes: 152, mem_used_bytes: 160, mem_free_bytes: 168,
     sm_count: 176, gpu_instance_slice_count: 180, compute_instance_slice_count: 184,
-    reserved0: 188, gpm_sm_activity_centipct: 192, gpm_sm_occupancy_centipct: 196,
-    gpm_tensor_activity_centipct: 200, gpm_dram_bw_util_centipct: 204,
-    gpm_interval_ns: 208, sample_mono_ns: 216, reserved: 224,
+    gpu_instance_profile_id: 188, gpm_sm_activity_centipct: 192,
+    gpm_sm_occupancy_centipct: 196, gpm_tensor_activity_centipct: 200,
+    gpm_dram_bw_util_centipct: 204, gpm_interval_ns: 208, sample_mono_ns: 216,
+    placement_start: 224, placement_size: 228, reserved: 232,
 });
 
 pin_layout!(TierTableHead, size = 128, {

@@ -45,6 +45,8 @@ bit_set! {
         GPM_TENSOR_ACTIVITY = 8 [gpm_tensor_activity_centipct],
         /// `gpm_dram_bw_util_centipct`.
         GPM_DRAM_BW = 9 [gpm_dram_bw_util_centipct],
+        /// `gpu_instance_profile_id`, `placement_start` and `placement_size` (ABI 1.12).
+        PLACEMENT = 10 [gpu_instance_profile_id, placement_start, placement_size],
     }
 }
 
@@ -81,8 +83,8 @@ pub struct MigRecord {
     pub gpu_instance_slice_count: u32,
     /// Compute slices of the compute instance.
     pub compute_instance_slice_count: u32,
-    /// Zero.
-    pub reserved0: u32,
+    /// The GPU instance's profile id (`nvmlGpuInstanceInfo_t.profileId`) (ABI 1.12).
+    pub gpu_instance_profile_id: u32,
     /// GPM: SM activity of the GPU instance over `gpm_interval_ns`, hundredths of a
     /// percent.
     pub gpm_sm_activity_centipct: u32,
@@ -96,6 +98,12 @@ pub struct MigRecord {
     pub gpm_interval_ns: u64,
     /// `CLOCK_MONOTONIC` time the instance's values were sampled, ns.
     pub sample_mono_ns: u64,
+    /// The first memory slice of the GPU instance (`nvmlGpuInstancePlacement_t.start`),
+    /// which with the parent and the profile names a MIG device in NVIDIA's DRA driver
+    /// (ABI 1.12).
+    pub placement_start: u32,
+    /// Memory slices of the GPU instance (`nvmlGpuInstancePlacement_t.size`) (ABI 1.12).
+    pub placement_size: u32,
     /// Zero; room for later minor versions.
-    pub reserved: [u64; 4],
+    pub reserved: [u64; 3],
 }

@@ -56,6 +56,18 @@ scalar_getter!(
     nvmlDeviceGetRetiredPagesPendingStatus, c_uint, retired_pages_pending
 );
 
+/// `nvmlDeviceGetMinorNumber(device, minorNumber)`: the scenario's, or the index.
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
+    device: nvmlDevice_t,
+    minor: *mut c_uint,
+) -> nvmlReturn_t {
+    device_call("nvmlDeviceGetMinorNumber", device, |g, index| {
+        // SAFETY: the caller passes a pointer to an unsigned int (or null).
+        unsafe { put(minor, Some(g.minor_number.unwrap_or(index))) }
+    })
+}
+
 /// `nvmlDeviceGetSerial(device, serial, length)`.
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceGetSerial(

@@ -104,6 +104,7 @@ pub const EXPORTED: &[&str] = &[
     "nvmlDeviceGetTotalEccErrors",
     "nvmlDeviceGetProcessUtilization",
     "nvmlDeviceGetSerial",
+    "nvmlDeviceGetMinorNumber",
     "nvmlDeviceGetVbiosVersion",
     "nvmlDeviceGetCudaComputeCapability",
     "nvmlDeviceGetMaxPcieLinkGeneration",

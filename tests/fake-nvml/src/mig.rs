@@ -70,6 +70,10 @@ pub struct Profile {
     /// e.g. `"MIG 1g.10gb"`.
     pub name: String,
     pub slices: u32,
+    /// Memory slices an instance takes (`nvmlGpuInstancePlacement_t.size`), which is not
+    /// its GPU slices (an H100's 3g.40gb takes 4, its 7g.80gb 8); `slices` when absent.
+    #[serde(default)]
+    pub memory_slices: Option<u32>,
     pub instance_count: u32,
     pub sm_count: u32,
     pub memory_mib: u64,
@@ -107,19 +111,21 @@ pub struct Instance {
     pub processes: Vec<crate::scenario::Process>,
 }
 
-/// A built-in profile: index, id, name, slices, instances, SMs, memory in MiB.
-pub type ProfileRow = (u32, u32, &'static str, u32, u32, u32, u64);
+/// A built-in profile: index, id, name, slices, memory slices, instances, SMs, memory
+/// in MiB.
+pub type ProfileRow = (u32, u32, &'static str, u32, u32, u32, u32, u64);
 
-/// The GPU-instance profiles of an H100 80GB HBM3 (`nvidia-smi mig -lgip`): index, id,
-/// name, slices, instances, SMs, memory in MiB.
+/// The GPU-instance profiles of an H100 80GB HBM3 (`nvidia-smi mig -lgip`, and the
+/// placement sizes of `nvidia-smi mig -lgipp`): index, id, name, slices, memory slices,
+/// instances, SMs, memory in MiB.
 pub const H100_80GB: [ProfileRow; 7] = [
-    (0, 19, "MIG 1g.10gb", 1, 7, 16, 9_984),
-    (1, 14, "MIG 2g.20gb", 2, 3, 32, 20_096),
-    (2, 9, "MIG 3g.40gb", 3, 2, 60, 40_448),
-    (3, 5, "MIG 4g.40gb", 4, 1, 64, 40_448),
-    (4, 0, "MIG 7g.80gb", 7, 1, 132, 81_152),
-    (7, 20, "MIG 1g.10gb+me", 1, 1, 16, 9_984),
-    (9, 15, "MIG 1g.20gb", 1, 4, 26, 20_096),
+    (0, 19, "MIG 1g.10gb", 1, 1, 7, 16, 9_984),
+    (1, 14, "MIG 2g.20gb", 2, 2, 3, 32, 20_096),
+    (2, 9, "MIG 3g.40gb", 3, 4, 2, 60, 40_448),
+    (3, 5, "MIG 4g.40gb", 4, 4, 1, 64, 40_448),
+    (4, 0, "MIG 7g.80gb", 7, 8, 1, 132, 81_152),
+    (7, 20, "MIG 1g.10gb+me", 1, 1, 1, 16, 9_984),
+    (9, 15, "MIG 1g.20gb", 1, 2, 4, 26, 20_096),
 ];
 
 impl Mig {
@@ -130,11 +136,21 @@ impl Mig {
             None => H100_80GB
                 .iter()
                 .map(
-                    |&(index, id, name, slices, instance_count, sm_count, memory_mib)| Profile {
+                    |&(
+                        index,
+                        id,
+                        name,
+                        slices,
+                        memory_slices,
+                        instance_count,
+                        sm_count,
+                        memory_mib,
+                    )| Profile {
                         index,
                         id,
                         name: name.to_owned(),
                         slices,
+                        memory_slices: Some(memory_slices),
                         instance_count,
                         sm_count,
                         memory_mib,

@@ -308,7 +308,7 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
             profileId: p.id,
             placement: nvmlGpuInstancePlacement_t {
                 start: m.placement_start,
-                size: p.slices,
+                size: p.memory_slices.unwrap_or(p.slices),
             },
         };
         // SAFETY: the caller passes a pointer to an `nvmlGpuInstanceInfo_t` (or null).

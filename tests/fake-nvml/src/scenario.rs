@@ -105,6 +105,11 @@ pub struct Gpu {
     pub pci_device_id: Option<u32>,
     /// `nvmlPciInfo_t.pciSubSystemId` (defaults to 0 when `pci_bus_id` is set).
     pub pci_subsystem_id: Option<u32>,
+    /// `nvmlDeviceGetMinorNumber`: N of `/dev/nvidiaN`; the GPU's index when absent.
+    /// The kernel numbers GPUs in probe order and NVML by PCI bus id, and a machine
+    /// with a GPU excluded from the driver (`NVreg_ExcludedGpus`) has gaps, so the two
+    /// can differ.
+    pub minor_number: Option<u32>,
     /// Required for the memory getters; the other three are derived from it.
     pub memory_total_bytes: Option<u64>,
     pub memory_used_bytes: Option<u64>,
