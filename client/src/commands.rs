@@ -469,9 +469,18 @@ for MIG device M of GPU N under its index strategy,
 sharing suffixes) and GKE's
 .RB ( nvidia0 ,
 .BR nvidia0/gi1 ,
-.BR /vgpuN )
+.BR /vgpuN ;
+N is the GPU's minor number, as in
+.BR /dev/nvidiaN )
 are understood, for resources named
-.BR nvidia.com/ *.
+.BR nvidia.com/ *,
+and so are the devices of NVIDIA's DRA driver
+.RB ( gpu.nvidia.com )
+in a container's resource claims (kubelet 1.31 and later):
+.B gpu\-N
+for the GPU of minor number N, and its MIG devices by profile and placement
+.RB ( gpu\-N\-mig\-3g40gb\-9\-0
+and the forms of earlier releases).
 .B gpupeek_kubelet_pod_resources_up
 is 1 when the last call was answered; when it fails, the error is said once on
 standard error and the pod names are left out until it answers again.

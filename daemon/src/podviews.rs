@@ -38,7 +38,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use gpupeek_kube::{Device, MigDevice, Poller};
-use gpupeek_shm::layout::{proc_valid, DaemonState};
+use gpupeek_shm::layout::{gpu_valid4, mig_valid, proc_valid, DaemonState};
 use gpupeek_shm::writer::unlink_file;
 use gpupeek_shm::{
     GpuRecord, MigRecord, Options, ProcContext, ProcRecord, Publisher, Segment, StatusRecord, Track,
@@ -512,19 +512,29 @@ impl PodViews {
             };
             for gpu in tick.gpus.iter().filter(keyed) {
                 let uuid = gpupeek_shm::text::decode(&gpu.uuid);
+                let minor = gpu.valid4 & gpu_valid4::MINOR_NUMBER != 0;
                 let device = Device {
                     index: gpu.index,
                     uuid: Some(&uuid).filter(|u| !u.is_empty()).map(|u| u.as_str()),
+                    minor: minor.then_some(gpu.minor_number),
                     mig: None,
                 };
                 owners_of(&device, gpu, None);
                 for m in tick.mig.iter().filter(|m| m.gpu_index == gpu.index) {
                     let mig_uuid = gpupeek_shm::text::decode(&m.uuid);
+                    let profile = gpupeek_shm::text::decode(&m.profile);
+                    let has = |bit: u64| m.valid & bit != 0;
                     let device = Device {
                         mig: Some(MigDevice {
                             gpu_instance_id: m.gpu_instance_id,
                             mig_index: Some(m.mig_index),
                             uuid: Some(mig_uuid.as_str()).filter(|u| !u.is_empty()),
+                            profile: has(mig_valid::PROFILE).then_some(profile.as_str()),
+                            placement: has(mig_valid::PLACEMENT).then_some((
+                                m.gpu_instance_profile_id,
+                                m.placement_start,
+                                m.placement_size,
+                            )),
                         }),
                         ..device
                     };

@@ -1,7 +1,7 @@
 //! The messages of `v1.PodResourcesLister/List`, as the kubelet's
 //! `k8s.io/kubelet/pkg/apis/podresources/v1/api.proto` declares them: only the fields
 //! gpupeek reads, with the proto's field numbers (protobuf decoding skips the others —
-//! CPU ids, memory, topology, dynamic resources). Written as prost derives rather than
+//! CPU ids, memory, topology, CDI device names). Written as prost derives rather than
 //! generated, so that building needs no `protoc`.
 
 /// `ListPodResourcesRequest`: empty.
@@ -39,6 +39,43 @@ pub struct ContainerResources {
     /// `devices = 2`.
     #[prost(message, repeated, tag = "2")]
     pub devices: Vec<ContainerDevices>,
+    /// `dynamic_resources = 5`: the devices of the resource claims (DRA) the container
+    /// uses (kubelet 1.27+; the device names of [`ClaimResource`] since 1.31).
+    #[prost(message, repeated, tag = "5")]
+    pub dynamic_resources: Vec<DynamicResource>,
+}
+
+/// `DynamicResource`: one resource claim of a container (field 1, `class_name`, is gone
+/// since 1.31).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DynamicResource {
+    /// `claim_name = 2`.
+    #[prost(string, tag = "2")]
+    pub claim_name: String,
+    /// `claim_namespace = 3`.
+    #[prost(string, tag = "3")]
+    pub claim_namespace: String,
+    /// `claim_resources = 4`: the devices allocated to the claim.
+    #[prost(message, repeated, tag = "4")]
+    pub claim_resources: Vec<ClaimResource>,
+}
+
+/// `ClaimResource`: one device of a claim, as its DRA driver published it in its
+/// ResourceSlice (`cdi_devices = 1` is skipped).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClaimResource {
+    /// `driver_name = 2`, e.g. `gpu.nvidia.com`.
+    #[prost(string, tag = "2")]
+    pub driver_name: String,
+    /// `pool_name = 3`: the node's name, for NVIDIA's driver.
+    #[prost(string, tag = "3")]
+    pub pool_name: String,
+    /// `device_name = 4`, e.g. `gpu-0` or `gpu-0-mig-1g10gb-19-3`.
+    #[prost(string, tag = "4")]
+    pub device_name: String,
+    /// `share_id = 5`: set where the device's capacity is shared between claims.
+    #[prost(string, optional, tag = "5")]
+    pub share_id: Option<String>,
 }
 
 /// `ContainerDevices`: the devices of one resource allocated to a container.

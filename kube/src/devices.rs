@@ -1,7 +1,14 @@
 //! GPU assignments from a `List` answer, and the join of a GPU (or MIG instance) to the
 //! containers it is assigned to.
+//!
+//! Devices come from device plugins (`devices`, by resource name `nvidia.com/...`) and
+//! from NVIDIA's DRA driver (`dynamic_resources`, by driver name `gpu.nvidia.com`): see
+//! [`DeviceId`] for every form of id either gives.
 
 use crate::api::ListPodResourcesResponse;
+
+/// The name NVIDIA's DRA driver publishes its GPU and MIG devices under.
+pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
 
 /// A container a device is assigned to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -15,7 +22,8 @@ pub struct Owner {
 }
 
 /// A device id as NVIDIA's and GKE's device plugins allocate them, without a sharing
-/// suffix (`::N` of NVIDIA's time-slicing and MPS, `/vgpuN` of GKE's).
+/// suffix (`::N` of NVIDIA's time-slicing and MPS, `/vgpuN` of GKE's), or a device name
+/// of NVIDIA's DRA driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeviceId {
     /// `GPU-<uuid>`: a whole GPU by UUID (NVIDIA's plugin, the default strategy).
@@ -30,14 +38,14 @@ pub enum DeviceId {
         /// GPU instance id.
         gpu_instance_id: u32,
     },
-    /// `N` (NVIDIA's plugin with `--device-id-strategy=index`) or `nvidiaN` (GKE's): a
-    /// whole GPU by NVML index (GKE's number is the `/dev/nvidiaN` minor, NVML's index on
-    /// GKE's nodes).
+    /// `N` (NVIDIA's plugin with `--device-id-strategy=index`): a whole GPU by NVML index.
     Index(u32),
-    /// `nvidiaN/giM` (GKE's): GPU instance `M` of GPU `N`.
-    MigOfIndex {
-        /// The parent GPU's index.
-        index: u32,
+    /// `nvidiaN` (GKE's): a whole GPU by minor number, N of `/dev/nvidiaN`.
+    Minor(u32),
+    /// `nvidiaN/giM` (GKE's): GPU instance `M` of the GPU with minor number `N`.
+    MigOfMinor {
+        /// The parent GPU's minor number.
+        minor: u32,
         /// GPU instance id.
         gpu_instance_id: u32,
     },
@@ -49,10 +57,23 @@ pub enum DeviceId {
         /// The MIG device's index on its parent.
         mig_index: u32,
     },
+    /// `gpu-N` (NVIDIA's DRA driver): a whole GPU by minor number (by NVML index in
+    /// releases before 25.8).
+    DraGpu(u32),
+    /// `gpu-N-mig-REST` (NVIDIA's DRA driver): a MIG device of the GPU with minor number
+    /// `N` (index before 25.8), named by its GPU instance's profile and placement. REST is
+    /// `PROFILE-PROFILEID-START` in today's releases, `PROFILE-START[-END]` and
+    /// `PROFILEID-START-SIZE` in earlier ones (PROFILE: `1g.10gb` without its dots).
+    DraMig {
+        /// The parent GPU's minor number.
+        minor: u32,
+        /// What follows `-mig-`.
+        rest: String,
+    },
 }
 
 impl DeviceId {
-    /// Parses a device id; `None` for a form gpupeek does not know.
+    /// Parses a device plugin's device id; `None` for a form gpupeek does not know.
     pub fn parse(id: &str) -> Option<DeviceId> {
         let id = id.split("::").next().unwrap_or(id);
         let id = match id.find("/vgpu") {
@@ -74,11 +95,6 @@ impl DeviceId {
         if id.starts_with("GPU-") {
             return Some(DeviceId::Gpu(id.to_owned()));
         }
-        let number = |s: &str| {
-            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| s.parse().ok())
-                .flatten()
-        };
         if let Some(n) = number(id) {
             return Some(DeviceId::Index(n));
         }
@@ -90,13 +106,40 @@ impl DeviceId {
         }
         let gke = id.strip_prefix("nvidia")?;
         match gke.split_once("/gi") {
-            None => Some(DeviceId::Index(number(gke)?)),
-            Some((index, gi)) => Some(DeviceId::MigOfIndex {
-                index: number(index)?,
+            None => Some(DeviceId::Minor(number(gke)?)),
+            Some((minor, gi)) => Some(DeviceId::MigOfMinor {
+                minor: number(minor)?,
                 gpu_instance_id: number(gi)?,
             }),
         }
     }
+
+    /// Parses a device name NVIDIA's DRA driver published; `None` for another form (its
+    /// VFIO devices, IMEX channels, compute domains).
+    pub fn parse_dra(name: &str) -> Option<DeviceId> {
+        let rest = name.strip_prefix("gpu-")?;
+        match rest.split_once("-mig-") {
+            None => Some(DeviceId::DraGpu(number(rest)?)),
+            Some((minor, mig)) => {
+                let known = !mig.is_empty()
+                    && mig
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+                known.then_some(())?;
+                Some(DeviceId::DraMig {
+                    minor: number(minor)?,
+                    rest: mig.to_owned(),
+                })
+            }
+        }
+    }
+}
+
+/// A decimal number of ASCII digits alone.
+fn number(s: &str) -> Option<u32> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 /// A GPU, or a MIG instance of one, to look up.
@@ -106,8 +149,19 @@ pub struct Device<'a> {
     pub index: u32,
     /// The GPU's UUID (`GPU-...`), when known.
     pub uuid: Option<&'a str>,
+    /// The GPU's minor number (N of `/dev/nvidiaN`), when known; the ids that name a GPU
+    /// by minor number are matched against its index when not (they are the same on
+    /// most machines).
+    pub minor: Option<u32>,
     /// The MIG instance on it, for a MIG device.
     pub mig: Option<MigDevice<'a>>,
+}
+
+impl Device<'_> {
+    /// Whether the GPU is the one with minor number `minor`.
+    fn has_minor(&self, minor: u32) -> bool {
+        self.minor.unwrap_or(self.index) == minor
+    }
 }
 
 /// A MIG instance.
@@ -120,6 +174,51 @@ pub struct MigDevice<'a> {
     pub mig_index: Option<u32>,
     /// The MIG device's UUID (`MIG-...`), when known.
     pub uuid: Option<&'a str>,
+    /// Its profile as nvidia-smi names it (`3g.40gb`; `1c.3g.40gb` for a compute
+    /// instance of one slice of three), when known.
+    pub profile: Option<&'a str>,
+    /// Its GPU instance's profile id, first memory slice and memory slices, when known.
+    pub placement: Option<(u32, u32, u32)>,
+}
+
+impl MigDevice<'_> {
+    /// Whether NVIDIA's DRA driver names this MIG device `gpu-N-mig-{rest}` (N checked
+    /// by the caller), in any of its releases' forms.
+    fn dra_named(&self, rest: &str) -> bool {
+        let Some((id, start, size)) = self.placement else {
+            return false;
+        };
+        if rest == format!("{id}-{start}-{size}") {
+            return true;
+        }
+        let Some(profile) = self.profile.map(dra_profile) else {
+            return false;
+        };
+        let placement = match size {
+            0 | 1 => start.to_string(),
+            _ => format!("{start}-{}", start + size - 1),
+        };
+        rest == format!("{profile}-{id}-{start}") || rest == format!("{profile}-{placement}")
+    }
+}
+
+/// A GPU instance's profile as NVIDIA's DRA driver writes it in a device name: `3g.40gb`
+/// as `3g40gb`, `1g.10gb+me` as `1g10gb-me` (dots dropped, then what a DNS label may
+/// not hold made a hyphen, lower case); `1c.3g.40gb` is its GPU instance's `3g40gb`.
+fn dra_profile(profile: &str) -> String {
+    let gpu_instance = match profile.split_once('.') {
+        Some((head, rest)) if head.ends_with('c') && rest.contains('.') => rest,
+        _ => profile,
+    };
+    let out: String = gpu_instance
+        .chars()
+        .filter(|c| *c != '.')
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    out.trim_matches('-').to_owned()
 }
 
 /// Every NVIDIA device the kubelet says is assigned, with its container.
@@ -129,8 +228,9 @@ pub struct DeviceMap {
 }
 
 impl DeviceMap {
-    /// The assignments in `response` of resources named `nvidia.com/...` (`gpu`,
-    /// `gpu.shared`, `mig-1g.10gb`, ...), the ids gpupeek knows.
+    /// The assignments in `response` of device plugin resources named `nvidia.com/...`
+    /// (`gpu`, `gpu.shared`, `mig-1g.10gb`, ...) and of devices of NVIDIA's DRA driver,
+    /// the ids gpupeek knows.
     pub fn new(response: &ListPodResourcesResponse) -> DeviceMap {
         let mut assigned = Vec::new();
         for pod in &response.pod_resources {
@@ -147,6 +247,14 @@ impl DeviceMap {
                     for id in devices.device_ids.iter().filter_map(|d| DeviceId::parse(d)) {
                         assigned.push((id, owner.clone()));
                     }
+                }
+                let claimed = container
+                    .dynamic_resources
+                    .iter()
+                    .flat_map(|claim| &claim.claim_resources)
+                    .filter(|d| d.driver_name == NVIDIA_DRA_DRIVER);
+                for id in claimed.filter_map(|d| DeviceId::parse_dra(&d.device_name)) {
+                    assigned.push((id, owner.clone()));
                 }
             }
         }
@@ -169,6 +277,7 @@ impl DeviceMap {
             .filter(|(id, _)| match (id, device.mig) {
                 (DeviceId::Gpu(uuid), None) => same(uuid, device.uuid),
                 (DeviceId::Index(i), None) => *i == device.index,
+                (DeviceId::Minor(n) | DeviceId::DraGpu(n), None) => device.has_minor(*n),
                 (DeviceId::Mig(uuid), Some(m)) => same(uuid, m.uuid),
                 (
                     DeviceId::MigOfGpu {
@@ -178,14 +287,17 @@ impl DeviceMap {
                     Some(m),
                 ) => same(gpu_uuid, device.uuid) && *gpu_instance_id == m.gpu_instance_id,
                 (
-                    DeviceId::MigOfIndex {
-                        index,
+                    DeviceId::MigOfMinor {
+                        minor,
                         gpu_instance_id,
                     },
                     Some(m),
-                ) => *index == device.index && *gpu_instance_id == m.gpu_instance_id,
+                ) => device.has_minor(*minor) && *gpu_instance_id == m.gpu_instance_id,
                 (DeviceId::MigByIndex { index, mig_index }, Some(m)) => {
                     *index == device.index && Some(*mig_index) == m.mig_index
+                }
+                (DeviceId::DraMig { minor, rest }, Some(m)) => {
+                    device.has_minor(*minor) && m.dra_named(rest)
                 }
                 _ => false,
             })
@@ -221,11 +333,11 @@ mod tests {
             })
         );
         assert_eq!(DeviceId::parse("3"), Some(Index(3)));
-        assert_eq!(DeviceId::parse("nvidia0"), Some(Index(0)));
-        assert_eq!(DeviceId::parse("nvidia1/vgpu4"), Some(Index(1)));
-        let gi = |index, gpu_instance_id| {
-            Some(MigOfIndex {
-                index,
+        assert_eq!(DeviceId::parse("nvidia0"), Some(Minor(0)));
+        assert_eq!(DeviceId::parse("nvidia1/vgpu4"), Some(Minor(1)));
+        let gi = |minor, gpu_instance_id| {
+            Some(MigOfMinor {
+                minor,
                 gpu_instance_id,
             })
         };
@@ -261,6 +373,7 @@ mod tests {
                     resource_name: resource.into(),
                     device_ids: ids.iter().map(|s| s.to_string()).collect(),
                 }],
+                dynamic_resources: Vec::new(),
             }],
         }
     }
@@ -301,6 +414,7 @@ mod tests {
         let whole = |index, uuid| Device {
             index,
             uuid,
+            minor: None,
             mig: None,
         };
         assert_eq!(names(whole(0, Some(GPU))), ["ml/train/main"]);
@@ -317,10 +431,13 @@ mod tests {
         let mig = |index, gi, mig_index, uuid| Device {
             index,
             uuid: None,
+            minor: None,
             mig: Some(MigDevice {
                 gpu_instance_id: gi,
                 mig_index: Some(mig_index),
                 uuid,
+                profile: None,
+                placement: None,
             }),
         };
         assert_eq!(names(mig(0, 5, 0, Some(MIG))), ["ml/infer/srv"]);
@@ -333,5 +450,183 @@ mod tests {
             names(whole(2, None)).is_empty(),
             "N:M is a MIG device, not its GPU"
         );
+    }
+
+    #[test]
+    fn dra_device_names_parse() {
+        use DeviceId::*;
+        assert_eq!(DeviceId::parse_dra("gpu-0"), Some(DraGpu(0)));
+        assert_eq!(DeviceId::parse_dra("gpu-12"), Some(DraGpu(12)));
+        let mig = |minor, rest: &str| {
+            Some(DraMig {
+                minor,
+                rest: rest.into(),
+            })
+        };
+        assert_eq!(
+            DeviceId::parse_dra("gpu-1-mig-3g40gb-9-4"),
+            mig(1, "3g40gb-9-4")
+        );
+        assert_eq!(
+            DeviceId::parse_dra("gpu-0-mig-1g10gb-me-20-6"),
+            mig(0, "1g10gb-me-20-6")
+        );
+        assert_eq!(DeviceId::parse_dra("gpu-2-mig-19-3-1"), mig(2, "19-3-1"));
+        for unknown in [
+            "",
+            "gpu-",
+            "gpu-x",
+            "gpu--1",
+            "gpu-0-mig-",
+            "gpu-0-mig-1g.10gb-0",
+            "gpu-a-mig-1g10gb-0",
+            "gpu-vfio-0",
+            "imex-channel-0",
+            "GPU-0",
+            "0",
+        ] {
+            assert_eq!(DeviceId::parse_dra(unknown), None, "{unknown:?}");
+        }
+    }
+
+    /// A pod whose container holds a claim of `driver`'s devices `names`.
+    fn claimed(ns: &str, name: &str, driver: &str, names: &[&str]) -> PodResources {
+        use crate::api::{ClaimResource, DynamicResource};
+        PodResources {
+            name: name.into(),
+            namespace: ns.into(),
+            containers: vec![ContainerResources {
+                name: "c".into(),
+                devices: Vec::new(),
+                dynamic_resources: vec![DynamicResource {
+                    claim_name: format!("{name}-gpu"),
+                    claim_namespace: ns.into(),
+                    claim_resources: names
+                        .iter()
+                        .map(|n| ClaimResource {
+                            driver_name: driver.into(),
+                            pool_name: "node-1".into(),
+                            device_name: n.to_string(),
+                            share_id: None,
+                        })
+                        .collect(),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn dra_devices_find_their_containers_by_minor_number_and_placement() {
+        let nvidia = NVIDIA_DRA_DRIVER;
+        let response = ListPodResourcesResponse {
+            pod_resources: vec![
+                claimed("ml", "whole", nvidia, &["gpu-3"]),
+                claimed("ml", "today", nvidia, &["gpu-5-mig-3g40gb-9-4"]),
+                claimed("ml", "mid", nvidia, &["gpu-5-mig-1g10gb-me-2"]),
+                claimed("ml", "wide", nvidia, &["gpu-5-mig-1g20gb-6-7"]),
+                claimed("ml", "old", nvidia, &["gpu-5-mig-14-0-2"]),
+                claimed("x", "other-driver", "gpu.example.com", &["gpu-0"]),
+            ],
+        };
+        let map = DeviceMap::new(&response);
+        let pods =
+            |d: Device| -> Vec<String> { map.owners(&d).iter().map(|o| o.pod.clone()).collect() };
+        // Minor number 3 is NVML's index 0 here (a GPU left out of the driver).
+        let gpu = |index, minor| Device {
+            index,
+            uuid: None,
+            minor,
+            mig: None,
+        };
+        assert_eq!(pods(gpu(0, Some(3))), ["whole"]);
+        assert!(
+            pods(gpu(3, Some(4))).is_empty(),
+            "gpu-3 is minor 3, not index 3"
+        );
+        assert_eq!(
+            pods(gpu(3, None)),
+            ["whole"],
+            "no minor: the index stands in"
+        );
+        assert!(pods(gpu(0, Some(0))).is_empty(), "another driver's gpu-0");
+        let mig = |profile, placement| Device {
+            index: 1,
+            uuid: None,
+            minor: Some(5),
+            mig: Some(MigDevice {
+                gpu_instance_id: 1,
+                mig_index: Some(0),
+                uuid: None,
+                profile,
+                placement,
+            }),
+        };
+        assert_eq!(pods(mig(Some("3g.40gb"), Some((9, 4, 4)))), ["today"]);
+        assert!(
+            pods(mig(Some("3g.40gb"), Some((9, 0, 4)))).is_empty(),
+            "the other 3g.40gb"
+        );
+        assert!(pods(mig(Some("3g.40gb"), None)).is_empty(), "no placement");
+        assert_eq!(pods(mig(Some("1g.10gb+me"), Some((20, 2, 1)))), ["mid"]);
+        assert_eq!(pods(mig(Some("1g.20gb"), Some((15, 6, 2)))), ["wide"]);
+        assert_eq!(pods(mig(Some("1c.3g.40gb"), Some((9, 4, 4)))), ["today"]);
+        assert_eq!(pods(mig(None, Some((14, 0, 2)))), ["old"]);
+        assert!(
+            pods(Device {
+                minor: Some(4),
+                ..mig(Some("3g.40gb"), Some((9, 4, 4)))
+            })
+            .is_empty(),
+            "another GPU's"
+        );
+    }
+
+    #[test]
+    fn dynamic_resources_decode_from_the_kubelets_bytes() {
+        use prost::Message;
+        // ClaimResource { cdi_devices: [{name}], driver_name, pool_name, device_name },
+        // hand-assembled from the wire format, CDI device first as the kubelet writes it.
+        let cdi = [&[0x0a, 9][..], b"k8s.gpu/x"].concat();
+        let resource = [
+            &[0x0a, cdi.len() as u8][..],
+            &cdi,
+            &[0x12, 14],
+            b"gpu.nvidia.com",
+            &[0x1a, 6],
+            b"node-1",
+            &[0x22, 5],
+            b"gpu-2",
+        ]
+        .concat();
+        let claim = [
+            &[0x12, 5][..],
+            b"claim",
+            &[0x1a, 2],
+            b"ml",
+            &[0x22, resource.len() as u8],
+            &resource,
+        ]
+        .concat();
+        let container = [&[0x0a, 1][..], b"c", &[0x2a, claim.len() as u8], &claim].concat();
+        let pod = [
+            &[0x0a, 3][..],
+            b"job",
+            &[0x12, 2],
+            b"ml",
+            &[0x1a, container.len() as u8],
+            &container,
+        ]
+        .concat();
+        let bytes = [&[0x0a, pod.len() as u8][..], &pod].concat();
+        let decoded = ListPodResourcesResponse::decode(&bytes[..]).unwrap();
+        let map = DeviceMap::new(&decoded);
+        let gpu = Device {
+            index: 2,
+            uuid: None,
+            minor: Some(2),
+            mig: None,
+        };
+        let owners: Vec<String> = map.owners(&gpu).iter().map(|o| o.pod.clone()).collect();
+        assert_eq!(owners, ["job"]);
     }
 }

@@ -178,6 +178,7 @@ mod tests {
                         resource_name: "nvidia.com/gpu".into(),
                         device_ids: vec![GPU.into()],
                     }],
+                    dynamic_resources: Vec::new(),
                 }],
             }],
         }
@@ -195,6 +196,7 @@ mod tests {
         let owners = map.owners(&Device {
             index: 0,
             uuid: Some(GPU),
+            minor: None,
             mig: None,
         });
         assert_eq!(owners[0].pod, "train-0");

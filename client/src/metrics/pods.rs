@@ -176,6 +176,16 @@ pub(crate) fn assignments(
     Some(out)
 }
 
+/// What a MIG device may be named by: its index on its GPU, its UUID, its GPU instance's
+/// profile and placement.
+#[derive(Default)]
+struct MigNames {
+    index: Option<u32>,
+    uuid: Option<String>,
+    profile: Option<String>,
+    placement: Option<(u32, u32, u32)>,
+}
+
 /// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
 /// GPU: any MIG device of it, by UUID, GPU instance or MIG device index) is assigned
 /// to; `None` when none is, or several share it.
@@ -184,36 +194,39 @@ fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) ->
     let gpu = Device {
         index: g.index,
         uuid: (!uuid.is_empty()).then_some(uuid.as_str()),
+        minor: g.minor_number,
         mig: None,
     };
     // Each MIG device of the GPU instance; one known by its id alone when the MIG table
     // has none (yet) and only a process names it.
-    let migs: Vec<(Option<u32>, String)> = match gi {
+    let migs: Vec<MigNames> = match gi {
         None => Vec::new(),
         Some(gi) => model
             .mig_on(g.index)
             .filter(|m| m.gpu_instance_id == gi)
-            .map(|m| {
-                (
-                    Some(m.mig_index),
-                    m.uuid.map(Text::decode).unwrap_or_default(),
-                )
+            .map(|m| MigNames {
+                index: Some(m.mig_index),
+                uuid: m.uuid.map(Text::decode),
+                profile: m.gpu_instance_profile(),
+                placement: m.placement.map(|p| (p.profile_id, p.start, p.size)),
             })
             .collect(),
     };
-    let unknown = [(None, String::new())];
+    let unknown = [MigNames::default()];
     let migs = if migs.is_empty() {
         &unknown[..]
     } else {
         &migs[..]
     };
     let mut owners = Vec::new();
-    for (mig_index, mig_uuid) in migs {
+    for mig in migs {
         let device = Device {
             mig: gi.map(|gi| MigDevice {
                 gpu_instance_id: gi,
-                mig_index: *mig_index,
-                uuid: (!mig_uuid.is_empty()).then_some(mig_uuid.as_str()),
+                mig_index: mig.index,
+                uuid: mig.uuid.as_deref().filter(|u| !u.is_empty()),
+                profile: mig.profile.as_deref(),
+                placement: mig.placement,
             }),
             ..gpu
         };
@@ -313,6 +326,7 @@ mod tests {
                     resource_name: resource.into(),
                     device_ids: vec![id.into()],
                 }],
+                dynamic_resources: Vec::new(),
             }],
         };
         let response = ListPodResourcesResponse {

@@ -443,7 +443,10 @@ Default: no pod views."#,
             values: Values::File,
             man: r"With
 .BR \-\-pod\-views :
-the kubelet's pod-resources socket, asked which pod each GPU is allocated to
+the kubelet's pod-resources socket, asked which pod each GPU is allocated to,
+by a device plugin or by NVIDIA's DRA driver (read as the exporter of
+.BR gpupeek (1)
+reads them)
 (default
 .IR /var/lib/kubelet/pod\-resources/kubelet.sock ).
 A kubelet that does not answer is said once in the log; pods then see the

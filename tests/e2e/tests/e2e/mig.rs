@@ -108,6 +108,19 @@ pub(crate) fn three_way(pids: &[u32; 4]) -> Value {
     )
 }
 
+/// `scenario` (two GPUs, the first with [`three_way`]'s instances) on a machine whose
+/// kernel numbered the GPUs the other way round from NVML (minor number 1 is NVML's GPU
+/// 0), with the instances where a driver places them: 3g.40gb at memory slice 0,
+/// 2g.20gb at 4, 1g.10gb at 6.
+pub(crate) fn numbered_by_minor(mut scenario: Value) -> Value {
+    scenario["gpus"][0]["minor_number"] = json!(1);
+    scenario["gpus"][1]["minor_number"] = json!(0);
+    for (instance, start) in [(0, 0), (1, 4), (2, 6)] {
+        scenario["gpus"][0]["mig"]["instances"][instance]["placement_start"] = json!(start);
+    }
+    scenario
+}
+
 /// `(gpu instance id, profile)` of every published instance of GPU 0.
 pub(crate) fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
     snap.mig_on(0)
@@ -651,6 +664,7 @@ fn serve_names_the_pod_of_each_mig_instance() {
                 resource_name: resource.into(),
                 device_ids: vec![id],
             }],
+            dynamic_resources: Vec::new(),
         }],
     };
     let socket = std::env::temp_dir().join(format!(
@@ -710,4 +724,125 @@ fn serve_names_the_pod_of_each_mig_instance() {
     assert_eq!(pod_of(pids[0]), "by-index", "GI 1, by MIG device index");
     assert_eq!(pod_of(pids[1]), "by-index", "GI 1, by MIG device index");
     assert!(!body.contains("pod=\"ghost\""), "{body}");
+}
+
+/// The segment has each GPU's minor number and each GPU instance's profile id and
+/// placement (ABI 1.12), and `serve` names the pod of each device of NVIDIA's DRA driver:
+/// a whole GPU by minor number (`gpu-0` is NVML's GPU 1 here), a MIG device by its
+/// parent's minor number, profile and placement in today's form and in earlier
+/// releases'. A name that fits GPU 0 by index rather than minor number names no process,
+/// nor does another DRA driver's device.
+#[test]
+fn serve_names_the_pod_of_each_dra_device() {
+    use gpupeek_kube::api::{
+        ClaimResource, ContainerResources, DynamicResource, ListPodResourcesResponse, PodResources,
+    };
+    use gpupeek_kube::fake::{Answer, FakeKubelet};
+    use gpupeek_shm::layout::gpu_valid4;
+    let sb = Sandbox::new("mig-dra");
+    let (_procs, pids) = four_sleepers();
+    sb.write_scenario(&numbered_by_minor(three_way(&pids)));
+    let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
+    let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+        s.mig.len() == 3 && s.processes.len() == 4
+    });
+    let minors: Vec<Option<u32>> = snap
+        .gpus
+        .iter()
+        .map(|g| (g.valid4 & gpu_valid4::MINOR_NUMBER != 0).then_some(g.minor_number))
+        .collect();
+    assert_eq!(minors, [Some(1), Some(0)]);
+    let placements: Vec<(u32, u32, u32, u32)> = snap
+        .mig
+        .iter()
+        .filter(|m| m.valid & mig_valid::PLACEMENT != 0)
+        .map(|m| {
+            let (id, start, size) = (
+                m.gpu_instance_profile_id,
+                m.placement_start,
+                m.placement_size,
+            );
+            (m.gpu_instance_id, id, start, size)
+        })
+        .collect();
+    // The H100's profile ids, and its memory slices per profile (`nvidia-smi mig -lgipp`).
+    assert_eq!(placements, [(1, 9, 0, 4), (5, 14, 4, 2), (13, 19, 6, 1)]);
+
+    let pod = |name: &str, driver: &str, device: &str| PodResources {
+        name: name.into(),
+        namespace: "ml".into(),
+        containers: vec![ContainerResources {
+            name: "main".into(),
+            devices: Vec::new(),
+            dynamic_resources: vec![DynamicResource {
+                claim_name: format!("{name}-gpu"),
+                claim_namespace: "ml".into(),
+                claim_resources: vec![ClaimResource {
+                    driver_name: driver.into(),
+                    pool_name: "node-1".into(),
+                    device_name: device.into(),
+                    share_id: None,
+                }],
+            }],
+        }],
+    };
+    let nvidia = "gpu.nvidia.com";
+    let socket = std::env::temp_dir().join(format!(
+        "gpupeek-e2e-kubelet-dra-{}.sock",
+        std::process::id()
+    ));
+    let _kubelet = FakeKubelet::start(
+        &socket,
+        Answer::Pods(ListPodResourcesResponse {
+            pod_resources: vec![
+                pod("whole", nvidia, "gpu-0"),
+                pod("today", nvidia, "gpu-1-mig-3g40gb-9-0"),
+                pod("mid", nvidia, "gpu-1-mig-2g20gb-4-5"),
+                pod("old", nvidia, "gpu-1-mig-19-6-1"),
+                // GPU 0's GI 1 if `gpu-N` were NVML's index: it is minor number 0,
+                // NVML's GPU 1, which has no MIG device.
+                pod("by-index", nvidia, "gpu-0-mig-3g40gb-9-0"),
+                pod("other-driver", "gpu.example.com", "gpu-1-mig-1g10gb-19-6"),
+            ],
+        }),
+    );
+    let client = Command::new(&gpupeek_e2e::bins().client);
+    let (_serve, url) = gpupeek_e2e::spawn_serve(
+        &sb,
+        client,
+        &[
+            "--per-process".as_ref(),
+            "--kubelet.pod-resources-socket".as_ref(),
+            socket.as_os_str(),
+        ],
+    );
+    let addr = url.strip_prefix("http://").unwrap();
+    let (status, body) = gpupeek_e2e::http("GET", addr, "/metrics");
+    assert_eq!(status, 200);
+    let pod_of = |pid: u32| -> String {
+        let line = body
+            .lines()
+            .find(|l| {
+                l.starts_with("gpupeek_process_gpu_memory_bytes{")
+                    && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .unwrap_or_else(|| panic!("no series of {pid}: {body}"));
+        let at = line.find(",pod=\"").expect("a pod label") + 6;
+        line[at..].split('"').next().unwrap().to_owned()
+    };
+    assert_eq!(pod_of(pids[0]), "today", "GI 1, today's form");
+    assert_eq!(pod_of(pids[1]), "today", "GI 1, today's form");
+    assert_eq!(pod_of(pids[2]), "mid", "GI 5, PROFILE-START-END");
+    assert_eq!(pod_of(pids[3]), "old", "GI 13, PROFILEID-START-SIZE");
+    let second_gpu = body
+        .lines()
+        .find(|l| {
+            l.starts_with("gpupeek_gpu_memory_used_bytes{")
+                && l.contains("GPU-ffffffff-0000-1111-2222-333344445555")
+        })
+        .unwrap_or_else(|| panic!("no memory series of GPU 1: {body}"));
+    assert!(second_gpu.contains("pod=\"whole\""), "{second_gpu}");
+    for nobody in ["by-index", "other-driver"] {
+        assert!(!body.contains(&format!("pod=\"{nobody}\"")), "{body}");
+    }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use gpupeek_e2e::{root_or_skip, stderr, stdout, wait_for, Daemon, Sandbox};
 use gpupeek_kube::api::{
-    ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    ClaimResource, ContainerDevices, ContainerResources, DynamicResource, ListPodResourcesResponse,
+    PodResources,
 };
 use gpupeek_kube::fake::{Answer, FakeKubelet};
 use gpupeek_shm::layout::TrackKind;
@@ -104,20 +105,40 @@ fn scenario(procs: &[(usize, u32, u64)]) -> Value {
 }
 
 /// The kubelet's answer: each (pod name, allocated GPU or MIG device), in namespace `ml`.
+/// A device named `gpu-...` is a device of NVIDIA's DRA driver in a resource claim of the
+/// pod's; any other, a device plugin's device id.
 pub(crate) fn allocations(pods: &[(&str, &str)]) -> Answer {
     Answer::Pods(ListPodResourcesResponse {
         pod_resources: pods
             .iter()
-            .map(|&(name, gpu)| PodResources {
-                name: name.into(),
-                namespace: "ml".into(),
-                containers: vec![ContainerResources {
+            .map(|&(name, gpu)| {
+                let mut container = ContainerResources {
                     name: "main".into(),
-                    devices: vec![ContainerDevices {
+                    devices: Vec::new(),
+                    dynamic_resources: Vec::new(),
+                };
+                if gpu.starts_with("gpu-") {
+                    container.dynamic_resources.push(DynamicResource {
+                        claim_name: format!("{name}-gpu"),
+                        claim_namespace: "ml".into(),
+                        claim_resources: vec![ClaimResource {
+                            driver_name: "gpu.nvidia.com".into(),
+                            pool_name: "node-1".into(),
+                            device_name: gpu.into(),
+                            share_id: None,
+                        }],
+                    });
+                } else {
+                    container.devices.push(ContainerDevices {
                         resource_name: "nvidia.com/gpu".into(),
                         device_ids: vec![gpu.into()],
-                    }],
-                }],
+                    });
+                }
+                PodResources {
+                    name: name.into(),
+                    namespace: "ml".into(),
+                    containers: vec![container],
+                }
             })
             .collect(),
     })
