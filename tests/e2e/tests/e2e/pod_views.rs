@@ -514,6 +514,43 @@ fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
     }
 }
 
+/// NVIDIA's DRA driver names a GPU by its minor number (`gpu-0` is `/dev/nvidia0`, here
+/// NVML's GPU 1) and a MIG device by its parent's minor number, its profile and its
+/// placement, in each release's form; the pods holding them see them.
+#[test]
+fn pods_holding_dra_devices_see_the_gpu_and_instances_their_claims_name() {
+    let pods = Pods::new("poddra");
+    let (_procs, pids) = crate::mig::four_sleepers();
+    pods.sb
+        .write_scenario(&crate::mig::numbered_by_minor(crate::mig::three_way(&pids)));
+    let _kubelet = FakeKubelet::start(
+        &pods.socket,
+        allocations(&[
+            ("train-a", "gpu-0"),
+            ("train-b", "gpu-1-mig-2g20gb-14-4"),
+            ("idle-c", "gpu-1-mig-1g10gb-6"),
+        ]),
+    );
+    let daemon = pods.start_daemon();
+    pods.sb.wait_live(&daemon);
+    let view_a = pods.view_when(&daemon, UID_A, 1, 0);
+    assert_eq!(uuids(&view_a), ["GPU-ffffffff-0000-1111-2222-333344445555"]);
+    assert!(view_a.mig.is_empty());
+    let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
+    for (uid, gi) in [(UID_B, 5), (UID_C, 13)] {
+        let path = pods.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
+        });
+        let snap = snap.unwrap();
+        assert_eq!(uuids(&snap), [parent], "pod {uid}");
+        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
+        assert_eq!(instances, [gi], "pod {uid}");
+    }
+}
+
 #[test]
 fn a_pod_views_directory_others_can_write_to_is_refused_at_start() {
     use std::os::unix::fs::PermissionsExt;
