@@ -444,7 +444,18 @@ the labels are dcgm\-exporter's:
 and
 .B pod_uid
 (no
-.BR container_id ).
+.BR container_id ),
+and for a device of NVIDIA's DRA driver the labels dcgm\-exporter adds when
+its DRA support is on:
+.BR dra_claim_name ,
+.BR dra_claim_namespace ,
+.BR dra_driver_name ,
+.BR dra_pool_name ,
+.B dra_device_name
+and, for a MIG device,
+.B dra_mig_profile
+and
+.BR dra_mig_device_uuid .
 The pod\-resources API names pods but not their uids, so a process joins
 its pod by the GPU it runs on: a GPU several containers share (time\-slicing,
 MPS) names none of them.

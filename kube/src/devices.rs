@@ -19,6 +19,23 @@ pub struct Owner {
     pub pod: String,
     /// The container's name.
     pub container: String,
+    /// The resource claim that gave it the device, for a device of a DRA driver.
+    pub claim: Option<Claim>,
+}
+
+/// A device of a resource claim (DRA), as the kubelet names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Claim {
+    /// The claim's name.
+    pub name: String,
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The DRA driver's name (`gpu.nvidia.com`).
+    pub driver: String,
+    /// The pool the device is in (the node's name, for NVIDIA's driver).
+    pub pool: String,
+    /// The device's name in its pool (`gpu-0`).
+    pub device: String,
 }
 
 /// A device id as NVIDIA's and GKE's device plugins allocate them, without a sharing
@@ -239,6 +256,7 @@ impl DeviceMap {
                     namespace: pod.namespace.clone(),
                     pod: pod.name.clone(),
                     container: container.name.clone(),
+                    claim: None,
                 };
                 for devices in &container.devices {
                     if !devices.resource_name.starts_with("nvidia.com/") {
@@ -248,13 +266,27 @@ impl DeviceMap {
                         assigned.push((id, owner.clone()));
                     }
                 }
-                let claimed = container
-                    .dynamic_resources
-                    .iter()
-                    .flat_map(|claim| &claim.claim_resources)
-                    .filter(|d| d.driver_name == NVIDIA_DRA_DRIVER);
-                for id in claimed.filter_map(|d| DeviceId::parse_dra(&d.device_name)) {
-                    assigned.push((id, owner.clone()));
+                for claim in &container.dynamic_resources {
+                    for d in &claim.claim_resources {
+                        if d.driver_name != NVIDIA_DRA_DRIVER {
+                            continue;
+                        }
+                        let Some(id) = DeviceId::parse_dra(&d.device_name) else {
+                            continue;
+                        };
+                        let claim = Claim {
+                            name: claim.claim_name.clone(),
+                            namespace: claim.claim_namespace.clone(),
+                            driver: d.driver_name.clone(),
+                            pool: d.pool_name.clone(),
+                            device: d.device_name.clone(),
+                        };
+                        let owner = Owner {
+                            claim: Some(claim),
+                            ..owner.clone()
+                        };
+                        assigned.push((id, owner));
+                    }
                 }
             }
         }

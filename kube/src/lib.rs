@@ -29,5 +29,5 @@ pub mod fake;
 mod poller;
 
 pub use call::{list, Error, DEFAULT_SOCKET, METHOD};
-pub use devices::{Device, DeviceId, DeviceMap, MigDevice, Owner};
+pub use devices::{Claim, Device, DeviceId, DeviceMap, MigDevice, Owner, NVIDIA_DRA_DRIVER};
 pub use poller::{Poller, State};

@@ -12,8 +12,11 @@
 //! one container the GPU is assigned to; `pod_uid` and `container_id` when every process
 //! the segment shows on the GPU is in the same pod (container). With `--names dcgm` they
 //! are dcgm-exporter's: `pod`, `namespace`, `container` and `pod_uid` (which it adds
-//! with `--kubernetes-enable-pod-uid`), no `container_id`. A MIG device's series (and,
-//! with `--names dcgm`, a GPU instance's) gain the same, for its GPU instance.
+//! with `--kubernetes-enable-pod-uid`), no `container_id`, and for a device of NVIDIA's
+//! DRA driver the `dra_*` labels it adds when its DRA support is on: the claim's
+//! name and namespace, the driver, pool and device names, and for a MIG device its
+//! profile and UUID. A MIG device's series (and, with `--names dcgm`, a GPU instance's)
+//! gain the same, for its GPU instance.
 //!
 //! The join is by device: the pod-resources API names pods, never their uids, so the
 //! cgroup's pod uid cannot be matched to a name. A GPU shared by several containers
@@ -131,6 +134,24 @@ impl<'m, 'a> Pods<'m, 'a> {
                 label("pod", &o.pod);
             }
             label("container", &o.container);
+            if let (Names::Dcgm, Some(claim)) = (names, &o.claim) {
+                label("dra_claim_name", &claim.name);
+                label("dra_claim_namespace", &claim.namespace);
+                label("dra_driver_name", &claim.driver);
+                label("dra_pool_name", &claim.pool);
+                label("dra_device_name", &claim.device);
+                let mig = gi.and_then(|gi| {
+                    let mut devices = self.model.mig_on(g.index);
+                    devices.find(|m| m.gpu_instance_id == gi)
+                });
+                if let Some(m) = mig {
+                    label(
+                        "dra_mig_profile",
+                        &m.gpu_instance_profile().unwrap_or_default(),
+                    );
+                    label("dra_mig_device_uuid", &text(m.uuid));
+                }
+            }
         }
         if let Some(uid) = &pod_uid {
             label("pod_uid", uid);
@@ -491,5 +512,82 @@ mod tests {
             ),
             "{p10}"
         );
+    }
+
+    /// [`kube`]'s assignments made by NVIDIA's DRA driver: GPU 0 as `gpu-0` (no minor
+    /// number published: its index), GPU instance 3 of GPU 1 (1g.10gb, profile 19, at
+    /// memory slice 2) as `gpu-1-mig-1g10gb-19-2`.
+    fn kube_dra() -> State {
+        use gpupeek_kube::api::{ClaimResource, DynamicResource};
+        let pod = |name: &str, container: &str, device: &str| PodResources {
+            name: name.into(),
+            namespace: "ml".into(),
+            containers: vec![ContainerResources {
+                name: container.into(),
+                devices: Vec::new(),
+                dynamic_resources: vec![DynamicResource {
+                    claim_name: format!("{name}-gpu"),
+                    claim_namespace: "ml".into(),
+                    claim_resources: vec![ClaimResource {
+                        driver_name: "gpu.nvidia.com".into(),
+                        pool_name: "node-1".into(),
+                        device_name: device.into(),
+                        share_id: None,
+                    }],
+                }],
+            }],
+        };
+        let response = ListPodResourcesResponse {
+            pod_resources: vec![
+                pod("train-0", "trainer", "gpu-0"),
+                pod("infer", "server", "gpu-1-mig-1g10gb-19-2"),
+            ],
+        };
+        State {
+            map: std::sync::Arc::new(DeviceMap::new(&response)),
+            up: true,
+        }
+    }
+
+    #[test]
+    fn dcgm_names_add_dcgm_exporters_dra_labels_for_a_claimed_device() {
+        let mut snap = snapshot(gpupeek_shm::ProcPolicy::Full);
+        let m = &mut snap.mig[0];
+        t::encode(&mut m.profile, "1g.10gb");
+        (
+            m.gpu_instance_profile_id,
+            m.placement_start,
+            m.placement_size,
+        ) = (19, 2, 1);
+        m.valid |=
+            gpupeek_shm::layout::mig_valid::PROFILE | gpupeek_shm::layout::mig_valid::PLACEMENT;
+        let dcgm = render(&snap, Names::Dcgm, Some(&kube_dra()));
+        let t0 = line(&dcgm, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"");
+        assert!(
+            t0.contains(
+                ",pod=\"train-0\",namespace=\"ml\",container=\"trainer\",\
+                 dra_claim_name=\"train-0-gpu\",dra_claim_namespace=\"ml\",\
+                 dra_driver_name=\"gpu.nvidia.com\",dra_pool_name=\"node-1\",\
+                 dra_device_name=\"gpu-0\","
+            ),
+            "{t0}"
+        );
+        assert!(!t0.contains("dra_mig"), "{t0}");
+        let instance = dcgm
+            .lines()
+            .find(|l| l.contains("GPU_I_ID=\"3\"") && l.contains("pod=\"infer\""))
+            .unwrap_or_else(|| panic!("no series of GPU instance 3 with its pod: {dcgm}"));
+        assert!(
+            instance.contains(&format!(
+                "dra_device_name=\"gpu-1-mig-1g10gb-19-2\",dra_mig_profile=\"1g.10gb\",\
+                 dra_mig_device_uuid=\"{MIG}\""
+            )),
+            "{instance}"
+        );
+        // gpupeek's own names carry the pod, not dcgm-exporter's DRA labels.
+        let text = render(&snap, Names::Gpupeek, Some(&kube_dra()));
+        let t0 = line(&text, "gpupeek_gpu_temperature_celsius{gpu=\"0\"");
+        assert!(t0.contains("pod=\"train-0\""), "{t0}");
+        assert!(!text.contains("dra_"), "{text}");
     }
 }
