@@ -8,7 +8,8 @@
 //! waits on the set in a loop and counts each Xid at the GPU it came from
 //! ([`crate::xid::Xids`]); an Xid of a MIG instance comes with the parent GPU's handle
 //! and the instance's ids. The tick never waits for it: a wait that hangs stops nothing
-//! else. While no GPU is registered it makes no call.
+//! else. While no GPU is registered it makes no call and does not wake up: it sleeps
+//! until a GPU not tried yet is known awake, or its session ends.
 //!
 //! The wait is `nvmlEventSetWait_v2` (R450+, whose data carries the MIG instance), or on
 //! older drivers `nvmlEventSetWait`, resolved once per session. It returns at least every
@@ -19,7 +20,7 @@
 
 use std::os::raw::{c_uint, c_ulonglong};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use nvml_wrapper::error::{nvml_try, NvmlError};
@@ -47,9 +48,17 @@ type Wait = unsafe extern "C" fn(nvmlEventSet_t, *mut nvmlEventData_t, c_uint) -
 /// The events thread of one session; dropping it asks the thread to end.
 pub struct Events {
     stop: Arc<AtomicBool>,
-    /// `awake[i]`: GPU `i` has been given a job, so it is awake and may be registered.
+    awake: Arc<Awake>,
+}
+
+/// What the thread is told between its waits.
+#[derive(Default)]
+struct Awake {
+    /// `gpus[i]`: GPU `i` has been given a job, so it is awake and may be registered.
     /// It grows with the GPUs NVML counts, which are counted again each tick.
-    awake: Arc<Mutex<Vec<bool>>>,
+    gpus: Mutex<Vec<bool>>,
+    /// Signalled when a GPU is first known awake, and when the session ends.
+    changed: Condvar,
 }
 
 impl Events {
@@ -58,7 +67,7 @@ impl Events {
     /// session.
     pub fn spawn(sampler: Sampler, xids: Xids, done: Arc<Done>) -> Option<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let awake = Arc::new(Mutex::new(Vec::new()));
+        let awake = Arc::new(Awake::default());
         let (flag, gpus) = (Arc::clone(&stop), Arc::clone(&awake));
         let spawned = std::thread::Builder::new()
             .name("nvml-events".into())
@@ -82,17 +91,31 @@ impl Events {
     /// events before the next wait. A GPU that sleeps (runtime-suspended) is never
     /// touched, as every NVML call on it would wake it.
     pub fn awake(&self, slot: usize) {
-        let mut awake = self.awake.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut awake = self
+            .awake
+            .gpus
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if awake.len() <= slot {
             awake.resize(slot + 1, false);
         }
-        awake[slot] = true;
+        if !awake[slot] {
+            awake[slot] = true;
+            self.awake.changed.notify_one();
+        }
     }
 }
 
 impl Drop for Events {
     fn drop(&mut self) {
+        // Under the lock, so that a thread about to sleep sees it or is woken by it.
+        let _awake = self
+            .awake
+            .gpus
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         self.stop.store(true, Ordering::Release);
+        self.awake.changed.notify_one();
     }
 }
 
@@ -111,7 +134,7 @@ enum Outcome {
 
 /// The thread: set up, register the GPUs as they are known awake, wait and count until
 /// the session ends, free the set.
-fn run(sampler: &Sampler, awake: &Mutex<Vec<bool>>, xids: &Xids, stop: &AtomicBool) {
+fn run(sampler: &Sampler, awake: &Awake, xids: &Xids, stop: &AtomicBool) {
     let nvml = sampler.nvml();
     let lib = nvml.lib();
     let wait: Wait = match (&lib.nvmlEventSetWait_v2, &lib.nvmlEventSetWait) {
@@ -136,11 +159,17 @@ fn run(sampler: &Sampler, awake: &Mutex<Vec<bool>>, xids: &Xids, stop: &AtomicBo
     while !stop.load(Ordering::Acquire) {
         // Copied into a vector kept across loops: no allocation once it has grown.
         known.clear();
-        known.extend_from_slice(&awake.lock().unwrap_or_else(PoisonError::into_inner));
+        known.extend_from_slice(&awake.gpus.lock().unwrap_or_else(PoisonError::into_inner));
         outcomes.resize(known.len(), Outcome::Untried);
         register(nvml, set, &known, &mut outcomes, &mut gpus, xids);
         if gpus.is_empty() {
-            std::thread::sleep(Duration::from_millis(WAIT_MS.into()));
+            // Nothing to wait on: sleep until a GPU is newly awake or the session ends
+            // (every GPU known awake has been tried, and is not tried again).
+            let gpus = awake.gpus.lock().unwrap_or_else(PoisonError::into_inner);
+            let sleep = awake.changed.wait_while(gpus, |gpus| {
+                !stop.load(Ordering::Acquire) && gpus.as_slice() == known.as_slice()
+            });
+            drop(sleep.unwrap_or_else(PoisonError::into_inner));
             continue;
         }
         let mut data = nvmlEventData_t {

@@ -350,3 +350,51 @@ fn a_gpu_counted_after_the_session_started_has_its_xids_counted() {
         "{text}"
     );
 }
+
+/// The voluntary context switches of gpupeekd's `nvml-events` thread so far.
+fn events_thread_switches(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    let thread = tasks
+        .filter_map(Result::ok)
+        .find(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "nvml-events")
+        })
+        .expect("an nvml-events thread");
+    let status = std::fs::read_to_string(thread.path().join("status")).unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .expect("voluntary_ctxt_switches");
+    line.trim().parse().unwrap()
+}
+
+/// With no GPU to wait on (none has Xid events: a vGPU guest, a container), the events
+/// thread makes no call and does not wake up (it used to, twice a second); a GPU that
+/// comes later with events wakes it, and its Xids are counted.
+#[test]
+fn with_no_gpu_to_wait_on_the_events_thread_sleeps_until_one_comes() {
+    let sb = Sandbox::new("xid-none");
+    let mut s = json!({"gpus": [gpu(0, false)]});
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("100ms");
+    sb.wait_live(&daemon);
+    wait_registered(&sb, &daemon, 1, 0);
+    let before = events_thread_switches(daemon.pid());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let woken = events_thread_switches(daemon.pid()) - before;
+    assert!(woken <= 1, "the events thread woke {woken} times in 2 s");
+
+    s["gpus"] = json!([gpu(0, false), gpu(1, true)]);
+    sb.write_scenario(&s);
+    wait_registered(&sb, &daemon, 2, 1);
+    s["gpus"][1]["xids"] = json!([{"code": 48}]);
+    sb.write_scenario(&s);
+    let text = wait_metrics(&sb, &daemon, "GPU 1's Xid 48", |t| {
+        !xid_series(t).is_empty()
+    });
+    assert_eq!(
+        xid_series(&text).keys().collect::<Vec<_>>(),
+        ["gpu=\"1\",xid=\"48\",action=\"WORKFLOW_XID_48\""],
+        "{text}"
+    );
+}
