@@ -38,6 +38,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use gpupeek_kube::{Device, MigDevice, Poller};
+use gpupeek_model::{GpuState, Mig};
 use gpupeek_shm::layout::{gpu_valid4, mig_valid, proc_valid, DaemonState};
 use gpupeek_shm::writer::unlink_file;
 use gpupeek_shm::{
@@ -520,21 +521,28 @@ impl PodViews {
                     mig: None,
                 };
                 owners_of(&device, gpu, None);
-                for m in tick.mig.iter().filter(|m| m.gpu_index == gpu.index) {
+                let on_gpu = || tick.mig.iter().filter(|m| m.gpu_index == gpu.index);
+                for m in on_gpu() {
                     let mig_uuid = gpupeek_shm::text::decode(&m.uuid);
-                    let profile = gpupeek_shm::text::decode(&m.profile);
+                    let gi_profile =
+                        |m: &MigRecord| Mig::new(m, GpuState::Ok).gpu_instance_profile();
+                    let profile = gi_profile(m);
                     let has = |bit: u64| m.valid & bit != 0;
+                    let sole_of_profile = !on_gpu().any(|o| {
+                        o.gpu_instance_id != m.gpu_instance_id && gi_profile(o) == profile
+                    });
                     let device = Device {
                         mig: Some(MigDevice {
                             gpu_instance_id: m.gpu_instance_id,
                             mig_index: Some(m.mig_index),
                             uuid: Some(mig_uuid.as_str()).filter(|u| !u.is_empty()),
-                            profile: has(mig_valid::PROFILE).then_some(profile.as_str()),
+                            profile: profile.as_deref(),
                             placement: has(mig_valid::PLACEMENT).then_some((
                                 m.gpu_instance_profile_id,
                                 m.placement_start,
                                 m.placement_size,
                             )),
+                            sole_of_profile,
                         }),
                         ..device
                     };

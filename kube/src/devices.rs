@@ -191,11 +191,16 @@ pub struct MigDevice<'a> {
     pub mig_index: Option<u32>,
     /// The MIG device's UUID (`MIG-...`), when known.
     pub uuid: Option<&'a str>,
-    /// Its profile as nvidia-smi names it (`3g.40gb`; `1c.3g.40gb` for a compute
-    /// instance of one slice of three), when known.
+    /// Its GPU instance's profile as nvidia-smi names it (`3g.40gb`, also for a compute
+    /// instance published as `1c.3g.40gb`), when known.
     pub profile: Option<&'a str>,
     /// Its GPU instance's profile id, first memory slice and memory slices, when known.
     pub placement: Option<(u32, u32, u32)>,
+    /// No other GPU instance of its GPU has its GPU instance's profile. Where the
+    /// placement is not known (the daemon could not ask for it: MIG monitoring needs
+    /// privileges a container may lack), a DRA device name with its profile can then
+    /// only be this one.
+    pub sole_of_profile: bool,
 }
 
 impl MigDevice<'_> {
@@ -203,7 +208,15 @@ impl MigDevice<'_> {
     /// by the caller), in any of its releases' forms.
     fn dra_named(&self, rest: &str) -> bool {
         let Some((id, start, size)) = self.placement else {
-            return false;
+            let Some(profile) = self.profile.map(dra_profile) else {
+                return false;
+            };
+            let tail = rest
+                .strip_prefix(profile.as_str())
+                .and_then(|t| t.strip_prefix('-'));
+            let placed =
+                |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+            return self.sole_of_profile && tail.is_some_and(placed);
         };
         if rest == format!("{id}-{start}-{size}") {
             return true;
@@ -221,13 +234,9 @@ impl MigDevice<'_> {
 
 /// A GPU instance's profile as NVIDIA's DRA driver writes it in a device name: `3g.40gb`
 /// as `3g40gb`, `1g.10gb+me` as `1g10gb-me` (dots dropped, then what a DNS label may
-/// not hold made a hyphen, lower case); `1c.3g.40gb` is its GPU instance's `3g40gb`.
+/// not hold made a hyphen, lower case).
 fn dra_profile(profile: &str) -> String {
-    let gpu_instance = match profile.split_once('.') {
-        Some((head, rest)) if head.ends_with('c') && rest.contains('.') => rest,
-        _ => profile,
-    };
-    let out: String = gpu_instance
+    let out: String = profile
         .chars()
         .filter(|c| *c != '.')
         .map(|c| match c.to_ascii_lowercase() {
@@ -470,6 +479,7 @@ mod tests {
                 uuid,
                 profile: None,
                 placement: None,
+                sole_of_profile: false,
             }),
         };
         assert_eq!(names(mig(0, 5, 0, Some(MIG))), ["ml/infer/srv"]);
@@ -591,6 +601,7 @@ mod tests {
                 uuid: None,
                 profile,
                 placement,
+                sole_of_profile: false,
             }),
         };
         assert_eq!(pods(mig(Some("3g.40gb"), Some((9, 4, 4)))), ["today"]);
@@ -601,8 +612,24 @@ mod tests {
         assert!(pods(mig(Some("3g.40gb"), None)).is_empty(), "no placement");
         assert_eq!(pods(mig(Some("1g.10gb+me"), Some((20, 2, 1)))), ["mid"]);
         assert_eq!(pods(mig(Some("1g.20gb"), Some((15, 6, 2)))), ["wide"]);
-        assert_eq!(pods(mig(Some("1c.3g.40gb"), Some((9, 4, 4)))), ["today"]);
         assert_eq!(pods(mig(None, Some((14, 0, 2)))), ["old"]);
+        // No placement (the daemon may not ask for it): a name with the profile is the
+        // GPU's one GPU instance of that profile, if it has only one.
+        let sole = |profile, sole_of_profile| Device {
+            mig: Some(MigDevice {
+                sole_of_profile,
+                ..mig(Some(profile), None).mig.unwrap()
+            }),
+            ..mig(None, None)
+        };
+        assert_eq!(pods(sole("3g.40gb", true)), ["today"]);
+        assert!(pods(sole("3g.40gb", false)).is_empty(), "two 3g.40gb");
+        assert_eq!(pods(sole("1g.20gb", true)), ["wide"]);
+        assert!(
+            pods(sole("1g.10gb", true)).is_empty(),
+            "1g10gb-me-2 is a 1g.10gb+me's"
+        );
+        assert_eq!(pods(sole("1g.10gb+me", true)), ["mid"]);
         assert!(
             pods(Device {
                 minor: Some(4),

@@ -198,13 +198,14 @@ pub(crate) fn assignments(
 }
 
 /// What a MIG device may be named by: its index on its GPU, its UUID, its GPU instance's
-/// profile and placement.
+/// profile and placement (see [`MigDevice`]).
 #[derive(Default)]
 struct MigNames {
     index: Option<u32>,
     uuid: Option<String>,
     profile: Option<String>,
     placement: Option<(u32, u32, u32)>,
+    sole_of_profile: bool,
 }
 
 /// The one container the kubelet's `kube` says GPU `g` (its GPU instance `gi`, on a MIG
@@ -225,11 +226,18 @@ fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) ->
         Some(gi) => model
             .mig_on(g.index)
             .filter(|m| m.gpu_instance_id == gi)
-            .map(|m| MigNames {
-                index: Some(m.mig_index),
-                uuid: m.uuid.map(Text::decode),
-                profile: m.gpu_instance_profile(),
-                placement: m.placement.map(|p| (p.profile_id, p.start, p.size)),
+            .map(|m| {
+                let profile = m.gpu_instance_profile();
+                let same = |o: &gpupeek_model::Mig| {
+                    o.gpu_instance_id != gi && o.gpu_instance_profile() == profile
+                };
+                MigNames {
+                    index: Some(m.mig_index),
+                    uuid: m.uuid.map(Text::decode),
+                    sole_of_profile: !model.mig_on(g.index).any(same),
+                    profile,
+                    placement: m.placement.map(|p| (p.profile_id, p.start, p.size)),
+                }
             })
             .collect(),
     };
@@ -248,6 +256,7 @@ fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) ->
                 uuid: mig.uuid.as_deref().filter(|u| !u.is_empty()),
                 profile: mig.profile.as_deref(),
                 placement: mig.placement,
+                sole_of_profile: mig.sole_of_profile,
             }),
             ..gpu
         };

@@ -734,14 +734,33 @@ fn serve_names_the_pod_of_each_mig_instance() {
 /// nor does another DRA driver's device.
 #[test]
 fn serve_names_the_pod_of_each_dra_device() {
+    dra_pods("mig-dra", false);
+}
+
+/// [`serve_names_the_pod_of_each_dra_device`] where the daemon may not ask for the GPU
+/// instances (MIG monitoring needs privileges a container may lack): no placement is
+/// published, and a MIG device is still named by a profile no other GPU instance of its
+/// GPU has; the form without a profile (`PROFILEID-START-SIZE`) names nothing.
+#[test]
+fn without_placements_a_dra_mig_device_is_named_by_a_profile_of_its_own() {
+    dra_pods("mig-dra-np", true);
+}
+
+/// The DRA pod names of [`three_way`]'s processes, numbered by minor number;
+/// `unprivileged`: `nvmlDeviceGetGpuInstanceById` answers `NO_PERMISSION`.
+fn dra_pods(tag: &str, unprivileged: bool) {
     use gpupeek_kube::api::{
         ClaimResource, ContainerResources, DynamicResource, ListPodResourcesResponse, PodResources,
     };
     use gpupeek_kube::fake::{Answer, FakeKubelet};
     use gpupeek_shm::layout::gpu_valid4;
-    let sb = Sandbox::new("mig-dra");
+    let sb = Sandbox::new(tag);
     let (_procs, pids) = four_sleepers();
-    sb.write_scenario(&numbered_by_minor(three_way(&pids)));
+    let mut s = numbered_by_minor(three_way(&pids));
+    if unprivileged {
+        s["gpus"][0]["errors"] = json!({"nvmlDeviceGetGpuInstanceById": "NO_PERMISSION"});
+    }
+    sb.write_scenario(&s);
     let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
     let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
         s.mig.len() == 3 && s.processes.len() == 4
@@ -766,7 +785,10 @@ fn serve_names_the_pod_of_each_dra_device() {
         })
         .collect();
     // The H100's profile ids, and its memory slices per profile (`nvidia-smi mig -lgipp`).
-    assert_eq!(placements, [(1, 9, 0, 4), (5, 14, 4, 2), (13, 19, 6, 1)]);
+    match unprivileged {
+        false => assert_eq!(placements, [(1, 9, 0, 4), (5, 14, 4, 2), (13, 19, 6, 1)]),
+        true => assert_eq!(placements, []),
+    }
 
     let pod = |name: &str, driver: &str, device: &str| PodResources {
         name: name.into(),
@@ -788,7 +810,7 @@ fn serve_names_the_pod_of_each_dra_device() {
     };
     let nvidia = "gpu.nvidia.com";
     let socket = std::env::temp_dir().join(format!(
-        "gpupeek-e2e-kubelet-dra-{}.sock",
+        "gpupeek-e2e-kubelet-{tag}-{}.sock",
         std::process::id()
     ));
     let _kubelet = FakeKubelet::start(
@@ -833,7 +855,10 @@ fn serve_names_the_pod_of_each_dra_device() {
     assert_eq!(pod_of(pids[0]), "today", "GI 1, today's form");
     assert_eq!(pod_of(pids[1]), "today", "GI 1, today's form");
     assert_eq!(pod_of(pids[2]), "mid", "GI 5, PROFILE-START-END");
-    assert_eq!(pod_of(pids[3]), "old", "GI 13, PROFILEID-START-SIZE");
+    match unprivileged {
+        false => assert_eq!(pod_of(pids[3]), "old", "GI 13, PROFILEID-START-SIZE"),
+        true => assert_eq!(pod_of(pids[3]), "", "no profile in the name, no placement"),
+    }
     let second_gpu = body
         .lines()
         .find(|l| {
