@@ -491,7 +491,8 @@ in a container's resource claims (kubelet 1.31 and later):
 .B gpu\-N
 for the GPU of minor number N, and its MIG devices by profile and placement
 .RB ( gpu\-N\-mig\-3g40gb\-9\-0
-and the forms of earlier releases).
+and the forms of earlier releases; by profile alone where the daemon may not
+read placements and no other GPU instance of the GPU has that profile).
 .B gpupeek_kubelet_pod_resources_up
 is 1 when the last call was answered; when it fails, the error is said once on
 standard error and the pod names are left out until it answers again.
