@@ -98,6 +98,11 @@ pub struct Instance {
     /// Where the GPU instance starts (`nvmlGpuInstancePlacement_t.start`).
     #[serde(default)]
     pub placement_start: u32,
+    /// Its MIG device index (`nvmlDeviceGetMigDeviceHandleByIndex`'s); its place in
+    /// `instances` when absent. A driver leaves an index free when the device there is
+    /// destroyed (`NOT_FOUND` at it), so the indices of those after it have a gap.
+    #[serde(default)]
+    pub mig_index: Option<u32>,
     pub uuid: Option<String>,
     /// Memory in use; the sum of its processes' when absent.
     #[serde(default)]
@@ -179,7 +184,10 @@ impl Mig {
         if !self.enabled {
             return None;
         }
-        self.instances.get(usize::try_from(index).ok()?)
+        (0u32..)
+            .zip(&self.instances)
+            .find(|(at, i)| i.mig_index.unwrap_or(*at) == index)
+            .map(|(_, i)| i)
     }
 
     /// The MIG device with these ids, while MIG is on.
@@ -308,6 +316,10 @@ mod tests {
         assert_eq!(mig.max_count(), 7);
         assert!(mig.device(2).is_some() && mig.device(3).is_none());
         assert!(mig.find(13, 0).is_some());
+        // A gap: the third device at index 5, none at 2.
+        mig.instances[2].mig_index = Some(5);
+        assert!(mig.device(2).is_none());
+        assert_eq!(mig.device(5).map(|i| i.gpu_instance_id), Some(13));
         mig.enabled = false;
         assert_eq!(mig.max_count(), 0);
         assert!(mig.device(0).is_none() && mig.find(1, 0).is_none());

@@ -566,8 +566,15 @@ impl Scenario {
             check_c_string(&format!("gpus[{i}].uuid"), gpu.uuid.as_deref())?;
             if let Some(mig) = &gpu.mig {
                 let mut seen = std::collections::BTreeSet::new();
-                for (j, m) in mig.instances.iter().enumerate() {
+                let mut indices = std::collections::BTreeSet::new();
+                for (j, m) in (0u32..).zip(&mig.instances) {
                     let at = format!("gpus[{i}].mig.instances[{j}]");
+                    let index = m.mig_index.unwrap_or(j);
+                    if index >= mig.max_devices || !indices.insert(index) {
+                        return Err(format!(
+                            "{at}: MIG device index {index} is taken or not below max_devices"
+                        ));
+                    }
                     if m.gi_profile(mig).is_none() {
                         return Err(format!(
                             "{at}: no profile with id {:?} or name {:?}",

@@ -121,6 +121,30 @@ pub(crate) fn numbered_by_minor(mut scenario: Value) -> Value {
     scenario
 }
 
+/// A driver leaves a destroyed MIG device's index free (`NOT_FOUND` there): each device
+/// after such a gap is found and published at its own index, which `N:M` device ids and
+/// NVIDIA's index strategy name it by, not at its place in the list.
+#[test]
+fn mig_devices_after_a_gap_in_the_indices_keep_their_own_index() {
+    let sb = Sandbox::new("mig-gaps");
+    let (_procs, pids) = four_sleepers();
+    let mut s = three_way(&pids);
+    s["gpus"][0]["mig"]["instances"][1]["mig_index"] = json!(2);
+    s["gpus"][0]["mig"]["instances"][2]["mig_index"] = json!(5);
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon_with("200ms", &["--process-interval", "200ms"]);
+    let snap = sb.snapshot_when(&daemon, "three instances and their processes", |s| {
+        s.mig.len() == 3 && s.processes.len() == 4
+    });
+    let indices: Vec<(u32, u32)> = snap
+        .mig
+        .iter()
+        .map(|m| (m.gpu_instance_id, m.mig_index))
+        .collect();
+    assert_eq!(indices, [(1, 0), (5, 2), (13, 5)]);
+    assert_eq!(pids_in(&snap, &snap.mig[2]), [pids[3]]);
+}
+
 /// `(gpu instance id, profile)` of every published instance of GPU 0.
 pub(crate) fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
     snap.mig_on(0)
