@@ -97,6 +97,21 @@ mod tests {
     /// Bytes as the kubelet's Go encoder writes a pod with one GPU, with fields gpupeek
     /// does not declare (`cpu_ids = 3` of the container, `topology = 3` of the devices)
     /// between them: hand-assembled from the wire format.
+    /// The answer for one pod, `ml/job`, with `container` (its wire bytes).
+    fn in_a_pod(container: &[u8]) -> ListPodResourcesResponse {
+        let pod = [
+            &[0x0a, 3][..],
+            b"job",
+            &[0x12, 2],
+            b"ml",
+            &[0x1a, container.len() as u8],
+            container,
+        ]
+        .concat();
+        let bytes = [&[0x0a, pod.len() as u8][..], &pod].concat();
+        ListPodResourcesResponse::decode(&bytes[..]).unwrap()
+    }
+
     #[test]
     fn undeclared_fields_are_skipped() {
         let devices = [
@@ -115,22 +130,55 @@ mod tests {
             &[0x1a, 2, 0x02, 0x03], // cpu_ids, packed
         ]
         .concat();
-        let pod = [
-            &[0x0a, 3][..],
-            b"job",
-            &[0x12, 2],
-            b"ml",
-            &[0x1a, container.len() as u8],
-            &container,
-        ]
-        .concat();
-        let bytes = [&[0x0a, pod.len() as u8][..], &pod].concat();
-        let decoded = ListPodResourcesResponse::decode(&bytes[..]).unwrap();
+        let decoded = in_a_pod(&container);
         let pod = &decoded.pod_resources[0];
         assert_eq!((pod.name.as_str(), pod.namespace.as_str()), ("job", "ml"));
         let c = &pod.containers[0];
         assert_eq!(c.name, "main");
         assert_eq!(c.devices[0].resource_name, "nvidia.com/gpu");
         assert_eq!(c.devices[0].device_ids, ["GPU0"]);
+    }
+
+    /// A container's resource claim as the kubelet writes it: the claim's device with its
+    /// CDI device first (not declared, skipped), then its driver, pool and device names.
+    #[test]
+    fn dynamic_resources_are_read() {
+        let cdi = [&[0x0a, 9][..], b"k8s.gpu/x"].concat();
+        let resource = [
+            &[0x0a, cdi.len() as u8][..],
+            &cdi,
+            &[0x12, 14],
+            b"gpu.nvidia.com",
+            &[0x1a, 6],
+            b"node-1",
+            &[0x22, 5],
+            b"gpu-2",
+        ]
+        .concat();
+        let claim = [
+            &[0x12, 5][..],
+            b"claim",
+            &[0x1a, 2],
+            b"ml",
+            &[0x22, resource.len() as u8],
+            &resource,
+        ]
+        .concat();
+        let container = [&[0x0a, 1][..], b"c", &[0x2a, claim.len() as u8], &claim].concat();
+        let decoded = in_a_pod(&container);
+        let claims = &decoded.pod_resources[0].containers[0].dynamic_resources;
+        assert_eq!(
+            claims,
+            &[DynamicResource {
+                claim_name: "claim".into(),
+                claim_namespace: "ml".into(),
+                claim_resources: vec![ClaimResource {
+                    driver_name: "gpu.nvidia.com".into(),
+                    pool_name: "node-1".into(),
+                    device_name: "gpu-2".into(),
+                    share_id: None,
+                }],
+            }]
+        );
     }
 }

@@ -715,9 +715,20 @@ fn serve_names_the_pod_of_each_mig_instance() {
             ],
         }),
     );
+    let body = scrape_with_kubelet(&sb, &socket);
+    let pod_of = |pid: u32| pod_of(&body, pid);
+    assert_eq!(pod_of(pids[2]), "infer", "GI 5, by MIG UUID");
+    assert_eq!(pod_of(pids[3]), "gke", "GI 13, as GKE names it");
+    assert_eq!(pod_of(pids[0]), "by-index", "GI 1, by MIG device index");
+    assert_eq!(pod_of(pids[1]), "by-index", "GI 1, by MIG device index");
+    assert!(!body.contains("pod=\"ghost\""), "{body}");
+}
+
+/// One scrape of `serve --per-process` reading the kubelet at `socket`, which answered.
+fn scrape_with_kubelet(sb: &Sandbox, socket: &std::path::Path) -> String {
     let client = Command::new(&gpupeek_e2e::bins().client);
     let (_serve, url) = gpupeek_e2e::spawn_serve(
-        &sb,
+        sb,
         client,
         &[
             "--per-process".as_ref(),
@@ -732,22 +743,20 @@ fn serve_names_the_pod_of_each_mig_instance() {
         body.contains("gpupeek_kubelet_pod_resources_up 1\n"),
         "{body}"
     );
-    let pod_of = |pid: u32| -> String {
-        let line = body
-            .lines()
-            .find(|l| {
-                l.starts_with("gpupeek_process_gpu_memory_bytes{")
-                    && l.contains(&format!("pid=\"{pid}\""))
-            })
-            .unwrap_or_else(|| panic!("no series of {pid}: {body}"));
-        let at = line.find(",pod=\"").expect("a pod label") + 6;
-        line[at..].split('"').next().unwrap().to_owned()
-    };
-    assert_eq!(pod_of(pids[2]), "infer", "GI 5, by MIG UUID");
-    assert_eq!(pod_of(pids[3]), "gke", "GI 13, as GKE names it");
-    assert_eq!(pod_of(pids[0]), "by-index", "GI 1, by MIG device index");
-    assert_eq!(pod_of(pids[1]), "by-index", "GI 1, by MIG device index");
-    assert!(!body.contains("pod=\"ghost\""), "{body}");
+    body
+}
+
+/// The `pod` label of process `pid`'s memory series in `body`.
+fn pod_of(body: &str, pid: u32) -> String {
+    let line = body
+        .lines()
+        .find(|l| {
+            l.starts_with("gpupeek_process_gpu_memory_bytes{")
+                && l.contains(&format!("pid=\"{pid}\""))
+        })
+        .unwrap_or_else(|| panic!("no series of {pid}: {body}"));
+    let at = line.find(",pod=\"").expect("a pod label") + 6;
+    line[at..].split('"').next().unwrap().to_owned()
 }
 
 /// The segment has each GPU's minor number and each GPU instance's profile id and
@@ -852,30 +861,8 @@ fn dra_pods(tag: &str, unprivileged: bool) {
             ],
         }),
     );
-    let client = Command::new(&gpupeek_e2e::bins().client);
-    let (_serve, url) = gpupeek_e2e::spawn_serve(
-        &sb,
-        client,
-        &[
-            "--per-process".as_ref(),
-            "--kubelet.pod-resources-socket".as_ref(),
-            socket.as_os_str(),
-        ],
-    );
-    let addr = url.strip_prefix("http://").unwrap();
-    let (status, body) = gpupeek_e2e::http("GET", addr, "/metrics");
-    assert_eq!(status, 200);
-    let pod_of = |pid: u32| -> String {
-        let line = body
-            .lines()
-            .find(|l| {
-                l.starts_with("gpupeek_process_gpu_memory_bytes{")
-                    && l.contains(&format!("pid=\"{pid}\""))
-            })
-            .unwrap_or_else(|| panic!("no series of {pid}: {body}"));
-        let at = line.find(",pod=\"").expect("a pod label") + 6;
-        line[at..].split('"').next().unwrap().to_owned()
-    };
+    let body = scrape_with_kubelet(&sb, &socket);
+    let pod_of = |pid: u32| pod_of(&body, pid);
     assert_eq!(pod_of(pids[0]), "today", "GI 1, today's form");
     assert_eq!(pod_of(pids[1]), "today", "GI 1, today's form");
     assert_eq!(pod_of(pids[2]), "mid", "GI 5, PROFILE-START-END");

@@ -216,6 +216,22 @@ impl Pods {
             .to_owned()
     }
 
+    /// Pod `uid`'s view once it shows a MIG instance, checked to be GPU instance `gi` of
+    /// the GPU `parent` (its UUID) alone.
+    fn mig_view(&self, daemon: &Daemon, uid: &str, parent: &str, gi: u32) -> Snapshot {
+        let path = self.view_path(uid);
+        let mut snap = None;
+        wait_for(&format!("pod {uid}'s MIG instance"), daemon, || {
+            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
+            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
+        });
+        let snap = snap.unwrap();
+        assert_eq!(uuids(&snap), [parent], "pod {uid}");
+        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
+        assert_eq!(instances, [gi], "pod {uid}");
+        snap
+    }
+
     /// Pod `uid`'s view once it shows `gpus` GPUs and `procs` processes.
     fn view_when(&self, daemon: &Daemon, uid: &str, gpus: usize, procs: usize) -> Snapshot {
         let path = self.view_path(uid);
@@ -499,16 +515,7 @@ fn a_pod_holding_a_mig_instance_sees_its_gpu_and_that_instance_only() {
     pods.sb.wait_live(&daemon);
     let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
     for (uid, gi) in [(UID_A, 5), (UID_B, 13), (UID_C, 1)] {
-        let path = pods.view_path(uid);
-        let mut snap = None;
-        wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
-            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
-            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
-        });
-        let snap = snap.unwrap();
-        assert_eq!(uuids(&snap), [parent]);
-        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
-        assert_eq!(instances, [gi], "pod {uid}");
+        let snap = pods.mig_view(&daemon, uid, parent, gi);
         // Its processes are not known to be the pod's (no pod cgroup): none shown.
         assert!(snap.processes.is_empty());
     }
@@ -538,16 +545,7 @@ fn pods_holding_dra_devices_see_the_gpu_and_instances_their_claims_name() {
     assert!(view_a.mig.is_empty());
     let parent = "GPU-a1b2c3d4-0000-1111-2222-333344445555";
     for (uid, gi) in [(UID_B, 5), (UID_C, 13)] {
-        let path = pods.view_path(uid);
-        let mut snap = None;
-        wait_for(&format!("pod {uid}'s MIG instance"), &daemon, || {
-            snap = Segment::open(&path).and_then(|s| s.snapshot()).ok();
-            snap.as_ref().is_some_and(|s| !s.mig.is_empty())
-        });
-        let snap = snap.unwrap();
-        assert_eq!(uuids(&snap), [parent], "pod {uid}");
-        let instances: Vec<u32> = snap.mig.iter().map(|m| m.gpu_instance_id).collect();
-        assert_eq!(instances, [gi], "pod {uid}");
+        pods.mig_view(&daemon, uid, parent, gi);
     }
 }
 
