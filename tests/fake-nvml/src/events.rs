@@ -177,7 +177,9 @@ fn take_event(scenario: &Scenario, id: usize) -> Result<Option<(u32, Xid)>, nvml
 }
 
 /// Shared body of the two waits: the next Xid of `set` as `nvmlEventData_t`, waiting up
-/// to `timeout_ms` for one (re-reading the scenario file), else `TIMEOUT`.
+/// to `timeout_ms` for one (re-reading the scenario file every [`POLL`]), else `TIMEOUT`.
+/// A scenario read once cannot gain an Xid: the wait then sleeps through its timeout at
+/// once, as a driver's blocks, so a benchmark sees a driver's wake-ups, not the polls.
 fn wait(set: nvmlEventSet_t, timeout_ms: c_uint) -> Result<nvmlEventData_t, nvmlReturn_t> {
     let id = decode_set(set).ok_or(INVALID_ARGUMENT)?;
     let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
@@ -199,7 +201,11 @@ fn wait(set: nvmlEventSet_t, timeout_ms: c_uint) -> Result<nvmlEventData_t, nvml
         if now >= deadline {
             return Err(nvmlReturn_enum_NVML_ERROR_TIMEOUT);
         }
-        std::thread::sleep(POLL.min(deadline - now));
+        let poll = match state::read_once() {
+            true => deadline - now,
+            false => POLL.min(deadline - now),
+        };
+        std::thread::sleep(poll);
     }
 }
 

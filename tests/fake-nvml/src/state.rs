@@ -74,12 +74,17 @@ pub struct Snapshot {
     pub current_error: Option<String>,
 }
 
+/// Whether the scenario file is read once only ([`READ_ONCE_ENV`]): nothing in it changes
+/// while the library is loaded.
+pub fn read_once() -> bool {
+    static READ_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *READ_ONCE.get_or_init(|| std::env::var_os(READ_ONCE_ENV).is_some_and(|v| v == "1"))
+}
+
 /// Checks the scenario file with one `stat()`, re-reads it if it changed, and
 /// returns the state a call should act on.
 pub fn refresh() -> Snapshot {
-    static READ_ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let read_once =
-        *READ_ONCE.get_or_init(|| std::env::var_os(READ_ONCE_ENV).is_some_and(|v| v == "1"));
+    let read_once = read_once();
     let mut st = lock();
     if read_once && st.scenario.is_some() && st.current_error.is_none() {
         return Snapshot {
