@@ -442,6 +442,8 @@ fn identity(rec: &GpuRecord) -> GpuRecord {
         clock_graphics_max_mhz: rec.clock_graphics_max_mhz,
         clock_sm_max_mhz: rec.clock_sm_max_mhz,
         clock_mem_max_mhz: rec.clock_mem_max_mhz,
+        valid4: rec.valid4 & crate::details4::IDENTITY4,
+        minor_number: rec.minor_number,
         ..Default::default()
     }
 }

@@ -82,7 +82,10 @@ fn runtime_pm_off_or_an_unmapped_gpu_never_releases() {
 fn a_suspended_gpu_releases_at_once_and_keeps_its_identity() {
     let (sys, mut pm) = laptop("suspended", "active", "auto");
     pm.set_gpu_count(1);
-    pm.remember(0, &sampled("RTX 4060 Laptop", "00000000:01:00.0"));
+    let mut awake = sampled("RTX 4060 Laptop", "00000000:01:00.0");
+    awake.valid4 = crate::details4::IDENTITY4 | gpupeek_shm::layout::gpu_valid4::BBX_TIME_RUN;
+    (awake.minor_number, awake.bbx_time_run_s) = (1, 99);
+    pm.remember(0, &awake);
     sys.power(GPU, "suspended", "auto");
     pm.refresh();
     assert!(pm.asleep(0));
@@ -93,6 +96,12 @@ fn a_suspended_gpu_releases_at_once_and_keeps_its_identity() {
     assert_eq!(text::decode(&rec.name), "RTX 4060 Laptop");
     assert_eq!(rec.valid, v::NAME | v::PCI_BUS_ID, "no dynamic value");
     assert_eq!(rec.temp_gpu_c, 0);
+    // Its minor number is identity (DRA and GKE name the GPU by it); the rest of
+    // valid4 is not.
+    assert_eq!(
+        (rec.valid4, rec.minor_number, rec.bbx_time_run_s),
+        (crate::details4::IDENTITY4, 1, 0)
+    );
 }
 
 #[test]
