@@ -527,21 +527,23 @@ impl PodViews {
                     let gi_profile =
                         |m: &MigRecord| Mig::new(m, GpuState::Ok).gpu_instance_profile();
                     let profile = gi_profile(m);
-                    let has = |bit: u64| m.valid & bit != 0;
-                    let sole_of_profile = !on_gpu().any(|o| {
-                        o.gpu_instance_id != m.gpu_instance_id && gi_profile(o) == profile
-                    });
+                    let placement = (m.valid & mig_valid::PLACEMENT != 0).then_some((
+                        m.gpu_instance_profile_id,
+                        m.placement_start,
+                        m.placement_size,
+                    ));
+                    // Only asked where no placement is published (see `MigDevice`).
+                    let sole_of_profile = placement.is_none()
+                        && !on_gpu().any(|o| {
+                            o.gpu_instance_id != m.gpu_instance_id && gi_profile(o) == profile
+                        });
                     let device = Device {
                         mig: Some(MigDevice {
                             gpu_instance_id: m.gpu_instance_id,
                             mig_index: Some(m.mig_index),
                             uuid: Some(mig_uuid.as_str()).filter(|u| !u.is_empty()),
                             profile: profile.as_deref(),
-                            placement: has(mig_valid::PLACEMENT).then_some((
-                                m.gpu_instance_profile_id,
-                                m.placement_start,
-                                m.placement_size,
-                            )),
+                            placement,
                             sole_of_profile,
                         }),
                         ..device

@@ -231,12 +231,14 @@ fn owner(model: &Model, kube: &gpupeek_kube::State, g: &Gpu, gi: Option<u32>) ->
                 let same = |o: &gpupeek_model::Mig| {
                     o.gpu_instance_id != gi && o.gpu_instance_profile() == profile
                 };
+                let placement = m.placement.map(|p| (p.profile_id, p.start, p.size));
                 MigNames {
                     index: Some(m.mig_index),
                     uuid: m.uuid.map(Text::decode),
-                    sole_of_profile: !model.mig_on(g.index).any(same),
+                    // Only asked where no placement is published (see `MigDevice`).
+                    sole_of_profile: placement.is_none() && !model.mig_on(g.index).any(same),
                     profile,
-                    placement: m.placement.map(|p| (p.profile_id, p.start, p.size)),
+                    placement,
                 }
             })
             .collect(),
