@@ -145,6 +145,30 @@ fn mig_devices_after_a_gap_in_the_indices_keep_their_own_index() {
     assert_eq!(pids_in(&snap, &snap.mig[2]), [pids[3]]);
 }
 
+/// A driver that has no minor number for a GPU ("not supported") leaves it unpublished,
+/// and the GPU in no error: readers then take its index for it.
+#[test]
+fn a_gpu_the_driver_gives_no_minor_number_publishes_none_and_no_error() {
+    use gpupeek_shm::layout::{gpu_valid4, GpuState};
+    let sb = Sandbox::new("minor-none");
+    let (_procs, pids) = four_sleepers();
+    let mut s = numbered_by_minor(three_way(&pids));
+    s["gpus"][1]["errors"] = json!({"nvmlDeviceGetMinorNumber": "NOT_SUPPORTED"});
+    sb.write_scenario(&s);
+    let daemon = sb.start_daemon("200ms");
+    let snap = sb.snapshot_when(&daemon, "both GPUs sampled", |s| {
+        s.gpus.len() == 2 && s.gpus.iter().all(|g| g.valid & v::MEMORY != 0)
+    });
+    let minors: Vec<Option<u32>> = snap
+        .gpus
+        .iter()
+        .map(|g| (g.valid4 & gpu_valid4::MINOR_NUMBER != 0).then_some(g.minor_number))
+        .collect();
+    assert_eq!(minors, [Some(1), None]);
+    let g1 = &snap.gpus[1];
+    assert_eq!((g1.state, g1.nvml_error_code), (GpuState::Ok as u32, 0));
+}
+
 /// `(gpu instance id, profile)` of every published instance of GPU 0.
 pub(crate) fn layout(snap: &Snapshot) -> Vec<(u32, String)> {
     snap.mig_on(0)
