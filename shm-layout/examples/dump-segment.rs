@@ -4,7 +4,7 @@
 //!
 //! Usage: `dump-segment [NAME]` (default: $GPUPEEK_SHM, else "gpupeek").
 
-use gpupeek_shm::layout::{gpu_valid as v, mig_valid, proc_valid, status_valid};
+use gpupeek_shm::layout::{gpu_valid as v, gpu_valid4, mig_valid, proc_valid, status_valid};
 use gpupeek_shm::{text, Segment};
 
 fn main() {
@@ -47,7 +47,7 @@ fn main() {
     );
     for g in &snap.gpus {
         let f = |bit: u64, value: &dyn ToString| show(g.valid & bit != 0, value.to_string());
-        let fields: [(&str, String); 40] = [
+        let fields: [(&str, String); 41] = [
             (
                 "state",
                 format!("{:?}", gpupeek_shm::GpuState::from_raw(g.state)),
@@ -56,6 +56,13 @@ fn main() {
             ("name", f(v::NAME, &text::decode(&g.name))),
             ("uuid", f(v::UUID, &text::decode(&g.uuid))),
             ("pci_bus_id", f(v::PCI_BUS_ID, &text::decode(&g.pci_bus_id))),
+            (
+                "minor_number",
+                show(
+                    g.valid4 & gpu_valid4::MINOR_NUMBER != 0,
+                    g.minor_number.to_string(),
+                ),
+            ),
             ("mem_total_bytes", f(v::MEMORY, &g.mem_total_bytes)),
             ("mem_used_bytes", f(v::MEMORY, &g.mem_used_bytes)),
             ("mem_free_bytes", f(v::MEMORY, &g.mem_free_bytes)),
@@ -270,6 +277,16 @@ fn main() {
             ("compute_instance_id", m.compute_instance_id.to_string()),
             ("uuid", f(mig_valid::UUID, text::decode(&m.uuid))),
             ("profile", f(mig_valid::PROFILE, text::decode(&m.profile))),
+            (
+                "placement",
+                f(
+                    mig_valid::PLACEMENT,
+                    format!(
+                        "profile_id:{} start:{} size:{}",
+                        m.gpu_instance_profile_id, m.placement_start, m.placement_size
+                    ),
+                ),
+            ),
             (
                 "mem_total_bytes",
                 f(mig_valid::MEMORY, m.mem_total_bytes.to_string()),

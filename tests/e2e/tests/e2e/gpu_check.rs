@@ -125,6 +125,11 @@ fn gpu_check_runs_every_section_on_the_fake_nvml_and_cleans_up() {
     );
     has("round 1: gpupeek\n", "root:sleep/");
     has("round 1: gpupeek\n", "gpu0.uuid=GPU-check-0");
+    has(
+        "minor numbers and MIG placements",
+        "stand-in nvidia-smi mig -lgi",
+    );
+    has("minor numbers and MIG placements", "gpu0.minor_number=0");
     // The JSON line (index, verdict, reasons, GPM): GPM may need one more tick here.
     has("GPM and verdicts at rest", "\n0 ");
     has("GPM under load: sleep 6", "gpupeek_gpu_sm_activity_ratio");
