@@ -9,7 +9,9 @@
 //! With the kubelet's pod-resources API (`serve --kubelet.pod-resources-socket`), a last
 //! key, `"pods"`: each GPU or MIG device (`gpu`, and `gpu_instance_id` or `null`)
 //! assigned to one container, with its `namespace`, `pod` and `container`, as the
-//! metrics' pod labels name them ([`crate::metrics::pods`]), under the same rule: only
+//! metrics' pod labels name them ([`crate::metrics::pods`]), and for a device of NVIDIA's
+//! DRA driver its `claim` (`{"name", "namespace", "driver", "pool", "device"}`; no key
+//! for a device plugin's), under the same rule: only
 //! when the daemon publishes every process's owner (its `full` policy). `null` when
 //! there is no kubelet to ask or the daemon withholds processes.
 //!
@@ -42,6 +44,19 @@ pub(crate) struct Assignment {
     namespace: String,
     pod: String,
     container: String,
+    /// The resource claim that holds it, for a device of NVIDIA's DRA driver.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claim: Option<Claim>,
+}
+
+/// [`gpupeek_kube::Claim`], as the document names its parts.
+#[derive(Serialize)]
+struct Claim {
+    name: String,
+    namespace: String,
+    driver: String,
+    pool: String,
+    device: String,
 }
 
 #[derive(Serialize)]
@@ -118,6 +133,13 @@ fn assignments(
             namespace: o.namespace,
             pod: o.pod,
             container: o.container,
+            claim: o.claim.map(|c| Claim {
+                name: c.name,
+                namespace: c.namespace,
+                driver: c.driver,
+                pool: c.pool,
+                device: c.device,
+            }),
         };
     Some(found.into_iter().map(assignment).collect())
 }

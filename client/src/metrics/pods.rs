@@ -600,5 +600,24 @@ mod tests {
         let t0 = line(&text, "gpupeek_gpu_temperature_celsius{gpu=\"0\"");
         assert!(t0.contains("pod=\"train-0\""), "{t0}");
         assert!(!text.contains("dra_"), "{text}");
+
+        // The snapshot's pods say which claim holds each device.
+        snap.status.heartbeat_mono_ns = gpupeek_shm::mono_now_ns();
+        let reading = crate::stream::Reading::new("gpupeek", Ok(snap));
+        let text = crate::snapshot::of(&reading, "host1", "node1", Some(&kube_dra()));
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let claim = |device: &str, pod: &str| {
+            serde_json::json!({"name": format!("{pod}-gpu"), "namespace": "ml",
+                               "driver": "gpu.nvidia.com", "pool": "node-1", "device": device})
+        };
+        assert_eq!(
+            doc["pods"],
+            serde_json::json!([
+                {"gpu": 0, "gpu_instance_id": null, "namespace": "ml", "pod": "train-0",
+                 "container": "trainer", "claim": claim("gpu-0", "train-0")},
+                {"gpu": 1, "gpu_instance_id": 3, "namespace": "ml", "pod": "infer",
+                 "container": "server", "claim": claim("gpu-1-mig-1g10gb-19-2", "infer")},
+            ])
+        );
     }
 }
