@@ -41,22 +41,8 @@ struct Document<'a> {
 pub(crate) struct Assignment {
     gpu: u32,
     gpu_instance_id: Option<u32>,
-    namespace: String,
-    pod: String,
-    container: String,
-    /// The resource claim that holds it, for a device of NVIDIA's DRA driver.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    claim: Option<Claim>,
-}
-
-/// [`gpupeek_kube::Claim`], as the document names its parts.
-#[derive(Serialize)]
-struct Claim {
-    name: String,
-    namespace: String,
-    driver: String,
-    pool: String,
-    device: String,
+    #[serde(flatten)]
+    owner: gpupeek_kube::Owner,
 }
 
 #[derive(Serialize)]
@@ -126,20 +112,10 @@ fn assignments(
     kube: &gpupeek_kube::State,
 ) -> Option<Vec<Assignment>> {
     let found = pods::assignments(&Model::new(snap), kube)?;
-    let assignment =
-        |(gpu, gpu_instance_id, o): (u32, Option<u32>, gpupeek_kube::Owner)| Assignment {
-            gpu,
-            gpu_instance_id,
-            namespace: o.namespace,
-            pod: o.pod,
-            container: o.container,
-            claim: o.claim.map(|c| Claim {
-                name: c.name,
-                namespace: c.namespace,
-                driver: c.driver,
-                pool: c.pool,
-                device: c.device,
-            }),
-        };
+    let assignment = |(gpu, gpu_instance_id, owner)| Assignment {
+        gpu,
+        gpu_instance_id,
+        owner,
+    };
     Some(found.into_iter().map(assignment).collect())
 }

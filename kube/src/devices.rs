@@ -10,8 +10,8 @@ use crate::api::ListPodResourcesResponse;
 /// The name NVIDIA's DRA driver publishes its GPU and MIG devices under.
 pub const NVIDIA_DRA_DRIVER: &str = "gpu.nvidia.com";
 
-/// A container a device is assigned to.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A container a device is assigned to; serialized as `serve`'s `/snapshot` has it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct Owner {
     /// The pod's namespace.
     pub namespace: String,
@@ -20,11 +20,12 @@ pub struct Owner {
     /// The container's name.
     pub container: String,
     /// The resource claim that gave it the device, for a device of a DRA driver.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub claim: Option<Claim>,
 }
 
 /// A device of a resource claim (DRA), as the kubelet names it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct Claim {
     /// The claim's name.
     pub name: String,
