@@ -102,6 +102,28 @@ fn a_hung_call_on_one_gpu_leaves_the_others_and_the_heartbeat_going_then_recover
     assert_eq!(count(&log, "GPU 0:") + count(&log, "GPU 2:"), 0, "{log}");
 }
 
+/// A GPU whose identity never comes (here its minor number, read once with it) is not
+/// responding from the start, the others sampled beside it; released, it is sampled
+/// with its whole identity, the minor number included.
+#[test]
+fn a_gpu_hung_in_its_first_identity_read_is_not_responding_and_the_others_go_on() {
+    use gpupeek_shm::layout::gpu_valid4;
+    let sb = Sandbox::new("hung-identity");
+    sb.write_scenario(&hanging(1, "nvmlDeviceGetMinorNumber"));
+    let daemon = sb.start_daemon_with("50ms", &["--nvml-timeout", "1s"]);
+    sb.wait_live(&daemon);
+    sb.snapshot_when(&daemon, "GPU 1 not responding, 0 and 2 sampled", |s| {
+        state(s, 1) == Some(GpuState::NotResponding)
+            && [0, 2].iter().all(|&i| state(s, i) == Some(GpuState::Ok))
+    });
+    sb.write_scenario(&scenario());
+    let back = sb.snapshot_when(&daemon, "GPU 1 back", |s| state(s, 1) == Some(GpuState::Ok));
+    let g1 = &back.gpus[1];
+    assert_eq!(gpupeek_shm::text::decode(&g1.uuid), "GPU-00000001");
+    assert_ne!(g1.valid4 & gpu_valid4::MINOR_NUMBER, 0);
+    assert_eq!(g1.minor_number, 1);
+}
+
 #[test]
 fn a_gpu_hung_in_its_process_list_on_a_slow_tick_is_not_responding_too() {
     let sb = Sandbox::new("hung-procs");
